@@ -1,0 +1,31 @@
+//! BIR: ntile's engine-level IR and the lowering into it from Penguin.
+//!
+//! A [`Program`] has one instruction stream per engine (PE, ACT, DVE, POOL, SP and 16 DMA
+//! queues), semaphores for cross-engine order, and hardware access patterns ([`HwAp`]:
+//! partition start/count, up to 4 `[stride, num]`, byte offset, dtype). [`lower`] reads any
+//! producer's function through [`penguin::FunctionView`] and needs proof that it was verified
+//! ([`penguin::Verified`]); on such input it never panics. [`verify_program`] checks the
+//! engine-level rules listed in its module.
+//!
+//! ```
+//! use penguin::{verify, whole_tile, ComputeEngine, DType, Function, InstData, Memory, MemsetData, Target, TensorData};
+//!
+//! let mut f = Function::new("fill");
+//! let t = TensorData { name: "x".into(), shape: vec![128, 64], dtype: DType::Fp32, memory: Memory::Sbuf, address: None };
+//! let id = f.add_tensor(t.clone()).unwrap();
+//! f.push_inst(InstData::Memset(MemsetData { engine: ComputeEngine::Dve, dst: whole_tile(id, &t), value: 0.0 }), vec![]);
+//! let program = bir::lower(verify(&f).unwrap(), Target::Trn2).unwrap();
+//! bir::verify_program(&program).unwrap();
+//! assert_eq!(program.stream(bir::Engine::Dve).len(), 1);
+//! ```
+#![deny(missing_docs)]
+
+mod error;
+mod lower;
+mod program;
+mod verify;
+
+pub use error::{BirError, TOO_MANY_STRIDES};
+pub use lower::lower;
+pub use program::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program, SemId, Wait, NUM_ENGINES};
+pub use verify::{partition_start_ok, verify_program};

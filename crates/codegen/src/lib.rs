@@ -1,0 +1,33 @@
+//! The NeuronCodegen layer: how a matmul becomes hardware-legal sub-tiles.
+//!
+//! [`NeuronCodegen`] wraps a base [`penguin::IrBuilder`] and provides the seed's entry
+//! points under their seed names: [`NeuronCodegen::combine_tiles`] (operand normalizer),
+//! [`NeuronCodegen::get_sb_and_psum_shape`] (tile geometry),
+//! [`NeuronCodegen::process_new_neuroninst`] (the per-instruction hook, with
+//! [`NeuronCodegen::process_dep_edges`] and [`NeuronCodegen::insert`]),
+//! [`NeuronCodegen::finalize_kernel`] and [`NeuronCodegen::finalize`]. The matmul combine
+//! tier is free functions ([`combine_matmult_tiles`]), as in the seed. The GEMM planner
+//! ([`plan_gemm`]) is the main emitter.
+//!
+//! Invariants: every instruction goes through `process_new_neuroninst`, so every operand is
+//! canonical and every overlap between instructions is a dependency edge; at most 8
+//! accumulation groups are live; SBUF allocations fit the target.
+//!
+//! ```
+//! use codegen::{plan_gemm, GemmConfig};
+//! use penguin::{DType, Target};
+//!
+//! let plan = plan_gemm(&GemmConfig::new(300, 1000, 777, DType::Bf16, Target::Trn2)).unwrap();
+//! assert_eq!(plan.stats.matmuls, 3 * 2 * 8);
+//! ```
+#![deny(missing_docs)]
+
+mod combine;
+mod error;
+mod gemm;
+mod neuron;
+
+pub use combine::{combine_matmult_tiles, MatMultAccumulation, MatMultSubTile};
+pub use error::CodegenError;
+pub use gemm::{plan_gemm, GemmConfig, GemmPlan, Schedule, UnknownSchedule, K_TILE, M_TILE, N_TILE};
+pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions};

@@ -1,0 +1,451 @@
+//! `NeuronCodegen`: the layer every emitter funnels through (normalize operands, wire
+//! dependency edges, insert, finalize), with the tile geometry primitive and the SBUF and
+//! PSUM allocators.
+
+use penguin::{
+    verify::is_identifier, AccessPattern, DType, DepTracker, EngineAccumulationType, Function, InstData, InstId,
+    InstTile, IrBuilder, Memory, NDTile, Target, TensorData, TensorId, Tile,
+};
+
+use crate::error::CodegenError;
+
+/// Options of [`NeuronCodegen::get_sb_and_psum_shape`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShapeOptions {
+    /// Also size the PSUM half (the tile is a matmul result).
+    pub psum: bool,
+}
+
+/// What the codegen layer counted while building.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CodegenStats {
+    /// Matmul instructions.
+    pub matmuls: u64,
+    /// Accumulation groups opened.
+    pub psum_groups: u64,
+    /// Most accumulation groups live at once.
+    pub max_live_psum_groups: u32,
+    /// Highest SBUF byte allocated in a partition.
+    pub sbuf_peak_bytes_per_partition: u64,
+}
+
+/// The NeuronCodegen layer over a base builder `B` (composition stands for the seed's
+/// subclassing).
+#[derive(Debug)]
+pub struct NeuronCodegen<B: IrBuilder> {
+    base: B,
+    target: Target,
+    kernel_name: String,
+    outputs: Vec<TensorId>,
+    deps: DepTracker,
+    sbuf_next: u64,
+    psum_live: Vec<(TensorId, penguin::Region)>,
+    stats: CodegenStats,
+}
+
+impl<B: IrBuilder> NeuronCodegen<B> {
+    /// Open a kernel named `kernel_name` on `target` over a base builder.
+    pub fn new(base: B, target: Target, kernel_name: impl Into<String>) -> Self {
+        NeuronCodegen {
+            base,
+            target,
+            kernel_name: kernel_name.into(),
+            outputs: Vec::new(),
+            deps: DepTracker::new(),
+            sbuf_next: 0,
+            psum_live: Vec::new(),
+            stats: CodegenStats::default(),
+        }
+    }
+
+    /// The target.
+    pub fn target(&self) -> Target {
+        self.target
+    }
+
+    /// The function built so far.
+    pub fn function(&self) -> &Function {
+        self.base.function()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> CodegenStats {
+        self.stats
+    }
+
+    /// Rename the kernel being built (checked by [`Self::finalize_kernel`]).
+    pub fn set_kernel_name(&mut self, name: impl Into<String>) {
+        self.base.set_kernel_name(name.into());
+    }
+
+    /// Declare an HBM kernel input.
+    pub fn add_input(&mut self, name: &str, shape: Vec<u64>, dtype: DType) -> Result<TensorId, CodegenError> {
+        let id = self.add_hbm(name, shape, dtype)?;
+        let mut inputs = self.base.function().inputs.clone();
+        inputs.push(id);
+        self.base.set_inputs(inputs);
+        Ok(id)
+    }
+
+    /// Declare an HBM kernel output (stamped by [`Self::finalize_kernel`]).
+    pub fn add_output(&mut self, name: &str, shape: Vec<u64>, dtype: DType) -> Result<TensorId, CodegenError> {
+        let id = self.add_hbm(name, shape, dtype)?;
+        self.outputs.push(id);
+        Ok(id)
+    }
+
+    fn add_hbm(&mut self, name: &str, shape: Vec<u64>, dtype: DType) -> Result<TensorId, CodegenError> {
+        let t = TensorData { name: name.to_string(), shape, dtype, memory: Memory::Hbm, address: None };
+        Ok(self.base.add_tensor(t)?)
+    }
+
+    /// Allocate an SBUF tensor of `[partitions, free...]`, failing with the bytes needed and
+    /// available per partition when the target's SBUF is full.
+    pub fn alloc_sbuf(&mut self, name: &str, tile: &NDTile) -> Result<TensorId, CodegenError> {
+        let (sb_shape, _) = self.get_sb_and_psum_shape(tile, ShapeOptions::default())?;
+        let bytes = tile.bytes_per_partition();
+        let available = u64::from(self.target.info().statebuf_par_size_in_bytes);
+        if self.sbuf_next + bytes > available {
+            return Err(CodegenError::SbufCapacity {
+                tensor: name.to_string(),
+                needed: self.sbuf_next + bytes,
+                available,
+                used: self.sbuf_next,
+                target: self.target,
+            });
+        }
+        let address = self.sbuf_next;
+        // Keep allocations 64-byte aligned inside a partition.
+        self.sbuf_next = (address + bytes).div_ceil(64) * 64;
+        self.stats.sbuf_peak_bytes_per_partition = self.stats.sbuf_peak_bytes_per_partition.max(address + bytes);
+        let t = TensorData {
+            name: name.to_string(),
+            shape: sb_shape,
+            dtype: tile.dtype,
+            memory: Memory::Sbuf,
+            address: Some(address),
+        };
+        Ok(self.base.add_tensor(t)?)
+    }
+
+    /// Allocate PSUM bank `bank` as a `[partitions, 512]` fp32 tensor.
+    pub fn alloc_psum_bank(&mut self, name: &str, bank: u32, partitions: u32) -> Result<TensorId, CodegenError> {
+        let info = self.target.info();
+        if bank >= info.psum_num_banks {
+            return Err(CodegenError::PsumGroupsExhausted(info.psum_num_banks));
+        }
+        let tile = NDTile { partitions, free: vec![info.psum_par_size_in_bytes / 4], dtype: DType::Fp32 };
+        let (_, psum_shape) = self.get_sb_and_psum_shape(&tile, ShapeOptions { psum: true })?;
+        let t = TensorData {
+            name: name.to_string(),
+            shape: psum_shape.unwrap_or_default(),
+            dtype: DType::Fp32,
+            memory: Memory::Psum,
+            address: Some(u64::from(bank * info.psum_par_size_in_bytes)),
+        };
+        Ok(self.base.add_tensor(t)?)
+    }
+
+    /// The seed's `get_sb_and_psum_shape`: the `(sb_shape, psum_shape)` of a tile, checking
+    /// the 128-partition statebuf geometry (`statebuf_num_partitions`, capacity per partition)
+    /// and, when asked, that the fp32 PSUM half fits one bank (`psum_par_size_in_bytes`).
+    pub fn get_sb_and_psum_shape(
+        &self,
+        tile: &NDTile,
+        opts: ShapeOptions,
+    ) -> Result<(Vec<u64>, Option<Vec<u64>>), CodegenError> {
+        let info = self.target.info();
+        if tile.partitions == 0 || tile.partitions > info.statebuf_num_partitions {
+            return Err(CodegenError::TooManyPartitions {
+                partitions: tile.partitions,
+                statebuf_num_partitions: info.statebuf_num_partitions,
+            });
+        }
+        let free = tile.free_elems();
+        let sb_shape = vec![u64::from(tile.partitions), free];
+        let available = u64::from(info.statebuf_par_size_in_bytes);
+        if tile.bytes_per_partition() > available {
+            return Err(CodegenError::SbufCapacity {
+                tensor: format!("{:?} {} tile", tile.free, tile.dtype),
+                needed: tile.bytes_per_partition(),
+                available,
+                used: 0,
+                target: self.target,
+            });
+        }
+        let psum_shape = if opts.psum {
+            let bytes = free * 4;
+            if bytes > u64::from(info.psum_par_size_in_bytes) {
+                return Err(CodegenError::PsumBankOverflow {
+                    bytes,
+                    psum_par_size_in_bytes: info.psum_par_size_in_bytes,
+                });
+            }
+            Some(vec![u64::from(tile.partitions), free])
+        } else {
+            None
+        };
+        Ok((sb_shape, psum_shape))
+    }
+
+    /// The seed's `combine_tiles`: fold operand tiles into canonical [`InstTile`]s
+    /// (canonical par/free indices), checking dimension by dimension that they agree: equal
+    /// partition counts and equal elements per partition. Mismatches name both shapes.
+    pub fn combine_tiles(&self, tiles: &[Tile]) -> Result<Vec<InstTile>, CodegenError> {
+        let out: Vec<InstTile> = tiles.iter().map(|t| self.canonical_tile(t)).collect::<Result<_, _>>()?;
+        if let Some(first) = out.first() {
+            for t in &out[1..] {
+                if t.partitions() != first.partitions() || t.free_elems() != first.free_elems() {
+                    return Err(CodegenError::IncompatibleTiles { a: first.ap.shape(), b: t.ap.shape() });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn tensor(&self, id: TensorId) -> Result<&TensorData, CodegenError> {
+        self.base
+            .function()
+            .tensors
+            .get_index(id.index())
+            .map(|(_, t)| t)
+            .ok_or_else(|| CodegenError::BadOperand(format!("operand tensor {id} does not exist")))
+    }
+
+    fn inst_tile(&self, tensor: TensorId, ap: &AccessPattern, want: &[Memory]) -> Result<InstTile, CodegenError> {
+        let t = self.tensor(tensor)?;
+        if !want.contains(&t.memory) {
+            return Err(CodegenError::BadOperand(format!(
+                "operand tensor `{}` is in {}, expected {:?}",
+                t.name, t.memory, want
+            )));
+        }
+        Ok(InstTile { tensor, memory: t.memory, dtype: t.dtype, ap: ap.canonicalize() })
+    }
+
+    fn canonical_tile(&self, tile: &Tile) -> Result<InstTile, CodegenError> {
+        match tile {
+            Tile::Data(d) => {
+                let t = self.tensor(d.tensor)?;
+                if !t.memory.is_on_chip() {
+                    return Err(CodegenError::NotADataTile);
+                }
+                self.inst_tile(d.tensor, &d.ap, &[Memory::Sbuf, Memory::Psum])
+            }
+            Tile::Memref(m) => {
+                let ap = AccessPattern { start_partition: 0, partitions: m.rows, offset: m.offset, free: vec![m.cols] };
+                self.inst_tile(m.tensor, &ap, &[Memory::Hbm])
+            }
+            Tile::MemrefND(m) => {
+                let Some((first, rest)) = m.dims.split_first() else {
+                    return Err(CodegenError::BadOperand("MemrefTileND needs at least one dimension".into()));
+                };
+                let ap =
+                    AccessPattern { start_partition: 0, partitions: *first, offset: m.offset, free: rest.to_vec() };
+                self.inst_tile(m.tensor, &ap, &[Memory::Hbm])
+            }
+            Tile::Psum(p) => {
+                let ap = AccessPattern::on_chip(p.start_partition, p.partitions, p.offset, p.free_size);
+                self.inst_tile(p.tensor, &ap, &[Memory::Psum]).map_err(|_| CodegenError::ResultNotPsum)
+            }
+            Tile::Inst(t) => {
+                let mut c = self.inst_tile(t.tensor, &t.ap, &[t.memory])?;
+                c.dtype = t.dtype;
+                Ok(c)
+            }
+            Tile::IndirectMemrefND(_) => Err(CodegenError::Unsupported(
+                "IndirectMemrefTileND operands (DMA gather) are not implemented yet".into(),
+            )),
+            Tile::Broadcast { .. } => Err(CodegenError::Unsupported(
+                "broadcast operands (memset-broadcast tiles) are not implemented yet".into(),
+            )),
+        }
+    }
+
+    /// The seed's `process_new_neuroninst`: read the instruction's kind, dispatch (the matmul
+    /// family checks its PSUM result and accumulation-group budget), normalize its operands
+    /// with [`Self::combine_tiles`], wire its dependency edges ([`Self::process_dep_edges`]),
+    /// then [`Self::insert`] it.
+    pub fn process_new_neuroninst(&mut self, mut inst: InstData) -> Result<InstId, CodegenError> {
+        match &mut inst {
+            InstData::MatMult(m) => {
+                if m.dst.memory != Memory::Psum {
+                    return Err(CodegenError::ResultNotPsum);
+                }
+                let [dst, st, mv] = [&m.dst, &m.stationary, &m.moving].map(|t| Tile::Inst(t.clone()));
+                let dst = self.combine_tiles(&[dst])?;
+                let ops = self.combine_tiles(&[st])?.into_iter().chain(self.combine_tiles(&[mv])?).collect::<Vec<_>>();
+                if ops[0].partitions() != ops[1].partitions() {
+                    return Err(CodegenError::IncompatibleTiles { a: ops[0].ap.shape(), b: ops[1].ap.shape() });
+                }
+                self.track_psum_group(&dst[0], m.flags())?;
+                m.dst = dst[0].clone();
+                m.stationary = ops[0].clone();
+                m.moving = ops[1].clone();
+                self.stats.matmuls += 1;
+            }
+            InstData::DmaCopy(d) => {
+                let c = self.combine_tiles(&[Tile::Inst(d.dst.clone()), Tile::Inst(d.src.clone())])?;
+                d.dst = c[0].clone();
+                d.src = c[1].clone();
+            }
+            InstData::TensorCopy(c) => {
+                let t = self.combine_tiles(&[Tile::Inst(c.dst.clone()), Tile::Inst(c.src.clone())])?;
+                c.dst = t[0].clone();
+                c.src = t[1].clone();
+            }
+            InstData::Memset(m) => {
+                let t = self.combine_tiles(&[Tile::Inst(m.dst.clone())])?;
+                m.dst = t[0].clone();
+            }
+        }
+        let deps = self.process_dep_edges(&inst);
+        Ok(self.insert(inst, deps))
+    }
+
+    fn track_psum_group(&mut self, dst: &InstTile, flags: EngineAccumulationType) -> Result<(), CodegenError> {
+        let region = dst.ap.region(true);
+        if flags.contains(EngineAccumulationType::START) {
+            self.stats.psum_groups += 1;
+            if !flags.contains(EngineAccumulationType::STOP) {
+                let limit = self.target.info().psum_num_banks;
+                if self.psum_live.len() as u32 >= limit {
+                    return Err(CodegenError::PsumGroupsExhausted(limit));
+                }
+                self.psum_live.push((dst.tensor, region));
+            }
+            let live = self.psum_live.len() as u32 + u32::from(flags.contains(EngineAccumulationType::STOP));
+            self.stats.max_live_psum_groups = self.stats.max_live_psum_groups.max(live);
+        } else if flags.contains(EngineAccumulationType::STOP) {
+            self.psum_live.retain(|(t, r)| !(*t == dst.tensor && *r == region));
+        }
+        Ok(())
+    }
+
+    /// The seed's `process_dep_edges`: RAW/WAR/WAW edges from earlier instructions whose tiles
+    /// overlap this one's.
+    pub fn process_dep_edges(&mut self, inst: &InstData) -> Vec<penguin::Dep> {
+        let next = InstId(self.base.function().insts.len() as u32);
+        let func = self.base.function();
+        self.deps.process(next, inst, |t| func.tensors.get_index(t.index()).map(|(_, d)| d))
+    }
+
+    /// The seed's `insert`: append to the function and record its dependency edges.
+    pub fn insert(&mut self, inst: InstData, deps: Vec<penguin::Dep>) -> InstId {
+        self.base.insert(inst, deps)
+    }
+
+    /// The seed's `finalize_kernel`: check the kernel name (`Kernel name mismatch` when it
+    /// differs from the name opened, `Unsupported kernel name <name>` when not an
+    /// identifier), set the outputs, stamp `debug_kernel_function_name`.
+    pub fn finalize_kernel(&mut self) -> Result<&Function, CodegenError> {
+        let found = self.base.function().kernel_name.clone();
+        if !is_identifier(&found) {
+            return Err(CodegenError::UnsupportedKernelName(found));
+        }
+        if found != self.kernel_name {
+            return Err(CodegenError::KernelNameMismatch { expected: self.kernel_name.clone(), found });
+        }
+        self.base.set_outputs(self.outputs.clone());
+        self.base.set_debug_kernel_function_name(format!("{}.{}", self.kernel_name, self.target));
+        Ok(self.base.function())
+    }
+
+    /// The seed's `finalize`: delegate to the base builder's finalize (the verifier).
+    pub fn finalize(self) -> Result<Function, CodegenError> {
+        Ok(self.base.finalize()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use penguin::{DataTile, Dim, GeneratedBuilder, MemrefTile};
+
+    use super::*;
+
+    fn cg() -> NeuronCodegen<GeneratedBuilder> {
+        NeuronCodegen::new(GeneratedBuilder::new("k"), Target::Trn2, "k")
+    }
+
+    #[test]
+    fn sbuf_capacity_error_names_bytes_needed_and_available() {
+        let mut c = cg();
+        let half = NDTile { partitions: 128, free: vec![30_000], dtype: DType::Fp32 };
+        c.alloc_sbuf("a", &half).unwrap();
+        let err = c.alloc_sbuf("b", &half).unwrap_err();
+        assert_eq!(
+            err,
+            CodegenError::SbufCapacity {
+                tensor: "b".into(),
+                needed: 240_000,
+                available: 229_376,
+                used: 120_000,
+                target: Target::Trn2
+            }
+        );
+        assert_eq!(
+            err.to_string(),
+            "SBUF capacity exceeded allocating `b`: needs 240000 bytes per partition, 229376 available on trn2 (120000 already in use)"
+        );
+        let huge = NDTile { partitions: 128, free: vec![60_000], dtype: DType::Fp32 };
+        assert!(matches!(c.alloc_sbuf("h", &huge), Err(CodegenError::SbufCapacity { needed: 240_000, used: 0, .. })));
+    }
+
+    #[test]
+    fn geometry_checks_partitions_and_psum_bank() {
+        let c = cg();
+        let t = NDTile { partitions: 128, free: vec![512], dtype: DType::Fp32 };
+        let (sb, ps) = c.get_sb_and_psum_shape(&t, ShapeOptions { psum: true }).unwrap();
+        assert_eq!(sb, vec![128, 512]);
+        assert_eq!(ps, Some(vec![128, 512]));
+        let wide = NDTile { free: vec![513], ..t.clone() };
+        assert_eq!(
+            c.get_sb_and_psum_shape(&wide, ShapeOptions { psum: true }),
+            Err(CodegenError::PsumBankOverflow { bytes: 2052, psum_par_size_in_bytes: 2048 })
+        );
+        let tall = NDTile { partitions: 129, ..t };
+        assert!(matches!(
+            c.get_sb_and_psum_shape(&tall, ShapeOptions::default()),
+            Err(CodegenError::TooManyPartitions { .. })
+        ));
+    }
+
+    #[test]
+    fn combine_tiles_canonicalizes_and_checks_shapes() {
+        let mut c = cg();
+        let a = c.add_input("a", vec![64, 64], DType::Fp32).unwrap();
+        let s = c.alloc_sbuf("s", &NDTile { partitions: 64, free: vec![64], dtype: DType::Bf16 }).unwrap();
+        let view = Tile::Data(DataTile {
+            tensor: s,
+            ap: AccessPattern {
+                start_partition: 0,
+                partitions: Dim::new(1, 64),
+                offset: 0,
+                free: vec![Dim::new(8, 8), Dim::new(1, 8)],
+            },
+        });
+        let hbm = Tile::Memref(MemrefTile { tensor: a, offset: 0, rows: Dim::new(64, 64), cols: Dim::new(1, 64) });
+        let out = c.combine_tiles(&[view, hbm.clone()]).unwrap();
+        assert_eq!(out[0].canonical_free_indices(), vec![Dim::new(1, 64)]);
+        assert_eq!(out[1].memory, Memory::Hbm);
+        let narrow = Tile::Memref(MemrefTile { tensor: a, offset: 0, rows: Dim::new(64, 32), cols: Dim::new(1, 64) });
+        assert_eq!(
+            c.combine_tiles(&[hbm.clone(), narrow]).unwrap_err().to_string(),
+            "incompatible operand shapes: [64, 64] vs [32, 64]"
+        );
+        let not_data = Tile::Data(DataTile { tensor: a, ap: AccessPattern::on_chip(0, 1, 0, 1) });
+        assert_eq!(c.combine_tiles(&[not_data]).unwrap_err().to_string(), "value must be a DataTile");
+    }
+
+    #[test]
+    fn finalize_kernel_checks_the_name() {
+        let mut c = cg();
+        c.set_kernel_name("other");
+        assert!(matches!(c.finalize_kernel(), Err(CodegenError::KernelNameMismatch { .. })));
+        c.set_kernel_name("9bad");
+        assert_eq!(c.finalize_kernel().unwrap_err().to_string(), "Unsupported kernel name 9bad");
+        c.set_kernel_name("k");
+        let f = c.finalize_kernel().unwrap();
+        assert_eq!(f.debug_kernel_function_name.as_deref(), Some("k.trn2"));
+    }
+}

@@ -1,0 +1,383 @@
+//! `ntile gemm`: plan, lower, simulate and check one GEMM, and report on it.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use codegen::{plan_gemm, GemmConfig, Schedule};
+use penguin::{DType, FunctionView, Target};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+use crate::error::CliError;
+use crate::npy::{self, OutKind};
+use crate::reference::{self, Check};
+
+/// Which IR `--emit` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Emit {
+    /// The verified Penguin function.
+    Penguin,
+    /// The lowered BIR program.
+    Bir,
+}
+
+/// Flags of `ntile gemm`.
+#[derive(Args, Clone, Debug, Default)]
+#[command(after_long_help = "\
+Examples:
+  ntile gemm                                   1024x1024x1024 bf16 on trn2, random inputs
+  ntile gemm --m 300 --k 1000 --n 777 --dtype fp16 --target trn1
+  ntile gemm --lhs a.npy --rhs b.npy -o c.npy  your float32 arrays, cast to bf16 on load
+  ntile gemm --m 4096 --k 4096 --n 4096 --no-sim --json
+  ntile gemm --m 128 --k 256 --n 512 --emit penguin
+
+Exit codes: 0 ok, 1 result outside the error bound, 2 bad input, 3 internal error.")]
+pub struct GemmArgs {
+    /// Rows of A and C [default: 1024, or taken from --lhs]
+    #[arg(long)]
+    pub m: Option<u64>,
+    /// Contraction length [default: 1024, or taken from --lhs/--rhs]
+    #[arg(long)]
+    pub k: Option<u64>,
+    /// Columns of B and C [default: 1024, or taken from --rhs]
+    #[arg(long)]
+    pub n: Option<u64>,
+    /// Matmul dtype of both operands: fp32, bf16, fp16, fp8e4m3, fp8e5m2, fp8e4m3fn (trn3)
+    #[arg(long, default_value = "bf16")]
+    pub dtype: Option<DType>,
+    /// Matmul dtype of A (overrides --dtype)
+    #[arg(long)]
+    pub lhs_dtype: Option<DType>,
+    /// Matmul dtype of B (overrides --dtype)
+    #[arg(long)]
+    pub rhs_dtype: Option<DType>,
+    /// Dtype of C: fp32, bf16 or fp16
+    #[arg(long, default_value = "fp32")]
+    pub out_dtype: Option<DType>,
+    /// Target: trn1, trn2 or trn3
+    #[arg(long, default_value = "trn2")]
+    pub target: Option<Target>,
+    /// Loop nest
+    #[arg(long, default_value = "naive")]
+    pub schedule: Option<Schedule>,
+    /// A as a float32 (or float16) .npy of shape [M, K] ([K, M] with --lhs-transposed)
+    #[arg(long, value_name = "A.npy", requires = "rhs")]
+    pub lhs: Option<PathBuf>,
+    /// B as a float32 (or float16) .npy of shape [K, N]
+    #[arg(long, value_name = "B.npy", requires = "lhs")]
+    pub rhs: Option<PathBuf>,
+    /// A is given as [K, M]
+    #[arg(long)]
+    pub lhs_transposed: bool,
+    /// Write C as .npy: float32, float16, or uint16 bf16 bit patterns, per --out-dtype
+    #[arg(short = 'o', long = "output", value_name = "C.npy")]
+    pub output: Option<PathBuf>,
+    /// Print one JSON report instead of the summary
+    #[arg(long)]
+    pub json: bool,
+    /// Plan and lower only; do not simulate or check
+    #[arg(long)]
+    pub no_sim: bool,
+    /// Print the IR instead of running it
+    #[arg(long, value_enum)]
+    pub emit: Option<Emit>,
+    /// Seed of the random inputs
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// The `--json` report (keys are stable once added).
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Target name.
+    pub target: String,
+    /// Rows of C.
+    pub m: u64,
+    /// Contraction length.
+    pub k: u64,
+    /// Columns of C.
+    pub n: u64,
+    /// Matmul dtype of A.
+    pub lhs_dtype: String,
+    /// Matmul dtype of B.
+    pub rhs_dtype: String,
+    /// Dtype of C.
+    pub out_dtype: String,
+    /// PE perf mode.
+    pub perf_mode: String,
+    /// Structured sparsity pattern, if any.
+    pub sparsity: Option<String>,
+    /// Loop nest.
+    pub schedule: String,
+    /// Penguin instruction count.
+    pub penguin_instructions: u64,
+    /// BIR instruction count.
+    pub bir_instructions: u64,
+    /// Matmul count.
+    pub matmuls: u64,
+    /// Accumulation groups.
+    pub psum_groups: u64,
+    /// Most accumulation groups (PSUM banks) live at once.
+    pub max_live_psum_banks: u32,
+    /// Highest SBUF byte used per partition.
+    pub sbuf_peak_bytes_per_partition: u64,
+    /// Bytes moved to or from HBM.
+    pub hbm_bytes: u64,
+    /// The check against the fp64 reference, or null with `--no-sim`.
+    pub check: Option<Check>,
+    /// Wall-clock milliseconds of each phase.
+    pub wall_ms: WallMs,
+}
+
+/// Wall-clock milliseconds of each phase.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct WallMs {
+    /// Planning and verification.
+    pub plan: f64,
+    /// Lowering and BIR verification.
+    pub lower: f64,
+    /// Simulation.
+    pub simulate: f64,
+    /// The fp64 reference.
+    pub reference: f64,
+}
+
+/// What `ntile gemm` produced.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The report.
+    pub report: Report,
+    /// Text for stdout (summary, JSON or IR).
+    pub stdout: String,
+    /// The simulated C as f32, row-major.
+    pub result: Option<Vec<f32>>,
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+struct Inputs {
+    a: Vec<f32>,
+    b: Vec<f32>,
+}
+
+fn resolve_shape(args: &GemmArgs) -> Result<(u64, u64, u64, Option<Inputs>), CliError> {
+    let (Some(lp), Some(rp)) = (&args.lhs, &args.rhs) else {
+        let d = 1024;
+        return Ok((args.m.unwrap_or(d), args.k.unwrap_or(d), args.n.unwrap_or(d), None));
+    };
+    let a = npy::read_f32(lp)?;
+    let b = npy::read_f32(rp)?;
+    let two_d = |arr: &npy::Array, path: &PathBuf| -> Result<(u64, u64), CliError> {
+        match arr.shape[..] {
+            [r, c] if r > 0 && c > 0 => Ok((r, c)),
+            _ => Err(CliError::usage(format!(
+                "{}: expected a non-empty 2-D array, got shape {:?}",
+                path.display(),
+                arr.shape
+            ))),
+        }
+    };
+    let (ar, ac) = two_d(&a, lp)?;
+    let (br, bc) = two_d(&b, rp)?;
+    let (m, k) = if args.lhs_transposed { (ac, ar) } else { (ar, ac) };
+    if br != k {
+        let layout = if args.lhs_transposed { "[K, M]" } else { "[M, K]" };
+        return Err(CliError::usage(format!(
+            "shapes do not chain: A {layout} is {:?} (K = {k}) but B [K, N] is {:?}",
+            a.shape, b.shape
+        )));
+    }
+    for (flag, given, actual) in [("--m", args.m, m), ("--k", args.k, k), ("--n", args.n, bc)] {
+        if let Some(g) = given {
+            if g != actual {
+                return Err(CliError::usage(format!("{flag} {g} disagrees with the input arrays ({actual})")));
+            }
+        }
+    }
+    Ok((m, k, bc, Some(Inputs { a: a.data, b: b.data })))
+}
+
+fn random_inputs(m: u64, k: u64, n: u64, seed: u64) -> Inputs {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut gen = |len: u64| (0..len).map(|_| rng.gen_range(-1.0f32..1.0)).collect::<Vec<f32>>();
+    let a = gen(m * k);
+    let b = gen(k * n);
+    Inputs { a, b }
+}
+
+/// Run `ntile gemm`.
+pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
+    let (m, k, n, given) = resolve_shape(args)?;
+    let dtype = args.dtype.unwrap_or(DType::Bf16);
+    let cfg = GemmConfig {
+        m,
+        k,
+        n,
+        lhs_dtype: args.lhs_dtype.unwrap_or(dtype),
+        rhs_dtype: args.rhs_dtype.unwrap_or(dtype),
+        out_dtype: args.out_dtype.unwrap_or(DType::Fp32),
+        input_dtype: DType::Fp32,
+        target: args.target.unwrap_or(Target::Trn2),
+        schedule: args.schedule.unwrap_or_default(),
+        lhs_transposed: args.lhs_transposed,
+    };
+    let mut wall = WallMs::default();
+    let t = Instant::now();
+    let plan = plan_gemm(&cfg)?;
+    wall.plan = ms(t);
+    if args.emit == Some(Emit::Penguin) {
+        let report = report_of(&cfg, &plan, None, None, wall);
+        return Ok(Outcome { report, stdout: plan.function.to_string(), result: None });
+    }
+    let t = Instant::now();
+    let verified = penguin::verify(&plan.function)
+        .map_err(|e| CliError::internal(format!("generated kernel failed verification (a bug): {e}")))?;
+    let program = bir::lower(verified, cfg.target)?;
+    bir::verify_program(&program)?;
+    wall.lower = ms(t);
+    if args.emit == Some(Emit::Bir) {
+        let report = report_of(&cfg, &plan, Some(&program), None, wall);
+        return Ok(Outcome { report, stdout: program.to_string(), result: None });
+    }
+    if args.no_sim {
+        let report = report_of(&cfg, &plan, Some(&program), None, wall);
+        let stdout = if args.json { json(&report)? } else { summary(&report) };
+        return Ok(Outcome { report, stdout, result: None });
+    }
+    let inputs = match given {
+        Some(i) => i,
+        None => random_inputs(m, k, n, args.seed),
+    };
+    let t = Instant::now();
+    let mut simulator = sim::Simulator::new(&program);
+    simulator.write_hbm_f32("a", &inputs.a).map_err(sim_error)?;
+    simulator.write_hbm_f32("b", &inputs.b).map_err(sim_error)?;
+    let stats = simulator.run().map_err(sim_error)?;
+    if let Some(race) = stats.races.first() {
+        return Err(CliError::internal(format!("the simulator found a race in a generated kernel (a bug): {race}")));
+    }
+    let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
+    wall.simulate = ms(t);
+    let t = Instant::now();
+    let check = check_result(&cfg, &inputs, &c);
+    wall.reference = ms(t);
+    if let Some(path) = &args.output {
+        let raw = simulator.read_hbm_tensor("c").map_err(sim_error)?;
+        let kind = match cfg.out_dtype {
+            DType::Fp16 => OutKind::F16,
+            DType::Bf16 => OutKind::U16Bits,
+            _ => OutKind::F32,
+        };
+        npy::write_atomic(path, &npy::to_npy_bytes(&[m, n], kind, &raw)?)?;
+    }
+    let report = report_of(&cfg, &plan, Some(&program), Some(check), wall);
+    let stdout = if args.json { json(&report)? } else { summary(&report) };
+    Ok(Outcome { report, stdout, result: Some(c) })
+}
+
+fn sim_error(e: sim::SimError) -> CliError {
+    CliError::internal(format!("simulation failed: {e}"))
+}
+
+fn check_result(cfg: &GemmConfig, inputs: &Inputs, c: &[f32]) -> Check {
+    let (m, k, n) = (cfg.m as usize, cfg.k as usize, cfg.n as usize);
+    let mut a = vec![0.0f64; m * k];
+    for (idx, &v) in inputs.a.iter().enumerate() {
+        // Stored [K, M] when transposed.
+        let (i, kk) = if cfg.lhs_transposed { (idx % m, idx / m) } else { (idx / k, idx % k) };
+        a[i * k + kk] = f64::from(cfg.lhs_dtype.round_trip(v));
+    }
+    let b: Vec<f64> = inputs.b.iter().map(|&v| f64::from(cfg.rhs_dtype.round_trip(v))).collect();
+    let (r, mag) = reference::reference(m, k, n, &a, &b);
+    reference::check(c, &r, &mag, cfg.k, cfg.out_dtype)
+}
+
+fn report_of(
+    cfg: &GemmConfig,
+    plan: &codegen::GemmPlan,
+    program: Option<&bir::Program>,
+    check: Option<Check>,
+    wall_ms: WallMs,
+) -> Report {
+    Report {
+        target: cfg.target.to_string(),
+        m: cfg.m,
+        k: cfg.k,
+        n: cfg.n,
+        lhs_dtype: cfg.lhs_dtype.to_string(),
+        rhs_dtype: cfg.rhs_dtype.to_string(),
+        out_dtype: cfg.out_dtype.to_string(),
+        perf_mode: "none".into(),
+        sparsity: None,
+        schedule: cfg.schedule.to_string(),
+        penguin_instructions: plan.function.layout().len() as u64,
+        bir_instructions: program.map_or(0, |p| p.num_insts() as u64),
+        matmuls: plan.stats.matmuls,
+        psum_groups: plan.stats.psum_groups,
+        max_live_psum_banks: plan.stats.max_live_psum_groups,
+        sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
+        hbm_bytes: program.map_or(0, bir::Program::hbm_traffic_bytes),
+        check,
+        wall_ms,
+    }
+}
+
+fn json(report: &Report) -> Result<String, CliError> {
+    serde_json::to_string_pretty(report)
+        .map(|s| s + "\n")
+        .map_err(|e| CliError::internal(format!("cannot encode the report: {e}")))
+}
+
+fn kib(bytes: u64) -> String {
+    format!("{:.1} KiB", bytes as f64 / 1024.0)
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// The short human summary.
+pub fn summary(r: &Report) -> String {
+    let target: Target = r.target.parse().unwrap_or(Target::Trn2);
+    let cap = u64::from(target.info().statebuf_par_size_in_bytes);
+    let mt = r.m.div_ceil(codegen::M_TILE);
+    let nt = r.n.div_ceil(codegen::N_TILE);
+    let kt = r.k.div_ceil(codegen::K_TILE);
+    let mut s = format!(
+        "ntile gemm {}x{}x{}  {} x {} -> {}  on {}  (schedule {})\n",
+        r.m, r.k, r.n, r.lhs_dtype, r.rhs_dtype, r.out_dtype, r.target, r.schedule
+    );
+    s += &format!(
+        "  plan    {mt}x{nt} output tiles of 128x512, {kt} K sub-tiles each: {} matmuls in {} PSUM groups (max {} live)\n",
+        r.matmuls, r.psum_groups, r.max_live_psum_banks
+    );
+    s += &format!(
+        "  ir      {} penguin / {} BIR instructions; SBUF {} of {} per partition; HBM traffic {}\n",
+        r.penguin_instructions,
+        r.bir_instructions,
+        kib(r.sbuf_peak_bytes_per_partition),
+        kib(cap),
+        mib(r.hbm_bytes)
+    );
+    match &r.check {
+        Some(c) => {
+            let verdict =
+                if c.passed { "PASS".to_string() } else { format!("FAIL ({} elements outside the bound)", c.failures) };
+            s += &format!(
+                "  check   {verdict}: max |err| {:.3e}, max |err|/(|A|@|B|) {:.3e} vs fp64 of the rounded inputs (bound 2*K*eps32 = {:.3e})\n",
+                c.max_abs_err,
+                c.max_rel_err,
+                2.0 * r.k as f64 * f64::from(f32::EPSILON)
+            );
+        }
+        None => s += "  check   skipped (--no-sim)\n",
+    }
+    s += &format!(
+        "  time    plan {:.1} ms, lower {:.1} ms, simulate {:.1} ms, reference {:.1} ms\n",
+        r.wall_ms.plan, r.wall_ms.lower, r.wall_ms.simulate, r.wall_ms.reference
+    );
+    s
+}

@@ -1,0 +1,258 @@
+//! Access patterns: which elements of a tensor an operand touches.
+//!
+//! An access pattern has a partition dimension and up to [`MAX_FREE_DIMS`] free dimensions,
+//! each a `[stride, num]` pair, plus an element offset. For on-chip tensors the partition
+//! dimension selects physical partitions (`start_partition`, step `partitions.stride`) and
+//! the offset and free strides count elements inside a partition. For HBM tensors there are
+//! no physical partitions: `start_partition` is 0, and the partition dimension is one more
+//! strided dimension over the row-major tensor (it becomes the partition axis when the data
+//! lands on chip).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The most free dimensions an access pattern may have.
+pub const MAX_FREE_DIMS: usize = 4;
+
+/// One `[stride, num]` dimension; strides are in elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Dim {
+    /// Step between consecutive indices, in elements (partitions for an on-chip partition dim).
+    pub stride: i64,
+    /// Number of indices.
+    pub num: u32,
+}
+
+impl Dim {
+    /// A dimension.
+    pub const fn new(stride: i64, num: u32) -> Self {
+        Dim { stride, num }
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[{}, {}]", self.stride, self.num)
+    }
+}
+
+/// Which elements of a tensor an operand touches.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct AccessPattern {
+    /// First physical partition (on chip); 0 for HBM.
+    pub start_partition: u32,
+    /// The partition dimension.
+    pub partitions: Dim,
+    /// Element offset of the first element (inside the partition on chip).
+    pub offset: i64,
+    /// Free dimensions, outermost first.
+    pub free: Vec<Dim>,
+}
+
+/// A conservative box of what an access touches: partitions `[p0, p1)` and elements
+/// `[lo, hi)` within each partition (or within the whole tensor for HBM, where `p0 = 0`,
+/// `p1 = 1`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Region {
+    /// First partition.
+    pub p0: u32,
+    /// One past the last partition.
+    pub p1: u32,
+    /// First element.
+    pub lo: i64,
+    /// One past the last element.
+    pub hi: i64,
+}
+
+impl Region {
+    /// Whether the two boxes intersect.
+    pub fn overlaps(&self, other: &Region) -> bool {
+        self.p0 < other.p1 && other.p0 < self.p1 && self.lo < other.hi && other.lo < self.hi
+    }
+
+    /// Whether `self` contains all of `other`.
+    pub fn covers(&self, other: &Region) -> bool {
+        self.p0 <= other.p0 && other.p1 <= self.p1 && self.lo <= other.lo && other.hi <= self.hi
+    }
+}
+
+impl AccessPattern {
+    /// An on-chip block: partitions `[start, start + parts)`, a contiguous run of `free`
+    /// elements at `offset` in each.
+    pub fn on_chip(start_partition: u32, parts: u32, offset: i64, free: u32) -> Self {
+        AccessPattern { start_partition, partitions: Dim::new(1, parts), offset, free: vec![Dim::new(1, free)] }
+    }
+
+    /// A 2-d window of a row-major HBM matrix with `row_len` elements per row: `rows` rows
+    /// from `row0` and `cols` columns from `col0`. Row `i` goes to partition `i`.
+    pub fn hbm_rows(row_len: u64, row0: u64, rows: u32, col0: u64, cols: u32) -> Self {
+        AccessPattern {
+            start_partition: 0,
+            partitions: Dim::new(row_len as i64, rows),
+            offset: (row0 * row_len + col0) as i64,
+            free: vec![Dim::new(1, cols)],
+        }
+    }
+
+    /// The transposed window: column `j` of the `rows x cols` window goes to partition `j`,
+    /// its `rows` elements along the free dimension.
+    pub fn hbm_cols(row_len: u64, row0: u64, rows: u32, col0: u64, cols: u32) -> Self {
+        AccessPattern {
+            start_partition: 0,
+            partitions: Dim::new(1, cols),
+            offset: (row0 * row_len + col0) as i64,
+            free: vec![Dim::new(row_len as i64, rows)],
+        }
+    }
+
+    /// Elements per partition.
+    pub fn free_elems(&self) -> u64 {
+        self.free.iter().map(|d| u64::from(d.num)).product()
+    }
+
+    /// Total elements.
+    pub fn num_elems(&self) -> u64 {
+        u64::from(self.partitions.num) * self.free_elems()
+    }
+
+    /// The logical shape: partition count, then the free sizes.
+    pub fn shape(&self) -> Vec<u64> {
+        std::iter::once(u64::from(self.partitions.num)).chain(self.free.iter().map(|d| u64::from(d.num))).collect()
+    }
+
+    /// `(start, count)` of the partition dimension, the seed's `canonical_par_indices`.
+    pub fn canonical_par_indices(&self) -> (u32, u32) {
+        (self.start_partition, self.partitions.num)
+    }
+
+    /// The canonical free dimensions (the seed's `canonical_free_indices`): unit dimensions
+    /// dropped and dimensions that walk memory contiguously merged.
+    pub fn canonical_free_indices(&self) -> Vec<Dim> {
+        let mut out: Vec<Dim> = Vec::with_capacity(self.free.len());
+        for d in self.free.iter().filter(|d| d.num != 1) {
+            match out.last_mut() {
+                Some(outer) if outer.stride == d.stride * i64::from(d.num) => {
+                    outer.num *= d.num;
+                    outer.stride = d.stride;
+                }
+                _ => out.push(*d),
+            }
+        }
+        if out.is_empty() {
+            out.push(Dim::new(1, 1));
+        }
+        out
+    }
+
+    /// The same pattern in canonical form.
+    pub fn canonicalize(&self) -> AccessPattern {
+        let partitions = if self.partitions.num == 1 { Dim::new(1, 1) } else { self.partitions };
+        AccessPattern {
+            start_partition: self.start_partition,
+            partitions,
+            offset: self.offset,
+            free: self.canonical_free_indices(),
+        }
+    }
+
+    /// Smallest and largest element offset of the free dimensions, relative to `offset`.
+    pub fn free_extent(&self) -> (i64, i64) {
+        extent(&self.free)
+    }
+
+    /// Smallest and largest element offset of the whole pattern (HBM), relative to `offset`.
+    pub fn flat_extent(&self) -> (i64, i64) {
+        let (lo, hi) = self.free_extent();
+        let (plo, phi) = extent(std::slice::from_ref(&self.partitions));
+        (lo + plo, hi + phi)
+    }
+
+    /// The conservative box this pattern touches, in elements.
+    pub fn region(&self, on_chip: bool) -> Region {
+        if on_chip {
+            let (lo, hi) = self.free_extent();
+            let (plo, phi) = extent(std::slice::from_ref(&self.partitions));
+            let p0 = (i64::from(self.start_partition) + plo).max(0) as u32;
+            let p1 = (i64::from(self.start_partition) + phi + 1).max(0) as u32;
+            Region { p0, p1, lo: self.offset + lo, hi: self.offset + hi + 1 }
+        } else {
+            let (lo, hi) = self.flat_extent();
+            Region { p0: 0, p1: 1, lo: self.offset + lo, hi: self.offset + hi + 1 }
+        }
+    }
+
+    /// Call `f` with the element offset of every free index, in row-major order.
+    pub fn for_each_free_offset(&self, mut f: impl FnMut(i64)) {
+        for_each_offset(&self.free, 0, &mut f);
+    }
+}
+
+fn extent(dims: &[Dim]) -> (i64, i64) {
+    dims.iter().fold((0, 0), |(lo, hi), d| {
+        let span = d.stride * (i64::from(d.num.max(1)) - 1);
+        if span < 0 {
+            (lo + span, hi)
+        } else {
+            (lo, hi + span)
+        }
+    })
+}
+
+fn for_each_offset(dims: &[Dim], base: i64, f: &mut impl FnMut(i64)) {
+    match dims.split_first() {
+        None => f(base),
+        Some((d, [])) => {
+            for i in 0..i64::from(d.num) {
+                f(base + i * d.stride);
+            }
+        }
+        Some((d, rest)) => {
+            for i in 0..i64::from(d.num) {
+                for_each_offset(rest, base + i * d.stride, f);
+            }
+        }
+    }
+}
+
+impl fmt::Display for AccessPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "p{}{} +{}", self.start_partition, self.partitions, self.offset)?;
+        for d in &self.free {
+            write!(f, " {d}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_merges_contiguous_and_drops_units() {
+        let ap = AccessPattern {
+            start_partition: 0,
+            partitions: Dim::new(1, 4),
+            offset: 0,
+            free: vec![Dim::new(16, 4), Dim::new(99, 1), Dim::new(4, 4), Dim::new(1, 4)],
+        };
+        assert_eq!(ap.canonical_free_indices(), vec![Dim::new(1, 64)]);
+        let strided = AccessPattern { free: vec![Dim::new(32, 2), Dim::new(1, 4)], ..ap };
+        assert_eq!(strided.canonical_free_indices(), vec![Dim::new(32, 2), Dim::new(1, 4)]);
+    }
+
+    #[test]
+    fn offsets_and_regions() {
+        let ap = AccessPattern::hbm_cols(10, 2, 3, 4, 2);
+        let mut offs = vec![];
+        ap.for_each_free_offset(|o| offs.push(o));
+        assert_eq!(offs, vec![0, 10, 20]);
+        let r = ap.region(false);
+        assert_eq!((r.lo, r.hi), (24, 24 + 21 + 1));
+        let a = AccessPattern::on_chip(0, 64, 0, 128).region(true);
+        let b = AccessPattern::on_chip(64, 64, 0, 128).region(true);
+        assert!(!a.overlaps(&b));
+        assert!(AccessPattern::on_chip(0, 128, 0, 128).region(true).covers(&a));
+    }
+}

@@ -1,0 +1,78 @@
+//! The `IrBuilder` trait and `GeneratedBuilder`, the base ("generated") layer.
+//!
+//! The codegen layer wraps a builder by composition; the builder only appends and verifies.
+
+use crate::entity::{InstId, TensorId};
+use crate::error::{PenguinError, VerifierErrors};
+use crate::function::{Function, TensorData};
+use crate::inst::{Dep, InstData};
+use crate::verify::verify;
+
+/// What a layer that builds Penguin functions provides.
+pub trait IrBuilder {
+    /// The function built so far.
+    fn function(&self) -> &Function;
+    /// Add a tensor; fails when the name is taken.
+    fn add_tensor(&mut self, data: TensorData) -> Result<TensorId, PenguinError>;
+    /// Append an instruction with its incoming dependency edges.
+    fn insert(&mut self, inst: InstData, deps: Vec<Dep>) -> InstId;
+    /// Mark kernel inputs.
+    fn set_inputs(&mut self, inputs: Vec<TensorId>);
+    /// Mark kernel outputs.
+    fn set_outputs(&mut self, outputs: Vec<TensorId>);
+    /// Set the kernel name.
+    fn set_kernel_name(&mut self, name: String);
+    /// Stamp the debug kernel function name.
+    fn set_debug_kernel_function_name(&mut self, name: String);
+    /// Verify and return the function.
+    fn finalize(self) -> Result<Function, VerifierErrors>;
+}
+
+/// The base builder: appends to a [`Function`] and runs the verifier on finalize.
+#[derive(Clone, Debug, Default)]
+pub struct GeneratedBuilder {
+    func: Function,
+}
+
+impl GeneratedBuilder {
+    /// A builder for an empty kernel with this name.
+    pub fn new(kernel_name: impl Into<String>) -> Self {
+        GeneratedBuilder { func: Function::new(kernel_name) }
+    }
+}
+
+impl IrBuilder for GeneratedBuilder {
+    fn function(&self) -> &Function {
+        &self.func
+    }
+
+    fn add_tensor(&mut self, data: TensorData) -> Result<TensorId, PenguinError> {
+        let name = data.name.clone();
+        self.func.add_tensor(data).ok_or(PenguinError::DuplicateTensor(name))
+    }
+
+    fn insert(&mut self, inst: InstData, deps: Vec<Dep>) -> InstId {
+        self.func.push_inst(inst, deps)
+    }
+
+    fn set_inputs(&mut self, inputs: Vec<TensorId>) {
+        self.func.inputs = inputs;
+    }
+
+    fn set_outputs(&mut self, outputs: Vec<TensorId>) {
+        self.func.outputs = outputs;
+    }
+
+    fn set_kernel_name(&mut self, name: String) {
+        self.func.kernel_name = name;
+    }
+
+    fn set_debug_kernel_function_name(&mut self, name: String) {
+        self.func.debug_kernel_function_name = Some(name);
+    }
+
+    fn finalize(self) -> Result<Function, VerifierErrors> {
+        verify(&self.func)?;
+        Ok(self.func)
+    }
+}

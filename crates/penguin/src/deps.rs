@@ -1,0 +1,87 @@
+//! Dependency edges between instructions whose tiles overlap (RAW, WAR, WAW).
+//!
+//! The tracker keeps, per tensor, the writes and reads not yet superseded by a later write
+//! that covers them, so the cost of a new instruction is proportional to the live accesses
+//! of the tensors it touches rather than to the length of the program.
+
+use crate::ap::Region;
+use crate::entity::{InstId, TensorId};
+use crate::function::TensorData;
+use crate::inst::{Access, Dep, DepKind, InstData};
+
+#[derive(Clone, Debug, Default)]
+struct TensorAccesses {
+    writes: Vec<(InstId, Region)>,
+    reads: Vec<(InstId, Region)>,
+}
+
+/// Computes the incoming edges of each new instruction from the accesses before it.
+#[derive(Clone, Debug, Default)]
+pub struct DepTracker {
+    per_tensor: Vec<TensorAccesses>,
+}
+
+impl DepTracker {
+    /// A tracker with no accesses.
+    pub fn new() -> Self {
+        DepTracker::default()
+    }
+
+    /// The incoming edges of `inst` (numbered `id`), then record its accesses.
+    ///
+    /// `tensor` resolves an operand's tensor; operands whose tensor is unknown are skipped
+    /// (the verifier reports them).
+    pub fn process<'a>(
+        &mut self,
+        id: InstId,
+        inst: &InstData,
+        tensor: impl Fn(TensorId) -> Option<&'a TensorData>,
+    ) -> Vec<Dep> {
+        let mut deps: Vec<Dep> = Vec::new();
+        let mut add = |from: InstId, kind: DepKind| {
+            if from != id && !deps.iter().any(|d| d.from == from) {
+                deps.push(Dep { from, kind });
+            }
+        };
+        let operands: Vec<(TensorId, Region, Access)> = inst
+            .operands()
+            .into_iter()
+            .filter_map(|(tile, access)| {
+                let t = tensor(tile.tensor)?;
+                Some((tile.tensor, tile.ap.region(t.memory.is_on_chip()), access))
+            })
+            .collect();
+        for &(t, region, access) in &operands {
+            let Some(acc) = self.per_tensor.get(t.index()) else { continue };
+            let reads = matches!(access, Access::Read | Access::ReadWrite);
+            let writes = matches!(access, Access::Write | Access::ReadWrite);
+            for (w, r) in &acc.writes {
+                if r.overlaps(&region) {
+                    add(*w, if reads { DepKind::Raw } else { DepKind::Waw });
+                }
+            }
+            if writes {
+                for (rd, r) in &acc.reads {
+                    if r.overlaps(&region) {
+                        add(*rd, DepKind::War);
+                    }
+                }
+            }
+        }
+        for (t, region, access) in operands {
+            if self.per_tensor.len() <= t.index() {
+                self.per_tensor.resize_with(t.index() + 1, TensorAccesses::default);
+            }
+            let acc = &mut self.per_tensor[t.index()];
+            match access {
+                Access::Read => acc.reads.push((id, region)),
+                Access::Write | Access::ReadWrite => {
+                    acc.writes.retain(|(_, r)| !region.covers(r));
+                    acc.reads.retain(|(_, r)| !region.covers(r));
+                    acc.writes.push((id, region));
+                }
+            }
+        }
+        deps
+    }
+}

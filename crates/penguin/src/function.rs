@@ -1,0 +1,169 @@
+//! `Function`: tensors, the instruction arena, program order, dependency edges, and the
+//! read-only [`FunctionView`] through which lowering reads any producer's functions.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+use crate::entity::{InstId, Memory, TensorId};
+use crate::inst::{Dep, InstData};
+
+/// A named allocation.
+///
+/// On-chip tensors have shape `[partitions, free...]` and occupy partitions
+/// `[0, partitions)`; `address` is their byte offset inside each partition (for PSUM, bank
+/// `b` starts at `b * 2048`). HBM tensors are row-major and get their address at lowering.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorData {
+    /// Unique name.
+    pub name: String,
+    /// Shape.
+    pub shape: Vec<u64>,
+    /// Element type.
+    pub dtype: DType,
+    /// Where it lives.
+    pub memory: Memory,
+    /// Byte offset inside each partition (on chip), if allocated.
+    pub address: Option<u64>,
+}
+
+impl TensorData {
+    /// Total elements.
+    pub fn num_elems(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// Partitions an on-chip tensor occupies.
+    pub fn partitions(&self) -> u64 {
+        self.shape.first().copied().unwrap_or(1)
+    }
+
+    /// Elements per partition of an on-chip tensor.
+    pub fn free_elems(&self) -> u64 {
+        self.shape.iter().skip(1).product()
+    }
+
+    /// Bytes per partition of an on-chip tensor.
+    pub fn bytes_per_partition(&self) -> u64 {
+        self.free_elems() * u64::from(self.dtype.size_bytes())
+    }
+
+    /// Total bytes of an HBM tensor.
+    pub fn num_bytes(&self) -> u64 {
+        self.num_elems() * u64::from(self.dtype.size_bytes())
+    }
+}
+
+/// Read-only access to a function, for consumers that must not depend on its producer.
+///
+/// Ids are dense from 0; queries are cheap and never panic: an id out of range gives `None`.
+pub trait FunctionView {
+    /// The kernel's name.
+    fn kernel_name(&self) -> &str;
+    /// Number of tensors (ids `t0 .. tN`).
+    fn num_tensors(&self) -> usize;
+    /// A tensor.
+    fn tensor(&self, id: TensorId) -> Option<&TensorData>;
+    /// Instructions in program order.
+    fn layout(&self) -> &[InstId];
+    /// Number of instructions in the arena.
+    fn num_insts(&self) -> usize;
+    /// An instruction.
+    fn inst(&self, id: InstId) -> Option<&InstData>;
+    /// Incoming dependency edges of an instruction.
+    fn deps(&self, id: InstId) -> &[Dep];
+    /// Kernel inputs (HBM tensors).
+    fn inputs(&self) -> &[TensorId];
+    /// Kernel outputs (HBM tensors).
+    fn outputs(&self) -> &[TensorId];
+}
+
+/// A Penguin function.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Function {
+    /// The kernel name (an identifier).
+    pub kernel_name: String,
+    /// Stamped by `finalize_kernel`.
+    pub debug_kernel_function_name: Option<String>,
+    /// Tensors in insertion order; `TensorId(i)` is the i-th.
+    pub tensors: IndexMap<String, TensorData>,
+    /// The instruction arena; `InstId(i)` is the i-th.
+    pub insts: Vec<InstData>,
+    /// Program order.
+    pub layout: Vec<InstId>,
+    /// Incoming dependency edges, indexed by instruction.
+    pub deps: Vec<Vec<Dep>>,
+    /// Kernel inputs.
+    pub inputs: Vec<TensorId>,
+    /// Kernel outputs.
+    pub outputs: Vec<TensorId>,
+}
+
+impl Function {
+    /// An empty function.
+    pub fn new(kernel_name: impl Into<String>) -> Self {
+        Function { kernel_name: kernel_name.into(), ..Function::default() }
+    }
+
+    /// Add a tensor; `None` if the name is taken.
+    pub fn add_tensor(&mut self, data: TensorData) -> Option<TensorId> {
+        if self.tensors.contains_key(&data.name) {
+            return None;
+        }
+        let id = TensorId::from_index(self.tensors.len())?;
+        self.tensors.insert(data.name.clone(), data);
+        Some(id)
+    }
+
+    /// The id of the tensor with this name.
+    pub fn tensor_by_name(&self, name: &str) -> Option<TensorId> {
+        self.tensors.get_index_of(name).and_then(TensorId::from_index)
+    }
+
+    /// Append an instruction at the end of program order with its incoming edges.
+    pub fn push_inst(&mut self, inst: InstData, deps: Vec<Dep>) -> InstId {
+        let id = InstId(self.insts.len() as u32);
+        self.insts.push(inst);
+        self.deps.push(deps);
+        self.layout.push(id);
+        id
+    }
+}
+
+impl FunctionView for Function {
+    fn kernel_name(&self) -> &str {
+        &self.kernel_name
+    }
+
+    fn num_tensors(&self) -> usize {
+        self.tensors.len()
+    }
+
+    fn tensor(&self, id: TensorId) -> Option<&TensorData> {
+        self.tensors.get_index(id.index()).map(|(_, t)| t)
+    }
+
+    fn layout(&self) -> &[InstId] {
+        &self.layout
+    }
+
+    fn num_insts(&self) -> usize {
+        self.insts.len()
+    }
+
+    fn inst(&self, id: InstId) -> Option<&InstData> {
+        self.insts.get(id.index())
+    }
+
+    fn deps(&self, id: InstId) -> &[Dep] {
+        self.deps.get(id.index()).map_or(&[], Vec::as_slice)
+    }
+
+    fn inputs(&self) -> &[TensorId] {
+        &self.inputs
+    }
+
+    fn outputs(&self) -> &[TensorId] {
+        &self.outputs
+    }
+}

@@ -1,0 +1,52 @@
+//! Penguin, ntile's base IR: the "generated layer" that the codegen layer builds on.
+//!
+//! It holds element types with exact conversions ([`DType`]), memories and tensors, the
+//! seven tile types of the seed, access patterns with canonicalization, the instructions of
+//! the tiling path ([`InstData`]) with their accumulation flags
+//! ([`EngineAccumulationType`]), the [`Function`] that owns them, the [`IrBuilder`] trait
+//! with its base implementation [`GeneratedBuilder`], and the [`verify`] pass.
+//!
+//! Invariants: ids are dense from 0 and print as `t3` / `i3`; instructions live in an arena
+//! and program order is a separate list; a function that [`verify`] accepts satisfies every
+//! rule listed in the [`verify`] module, and consumers ([`FunctionView`] readers such as the
+//! `bir` lowering) may rely on them.
+//!
+//! ```
+//! use penguin::{verify, whole_tile, DType, Function, InstData, Memory, MemsetData, ComputeEngine, TensorData};
+//!
+//! let mut f = Function::new("fill");
+//! let t = TensorData { name: "x".into(), shape: vec![128, 64], dtype: DType::Bf16, memory: Memory::Sbuf, address: Some(0) };
+//! let id = f.add_tensor(t.clone()).unwrap();
+//! f.push_inst(InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst: whole_tile(id, &t), value: 1.0 }), vec![]);
+//! assert!(verify(&f).is_ok());
+//! assert!(f.to_string().contains("memset pool"));
+//! ```
+#![deny(missing_docs)]
+
+pub mod ap;
+mod builder;
+pub mod deps;
+pub mod dtype;
+mod entity;
+mod error;
+mod function;
+mod inst;
+pub mod print;
+pub mod target;
+pub mod tile;
+pub mod verify;
+
+pub use ap::{AccessPattern, Dim, Region};
+pub use builder::{GeneratedBuilder, IrBuilder};
+pub use deps::DepTracker;
+pub use dtype::{CastMode, DType};
+pub use entity::{InstId, Memory, TensorId};
+pub use error::{Entity, PenguinError, VerifierError, VerifierErrors};
+pub use function::{Function, FunctionView, TensorData};
+pub use inst::{
+    Access, ComputeEngine, Dep, DepKind, DmaCopyData, EngineAccumulationType, InstData, MatMultData, MemsetData,
+    PerfMode, TensorCopyData, TilePosition, TileSize,
+};
+pub use target::{Target, TargetInfo};
+pub use tile::{DataTile, IndirectMemrefTileND, InstTile, MemrefTile, MemrefTileND, NDTile, NeuronPSUMTensor, Tile};
+pub use verify::{verify, whole_tile, Verified, MATMULT_RESULT_NOT_PSUM};

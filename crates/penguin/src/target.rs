@@ -1,0 +1,165 @@
+//! Hardware targets and their geometry and timing facts (SPEC section 2).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// SBUF ("statebuf") partitions, the PE array height and width.
+pub const NUM_PARTITIONS: u32 = 128;
+/// PSUM banks per partition.
+pub const PSUM_NUM_BANKS: u32 = 8;
+/// PSUM bytes per bank per partition (512 fp32).
+pub const PSUM_BANK_BYTES: u32 = 2048;
+/// Number of DMA queues (engines) per core.
+pub const NUM_DMA_QUEUES: u32 = 16;
+/// Largest moving free size of one matmul (one PSUM bank of fp32).
+pub const MAX_MOVING_FREE: u32 = 512;
+/// Largest stationary free size of one matmul (PE array columns).
+pub const MAX_STATIONARY_FREE: u32 = 128;
+
+/// A NeuronCore generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// NeuronCore-v2.
+    Trn1,
+    /// NeuronCore-v3 ("Cayman").
+    Trn2,
+    /// NeuronCore-v4.
+    Trn3,
+}
+
+/// Per-target facts from SPEC section 2.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TargetInfo {
+    /// SBUF partitions.
+    pub statebuf_num_partitions: u32,
+    /// SBUF bytes per partition.
+    pub statebuf_par_size_in_bytes: u32,
+    /// PSUM banks per partition.
+    pub psum_num_banks: u32,
+    /// PSUM bytes per bank per partition.
+    pub psum_par_size_in_bytes: u32,
+    /// TensorE clock in GHz.
+    pub pe_ghz: f64,
+    /// ScalarE clock in GHz.
+    pub act_ghz: f64,
+    /// VectorE clock in GHz.
+    pub dve_ghz: f64,
+    /// GpSimd clock in GHz.
+    pub pool_ghz: f64,
+    /// Bandwidth of one DMA engine in bytes per ns.
+    pub dma_bytes_per_ns: f64,
+    /// HBM bandwidth per core in bytes per ns (GB/s).
+    pub hbm_bytes_per_ns: f64,
+    /// Whether `double_row` is supported.
+    pub double_row: bool,
+    /// Whether the OCP fp8e4m3fn type is accepted.
+    pub fp8e4m3fn: bool,
+    /// Whether 32-row PE tiles are allowed.
+    pub pe_tile_32: bool,
+}
+
+impl Target {
+    /// Every target.
+    pub const ALL: [Target; 3] = [Target::Trn1, Target::Trn2, Target::Trn3];
+
+    /// The target's facts.
+    pub fn info(self) -> TargetInfo {
+        let common = TargetInfo {
+            statebuf_num_partitions: NUM_PARTITIONS,
+            statebuf_par_size_in_bytes: 0,
+            psum_num_banks: PSUM_NUM_BANKS,
+            psum_par_size_in_bytes: PSUM_BANK_BYTES,
+            pe_ghz: 0.0,
+            act_ghz: 0.0,
+            dve_ghz: 0.0,
+            pool_ghz: 0.0,
+            dma_bytes_per_ns: 0.0,
+            hbm_bytes_per_ns: 0.0,
+            double_row: false,
+            fp8e4m3fn: false,
+            pe_tile_32: false,
+        };
+        match self {
+            Target::Trn1 => TargetInfo {
+                statebuf_par_size_in_bytes: 192 * 1024,
+                pe_ghz: 2.8,
+                act_ghz: 1.4,
+                dve_ghz: 1.12,
+                pool_ghz: 1.4,
+                dma_bytes_per_ns: 17.0,
+                hbm_bytes_per_ns: 410.0,
+                ..common
+            },
+            Target::Trn2 => TargetInfo {
+                statebuf_par_size_in_bytes: 224 * 1024,
+                pe_ghz: 2.4,
+                act_ghz: 1.2,
+                dve_ghz: 0.96,
+                pool_ghz: 1.2,
+                dma_bytes_per_ns: 23.0,
+                hbm_bytes_per_ns: 360.0,
+                double_row: true,
+                pe_tile_32: true,
+                ..common
+            },
+            Target::Trn3 => TargetInfo {
+                statebuf_par_size_in_bytes: 256 * 1024,
+                pe_ghz: 2.4,
+                act_ghz: 1.2,
+                dve_ghz: 1.2,
+                pool_ghz: 1.2,
+                dma_bytes_per_ns: 33.0,
+                hbm_bytes_per_ns: 600.0,
+                double_row: true,
+                fp8e4m3fn: true,
+                pe_tile_32: true,
+                ..common
+            },
+        }
+    }
+
+    /// The text name (`trn1`, `trn2`, `trn3`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Trn1 => "trn1",
+            Target::Trn2 => "trn2",
+            Target::Trn3 => "trn3",
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error for an unknown target name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown target `{0}` (expected trn1, trn2 or trn3)")]
+pub struct UnknownTarget(pub String);
+
+impl FromStr for Target {
+    type Err = UnknownTarget;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Target::ALL.into_iter().find(|t| t.name() == s).ok_or_else(|| UnknownTarget(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sbuf_capacity_per_target() {
+        assert_eq!(Target::Trn1.info().statebuf_par_size_in_bytes, 196_608);
+        assert_eq!(Target::Trn2.info().statebuf_par_size_in_bytes, 229_376);
+        assert_eq!(Target::Trn3.info().statebuf_par_size_in_bytes, 262_144);
+        assert!(!Target::Trn1.info().double_row);
+        assert_eq!("trn2".parse::<Target>(), Ok(Target::Trn2));
+    }
+}
