@@ -178,6 +178,18 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
                 let engine = compute_engine(m.engine);
                 Ok((engine, vec![Op::Memset { dst: self.hw_ap(id, engine, &m.dst)?, value: m.value }]))
             }
+            InstData::MatMultSparse(_)
+            | InstData::TensorTensor(_)
+            | InstData::TiledOffloadedFma(_)
+            | InstData::TiledOffloadedMemCpy(_)
+            | InstData::OffloadedFma(_)
+            | InstData::OffloadedMemCpy(_)
+            | InstData::OffloadedMemCast(_)
+            | InstData::Transpose(_)
+            | InstData::DmaGather(_)
+            | InstData::DmaScatterAdd(_) => {
+                Err(BirError::Unsupported(format!("{id}: lowering of {} is not implemented yet", inst.opcode())))
+            }
         }
     }
 

@@ -55,6 +55,28 @@ pub enum CodegenError {
     /// Limit: more than 8 accumulation groups would be live at once.
     #[error("more than {0} PSUM accumulation groups would be live at once")]
     PsumGroupsExhausted(u32),
+    /// User error: a double-row matmul breaks its pack or dtype contract (seed text).
+    #[error("{0}")]
+    DoubleRow(&'static str),
+    /// User error: a sparse matmul breaks its tiling contract (seed text).
+    #[error("{0}")]
+    Sparse(&'static str),
+    /// User error: the A matrix does not satisfy the sparsity pattern.
+    #[error("A does not satisfy {pattern} sparsity: row {row}, K group {group} (columns {first}..{end}) has {nonzeros} non-zeros")]
+    NotSparse {
+        /// The pattern.
+        pattern: penguin::SparsityPattern,
+        /// First offending row of A.
+        row: u64,
+        /// Its K group.
+        group: u64,
+        /// First column of the group.
+        first: u64,
+        /// One past the last column of the group.
+        end: u64,
+        /// Non-zeros found.
+        nonzeros: u32,
+    },
     /// User error: operands of one instruction have incompatible shapes.
     #[error("incompatible operand shapes: {a:?} vs {b:?}")]
     IncompatibleTiles {

@@ -27,7 +27,15 @@ mod error;
 mod gemm;
 mod neuron;
 
-pub use combine::{combine_matmult_tiles, MatMultAccumulation, MatMultSubTile};
+pub use combine::{
+    check_double_row_dtypes, combine_matmult_tiles, combine_sparse_matmult_tiles, combine_trn2_double_row_matmult_tiles,
+    MatMultAccumulation, MatMultSparseSubTile, MatMultSubTile, DOUBLE_ROW_FIRST_DIM, DOUBLE_ROW_FIRST_F_DIM,
+    DOUBLE_ROW_FP8_ONLY, DOUBLE_ROW_LAST_DIM, DOUBLE_ROW_UINT8_ONLY, SPARSE_NO_COLUMN_TILING, SPARSE_POSITION_2D,
+    SPARSE_SIZE_2D,
+};
 pub use error::CodegenError;
-pub use gemm::{plan_gemm, GemmConfig, GemmPlan, Schedule, UnknownSchedule, K_TILE, M_TILE, N_TILE};
+pub use gemm::{
+    double_row_position, k_chunks, pack_double_row, plan_gemm, unpack_double_row, GemmConfig, GemmPlan, KChunk, Schedule,
+    SparseA, UnknownSchedule, K_TILE, M_TILE, N_TILE,
+};
 pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions};

@@ -282,6 +282,12 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                 m.dst = dst[0].clone();
                 m.stationary = ops[0].clone();
                 m.moving = ops[1].clone();
+                if m.perf_mode == penguin::PerfMode::DoubleRow {
+                    // Keep the pack axis visible: double-row operands are [P, 2, F].
+                    for t in [&mut m.stationary, &mut m.moving] {
+                        t.ap.free = t.ap.split_outer(2).ok_or(CodegenError::DoubleRow(crate::combine::DOUBLE_ROW_FIRST_F_DIM))?;
+                    }
+                }
                 self.stats.matmuls += 1;
             }
             InstData::DmaCopy(d) => {
@@ -297,6 +303,18 @@ impl<B: IrBuilder> NeuronCodegen<B> {
             InstData::Memset(m) => {
                 let t = self.combine_tiles(&[Tile::Inst(m.dst.clone())])?;
                 m.dst = t[0].clone();
+            }
+            InstData::MatMultSparse(_)
+            | InstData::TensorTensor(_)
+            | InstData::TiledOffloadedFma(_)
+            | InstData::TiledOffloadedMemCpy(_)
+            | InstData::OffloadedFma(_)
+            | InstData::OffloadedMemCpy(_)
+            | InstData::OffloadedMemCast(_)
+            | InstData::Transpose(_)
+            | InstData::DmaGather(_)
+            | InstData::DmaScatterAdd(_) => {
+                return Err(CodegenError::Unsupported(format!("{} is not emitted by this layer yet", inst.opcode())));
             }
         }
         let deps = self.process_dep_edges(&inst);

@@ -130,3 +130,47 @@ fn exact_multiples_and_edges() {
         check_plan(m, k, n, true).unwrap();
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Compressing an A that satisfies the pattern and decompressing it returns A; an A with
+    /// the pattern broken is refused.
+    #[test]
+    fn sparse_compression_round_trips(rows in 1u64..6, k in 1u64..70, which in 0usize..5, seed in any::<u64>()) {
+        let pattern = penguin::SparsityPattern::SUPPORTED[which];
+        let (n, m) = (pattern.n as u64, pattern.m as u64);
+        let mut state = seed | 1;
+        let mut next = || { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state };
+        // Keep at most n non-zeros per group of m.
+        let mut a = vec![0.0f32; (rows * k) as usize];
+        for i in 0..rows {
+            for g in 0..k.div_ceil(m) {
+                for _ in 0..n {
+                    let col = g * m + next() % m;
+                    if col < k {
+                        a[(i * k + col) as usize] = (next() % 17) as f32 - 8.0;
+                    }
+                }
+            }
+        }
+        let s = codegen::SparseA::compress(&a, rows, k, pattern).unwrap();
+        prop_assert_eq!(s.values.len() as u64, rows * codegen::SparseA::cols(k, pattern));
+        prop_assert_eq!(s.decompress(), a.clone());
+        if k >= m {
+            let mut dense = a;
+            for c in 0..=n { dense[c as usize] = 1.0; }
+            let err = codegen::SparseA::compress(&dense, rows, k, pattern).unwrap_err();
+            prop_assert!(err.to_string().contains("row 0, K group 0"), "{}", err);
+        }
+    }
+
+    /// Double-row packing followed by unpacking returns the operand.
+    #[test]
+    fn double_row_packing_round_trips(k in 1u64..700, f in 1u64..5) {
+        let op: Vec<f32> = (0..k * f).map(|i| i as f32 + 0.5).collect();
+        let blocks = codegen::pack_double_row(&op, k, f);
+        prop_assert_eq!(blocks.len() as u64, (k + k % 2).div_ceil(256));
+        prop_assert_eq!(codegen::unpack_double_row(&blocks, k, f), op);
+    }
+}

@@ -57,6 +57,9 @@ impl From<codegen::CodegenError> for CliError {
             | E::PsumRegionMismatch { .. }
             | E::BadOperand(_)
             | E::BadGemm(_)
+            | E::DoubleRow(_)
+            | E::Sparse(_)
+            | E::NotSparse { .. }
             | E::Unsupported(_) => CliError::usage(e.to_string()),
         }
     }

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use codegen::{plan_gemm, GemmConfig, Schedule};
-use penguin::{DType, FunctionView, Target};
+use penguin::{DType, FunctionView, PerfMode, SparsityPattern, Target};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
@@ -58,6 +58,13 @@ pub struct GemmArgs {
     /// Target: trn1, trn2 or trn3
     #[arg(long, default_value = "trn2")]
     pub target: Option<Target>,
+    /// PE perf mode: none, or double_row (trn2/trn3; fp8e4m3/fp8e5m2 or uint8 operands)
+    #[arg(long, value_name = "MODE")]
+    pub perf_mode: Option<PerfMode>,
+    /// Structured sparsity of A along K: 1:2, 2:4, 4:8, 4:12 or 4:16 (random A is pruned to it;
+    /// a given A must already satisfy it)
+    #[arg(long, value_name = "N:M")]
+    pub sparsity: Option<SparsityPattern>,
     /// Loop nest
     #[arg(long, default_value = "naive")]
     pub schedule: Option<Schedule>,
@@ -200,6 +207,30 @@ fn resolve_shape(args: &GemmArgs) -> Result<(u64, u64, u64, Option<Inputs>), Cli
     Ok((m, k, bc, Some(Inputs { a: a.data, b: b.data })))
 }
 
+/// Keep the `N` largest magnitudes of every group of `M` along K of a row-major `[m, k]` A.
+fn prune(a: &mut [f32], m: u64, k: u64, p: SparsityPattern) {
+    for row in a.chunks_mut(k as usize).take(m as usize) {
+        for group in row.chunks_mut(p.m as usize) {
+            let mut order: Vec<usize> = (0..group.len()).collect();
+            order.sort_by(|&x, &y| group[y].abs().total_cmp(&group[x].abs()));
+            for &j in &order[(p.n as usize).min(group.len())..] {
+                group[j] = 0.0;
+            }
+        }
+    }
+}
+
+/// Transpose a row-major `[rows, cols]` matrix.
+fn transpose(a: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut t = vec![0.0; a.len()];
+    for r in 0..rows {
+        for c in 0..cols {
+            t[c * rows + r] = a[r * cols + c];
+        }
+    }
+    t
+}
+
 fn random_inputs(m: u64, k: u64, n: u64, seed: u64) -> Inputs {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut gen = |len: u64| (0..len).map(|_| rng.gen_range(-1.0f32..1.0)).collect::<Vec<f32>>();
@@ -223,6 +254,8 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         target: args.target.unwrap_or(Target::Trn2),
         schedule: args.schedule.unwrap_or_default(),
         lhs_transposed: args.lhs_transposed,
+        perf_mode: args.perf_mode.unwrap_or_default(),
+        sparsity: args.sparsity,
     };
     let mut wall = WallMs::default();
     let t = Instant::now();
@@ -247,13 +280,32 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         let stdout = if args.json { json(&report)? } else { summary(&report) };
         return Ok(Outcome { report, stdout, result: None });
     }
-    let inputs = match given {
+    let mut inputs = match given {
         Some(i) => i,
         None => random_inputs(m, k, n, args.seed),
     };
+    let sparse = match cfg.sparsity {
+        Some(p) => {
+            if cfg.lhs_transposed {
+                inputs.a = transpose(&inputs.a, k as usize, m as usize);
+            }
+            if args.lhs.is_none() {
+                prune(&mut inputs.a, m, k, p);
+            }
+            Some(codegen::SparseA::compress(&inputs.a, m, k, p)?)
+        }
+        None => None,
+    };
     let t = Instant::now();
     let mut simulator = sim::Simulator::new(&program);
-    simulator.write_hbm_f32("a", &inputs.a).map_err(sim_error)?;
+    match &sparse {
+        Some(s) => {
+            simulator.write_hbm_f32("a", &s.values).map_err(sim_error)?;
+            let tags: Vec<u8> = s.tags.iter().flat_map(|t| t.to_le_bytes()).collect();
+            simulator.write_hbm_tensor("a_tags", &tags).map_err(sim_error)?;
+        }
+        None => simulator.write_hbm_f32("a", &inputs.a).map_err(sim_error)?,
+    }
     simulator.write_hbm_f32("b", &inputs.b).map_err(sim_error)?;
     let stats = simulator.run().map_err(sim_error)?;
     if let Some(race) = stats.races.first() {
@@ -262,7 +314,8 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
     wall.simulate = ms(t);
     let t = Instant::now();
-    let check = check_result(&cfg, &inputs, &c);
+    let check_cfg = GemmConfig { lhs_transposed: cfg.lhs_transposed && sparse.is_none(), ..cfg.clone() };
+    let check = check_result(&check_cfg, &inputs, &c);
     wall.reference = ms(t);
     if let Some(path) = &args.output {
         let raw = simulator.read_hbm_tensor("c").map_err(sim_error)?;
@@ -310,8 +363,8 @@ fn report_of(
         lhs_dtype: cfg.lhs_dtype.to_string(),
         rhs_dtype: cfg.rhs_dtype.to_string(),
         out_dtype: cfg.out_dtype.to_string(),
-        perf_mode: "none".into(),
-        sparsity: None,
+        perf_mode: cfg.perf_mode.to_string(),
+        sparsity: cfg.sparsity.map(|p| p.to_string()),
         schedule: cfg.schedule.to_string(),
         penguin_instructions: plan.function.layout().len() as u64,
         bir_instructions: program.map_or(0, |p| p.num_insts() as u64),

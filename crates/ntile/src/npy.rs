@@ -26,9 +26,15 @@ pub fn read_f32(path: &Path) -> Result<Array, CliError> {
 
 /// Parse the bytes of a `.npy` file holding float32 or float16 values.
 pub fn parse_f32(bytes: &[u8]) -> Result<Array, String> {
-    let npy = npyz::NpyFile::new(bytes).map_err(|e| format!("not a valid .npy file ({e})"))?;
+    let mut cursor = std::io::Cursor::new(bytes);
+    let header = npyz::NpyHeader::from_reader(&mut cursor).map_err(|e| format!("not a valid .npy file ({e})"))?;
+    let payload = bytes.get(cursor.position() as usize..).unwrap_or_default();
+    let npy = npyz::NpyFile::with_header(header, payload);
     let shape = npy.shape().to_vec();
-    let descr = npy.dtype().descr();
+    let descr = match npy.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => return Err(format!("holds a structured or nested dtype ({}); expected float32", other.descr())),
+    };
     if npy.order() == npyz::Order::Fortran {
         return Err("Fortran-ordered arrays are not supported; save np.ascontiguousarray(x)".into());
     }
@@ -42,11 +48,8 @@ pub fn parse_f32(bytes: &[u8]) -> Result<Array, String> {
     let len =
         shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).ok_or_else(|| format!("shape {shape:?} is too large"))?;
     let need = len.checked_mul(item).ok_or_else(|| format!("shape {shape:?} is too large"))?;
-    if need > bytes.len() as u64 {
-        return Err(format!(
-            "truncated: shape {shape:?} needs {need} data bytes but the file has {} bytes in all",
-            bytes.len()
-        ));
+    if need > payload.len() as u64 {
+        return Err(format!("truncated: shape {shape:?} needs {need} data bytes but the file has {}", payload.len()));
     }
     let data = if item == 4 {
         npy.into_vec::<f32>().map_err(|e| format!("bad data ({e})"))?
@@ -129,7 +132,8 @@ mod tests {
         let a = parse_f32(&bytes).unwrap();
         assert_eq!(a.shape, vec![2, 3]);
         assert_eq!(a.data, vec![1.5, -2.0, 3.25, 0.0, 7.0, 8.0]);
-        assert!(parse_f32(&bytes[..bytes.len() - 3]).unwrap_err().contains("truncated"));
+        let e = parse_f32(&bytes[..bytes.len() - 3]).unwrap_err();
+        assert!(e.contains("truncated"), "{e}");
         assert!(parse_f32(b"hello").unwrap_err().contains("not a valid .npy"));
         let u16s = to_npy_bytes(&[2], OutKind::U16Bits, &[0, 0x3f, 0, 0x40]).unwrap();
         assert!(parse_f32(&u16s).unwrap_err().contains("<u2"));

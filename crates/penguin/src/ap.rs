@@ -145,6 +145,23 @@ impl AccessPattern {
         out
     }
 
+    /// The free dimensions with the outermost one of size `n` (splitting a canonical merged
+    /// dimension), if the element walk allows it: the view a packed operand needs.
+    pub fn split_outer(&self, n: u32) -> Option<Vec<Dim>> {
+        let mut dims = self.canonical_free_indices();
+        let first = *dims.first()?;
+        if first.num == n {
+            return Some(dims);
+        }
+        if n == 0 || first.num % n != 0 {
+            return None;
+        }
+        let inner = first.num / n;
+        dims[0] = Dim::new(first.stride * i64::from(inner), n);
+        dims.insert(1, Dim::new(first.stride, inner));
+        Some(dims)
+    }
+
     /// The same pattern in canonical form.
     pub fn canonicalize(&self) -> AccessPattern {
         let partitions = if self.partitions.num == 1 { Dim::new(1, 1) } else { self.partitions };
@@ -240,6 +257,14 @@ mod tests {
         assert_eq!(ap.canonical_free_indices(), vec![Dim::new(1, 64)]);
         let strided = AccessPattern { free: vec![Dim::new(32, 2), Dim::new(1, 4)], ..ap };
         assert_eq!(strided.canonical_free_indices(), vec![Dim::new(32, 2), Dim::new(1, 4)]);
+    }
+
+    #[test]
+    fn split_outer_restores_a_pack_axis() {
+        let ap = AccessPattern::on_chip(0, 128, 0, 256);
+        assert_eq!(ap.split_outer(2), Some(vec![Dim::new(128, 2), Dim::new(1, 128)]));
+        let odd = AccessPattern::on_chip(0, 128, 0, 7);
+        assert_eq!(odd.split_outer(2), None);
     }
 
     #[test]

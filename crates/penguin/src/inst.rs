@@ -207,17 +207,211 @@ pub struct MemsetData {
     pub value: f64,
 }
 
+/// An `N:M` structured-sparsity pattern along K: at most `n` non-zeros in every `m`
+/// consecutive contraction elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SparsityPattern {
+    /// Non-zeros kept per group.
+    pub n: u32,
+    /// Group length.
+    pub m: u32,
+}
+
+impl SparsityPattern {
+    /// The patterns the hardware supports.
+    pub const SUPPORTED: [SparsityPattern; 5] = [
+        SparsityPattern { n: 1, m: 2 },
+        SparsityPattern { n: 2, m: 4 },
+        SparsityPattern { n: 4, m: 8 },
+        SparsityPattern { n: 4, m: 12 },
+        SparsityPattern { n: 4, m: 16 },
+    ];
+
+    /// Whether this pattern is one of [`Self::SUPPORTED`].
+    pub fn is_supported(self) -> bool {
+        Self::SUPPORTED.contains(&self)
+    }
+}
+
+impl fmt::Display for SparsityPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.n, self.m)
+    }
+}
+
+/// The error for a malformed sparsity pattern.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown sparsity pattern `{0}` (expected one of 1:2, 2:4, 4:8, 4:12, 4:16)")]
+pub struct UnknownSparsity(pub String);
+
+impl FromStr for SparsityPattern {
+    type Err = UnknownSparsity;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || UnknownSparsity(s.to_string());
+        let (n, m) = s.split_once(':').ok_or_else(bad)?;
+        let p = SparsityPattern { n: n.trim().parse().map_err(|_| bad())?, m: m.trim().parse().map_err(|_| bad())? };
+        if p.is_supported() { Ok(p) } else { Err(bad()) }
+    }
+}
+
+/// A structured-sparse matmul: the stationary operand holds only the kept elements of each
+/// `N:M` group along K, and `tags` (int16, same shape) gives each kept element's position
+/// inside its group. `dst[m, n] (+)= sum_k' stationary[k', m] * moving[(k' / N) * M + tags[k', m], n]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatMultSparseData {
+    /// PSUM result, `M` partitions x `N` fp32.
+    pub dst: InstTile,
+    /// Compressed stationary operand, `K * N / M` partitions x `M`.
+    pub stationary: InstTile,
+    /// Moving operand, `K` partitions x `N`.
+    pub moving: InstTile,
+    /// int16 positions of the kept elements, shaped like `stationary`.
+    pub tags: InstTile,
+    /// The pattern.
+    pub pattern: SparsityPattern,
+    /// Position on the PE array.
+    pub tile_position: TilePosition,
+    /// Size on the PE array.
+    pub tile_size: TileSize,
+    /// Accumulation flags; `None` behaves as `START | STOP`.
+    pub acc: Option<EngineAccumulationType>,
+}
+
+/// An elementwise binary operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TensorTensorOp {
+    /// `lhs + rhs`.
+    Add,
+    /// `lhs * rhs`.
+    Mul,
+    /// `max(lhs, rhs)`.
+    Max,
+}
+
+impl TensorTensorOp {
+    /// The text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TensorTensorOp::Add => "add",
+            TensorTensorOp::Mul => "mul",
+            TensorTensorOp::Max => "max",
+        }
+    }
+}
+
+/// `dst = lhs op rhs` elementwise on chip, computed in fp32 and rounded once to dst's dtype.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorTensorData {
+    /// The engine.
+    pub engine: ComputeEngine,
+    /// The operation.
+    pub op: TensorTensorOp,
+    /// Destination.
+    pub dst: InstTile,
+    /// Left operand.
+    pub lhs: InstTile,
+    /// Right operand.
+    pub rhs: InstTile,
+}
+
+/// `dst = src0 * src1 + dst` on a DMA queue, computed in fp32 and rounded once to dst's dtype.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OffloadedFmaData {
+    /// Destination (also the addend).
+    pub dst: InstTile,
+    /// First factor.
+    pub src0: InstTile,
+    /// Second factor.
+    pub src1: InstTile,
+}
+
+/// A copy executed by a DMA queue as offloaded compute.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OffloadedMemCpyData {
+    /// Destination.
+    pub dst: InstTile,
+    /// Source.
+    pub src: InstTile,
+}
+
+/// A copy with dtype conversion executed by a DMA queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OffloadedMemCastData {
+    /// Destination (its dtype is the target type).
+    pub dst: InstTile,
+    /// Source.
+    pub src: InstTile,
+    /// Rounding of the conversion.
+    pub cast: CastMode,
+}
+
+/// A PE transpose through PSUM: `dst[j, i] = src[i, j]` (fp32 in PSUM).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TransposeData {
+    /// PSUM result, `F` partitions x `P`.
+    pub dst: InstTile,
+    /// SBUF source, `P` partitions x `F`.
+    pub src: InstTile,
+}
+
+/// A DMA gather: `dst[i, :] = table[index[i], :]` (an `IndirectMemrefTileND` read).
+///
+/// `table`'s partition dimension spans every row of the table (its `num` is the bound an
+/// index must stay below); `index` is an int32 tile with one entry per gathered row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DmaGatherData {
+    /// Destination in SBUF, one partition per gathered row.
+    pub dst: InstTile,
+    /// The HBM table.
+    pub table: InstTile,
+    /// int32 row indices.
+    pub index: InstTile,
+}
+
+/// A DMA scatter-add: `table[index[i], :] += src[i, :]` (an `IndirectMemrefTileND` write).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DmaScatterAddData {
+    /// The HBM table.
+    pub table: InstTile,
+    /// Source rows in SBUF.
+    pub src: InstTile,
+    /// int32 row indices.
+    pub index: InstTile,
+}
+
 /// A Penguin instruction.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum InstData {
     /// PE matmul into PSUM.
     MatMult(MatMultData),
+    /// Structured-sparse PE matmul into PSUM.
+    MatMultSparse(MatMultSparseData),
     /// DMA copy with optional cast.
     DmaCopy(DmaCopyData),
     /// On-chip copy on ACT/DVE/POOL with optional cast.
     TensorCopy(TensorCopyData),
     /// Fill.
     Memset(MemsetData),
+    /// Elementwise binary operation on chip.
+    TensorTensor(TensorTensorData),
+    /// Offloaded FMA on SBUF tiles.
+    TiledOffloadedFma(OffloadedFmaData),
+    /// Offloaded copy between tiles.
+    TiledOffloadedMemCpy(OffloadedMemCpyData),
+    /// Offloaded FMA on whole HBM tensors.
+    OffloadedFma(OffloadedFmaData),
+    /// Offloaded copy of whole HBM tensors.
+    OffloadedMemCpy(OffloadedMemCpyData),
+    /// Offloaded copy with dtype conversion.
+    OffloadedMemCast(OffloadedMemCastData),
+    /// PE transpose through PSUM.
+    Transpose(TransposeData),
+    /// DMA gather through an index tensor.
+    DmaGather(DmaGatherData),
+    /// DMA scatter-add through an index tensor.
+    DmaScatterAdd(DmaScatterAddData),
 }
 
 /// What an instruction's operand does to its tile.
@@ -231,38 +425,139 @@ pub enum Access {
     ReadWrite,
 }
 
+fn acc_access(flags: EngineAccumulationType) -> Access {
+    if flags.contains(EngineAccumulationType::START) {
+        Access::Write
+    } else {
+        Access::ReadWrite
+    }
+}
+
+impl MatMultSparseData {
+    /// The effective flags (`None` is a complete single-pass group).
+    pub fn flags(&self) -> EngineAccumulationType {
+        self.acc.unwrap_or(EngineAccumulationType::START | EngineAccumulationType::STOP)
+    }
+}
+
 impl InstData {
     /// The instruction's opcode name in the text format.
     pub fn opcode(&self) -> &'static str {
         match self {
             InstData::MatMult(_) => "matmult",
+            InstData::MatMultSparse(_) => "matmult_sparse",
             InstData::DmaCopy(_) => "dma_copy",
             InstData::TensorCopy(_) => "tensor_copy",
             InstData::Memset(_) => "memset",
+            InstData::TensorTensor(_) => "tensor_tensor",
+            InstData::TiledOffloadedFma(_) => "tiled_offloaded_fma",
+            InstData::TiledOffloadedMemCpy(_) => "tiled_offloaded_memcpy",
+            InstData::OffloadedFma(_) => "offloaded_fma",
+            InstData::OffloadedMemCpy(_) => "offloaded_memcpy",
+            InstData::OffloadedMemCast(_) => "offloaded_memcast",
+            InstData::Transpose(_) => "transpose",
+            InstData::DmaGather(_) => "dma_gather",
+            InstData::DmaScatterAdd(_) => "dma_scatter_add",
         }
     }
 
     /// Every operand with what the instruction does to it, destination first.
     pub fn operands(&self) -> Vec<(&InstTile, Access)> {
+        use Access::{Read, ReadWrite, Write};
         match self {
-            InstData::MatMult(m) => {
-                let dst_access =
-                    if m.flags().contains(EngineAccumulationType::START) { Access::Write } else { Access::ReadWrite };
-                vec![(&m.dst, dst_access), (&m.stationary, Access::Read), (&m.moving, Access::Read)]
+            InstData::MatMult(m) => vec![(&m.dst, acc_access(m.flags())), (&m.stationary, Read), (&m.moving, Read)],
+            InstData::MatMultSparse(m) => vec![
+                (&m.dst, acc_access(m.flags())),
+                (&m.stationary, Read),
+                (&m.moving, Read),
+                (&m.tags, Read),
+            ],
+            InstData::DmaCopy(d) => vec![(&d.dst, Write), (&d.src, Read)],
+            InstData::TensorCopy(c) => vec![(&c.dst, Write), (&c.src, Read)],
+            InstData::Memset(m) => vec![(&m.dst, Write)],
+            InstData::TensorTensor(t) => vec![(&t.dst, Write), (&t.lhs, Read), (&t.rhs, Read)],
+            InstData::TiledOffloadedFma(f) | InstData::OffloadedFma(f) => {
+                vec![(&f.dst, ReadWrite), (&f.src0, Read), (&f.src1, Read)]
             }
-            InstData::DmaCopy(d) => vec![(&d.dst, Access::Write), (&d.src, Access::Read)],
-            InstData::TensorCopy(c) => vec![(&c.dst, Access::Write), (&c.src, Access::Read)],
-            InstData::Memset(m) => vec![(&m.dst, Access::Write)],
+            InstData::TiledOffloadedMemCpy(c) | InstData::OffloadedMemCpy(c) => vec![(&c.dst, Write), (&c.src, Read)],
+            InstData::OffloadedMemCast(c) => vec![(&c.dst, Write), (&c.src, Read)],
+            InstData::Transpose(t) => vec![(&t.dst, Write), (&t.src, Read)],
+            InstData::DmaGather(g) => vec![(&g.dst, Write), (&g.table, Read), (&g.index, Read)],
+            InstData::DmaScatterAdd(s) => vec![(&s.table, ReadWrite), (&s.src, Read), (&s.index, Read)],
         }
     }
 
-    /// Mutable access to every operand, destination first.
+    /// The text-format names of the operands, in the order of [`Self::operands`].
+    pub fn operand_names(&self) -> &'static [&'static str] {
+        match self {
+            InstData::MatMult(_) => &["dst", "stationary", "moving"],
+            InstData::MatMultSparse(_) => &["dst", "stationary", "moving", "tags"],
+            InstData::DmaCopy(_)
+            | InstData::TensorCopy(_)
+            | InstData::TiledOffloadedMemCpy(_)
+            | InstData::OffloadedMemCpy(_)
+            | InstData::OffloadedMemCast(_)
+            | InstData::Transpose(_) => &["dst", "src"],
+            InstData::Memset(_) => &["dst"],
+            InstData::TensorTensor(_) => &["dst", "lhs", "rhs"],
+            InstData::TiledOffloadedFma(_) | InstData::OffloadedFma(_) => &["dst", "src0", "src1"],
+            InstData::DmaGather(_) => &["dst", "table", "index"],
+            InstData::DmaScatterAdd(_) => &["table", "src", "index"],
+        }
+    }
+
+    /// The instruction's attributes (everything but operands) as text-format `key=value`s.
+    pub fn attributes(&self) -> Vec<(&'static str, String)> {
+        let pe = |perf: Option<PerfMode>, pos: &TilePosition, size: &TileSize, acc: Option<EngineAccumulationType>| {
+            let mut v = Vec::new();
+            if let Some(p) = perf {
+                v.push(("perf", p.to_string()));
+            }
+            v.push(("pos", format!("{},{}", pos.row, pos.col)));
+            v.push(("size", format!("{},{}", size.rows, size.cols)));
+            if let Some(a) = acc {
+                v.push(("acc", a.to_string()));
+            }
+            v
+        };
+        let cast = |c: CastMode| ("cast", c.name().to_string());
+        match self {
+            InstData::MatMult(m) => pe(Some(m.perf_mode), &m.tile_position, &m.tile_size, m.acc),
+            InstData::MatMultSparse(m) => {
+                let mut v = vec![("pattern", m.pattern.to_string())];
+                v.extend(pe(None, &m.tile_position, &m.tile_size, m.acc));
+                v
+            }
+            InstData::DmaCopy(d) => vec![cast(d.cast)],
+            InstData::TensorCopy(c) => vec![("engine", c.engine.to_string())],
+            InstData::Memset(m) => vec![("engine", m.engine.to_string()), ("value", m.value.to_string())],
+            InstData::TensorTensor(t) => vec![("engine", t.engine.to_string()), ("op", t.op.name().to_string())],
+            InstData::OffloadedMemCast(c) => vec![cast(c.cast)],
+            InstData::TiledOffloadedFma(_)
+            | InstData::OffloadedFma(_)
+            | InstData::TiledOffloadedMemCpy(_)
+            | InstData::OffloadedMemCpy(_)
+            | InstData::Transpose(_)
+            | InstData::DmaGather(_)
+            | InstData::DmaScatterAdd(_) => Vec::new(),
+        }
+    }
+
+    /// Mutable access to every operand, in the order of [`Self::operands`].
     pub fn operands_mut(&mut self) -> Vec<&mut InstTile> {
         match self {
             InstData::MatMult(m) => vec![&mut m.dst, &mut m.stationary, &mut m.moving],
+            InstData::MatMultSparse(m) => vec![&mut m.dst, &mut m.stationary, &mut m.moving, &mut m.tags],
             InstData::DmaCopy(d) => vec![&mut d.dst, &mut d.src],
             InstData::TensorCopy(c) => vec![&mut c.dst, &mut c.src],
             InstData::Memset(m) => vec![&mut m.dst],
+            InstData::TensorTensor(t) => vec![&mut t.dst, &mut t.lhs, &mut t.rhs],
+            InstData::TiledOffloadedFma(f) | InstData::OffloadedFma(f) => vec![&mut f.dst, &mut f.src0, &mut f.src1],
+            InstData::TiledOffloadedMemCpy(c) | InstData::OffloadedMemCpy(c) => vec![&mut c.dst, &mut c.src],
+            InstData::OffloadedMemCast(c) => vec![&mut c.dst, &mut c.src],
+            InstData::Transpose(t) => vec![&mut t.dst, &mut t.src],
+            InstData::DmaGather(g) => vec![&mut g.dst, &mut g.table, &mut g.index],
+            InstData::DmaScatterAdd(s) => vec![&mut s.table, &mut s.src, &mut s.index],
         }
     }
 }

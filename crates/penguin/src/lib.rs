@@ -19,7 +19,7 @@
 //! let id = f.add_tensor(t.clone()).unwrap();
 //! f.push_inst(InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst: whole_tile(id, &t), value: 1.0 }), vec![]);
 //! assert!(verify(&f).is_ok());
-//! assert!(f.to_string().contains("memset pool"));
+//! assert!(f.to_string().contains("memset engine=pool value=1"));
 //! ```
 #![deny(missing_docs)]
 
@@ -44,8 +44,10 @@ pub use entity::{InstId, Memory, TensorId};
 pub use error::{Entity, PenguinError, VerifierError, VerifierErrors};
 pub use function::{Function, FunctionView, TensorData};
 pub use inst::{
-    Access, ComputeEngine, Dep, DepKind, DmaCopyData, EngineAccumulationType, InstData, MatMultData, MemsetData,
-    PerfMode, TensorCopyData, TilePosition, TileSize,
+    Access, ComputeEngine, Dep, DepKind, DmaCopyData, DmaGatherData, DmaScatterAddData, EngineAccumulationType,
+    InstData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData, OffloadedMemCastData,
+    OffloadedMemCpyData, PerfMode, SparsityPattern, TensorCopyData, TensorTensorData, TensorTensorOp, TilePosition,
+    TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
 };
 pub use target::{Target, TargetInfo};
 pub use tile::{DataTile, IndirectMemrefTileND, InstTile, MemrefTile, MemrefTileND, NDTile, NeuronPSUMTensor, Tile};

@@ -5,8 +5,8 @@
 //! kernel gemm
 //! tensor t0 "a" hbm fp32 [4, 8] input
 //! tensor t3 "at_0" sbuf bf16 [128, 128] @0
-//! i0 = dma_copy t3{p0[1,8] +0 [1,4]} <- t0{p0[1,8] +0 [8,4]} cast=rne
-//! i2 = matmult t5{p0[1,4] +0 [1,16]} <- t3{...} x t4{...} perf=none pos=(0,0) size=(128,128) acc=start|stop after(i0 raw, i1 raw)
+//! i0 = dma_copy cast=rne dst=t3{p0[1, 8] +0 [1, 4]} src=t0{p0[1, 8] +0 [8, 4]}
+//! i2 = matmult perf=none pos=0,0 size=128,128 acc=start|stop dst=t5{...} stationary=t3{...} moving=t4{...} after(i0 raw, i1 raw)
 //! ```
 
 use std::fmt::{self, Write as _};
@@ -36,38 +36,12 @@ fn tensor_line(func: &Function, id: TensorId, t: &TensorData) -> String {
 }
 
 fn inst_line(func: &Function, id: InstId, inst: &InstData) -> String {
-    let mut s = format!("{id} = {} ", inst.opcode());
-    match inst {
-        InstData::MatMult(m) => {
-            let _ = write!(
-                s,
-                "{} <- {} x {} perf={} pos=({},{}) size=({},{})",
-                tile(&m.dst),
-                tile(&m.stationary),
-                tile(&m.moving),
-                m.perf_mode,
-                m.tile_position.row,
-                m.tile_position.col,
-                m.tile_size.rows,
-                m.tile_size.cols
-            );
-            if let Some(acc) = m.acc {
-                let _ = write!(s, " acc={acc}");
-            }
-        }
-        InstData::DmaCopy(d) => {
-            let cast = match d.cast {
-                crate::dtype::CastMode::Rne => "rne",
-                crate::dtype::CastMode::Saturate => "saturate",
-            };
-            let _ = write!(s, "{} <- {} cast={cast}", tile(&d.dst), tile(&d.src));
-        }
-        InstData::TensorCopy(c) => {
-            let _ = write!(s, "{} {} <- {}", c.engine, tile(&c.dst), tile(&c.src));
-        }
-        InstData::Memset(m) => {
-            let _ = write!(s, "{} {} <- {}", m.engine, tile(&m.dst), m.value);
-        }
+    let mut s = format!("{id} = {}", inst.opcode());
+    for (key, value) in inst.attributes() {
+        let _ = write!(s, " {key}={value}");
+    }
+    for ((t, _), name) in inst.operands().into_iter().zip(inst.operand_names()) {
+        let _ = write!(s, " {name}={}", tile(t));
     }
     let deps = func.deps(id);
     if !deps.is_empty() {

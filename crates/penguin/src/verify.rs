@@ -15,15 +15,23 @@
 //! 6. **Partition ranges** of on-chip operands lie within 128 partitions and within the
 //!    tensor; HBM operands have `start_partition` 0.
 //! 7. **Bounds**: every element an operand touches lies inside its tensor.
-//! 8. **Legal memories per operand**: a matmul's stationary and moving operands are in SBUF
-//!    and its result is in PSUM (`Result buffer of matmult must be psum!`); DMA copies move
-//!    between HBM and SBUF; tensor copies and memsets stay on chip.
+//! 8. **Legal memories per operand**: a matmul's (dense or sparse) stationary, moving and
+//!    tag operands are in SBUF and its result is in PSUM (`Result buffer of matmult must be
+//!    psum!`); DMA copies, tiled offloaded copies and casts move between HBM and SBUF; tensor
+//!    copies, tensor-tensor ops and memsets stay on chip; tiled offloaded FMAs work on SBUF
+//!    tiles and untiled offloaded FMAs and copies on HBM tensors; a transpose reads SBUF and
+//!    writes PSUM; gathers and scatter-adds index an HBM table.
 //! 9. **PSUM banks**: an access to PSUM stays inside one 2 KiB bank in every partition.
-//! 10. **Matmul shapes**: stationary and moving share K partitions (K <= 128); the result has
-//!     M = stationary free size <= 128 partitions and N = moving free size <= 512 fp32; the
-//!     result is fp32; `double_row_gen3` is refused.
-//! 11. **Copy shapes**: source and destination have equal partition counts and equal
-//!     elements per partition.
+//! 10. **Matmul shapes**: stationary and moving share K partitions (K <= 128, 256 in
+//!     `double_row`); the result has M = stationary free size <= 128 partitions and N = moving
+//!     free size <= 512 fp32; the result is fp32; `double_row_gen3` is refused; double-row
+//!     operands are `[P, 2, F]`; the PE tile (`tile_position`, `tile_size`) uses sizes 128,
+//!     64 or 32 at multiples of the size and has at least K rows. A sparse
+//!     matmul's pattern is supported, its int16 tags have the stationary operand's shape, and
+//!     it keeps N of every M of the moving operand's K rows.
+//! 11. **Elementwise shapes**: copies, casts, tensor-tensor ops and FMAs have equal partition
+//!     counts and elements per partition on every operand; memcpy does not convert; a
+//!     transpose swaps the two; gathers and scatter-adds move one table row per int32 index.
 //! 12. **Accumulation groups**, in program order per PSUM region: START opens a group on a
 //!     region with no open group; ACCU and STOP continue the open group on exactly the same
 //!     region (ACCU before START is an error); START and ACCU are never set together; reading
@@ -34,7 +42,7 @@ use crate::dtype::DType;
 use crate::entity::{InstId, Memory, TensorId};
 use crate::error::{Entity, VerifierError, VerifierErrors};
 use crate::function::{FunctionView, TensorData};
-use crate::inst::{Access, EngineAccumulationType as Acc, InstData, PerfMode};
+use crate::inst::{Access, EngineAccumulationType as Acc, InstData, PerfMode, TilePosition, TileSize};
 use crate::target::{MAX_MOVING_FREE, MAX_STATIONARY_FREE, NUM_PARTITIONS, PSUM_BANK_BYTES, PSUM_NUM_BANKS};
 use crate::tile::InstTile;
 
@@ -323,37 +331,134 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
         ok
     }
 
+    fn need(&mut self, e: Entity, what: &str, t: &InstTile, allowed: &[Memory]) {
+        if !allowed.contains(&t.memory) {
+            let names: Vec<&str> = allowed.iter().map(|m| m.name()).collect();
+            self.err(e, format!("{what} must be in {}, not {}", names.join(" or "), t.memory));
+        }
+    }
+
+    fn need_dtype(&mut self, e: Entity, what: &str, t: &InstTile, dtype: DType) {
+        if t.dtype != dtype {
+            self.err(e, format!("{what} must be {dtype}, not {}", t.dtype));
+        }
+    }
+
     fn check_memories(&mut self, id: InstId, inst: &InstData) {
+        use Memory::{Hbm, Psum, Sbuf};
         let e = Entity::Inst(id);
+        let on_chip = [Sbuf, Psum];
         match inst {
             InstData::MatMult(m) => {
-                if m.dst.memory != Memory::Psum {
+                if m.dst.memory != Psum {
                     self.err(e, MATMULT_RESULT_NOT_PSUM);
                 }
-                for (what, t) in [("stationary", &m.stationary), ("moving", &m.moving)] {
-                    if t.memory != Memory::Sbuf {
-                        self.err(e, format!("matmult {what} operand must be in sbuf, not {}", t.memory));
-                    }
+                self.need(e, "matmult stationary operand", &m.stationary, &[Sbuf]);
+                self.need(e, "matmult moving operand", &m.moving, &[Sbuf]);
+            }
+            InstData::MatMultSparse(m) => {
+                if m.dst.memory != Psum {
+                    self.err(e, MATMULT_RESULT_NOT_PSUM);
                 }
+                self.need(e, "matmult_sparse stationary operand", &m.stationary, &[Sbuf]);
+                self.need(e, "matmult_sparse moving operand", &m.moving, &[Sbuf]);
+                self.need(e, "matmult_sparse tags", &m.tags, &[Sbuf]);
             }
             InstData::DmaCopy(d) => {
-                for (what, t) in [("destination", &d.dst), ("source", &d.src)] {
-                    if t.memory == Memory::Psum {
-                        self.err(e, format!("dma_copy {what} must be in hbm or sbuf, not psum"));
-                    }
-                }
+                self.need(e, "dma_copy destination", &d.dst, &[Hbm, Sbuf]);
+                self.need(e, "dma_copy source", &d.src, &[Hbm, Sbuf]);
             }
             InstData::TensorCopy(c) => {
-                for (what, t) in [("destination", &c.dst), ("source", &c.src)] {
-                    if !t.memory.is_on_chip() {
-                        self.err(e, format!("tensor_copy {what} must be on chip (sbuf or psum), not hbm"));
-                    }
+                self.need(e, "tensor_copy destination", &c.dst, &on_chip);
+                self.need(e, "tensor_copy source", &c.src, &on_chip);
+            }
+            InstData::Memset(m) => self.need(e, "memset destination", &m.dst, &on_chip),
+            InstData::TensorTensor(t) => {
+                self.need(e, "tensor_tensor destination", &t.dst, &on_chip);
+                self.need(e, "tensor_tensor lhs", &t.lhs, &on_chip);
+                self.need(e, "tensor_tensor rhs", &t.rhs, &on_chip);
+            }
+            InstData::TiledOffloadedFma(f) => {
+                for (what, t) in [("destination", &f.dst), ("src0", &f.src0), ("src1", &f.src1)] {
+                    self.need(e, &format!("tiled_offloaded_fma {what}"), t, &[Sbuf]);
                 }
             }
-            InstData::Memset(m) => {
-                if !m.dst.memory.is_on_chip() {
-                    self.err(e, "memset destination must be on chip (sbuf or psum), not hbm");
+            InstData::OffloadedFma(f) => {
+                for (what, t) in [("destination", &f.dst), ("src0", &f.src0), ("src1", &f.src1)] {
+                    self.need(e, &format!("offloaded_fma {what}"), t, &[Hbm]);
                 }
+            }
+            InstData::TiledOffloadedMemCpy(c) => {
+                self.need(e, "tiled_offloaded_memcpy destination", &c.dst, &[Hbm, Sbuf]);
+                self.need(e, "tiled_offloaded_memcpy source", &c.src, &[Hbm, Sbuf]);
+            }
+            InstData::OffloadedMemCpy(c) => {
+                self.need(e, "offloaded_memcpy destination", &c.dst, &[Hbm]);
+                self.need(e, "offloaded_memcpy source", &c.src, &[Hbm]);
+            }
+            InstData::OffloadedMemCast(c) => {
+                self.need(e, "offloaded_memcast destination", &c.dst, &[Hbm, Sbuf]);
+                self.need(e, "offloaded_memcast source", &c.src, &[Hbm, Sbuf]);
+            }
+            InstData::Transpose(t) => {
+                self.need(e, "transpose destination", &t.dst, &[Psum]);
+                self.need(e, "transpose source", &t.src, &[Sbuf]);
+            }
+            InstData::DmaGather(g) => {
+                self.need(e, "dma_gather destination", &g.dst, &[Sbuf]);
+                self.need(e, "dma_gather table", &g.table, &[Hbm]);
+                self.need(e, "dma_gather index", &g.index, &[Hbm, Sbuf]);
+            }
+            InstData::DmaScatterAdd(s) => {
+                self.need(e, "dma_scatter_add table", &s.table, &[Hbm]);
+                self.need(e, "dma_scatter_add source", &s.src, &[Sbuf]);
+                self.need(e, "dma_scatter_add index", &s.index, &[Hbm, Sbuf]);
+            }
+        }
+    }
+
+    #[expect(clippy::too_many_arguments, reason = "the shape rule reads every operand and the PE tile")]
+    fn check_matmul_shape(
+        &mut self,
+        e: Entity,
+        k: u32,
+        max_k: u32,
+        dst: &InstTile,
+        st: &InstTile,
+        mv: &InstTile,
+        (mm, nn): (u64, u64),
+        pos: TilePosition,
+        size: TileSize,
+    ) {
+        if k > max_k {
+            self.err(e, format!("matmult contraction K = {k} exceeds {max_k}"));
+        }
+        for (what, at, len) in [("row", pos.row, size.rows), ("column", pos.col, size.cols)] {
+            if ![128, 64, 32].contains(&len) || at % len != 0 || at + len > NUM_PARTITIONS {
+                self.err(e, format!("PE tile {what} position {at} with size {len} is not legal (sizes 128, 64, 32 at multiples of the size)"));
+            }
+        }
+        if st.partitions() > size.rows {
+            self.err(e, format!("matmult uses {} PE rows but its tile_size has {}", st.partitions(), size.rows));
+        }
+        if mm > u64::from(MAX_STATIONARY_FREE) {
+            self.err(e, format!("matmult stationary free size {mm} exceeds {MAX_STATIONARY_FREE}"));
+        }
+        if nn > u64::from(MAX_MOVING_FREE) {
+            self.err(e, format!("matmult moving free size {nn} exceeds {MAX_MOVING_FREE}"));
+        }
+        if u64::from(dst.partitions()) != mm || dst.free_elems() != nn {
+            self.err(e, format!(
+                "matmult result is [{}, {}] but stationary^T @ moving is [{mm}, {nn}]",
+                dst.partitions(), dst.free_elems()
+            ));
+        }
+        if dst.dtype != DType::Fp32 {
+            self.err(e, format!("matmult result must be fp32 (PSUM accumulates in fp32), not {}", dst.dtype));
+        }
+        for (what, t) in [("stationary", st), ("moving", mv)] {
+            if !t.dtype.is_float() && t.dtype != DType::Uint8 {
+                self.err(e, format!("matmult {what} dtype {} is not a float or uint8", t.dtype));
             }
         }
     }
@@ -366,49 +471,103 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     self.err(e, "perf_mode=`double_row_gen3` is not supported");
                 }
                 let k = m.stationary.partitions();
-                let max_k = if m.perf_mode == PerfMode::DoubleRow { 256 } else { NUM_PARTITIONS };
                 if m.moving.partitions() != k {
-                    self.err(
-                        e,
-                        format!(
-                            "matmult contraction mismatch: stationary has {k} partitions, moving has {}",
-                            m.moving.partitions()
-                        ),
-                    );
+                    self.err(e, format!(
+                        "matmult contraction mismatch: stationary has {k} partitions, moving has {}",
+                        m.moving.partitions()
+                    ));
                 }
-                if k > max_k {
-                    self.err(e, format!("matmult contraction K = {k} exceeds {max_k}"));
-                }
-                let mm = m.stationary.free_elems();
-                let nn = m.moving.free_elems();
-                if mm > u64::from(MAX_STATIONARY_FREE) {
-                    self.err(e, format!("matmult stationary free size {mm} exceeds {MAX_STATIONARY_FREE}"));
-                }
-                if nn > u64::from(MAX_MOVING_FREE) {
-                    self.err(e, format!("matmult moving free size {nn} exceeds {MAX_MOVING_FREE}"));
-                }
-                if u64::from(m.dst.partitions()) != mm || m.dst.free_elems() != nn {
-                    self.err(
-                        e,
-                        format!(
-                            "matmult result is [{}, {}] but stationary^T @ moving is [{mm}, {nn}]",
-                            m.dst.partitions(),
-                            m.dst.free_elems()
-                        ),
-                    );
-                }
-                if m.dst.dtype != DType::Fp32 {
-                    self.err(e, format!("matmult result must be fp32 (PSUM accumulates in fp32), not {}", m.dst.dtype));
-                }
-                for (what, t) in [("stationary", &m.stationary), ("moving", &m.moving)] {
-                    if !t.dtype.is_float() && t.dtype != DType::Uint8 {
-                        self.err(e, format!("matmult {what} dtype {} is not a float or uint8", t.dtype));
+                let (max_k, pack) = if m.perf_mode == PerfMode::DoubleRow { (256, 2) } else { (NUM_PARTITIONS, 1) };
+                if pack == 2 {
+                    let first = |t: &InstTile| t.ap.free.first().map_or(0, |d| d.num);
+                    if first(&m.stationary) != 2 || first(&m.moving) != 2 {
+                        self.err(e, "double_row operands must have a first free dimension of 2 ([P, 2, F])");
+                        return;
                     }
                 }
+                let sizes = (m.stationary.free_elems() / pack, m.moving.free_elems() / pack);
+                self.check_matmul_shape(
+                    e,
+                    k * pack as u32,
+                    max_k,
+                    &m.dst,
+                    &m.stationary,
+                    &m.moving,
+                    sizes,
+                    m.tile_position,
+                    m.tile_size,
+                );
+            }
+            InstData::MatMultSparse(m) => {
+                if !m.pattern.is_supported() {
+                    self.err(e, format!("sparsity pattern {} is not supported", m.pattern));
+                }
+                let kc = m.stationary.partitions();
+                if m.tags.partitions() != kc || m.tags.free_elems() != m.stationary.free_elems() {
+                    self.err(e, "matmult_sparse tags must have the stationary operand's shape");
+                }
+                self.need_dtype(e, "matmult_sparse tags", &m.tags, DType::Int16);
+                if m.pattern.n > 0 && (kc % m.pattern.n != 0 || m.moving.partitions() != kc / m.pattern.n * m.pattern.m) {
+                    self.err(e, format!(
+                        "matmult_sparse with {} keeps {kc} of K = {} contraction rows, not {} of every {}",
+                        m.pattern, m.moving.partitions(), m.pattern.n, m.pattern.m
+                    ));
+                }
+                let sizes = (m.stationary.free_elems(), m.moving.free_elems());
+                self.check_matmul_shape(
+                    e,
+                    m.moving.partitions(),
+                    NUM_PARTITIONS,
+                    &m.dst,
+                    &m.stationary,
+                    &m.moving,
+                    sizes,
+                    m.tile_position,
+                    m.tile_size,
+                );
             }
             InstData::DmaCopy(d) => self.check_copy_shape(e, &d.dst, &d.src),
             InstData::TensorCopy(c) => self.check_copy_shape(e, &c.dst, &c.src),
             InstData::Memset(_) => {}
+            InstData::TensorTensor(t) => {
+                self.check_copy_shape(e, &t.dst, &t.lhs);
+                self.check_copy_shape(e, &t.dst, &t.rhs);
+            }
+            InstData::TiledOffloadedFma(f) | InstData::OffloadedFma(f) => {
+                self.check_copy_shape(e, &f.dst, &f.src0);
+                self.check_copy_shape(e, &f.dst, &f.src1);
+            }
+            InstData::TiledOffloadedMemCpy(c) | InstData::OffloadedMemCpy(c) => {
+                if c.dst.dtype != c.src.dtype {
+                    self.err(e, format!("memcpy cannot convert {} to {} (use offloaded_memcast)", c.src.dtype, c.dst.dtype));
+                }
+                self.check_copy_shape(e, &c.dst, &c.src);
+            }
+            InstData::OffloadedMemCast(c) => self.check_copy_shape(e, &c.dst, &c.src),
+            InstData::Transpose(t) => {
+                if u64::from(t.dst.partitions()) != t.src.free_elems() || t.dst.free_elems() != u64::from(t.src.partitions()) {
+                    self.err(e, format!("transpose result {:?} is not the transpose of {:?}", t.dst.ap.shape(), t.src.ap.shape()));
+                }
+                self.need_dtype(e, "transpose result", &t.dst, DType::Fp32);
+            }
+            InstData::DmaGather(g) => {
+                self.need_dtype(e, "dma_gather index", &g.index, DType::Int32);
+                if u64::from(g.dst.partitions()) != g.index.ap.num_elems() || g.dst.free_elems() != g.table.free_elems() {
+                    self.err(e, format!(
+                        "dma_gather destination {:?} must have one row per index ({}) of a table row's {} elements",
+                        g.dst.ap.shape(), g.index.ap.num_elems(), g.table.free_elems()
+                    ));
+                }
+            }
+            InstData::DmaScatterAdd(s) => {
+                self.need_dtype(e, "dma_scatter_add index", &s.index, DType::Int32);
+                if u64::from(s.src.partitions()) != s.index.ap.num_elems() || s.src.free_elems() != s.table.free_elems() {
+                    self.err(e, format!(
+                        "dma_scatter_add source {:?} must have one row per index ({}) of a table row's {} elements",
+                        s.src.ap.shape(), s.index.ap.num_elems(), s.table.free_elems()
+                    ));
+                }
+            }
         }
     }
 
@@ -424,10 +583,14 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
     fn check_groups(&mut self, id: InstId, inst: &InstData, open: &mut Vec<OpenGroup>) {
         let e = Entity::Inst(id);
         let psum_region = |tile: &InstTile| (tile.memory == Memory::Psum).then(|| tile.ap.region(true));
-        if let InstData::MatMult(m) = inst {
-            let Some(region) = psum_region(&m.dst) else { return };
-            let flags = m.flags();
-            let existing = open.iter().position(|g| g.tensor == m.dst.tensor && g.region.overlaps(&region));
+        let accumulating = match inst {
+            InstData::MatMult(m) => Some((&m.dst, m.flags())),
+            InstData::MatMultSparse(m) => Some((&m.dst, m.flags())),
+            _ => None,
+        };
+        if let Some((dst, flags)) = accumulating {
+            let Some(region) = psum_region(dst) else { return };
+            let existing = open.iter().position(|g| g.tensor == dst.tensor && g.region.overlaps(&region));
             if flags.is_empty() {
                 self.err(e, "matmult has an empty accumulation flag set");
                 return;
@@ -445,7 +608,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     return;
                 }
                 if !flags.contains(Acc::STOP) {
-                    open.push(OpenGroup { tensor: m.dst.tensor, region, opened_by: id });
+                    open.push(OpenGroup { tensor: dst.tensor, region, opened_by: id });
                 }
                 return;
             }

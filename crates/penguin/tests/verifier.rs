@@ -176,7 +176,7 @@ fn rule8_other_memories() {
     if let InstData::TensorCopy(c) = &mut f.insts[4] {
         c.dst = tile(2, Memory::Hbm, DType::Fp32, AccessPattern::hbm_rows(8, 0, 4, 0, 8));
     }
-    rejects(&f, "tensor_copy destination must be on chip");
+    rejects(&f, "tensor_copy destination must be in sbuf or psum, not hbm");
 }
 
 #[test]
