@@ -27,18 +27,12 @@
 use std::fmt;
 use std::str::FromStr;
 
-use penguin::{
-    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, Function, GeneratedBuilder, InstData, InstTile, Memory,
-    MemsetData, NDTile, PerfMode, SparsityPattern, Target, TensorCopyData, TensorId, TilePosition, TileSize,
-};
+use penguin::{DType, Function, PerfMode, SparsityPattern, Target};
 use serde::{Deserialize, Serialize};
 
-use crate::combine::{
-    check_double_row_dtypes, combine_matmult_tiles, combine_sparse_matmult_tiles, MatMultAccumulation,
-    MatMultSparseSubTile, MatMultSubTile,
-};
+use crate::combine::check_double_row_dtypes;
 use crate::error::CodegenError;
-use crate::neuron::{CodegenStats, NeuronCodegen};
+use crate::neuron::CodegenStats;
 
 /// Rows of C per tile (PE columns / PSUM partitions).
 pub const M_TILE: u64 = 128;
@@ -47,20 +41,36 @@ pub const K_TILE: u64 = 128;
 /// Columns of C per tile (one PSUM bank of fp32).
 pub const N_TILE: u64 = 512;
 
-/// A loop nest for the GEMM.
+/// A loop nest for the GEMM (see the module doc of `schedule`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Schedule {
     /// Loop m, n, k; load both operand tiles every step.
-    #[default]
     Naive,
+    /// Load each m tile's K stripe of A^T once, each n tile's K stripe of B per m tile.
+    Hoisted,
+    /// Block M and N: load the stripes of a block once, run every pair in the block.
+    BlockedMn,
+    /// Block M, N and K: K-block partials accumulate in an fp32 SBUF result block.
+    BlockedMnk,
+    /// Search schedules, block sizes and loop orders with the cycle model.
+    #[default]
+    Auto,
 }
 
 impl Schedule {
+    /// Every schedule.
+    pub const ALL: [Schedule; 5] =
+        [Schedule::Naive, Schedule::Hoisted, Schedule::BlockedMn, Schedule::BlockedMnk, Schedule::Auto];
+
     /// The text name.
     pub fn name(self) -> &'static str {
         match self {
             Schedule::Naive => "naive",
+            Schedule::Hoisted => "hoisted",
+            Schedule::BlockedMn => "blocked-mn",
+            Schedule::BlockedMnk => "blocked-mnk",
+            Schedule::Auto => "auto",
         }
     }
 }
@@ -71,19 +81,54 @@ impl fmt::Display for Schedule {
     }
 }
 
-/// The error for a schedule name that is unknown or not available yet.
+/// The error for an unknown schedule name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("schedule `{0}` is not available (available: naive)")]
+#[error("unknown schedule `{0}` (expected naive, hoisted, blocked-mn, blocked-mnk or auto)")]
 pub struct UnknownSchedule(pub String);
 
 impl FromStr for Schedule {
     type Err = UnknownSchedule;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "naive" => Ok(Schedule::Naive),
-            _ => Err(UnknownSchedule(s.to_string())),
+        Schedule::ALL.into_iter().find(|x| x.name() == s).ok_or_else(|| UnknownSchedule(s.to_string()))
+    }
+}
+
+/// Which operand's block loop is outermost in the blocked schedules.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoopOrder {
+    /// M blocks outside, N blocks inside: each A block is loaded once.
+    #[default]
+    MOuter,
+    /// N blocks outside, M blocks inside: each B block is loaded once.
+    NOuter,
+}
+
+impl LoopOrder {
+    /// The text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoopOrder::MOuter => "m-outer",
+            LoopOrder::NOuter => "n-outer",
         }
+    }
+}
+
+/// Block sizes in elements of M, N and K (rounded up to whole tiles when planned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct BlockSizes {
+    /// Rows of C per block.
+    pub m: u64,
+    /// Columns of C per block.
+    pub n: u64,
+    /// Contraction rows per block (blocked-mnk).
+    pub k: u64,
+}
+
+impl Default for BlockSizes {
+    fn default() -> Self {
+        BlockSizes { m: 4 * M_TILE, n: 2 * N_TILE, k: 8 * K_TILE }
     }
 }
 
@@ -114,10 +159,15 @@ pub struct GemmConfig {
     pub perf_mode: PerfMode,
     /// Structured sparsity of A along K; A then travels as compressed values + int16 tags.
     pub sparsity: Option<SparsityPattern>,
+    /// Block sizes of the blocked schedules.
+    pub blocks: BlockSizes,
+    /// Loop order of the blocked schedules.
+    pub order: LoopOrder,
 }
 
 impl GemmConfig {
-    /// A dense GEMM with both operands in `dtype`, fp32 inputs and output, naive schedule.
+    /// A dense GEMM with both operands in `dtype`, fp32 inputs and output, naive schedule
+    /// (`auto` needs a cost model: see `plan_gemm_auto`).
     pub fn new(m: u64, k: u64, n: u64, dtype: DType, target: Target) -> Self {
         GemmConfig {
             m,
@@ -132,6 +182,8 @@ impl GemmConfig {
             lhs_transposed: false,
             perf_mode: PerfMode::None,
             sparsity: None,
+            blocks: BlockSizes::default(),
+            order: LoopOrder::MOuter,
         }
     }
 
@@ -141,6 +193,11 @@ impl GemmConfig {
         for (name, v) in [("m", self.m), ("k", self.k), ("n", self.n)] {
             if v == 0 || v > LIMIT {
                 return Err(CodegenError::BadGemm(format!("{name} = {v} is out of range (1..={LIMIT})")));
+            }
+        }
+        for (name, v) in [("block-m", self.blocks.m), ("block-n", self.blocks.n), ("block-k", self.blocks.k)] {
+            if v == 0 || v > LIMIT {
+                return Err(CodegenError::BadGemm(format!("--{name} = {v} is out of range (1..={LIMIT})")));
             }
         }
         match self.perf_mode {
@@ -216,7 +273,7 @@ pub struct GemmPlan {
 }
 
 /// `[start, start + len)` pieces of `0..total` of at most `tile` each.
-fn tiles(total: u64, tile: u64) -> impl Iterator<Item = (u64, u32)> {
+pub(crate) fn tiles(total: u64, tile: u64) -> impl Iterator<Item = (u64, u32)> {
     (0..total.div_ceil(tile)).map(move |i| (i * tile, (tile.min(total - i * tile)) as u32))
 }
 
@@ -379,268 +436,12 @@ impl SparseA {
     }
 }
 
-struct Buffers {
-    lhs: [TensorId; 2],
-    rhs: [TensorId; 2],
-    tags: Option<[TensorId; 2]>,
-    out: [TensorId; 2],
-    psum: Vec<TensorId>,
-}
-
-struct Planner<'a> {
-    cg: NeuronCodegen<GeneratedBuilder>,
-    cfg: &'a GemmConfig,
-    a: TensorId,
-    a_tags: Option<TensorId>,
-    b: TensorId,
-    c: TensorId,
-    bufs: Buffers,
-    pack: u32,
-    kstep: usize,
-    group: usize,
-}
-
-/// Plan, emit and verify a GEMM kernel.
-pub fn plan_gemm(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
-    cfg.validate()?;
-    let mut cg = NeuronCodegen::new(GeneratedBuilder::new("gemm"), cfg.target, "gemm");
-    let (a, a_tags) = match cfg.sparsity {
-        Some(p) => {
-            let shape = vec![cfg.m, SparseA::cols(cfg.k, p)];
-            (cg.add_input("a", shape.clone(), cfg.input_dtype)?, Some(cg.add_input("a_tags", shape, DType::Int16)?))
-        }
-        None => (cg.add_input("a", cfg.lhs_shape(), cfg.input_dtype)?, None),
-    };
-    let b = cg.add_input("b", vec![cfg.k, cfg.n], cfg.input_dtype)?;
-    let c = cg.add_output("c", vec![cfg.m, cfg.n], cfg.out_dtype)?;
-    let pack = if cfg.perf_mode == PerfMode::DoubleRow { 2 } else { 1 };
-    let nd = |free: u64, dtype| NDTile { partitions: 128, free: vec![(free * u64::from(pack)) as u32], dtype };
-    let two = |cg: &mut NeuronCodegen<GeneratedBuilder>, name: &str, free: u64, dtype| -> Result<[TensorId; 2], CodegenError> {
-        Ok([cg.alloc_sbuf(&format!("{name}0"), &nd(free, dtype))?, cg.alloc_sbuf(&format!("{name}1"), &nd(free, dtype))?])
-    };
-    let lhs = two(&mut cg, "lhs_t", M_TILE, cfg.lhs_dtype)?;
-    let rhs = two(&mut cg, "rhs", N_TILE, cfg.rhs_dtype)?;
-    let tags = match cfg.sparsity {
-        Some(_) => Some(two(&mut cg, "tags_t", M_TILE, DType::Int16)?),
-        None => None,
-    };
-    let out_nd = NDTile { partitions: 128, free: vec![N_TILE as u32], dtype: cfg.out_dtype };
-    let out = [cg.alloc_sbuf("out0", &out_nd)?, cg.alloc_sbuf("out1", &out_nd)?];
-    let psum = (0..cfg.target.info().psum_num_banks)
-        .map(|bank| cg.alloc_psum_bank(&format!("psum{bank}"), bank, 128))
-        .collect::<Result<_, _>>()?;
-    let mut p = Planner {
-        cg,
-        cfg,
-        a,
-        a_tags,
-        b,
-        c,
-        bufs: Buffers { lhs, rhs, tags, out, psum },
-        pack,
-        kstep: 0,
-        group: 0,
-    };
-    match cfg.schedule {
-        Schedule::Naive => p.emit_naive()?,
-    }
-    let mut cg = p.cg;
-    cg.finalize_kernel()?;
-    let stats = cg.stats();
-    let function = cg.finalize()?;
-    Ok(GemmPlan { function, stats, config: cfg.clone() })
-}
-
-fn on_chip(tensor: TensorId, memory: Memory, dtype: DType, parts: u32, free: u32) -> InstTile {
-    InstTile { tensor, memory, dtype, ap: AccessPattern::on_chip(0, parts, 0, free) }
-}
-
-fn hbm(tensor: TensorId, dtype: DType, ap: AccessPattern) -> InstTile {
-    InstTile { tensor, memory: Memory::Hbm, dtype, ap }
-}
-
-/// PE row tiling for a contraction of `k` rows: `(rows per tile, positions)`.
-fn row_tiling(cfg: &GemmConfig) -> (u32, u32) {
-    let dense = cfg.perf_mode == PerfMode::None && cfg.sparsity.is_none();
-    if dense && cfg.k <= 32 && cfg.target.info().pe_tile_32 {
-        (32, 4)
-    } else if dense && cfg.k <= 64 {
-        (64, 2)
-    } else {
-        (128, 1)
-    }
-}
-
-impl Planner<'_> {
-    fn dma(&mut self, dst: InstTile, src: InstTile) -> Result<(), CodegenError> {
-        self.cg.process_new_neuroninst(InstData::DmaCopy(DmaCopyData { dst, src, cast: penguin::CastMode::Rne }))?;
-        Ok(())
-    }
-
-    fn memset_zero(&mut self, dst: InstTile) -> Result<(), CodegenError> {
-        self.cg.process_new_neuroninst(InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst, value: 0.0 }))?;
-        Ok(())
-    }
-
-    /// The A^T window of dense rows `[k0, k0 + rows)` and columns `[m0, m0 + msz)` in HBM.
-    fn lhs_src(&self, m0: u64, msz: u32, k0: u64, rows: u32) -> InstTile {
-        let ap = if self.cfg.lhs_transposed {
-            AccessPattern::hbm_rows(self.cfg.m, k0, rows, m0, msz)
-        } else {
-            AccessPattern::hbm_cols(self.cfg.k, m0, msz, k0, rows)
-        };
-        hbm(self.a, self.cfg.input_dtype, ap)
-    }
-
-    fn rhs_src(&self, n0: u64, nsz: u32, k0: u64, rows: u32) -> InstTile {
-        hbm(self.b, self.cfg.input_dtype, AccessPattern::hbm_rows(self.cfg.n, k0, rows, n0, nsz))
-    }
-
-    /// An operand buffer view: `parts` partitions from `start`, and per partition either one
-    /// run of `free` elements or (double row) `[2, free]` with the slot stride `slot`.
-    fn operand(&self, tensor: TensorId, dtype: DType, start: u32, parts: u32, free: u32, slot: u32) -> InstTile {
-        let dims = if self.pack == 2 { vec![Dim::new(i64::from(slot), 2), Dim::new(1, free)] } else { vec![Dim::new(1, free)] };
-        let ap = AccessPattern { start_partition: start, partitions: Dim::new(1, parts), offset: 0, free: dims };
-        InstTile { tensor, memory: Memory::Sbuf, dtype, ap }
-    }
-
-    /// Load one operand tile: dense rows go to partitions `start..`; in double row, slot `s`
-    /// of partition `p` gets row `k0 + s * P + p`, and missing rows are zeroed first.
-    fn load(
-        &mut self,
-        tensor: TensorId,
-        dtype: DType,
-        start: u32,
-        chunk: KChunk,
-        free: u32,
-        slot_stride: u32,
-        src: impl Fn(&Self, u64, u32) -> InstTile,
-    ) -> Result<InstTile, CodegenError> {
-        if self.pack == 1 {
-            let dst = InstTile { tensor, memory: Memory::Sbuf, dtype, ap: AccessPattern::on_chip(start, chunk.real, 0, free) };
-            self.dma(dst, src(self, chunk.k0, chunk.real))?;
-            return Ok(self.operand(tensor, dtype, start, chunk.real, free, slot_stride));
-        }
-        for s in 0..2u32 {
-            let rows = chunk.real.saturating_sub(s * chunk.parts).min(chunk.parts);
-            let at = |parts: u32| InstTile {
-                tensor,
-                memory: Memory::Sbuf,
-                dtype,
-                ap: AccessPattern::on_chip(0, parts, i64::from(s * slot_stride), free),
-            };
-            if rows < chunk.parts {
-                self.memset_zero(at(chunk.parts))?;
-            }
-            if rows > 0 {
-                self.dma(at(rows), src(self, chunk.k0 + u64::from(s * chunk.parts), rows))?;
-            }
-        }
-        Ok(self.operand(tensor, dtype, 0, chunk.parts, free, slot_stride))
-    }
-
-    fn emit_naive(&mut self) -> Result<(), CodegenError> {
-        let cfg = self.cfg;
-        let (chunks, k_total) = k_chunks(cfg);
-        let (rows, positions) = row_tiling(cfg);
-        for (m0, msz) in tiles(cfg.m, M_TILE) {
-            for (n0, nsz) in tiles(cfg.n, N_TILE) {
-                let pos = (self.group as u32 % positions) * rows;
-                let bank = self.bufs.psum[self.group % self.bufs.psum.len()];
-                let psum = on_chip(bank, Memory::Psum, DType::Fp32, msz, nsz);
-                let mut acc = if self.pack == 2 {
-                    MatMultAccumulation::open_double_row(psum.clone(), k_total as u32)?
-                } else {
-                    MatMultAccumulation::open(psum.clone(), k_total as u32)?
-                };
-                for &chunk in &chunks {
-                    let slot = self.kstep % 2;
-                    self.kstep += 1;
-                    self.matmul_chunk(&mut acc, &psum, slot, pos, rows, chunk, (m0, msz), (n0, nsz))?;
-                }
-                self.evacuate(&psum, m0, msz, n0, nsz)?;
-            }
-        }
-        Ok(())
-    }
-
-    #[expect(clippy::too_many_arguments, reason = "one K step of one output tile: every coordinate is needed")]
-    fn matmul_chunk(
-        &mut self,
-        acc: &mut MatMultAccumulation,
-        psum: &InstTile,
-        slot: usize,
-        pos: u32,
-        rows: u32,
-        chunk: KChunk,
-        (m0, msz): (u64, u32),
-        (n0, nsz): (u64, u32),
-    ) -> Result<(), CodegenError> {
-        let cfg = self.cfg;
-        let (lhs_buf, rhs_buf) = (self.bufs.lhs[slot], self.bufs.rhs[slot]);
-        if let (Some(pattern), Some(tags_buf), Some(a_tags)) = (cfg.sparsity, self.bufs.tags.map(|t| t[slot]), self.a_tags) {
-            let cols = SparseA::cols(cfg.k, pattern);
-            let kc0 = chunk.k0 / u64::from(pattern.m) * u64::from(pattern.n);
-            let st = on_chip(lhs_buf, Memory::Sbuf, cfg.lhs_dtype, chunk.parts, msz);
-            self.dma(st.clone(), hbm(self.a, cfg.input_dtype, AccessPattern::hbm_cols(cols, m0, msz, kc0, chunk.parts)))?;
-            let tags = on_chip(tags_buf, Memory::Sbuf, DType::Int16, chunk.parts, msz);
-            self.dma(tags.clone(), hbm(a_tags, DType::Int16, AccessPattern::hbm_cols(cols, m0, msz, kc0, chunk.parts)))?;
-            let mv = on_chip(rhs_buf, Memory::Sbuf, cfg.rhs_dtype, chunk.len, nsz);
-            if chunk.real < chunk.len {
-                self.memset_zero(mv.clone())?;
-            }
-            let part = on_chip(rhs_buf, Memory::Sbuf, cfg.rhs_dtype, chunk.real, nsz);
-            self.dma(part, self.rhs_src(n0, nsz, chunk.k0, chunk.real))?;
-            let sub = MatMultSparseSubTile {
-                dst: psum.clone(),
-                stationary: st,
-                moving: mv,
-                tags,
-                pattern,
-                k_start: chunk.k0 as u32,
-                tile_position: vec![0, 0],
-                tile_size: vec![128, 128],
-            };
-            let mm = combine_sparse_matmult_tiles(acc, sub)?;
-            self.cg.process_new_neuroninst(InstData::MatMultSparse(mm))?;
-            return Ok(());
-        }
-        let stationary =
-            self.load(lhs_buf, cfg.lhs_dtype, pos, chunk, msz, M_TILE as u32, |p, k0, r| p.lhs_src(m0, msz, k0, r))?;
-        let moving =
-            self.load(rhs_buf, cfg.rhs_dtype, pos, chunk, nsz, N_TILE as u32, |p, k0, r| p.rhs_src(n0, nsz, k0, r))?;
-        let sub = MatMultSubTile {
-            dst: psum.clone(),
-            stationary,
-            moving,
-            k_start: chunk.k0 as u32,
-            k_len: if self.pack == 2 { chunk.len } else { chunk.real },
-            perf_mode: cfg.perf_mode,
-            tile_position: TilePosition { row: pos, col: 0 },
-            tile_size: TileSize { rows, cols: 128 },
-        };
-        let mm = combine_matmult_tiles(acc, sub)?;
-        self.cg.process_new_neuroninst(InstData::MatMult(mm))?;
-        Ok(())
-    }
-
-    /// Copy a stopped group from PSUM to SBUF (casting to the output dtype) and store it.
-    fn evacuate(&mut self, psum: &InstTile, m0: u64, msz: u32, n0: u64, nsz: u32) -> Result<(), CodegenError> {
-        let cfg = self.cfg;
-        let slot = self.group % 2;
-        let engine = if self.group % 2 == 0 { ComputeEngine::Act } else { ComputeEngine::Dve };
-        self.group += 1;
-        let out = on_chip(self.bufs.out[slot], Memory::Sbuf, cfg.out_dtype, msz, nsz);
-        self.cg.process_new_neuroninst(InstData::TensorCopy(TensorCopyData { engine, dst: out.clone(), src: psum.clone() }))?;
-        self.dma(hbm(self.c, cfg.out_dtype, AccessPattern::hbm_rows(cfg.n, m0, msz, n0, nsz)), out)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use penguin::{EngineAccumulationType as Acc, FunctionView};
+    use penguin::{EngineAccumulationType as Acc, FunctionView, InstData, TensorId};
 
     use super::*;
+    use crate::schedule::plan_gemm;
 
     #[test]
     fn ragged_tiles_cover_the_range() {
@@ -742,7 +543,9 @@ mod tests {
             })
             .collect();
         assert_eq!(positions, vec![(0, 32), (32, 32), (64, 32), (96, 32)]);
-        let plan = plan_gemm(&GemmConfig::new(256, 20, 1024, DType::Bf16, Target::Trn1)).unwrap();
+        let mut cfg = GemmConfig::new(256, 20, 1024, DType::Bf16, Target::Trn1);
+        cfg.lhs_transposed = true;
+        let plan = plan_gemm(&cfg).unwrap();
         assert!(plan.function.insts.iter().any(|i| matches!(i, InstData::MatMult(m) if m.tile_position.row == 64)));
     }
 }

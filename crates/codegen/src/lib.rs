@@ -26,6 +26,7 @@ mod combine;
 mod error;
 mod gemm;
 mod neuron;
+mod schedule;
 
 pub use combine::{
     check_double_row_dtypes, combine_matmult_tiles, combine_sparse_matmult_tiles, combine_trn2_double_row_matmult_tiles,
@@ -35,7 +36,8 @@ pub use combine::{
 };
 pub use error::CodegenError;
 pub use gemm::{
-    double_row_position, k_chunks, pack_double_row, plan_gemm, unpack_double_row, GemmConfig, GemmPlan, KChunk, Schedule,
-    SparseA, UnknownSchedule, K_TILE, M_TILE, N_TILE,
+    double_row_position, k_chunks, pack_double_row, unpack_double_row, BlockSizes, GemmConfig, GemmPlan, KChunk,
+    LoopOrder, Schedule, SparseA, UnknownSchedule, K_TILE, M_TILE, N_TILE,
 };
+pub use schedule::{auto_candidates, plan_gemm, plan_gemm_auto, AutoChoice};
 pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions};

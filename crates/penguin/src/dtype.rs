@@ -4,6 +4,8 @@
 //! input and matches numpy `ml_dtypes` `astype`: NaN stays NaN, a value that rounds past the
 //! largest finite number becomes infinity where the format has one and NaN where it does not.
 //! [`CastMode::Saturate`] is the named alternative that clamps to +-max instead.
+//!
+//! `tests/golden.rs` pins this against vectors generated with ml_dtypes (`cargo xtask golden`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -42,17 +44,29 @@ pub enum CastMode {
     /// exactly as numpy `ml_dtypes` `astype` does.
     #[default]
     Rne,
-    /// Round to nearest even, then clamp to +-max finite; NaN stays NaN.
+    /// Round to nearest even, then clamp to +-max finite (infinite inputs included); NaN stays
+    /// NaN.
     Saturate,
 }
 
-/// The bit layout of a small float format.
+impl CastMode {
+    /// The text name (`rne`, `saturate`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CastMode::Rne => "rne",
+            CastMode::Saturate => "saturate",
+        }
+    }
+}
+
+/// The bit layout of an fp8 format; conversions work on the f32 bit pattern in integers.
 #[derive(Clone, Copy, Debug)]
 struct FloatFormat {
     exp_bits: u32,
     mant_bits: u32,
     bias: i32,
-    /// Whether the all-ones exponent encodes inf/NaN (IEEE) or ordinary numbers (FN).
+    /// Whether the all-ones exponent encodes inf/NaN (IEEE) or ordinary numbers (FN, whose only
+    /// NaN is the all-ones magnitude).
     ieee_specials: bool,
 }
 
@@ -60,117 +74,124 @@ const E4M3: FloatFormat = FloatFormat { exp_bits: 4, mant_bits: 3, bias: 7, ieee
 const E4M3FN: FloatFormat = FloatFormat { exp_bits: 4, mant_bits: 3, bias: 7, ieee_specials: false };
 const E5M2: FloatFormat = FloatFormat { exp_bits: 5, mant_bits: 2, bias: 15, ieee_specials: true };
 
+const F32_MANT_BITS: u32 = 23;
+const F32_BIAS: i32 = 127;
+const F32_INF: u32 = 0x7f80_0000;
+const F32_QUIET_NAN: u32 = 0x7fc0_0000;
+
 impl FloatFormat {
     fn max_exp_field(self) -> u32 {
         (1 << self.exp_bits) - 1
-    }
-
-    /// The largest finite value.
-    fn max_finite(self) -> f64 {
-        let mant_all = (1u32 << self.mant_bits) - 1;
-        let (exp_field, mant) = if self.ieee_specials {
-            (self.max_exp_field() - 1, mant_all)
-        } else {
-            // All-ones exponent is finite except for the all-ones mantissa (NaN).
-            (self.max_exp_field(), mant_all - 1)
-        };
-        let frac = 1.0 + f64::from(mant) / f64::from(1u32 << self.mant_bits);
-        frac * 2f64.powi(exp_field as i32 - self.bias)
-    }
-
-    fn nan_bits(self) -> u32 {
-        let ones = (1u32 << (self.exp_bits + self.mant_bits)) - 1;
-        if self.ieee_specials {
-            // Exponent all ones, mantissa top bit set: quiet NaN.
-            (self.max_exp_field() << self.mant_bits) | (1 << (self.mant_bits - 1))
-        } else {
-            ones
-        }
-    }
-
-    fn inf_bits(self) -> Option<u32> {
-        self.ieee_specials.then(|| self.max_exp_field() << self.mant_bits)
     }
 
     fn sign_bit(self) -> u32 {
         1 << (self.exp_bits + self.mant_bits)
     }
 
+    /// Mask of the magnitude (exponent and mantissa) bits.
+    fn magnitude_mask(self) -> u32 {
+        self.sign_bit() - 1
+    }
+
+    fn inf_code(self) -> Option<u32> {
+        self.ieee_specials.then(|| self.max_exp_field() << self.mant_bits)
+    }
+
+    /// The magnitude ml_dtypes produces for NaN.
+    fn nan_code(self) -> u32 {
+        match self.inf_code() {
+            // Exponent all ones, mantissa top bit set: quiet NaN.
+            Some(inf) => inf | (1 << (self.mant_bits - 1)),
+            None => self.magnitude_mask(),
+        }
+    }
+
+    /// The magnitude of the largest finite value: just below inf, or just below the FN NaN.
+    fn max_code(self) -> u32 {
+        self.inf_code().unwrap_or(self.magnitude_mask()) - 1
+    }
+
+    /// The largest finite value.
+    fn max_finite(self) -> f64 {
+        f64::from(self.decode(self.max_code()))
+    }
+
     fn decode(self, bits: u32) -> f32 {
-        let sign = if bits & self.sign_bit() != 0 { -1.0 } else { 1.0 };
-        let exp_field = (bits >> self.mant_bits) & self.max_exp_field();
-        let mant = bits & ((1 << self.mant_bits) - 1);
-        let mant_scale = f64::from(1u32 << self.mant_bits);
-        if self.ieee_specials && exp_field == self.max_exp_field() {
-            return if mant == 0 { (sign * f64::INFINITY) as f32 } else { f32::NAN };
-        }
-        if !self.ieee_specials && exp_field == self.max_exp_field() && mant == (1 << self.mant_bits) - 1 {
-            return f32::NAN;
-        }
-        let value = if exp_field == 0 {
-            f64::from(mant) / mant_scale * 2f64.powi(1 - self.bias)
+        let sign = u32::from(bits & self.sign_bit() != 0) << 31;
+        let magnitude = bits & self.magnitude_mask();
+        let exp_field = magnitude >> self.mant_bits;
+        let mant = magnitude & ((1 << self.mant_bits) - 1);
+        let abs = if self.ieee_specials && exp_field == self.max_exp_field() {
+            if mant == 0 {
+                F32_INF
+            } else {
+                F32_QUIET_NAN
+            }
+        } else if !self.ieee_specials && magnitude == self.magnitude_mask() {
+            F32_QUIET_NAN
+        } else if exp_field == 0 {
+            // Subnormal: mant times the smallest subnormal, a power of two, so the product is
+            // exact (and +-0 for mant 0).
+            let min_subnormal = (F32_BIAS + 1 - self.bias - self.mant_bits as i32) as u32;
+            (mant as f32 * f32::from_bits(min_subnormal << F32_MANT_BITS)).to_bits()
         } else {
-            (1.0 + f64::from(mant) / mant_scale) * 2f64.powi(exp_field as i32 - self.bias)
+            let exp = (exp_field as i32 - self.bias + F32_BIAS) as u32;
+            (exp << F32_MANT_BITS) | (mant << (F32_MANT_BITS - self.mant_bits))
         };
-        (sign * value) as f32
+        f32::from_bits(sign | abs)
     }
 
     fn encode(self, x: f32, mode: CastMode) -> u32 {
-        let sign = if x.is_sign_negative() { self.sign_bit() } else { 0 };
-        if x.is_nan() {
-            return sign | self.nan_bits();
+        let bits = x.to_bits();
+        let sign = if bits >> 31 != 0 { self.sign_bit() } else { 0 };
+        let abs = bits & 0x7fff_ffff;
+        if abs > F32_INF {
+            return sign | self.nan_code();
         }
-        let max = self.max_finite();
-        let overflow = |sign: u32| -> u32 {
-            match (mode, self.inf_bits()) {
-                (CastMode::Saturate, _) => sign | self.encode_finite(max),
-                (CastMode::Rne, Some(inf)) => sign | inf,
-                (CastMode::Rne, None) => sign | self.nan_bits(),
-            }
-        };
-        if x.is_infinite() {
-            return overflow(sign);
+        // Infinity takes the overflow path below, like a finite value that rounds past max.
+        let magnitude = if abs == F32_INF { u32::MAX } else { self.round_magnitude(abs) };
+        if magnitude <= self.max_code() {
+            return sign | magnitude;
         }
-        let a = f64::from(x.abs());
-        if a == 0.0 {
-            return sign;
+        match (mode, self.inf_code()) {
+            (CastMode::Saturate, _) => sign | self.max_code(),
+            (CastMode::Rne, Some(inf)) => sign | inf,
+            (CastMode::Rne, None) => sign | self.nan_code(),
         }
-        let emin = 1 - self.bias;
-        let e = exponent_of(a).max(emin);
-        let quantum = 2f64.powi(e - self.mant_bits as i32);
-        let rounded = (a / quantum).round_ties_even() * quantum;
-        if rounded > max {
-            return overflow(sign);
-        }
-        sign | self.encode_finite(rounded)
     }
 
-    /// Encode a non-negative value that is exactly representable and at most max.
-    fn encode_finite(self, v: f64) -> u32 {
-        if v == 0.0 {
+    /// Round the magnitude bits of a finite f32 to nearest even in this format. The result is
+    /// a magnitude code when it is at most `max_code`; anything larger means overflow.
+    fn round_magnitude(self, abs: u32) -> u32 {
+        let f32_exp = (abs >> F32_MANT_BITS) as i32;
+        if f32_exp == 0 {
+            // f32 subnormals lie far below half the smallest fp8 subnormal.
             return 0;
         }
-        let emin = 1 - self.bias;
-        let e = exponent_of(v);
-        if e < emin {
-            let quantum = 2f64.powi(emin - self.mant_bits as i32);
-            return (v / quantum) as u32;
+        let exp = f32_exp - F32_BIAS + self.bias;
+        if exp >= 1 {
+            // Normal: rebias the exponent in place and round the mantissa; a carry out of the
+            // mantissa correctly bumps the exponent (and past max, into the overflow range).
+            let rebias = ((F32_BIAS - self.bias) as u32) << F32_MANT_BITS;
+            return round_shift(abs - rebias, F32_MANT_BITS - self.mant_bits);
         }
-        let mant = (v / 2f64.powi(e - self.mant_bits as i32)) as u32 - (1 << self.mant_bits);
-        (((e + self.bias) as u32) << self.mant_bits) | mant
+        // Subnormal: the significand with its implicit bit, in units of the smallest subnormal.
+        // A carry into the implicit bit yields the smallest normal code, as it should.
+        let significand = (abs & ((1 << F32_MANT_BITS) - 1)) | (1 << F32_MANT_BITS);
+        let shift = (F32_MANT_BITS - self.mant_bits) as i32 + 1 - exp;
+        if shift > F32_MANT_BITS as i32 + 1 {
+            // Less than half the smallest subnormal.
+            return 0;
+        }
+        round_shift(significand, shift as u32)
     }
 }
 
-/// floor(log2(a)) for a positive finite f64.
-fn exponent_of(a: f64) -> i32 {
-    let bits = a.to_bits();
-    let field = ((bits >> 52) & 0x7ff) as i32;
-    if field == 0 {
-        // f64 subnormal: cannot come from an f32 input, but stay correct.
-        a.log2().floor() as i32
-    } else {
-        field - 1023
-    }
+/// `v >> shift` rounded to nearest, ties to even; `1 <= shift < 32`, `v < 2^31`.
+fn round_shift(v: u32, shift: u32) -> u32 {
+    let half = 1 << (shift - 1);
+    let odd = (v >> shift) & 1;
+    (v + half - 1 + odd) >> shift
 }
 
 impl DType {
@@ -236,15 +257,6 @@ impl DType {
         }
     }
 
-    fn float_format(self) -> Option<FloatFormat> {
-        match self {
-            DType::Fp8e4m3 => Some(E4M3),
-            DType::Fp8e4m3fn => Some(E4M3FN),
-            DType::Fp8e5m2 => Some(E5M2),
-            DType::Fp32 | DType::Bf16 | DType::Fp16 | DType::Uint8 | DType::Int16 | DType::Int32 => None,
-        }
-    }
-
     /// Largest finite value (for floats) or largest integer.
     pub fn max_value(self) -> f64 {
         match self {
@@ -265,30 +277,16 @@ impl DType {
         match self {
             DType::Fp32 => x.to_bits(),
             DType::Bf16 => {
-                let v = half::bf16::from_f32(x);
-                u32::from(saturate_half(
-                    v.to_bits(),
-                    v.is_infinite() && !x.is_infinite(),
-                    mode,
-                    || half::bf16::MAX.to_bits(),
-                    0x8000,
-                ))
+                u32::from(saturate_16(half::bf16::from_f32(x).to_bits(), mode, half::bf16::INFINITY.to_bits()))
             }
             DType::Fp16 => {
-                let v = half::f16::from_f32(x);
-                u32::from(saturate_half(
-                    v.to_bits(),
-                    v.is_infinite() && !x.is_infinite(),
-                    mode,
-                    || half::f16::MAX.to_bits(),
-                    0x8000,
-                ))
+                u32::from(saturate_16(half::f16::from_f32(x).to_bits(), mode, half::f16::INFINITY.to_bits()))
             }
             DType::Fp8e4m3 => E4M3.encode(x, mode),
             DType::Fp8e4m3fn => E4M3FN.encode(x, mode),
             DType::Fp8e5m2 => E5M2.encode(x, mode),
             DType::Uint8 => round_int(x, 0.0, 255.0) as u32,
-            DType::Int16 => round_int(x, f64::from(i16::MIN), f64::from(i16::MAX)) as i16 as u16 as u32,
+            DType::Int16 => u32::from(round_int(x, f64::from(i16::MIN), f64::from(i16::MAX)) as i16 as u16),
             DType::Int32 => round_int(x, f64::from(i32::MIN), f64::from(i32::MAX)) as i32 as u32,
         }
     }
@@ -299,10 +297,9 @@ impl DType {
             DType::Fp32 => f32::from_bits(bits),
             DType::Bf16 => half::bf16::from_bits(bits as u16).to_f32(),
             DType::Fp16 => half::f16::from_bits(bits as u16).to_f32(),
-            DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 => match self.float_format() {
-                Some(f) => f.decode(bits & 0xff),
-                None => f32::NAN,
-            },
+            DType::Fp8e4m3 => E4M3.decode(bits & 0xff),
+            DType::Fp8e4m3fn => E4M3FN.decode(bits & 0xff),
+            DType::Fp8e5m2 => E5M2.decode(bits & 0xff),
             DType::Uint8 => (bits & 0xff) as f32,
             DType::Int16 => f32::from(bits as u16 as i16),
             DType::Int32 => bits as i32 as f32,
@@ -330,10 +327,13 @@ impl DType {
     }
 }
 
-/// Apply saturation to a 16-bit float result that overflowed to infinity.
-fn saturate_half(bits: u16, overflowed: bool, mode: CastMode, max: impl Fn() -> u16, sign: u16) -> u16 {
-    if overflowed && mode == CastMode::Saturate {
-        (bits & sign) | max()
+/// Apply [`CastMode`] to a round-to-nearest-even bf16/fp16 result whose +inf pattern is `inf`.
+///
+/// The Rne result is +-inf exactly when the input was +-inf or rounded past max, and in both
+/// formats the pattern just below +inf is +max.
+fn saturate_16(bits: u16, mode: CastMode, inf: u16) -> u16 {
+    if mode == CastMode::Saturate && bits & 0x7fff == inf {
+        (bits & 0x8000) | (inf - 1)
     } else {
         bits
     }
@@ -415,6 +415,13 @@ mod tests {
         assert_eq!(DType::Fp16.round_trip(65520.0), f32::INFINITY);
         assert_eq!(DType::Fp16.decode(DType::Fp16.encode(65520.0, CastMode::Saturate)), 65504.0);
         assert!(DType::Bf16.round_trip(f32::NAN).is_nan());
+        // Saturate clamps infinite inputs too, not only finite values that round past max.
+        assert_eq!(
+            DType::Bf16.decode(DType::Bf16.encode(f32::NEG_INFINITY, CastMode::Saturate)),
+            -f32::from(half::bf16::MAX)
+        );
+        assert_eq!(DType::Fp16.decode(DType::Fp16.encode(f32::INFINITY, CastMode::Saturate)), 65504.0);
+        assert!(DType::Fp16.decode(DType::Fp16.encode(f32::NAN, CastMode::Saturate)).is_nan());
     }
 
     #[test]

@@ -543,6 +543,133 @@ impl InstData {
         }
     }
 
+    /// Build an instruction from its text-format parts: the opcode, its `key=value`
+    /// attributes (as [`Self::attributes`] prints them) and its named operands (as
+    /// [`Self::operand_names`] names them). The error says what is missing or malformed.
+    pub fn from_parts(
+        opcode: &str,
+        attrs: &[(String, String)],
+        operands: Vec<(String, InstTile)>,
+    ) -> Result<InstData, String> {
+        let attr = |key: &str| attrs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        let need = |key: &str| attr(key).ok_or_else(|| format!("{opcode} needs `{key}=`"));
+        let mut ops: Vec<(String, Option<InstTile>)> = operands.into_iter().map(|(n, t)| (n, Some(t))).collect();
+        let mut take = |name: &str| -> Result<InstTile, String> {
+            ops.iter_mut()
+                .find(|(n, t)| n == name && t.is_some())
+                .and_then(|(_, t)| t.take())
+                .ok_or_else(|| format!("{opcode} needs operand `{name}=`"))
+        };
+        let engine = |v: &str| match v {
+            "act" => Ok(ComputeEngine::Act),
+            "dve" => Ok(ComputeEngine::Dve),
+            "pool" => Ok(ComputeEngine::Pool),
+            _ => Err(format!("unknown engine `{v}` (expected act, dve or pool)")),
+        };
+        let cast = |v: Option<&str>| match v {
+            None | Some("rne") => Ok(CastMode::Rne),
+            Some("saturate") => Ok(CastMode::Saturate),
+            Some(other) => Err(format!("unknown cast mode `{other}` (expected rne or saturate)")),
+        };
+        let pair = |key: &str, default: (u32, u32)| -> Result<(u32, u32), String> {
+            match attr(key) {
+                None => Ok(default),
+                Some(v) => {
+                    let (a, b) = v.split_once(',').ok_or_else(|| format!("`{key}={v}` must be two numbers `a,b`"))?;
+                    let num = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("`{key}={v}` must be two numbers `a,b`"));
+                    Ok((num(a)?, num(b)?))
+                }
+            }
+        };
+        let acc = || -> Result<Option<EngineAccumulationType>, String> {
+            let Some(v) = attr("acc") else { return Ok(None) };
+            let mut flags = EngineAccumulationType::empty();
+            for part in v.split('|') {
+                flags |= match part {
+                    "start" => EngineAccumulationType::START,
+                    "accu" => EngineAccumulationType::ACCU,
+                    "stop" => EngineAccumulationType::STOP,
+                    "none" => EngineAccumulationType::empty(),
+                    other => return Err(format!("unknown accumulation flag `{other}` (expected start, accu, stop)")),
+                };
+            }
+            Ok(Some(flags))
+        };
+        let (pos, size) = (pair("pos", (0, 0))?, pair("size", (128, 128))?);
+        let tile_position = TilePosition { row: pos.0, col: pos.1 };
+        let tile_size = TileSize { rows: size.0, cols: size.1 };
+        let inst = match opcode {
+            "matmult" => InstData::MatMult(MatMultData {
+                dst: take("dst")?,
+                stationary: take("stationary")?,
+                moving: take("moving")?,
+                perf_mode: attr("perf").map_or(Ok(PerfMode::None), |v| v.parse().map_err(|e: UnknownPerfMode| e.to_string()))?,
+                tile_position,
+                tile_size,
+                acc: acc()?,
+            }),
+            "matmult_sparse" => InstData::MatMultSparse(MatMultSparseData {
+                dst: take("dst")?,
+                stationary: take("stationary")?,
+                moving: take("moving")?,
+                tags: take("tags")?,
+                pattern: need("pattern")?.parse().map_err(|e: UnknownSparsity| e.to_string())?,
+                tile_position,
+                tile_size,
+                acc: acc()?,
+            }),
+            "dma_copy" => InstData::DmaCopy(DmaCopyData { dst: take("dst")?, src: take("src")?, cast: cast(attr("cast"))? }),
+            "tensor_copy" => {
+                InstData::TensorCopy(TensorCopyData { engine: engine(need("engine")?)?, dst: take("dst")?, src: take("src")? })
+            }
+            "memset" => InstData::Memset(MemsetData {
+                engine: engine(need("engine")?)?,
+                dst: take("dst")?,
+                value: need("value")?.parse().map_err(|_| format!("memset value `{}` is not a number", attr("value").unwrap_or("")))?,
+            }),
+            "tensor_tensor" => InstData::TensorTensor(TensorTensorData {
+                engine: engine(need("engine")?)?,
+                op: match need("op")? {
+                    "add" => TensorTensorOp::Add,
+                    "mul" => TensorTensorOp::Mul,
+                    "max" => TensorTensorOp::Max,
+                    other => return Err(format!("unknown tensor_tensor op `{other}` (expected add, mul or max)")),
+                },
+                dst: take("dst")?,
+                lhs: take("lhs")?,
+                rhs: take("rhs")?,
+            }),
+            "tiled_offloaded_fma" | "offloaded_fma" => {
+                let f = OffloadedFmaData { dst: take("dst")?, src0: take("src0")?, src1: take("src1")? };
+                if opcode == "offloaded_fma" { InstData::OffloadedFma(f) } else { InstData::TiledOffloadedFma(f) }
+            }
+            "tiled_offloaded_memcpy" | "offloaded_memcpy" => {
+                let c = OffloadedMemCpyData { dst: take("dst")?, src: take("src")? };
+                if opcode == "offloaded_memcpy" { InstData::OffloadedMemCpy(c) } else { InstData::TiledOffloadedMemCpy(c) }
+            }
+            "offloaded_memcast" => {
+                InstData::OffloadedMemCast(OffloadedMemCastData { dst: take("dst")?, src: take("src")?, cast: cast(attr("cast"))? })
+            }
+            "transpose" => InstData::Transpose(TransposeData { dst: take("dst")?, src: take("src")? }),
+            "dma_gather" => InstData::DmaGather(DmaGatherData { dst: take("dst")?, table: take("table")?, index: take("index")? }),
+            "dma_scatter_add" => {
+                InstData::DmaScatterAdd(DmaScatterAddData { table: take("table")?, src: take("src")?, index: take("index")? })
+            }
+            other => return Err(format!("unknown instruction `{other}`")),
+        };
+        if let Some((n, _)) = ops.iter().find(|(_, t)| t.is_some()) {
+            return Err(format!("{opcode} has no operand `{n}`"));
+        }
+        let mut known: Vec<&str> = inst.attributes().iter().map(|(k, _)| *k).collect();
+        if matches!(inst, InstData::MatMult(_) | InstData::MatMultSparse(_)) {
+            known.push("acc");
+        }
+        if let Some((k, _)) = attrs.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+            return Err(format!("{opcode} has no attribute `{k}`"));
+        }
+        Ok(inst)
+    }
+
     /// Mutable access to every operand, in the order of [`Self::operands`].
     pub fn operands_mut(&mut self) -> Vec<&mut InstTile> {
         match self {
@@ -592,4 +719,76 @@ pub struct Dep {
     pub from: InstId,
     /// Why.
     pub kind: DepKind,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ap::AccessPattern;
+    use crate::dtype::DType;
+    use crate::entity::{Memory, TensorId};
+
+    fn t(id: u32) -> InstTile {
+        InstTile { tensor: TensorId(id), memory: Memory::Sbuf, dtype: DType::Fp32, ap: AccessPattern::on_chip(0, 4, 0, 8) }
+    }
+
+    fn every_kind() -> Vec<InstData> {
+        let fma = OffloadedFmaData { dst: t(0), src0: t(1), src1: t(2) };
+        let cpy = OffloadedMemCpyData { dst: t(0), src: t(1) };
+        vec![
+            InstData::MatMult(MatMultData {
+                dst: t(0),
+                stationary: t(1),
+                moving: t(2),
+                perf_mode: PerfMode::DoubleRow,
+                tile_position: TilePosition { row: 64, col: 0 },
+                tile_size: TileSize { rows: 64, cols: 128 },
+                acc: Some(EngineAccumulationType::ACCU | EngineAccumulationType::STOP),
+            }),
+            InstData::MatMultSparse(MatMultSparseData {
+                dst: t(0),
+                stationary: t(1),
+                moving: t(2),
+                tags: t(3),
+                pattern: SparsityPattern { n: 4, m: 12 },
+                tile_position: TilePosition::default(),
+                tile_size: TileSize::default(),
+                acc: None,
+            }),
+            InstData::DmaCopy(DmaCopyData { dst: t(0), src: t(1), cast: CastMode::Saturate }),
+            InstData::TensorCopy(TensorCopyData { engine: ComputeEngine::Dve, dst: t(0), src: t(1) }),
+            InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst: t(0), value: -1.25 }),
+            InstData::TensorTensor(TensorTensorData { engine: ComputeEngine::Act, op: TensorTensorOp::Max, dst: t(0), lhs: t(1), rhs: t(2) }),
+            InstData::TiledOffloadedFma(fma.clone()),
+            InstData::OffloadedFma(fma),
+            InstData::TiledOffloadedMemCpy(cpy.clone()),
+            InstData::OffloadedMemCpy(cpy),
+            InstData::OffloadedMemCast(OffloadedMemCastData { dst: t(0), src: t(1), cast: CastMode::Rne }),
+            InstData::Transpose(TransposeData { dst: t(0), src: t(1) }),
+            InstData::DmaGather(DmaGatherData { dst: t(0), table: t(1), index: t(2) }),
+            InstData::DmaScatterAdd(DmaScatterAddData { table: t(0), src: t(1), index: t(2) }),
+        ]
+    }
+
+    #[test]
+    fn from_parts_inverts_attributes_and_operands() {
+        for inst in every_kind() {
+            let attrs: Vec<(String, String)> = inst.attributes().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+            let ops: Vec<(String, InstTile)> =
+                inst.operands().into_iter().zip(inst.operand_names()).map(|((t, _), n)| (n.to_string(), t.clone())).collect();
+            assert_eq!(InstData::from_parts(inst.opcode(), &attrs, ops), Ok(inst.clone()), "{}", inst.opcode());
+        }
+    }
+
+    #[test]
+    fn from_parts_names_what_is_wrong() {
+        let e = InstData::from_parts("matmult", &[], vec![("dst".into(), t(0))]).unwrap_err();
+        assert_eq!(e, "matmult needs operand `stationary=`");
+        let e = InstData::from_parts("memset", &[("engine".into(), "gpu".into())], vec![]).unwrap_err();
+        assert_eq!(e, "unknown engine `gpu` (expected act, dve or pool)");
+        let e = InstData::from_parts("dma_copy", &[("speed".into(), "fast".into())], vec![("dst".into(), t(0)), ("src".into(), t(1))])
+            .unwrap_err();
+        assert_eq!(e, "dma_copy has no attribute `speed`");
+        assert_eq!(InstData::from_parts("jump", &[], vec![]).unwrap_err(), "unknown instruction `jump`");
+    }
 }

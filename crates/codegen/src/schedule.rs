@@ -1,0 +1,712 @@
+//! The GEMM loop nests: how output tiles, K sub-tiles and operand loads are ordered, and
+//! which SBUF buffers hold the operands.
+//!
+//! Every schedule emits the same kinds of steps, so they differ only in reuse:
+//! - **load**: a DMA brings an operand tile from HBM into an SBUF buffer, casting to the
+//!   matmul dtype (A^T by a transposing access pattern on trn2/trn3; on trn1 A is loaded in
+//!   its natural layout and transposed on the PE through PSUM unless it is given as `[K, M]`);
+//! - **matmul**: one K sub-tile into the output tile's PSUM accumulation group
+//!   (`combine_*_matmult_tiles` gives START / ACCU / STOP);
+//! - **evacuate**: copy the stopped group from PSUM to SBUF on ACT or DVE (casting to the
+//!   output dtype) and DMA it to HBM.
+//!
+//! The loop nests:
+//! - `naive`: for each m tile, n tile: for each k tile load the A^T tile and the B tile (two
+//!   rotating buffers each), matmul; evacuate.
+//! - `hoisted`: for each m tile load its whole K stripe of A^T once; for each n tile load its
+//!   whole K stripe of B; run the K matmuls; evacuate.
+//! - `blocked-mn`: for each M block load the A^T stripes of its tiles; for each N block load
+//!   the B stripes of its tiles; for every (m, n) pair in the blocks run its K matmuls;
+//!   evacuate. The loop order picks which block loop is outside.
+//! - `blocked-mnk`: blocks in all three; for each (M block, N block) keep an fp32 result
+//!   block in SBUF; for each K block load the A^T and B blocks, accumulate each tile's K-block
+//!   partial in PSUM and add it into the result block on VectorE; store the block once.
+//!
+//! Every buffer that is refilled inside a loop has two slots, so the DMA queues can fill the
+//! next slot while the PE works on the other (double buffering): the dependency edges (and so
+//! the semaphores) only order a refill after the last read of the same slot. Accumulation
+//! groups rotate over the PSUM banks (one bank is kept for PE transposes on trn1).
+
+use penguin::{
+    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, GeneratedBuilder, InstData, InstTile, Memory, MemsetData,
+    NDTile, PerfMode, Target, TensorCopyData, TensorId, TensorTensorData, TensorTensorOp, TilePosition, TileSize,
+    TransposeData,
+};
+
+use crate::combine::{
+    combine_matmult_tiles, combine_sparse_matmult_tiles, MatMultAccumulation, MatMultSparseSubTile, MatMultSubTile,
+};
+use crate::error::CodegenError;
+use crate::gemm::{k_chunks, tiles, GemmConfig, GemmPlan, KChunk, LoopOrder, Schedule, SparseA, M_TILE, N_TILE};
+use crate::neuron::NeuronCodegen;
+
+/// Plan, emit and verify a GEMM kernel with the configured schedule.
+///
+/// `auto` needs a cost model; without one it plans `blocked-mn` (see [`plan_gemm_auto`]).
+pub fn plan_gemm(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
+    cfg.validate()?;
+    let mut p = Planner::new(cfg)?;
+    match cfg.schedule {
+        Schedule::Naive => p.naive()?,
+        Schedule::Hoisted => p.hoisted()?,
+        Schedule::BlockedMn | Schedule::Auto => p.blocked_mn()?,
+        Schedule::BlockedMnk => p.blocked_mnk()?,
+    }
+    let mut cg = p.cg;
+    cg.finalize_kernel()?;
+    let stats = cg.stats();
+    let function = cg.finalize()?;
+    Ok(GemmPlan { function, stats, config: cfg.clone() })
+}
+
+/// The candidates `auto` considers for a GEMM: every schedule with a few block sizes and
+/// both loop orders.
+pub fn auto_candidates(cfg: &GemmConfig) -> Vec<GemmConfig> {
+    let mut out = Vec::new();
+    let with = |schedule, m_tiles: u64, n_tiles: u64, k_tiles: u64, order| GemmConfig {
+        schedule,
+        blocks: crate::gemm::BlockSizes { m: m_tiles * M_TILE, n: n_tiles * N_TILE, k: k_tiles * 128 },
+        order,
+        ..cfg.clone()
+    };
+    out.push(with(Schedule::Naive, 1, 1, 1, LoopOrder::MOuter));
+    out.push(with(Schedule::Hoisted, 1, 1, 1, LoopOrder::MOuter));
+    let mt = cfg.m.div_ceil(M_TILE);
+    let nt = cfg.n.div_ceil(N_TILE);
+    let kt = cfg.k.div_ceil(128);
+    let sizes = |max: u64, options: &[u64]| -> Vec<u64> {
+        let mut v: Vec<u64> = options.iter().map(|&o| o.min(max)).collect();
+        v.dedup();
+        v
+    };
+    for order in [LoopOrder::MOuter, LoopOrder::NOuter] {
+        for &bm in &sizes(mt, &[1, 2, 4, 8, 16]) {
+            for &bn in &sizes(nt, &[1, 2, 4, 8]) {
+                out.push(with(Schedule::BlockedMn, bm, bn, 1, order));
+                for &bk in &sizes(kt, &[4, 8, 16, 32]) {
+                    if bk < kt {
+                        out.push(with(Schedule::BlockedMnk, bm, bn, bk, order));
+                    }
+                }
+            }
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// What `auto` chose, and how many candidates it weighed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AutoChoice {
+    /// The chosen configuration (schedule, blocks, loop order).
+    pub config: GemmConfig,
+    /// Its modeled cost.
+    pub cost: f64,
+    /// Candidates that fit SBUF and were modeled.
+    pub evaluated: usize,
+    /// Candidates refused for SBUF capacity.
+    pub rejected: usize,
+}
+
+/// Plan with `auto`: plan every candidate of [`auto_candidates`] that fits SBUF, weigh it
+/// with `cost` (lower is better; the cycle model's time in practice) and keep the best.
+pub fn plan_gemm_auto(
+    cfg: &GemmConfig,
+    cost: &mut dyn FnMut(&GemmPlan) -> Result<f64, CodegenError>,
+) -> Result<(GemmPlan, AutoChoice), CodegenError> {
+    cfg.validate()?;
+    let mut best: Option<(GemmPlan, f64)> = None;
+    let (mut evaluated, mut rejected) = (0, 0);
+    let mut last_err = None;
+    for cand in auto_candidates(cfg) {
+        match plan_gemm(&cand) {
+            Ok(plan) => {
+                let c = cost(&plan)?;
+                evaluated += 1;
+                if best.as_ref().is_none_or(|(_, b)| c < *b) {
+                    best = Some((plan, c));
+                }
+            }
+            Err(e @ CodegenError::SbufCapacity { .. }) => {
+                rejected += 1;
+                last_err = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    match best {
+        Some((plan, c)) => {
+            let choice = AutoChoice { config: plan.config.clone(), cost: c, evaluated, rejected };
+            Ok((plan, choice))
+        }
+        None => Err(last_err.unwrap_or_else(|| CodegenError::BadGemm("auto found no schedule".into()))),
+    }
+}
+
+/// A place in an SBUF buffer: the tensor and the element offset inside each partition.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    tensor: TensorId,
+    offset: i64,
+    /// The int16 tag twin of a sparse stationary buffer.
+    tags: Option<TensorId>,
+}
+
+impl Slot {
+    fn at(self, elems: i64) -> Slot {
+        Slot { offset: self.offset + elems, ..self }
+    }
+}
+
+/// A stationary operand ready for a matmul.
+struct Lhs {
+    tile: InstTile,
+    tags: Option<InstTile>,
+}
+
+struct Planner<'a> {
+    cg: NeuronCodegen<GeneratedBuilder>,
+    cfg: &'a GemmConfig,
+    a: TensorId,
+    a_tags: Option<TensorId>,
+    b: TensorId,
+    c: TensorId,
+    pack: u32,
+    chunks: Vec<KChunk>,
+    k_total: u64,
+    /// PE rows per matmul and how many row groups rotate (row tiling for small K).
+    pe_rows: u32,
+    pe_positions: u32,
+    psum_banks: Vec<TensorId>,
+    /// trn1 without a pre-transposed A: natural-layout buffers and the PSUM bank for PE
+    /// transposes.
+    pe_transpose: Option<([TensorId; 2], TensorId)>,
+    out: [TensorId; 2],
+    transposes: usize,
+    groups: usize,
+}
+
+/// Elements per partition one K chunk of an operand occupies in a buffer.
+fn chunk_width(free: u64, pack: u32) -> i64 {
+    (free * u64::from(pack)) as i64
+}
+
+fn on_chip(tensor: TensorId, memory: Memory, dtype: DType, start: u32, parts: u32, offset: i64, free: u32) -> InstTile {
+    InstTile { tensor, memory, dtype, ap: AccessPattern::on_chip(start, parts, offset, free) }
+}
+
+fn hbm(tensor: TensorId, dtype: DType, ap: AccessPattern) -> InstTile {
+    InstTile { tensor, memory: Memory::Hbm, dtype, ap }
+}
+
+impl<'a> Planner<'a> {
+    fn new(cfg: &'a GemmConfig) -> Result<Self, CodegenError> {
+        let mut cg = NeuronCodegen::new(GeneratedBuilder::new("gemm"), cfg.target, "gemm");
+        let (a, a_tags) = match cfg.sparsity {
+            Some(p) => {
+                let shape = vec![cfg.m, SparseA::cols(cfg.k, p)];
+                (cg.add_input("a", shape.clone(), cfg.input_dtype)?, Some(cg.add_input("a_tags", shape, DType::Int16)?))
+            }
+            None => (cg.add_input("a", cfg.lhs_shape(), cfg.input_dtype)?, None),
+        };
+        let b = cg.add_input("b", vec![cfg.k, cfg.n], cfg.input_dtype)?;
+        let c = cg.add_output("c", vec![cfg.m, cfg.n], cfg.out_dtype)?;
+        let pack = if cfg.perf_mode == PerfMode::DoubleRow { 2 } else { 1 };
+        let (chunks, k_total) = k_chunks(cfg);
+        let dense = cfg.perf_mode == PerfMode::None && cfg.sparsity.is_none();
+        // Row tiling rotates operands over partition groups, which the naive schedule's
+        // per-step loads can follow; the stripe schedules keep operands at partition 0.
+        let naive = cfg.schedule == Schedule::Naive;
+        let (pe_rows, pe_positions) = if !naive {
+            (128, 1)
+        } else if dense && cfg.k <= 32 && cfg.target.info().pe_tile_32 {
+            (32, 4)
+        } else if dense && cfg.k <= 64 {
+            (64, 2)
+        } else {
+            (128, 1)
+        };
+        let out_nd = NDTile { partitions: 128, free: vec![N_TILE as u32], dtype: cfg.out_dtype };
+        let out = [cg.alloc_sbuf("out0", &out_nd)?, cg.alloc_sbuf("out1", &out_nd)?];
+        let needs_pe_transpose = cfg.target == Target::Trn1 && !cfg.lhs_transposed && cfg.sparsity.is_none();
+        let banks = cfg.target.info().psum_num_banks;
+        let group_banks = if needs_pe_transpose { banks - 1 } else { banks };
+        let psum_banks =
+            (0..group_banks).map(|b| cg.alloc_psum_bank(&format!("psum{b}"), b, 128)).collect::<Result<_, _>>()?;
+        let pe_transpose = if needs_pe_transpose {
+            let nd = NDTile { partitions: 128, free: vec![128], dtype: cfg.lhs_dtype };
+            let nat = [cg.alloc_sbuf("a_nat0", &nd)?, cg.alloc_sbuf("a_nat1", &nd)?];
+            Some((nat, cg.alloc_psum_bank("psum_transpose", banks - 1, 128)?))
+        } else {
+            None
+        };
+        Ok(Planner {
+            cg,
+            cfg,
+            a,
+            a_tags,
+            b,
+            c,
+            pack,
+            chunks,
+            k_total,
+            pe_rows,
+            pe_positions,
+            psum_banks,
+            pe_transpose,
+            out,
+            transposes: 0,
+            groups: 0,
+        })
+    }
+
+    /// Allocate `count` slots of `chunks` K chunks of `free` elements each (times the pack
+    /// factor), with an int16 twin for sparse stationary buffers.
+    fn buffers(&mut self, name: &str, count: usize, chunks: usize, free: u64, dtype: DType, lhs: bool) -> Result<Vec<Slot>, CodegenError> {
+        let width = chunk_width(free, self.pack) as u64 * chunks as u64;
+        let nd = NDTile { partitions: 128, free: vec![width as u32], dtype };
+        (0..count)
+            .map(|i| {
+                let tensor = self.cg.alloc_sbuf(&format!("{name}{i}"), &nd)?;
+                let tags = if lhs && self.cfg.sparsity.is_some() {
+                    let t = NDTile { dtype: DType::Int16, ..nd.clone() };
+                    Some(self.cg.alloc_sbuf(&format!("{name}_tags{i}"), &t)?)
+                } else {
+                    None
+                };
+                Ok(Slot { tensor, offset: 0, tags })
+            })
+            .collect()
+    }
+
+    fn lhs_width(&self) -> i64 {
+        chunk_width(M_TILE, self.pack)
+    }
+
+    fn rhs_width(&self) -> i64 {
+        chunk_width(N_TILE, self.pack)
+    }
+
+    fn dma(&mut self, dst: InstTile, src: InstTile) -> Result<(), CodegenError> {
+        self.cg.process_new_neuroninst(InstData::DmaCopy(DmaCopyData { dst, src, cast: penguin::CastMode::Rne }))?;
+        Ok(())
+    }
+
+    fn memset_zero(&mut self, dst: InstTile) -> Result<(), CodegenError> {
+        self.cg.process_new_neuroninst(InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst, value: 0.0 }))?;
+        Ok(())
+    }
+
+    fn copy(&mut self, engine: ComputeEngine, dst: InstTile, src: InstTile) -> Result<(), CodegenError> {
+        self.cg.process_new_neuroninst(InstData::TensorCopy(TensorCopyData { engine, dst, src }))?;
+        Ok(())
+    }
+
+    /// The A^T window of dense rows `[k0, k0 + rows)` and columns `[m0, m0 + msz)` in HBM.
+    fn lhs_src(&self, m0: u64, msz: u32, k0: u64, rows: u32) -> InstTile {
+        let ap = if self.cfg.lhs_transposed {
+            AccessPattern::hbm_rows(self.cfg.m, k0, rows, m0, msz)
+        } else {
+            AccessPattern::hbm_cols(self.cfg.k, m0, msz, k0, rows)
+        };
+        hbm(self.a, self.cfg.input_dtype, ap)
+    }
+
+    fn rhs_src(&self, n0: u64, nsz: u32, k0: u64, rows: u32) -> InstTile {
+        hbm(self.b, self.cfg.input_dtype, AccessPattern::hbm_rows(self.cfg.n, k0, rows, n0, nsz))
+    }
+
+    /// The operand view of a loaded chunk: `parts` partitions from `start` and either one run
+    /// of `free` elements or (double row) `[2, free]` with slots `width / 2` apart.
+    fn view(&self, slot: Slot, dtype: DType, start: u32, parts: u32, free: u32, width: i64) -> InstTile {
+        let dims = if self.pack == 2 { vec![Dim::new(width / 2, 2), Dim::new(1, free)] } else { vec![Dim::new(1, free)] };
+        let ap = AccessPattern { start_partition: start, partitions: Dim::new(1, parts), offset: slot.offset, free: dims };
+        InstTile { tensor: slot.tensor, memory: Memory::Sbuf, dtype, ap }
+    }
+
+    /// Load dense rows of one chunk (`src(k0, rows)`) into a slot: plain at partitions
+    /// `start..`, or double row with slot `s` of partition `p` holding row `k0 + s * P + p`
+    /// and missing rows zeroed first.
+    fn load_rows(
+        &mut self,
+        slot: Slot,
+        dtype: DType,
+        start: u32,
+        chunk: KChunk,
+        free: u32,
+        width: i64,
+        src: &dyn Fn(&Self, u64, u32) -> InstTile,
+    ) -> Result<InstTile, CodegenError> {
+        if self.pack == 1 {
+            let dst = on_chip(slot.tensor, Memory::Sbuf, dtype, start, chunk.real, slot.offset, free);
+            self.dma(dst, src(self, chunk.k0, chunk.real))?;
+            return Ok(self.view(slot, dtype, start, chunk.real, free, width));
+        }
+        for s in 0..2u32 {
+            let rows = chunk.real.saturating_sub(s * chunk.parts).min(chunk.parts);
+            let half = slot.offset + i64::from(s) * width / 2;
+            if rows < chunk.parts {
+                self.memset_zero(on_chip(slot.tensor, Memory::Sbuf, dtype, 0, chunk.parts, half, free))?;
+            }
+            if rows > 0 {
+                let dst = on_chip(slot.tensor, Memory::Sbuf, dtype, 0, rows, half, free);
+                self.dma(dst, src(self, chunk.k0 + u64::from(s * chunk.parts), rows))?;
+            }
+        }
+        Ok(self.view(slot, dtype, 0, chunk.parts, free, width))
+    }
+
+    /// Load the stationary operand of one chunk of m tile `(m0, msz)`.
+    fn load_lhs(&mut self, slot: Slot, start: u32, chunk: KChunk, (m0, msz): (u64, u32)) -> Result<Lhs, CodegenError> {
+        let cfg = self.cfg;
+        if let (Some(pattern), Some(a_tags), Some(tags_buf)) = (cfg.sparsity, self.a_tags, slot.tags) {
+            let cols = SparseA::cols(cfg.k, pattern);
+            let kc0 = chunk.k0 / u64::from(pattern.m) * u64::from(pattern.n);
+            let src = AccessPattern::hbm_cols(cols, m0, msz, kc0, chunk.parts);
+            let st = on_chip(slot.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, slot.offset, msz);
+            self.dma(st.clone(), hbm(self.a, cfg.input_dtype, src.clone()))?;
+            let tags = on_chip(tags_buf, Memory::Sbuf, DType::Int16, 0, chunk.parts, slot.offset, msz);
+            self.dma(tags.clone(), hbm(a_tags, DType::Int16, src))?;
+            return Ok(Lhs { tile: st, tags: Some(tags) });
+        }
+        if let Some((nat, bank)) = self.pe_transpose {
+            return self.load_lhs_pe_transposed(slot, start, chunk, (m0, msz), nat, bank);
+        }
+        let width = self.lhs_width();
+        let tile = self.load_rows(slot, cfg.lhs_dtype, start, chunk, msz, width, &|p, k0, r| p.lhs_src(m0, msz, k0, r))?;
+        Ok(Lhs { tile, tags: None })
+    }
+
+    /// trn1: load A[m0.., k0..] in its natural layout (contiguous rows), transpose it on the PE
+    /// into PSUM, and copy the transpose into the stationary slot.
+    fn load_lhs_pe_transposed(
+        &mut self,
+        slot: Slot,
+        start: u32,
+        chunk: KChunk,
+        (m0, msz): (u64, u32),
+        nat: [TensorId; 2],
+        bank: TensorId,
+    ) -> Result<Lhs, CodegenError> {
+        let cfg = self.cfg;
+        let i = self.transposes;
+        self.transposes += 1;
+        let natural = on_chip(nat[i % 2], Memory::Sbuf, cfg.lhs_dtype, 0, msz, 0, chunk.real);
+        let src = hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, chunk.k0, chunk.real));
+        self.dma(natural.clone(), src)?;
+        // Four 128-column transpose slots share the bank.
+        let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, chunk.real, (i % 4) as i64 * 128, msz);
+        self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src: natural }))?;
+        let dst = on_chip(slot.tensor, Memory::Sbuf, cfg.lhs_dtype, start, chunk.real, slot.offset, msz);
+        let engine = if i % 2 == 0 { ComputeEngine::Dve } else { ComputeEngine::Pool };
+        self.copy(engine, dst.clone(), psum)?;
+        Ok(Lhs { tile: dst, tags: None })
+    }
+
+    /// Load the moving operand of one chunk of n tile `(n0, nsz)`; sparse chunks are zeroed
+    /// first when they run past K (their tags may point at padded rows).
+    fn load_rhs(&mut self, slot: Slot, start: u32, chunk: KChunk, (n0, nsz): (u64, u32)) -> Result<InstTile, CodegenError> {
+        let cfg = self.cfg;
+        if cfg.sparsity.is_some() {
+            let mv = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.len, slot.offset, nsz);
+            if chunk.real < chunk.len {
+                self.memset_zero(mv.clone())?;
+            }
+            let part = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.real, slot.offset, nsz);
+            self.dma(part, self.rhs_src(n0, nsz, chunk.k0, chunk.real))?;
+            return Ok(mv);
+        }
+        let width = self.rhs_width();
+        self.load_rows(slot, cfg.rhs_dtype, start, chunk, nsz, width, &|p, k0, r| p.rhs_src(n0, nsz, k0, r))
+    }
+
+    /// Open the accumulation group of the next output tile.
+    fn open_group(&mut self, msz: u32, nsz: u32, k_len: u64) -> Result<(MatMultAccumulation, InstTile, u32), CodegenError> {
+        let bank = self.psum_banks[self.groups % self.psum_banks.len()];
+        let pos = (self.groups as u32 % self.pe_positions) * self.pe_rows;
+        self.groups += 1;
+        let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, msz, 0, nsz);
+        let acc = if self.pack == 2 {
+            MatMultAccumulation::open_double_row(psum.clone(), k_len as u32)?
+        } else {
+            MatMultAccumulation::open(psum.clone(), k_len as u32)?
+        };
+        Ok((acc, psum, pos))
+    }
+
+    /// One K sub-tile into an open group; `k_base` is where the group's K range starts.
+    fn matmul(
+        &mut self,
+        acc: &mut MatMultAccumulation,
+        psum: &InstTile,
+        lhs: Lhs,
+        rhs: InstTile,
+        chunk: KChunk,
+        k_base: u64,
+        pos: u32,
+    ) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let k_start = (chunk.k0 - k_base) as u32;
+        if let (Some(pattern), Some(tags)) = (cfg.sparsity, lhs.tags) {
+            let sub = MatMultSparseSubTile {
+                dst: psum.clone(),
+                stationary: lhs.tile,
+                moving: rhs,
+                tags,
+                pattern,
+                k_start,
+                tile_position: vec![0, 0],
+                tile_size: vec![128, 128],
+            };
+            let mm = combine_sparse_matmult_tiles(acc, sub)?;
+            self.cg.process_new_neuroninst(InstData::MatMultSparse(mm))?;
+            return Ok(());
+        }
+        let sub = MatMultSubTile {
+            dst: psum.clone(),
+            stationary: lhs.tile,
+            moving: rhs,
+            k_start,
+            k_len: if self.pack == 2 { chunk.len } else { chunk.real },
+            perf_mode: cfg.perf_mode,
+            tile_position: TilePosition { row: pos, col: 0 },
+            tile_size: TileSize { rows: self.pe_rows, cols: 128 },
+        };
+        let mm = combine_matmult_tiles(acc, sub)?;
+        self.cg.process_new_neuroninst(InstData::MatMult(mm))?;
+        Ok(())
+    }
+
+    fn evac_engine(&self, n: usize) -> ComputeEngine {
+        if n % 2 == 0 {
+            ComputeEngine::Act
+        } else {
+            ComputeEngine::Dve
+        }
+    }
+
+    /// Copy a stopped group from PSUM to SBUF (casting to the output dtype) and store it.
+    fn evacuate(&mut self, psum: InstTile, (m0, msz): (u64, u32), (n0, nsz): (u64, u32)) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let n = self.groups;
+        let out = on_chip(self.out[n % 2], Memory::Sbuf, cfg.out_dtype, 0, msz, 0, nsz);
+        self.copy(self.evac_engine(n), out.clone(), psum)?;
+        self.dma(hbm(self.c, cfg.out_dtype, AccessPattern::hbm_rows(cfg.n, m0, msz, n0, nsz)), out)
+    }
+
+    /// Run every K chunk of one output tile from loaded operands.
+    fn tile_group(
+        &mut self,
+        lhs: &dyn Fn(usize) -> Slot,
+        rhs: &dyn Fn(usize) -> Slot,
+        m: (u64, u32),
+        n: (u64, u32),
+    ) -> Result<(), CodegenError> {
+        let (mut acc, psum, pos) = self.open_group(m.1, n.1, self.k_total)?;
+        for (ci, chunk) in self.chunks.clone().into_iter().enumerate() {
+            let (st, mv) = self.loaded_views(lhs(ci), rhs(ci), chunk, m.1, n.1)?;
+            self.matmul(&mut acc, &psum, st, mv, chunk, 0, pos)?;
+        }
+        self.evacuate(psum, m, n)
+    }
+
+    /// Views of operands already loaded by `load_lhs` / `load_rhs` at these slots.
+    fn loaded_views(&self, l: Slot, r: Slot, chunk: KChunk, msz: u32, nsz: u32) -> Result<(Lhs, InstTile), CodegenError> {
+        let cfg = self.cfg;
+        if cfg.sparsity.is_some() {
+            let tags = l.tags.map(|t| on_chip(t, Memory::Sbuf, DType::Int16, 0, chunk.parts, l.offset, msz));
+            let st = on_chip(l.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, l.offset, msz);
+            let mv = on_chip(r.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.len, r.offset, nsz);
+            return Ok((Lhs { tile: st, tags }, mv));
+        }
+        let parts = if self.pack == 2 { chunk.parts } else { chunk.real };
+        let st = self.view(l, cfg.lhs_dtype, 0, parts, msz, self.lhs_width());
+        let mv = self.view(r, cfg.rhs_dtype, 0, parts, nsz, self.rhs_width());
+        Ok((Lhs { tile: st, tags: None }, mv))
+    }
+
+    fn naive(&mut self) -> Result<(), CodegenError> {
+        let lhs = self.buffers("lhs_t", 2, 1, M_TILE, self.cfg.lhs_dtype, true)?;
+        let rhs = self.buffers("rhs", 2, 1, N_TILE, self.cfg.rhs_dtype, false)?;
+        let mut step = 0usize;
+        for m in tiles(self.cfg.m, M_TILE) {
+            for n in tiles(self.cfg.n, N_TILE) {
+                let (mut acc, psum, pos) = self.open_group(m.1, n.1, self.k_total)?;
+                for chunk in self.chunks.clone() {
+                    let s = step % 2;
+                    step += 1;
+                    let st = self.load_lhs(lhs[s], pos, chunk, m)?;
+                    let mv = self.load_rhs(rhs[s], pos, chunk, n)?;
+                    self.matmul(&mut acc, &psum, st, mv, chunk, 0, pos)?;
+                }
+                self.evacuate(psum, m, n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Load the K stripe of one m tile (`lhs`) or n tile (`rhs`) into a slot, chunk after
+    /// chunk.
+    fn load_stripe(&mut self, slot: Slot, lhs: bool, t: (u64, u32)) -> Result<(), CodegenError> {
+        let width = if lhs { self.lhs_width() } else { self.rhs_width() };
+        for (ci, chunk) in self.chunks.clone().into_iter().enumerate() {
+            let at = slot.at(ci as i64 * width);
+            if lhs {
+                self.load_lhs(at, 0, chunk, t)?;
+            } else {
+                self.load_rhs(at, 0, chunk, t)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn hoisted(&mut self) -> Result<(), CodegenError> {
+        let nk = self.chunks.len();
+        let lhs = self.buffers("a_stripe", 2, nk, M_TILE, self.cfg.lhs_dtype, true)?;
+        let rhs = self.buffers("b_stripe", 2, nk, N_TILE, self.cfg.rhs_dtype, false)?;
+        let (lw, rw) = (self.lhs_width(), self.rhs_width());
+        let mut nstep = 0usize;
+        for (mi, m) in tiles(self.cfg.m, M_TILE).enumerate() {
+            let l = lhs[mi % 2];
+            self.load_stripe(l, true, m)?;
+            for n in tiles(self.cfg.n, N_TILE) {
+                let r = rhs[nstep % 2];
+                nstep += 1;
+                self.load_stripe(r, false, n)?;
+                self.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * rw), m, n)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Block sizes in tiles: (m tiles, n tiles, k chunks).
+    fn block_tiles(&self) -> (usize, usize, usize) {
+        let b = self.cfg.blocks;
+        let chunk = self.chunks.first().map_or(128, |c| u64::from(c.len).max(1));
+        (b.m.div_ceil(M_TILE) as usize, b.n.div_ceil(N_TILE) as usize, b.k.div_ceil(chunk) as usize)
+    }
+
+    fn blocked_mn(&mut self) -> Result<(), CodegenError> {
+        let nk = self.chunks.len();
+        let (bm, bn, _) = self.block_tiles();
+        let mtiles: Vec<_> = tiles(self.cfg.m, M_TILE).collect();
+        let ntiles: Vec<_> = tiles(self.cfg.n, N_TILE).collect();
+        let (bm, bn) = (bm.min(mtiles.len()), bn.min(ntiles.len()));
+        let m_outer = self.cfg.order == LoopOrder::MOuter;
+        // The outer operand's block is loaded once per outer step; the inner one per pair of
+        // steps, so both get two slots.
+        let lhs = self.buffers("a_block", 2, bm * nk, M_TILE, self.cfg.lhs_dtype, true)?;
+        let rhs = self.buffers("b_block", 2, bn * nk, N_TILE, self.cfg.rhs_dtype, false)?;
+        let (lw, rw) = (self.lhs_width(), self.rhs_width());
+        let (mblocks, nblocks): (Vec<&[(u64, u32)]>, Vec<&[(u64, u32)]>) = (mtiles.chunks(bm).collect(), ntiles.chunks(bn).collect());
+        let (outer, inner) = if m_outer { (mblocks.len(), nblocks.len()) } else { (nblocks.len(), mblocks.len()) };
+        let mut inner_step = 0usize;
+        for o in 0..outer {
+            let outer_slot = o % 2;
+            let (ob, is_m) = if m_outer { (mblocks[o], true) } else { (nblocks[o], false) };
+            for (i, &t) in ob.iter().enumerate() {
+                let s = if is_m { lhs[outer_slot].at((i * nk) as i64 * lw) } else { rhs[outer_slot].at((i * nk) as i64 * rw) };
+                self.load_stripe(s, is_m, t)?;
+            }
+            for ii in 0..inner {
+                let inner_slot = inner_step % 2;
+                inner_step += 1;
+                let ib = if m_outer { nblocks[ii] } else { mblocks[ii] };
+                for (i, &t) in ib.iter().enumerate() {
+                    let s = if is_m { rhs[inner_slot].at((i * nk) as i64 * rw) } else { lhs[inner_slot].at((i * nk) as i64 * lw) };
+                    self.load_stripe(s, !is_m, t)?;
+                }
+                let (ls, rs) = if m_outer { (lhs[outer_slot], rhs[inner_slot]) } else { (lhs[inner_slot], rhs[outer_slot]) };
+                let (mb, nb) = if m_outer { (ob, ib) } else { (ib, ob) };
+                for (mi, &m) in mb.iter().enumerate() {
+                    for (ni, &n) in nb.iter().enumerate() {
+                        let l = ls.at((mi * nk) as i64 * lw);
+                        let r = rs.at((ni * nk) as i64 * rw);
+                        self.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * rw), m, n)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn blocked_mnk(&mut self) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let (bm, bn, bk) = self.block_tiles();
+        let mtiles: Vec<_> = tiles(cfg.m, M_TILE).collect();
+        let ntiles: Vec<_> = tiles(cfg.n, N_TILE).collect();
+        let (bm, bn, bk) = (bm.min(mtiles.len()), bn.min(ntiles.len()), bk.min(self.chunks.len()).max(1));
+        let lhs = self.buffers("a_block", 2, bm * bk, M_TILE, cfg.lhs_dtype, true)?;
+        let rhs = self.buffers("b_block", 2, bn * bk, N_TILE, cfg.rhs_dtype, false)?;
+        let res_nd = NDTile { partitions: 128, free: vec![(bm * bn) as u32 * N_TILE as u32], dtype: DType::Fp32 };
+        let res = [self.cg.alloc_sbuf("result0", &res_nd)?, self.cg.alloc_sbuf("result1", &res_nd)?];
+        let (lw, rw) = (self.lhs_width(), self.rhs_width());
+        let kblocks: Vec<Vec<KChunk>> = self.chunks.chunks(bk).map(<[KChunk]>::to_vec).collect();
+        let mblocks: Vec<&[(u64, u32)]> = mtiles.chunks(bm).collect();
+        let nblocks: Vec<&[(u64, u32)]> = ntiles.chunks(bn).collect();
+        let pairs: Vec<(usize, usize)> = if cfg.order == LoopOrder::MOuter {
+            (0..mblocks.len()).flat_map(|a| (0..nblocks.len()).map(move |b| (a, b))).collect()
+        } else {
+            (0..nblocks.len()).flat_map(|b| (0..mblocks.len()).map(move |a| (a, b))).collect()
+        };
+        let mut kstep = 0usize;
+        for (bi, &(mbi, nbi)) in pairs.iter().enumerate() {
+            let (mb, nb) = (mblocks[mbi], nblocks[nbi]);
+            let result = res[bi % 2];
+            for (kbi, kb) in kblocks.iter().enumerate() {
+                let s = kstep % 2;
+                kstep += 1;
+                let k_base = kb[0].k0;
+                let k_len: u64 = kb.iter().map(|c| u64::from(c.len)).sum::<u64>().min(self.k_total - k_base);
+                for (i, &m) in mb.iter().enumerate() {
+                    for (ci, &chunk) in kb.iter().enumerate() {
+                        self.load_lhs(lhs[s].at(((i * bk + ci) as i64) * lw), 0, chunk, m)?;
+                    }
+                }
+                for (j, &n) in nb.iter().enumerate() {
+                    for (ci, &chunk) in kb.iter().enumerate() {
+                        self.load_rhs(rhs[s].at(((j * bk + ci) as i64) * rw), 0, chunk, n)?;
+                    }
+                }
+                for (i, &m) in mb.iter().enumerate() {
+                    for (j, &n) in nb.iter().enumerate() {
+                        let (mut acc, psum, pos) = self.open_group(m.1, n.1, k_len)?;
+                        for (ci, &chunk) in kb.iter().enumerate() {
+                            let l = lhs[s].at(((i * bk + ci) as i64) * lw);
+                            let r = rhs[s].at(((j * bk + ci) as i64) * rw);
+                            let (st, mv) = self.loaded_views(l, r, chunk, m.1, n.1)?;
+                            self.matmul(&mut acc, &psum, st, mv, chunk, k_base, pos)?;
+                        }
+                        let part = on_chip(result, Memory::Sbuf, DType::Fp32, 0, m.1, ((i * bn + j) as i64) * N_TILE as i64, n.1);
+                        if kbi == 0 {
+                            self.copy(self.evac_engine(self.groups), part, psum)?;
+                        } else {
+                            self.cg.process_new_neuroninst(InstData::TensorTensor(TensorTensorData {
+                                engine: ComputeEngine::Dve,
+                                op: TensorTensorOp::Add,
+                                dst: part.clone(),
+                                lhs: part,
+                                rhs: psum,
+                            }))?;
+                        }
+                    }
+                }
+            }
+            for (i, &m) in mb.iter().enumerate() {
+                for (j, &n) in nb.iter().enumerate() {
+                    let part = on_chip(result, Memory::Sbuf, DType::Fp32, 0, m.1, ((i * bn + j) as i64) * N_TILE as i64, n.1);
+                    let dst = hbm(self.c, cfg.out_dtype, AccessPattern::hbm_rows(cfg.n, m.0, m.1, n.0, n.1));
+                    if cfg.out_dtype == DType::Fp32 {
+                        self.dma(dst, part)?;
+                    } else {
+                        let g = self.groups + i * bn + j;
+                        let out = on_chip(self.out[g % 2], Memory::Sbuf, cfg.out_dtype, 0, m.1, 0, n.1);
+                        self.copy(self.evac_engine(g), out.clone(), part)?;
+                        self.dma(dst, out)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
