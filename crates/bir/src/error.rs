@@ -35,6 +35,14 @@ pub enum BirError {
         /// The target.
         target: penguin::Target,
     },
+    /// User error: the operands of an offloaded op iterate different shapes.
+    #[error("offloaded op operands have different shapes: {a:?} vs {b:?}")]
+    ShapeMismatch {
+        /// First operand's `[partitions, free elements]`.
+        a: Vec<u32>,
+        /// The other operand's.
+        b: Vec<u32>,
+    },
     /// Unsupported: a feature the lowering does not handle on this target.
     #[error("{0}")]
     Unsupported(String),

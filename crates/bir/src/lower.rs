@@ -8,7 +8,7 @@
 //! waits until the producer's engine semaphore reaches the count of the producer.
 
 use penguin::{
-    ComputeEngine, FunctionView, InstData, InstId, InstTile, MatMultData, Memory, PerfMode, Target, TensorId, Verified,
+    CastMode, ComputeEngine, OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, FunctionView, InstData, InstId, InstTile, MatMultData, Memory, PerfMode, Target, TensorId, Verified,
 };
 
 use crate::error::BirError;
@@ -45,15 +45,16 @@ pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) ->
         program: Program::new(f.kernel_name(), target),
     };
     cx.assign_addresses()?;
-    let mut placement: Vec<Option<Placement>> = vec![None; f.num_insts()];
+    let mut placement: Vec<Vec<Placement>> = vec![Vec::new(); f.num_insts()];
     for &id in f.layout() {
         let inst = f.inst(id).ok_or_else(|| BirError::Internal(format!("{id} missing from a verified function")))?;
-        let (engine, ops) = cx.lower_inst(id, inst)?;
-        let stream = &mut cx.program.streams[engine.index()];
-        let first = stream.len();
-        stream.extend(ops.into_iter().map(|op| BirInst { op, waits: Vec::new(), signal: None, origin: Some(id) }));
-        let last = cx.program.streams[engine.index()].len() - 1;
-        placement[id.index()] = Some(Placement { engine, first, last });
+        for (engine, ops) in cx.lower_inst(id, inst)? {
+            let stream = &mut cx.program.streams[engine.index()];
+            let first = stream.len();
+            stream.extend(ops.into_iter().map(|op| BirInst { op, waits: Vec::new(), signal: None, origin: Some(id) }));
+            let last = cx.program.streams[engine.index()].len() - 1;
+            placement[id.index()].push(Placement { engine, first, last });
+        }
     }
     cx.wire_semaphores(&placement)?;
     Ok(cx.program)
@@ -156,64 +157,142 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
         })
     }
 
-    fn lower_inst(&mut self, id: InstId, inst: &InstData) -> Result<(Engine, Vec<Op>), BirError> {
+    fn next_queue(&mut self) -> Engine {
+        let e = Engine::Dma(self.next_dma_queue);
+        self.next_dma_queue = (self.next_dma_queue + 1) % penguin::target::NUM_DMA_QUEUES as u8;
+        e
+    }
+
+    /// Lower one instruction: the ops it becomes, grouped by engine.
+    fn lower_inst(&mut self, id: InstId, inst: &InstData) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
+        let one = |engine: Engine, op: Op| Ok(vec![(engine, vec![op])]);
         match inst {
-            InstData::MatMult(m) => Ok((Engine::Pe, codegen_mat_mul_op(self, id, m)?.to_vec())),
-            InstData::DmaCopy(d) => {
-                let engine = Engine::Dma(self.next_dma_queue);
-                self.next_dma_queue = (self.next_dma_queue + 1) % penguin::target::NUM_DMA_QUEUES as u8;
-                let op = Op::DmaCopy {
-                    dst: self.hw_ap(id, engine, &d.dst)?,
-                    src: self.hw_ap(id, engine, &d.src)?,
-                    cast: d.cast,
+            InstData::MatMult(m) => Ok(vec![(Engine::Pe, codegen_mat_mul_op(self, id, m)?.to_vec())]),
+            InstData::MatMultSparse(m) => {
+                let pe = Engine::Pe;
+                let ls = Op::LoadStationarySparse {
+                    src: self.hw_ap(id, pe, &m.stationary)?,
+                    tags: self.hw_ap(id, pe, &m.tags)?,
+                    pattern: m.pattern,
+                    tile_position: m.tile_position,
+                    tile_size: m.tile_size,
                 };
-                Ok((engine, vec![op]))
+                let mm = Op::MultiplyMoving {
+                    dst: self.hw_ap(id, pe, &m.dst)?,
+                    src: self.hw_ap(id, pe, &m.moving)?,
+                    acc: m.flags(),
+                    perf_mode: PerfMode::None,
+                    tile_position: m.tile_position,
+                    tile_size: m.tile_size,
+                };
+                Ok(vec![(pe, vec![ls, mm])])
+            }
+            InstData::Transpose(t) => {
+                one(Engine::Pe, Op::Transpose { dst: self.hw_ap(id, Engine::Pe, &t.dst)?, src: self.hw_ap(id, Engine::Pe, &t.src)? })
+            }
+            InstData::DmaCopy(d) => {
+                let engine = self.next_queue();
+                let op = Op::DmaCopy { dst: self.hw_ap(id, engine, &d.dst)?, src: self.hw_ap(id, engine, &d.src)?, cast: d.cast };
+                one(engine, op)
             }
             InstData::TensorCopy(c) => {
                 let engine = compute_engine(c.engine);
-                let op = Op::TensorCopy { dst: self.hw_ap(id, engine, &c.dst)?, src: self.hw_ap(id, engine, &c.src)? };
-                Ok((engine, vec![op]))
+                one(engine, Op::TensorCopy { dst: self.hw_ap(id, engine, &c.dst)?, src: self.hw_ap(id, engine, &c.src)? })
+            }
+            InstData::TensorTensor(t) => {
+                let engine = compute_engine(t.engine);
+                one(
+                    engine,
+                    Op::TensorTensor {
+                        op: t.op,
+                        dst: self.hw_ap(id, engine, &t.dst)?,
+                        lhs: self.hw_ap(id, engine, &t.lhs)?,
+                        rhs: self.hw_ap(id, engine, &t.rhs)?,
+                    },
+                )
             }
             InstData::Memset(m) => {
                 let engine = compute_engine(m.engine);
-                Ok((engine, vec![Op::Memset { dst: self.hw_ap(id, engine, &m.dst)?, value: m.value }]))
+                one(engine, Op::Memset { dst: self.hw_ap(id, engine, &m.dst)?, value: m.value })
             }
-            InstData::MatMultSparse(_)
-            | InstData::TensorTensor(_)
-            | InstData::TiledOffloadedFma(_)
-            | InstData::TiledOffloadedMemCpy(_)
-            | InstData::OffloadedFma(_)
-            | InstData::OffloadedMemCpy(_)
-            | InstData::OffloadedMemCast(_)
-            | InstData::Transpose(_)
-            | InstData::DmaGather(_)
-            | InstData::DmaScatterAdd(_) => {
-                Err(BirError::Unsupported(format!("{id}: lowering of {} is not implemented yet", inst.opcode())))
+            InstData::TiledOffloadedFma(f) => codegen_tiled_offloaded_fma(self, id, f),
+            InstData::OffloadedFma(f) => codegen_offloaded_fma(self, id, f),
+            InstData::TiledOffloadedMemCpy(c) => codegen_tiled_offloaded_mem_cpy(self, id, c),
+            InstData::OffloadedMemCpy(c) => codegen_offloaded_mem_cpy(self, id, c),
+            InstData::OffloadedMemCast(c) => codegen_offloaded_mem_cast(self, id, c),
+            InstData::DmaGather(g) => {
+                let engine = self.next_queue();
+                let op = Op::DmaGather {
+                    dst: self.hw_ap(id, engine, &g.dst)?,
+                    table: self.hw_ap(id, engine, &g.table)?,
+                    index: self.hw_ap(id, engine, &g.index)?,
+                };
+                one(engine, op)
+            }
+            InstData::DmaScatterAdd(sc) => {
+                let engine = self.next_queue();
+                let op = Op::DmaScatterAdd {
+                    table: self.hw_ap(id, engine, &sc.table)?,
+                    src: self.hw_ap(id, engine, &sc.src)?,
+                    index: self.hw_ap(id, engine, &sc.index)?,
+                };
+                one(engine, op)
             }
         }
     }
 
-    fn wire_semaphores(&mut self, placement: &[Option<Placement>]) -> Result<(), BirError> {
+    /// Spread an offloaded op over the DMA queues: the partition range is cut into one piece
+    /// per queue (each queue serves its own partitions), every piece starting on the next
+    /// queue in turn.
+    fn spread(
+        &mut self,
+        id: InstId,
+        aps: &[&InstTile],
+        build: &dyn Fn(&[HwAp]) -> Option<Op>,
+    ) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
+        let probe = Engine::Dma(0);
+        let hw: Vec<HwAp> = aps.iter().map(|t| self.hw_ap(id, probe, t)).collect::<Result<_, _>>()?;
+        let refs: Vec<&HwAp> = hw.iter().collect();
+        let (shape, _bases) = extract_offloaded_memcpy_shape_bases(&refs)?;
+        let rows = shape.first().copied().unwrap_or(1);
+        let queues = penguin::target::NUM_DMA_QUEUES;
+        let per = rows.div_ceil(queues).max(penguin::target::NUM_PARTITIONS / queues);
+        let mut out = Vec::new();
+        let mut start = 0;
+        while start < rows {
+            let count = per.min(rows - start);
+            let engine = self.next_queue();
+            let pieces: Vec<HwAp> = hw.iter().map(|ap| partition_slice(ap, start, count)).collect();
+            let op = build(&pieces).ok_or_else(|| BirError::Internal(format!("{id}: offloaded op lost an operand")))?;
+            out.push((engine, vec![op]));
+            start += count;
+        }
+        Ok(out)
+    }
+
+    fn wire_semaphores(&mut self, placement: &[Vec<Placement>]) -> Result<(), BirError> {
         self.program.semaphores = Engine::all().map(|e| e.name()).collect();
         // Pass 1: which producers signal.
         let mut needs_signal: Vec<Vec<bool>> = self.program.streams.iter().map(|s| vec![false; s.len()]).collect();
         let mut waits_of: Vec<(Placement, Vec<Placement>)> = Vec::new();
         for &id in self.func.layout() {
-            let Some(c) = placement.get(id.index()).copied().flatten() else { continue };
-            let mut producers = Vec::new();
+            let parts = placement.get(id.index()).map_or(&[][..], Vec::as_slice);
+            let mut producers: Vec<Placement> = Vec::new();
             for dep in self.func.deps(id) {
-                let p = placement
-                    .get(dep.from.index())
-                    .copied()
-                    .flatten()
-                    .ok_or_else(|| BirError::Internal(format!("{id} depends on unplaced {}", dep.from)))?;
-                if p.engine != c.engine {
-                    needs_signal[p.engine.index()][p.last] = true;
-                    producers.push(p);
+                let from = placement.get(dep.from.index()).map_or(&[][..], Vec::as_slice);
+                if from.is_empty() {
+                    return Err(BirError::Internal(format!("{id} depends on unplaced {}", dep.from)));
                 }
+                producers.extend_from_slice(from);
             }
-            if !producers.is_empty() {
-                waits_of.push((c, producers));
+            for &c in parts {
+                let cross: Vec<Placement> = producers.iter().copied().filter(|p| p.engine != c.engine).collect();
+                for p in &cross {
+                    needs_signal[p.engine.index()][p.last] = true;
+                }
+                if !cross.is_empty() {
+                    waits_of.push((c, cross));
+                }
             }
         }
         // Pass 2: the semaphore count each signalling instruction reaches.
@@ -249,6 +328,98 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
     }
 }
 
+/// The seed's `extract_offloaded_memcpy_shape_bases`: the common iteration shape
+/// `[partitions, free elements]` of an offloaded op's operands and each operand's base
+/// (byte offset). Operands whose shapes differ are an error naming both shapes.
+pub fn extract_offloaded_memcpy_shape_bases(aps: &[&HwAp]) -> Result<(Vec<u32>, Vec<u64>), BirError> {
+    let shape_of = |ap: &HwAp| vec![ap.num_partitions, ap.free_elems() as u32];
+    let Some(first) = aps.first() else {
+        return Err(BirError::Internal("an offloaded op without operands".into()));
+    };
+    let shape = shape_of(first);
+    for ap in &aps[1..] {
+        let other = shape_of(ap);
+        if other != shape || ap.free_elems() != first.free_elems() {
+            return Err(BirError::ShapeMismatch { a: shape, b: other });
+        }
+    }
+    Ok((shape, aps.iter().map(|ap| ap.byte_offset).collect()))
+}
+
+/// Partitions `[start, start + count)` of an access pattern.
+fn partition_slice(ap: &HwAp, start: u32, count: u32) -> HwAp {
+    let mut out = ap.clone();
+    out.num_partitions = count;
+    if ap.memory == Memory::Hbm {
+        let step = ap.partition_stride * i64::from(start) * i64::from(ap.dtype.size_bytes());
+        out.byte_offset = (ap.byte_offset as i64 + step) as u64;
+    } else {
+        out.start_partition = (i64::from(ap.start_partition) + ap.partition_stride * i64::from(start)) as u32;
+    }
+    out
+}
+
+/// Lower a tiled offloaded FMA (`dst = src0 * src1 + dst` on SBUF tiles) to DMA-queue FMAs
+/// spread over the queues.
+fn codegen_tiled_offloaded_fma<F: FunctionView + ?Sized>(
+    cx: &mut LowerCx<'_, F>,
+    id: InstId,
+    f: &OffloadedFmaData,
+) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
+    cx.spread(id, &[&f.dst, &f.src0, &f.src1], &fma_op)
+}
+
+/// Lower an untiled offloaded FMA over whole HBM tensors, spread over the queues by rows.
+fn codegen_offloaded_fma<F: FunctionView + ?Sized>(
+    cx: &mut LowerCx<'_, F>,
+    id: InstId,
+    f: &OffloadedFmaData,
+) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
+    cx.spread(id, &[&f.dst, &f.src0, &f.src1], &fma_op)
+}
+
+fn fma_op(v: &[HwAp]) -> Option<Op> {
+    match v {
+        [dst, src0, src1] => Some(Op::DmaFma { dst: dst.clone(), src0: src0.clone(), src1: src1.clone() }),
+        _ => None,
+    }
+}
+
+fn copy_op(v: &[HwAp], cast: CastMode) -> Option<Op> {
+    match v {
+        [dst, src] => Some(Op::DmaCopy { dst: dst.clone(), src: src.clone(), cast }),
+        _ => None,
+    }
+}
+
+/// Lower a tiled offloaded copy to DMA copies spread over the queues.
+fn codegen_tiled_offloaded_mem_cpy<F: FunctionView + ?Sized>(
+    cx: &mut LowerCx<'_, F>,
+    id: InstId,
+    c: &OffloadedMemCpyData,
+) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
+    cx.spread(id, &[&c.dst, &c.src], &|v| copy_op(v, CastMode::Rne))
+}
+
+/// Lower an untiled offloaded copy of whole HBM tensors, spread over the queues by rows.
+fn codegen_offloaded_mem_cpy<F: FunctionView + ?Sized>(
+    cx: &mut LowerCx<'_, F>,
+    id: InstId,
+    c: &OffloadedMemCpyData,
+) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
+    cx.spread(id, &[&c.dst, &c.src], &|v| copy_op(v, CastMode::Rne))
+}
+
+/// Lower an offloaded cast (a copy that converts to the destination dtype).
+fn codegen_offloaded_mem_cast<F: FunctionView + ?Sized>(
+    cx: &mut LowerCx<'_, F>,
+    id: InstId,
+    c: &OffloadedMemCastData,
+) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
+    let cast = c.cast;
+    cx.spread(id, &[&c.dst, &c.src], &|v| copy_op(v, cast))
+}
+
 fn compute_engine(e: ComputeEngine) -> Engine {
     match e {
         ComputeEngine::Act => Engine::Act,
@@ -260,33 +431,49 @@ fn compute_engine(e: ComputeEngine) -> Engine {
 /// Lower one matmul (the seed's `codegenMatMulOp`): a LoadStationary of the weights and a
 /// MultiplyMoving that streams the moving operand into the bound PSUM region with the
 /// group's accumulation flags and the perf mode.
-fn codegen_mat_mul_op<F: FunctionView + ?Sized>(
-    cx: &LowerCx<'_, F>,
-    id: InstId,
-    m: &MatMultData,
-) -> Result<[Op; 2], BirError> {
-    match m.perf_mode {
-        PerfMode::None => {}
-        PerfMode::DoubleRow | PerfMode::DoubleRowGen3 => {
-            return Err(BirError::Unsupported(format!(
-                "{id}: perf_mode={} lowering is not implemented yet; use perf_mode=none",
-                m.perf_mode
-            )));
+fn codegen_mat_mul_op<F: FunctionView + ?Sized>(cx: &LowerCx<'_, F>, id: InstId, m: &MatMultData) -> Result<[Op; 2], BirError> {
+    let (stationary, moving) = match m.perf_mode {
+        PerfMode::None => (cx.hw_ap(id, Engine::Pe, &m.stationary)?, cx.hw_ap(id, Engine::Pe, &m.moving)?),
+        PerfMode::DoubleRow => cayman_matmul_double_row_ap(cx, id, m)?,
+        PerfMode::DoubleRowGen3 => {
+            return Err(BirError::Unsupported(format!("{id}: perf_mode=`double_row_gen3` is not supported on {}", cx.target)));
         }
-    }
-    let ls = Op::LoadStationary {
-        src: cx.hw_ap(id, Engine::Pe, &m.stationary)?,
-        perf_mode: m.perf_mode,
-        tile_position: m.tile_position,
-        tile_size: m.tile_size,
     };
+    let ls = Op::LoadStationary { src: stationary, perf_mode: m.perf_mode, tile_position: m.tile_position, tile_size: m.tile_size };
     let mm = Op::MultiplyMoving {
         dst: cx.hw_ap(id, Engine::Pe, &m.dst)?,
-        src: cx.hw_ap(id, Engine::Pe, &m.moving)?,
+        src: moving,
         acc: m.flags(),
         perf_mode: m.perf_mode,
         tile_position: m.tile_position,
         tile_size: m.tile_size,
     };
     Ok([ls, mm])
+}
+
+/// The double-row access patterns of a matmul (the seed's `cayman_matmul_double_row_ap`):
+/// both operands keep their size-2 pack axis, so the PE contracts `2 * P` rows per pass.
+fn cayman_matmul_double_row_ap<F: FunctionView + ?Sized>(
+    cx: &LowerCx<'_, F>,
+    id: InstId,
+    m: &MatMultData,
+) -> Result<(HwAp, HwAp), BirError> {
+    if !cx.target.info().double_row {
+        return Err(BirError::Unsupported(format!("{id}: perf_mode=`double_row` is not supported on {}", cx.target)));
+    }
+    Ok((add_double_row_ap(cx, id, &m.stationary)?, add_double_row_ap(cx, id, &m.moving)?))
+}
+
+/// Give an operand's hardware pattern its size-2 pack axis as the outermost free dimension
+/// (the seed's `addDoubleRowAP`): contraction rows `k` and `k + P` share a partition.
+fn add_double_row_ap<F: FunctionView + ?Sized>(cx: &LowerCx<'_, F>, id: InstId, t: &InstTile) -> Result<HwAp, BirError> {
+    let mut ap = cx.hw_ap(id, Engine::Pe, t)?;
+    ap.dims = t
+        .ap
+        .split_outer(2)
+        .ok_or_else(|| BirError::Internal(format!("{id}: double_row operand without a size-2 pack axis")))?;
+    if ap.dims.len() > Engine::Pe.max_free_dims() {
+        return Err(BirError::TooManyStrides { inst: id, engine: Engine::Pe, dims: ap.dims.len(), max: Engine::Pe.max_free_dims() });
+    }
+    Ok(ap)
 }

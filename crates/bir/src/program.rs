@@ -1,10 +1,13 @@
 //! BIR programs: engines, semaphores, hardware access patterns and instructions.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use penguin::{CastMode, DType, Dim, EngineAccumulationType, InstId, Memory, PerfMode, Target, TilePosition, TileSize};
+use penguin::{
+    CastMode, DType, Dim, EngineAccumulationType, InstId, Memory, PerfMode, SparsityPattern, Target, TensorTensorOp,
+    TilePosition, TileSize,
+};
 
 /// Number of engine streams: PE, ACT, DVE, POOL, SP and 16 DMA queues.
 pub const NUM_ENGINES: usize = 5 + penguin::target::NUM_DMA_QUEUES as usize;
@@ -185,7 +188,8 @@ impl fmt::Display for HwAp {
 /// A BIR operation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Op {
-    /// Load the stationary operand (`K` partitions x `M`) into the PE array.
+    /// Load the stationary operand (`K` partitions x `M`, or `[P, 2, M]` in double row) into
+    /// the PE array.
     LoadStationary {
         /// The weights.
         src: HwAp,
@@ -196,11 +200,24 @@ pub enum Op {
         /// Array size.
         tile_size: TileSize,
     },
+    /// Load a compressed structured-sparse stationary operand with its int16 tags.
+    LoadStationarySparse {
+        /// The kept weights, `K'` partitions x `M`.
+        src: HwAp,
+        /// Their positions inside each group of `pattern.m`.
+        tags: HwAp,
+        /// The pattern.
+        pattern: SparsityPattern,
+        /// Array position.
+        tile_position: TilePosition,
+        /// Array size.
+        tile_size: TileSize,
+    },
     /// Stream the moving operand through the array into PSUM.
     MultiplyMoving {
         /// PSUM result (`M` partitions x `N` fp32).
         dst: HwAp,
-        /// Moving operand (`K` partitions x `N`).
+        /// Moving operand (`K` partitions x `N`, or `[P, 2, N]` in double row).
         src: HwAp,
         /// Accumulation flags.
         acc: EngineAccumulationType,
@@ -211,6 +228,13 @@ pub enum Op {
         /// Array size.
         tile_size: TileSize,
     },
+    /// PE transpose: `dst[j, i] = src[i, j]` into PSUM (fp32).
+    Transpose {
+        /// PSUM result.
+        dst: HwAp,
+        /// SBUF source.
+        src: HwAp,
+    },
     /// A DMA transfer with dtype conversion.
     DmaCopy {
         /// Destination.
@@ -220,6 +244,34 @@ pub enum Op {
         /// Rounding of a narrowing conversion.
         cast: CastMode,
     },
+    /// Offloaded fused multiply-add on a DMA queue: `dst = src0 * src1 + dst` in fp32, rounded
+    /// once to dst's dtype.
+    DmaFma {
+        /// Destination and addend.
+        dst: HwAp,
+        /// First factor.
+        src0: HwAp,
+        /// Second factor.
+        src1: HwAp,
+    },
+    /// DMA gather: `dst[i, :] = table[index[i], :]`; the table's partition count is the bound.
+    DmaGather {
+        /// Destination rows.
+        dst: HwAp,
+        /// The table (one partition per table row).
+        table: HwAp,
+        /// int32 row indices.
+        index: HwAp,
+    },
+    /// DMA scatter-add: `table[index[i], :] += src[i, :]`.
+    DmaScatterAdd {
+        /// The table.
+        table: HwAp,
+        /// Source rows.
+        src: HwAp,
+        /// int32 row indices.
+        index: HwAp,
+    },
     /// An on-chip copy with dtype conversion (ACT/DVE/POOL).
     TensorCopy {
         /// Destination.
@@ -227,7 +279,18 @@ pub enum Op {
         /// Source.
         src: HwAp,
     },
-    /// Fill with a value (ACT/DVE/POOL).
+    /// Elementwise `dst = lhs op rhs` in fp32, rounded once (ACT/DVE/POOL).
+    TensorTensor {
+        /// The operation.
+        op: TensorTensorOp,
+        /// Destination.
+        dst: HwAp,
+        /// Left operand.
+        lhs: HwAp,
+        /// Right operand.
+        rhs: HwAp,
+    },
+    /// Fill with a value (ACT/DVE/POOL/SP).
     Memset {
         /// Destination.
         dst: HwAp,
@@ -236,26 +299,247 @@ pub enum Op {
     },
 }
 
+/// The engines an op may run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineClass {
+    /// The PE array.
+    Pe,
+    /// A DMA queue.
+    Dma,
+    /// ACT, DVE or POOL.
+    Compute,
+    /// ACT, DVE, POOL or SP.
+    ComputeOrSp,
+}
+
+impl EngineClass {
+    /// Whether `e` belongs to the class.
+    pub fn contains(self, e: Engine) -> bool {
+        match self {
+            EngineClass::Pe => e == Engine::Pe,
+            EngineClass::Dma => matches!(e, Engine::Dma(_)),
+            EngineClass::Compute => matches!(e, Engine::Act | Engine::Dve | Engine::Pool),
+            EngineClass::ComputeOrSp => matches!(e, Engine::Act | Engine::Dve | Engine::Pool | Engine::Sp),
+        }
+    }
+}
+
+fn pe_attrs(
+    perf: Option<PerfMode>,
+    pos: TilePosition,
+    size: TileSize,
+    acc: Option<EngineAccumulationType>,
+) -> Vec<(&'static str, String)> {
+    let mut v = Vec::new();
+    if let Some(p) = perf {
+        v.push(("perf", p.to_string()));
+    }
+    v.push(("pos", format!("{},{}", pos.row, pos.col)));
+    v.push(("size", format!("{},{}", size.rows, size.cols)));
+    if let Some(a) = acc {
+        v.push(("acc", a.to_string()));
+    }
+    v
+}
+
 impl Op {
+    /// Bytes this op moves to or from HBM: every HBM element read or written (a
+    /// read-modify-write twice); a gather or scatter-add moves only the indexed table rows.
+    pub fn hbm_bytes(&self) -> u64 {
+        let elems = |ap: &HwAp| u64::from(ap.num_partitions) * ap.free_elems();
+        let size = |ap: &HwAp| u64::from(ap.dtype.size_bytes());
+        let indexed = match self {
+            Op::DmaGather { index, .. } | Op::DmaScatterAdd { index, .. } => Some(elems(index)),
+            _ => None,
+        };
+        self.aps()
+            .into_iter()
+            .filter(|(_, ap)| ap.memory == Memory::Hbm)
+            .map(|(name, ap)| {
+                let moved = match (name, indexed) {
+                    ("table", Some(rows)) => rows * ap.free_elems(),
+                    _ => elems(ap),
+                };
+                let rmw = matches!((self, name), (Op::DmaFma { .. }, "dst") | (Op::DmaScatterAdd { .. }, "table"));
+                moved * size(ap) * if rmw { 2 } else { 1 }
+            })
+            .sum()
+    }
+
     /// The text name.
     pub fn name(&self) -> &'static str {
         match self {
             Op::LoadStationary { .. } => "load_stationary",
+            Op::LoadStationarySparse { .. } => "load_stationary_sparse",
             Op::MultiplyMoving { .. } => "multiply_moving",
+            Op::Transpose { .. } => "transpose",
             Op::DmaCopy { .. } => "dma_copy",
+            Op::DmaFma { .. } => "dma_fma",
+            Op::DmaGather { .. } => "dma_gather",
+            Op::DmaScatterAdd { .. } => "dma_scatter_add",
             Op::TensorCopy { .. } => "tensor_copy",
+            Op::TensorTensor { .. } => "tensor_tensor",
             Op::Memset { .. } => "memset",
         }
     }
 
-    /// Every access pattern with whether it is written.
-    pub fn accesses(&self) -> Vec<(&HwAp, bool)> {
+    /// The engines that can run this op.
+    pub fn engine_class(&self) -> EngineClass {
         match self {
-            Op::LoadStationary { src, .. } => vec![(src, false)],
-            Op::MultiplyMoving { dst, src, .. } => vec![(dst, true), (src, false)],
-            Op::DmaCopy { dst, src, .. } | Op::TensorCopy { dst, src } => vec![(dst, true), (src, false)],
-            Op::Memset { dst, .. } => vec![(dst, true)],
+            Op::LoadStationary { .. }
+            | Op::LoadStationarySparse { .. }
+            | Op::MultiplyMoving { .. }
+            | Op::Transpose { .. } => EngineClass::Pe,
+            Op::DmaCopy { .. } | Op::DmaFma { .. } | Op::DmaGather { .. } | Op::DmaScatterAdd { .. } => EngineClass::Dma,
+            Op::TensorCopy { .. } | Op::TensorTensor { .. } => EngineClass::Compute,
+            Op::Memset { .. } => EngineClass::ComputeOrSp,
         }
+    }
+
+    /// Every access pattern with whether it is written (a read-modify-write counts as written).
+    pub fn accesses(&self) -> Vec<(&HwAp, bool)> {
+        self.aps().into_iter().map(|(name, ap)| (ap, self.writes(name))).collect()
+    }
+
+    fn writes(&self, name: &str) -> bool {
+        match self {
+            Op::DmaScatterAdd { .. } => name == "table",
+            _ => name == "dst",
+        }
+    }
+
+    /// The named access patterns, destination first (the text format's `name=ap` list).
+    pub fn aps(&self) -> Vec<(&'static str, &HwAp)> {
+        match self {
+            Op::LoadStationary { src, .. } => vec![("src", src)],
+            Op::LoadStationarySparse { src, tags, .. } => vec![("src", src), ("tags", tags)],
+            Op::MultiplyMoving { dst, src, .. }
+            | Op::Transpose { dst, src }
+            | Op::DmaCopy { dst, src, .. }
+            | Op::TensorCopy { dst, src } => vec![("dst", dst), ("src", src)],
+            Op::DmaFma { dst, src0, src1 } => vec![("dst", dst), ("src0", src0), ("src1", src1)],
+            Op::DmaGather { dst, table, index } => vec![("dst", dst), ("table", table), ("index", index)],
+            Op::DmaScatterAdd { table, src, index } => vec![("table", table), ("src", src), ("index", index)],
+            Op::TensorTensor { dst, lhs, rhs, .. } => vec![("dst", dst), ("lhs", lhs), ("rhs", rhs)],
+            Op::Memset { dst, .. } => vec![("dst", dst)],
+        }
+    }
+
+    /// The attributes other than access patterns, as text-format `key=value`s.
+    pub fn attributes(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Op::LoadStationary { perf_mode, tile_position, tile_size, .. } => {
+                pe_attrs(Some(*perf_mode), *tile_position, *tile_size, None)
+            }
+            Op::LoadStationarySparse { pattern, tile_position, tile_size, .. } => {
+                let mut v = vec![("pattern", pattern.to_string())];
+                v.extend(pe_attrs(None, *tile_position, *tile_size, None));
+                v
+            }
+            Op::MultiplyMoving { acc, perf_mode, tile_position, tile_size, .. } => {
+                pe_attrs(Some(*perf_mode), *tile_position, *tile_size, Some(*acc))
+            }
+            Op::DmaCopy { cast, .. } => vec![("cast", cast.name().to_string())],
+            Op::TensorTensor { op, .. } => vec![("op", op.name().to_string())],
+            Op::Memset { value, .. } => vec![("value", value.to_string())],
+            Op::Transpose { .. }
+            | Op::DmaFma { .. }
+            | Op::DmaGather { .. }
+            | Op::DmaScatterAdd { .. }
+            | Op::TensorCopy { .. } => Vec::new(),
+        }
+    }
+
+    /// Build an op from its text-format parts (the inverse of [`Self::name`],
+    /// [`Self::attributes`] and [`Self::aps`]); the error says what is missing or malformed.
+    pub fn from_parts(name: &str, attrs: &[(String, String)], aps: Vec<(String, HwAp)>) -> Result<Op, String> {
+        let attr = |key: &str| attrs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str());
+        let mut aps: Vec<(String, Option<HwAp>)> = aps.into_iter().map(|(n, a)| (n, Some(a))).collect();
+        let mut take = |key: &str| -> Result<HwAp, String> {
+            aps.iter_mut()
+                .find(|(n, a)| n == key && a.is_some())
+                .and_then(|(_, a)| a.take())
+                .ok_or_else(|| format!("{name} needs access pattern `{key}=`"))
+        };
+        let pair = |key: &str, default: (u32, u32)| -> Result<(u32, u32), String> {
+            let Some(v) = attr(key) else { return Ok(default) };
+            let bad = || format!("`{key}={v}` must be two numbers `a,b`");
+            let (a, b) = v.split_once(',').ok_or_else(bad)?;
+            Ok((a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?))
+        };
+        let (pos, size) = (pair("pos", (0, 0))?, pair("size", (128, 128))?);
+        let tile_position = TilePosition { row: pos.0, col: pos.1 };
+        let tile_size = TileSize { rows: size.0, cols: size.1 };
+        let perf = || -> Result<PerfMode, String> {
+            attr("perf").map_or(Ok(PerfMode::None), |v| v.parse().map_err(|e: penguin::UnknownPerfMode| e.to_string()))
+        };
+        let op = match name {
+            "load_stationary" => Op::LoadStationary { src: take("src")?, perf_mode: perf()?, tile_position, tile_size },
+            "load_stationary_sparse" => Op::LoadStationarySparse {
+                src: take("src")?,
+                tags: take("tags")?,
+                pattern: attr("pattern")
+                    .ok_or_else(|| format!("{name} needs `pattern=`"))?
+                    .parse()
+                    .map_err(|e: penguin::UnknownSparsity| e.to_string())?,
+                tile_position,
+                tile_size,
+            },
+            "multiply_moving" => {
+                let mut acc = EngineAccumulationType::empty();
+                for part in attr("acc").ok_or_else(|| format!("{name} needs `acc=`"))?.split('|') {
+                    acc |= match part {
+                        "start" => EngineAccumulationType::START,
+                        "accu" => EngineAccumulationType::ACCU,
+                        "stop" => EngineAccumulationType::STOP,
+                        "none" => EngineAccumulationType::empty(),
+                        other => return Err(format!("unknown accumulation flag `{other}` (expected start, accu, stop)")),
+                    };
+                }
+                Op::MultiplyMoving { dst: take("dst")?, src: take("src")?, acc, perf_mode: perf()?, tile_position, tile_size }
+            }
+            "transpose" => Op::Transpose { dst: take("dst")?, src: take("src")? },
+            "dma_copy" => {
+                let cast = match attr("cast") {
+                    None | Some("rne") => CastMode::Rne,
+                    Some("saturate") => CastMode::Saturate,
+                    Some(other) => return Err(format!("unknown cast mode `{other}` (expected rne or saturate)")),
+                };
+                Op::DmaCopy { dst: take("dst")?, src: take("src")?, cast }
+            }
+            "dma_fma" => Op::DmaFma { dst: take("dst")?, src0: take("src0")?, src1: take("src1")? },
+            "dma_gather" => Op::DmaGather { dst: take("dst")?, table: take("table")?, index: take("index")? },
+            "dma_scatter_add" => Op::DmaScatterAdd { table: take("table")?, src: take("src")?, index: take("index")? },
+            "tensor_copy" => Op::TensorCopy { dst: take("dst")?, src: take("src")? },
+            "tensor_tensor" => Op::TensorTensor {
+                op: match attr("op") {
+                    Some("add") => TensorTensorOp::Add,
+                    Some("mul") => TensorTensorOp::Mul,
+                    Some("max") => TensorTensorOp::Max,
+                    Some(other) => return Err(format!("unknown tensor_tensor op `{other}` (expected add, mul or max)")),
+                    None => return Err(format!("{name} needs `op=`")),
+                },
+                dst: take("dst")?,
+                lhs: take("lhs")?,
+                rhs: take("rhs")?,
+            },
+            "memset" => Op::Memset {
+                dst: take("dst")?,
+                value: attr("value")
+                    .ok_or_else(|| format!("{name} needs `value=`"))?
+                    .parse()
+                    .map_err(|_| format!("memset value `{}` is not a number", attr("value").unwrap_or("")))?,
+            },
+            other => return Err(format!("unknown BIR op `{other}`")),
+        };
+        if let Some((n, _)) = aps.iter().find(|(_, a)| a.is_some()) {
+            return Err(format!("{name} has no access pattern `{n}`"));
+        }
+        let known: Vec<&str> = op.attributes().iter().map(|(k, _)| *k).collect();
+        if let Some((k, _)) = attrs.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+            return Err(format!("{name} has no attribute `{k}`"));
+        }
+        Ok(op)
     }
 }
 
@@ -351,93 +635,11 @@ impl Program {
 
     /// Bytes DMA instructions move to or from HBM (each element counted at its HBM dtype).
     pub fn hbm_traffic_bytes(&self) -> u64 {
-        self.streams
-            .iter()
-            .flatten()
-            .map(|i| match &i.op {
-                Op::DmaCopy { dst, src, .. } => [dst, src]
-                    .into_iter()
-                    .filter(|ap| ap.memory == Memory::Hbm)
-                    .map(|ap| u64::from(ap.num_partitions) * ap.free_elems() * u64::from(ap.dtype.size_bytes()))
-                    .sum(),
-                Op::LoadStationary { .. } | Op::MultiplyMoving { .. } | Op::TensorCopy { .. } | Op::Memset { .. } => 0,
-            })
-            .sum()
+        self.streams.iter().flatten().map(|i| i.op.hbm_bytes()).sum()
     }
 
     /// The HBM tensor with this name.
     pub fn hbm_tensor(&self, name: &str) -> Option<&HbmTensor> {
         self.hbm.iter().find(|t| t.name == name)
-    }
-}
-
-fn inst_text(i: &BirInst) -> String {
-    let mut s = String::from(i.op.name());
-    match &i.op {
-        Op::LoadStationary { src, perf_mode, tile_position, tile_size } => {
-            let _ = write!(
-                s,
-                " {src} perf={perf_mode} pos=({},{}) size=({},{})",
-                tile_position.row, tile_position.col, tile_size.rows, tile_size.cols
-            );
-        }
-        Op::MultiplyMoving { dst, src, acc, perf_mode, tile_position, tile_size } => {
-            let _ = write!(
-                s,
-                " {dst} <- {src} acc={acc} perf={perf_mode} pos=({},{}) size=({},{})",
-                tile_position.row, tile_position.col, tile_size.rows, tile_size.cols
-            );
-        }
-        Op::DmaCopy { dst, src, cast } => {
-            let cast = match cast {
-                CastMode::Rne => "rne",
-                CastMode::Saturate => "saturate",
-            };
-            let _ = write!(s, " {dst} <- {src} cast={cast}");
-        }
-        Op::TensorCopy { dst, src } => {
-            let _ = write!(s, " {dst} <- {src}");
-        }
-        Op::Memset { dst, value } => {
-            let _ = write!(s, " {dst} <- {value}");
-        }
-    }
-    for w in &i.waits {
-        let _ = write!(s, " wait({}>={})", w.sem, w.value);
-    }
-    if let Some(sig) = i.signal {
-        let _ = write!(s, " signal({sig})");
-    }
-    if let Some(o) = i.origin {
-        let _ = write!(s, " ; {o}");
-    }
-    s
-}
-
-impl fmt::Display for Program {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "program {} target={}", self.kernel_name, self.target)?;
-        for t in &self.hbm {
-            let role = match t.role {
-                HbmRole::Input => " input",
-                HbmRole::Output => " output",
-                HbmRole::Internal => "",
-            };
-            writeln!(f, "hbm {:?} {} {:?} @{}{role}", t.name, t.dtype, t.shape, t.address)?;
-        }
-        for (i, name) in self.semaphores.iter().enumerate() {
-            writeln!(f, "sem s{i} {name:?}")?;
-        }
-        for e in Engine::all() {
-            let stream = self.stream(e);
-            if stream.is_empty() {
-                continue;
-            }
-            writeln!(f, "stream {e}:")?;
-            for (n, i) in stream.iter().enumerate() {
-                writeln!(f, "  {n}: {}", inst_text(i))?;
-            }
-        }
-        Ok(())
     }
 }

@@ -28,21 +28,32 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
         let mut stationary_k: Option<u32> = None;
         for (n, inst) in p.stream(e).iter().enumerate() {
             let at = format!("{e}[{n}] {}", inst.op.name());
-            let legal = match (&inst.op, e) {
-                (Op::LoadStationary { .. } | Op::MultiplyMoving { .. }, Engine::Pe) => true,
-                (Op::DmaCopy { .. }, Engine::Dma(_)) => true,
-                (Op::TensorCopy { .. }, Engine::Act | Engine::Dve | Engine::Pool) => true,
-                (Op::Memset { .. }, Engine::Act | Engine::Dve | Engine::Pool | Engine::Sp) => true,
-                _ => false,
-            };
-            if !legal {
+            if !inst.op.engine_class().contains(e) {
                 errors.push(format!("{at}: {} cannot run on {e}", inst.op.name()));
             }
             for (ap, _) in inst.op.accesses() {
                 check_ap(&mut errors, &at, e, ap, sbuf_cap, p.hbm_size);
             }
+            let same = |errors: &mut Vec<String>, a: &HwAp, b: &HwAp| {
+                if a.num_partitions != b.num_partitions || a.free_elems() != b.free_elems() {
+                    errors.push(format!(
+                        "{at}: shape mismatch: {} x {} vs {} x {}",
+                        a.num_partitions,
+                        a.free_elems(),
+                        b.num_partitions,
+                        b.free_elems()
+                    ));
+                }
+            };
             match &inst.op {
                 Op::LoadStationary { src, .. } => stationary_k = Some(src.num_partitions),
+                Op::LoadStationarySparse { src, tags, pattern, .. } => {
+                    same(&mut errors, src, tags);
+                    if tags.dtype != DType::Int16 {
+                        errors.push(format!("{at}: tags must be int16, not {}", tags.dtype));
+                    }
+                    stationary_k = Some(src.num_partitions / pattern.n.max(1) * pattern.m);
+                }
                 Op::MultiplyMoving { dst, src, .. } => {
                     match stationary_k {
                         None => errors.push(format!("{at}: no LoadStationary before it")),
@@ -55,15 +66,31 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
                         errors.push(format!("{at}: result must be fp32 in psum, not {} {}", dst.dtype, dst.memory));
                     }
                 }
-                Op::DmaCopy { dst, src, .. } | Op::TensorCopy { dst, src } => {
-                    if dst.num_partitions != src.num_partitions || dst.free_elems() != src.free_elems() {
-                        errors.push(format!(
-                            "{at}: shape mismatch: {} x {} <- {} x {}",
-                            dst.num_partitions,
-                            dst.free_elems(),
-                            src.num_partitions,
-                            src.free_elems()
-                        ));
+                Op::Transpose { dst, src } => {
+                    if u64::from(dst.num_partitions) != src.free_elems() || dst.free_elems() != u64::from(src.num_partitions) {
+                        errors.push(format!("{at}: result is not the transpose of the source"));
+                    }
+                    if dst.memory != Memory::Psum || dst.dtype != DType::Fp32 {
+                        errors.push(format!("{at}: result must be fp32 in psum, not {} {}", dst.dtype, dst.memory));
+                    }
+                }
+                Op::DmaCopy { dst, src, .. } | Op::TensorCopy { dst, src } => same(&mut errors, dst, src),
+                Op::DmaFma { dst, src0, src1 } => {
+                    same(&mut errors, dst, src0);
+                    same(&mut errors, dst, src1);
+                }
+                Op::TensorTensor { dst, lhs, rhs, .. } => {
+                    same(&mut errors, dst, lhs);
+                    same(&mut errors, dst, rhs);
+                }
+                Op::DmaGather { dst: rows, table, index } | Op::DmaScatterAdd { src: rows, table, index } => {
+                    if index.dtype != DType::Int32 {
+                        errors.push(format!("{at}: index must be int32, not {}", index.dtype));
+                    }
+                    if u64::from(rows.num_partitions) != u64::from(index.num_partitions) * index.free_elems()
+                        || rows.free_elems() != table.free_elems()
+                    {
+                        errors.push(format!("{at}: one row of the table per index entry is expected"));
                     }
                 }
                 Op::Memset { .. } => {}

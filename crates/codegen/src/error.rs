@@ -77,6 +77,9 @@ pub enum CodegenError {
         /// Non-zeros found.
         nonzeros: u32,
     },
+    /// User error: an offloaded emitter's bundle has the wrong number or kind of values.
+    #[error("{0}")]
+    Bundle(String),
     /// User error: operands of one instruction have incompatible shapes.
     #[error("incompatible operand shapes: {a:?} vs {b:?}")]
     IncompatibleTiles {

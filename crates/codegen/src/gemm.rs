@@ -115,6 +115,22 @@ impl LoopOrder {
     }
 }
 
+/// The error for an unknown loop order.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown loop order `{0}` (expected m-outer or n-outer)")]
+pub struct UnknownLoopOrder(pub String);
+
+impl FromStr for LoopOrder {
+    type Err = UnknownLoopOrder;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        [LoopOrder::MOuter, LoopOrder::NOuter]
+            .into_iter()
+            .find(|o| o.name() == s)
+            .ok_or_else(|| UnknownLoopOrder(s.to_string()))
+    }
+}
+
 /// Block sizes in elements of M, N and K (rounded up to whole tiles when planned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct BlockSizes {

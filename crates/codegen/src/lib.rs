@@ -26,6 +26,7 @@ mod combine;
 mod error;
 mod gemm;
 mod neuron;
+mod offload;
 mod schedule;
 
 pub use combine::{
@@ -39,5 +40,6 @@ pub use gemm::{
     double_row_position, k_chunks, pack_double_row, unpack_double_row, BlockSizes, GemmConfig, GemmPlan, KChunk,
     LoopOrder, Schedule, SparseA, UnknownSchedule, K_TILE, M_TILE, N_TILE,
 };
-pub use schedule::{auto_candidates, plan_gemm, plan_gemm_auto, AutoChoice};
+pub use schedule::{auto_candidates, estimate_ns, plan_gemm, plan_gemm_auto, AutoChoice};
 pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions};
+pub use offload::{Base, OffloadValue, ShapeBases};

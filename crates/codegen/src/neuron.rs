@@ -304,21 +304,53 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                 let t = self.combine_tiles(&[Tile::Inst(m.dst.clone())])?;
                 m.dst = t[0].clone();
             }
-            InstData::MatMultSparse(_)
-            | InstData::TensorTensor(_)
-            | InstData::TiledOffloadedFma(_)
-            | InstData::TiledOffloadedMemCpy(_)
-            | InstData::OffloadedFma(_)
-            | InstData::OffloadedMemCpy(_)
-            | InstData::OffloadedMemCast(_)
-            | InstData::Transpose(_)
-            | InstData::DmaGather(_)
-            | InstData::DmaScatterAdd(_) => {
-                return Err(CodegenError::Unsupported(format!("{} is not emitted by this layer yet", inst.opcode())));
+            InstData::MatMultSparse(m) => {
+                if m.dst.memory != Memory::Psum {
+                    return Err(CodegenError::ResultNotPsum);
+                }
+                let c = self.canonical_each(&[&m.dst, &m.stationary, &m.moving])?;
+                let tags = self.combine_tiles(&[Tile::Inst(m.stationary.clone()), Tile::Inst(m.tags.clone())])?;
+                self.track_psum_group(&c[0], m.flags())?;
+                [m.dst, m.stationary, m.moving] = [c[0].clone(), c[1].clone(), c[2].clone()];
+                m.tags = tags[1].clone();
+                self.stats.matmuls += 1;
+            }
+            InstData::TensorTensor(t) => {
+                let c = self.combine_tiles(&[Tile::Inst(t.dst.clone()), Tile::Inst(t.lhs.clone()), Tile::Inst(t.rhs.clone())])?;
+                [t.dst, t.lhs, t.rhs] = [c[0].clone(), c[1].clone(), c[2].clone()];
+            }
+            InstData::TiledOffloadedFma(f) | InstData::OffloadedFma(f) => {
+                let c = self.combine_tiles(&[Tile::Inst(f.dst.clone()), Tile::Inst(f.src0.clone()), Tile::Inst(f.src1.clone())])?;
+                [f.dst, f.src0, f.src1] = [c[0].clone(), c[1].clone(), c[2].clone()];
+            }
+            InstData::TiledOffloadedMemCpy(c) | InstData::OffloadedMemCpy(c) => {
+                let t = self.combine_tiles(&[Tile::Inst(c.dst.clone()), Tile::Inst(c.src.clone())])?;
+                [c.dst, c.src] = [t[0].clone(), t[1].clone()];
+            }
+            InstData::OffloadedMemCast(c) => {
+                let t = self.combine_tiles(&[Tile::Inst(c.dst.clone()), Tile::Inst(c.src.clone())])?;
+                [c.dst, c.src] = [t[0].clone(), t[1].clone()];
+            }
+            InstData::Transpose(t) => {
+                let c = self.canonical_each(&[&t.dst, &t.src])?;
+                [t.dst, t.src] = [c[0].clone(), c[1].clone()];
+            }
+            InstData::DmaGather(g) => {
+                let c = self.canonical_each(&[&g.dst, &g.table, &g.index])?;
+                [g.dst, g.table, g.index] = [c[0].clone(), c[1].clone(), c[2].clone()];
+            }
+            InstData::DmaScatterAdd(sc) => {
+                let c = self.canonical_each(&[&sc.table, &sc.src, &sc.index])?;
+                [sc.table, sc.src, sc.index] = [c[0].clone(), c[1].clone(), c[2].clone()];
             }
         }
         let deps = self.process_dep_edges(&inst);
         Ok(self.insert(inst, deps))
+    }
+
+    /// Canonicalize operands that need not share a shape.
+    fn canonical_each(&self, tiles: &[&InstTile]) -> Result<Vec<InstTile>, CodegenError> {
+        tiles.iter().map(|t| self.canonical_tile(&Tile::Inst((*t).clone()))).collect()
     }
 
     fn track_psum_group(&mut self, dst: &InstTile, flags: EngineAccumulationType) -> Result<(), CodegenError> {

@@ -2,8 +2,8 @@
 //! which SBUF buffers hold the operands.
 //!
 //! Every schedule emits the same kinds of steps, so they differ only in reuse:
-//! - **load**: a DMA brings an operand tile from HBM into an SBUF buffer, casting to the
-//!   matmul dtype (A^T by a transposing access pattern on trn2/trn3; on trn1 A is loaded in
+//! - **load**: a DMA brings an operand tile from HBM into an SBUF buffer; when it converts to
+//!   the matmul dtype it is an `OffloadedMemCast` spread over the DMA queues (A^T by a transposing access pattern on trn2/trn3; on trn1 A is loaded in
 //!   its natural layout and transposed on the PE through PSUM unless it is given as `[K, M]`);
 //! - **matmul**: one K sub-tile into the output tile's PSUM accumulation group
 //!   (`combine_*_matmult_tiles` gives START / ACCU / STOP);
@@ -108,17 +108,50 @@ pub struct AutoChoice {
     pub rejected: usize,
 }
 
-/// Plan with `auto`: plan every candidate of [`auto_candidates`] that fits SBUF, weigh it
-/// with `cost` (lower is better; the cycle model's time in practice) and keep the best.
+/// A quick analytic estimate of a candidate's time in ns: the larger of the PE time (every
+/// matmul at `max(N, 64)` cycles) and the HBM time of the bytes its loop nest moves. `auto`
+/// ranks candidates with it and runs the cycle model on the best few.
+pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
+    let info = cfg.target.info();
+    let (mt, nt) = (cfg.m.div_ceil(M_TILE) as f64, cfg.n.div_ceil(N_TILE) as f64);
+    let chunks = k_chunks(cfg).0.len() as f64;
+    let n_cycles: f64 = tiles(cfg.n, N_TILE).map(|(_, n)| f64::from(n.max(64))).sum();
+    let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { 4.0 } else { 1.0 };
+    let pe_ns = mt * chunks * n_cycles * fp32 / info.pe_ghz;
+    let s_in = f64::from(cfg.input_dtype.size_bytes());
+    let (a, b) = ((cfg.m * cfg.k) as f64 * s_in, (cfg.k * cfg.n) as f64 * s_in);
+    let (bm, bn) = ((cfg.blocks.m.div_ceil(M_TILE) as f64).min(mt), (cfg.blocks.n.div_ceil(N_TILE) as f64).min(nt));
+    let loads = match cfg.schedule {
+        Schedule::Naive => a * nt + b * mt,
+        Schedule::Hoisted => a + b * mt,
+        Schedule::BlockedMn | Schedule::Auto => match cfg.order {
+            LoopOrder::MOuter => a + b * (mt / bm).ceil(),
+            LoopOrder::NOuter => b + a * (nt / bn).ceil(),
+        },
+        Schedule::BlockedMnk => a * (nt / bn).ceil() + b * (mt / bm).ceil(),
+    };
+    let out = (cfg.m * cfg.n) as f64 * f64::from(cfg.out_dtype.size_bytes());
+    pe_ns.max((loads + out) / info.hbm_bytes_per_ns)
+}
+
+/// Plan with `auto`: rank the candidates of [`auto_candidates`] by [`estimate_ns`], plan the
+/// best `shortlist` that fit SBUF, weigh each with `cost` (lower is better; the cycle model's
+/// time in practice) and keep the best.
 pub fn plan_gemm_auto(
     cfg: &GemmConfig,
+    shortlist: usize,
     cost: &mut dyn FnMut(&GemmPlan) -> Result<f64, CodegenError>,
 ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
     cfg.validate()?;
+    let mut ranked: Vec<(f64, GemmConfig)> = auto_candidates(cfg).into_iter().map(|c| (estimate_ns(&c), c)).collect();
+    ranked.sort_by(|x, y| x.0.total_cmp(&y.0));
     let mut best: Option<(GemmPlan, f64)> = None;
     let (mut evaluated, mut rejected) = (0, 0);
     let mut last_err = None;
-    for cand in auto_candidates(cfg) {
+    for (_, cand) in ranked {
+        if evaluated >= shortlist.max(1) {
+            break;
+        }
         match plan_gemm(&cand) {
             Ok(plan) => {
                 let c = cost(&plan)?;
@@ -287,8 +320,14 @@ impl<'a> Planner<'a> {
         chunk_width(N_TILE, self.pack)
     }
 
+    /// Move a tile; a load that converts (f32 inputs to the matmul dtype) is an
+    /// `OffloadedMemCast` executed on the DMA queues.
     fn dma(&mut self, dst: InstTile, src: InstTile) -> Result<(), CodegenError> {
-        self.cg.process_new_neuroninst(InstData::DmaCopy(DmaCopyData { dst, src, cast: penguin::CastMode::Rne }))?;
+        if dst.dtype != src.dtype && src.memory == Memory::Hbm {
+            self.cg.offloaded_memcast_inst(dst, src, penguin::CastMode::Rne)?;
+        } else {
+            self.cg.process_new_neuroninst(InstData::DmaCopy(DmaCopyData { dst, src, cast: penguin::CastMode::Rne }))?;
+        }
         Ok(())
     }
 

@@ -34,8 +34,19 @@ fn check_plan(m: u64, k: u64, n: u64, lhs_transposed: bool) -> Result<(), TestCa
     let mut produced_by = vec![u32::MAX; (m * n) as usize];
     let mut live = 0u32;
     for &id in f.layout() {
-        match f.inst(id).unwrap() {
-            InstData::DmaCopy(d) if d.src.tensor == a || d.src.tensor == b => {
+        let inst = f.inst(id).unwrap();
+        // Loads that convert are offloaded casts; treat both kinds of load alike.
+        let load = match inst {
+            InstData::DmaCopy(d) => Some((&d.dst, &d.src)),
+            InstData::OffloadedMemCast(c) => Some((&c.dst, &c.src)),
+            _ => None,
+        };
+        match inst {
+            InstData::DmaCopy(_) | InstData::OffloadedMemCast(_)
+                if load.is_some_and(|(_, src)| src.tensor == a || src.tensor == b) =>
+            {
+                let Some((dst, src)) = load else { continue };
+                let d = penguin::DmaCopyData { dst: dst.clone(), src: src.clone(), cast: penguin::CastMode::Rne };
                 // A^T tile: partitions walk K. A [K, M] and B: partitions are rows of K.
                 let ap = &d.src.ap;
                 let row_len = if d.src.tensor == b {

@@ -58,6 +58,7 @@ impl From<codegen::CodegenError> for CliError {
             | E::BadOperand(_)
             | E::BadGemm(_)
             | E::DoubleRow(_)
+            | E::Bundle(_)
             | E::Sparse(_)
             | E::NotSparse { .. }
             | E::Unsupported(_) => CliError::usage(e.to_string()),
@@ -69,7 +70,9 @@ impl From<bir::BirError> for CliError {
     fn from(e: bir::BirError) -> Self {
         use bir::BirError as E;
         match e {
-            E::SbufCapacity { .. } | E::TooManyStrides { .. } | E::Unsupported(_) => CliError::usage(e.to_string()),
+            E::SbufCapacity { .. } | E::TooManyStrides { .. } | E::Unsupported(_) | E::ShapeMismatch { .. } => {
+                CliError::usage(e.to_string())
+            }
             E::Internal(_) | E::Verify(_) => CliError::internal(format!("lowering failed (a bug): {e}")),
         }
     }

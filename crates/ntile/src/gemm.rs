@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use codegen::{plan_gemm, GemmConfig, Schedule};
+use codegen::{plan_gemm, plan_gemm_auto, AutoChoice, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule};
 use penguin::{DType, FunctionView, PerfMode, SparsityPattern, Target};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -65,9 +65,24 @@ pub struct GemmArgs {
     /// a given A must already satisfy it)
     #[arg(long, value_name = "N:M")]
     pub sparsity: Option<SparsityPattern>,
-    /// Loop nest
-    #[arg(long, default_value = "naive")]
+    /// Loop nest: naive, hoisted, blocked-mn, blocked-mnk, or auto (search with the cycle model)
+    #[arg(long, default_value = "auto")]
     pub schedule: Option<Schedule>,
+    /// Rows of C per block (blocked schedules), in elements
+    #[arg(long, value_name = "ELEMS")]
+    pub block_m: Option<u64>,
+    /// Columns of C per block (blocked schedules), in elements
+    #[arg(long, value_name = "ELEMS")]
+    pub block_n: Option<u64>,
+    /// Contraction rows per block (blocked-mnk), in elements
+    #[arg(long, value_name = "ELEMS")]
+    pub block_k: Option<u64>,
+    /// Outer block loop of the blocked schedules: m-outer or n-outer
+    #[arg(long, value_name = "ORDER")]
+    pub order: Option<LoopOrder>,
+    /// Write the modeled engine timeline as Chrome/Perfetto trace-event JSON
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
     /// A as a float32 (or float16) .npy of shape [M, K] ([K, M] with --lhs-transposed)
     #[arg(long, value_name = "A.npy", requires = "rhs")]
     pub lhs: Option<PathBuf>,
@@ -133,8 +148,38 @@ pub struct Report {
     pub hbm_bytes: u64,
     /// The check against the fp64 reference, or null with `--no-sim`.
     pub check: Option<Check>,
+    /// Modeled time of the lowered program (cycle model), in microseconds.
+    pub modeled_time_us: f64,
+    /// Hardware matmul FLOPs / (peak x modeled time).
+    pub hfu: f64,
+    /// Busy fraction of each engine class over the modeled time (dma: mean of the 16 queues).
+    pub engine_busy: sim::EngineBusy,
+    /// The I/O lower bound `2*M*N*K/sqrt(S) + M*N` words for SBUF size S, in bytes of the
+    /// operand dtype.
+    pub io_lower_bound_bytes: f64,
+    /// PE time if every matmul ran back to back at `max(N, 64)` cycles, in microseconds.
+    pub tile_quantized_ideal_us: f64,
+    /// What `--schedule auto` chose (null for an explicit schedule).
+    pub auto: Option<AutoReport>,
     /// Wall-clock milliseconds of each phase.
     pub wall_ms: WallMs,
+}
+
+/// The choice `--schedule auto` made.
+#[derive(Clone, Debug, Serialize)]
+pub struct AutoReport {
+    /// Candidates modeled with the cycle model.
+    pub evaluated: usize,
+    /// Candidates that did not fit SBUF.
+    pub rejected: usize,
+    /// Chosen block sizes in elements and loop order.
+    pub block_m: u64,
+    /// Block columns.
+    pub block_n: u64,
+    /// Block contraction rows.
+    pub block_k: u64,
+    /// Outer block loop.
+    pub order: String,
 }
 
 /// Wall-clock milliseconds of each phase.
@@ -243,6 +288,7 @@ fn random_inputs(m: u64, k: u64, n: u64, seed: u64) -> Inputs {
 pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let (m, k, n, given) = resolve_shape(args)?;
     let dtype = args.dtype.unwrap_or(DType::Bf16);
+    let defaults = BlockSizes::default();
     let cfg = GemmConfig {
         m,
         k,
@@ -256,27 +302,44 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         lhs_transposed: args.lhs_transposed,
         perf_mode: args.perf_mode.unwrap_or_default(),
         sparsity: args.sparsity,
+        blocks: BlockSizes {
+            m: args.block_m.unwrap_or(defaults.m),
+            n: args.block_n.unwrap_or(defaults.n),
+            k: args.block_k.unwrap_or(defaults.k),
+        },
+        order: args.order.unwrap_or_default(),
     };
     let mut wall = WallMs::default();
     let t = Instant::now();
-    let plan = plan_gemm(&cfg)?;
+    let (plan, auto) = if cfg.schedule == Schedule::Auto {
+        let (plan, choice) = plan_gemm_auto(&cfg, AUTO_SHORTLIST, &mut modeled_ns)?;
+        (plan, Some(choice))
+    } else {
+        (plan_gemm(&cfg)?, None)
+    };
+    let cfg = plan.config.clone();
     wall.plan = ms(t);
-    if args.emit == Some(Emit::Penguin) {
-        let report = report_of(&cfg, &plan, None, None, wall);
-        return Ok(Outcome { report, stdout: plan.function.to_string(), result: None });
-    }
     let t = Instant::now();
-    let verified = penguin::verify(&plan.function)
-        .map_err(|e| CliError::internal(format!("generated kernel failed verification (a bug): {e}")))?;
-    let program = bir::lower(verified, cfg.target)?;
-    bir::verify_program(&program)?;
+    let program = lower(&plan)?;
     wall.lower = ms(t);
-    if args.emit == Some(Emit::Bir) {
-        let report = report_of(&cfg, &plan, Some(&program), None, wall);
-        return Ok(Outcome { report, stdout: program.to_string(), result: None });
+    let cycle = sim::model(&program).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
+    if let Some(path) = &args.trace {
+        npy::write_atomic(path, sim::chrome_trace(&program, &cycle).as_bytes())?;
+    }
+    let modeled = Modeled { program: &program, cycle: &cycle, auto: auto.as_ref() };
+    match args.emit {
+        Some(Emit::Penguin) => {
+            let report = report_of(&cfg, &plan, &modeled, None, wall);
+            return Ok(Outcome { report, stdout: plan.function.to_string(), result: None });
+        }
+        Some(Emit::Bir) => {
+            let report = report_of(&cfg, &plan, &modeled, None, wall);
+            return Ok(Outcome { report, stdout: program.to_string(), result: None });
+        }
+        None => {}
     }
     if args.no_sim {
-        let report = report_of(&cfg, &plan, Some(&program), None, wall);
+        let report = report_of(&cfg, &plan, &modeled, None, wall);
         let stdout = if args.json { json(&report)? } else { summary(&report) };
         return Ok(Outcome { report, stdout, result: None });
     }
@@ -326,9 +389,55 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         };
         npy::write_atomic(path, &npy::to_npy_bytes(&[m, n], kind, &raw)?)?;
     }
-    let report = report_of(&cfg, &plan, Some(&program), Some(check), wall);
+    let report = report_of(&cfg, &plan, &modeled, Some(check), wall);
     let stdout = if args.json { json(&report)? } else { summary(&report) };
     Ok(Outcome { report, stdout, result: Some(c) })
+}
+
+/// How many of `auto`'s best-estimated candidates get the cycle model.
+const AUTO_SHORTLIST: usize = 6;
+
+/// Verify, lower and verify the BIR of a plan.
+fn lower(plan: &GemmPlan) -> Result<bir::Program, CliError> {
+    let verified = penguin::verify(&plan.function)
+        .map_err(|e| CliError::internal(format!("generated kernel failed verification (a bug): {e}")))?;
+    let program = bir::lower(verified, plan.config.target)?;
+    bir::verify_program(&program)?;
+    Ok(program)
+}
+
+/// `auto`'s cost: the cycle model's time of the lowered candidate.
+fn modeled_ns(plan: &GemmPlan) -> Result<f64, codegen::CodegenError> {
+    let program = lower(plan).map_err(|e| codegen::CodegenError::Unsupported(e.message))?;
+    let report = sim::model(&program).map_err(|e| codegen::CodegenError::Unsupported(e.to_string()))?;
+    Ok(report.total_ns)
+}
+
+/// The cycle model's view of the planned program.
+struct Modeled<'a> {
+    program: &'a bir::Program,
+    cycle: &'a sim::CycleReport,
+    auto: Option<&'a AutoChoice>,
+}
+
+/// `2*M*N*K/sqrt(S) + M*N` words for an SBUF of S words of the operand dtype, in bytes.
+fn io_lower_bound_bytes(cfg: &GemmConfig) -> f64 {
+    let size = f64::from(cfg.lhs_dtype.size_bytes().max(cfg.rhs_dtype.size_bytes()));
+    let sbuf_words = 128.0 * f64::from(cfg.target.info().statebuf_par_size_in_bytes) / size;
+    let (m, k, n) = (cfg.m as f64, cfg.k as f64, cfg.n as f64);
+    (2.0 * m * n * k / sbuf_words.sqrt() + m * n) * size
+}
+
+/// Every matmul back to back at `max(N, 64)` TensorE cycles (4x for fp32), in us.
+fn tile_quantized_ideal_us(cfg: &GemmConfig) -> f64 {
+    let info = cfg.target.info();
+    let chunks = codegen::k_chunks(cfg).0.len() as f64;
+    let mt = cfg.m.div_ceil(codegen::M_TILE) as f64;
+    let n_cycles: f64 = (0..cfg.n.div_ceil(codegen::N_TILE))
+        .map(|i| (cfg.n - i * codegen::N_TILE).min(codegen::N_TILE).max(64) as f64)
+        .sum();
+    let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { 4.0 } else { 1.0 };
+    mt * chunks * n_cycles * fp32 / info.pe_ghz / 1e3
 }
 
 fn sim_error(e: sim::SimError) -> CliError {
@@ -348,13 +457,7 @@ fn check_result(cfg: &GemmConfig, inputs: &Inputs, c: &[f32]) -> Check {
     reference::check(c, &r, &mag, cfg.k, cfg.out_dtype)
 }
 
-fn report_of(
-    cfg: &GemmConfig,
-    plan: &codegen::GemmPlan,
-    program: Option<&bir::Program>,
-    check: Option<Check>,
-    wall_ms: WallMs,
-) -> Report {
+fn report_of(cfg: &GemmConfig, plan: &GemmPlan, modeled: &Modeled<'_>, check: Option<Check>, wall_ms: WallMs) -> Report {
     Report {
         target: cfg.target.to_string(),
         m: cfg.m,
@@ -367,13 +470,26 @@ fn report_of(
         sparsity: cfg.sparsity.map(|p| p.to_string()),
         schedule: cfg.schedule.to_string(),
         penguin_instructions: plan.function.layout().len() as u64,
-        bir_instructions: program.map_or(0, |p| p.num_insts() as u64),
+        bir_instructions: modeled.program.num_insts() as u64,
         matmuls: plan.stats.matmuls,
         psum_groups: plan.stats.psum_groups,
         max_live_psum_banks: plan.stats.max_live_psum_groups,
         sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
-        hbm_bytes: program.map_or(0, bir::Program::hbm_traffic_bytes),
+        hbm_bytes: modeled.program.hbm_traffic_bytes(),
         check,
+        modeled_time_us: modeled.cycle.total_us(),
+        hfu: modeled.cycle.hfu(),
+        engine_busy: modeled.cycle.engine_busy_summary(),
+        io_lower_bound_bytes: io_lower_bound_bytes(cfg),
+        tile_quantized_ideal_us: tile_quantized_ideal_us(cfg),
+        auto: modeled.auto.map(|a| AutoReport {
+            evaluated: a.evaluated,
+            rejected: a.rejected,
+            block_m: a.config.blocks.m,
+            block_n: a.config.blocks.n,
+            block_k: a.config.blocks.k,
+            order: a.config.order.name().to_string(),
+        }),
         wall_ms,
     }
 }
@@ -415,6 +531,24 @@ pub fn summary(r: &Report) -> String {
         kib(cap),
         mib(r.hbm_bytes)
     );
+    s += &format!(
+        "  model   {:.1} us modeled (ideal PE time {:.1} us), HFU {:.2}; HBM {:.2}x the I/O lower bound\n",
+        r.modeled_time_us,
+        r.tile_quantized_ideal_us,
+        r.hfu,
+        r.hbm_bytes as f64 / r.io_lower_bound_bytes.max(1.0)
+    );
+    let b = &r.engine_busy;
+    for (name, frac) in [("pe", b.pe), ("act", b.act), ("dve", b.dve), ("pool", b.pool), ("dma", b.dma)] {
+        let filled = (frac.clamp(0.0, 1.0) * 20.0).round() as usize;
+        s += &format!("          {name:<4} [{}{}] {:>3.0}%\n", "#".repeat(filled), ".".repeat(20 - filled), frac * 100.0);
+    }
+    if let Some(a) = &r.auto {
+        s += &format!(
+            "  auto    chose {} (blocks m {} n {} k {}, {}) of {} modeled candidates ({} did not fit SBUF)\n",
+            r.schedule, a.block_m, a.block_n, a.block_k, a.order, a.evaluated, a.rejected
+        );
+    }
     match &r.check {
         Some(c) => {
             let verdict =

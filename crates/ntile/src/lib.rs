@@ -6,10 +6,14 @@
 //! atomically.
 #![deny(missing_docs)]
 
+pub mod compile;
 pub mod error;
+pub mod fmt;
 pub mod gemm;
 pub mod npy;
 pub mod reference;
+pub mod run;
+pub mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -37,6 +41,14 @@ pub struct Cli {
 pub enum Command {
     /// Plan, lower, simulate and check C[M,N] = A[M,K] @ B[K,N]
     Gemm(gemm::GemmArgs),
+    /// Verify a Penguin function (.pir), lower it for a target and print the BIR
+    Compile(compile::CompileArgs),
+    /// Simulate a .pir or .bir file on .npy inputs and write the named tensors
+    Run(run::RunArgs),
+    /// Check a .pir or .bir file against its IR's verifier; errors print beside their lines
+    Verify(verify::VerifyArgs),
+    /// Print a .pir, .bir or .json file in canonical form (`-` reads stdin)
+    Fmt(fmt::FmtArgs),
 }
 
 /// Run a parsed command line: the text for stdout and the exit code.
@@ -50,5 +62,9 @@ pub fn run(cli: &Cli) -> Result<(String, u8), CliError> {
             };
             Ok((out.stdout, code))
         }
+        Command::Compile(args) => Ok((compile::run(args)?, 0)),
+        Command::Run(args) => Ok((run::run(args)?, 0)),
+        Command::Verify(args) => Ok((verify::run(args)?, 0)),
+        Command::Fmt(args) => Ok((fmt::run(args)?, 0)),
     }
 }

@@ -31,6 +31,7 @@ mod entity;
 mod error;
 mod function;
 mod inst;
+pub mod parse;
 pub mod print;
 pub mod target;
 pub mod tile;
@@ -43,6 +44,7 @@ pub use dtype::{CastMode, DType};
 pub use entity::{InstId, Memory, TensorId};
 pub use error::{Entity, PenguinError, VerifierError, VerifierErrors};
 pub use function::{Function, FunctionView, TensorData};
+pub use parse::ParseError;
 pub use inst::{
     Access, ComputeEngine, Dep, DepKind, DmaCopyData, DmaGatherData, DmaScatterAddData, EngineAccumulationType,
     InstData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData, OffloadedMemCastData,

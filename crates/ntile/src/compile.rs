@@ -1,0 +1,78 @@
+//! `ntile compile`: verify a Penguin function, lower it for a target and verify the BIR.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use penguin::{Function, Target};
+
+use crate::error::CliError;
+use crate::fmt::{load_path, penguin_errors, to_json, write_or_return, Ir, Source};
+use crate::verify::check_program;
+
+/// What `ntile compile` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum CompileEmit {
+    /// The BIR program as `.bir` text.
+    #[default]
+    Bir,
+    /// The BIR program as JSON.
+    Json,
+}
+
+/// Flags of `ntile compile`.
+#[derive(Args, Clone, Debug)]
+#[command(after_long_help = "\
+Examples:
+  ntile compile examples/gemm_4x16x8.pir                 BIR text on stdout
+  ntile compile examples/gemm_4x16x8.pir --target trn1 -o gemm.bir
+  ntile compile kernel.pir --emit json
+
+Exit codes: 0 ok, 2 the function does not parse, breaks a verifier rule, does not fit the
+target, or lowers to a program the BIR verifier rejects (errors are printed beside their lines).")]
+pub struct CompileArgs {
+    /// A Penguin function: .pir text or its JSON; `-` reads stdin
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// Target: trn1, trn2 or trn3
+    #[arg(long, default_value = "trn2")]
+    pub target: Target,
+    /// Output format
+    #[arg(long, value_enum, default_value = "bir")]
+    pub emit: CompileEmit,
+    /// Write the result here (atomically) instead of to stdout
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: Option<PathBuf>,
+}
+
+/// Verify, lower and verify again: the program a Penguin function runs as.
+pub fn compile_function(
+    src: &Source,
+    f: &Function,
+    map: Option<&penguin::parse::SourceMap>,
+    target: Target,
+) -> Result<bir::Program, CliError> {
+    let verified = penguin::verify(f).map_err(|e| penguin_errors(src, f, map, &e))?;
+    let program = bir::lower(verified, target).map_err(|e| match e {
+        bir::BirError::Internal(_) => CliError::internal(format!("{}: lowering failed (a bug): {e}", src.name)),
+        other => CliError::usage(format!("{}: cannot lower for {target}: {other}", src.name)),
+    })?;
+    check_program(src, &program, None, "the lowered program fails the BIR verifier")?;
+    Ok(program)
+}
+
+/// Run `ntile compile`.
+pub fn run(args: &CompileArgs) -> Result<String, CliError> {
+    let (src, ir) = load_path(&args.file)?;
+    let Ir::Penguin(f, map) = &ir else {
+        return Err(CliError::usage(format!(
+            "{}: is a BIR program; `ntile compile` takes a Penguin function (.pir). Use `ntile verify` or `ntile run` on BIR",
+            src.name
+        )));
+    };
+    let program = compile_function(&src, f, map.as_ref(), args.target)?;
+    let text = match args.emit {
+        CompileEmit::Bir => program.to_string(),
+        CompileEmit::Json => to_json(&program)?,
+    };
+    write_or_return(args.output.as_deref(), text)
+}

@@ -1,0 +1,259 @@
+//! `ntile run`: simulate a Penguin function (lowered first) or a BIR program on `.npy` inputs
+//! and write the named tensors as `.npy` files.
+//!
+//! Inputs must have the tensor's exact shape. A float tensor accepts float32 (or float16)
+//! arrays, converted to its dtype as the DMA would (round to nearest even); bf16 and fp8
+//! tensors also accept their raw bit patterns as uint16 / uint8 arrays; integer tensors take
+//! the matching integer arrays. Outputs are written as float32 (fp32), float16 (fp16), uint16
+//! bit patterns (bf16), uint8 bit patterns (fp8) or the native integer type.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use penguin::{DType, Target};
+
+use crate::compile::compile_function;
+use crate::error::CliError;
+use crate::fmt::{load_path, Ir, Source};
+use crate::npy::{self, OutKind};
+use crate::verify::check_program;
+
+/// `NAME=FILE.npy`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Binding {
+    /// The tensor.
+    pub name: String,
+    /// The file.
+    pub path: PathBuf,
+}
+
+fn binding(s: &str) -> Result<Binding, String> {
+    match s.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !path.is_empty() => {
+            Ok(Binding { name: name.to_string(), path: PathBuf::from(path) })
+        }
+        _ => Err(format!("expected NAME=FILE.npy, found `{s}`")),
+    }
+}
+
+/// Flags of `ntile run`.
+#[derive(Args, Clone, Debug)]
+#[command(after_long_help = "\
+Examples:
+  ntile run examples/gemm_4x16x8.pir --input a=a.npy --input b=b.npy --output c=c.npy
+  ntile run examples/gemm_4x16x8.bir --input a=a.npy --input b=b.npy --output c=c.npy
+  ntile gemm --m 130 --k 300 --n 70 --emit penguin > g.pir && ntile run g.pir --input a=a.npy --input b=b.npy --output c=c.npy
+
+Every kernel input must be given. Float tensors take float32 (or float16) arrays; bf16 and
+fp8 tensors also take uint16 / uint8 bit patterns; int16, int32 and uint8 tensors take
+matching integer arrays. Outputs: float32 for fp32, float16 for fp16, uint16 bits for bf16,
+uint8 bits for fp8, native integers otherwise.
+
+Exit codes: 0 ok, 2 bad input (the IR, an array, a name) or a simulation error in the program
+(such as a race or a read of an open PSUM group), 3 internal error.")]
+pub struct RunArgs {
+    /// A .pir or .bir file (or either as JSON); `-` reads stdin
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+    /// An input tensor: NAME=FILE.npy (repeat for each input)
+    #[arg(long = "input", value_name = "NAME=FILE.npy", value_parser = binding)]
+    pub inputs: Vec<Binding>,
+    /// A tensor to write after the run: NAME=FILE.npy (repeatable)
+    #[arg(long = "output", value_name = "NAME=FILE.npy", value_parser = binding)]
+    pub outputs: Vec<Binding>,
+    /// Target to lower a Penguin function for [default: trn2]; a BIR program names its own
+    #[arg(long)]
+    pub target: Option<Target>,
+}
+
+/// An `.npy` file's shape, element type string and raw little-endian element bytes.
+struct RawArray {
+    shape: Vec<u64>,
+    descr: String,
+    data: Vec<u8>,
+}
+
+fn read_raw(path: &Path) -> Result<RawArray, CliError> {
+    let what = path.display();
+    let bytes = std::fs::read(path).map_err(|e| CliError::usage(format!("cannot read {what}: {e}")))?;
+    let bad = |m: String| CliError::usage(format!("{what}: {m}"));
+    let mut cursor = std::io::Cursor::new(bytes.as_slice());
+    let header =
+        npyz::NpyHeader::from_reader(&mut cursor).map_err(|e| bad(format!("not a valid .npy file ({e})")))?;
+    let payload = bytes.get(cursor.position() as usize..).unwrap_or_default();
+    let npy = npyz::NpyFile::with_header(header, payload);
+    let descr = match npy.dtype() {
+        npyz::DType::Plain(ts) => ts.to_string(),
+        other => return Err(bad(format!("holds a structured or nested dtype ({})", other.descr()))),
+    };
+    if npy.order() == npyz::Order::Fortran {
+        return Err(bad("Fortran-ordered arrays are not supported; save np.ascontiguousarray(x)".into()));
+    }
+    let item: u64 = match descr.as_str() {
+        "<f4" | "<i4" => 4,
+        "<f2" | "<i2" | "<u2" => 2,
+        "|u1" | "<u1" | "|i1" | "<i1" => 1,
+        d if d.starts_with('>') => return Err(bad(format!("big-endian data ({d}) is not supported"))),
+        d => return Err(bad(format!("holds dtype {d}, which no ntile tensor takes"))),
+    };
+    let shape = npy.shape().to_vec();
+    let too_large = || bad(format!("shape {shape:?} is too large"));
+    let len = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).ok_or_else(too_large)?;
+    let need = len.checked_mul(item).ok_or_else(too_large)?;
+    if need > payload.len() as u64 {
+        return Err(bad(format!("truncated: shape {shape:?} needs {need} data bytes but the file has {}", payload.len())));
+    }
+    Ok(RawArray { shape, descr, data: payload[..need as usize].to_vec() })
+}
+
+fn f32s(a: &RawArray) -> Vec<f32> {
+    match a.descr.as_str() {
+        "<f2" => a.data.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
+        _ => a.data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+    }
+}
+
+/// Store one input array into the simulator, checking shape and dtype against the tensor.
+fn write_input(sim: &mut sim::Simulator, t: &bir::HbmTensor, b: &Binding) -> Result<(), CliError> {
+    let a = read_raw(&b.path)?;
+    let at = format!("--input {}={}", b.name, b.path.display());
+    if a.shape != t.shape {
+        return Err(CliError::usage(format!("{at}: shape {:?} but tensor `{}` is {:?}", a.shape, t.name, t.shape)));
+    }
+    let float = t.dtype.is_float();
+    let raw_ok = match (t.dtype, a.descr.as_str()) {
+        (DType::Int16, "<i2") | (DType::Int32, "<i4") | (DType::Bf16, "<u2") => true,
+        (DType::Uint8 | DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2, "|u1" | "<u1") => true,
+        _ => false,
+    };
+    let sim_err = |e: sim::SimError| CliError::usage(format!("{at}: {e}"));
+    if raw_ok {
+        sim.write_hbm_tensor(&t.name, &a.data).map_err(sim_err)
+    } else if float && matches!(a.descr.as_str(), "<f4" | "<f2") {
+        sim.write_hbm_f32(&t.name, &f32s(&a)).map_err(sim_err)
+    } else {
+        let accepts = match t.dtype {
+            DType::Fp32 | DType::Fp16 => "float32 or float16",
+            DType::Bf16 => "float32, float16 or uint16 bf16 bit patterns",
+            DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 => "float32, float16 or uint8 fp8 bit patterns",
+            DType::Uint8 => "uint8",
+            DType::Int16 => "int16",
+            DType::Int32 => "int32",
+        };
+        Err(CliError::usage(format!("{at}: holds {} but tensor `{}` is {} (it takes {accepts})", a.descr, t.name, t.dtype)))
+    }
+}
+
+fn write_int_npy<T: npyz::AutoSerialize + Copy, const N: usize>(
+    shape: &[u64],
+    data: &[u8],
+    conv: impl Fn([u8; N]) -> T,
+) -> Result<Vec<u8>, CliError> {
+    use npyz::WriterBuilder as _;
+    let mut out = Vec::with_capacity(data.len() + 128);
+    let written = (|| {
+        let mut w = npyz::WriteOptions::new().default_dtype().shape(shape).writer(&mut out).begin_nd()?;
+        for chunk in data.chunks_exact(N) {
+            let mut b = [0u8; N];
+            b.copy_from_slice(chunk);
+            w.push(&conv(b))?;
+        }
+        w.finish()
+    })();
+    written.map_err(|e| CliError::internal(format!("npy encoding failed: {e}")))?;
+    Ok(out)
+}
+
+/// The `.npy` bytes of a tensor's raw contents.
+fn output_npy(t: &bir::HbmTensor, raw: &[u8]) -> Result<Vec<u8>, CliError> {
+    let kind = match t.dtype {
+        DType::Fp32 => OutKind::F32,
+        DType::Fp16 => OutKind::F16,
+        DType::Bf16 => OutKind::U16Bits,
+        DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 | DType::Uint8 => OutKind::U8Bits,
+        DType::Int16 => return write_int_npy(&t.shape, raw, i16::from_le_bytes),
+        DType::Int32 => return write_int_npy(&t.shape, raw, i32::from_le_bytes),
+    };
+    npy::to_npy_bytes(&t.shape, kind, raw)
+}
+
+/// A simulator message with the file line of the instruction it names, when known.
+fn sim_message(src: &Source, map: Option<&bir::text::SourceMap>, message: String) -> String {
+    let line = bir::text::locate(&message).and_then(|(at, _)| map.and_then(|m| m.line_of(at)));
+    match line {
+        Some(line) => format!("{}:{line}: {message}", src.name),
+        None => format!("{}: {message}", src.name),
+    }
+}
+
+/// Run `ntile run`.
+pub fn run(args: &RunArgs) -> Result<String, CliError> {
+    let (src, ir) = load_path(&args.file)?;
+    let (program, map, required): (bir::Program, Option<bir::text::SourceMap>, Vec<String>) = match ir {
+        Ir::Penguin(f, fmap) => {
+            let target = args.target.unwrap_or(Target::Trn2);
+            let program = compile_function(&src, &f, fmap.as_ref(), target)?;
+            let required = f.inputs.iter().filter_map(|&t| penguin::FunctionView::tensor(&f, t)).map(|t| t.name.clone()).collect();
+            (program, None, required)
+        }
+        Ir::Bir(p, bmap) => {
+            if let Some(t) = args.target.filter(|t| *t != p.target) {
+                return Err(CliError::usage(format!(
+                    "{}: the program is for {}, but --target says {t}",
+                    src.name, p.target
+                )));
+            }
+            check_program(&src, &p, bmap.as_ref(), "BIR verifier")?;
+            let required = p.hbm.iter().filter(|t| t.role == bir::HbmRole::Input).map(|t| t.name.clone()).collect();
+            (p, bmap, required)
+        }
+    };
+    let names: Vec<&str> = program.hbm.iter().map(|t| t.name.as_str()).collect();
+    let tensor = |b: &Binding, flag: &str| {
+        program.hbm_tensor(&b.name).ok_or_else(|| {
+            CliError::usage(format!(
+                "--{flag} {}: `{}` is not an HBM tensor of {} (it has {})",
+                b.name,
+                b.name,
+                src.name,
+                names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ))
+        })
+    };
+    for (i, b) in args.inputs.iter().enumerate() {
+        tensor(b, "input")?;
+        if args.inputs[..i].iter().any(|o| o.name == b.name) {
+            return Err(CliError::usage(format!("--input {} is given twice", b.name)));
+        }
+    }
+    for b in &args.outputs {
+        tensor(b, "output")?;
+    }
+    if let Some(missing) = required.iter().find(|n| !args.inputs.iter().any(|b| &b.name == *n)) {
+        return Err(CliError::usage(format!(
+            "{}: input `{missing}` is not given (pass --input {missing}=FILE.npy)",
+            src.name
+        )));
+    }
+    let mut simulator = sim::Simulator::new(&program);
+    for b in &args.inputs {
+        write_input(&mut simulator, tensor(b, "input")?, b)?;
+    }
+    let stats = simulator.run().map_err(|e| CliError::usage(sim_message(&src, map.as_ref(), format!("simulation failed: {e}"))))?;
+    if let Some(race) = stats.races.first() {
+        let more = stats.races.len() as u64 - 1 + stats.races_dropped;
+        let tail = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+        return Err(CliError::usage(format!("{}: {race}{tail}", src.name)));
+    }
+    let mut out = format!(
+        "ran {} on {}: {} instructions, {} matmuls, {} bytes moved by DMA\n",
+        program.kernel_name, program.target, stats.instructions, stats.matmuls, stats.dma_bytes
+    );
+    for b in &args.outputs {
+        let t = tensor(b, "output")?;
+        let raw = simulator.read_hbm_tensor(&t.name).map_err(|e| CliError::usage(format!("{}: {e}", src.name)))?;
+        npy::write_atomic(&b.path, &output_npy(t, &raw)?)?;
+        out += &format!("  wrote {} {} {:?} to {}\n", t.name, t.dtype, t.shape, b.path.display());
+    }
+    Ok(out)
+}

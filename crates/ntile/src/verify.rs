@@ -1,0 +1,65 @@
+//! `ntile verify`: run the verifier of a file's IR and print its errors beside their lines.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::error::CliError;
+use crate::fmt::{bir_errors, load_path, penguin_errors, Ir};
+
+/// Flags of `ntile verify`.
+#[derive(Args, Clone, Debug)]
+#[command(after_long_help = "\
+Examples:
+  ntile verify examples/gemm_4x16x8.pir
+  ntile verify examples/gemm_4x16x8.bir
+
+Exit codes: 0 the IR is valid, 2 it does not parse or breaks a verifier rule (each error is
+printed with its file line, then the IR with every error beside the line it concerns).")]
+pub struct VerifyArgs {
+    /// A .pir, .bir or .json file; `-` reads stdin
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+/// Run `ntile verify`.
+pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
+    let (src, ir) = load_path(&args.file)?;
+    match &ir {
+        Ir::Penguin(f, map) => {
+            penguin::verify(f).map_err(|e| penguin_errors(&src, f, map.as_ref(), &e))?;
+            Ok(format!(
+                "{}: ok: kernel {} ({} tensors, {} instructions)\n",
+                src.name,
+                f.kernel_name,
+                f.tensors.len(),
+                f.layout.len()
+            ))
+        }
+        Ir::Bir(p, map) => {
+            check_program(&src, p, map.as_ref(), "BIR verifier")?;
+            Ok(format!(
+                "{}: ok: program {} for {} ({} instructions on {} streams)\n",
+                src.name,
+                p.kernel_name,
+                p.target,
+                p.num_insts(),
+                p.streams.iter().filter(|s| !s.is_empty()).count()
+            ))
+        }
+    }
+}
+
+/// Run the BIR verifier; its errors are the user's (a hand-written or lowered program).
+pub fn check_program(
+    src: &crate::fmt::Source,
+    p: &bir::Program,
+    map: Option<&bir::text::SourceMap>,
+    what: &str,
+) -> Result<(), CliError> {
+    match bir::verify_program(p) {
+        Ok(()) => Ok(()),
+        Err(bir::BirError::Verify(errors)) => Err(bir_errors(src, p, map, what, &errors)),
+        Err(other) => Err(CliError::usage(format!("{}: {other}", src.name))),
+    }
+}

@@ -1,0 +1,432 @@
+//! Element conversion kernels: runs of memory bytes to f32 and back, one tight loop per dtype.
+//!
+//! Every kernel reproduces [`DType::decode`] / [`DType::encode`] exactly (the tests compare
+//! them bit for bit); they exist only to keep dispatch out of the per-element loop: bf16 is
+//! a 16-bit shift (NaNs quieted), fp8 a 256-entry table, fp32 a plain load.
+
+use std::sync::OnceLock;
+
+use penguin::{CastMode, DType};
+
+/// A run of equally spaced elements in a memory image: `len` elements starting at byte
+/// `start`, `step` bytes apart (negative steps walk backwards).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Run {
+    /// Byte address of the first element.
+    pub start: i64,
+    /// Elements in the run.
+    pub len: usize,
+    /// Bytes from one element to the next.
+    pub step: i64,
+}
+
+impl Run {
+    /// The same run without its first `n` elements.
+    pub fn skip(self, n: usize) -> Run {
+        Run { start: self.start + n as i64 * self.step, len: self.len - n, step: self.step }
+    }
+
+    /// The first `n` elements of the run.
+    pub fn take(self, n: usize) -> Run {
+        Run { len: n, ..self }
+    }
+
+    /// Whether the elements of size `size` follow each other without gaps.
+    pub fn contiguous(self, size: usize) -> bool {
+        self.step == size as i64 || self.len <= 1
+    }
+
+    /// Byte address of element `j` (validated against the image when the run was built).
+    #[inline(always)]
+    pub fn at(self, j: usize) -> usize {
+        (self.start + j as i64 * self.step) as usize
+    }
+
+    /// The bytes of a contiguous run of elements of size `size`.
+    #[inline(always)]
+    pub fn span(self, size: usize) -> std::ops::Range<usize> {
+        let a = self.start as usize;
+        a..a + self.len * size
+    }
+}
+
+/// Decoding tables of the three fp8 formats, indexed by bit pattern.
+struct Fp8Tables {
+    e4m3: [f32; 256],
+    e4m3fn: [f32; 256],
+    e5m2: [f32; 256],
+}
+
+fn fp8_tables() -> &'static Fp8Tables {
+    static TABLES: OnceLock<Fp8Tables> = OnceLock::new();
+    TABLES.get_or_init(|| {
+        let table = |d: DType| {
+            let mut t = [0f32; 256];
+            for (bits, v) in (0u32..).zip(t.iter_mut()) {
+                *v = d.decode(bits);
+            }
+            t
+        };
+        Fp8Tables { e4m3: table(DType::Fp8e4m3), e4m3fn: table(DType::Fp8e4m3fn), e5m2: table(DType::Fp8e5m2) }
+    })
+}
+
+/// How one element's bytes become an f32.
+trait Decoder: Copy {
+    const SIZE: usize;
+    fn dec(self, b: &[u8]) -> f32;
+}
+
+#[derive(Clone, Copy)]
+struct F32Dec;
+impl Decoder for F32Dec {
+    const SIZE: usize = 4;
+    #[inline(always)]
+    fn dec(self, b: &[u8]) -> f32 {
+        f32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Bf16Dec;
+impl Decoder for Bf16Dec {
+    const SIZE: usize = 2;
+    #[inline(always)]
+    fn dec(self, b: &[u8]) -> f32 {
+        bf16_bits_to_f32(u32::from(u16::from_le_bytes([b[0], b[1]])))
+    }
+}
+
+/// A 16-bit shift, plus the quiet bit on NaN exactly as `half` (and so `DType`) does,
+/// without a branch so loops vectorise.
+#[inline(always)]
+fn bf16_bits_to_f32(h: u32) -> f32 {
+    let nan = u32::from(h & 0x7fff > 0x7f80);
+    f32::from_bits((h | nan << 6) << 16)
+}
+
+/// Contiguous bf16: four elements per 64-bit load.
+fn decode_bf16_contiguous(bytes: &[u8], out: &mut [f32]) {
+    let mut quads = bytes.chunks_exact(8);
+    let mut outs = out.chunks_exact_mut(4);
+    for (q, o) in (&mut quads).zip(&mut outs) {
+        let v = u64::from_le_bytes([q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]]);
+        for (i, x) in o.iter_mut().enumerate() {
+            *x = bf16_bits_to_f32((v >> (16 * i)) as u32 & 0xffff);
+        }
+    }
+    for (b, x) in quads.remainder().chunks_exact(2).zip(outs.into_remainder()) {
+        *x = Bf16Dec.dec(b);
+    }
+}
+
+#[derive(Clone, Copy)]
+struct F16Dec;
+impl Decoder for F16Dec {
+    const SIZE: usize = 2;
+    #[inline(always)]
+    fn dec(self, b: &[u8]) -> f32 {
+        half::f16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32()
+    }
+}
+
+#[derive(Clone, Copy)]
+struct LutDec(&'static [f32; 256]);
+impl Decoder for LutDec {
+    const SIZE: usize = 1;
+    #[inline(always)]
+    fn dec(self, b: &[u8]) -> f32 {
+        self.0[usize::from(b[0])]
+    }
+}
+
+#[derive(Clone, Copy)]
+struct U8Dec;
+impl Decoder for U8Dec {
+    const SIZE: usize = 1;
+    #[inline(always)]
+    fn dec(self, b: &[u8]) -> f32 {
+        f32::from(b[0])
+    }
+}
+
+#[derive(Clone, Copy)]
+struct I16Dec;
+impl Decoder for I16Dec {
+    const SIZE: usize = 2;
+    #[inline(always)]
+    fn dec(self, b: &[u8]) -> f32 {
+        f32::from(i16::from_le_bytes([b[0], b[1]]))
+    }
+}
+
+#[derive(Clone, Copy)]
+struct I32Dec;
+impl Decoder for I32Dec {
+    const SIZE: usize = 4;
+    #[inline(always)]
+    fn dec(self, b: &[u8]) -> f32 {
+        i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f32
+    }
+}
+
+#[inline(always)]
+fn decode_with<D: Decoder>(d: D, mem: &[u8], run: Run, out: &mut [f32]) {
+    if run.contiguous(D::SIZE) {
+        for (o, b) in out.iter_mut().zip(mem[run.span(D::SIZE)].chunks_exact(D::SIZE)) {
+            *o = d.dec(b);
+        }
+    } else {
+        for (j, o) in out.iter_mut().enumerate() {
+            let a = run.at(j);
+            *o = d.dec(&mem[a..a + D::SIZE]);
+        }
+    }
+}
+
+/// Decode the `out.len()` elements of `run` (of type `dtype`) into f32.
+pub(crate) fn decode_run(dtype: DType, mem: &[u8], run: Run, out: &mut [f32]) {
+    let out = &mut out[..run.len];
+    match dtype {
+        DType::Fp32 => decode_with(F32Dec, mem, run, out),
+        DType::Bf16 if run.contiguous(2) => decode_bf16_contiguous(&mem[run.span(2)], out),
+        DType::Bf16 => decode_with(Bf16Dec, mem, run, out),
+        DType::Fp16 => decode_with(F16Dec, mem, run, out),
+        DType::Fp8e4m3 => decode_with(LutDec(&fp8_tables().e4m3), mem, run, out),
+        DType::Fp8e4m3fn => decode_with(LutDec(&fp8_tables().e4m3fn), mem, run, out),
+        DType::Fp8e5m2 => decode_with(LutDec(&fp8_tables().e5m2), mem, run, out),
+        DType::Uint8 => decode_with(U8Dec, mem, run, out),
+        DType::Int16 => decode_with(I16Dec, mem, run, out),
+        DType::Int32 => decode_with(I32Dec, mem, run, out),
+    }
+}
+
+/// How an f32 becomes one element's bytes.
+trait Encoder: Copy {
+    const SIZE: usize;
+    fn enc(self, x: f32, out: &mut [u8]);
+}
+
+#[derive(Clone, Copy)]
+struct F32Enc;
+impl Encoder for F32Enc {
+    const SIZE: usize = 4;
+    #[inline(always)]
+    fn enc(self, x: f32, out: &mut [u8]) {
+        out[..4].copy_from_slice(&x.to_le_bytes());
+    }
+}
+
+/// bf16 round-to-nearest-even; exactly what `DType::Bf16.encode(x, CastMode::Rne)` does.
+#[derive(Clone, Copy)]
+struct Bf16RneEnc;
+impl Encoder for Bf16RneEnc {
+    const SIZE: usize = 2;
+    #[inline(always)]
+    fn enc(self, x: f32, out: &mut [u8]) {
+        out[..2].copy_from_slice(&half::bf16::from_f32(x).to_bits().to_le_bytes());
+    }
+}
+
+/// Any other conversion, through the reference encoder.
+#[derive(Clone, Copy)]
+struct GenericEnc<const N: usize>(DType, CastMode);
+impl<const N: usize> Encoder for GenericEnc<N> {
+    const SIZE: usize = N;
+    #[inline(always)]
+    fn enc(self, x: f32, out: &mut [u8]) {
+        out[..N].copy_from_slice(&self.0.encode(x, self.1).to_le_bytes()[..N]);
+    }
+}
+
+#[inline(always)]
+fn encode_with<E: Encoder>(e: E, src: &[f32], mem: &mut [u8], run: Run) {
+    if run.contiguous(E::SIZE) {
+        for (x, b) in src.iter().zip(mem[run.span(E::SIZE)].chunks_exact_mut(E::SIZE)) {
+            e.enc(*x, b);
+        }
+    } else {
+        for (j, x) in src.iter().enumerate() {
+            let a = run.at(j);
+            e.enc(*x, &mut mem[a..a + E::SIZE]);
+        }
+    }
+}
+
+/// Encode `src` (one value per element of `run`) into `dtype` with rounding `mode`.
+pub(crate) fn encode_run(dtype: DType, mode: CastMode, src: &[f32], mem: &mut [u8], run: Run) {
+    let src = &src[..run.len];
+    match (dtype, mode) {
+        (DType::Fp32, _) => encode_with(F32Enc, src, mem, run),
+        (DType::Bf16, CastMode::Rne) => encode_with(Bf16RneEnc, src, mem, run),
+        (DType::Bf16 | DType::Fp16 | DType::Int16, _) => {
+            encode_with(GenericEnc::<2>(dtype, mode), src, mem, run);
+        }
+        (DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 | DType::Uint8, _) => {
+            encode_with(GenericEnc::<1>(dtype, mode), src, mem, run);
+        }
+        (DType::Int32, _) => encode_with(GenericEnc::<4>(dtype, mode), src, mem, run),
+    }
+}
+
+/// Copy the elements of `src` to `dst` unchanged (same element size `N`), either memory.
+#[inline(always)]
+fn move_with<const N: usize>(src_mem: &[u8], src: Run, dst_mem: &mut [u8], dst: Run) {
+    for j in 0..src.len {
+        let (a, b) = (src.at(j), dst.at(j));
+        dst_mem[b..b + N].copy_from_slice(&src_mem[a..a + N]);
+    }
+}
+
+/// Copy `src.len` raw elements of `size` bytes from `src` to `dst` in different memories.
+pub(crate) fn move_run(size: usize, src_mem: &[u8], src: Run, dst_mem: &mut [u8], dst: Run) {
+    if src.contiguous(size) && dst.contiguous(size) {
+        dst_mem[dst.span(size)].copy_from_slice(&src_mem[src.span(size)]);
+        return;
+    }
+    match size {
+        1 => move_with::<1>(src_mem, src, dst_mem, dst),
+        2 => move_with::<2>(src_mem, src, dst_mem, dst),
+        _ => move_with::<4>(src_mem, src, dst_mem, dst),
+    }
+}
+
+/// Gather `src.len` raw elements of `size` bytes into `out` (packed).
+pub(crate) fn gather_raw(size: usize, mem: &[u8], src: Run, out: &mut Vec<u8>) {
+    out.clear();
+    if src.contiguous(size) {
+        out.extend_from_slice(&mem[src.span(size)]);
+    } else {
+        for j in 0..src.len {
+            let a = src.at(j);
+            out.extend_from_slice(&mem[a..a + size]);
+        }
+    }
+}
+
+/// Scatter packed raw elements of `size` bytes from `data` into `dst`.
+pub(crate) fn scatter_raw(size: usize, data: &[u8], mem: &mut [u8], dst: Run) {
+    if dst.contiguous(size) {
+        mem[dst.span(size)].copy_from_slice(&data[..dst.len * size]);
+    } else {
+        for (j, b) in data.chunks_exact(size).take(dst.len).enumerate() {
+            let a = dst.at(j);
+            mem[a..a + size].copy_from_slice(b);
+        }
+    }
+}
+
+/// Store one element pattern (`bytes[..size]`) into every element of `dst`.
+pub(crate) fn fill_run(size: usize, bytes: [u8; 4], mem: &mut [u8], dst: Run) {
+    let pattern = &bytes[..size];
+    if dst.contiguous(size) {
+        for b in mem[dst.span(size)].chunks_exact_mut(size) {
+            b.copy_from_slice(pattern);
+        }
+    } else {
+        for j in 0..dst.len {
+            let a = dst.at(j);
+            mem[a..a + size].copy_from_slice(pattern);
+        }
+    }
+}
+
+/// The bit pattern of a memset value in `dtype`: floats round through f32 like every other
+/// conversion; integers round the f64 itself (half to even, clamped), so large int32 values
+/// stay exact.
+pub(crate) fn memset_bits(dtype: DType, value: f64) -> u32 {
+    let int = |lo: f64, hi: f64| -> i64 {
+        if value.is_nan() {
+            0
+        } else {
+            value.round_ties_even().clamp(lo, hi) as i64
+        }
+    };
+    match dtype {
+        DType::Uint8 => int(0.0, 255.0) as u32,
+        DType::Int16 => u32::from(int(f64::from(i16::MIN), f64::from(i16::MAX)) as i16 as u16),
+        DType::Int32 => int(f64::from(i32::MIN), f64::from(i32::MAX)) as i32 as u32,
+        DType::Fp32 | DType::Bf16 | DType::Fp16 | DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 => {
+            dtype.encode(value as f32, CastMode::Rne)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A spread of f32 bit patterns: every sign/exponent with assorted mantissas, plus
+    /// specials and rounding ties.
+    fn sample_f32() -> Vec<f32> {
+        let mut v = Vec::new();
+        for e in 0u32..256 {
+            for m in [0u32, 1, 0x7fff, 0x8000, 0x8001, 0x18000, 0x400000, 0x7fffff, 0x123456, 0x0c0000, 0x100000] {
+                for s in [0u32, 1] {
+                    v.push(f32::from_bits((s << 31) | (e << 23) | m));
+                }
+            }
+        }
+        v.extend([0.0, -0.0, 1.0, 240.0, 448.0, 57344.0, 65504.0, 1e30, -1e30, 3.5, 2.5, 255.5, -32768.5]);
+        v
+    }
+
+    #[test]
+    fn decode_matches_reference_for_every_pattern() {
+        for d in DType::ALL {
+            let size = d.size_bytes() as usize;
+            let patterns: Vec<u32> = match size {
+                1 => (0..256).collect(),
+                2 => (0..65536).collect(),
+                _ => {
+                    sample_f32().iter().map(|x| x.to_bits()).chain([0x7fc0_0001, 0xffff_ffff, 7, 0x8000_0000]).collect()
+                }
+            };
+            let mut mem = vec![0u8; patterns.len() * size];
+            for (p, b) in patterns.iter().zip(mem.chunks_exact_mut(size)) {
+                d.store_bits(*p, b);
+            }
+            let mut out = vec![0f32; patterns.len()];
+            decode_run(d, &mem, Run { start: 0, len: patterns.len(), step: size as i64 }, &mut out);
+            for (p, o) in patterns.iter().zip(&out) {
+                let want = d.decode(*p);
+                assert_eq!(want.to_bits(), o.to_bits(), "{d} {p:#x}: {o} vs {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn encode_matches_reference_bit_for_bit() {
+        let xs = sample_f32();
+        for d in DType::ALL {
+            for mode in [CastMode::Rne, CastMode::Saturate] {
+                let size = d.size_bytes() as usize;
+                let mut mem = vec![0u8; xs.len() * size];
+                encode_run(d, mode, &xs, &mut mem, Run { start: 0, len: xs.len(), step: size as i64 });
+                for (x, b) in xs.iter().zip(mem.chunks_exact(size)) {
+                    assert_eq!(d.load_bits(b), d.encode(*x, mode), "{d} {mode:?} {x:e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn strided_and_backward_runs() {
+        let mem: Vec<u8> = (0u8..32).collect();
+        let mut out = Vec::new();
+        gather_raw(2, &mem, Run { start: 28, len: 3, step: -8 }, &mut out);
+        assert_eq!(out, vec![28, 29, 20, 21, 12, 13]);
+        let mut dst = vec![0u8; 8];
+        scatter_raw(2, &out, &mut dst, Run { start: 0, len: 3, step: 3 });
+        assert_eq!(dst, vec![28, 29, 0, 20, 21, 0, 12, 13]);
+        fill_run(2, [1, 2, 0, 0], &mut dst, Run { start: 6, len: 1, step: 2 });
+        assert_eq!(&dst[6..], &[1, 2]);
+    }
+
+    #[test]
+    fn memset_values() {
+        assert_eq!(memset_bits(DType::Int32, 16_777_217.0), 16_777_217);
+        assert_eq!(memset_bits(DType::Uint8, -3.0), 0);
+        assert_eq!(memset_bits(DType::Bf16, 1.0), 0x3f80);
+    }
+}

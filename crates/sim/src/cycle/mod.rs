@@ -1,0 +1,396 @@
+//! The cycle model: an event-driven timeline of a BIR program's engine streams, built from
+//! the hardware facts of SPEC section 2 without data.
+//!
+//! [`model`] replays every stream in order, honouring semaphores, and gives each instruction
+//! a start and an end time from per-instruction costs. It needs no memory images and runs in
+//! time linear in the instruction count (a few hundred nanoseconds per instruction).
+//!
+//! # Scheduling
+//! - Streams are in order. An instruction starts at the later of the time its engine can
+//!   take it and the time every semaphore it waits on reached its value; the engine's own
+//!   readiness is per engine kind (below).
+//! - A signal takes effect when its instruction completes. Engines retire in order: a
+//!   signal never takes effect before the signals of earlier instructions of the same stream
+//!   (this only matters on the PE, whose row tiles may complete out of order), so the
+//!   lowering's "count = position in the stream" semaphore scheme stays exact.
+//! - The replay always commits the instruction with the earliest possible start (ties to
+//!   the lower engine index), so starts are committed in time order. Shared resources (the
+//!   weight-load port, the DMA engines, HBM) are therefore granted in start order.
+//!
+//! # Costs and the SPEC facts they come from
+//! - **PE** ("MM issues about every `max(N, 64)` TensorE cycles for bf16/fp16/fp8, fp32
+//!   inputs are 4x slower"): a MultiplyMoving occupies its PE cells for `max(N, 64)` cycles
+//!   at the TensorE clock, `N` the moving free size (in `double_row` without the pack axis of
+//!   2), times 4 when the moving operand or the loaded weights are 4-byte (fp32). `K` does
+//!   not change the time (the array is systolic), so `double_row` does K = 256 in the time
+//!   of K = 128. Pipeline fill and drain are not modeled: the result counts as written when
+//!   the issue slot ends.
+//! - **LoadStationary** ("up to 4x faster than an MM of the same free size and can load in
+//!   the background while the previous MM runs"): `max(M, 64) / 4` cycles (x4 for fp32), `M`
+//!   the stationary free size without the pack axis. Each PE cell has a shadow weight
+//!   buffer: an LS may start once the previous LS is done (one load port) and the MM that
+//!   consumed the previous weights of its cells has started; the MM that uses the weights
+//!   waits for the LS to finish. A sparse LS costs like a dense one of the same free size.
+//! - **Transpose** costs like an MM whose moving free size is the source's free size, on the
+//!   whole array; it does not touch the shadow weights.
+//! - **Row/column tiling** ("tiles in disjoint PE rows/columns may run concurrently"): the
+//!   array is a 4x4 grid of 32x32 cells; an MM occupies the cells of its `tile_position` /
+//!   `tile_size`. The PE issues in order (no instruction starts before the previous PE
+//!   instruction started), but MMs on disjoint cells overlap.
+//! - **DMA** ("a fixed cost of about 1.3 us end to end, transfers on different queues
+//!   overlap"): a transfer occupies its queue for 1.3 us and then for its data time; queues
+//!   run in parallel, transfers within one queue are serial.
+//! - **DMA data time** ("a descriptor moves one contiguous run per partition; runs shorter
+//!   than 2 KiB per partition are inefficient, 4 KiB saturates; the 16 engines each serve 8
+//!   partitions"): the run is the element count contiguous in every data operand, in bytes
+//!   of the widest operand dtype; efficiency is `min(1, run / 4 KiB)` (linear: each run
+//!   occupies an engine for at least the time of 4 KiB, so 2 KiB runs reach half rate). The
+//!   transfer is served by the DMA engines of the 8-partition groups of its on-chip operand
+//!   (HBM-to-HBM transfers: `ceil(rows / 8)` engines starting at the queue's own engine),
+//!   each moving its share of the bytes read at `dma_bytes_per_ns x efficiency`. Each engine
+//!   is a server shared by all queues, granted in start order.
+//! - **Transposing DMA** (an HBM operand whose partition stride is 1 and whose innermost free
+//!   stride is not): on trn2/trn3 the DMA transposes, and the run is the contiguous extent
+//!   along the partition dimension; trn1 has no DMA transpose, so the run is one element.
+//! - **DMA FMA / gather / scatter-add** use the same model. The engines stream every byte they
+//!   read: both factors and the addend of an FMA, the indexed table rows and the indices of a
+//!   gather, the source, indices and table rows of a scatter-add. A gather/scatter run is
+//!   one table row.
+//! - **HBM** ("HBM bandwidth per core"): one server shared by all queues, granted in start
+//!   order: a transfer's [`Op::hbm_bytes`] occupy it for `bytes / hbm_bytes_per_ns`, and the
+//!   transfer ends no earlier than HBM has served its bytes.
+//! - **ACT / DVE / POOL** ("about one element per partition per cycle with a ~60-cycle static
+//!   overhead"): `60 + F` cycles at the engine's clock, `F` the destination's free size.
+//!   SP (which only memsets) uses the GpSimd clock.
+//!
+//! # Report
+//! Busy time is the union of an engine's instruction intervals (LS overlapping an MM counts
+//! once). The DMA figure of [`EngineBusy`] is the mean over the 16 queues. HFU is
+//! `matmul_flops / (peak x total)`: FLOPs are `2 K M N` per MultiplyMoving with `K` the
+//! contraction rows that multiply (moving partitions, x2 in `double_row`; a sparse matmul's
+//! kept stationary rows), `M` the result partitions, `N` the moving free size. The peak is
+//! `2 x 128 x 128 x pe_ghz` FLOP/ns, /4 for fp32 operands, x2 in `double_row`, for the
+//! matmul flavour that issued the most FLOPs in the program (bf16 dense if it has none).
+
+mod dma;
+mod pe;
+
+use bir::{BirInst, Engine, Op, Program, SemId, NUM_ENGINES};
+use penguin::Target;
+use serde::Serialize;
+
+use crate::error::{InstRef, SimError, Stuck};
+
+use dma::DmaState;
+use pe::PeState;
+
+/// Static overhead of an ACT/DVE/POOL/SP instruction, in that engine's cycles.
+const COMPUTE_STATIC_CYCLES: f64 = 60.0;
+
+/// One executed instruction on the timeline.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Slice {
+    /// The engine that ran it.
+    pub engine: Engine,
+    /// Its index in that engine's stream.
+    pub index: usize,
+    /// Start, in ns from the program start.
+    pub start_ns: f64,
+    /// End, in ns.
+    pub end_ns: f64,
+    /// Time it was blocked on semaphores just before `start_ns` (its engine was ready).
+    pub wait_ns: f64,
+}
+
+/// Busy fractions of the engine classes over the modeled time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct EngineBusy {
+    /// TensorE (PE array).
+    pub pe: f64,
+    /// ScalarE.
+    pub act: f64,
+    /// VectorE.
+    pub dve: f64,
+    /// GpSimd.
+    pub pool: f64,
+    /// Mean over the 16 DMA queues.
+    pub dma: f64,
+}
+
+/// What the cycle model found for one program.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CycleReport {
+    /// Time from the first start to the last end, in ns.
+    pub total_ns: f64,
+    /// Busy time per engine (union of its instruction intervals), indexed by
+    /// [`Engine::index`].
+    pub engine_busy_ns: Vec<f64>,
+    /// Bytes moved to or from HBM ([`Op::hbm_bytes`] summed over the program).
+    pub hbm_bytes: u64,
+    /// Hardware matmul FLOPs issued (`2 K M N` per MultiplyMoving).
+    pub matmul_flops: f64,
+    /// The target's peak FLOP/ns for the program's matmul flavour.
+    pub peak_flops_per_ns: f64,
+    /// Every executed instruction, in the order the model committed them (by start time).
+    pub slices: Vec<Slice>,
+}
+
+impl CycleReport {
+    /// Hardware FLOP utilization: `matmul_flops / (peak x total)`; 0 for an empty program.
+    pub fn hfu(&self) -> f64 {
+        let denom = self.peak_flops_per_ns * self.total_ns;
+        if denom > 0.0 {
+            self.matmul_flops / denom
+        } else {
+            0.0
+        }
+    }
+
+    /// The modeled time in microseconds.
+    pub fn total_us(&self) -> f64 {
+        self.total_ns / 1e3
+    }
+
+    /// Busy fraction of one engine over the modeled time (0 for an empty program).
+    pub fn busy_fraction(&self, e: Engine) -> f64 {
+        let busy = self.engine_busy_ns.get(e.index()).copied().unwrap_or(0.0);
+        if self.total_ns > 0.0 {
+            busy / self.total_ns
+        } else {
+            0.0
+        }
+    }
+
+    /// Busy fractions per engine class; DMA is the mean over the 16 queues.
+    pub fn engine_busy_summary(&self) -> EngineBusy {
+        let queues = penguin::target::NUM_DMA_QUEUES;
+        let dma = (0..queues as u8).map(|q| self.busy_fraction(Engine::Dma(q))).sum::<f64>() / f64::from(queues);
+        EngineBusy {
+            pe: self.busy_fraction(Engine::Pe),
+            act: self.busy_fraction(Engine::Act),
+            dve: self.busy_fraction(Engine::Dve),
+            pool: self.busy_fraction(Engine::Pool),
+            dma,
+        }
+    }
+}
+
+/// Model the timeline of a program.
+///
+/// Errors: [`SimError::TooManyStreams`], [`SimError::WrongEngine`] and
+/// [`SimError::UnknownSemaphore`] for malformed programs (a verified program has none), and
+/// [`SimError::Deadlock`] when some stream waits for a count its semaphore never reaches.
+pub fn model(program: &Program) -> Result<CycleReport, SimError> {
+    Replay::new(program)?.run()
+}
+
+/// Where an engine's next instruction can start, and how long semaphores held it.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    start: f64,
+    wait_ns: f64,
+}
+
+/// Per-engine replay state.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cursor {
+    /// Next instruction of the stream.
+    next: usize,
+    /// When a serial engine (everything but the PE) is free again.
+    free_at: f64,
+    /// When the latest instruction retired (signals take effect in order).
+    retired: f64,
+    /// Busy time so far and the end of the covered interval (starts are monotone per engine).
+    busy: f64,
+    covered_until: f64,
+}
+
+struct Replay<'p> {
+    program: &'p Program,
+    engines: Vec<Engine>,
+    cursors: Vec<Cursor>,
+    /// Per semaphore: the times it was signalled, sorted (count `v` is reached at entry `v - 1`).
+    signals: Vec<Vec<f64>>,
+    pe: PeState,
+    dma: DmaState,
+    target: Target,
+    slices: Vec<Slice>,
+    total_ns: f64,
+    hbm_bytes: u64,
+}
+
+impl<'p> Replay<'p> {
+    fn new(program: &'p Program) -> Result<Self, SimError> {
+        if program.streams.len() > NUM_ENGINES {
+            return Err(SimError::TooManyStreams { streams: program.streams.len(), max: NUM_ENGINES });
+        }
+        let engines: Vec<Engine> = Engine::all().take(program.streams.len()).collect();
+        Ok(Replay {
+            program,
+            cursors: vec![Cursor::default(); engines.len()],
+            engines,
+            signals: vec![Vec::new(); program.semaphores.len()],
+            pe: PeState::default(),
+            dma: DmaState::new(program.target),
+            target: program.target,
+            slices: Vec::with_capacity(program.num_insts()),
+            total_ns: 0.0,
+            hbm_bytes: 0,
+        })
+    }
+
+    fn inst(&self, e: usize) -> Option<&'p BirInst> {
+        self.program.streams.get(e)?.get(self.cursors.get(e)?.next)
+    }
+
+    /// The time semaphore `sem` reached `value`, if it has.
+    fn reached(&self, sem: SemId, value: u32) -> Option<f64> {
+        if value == 0 {
+            return Some(0.0);
+        }
+        self.signals.get(sem.0 as usize)?.get(value as usize - 1).copied()
+    }
+
+    /// Earliest start of engine `e`'s next instruction, or `None` if it is finished or
+    /// blocked. Checks the instruction's engine and semaphores (the model reads each
+    /// instruction only when it gets there: programs are too large for a separate pass).
+    fn candidate(&self, e: usize) -> Result<Option<Candidate>, SimError> {
+        let Some(inst) = self.inst(e) else { return Ok(None) };
+        let engine = self.engines[e];
+        let at = || InstRef { engine, index: self.cursors[e].next };
+        if !inst.op.engine_class().contains(engine) {
+            return Err(SimError::WrongEngine { at: at(), op: inst.op.name() });
+        }
+        let count = self.signals.len();
+        if let Some(sem) = inst.waits.iter().map(|w| w.sem).chain(inst.signal).find(|s| s.0 as usize >= count) {
+            return Err(SimError::UnknownSemaphore { at: at(), sem, count });
+        }
+        let mut sem_ready = 0.0f64;
+        for w in &inst.waits {
+            match self.reached(w.sem, w.value) {
+                Some(t) => sem_ready = sem_ready.max(t),
+                None => return Ok(None),
+            }
+        }
+        let ready = match engine {
+            Engine::Pe => self.pe.ready(&inst.op),
+            _ => self.cursors[e].free_at,
+        };
+        Ok(Some(Candidate { start: ready.max(sem_ready), wait_ns: (sem_ready - ready).max(0.0) }))
+    }
+
+    fn run(mut self) -> Result<CycleReport, SimError> {
+        let n = self.engines.len();
+        let mut cands: Vec<Option<Candidate>> = (0..n).map(|e| self.candidate(e)).collect::<Result<_, _>>()?;
+        loop {
+            let mut best: Option<(usize, Candidate)> = None;
+            for (e, c) in cands.iter().enumerate() {
+                if let Some(c) = c {
+                    if best.is_none_or(|(_, b)| c.start < b.start) {
+                        best = Some((e, *c));
+                    }
+                }
+            }
+            let Some((e, cand)) = best else { break };
+            let signalled = self.commit(e, cand);
+            cands[e] = self.candidate(e)?;
+            if let Some(sem) = signalled {
+                for other in 0..n {
+                    if other != e && self.inst(other).is_some_and(|i| i.waits.iter().any(|w| w.sem == sem)) {
+                        cands[other] = self.candidate(other)?;
+                    }
+                }
+            }
+        }
+        self.finish()
+    }
+
+    /// Run engine `e`'s next instruction from `cand.start`; returns the semaphore it signalled.
+    fn commit(&mut self, e: usize, cand: Candidate) -> Option<SemId> {
+        let engine = self.engines[e];
+        let index = self.cursors[e].next;
+        let inst = &self.program.streams[e][index];
+        let start = cand.start;
+        let end = match engine {
+            Engine::Pe => {
+                self.hbm_bytes += inst.op.hbm_bytes();
+                self.pe.commit(&inst.op, start, self.target)
+            }
+            Engine::Dma(q) => {
+                let (end, hbm_bytes) = self.dma.commit(q, &inst.op, start);
+                self.hbm_bytes += hbm_bytes;
+                end
+            }
+            Engine::Act | Engine::Dve | Engine::Pool | Engine::Sp => {
+                self.hbm_bytes += inst.op.hbm_bytes();
+                start + self.compute_ns(engine, &inst.op)
+            }
+        };
+        let cursor = &mut self.cursors[e];
+        cursor.next += 1;
+        cursor.free_at = end;
+        cursor.retired = cursor.retired.max(end);
+        cursor.busy += (end - start.max(cursor.covered_until)).max(0.0);
+        cursor.covered_until = cursor.covered_until.max(end);
+        let retired = cursor.retired;
+        self.total_ns = self.total_ns.max(retired);
+        self.slices.push(Slice { engine, index, start_ns: start, end_ns: end, wait_ns: cand.wait_ns });
+        let sem = inst.signal?;
+        let times = self.signals.get_mut(sem.0 as usize)?;
+        let at = times.partition_point(|&t| t <= retired);
+        times.insert(at, retired);
+        Some(sem)
+    }
+
+    /// Time of an ACT/DVE/POOL/SP instruction: one element per partition per cycle plus the
+    /// static overhead.
+    fn compute_ns(&self, engine: Engine, op: &Op) -> f64 {
+        let info = self.target.info();
+        let ghz = match engine {
+            Engine::Act => info.act_ghz,
+            Engine::Dve => info.dve_ghz,
+            Engine::Pe => info.pe_ghz,
+            Engine::Pool | Engine::Sp | Engine::Dma(_) => info.pool_ghz,
+        };
+        let elems = match op {
+            Op::TensorCopy { dst, .. } | Op::TensorTensor { dst, .. } | Op::Memset { dst, .. } => dst.free_elems(),
+            // `Replay::new` keeps PE and DMA ops off the serial compute engines.
+            Op::LoadStationary { .. }
+            | Op::LoadStationarySparse { .. }
+            | Op::MultiplyMoving { .. }
+            | Op::Transpose { .. }
+            | Op::DmaCopy { .. }
+            | Op::DmaFma { .. }
+            | Op::DmaGather { .. }
+            | Op::DmaScatterAdd { .. } => 0,
+        };
+        (COMPUTE_STATIC_CYCLES + elems as f64) / ghz
+    }
+
+    fn finish(self) -> Result<CycleReport, SimError> {
+        let stuck: Vec<Stuck> = (0..self.engines.len())
+            .filter_map(|e| {
+                let inst = self.inst(e)?;
+                let at = InstRef { engine: self.engines[e], index: self.cursors[e].next };
+                let w = inst.waits.iter().find(|w| self.reached(w.sem, w.value).is_none())?;
+                let current = self.signals.get(w.sem.0 as usize).map_or(0, Vec::len) as u32;
+                Some(Stuck { at, sem: w.sem, needed: w.value, current })
+            })
+            .collect();
+        if !stuck.is_empty() {
+            return Err(SimError::Deadlock { stuck });
+        }
+        let mut engine_busy_ns = vec![0.0; NUM_ENGINES];
+        for (slot, c) in engine_busy_ns.iter_mut().zip(&self.cursors) {
+            *slot = c.busy;
+        }
+        Ok(CycleReport {
+            total_ns: self.total_ns,
+            engine_busy_ns,
+            hbm_bytes: self.hbm_bytes,
+            matmul_flops: self.pe.flops(),
+            peak_flops_per_ns: self.pe.peak_flops_per_ns(self.target),
+            slices: self.slices,
+        })
+    }
+}

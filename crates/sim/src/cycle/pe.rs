@@ -1,0 +1,201 @@
+//! The PE array's timing state: a 4x4 grid of 32x32 cells, each with its occupancy and a
+//! shadow weight buffer, one weight-load port, and the FLOP tally.
+
+use bir::{HwAp, Op};
+use penguin::target::NUM_PARTITIONS;
+use penguin::{PerfMode, Target, TilePosition, TileSize};
+
+/// PE rows (and columns) per cell of the occupancy grid: the smallest row tile (trn2+).
+const CELL: u32 = 32;
+/// Cells per side of the grid.
+const SIDE: u32 = NUM_PARTITIONS / CELL;
+/// Cells in the grid.
+const CELLS: usize = (SIDE * SIDE) as usize;
+/// A MultiplyMoving issues no faster than this many TensorE cycles.
+const MM_MIN_CYCLES: u32 = 64;
+/// 4-byte (fp32) operands pass through the array at a quarter of the rate.
+const FP32_SLOWDOWN: f64 = 4.0;
+/// A LoadStationary is this many times faster than an MM of the same free size.
+const LS_SPEEDUP: f64 = 4.0;
+
+/// The weights held in (or loading into) a cell.
+#[derive(Clone, Copy, Debug, Default)]
+struct Weights {
+    /// Contraction rows that multiply (x2 in double row).
+    rows: u32,
+    /// 4-byte weights.
+    fp32: bool,
+    /// Loaded by a sparse LoadStationary.
+    sparse: bool,
+}
+
+/// Timing state of the PE array.
+#[derive(Clone, Debug, Default)]
+pub(super) struct PeState {
+    /// Start of the latest PE instruction (the PE issues in order).
+    issue: f64,
+    /// When the weight-load port is free.
+    port_free: f64,
+    /// Per cell: when its latest MM or transpose ends.
+    cell_free: [f64; CELLS],
+    /// Per cell: when its shadow weight buffer may be overwritten (the start of the MM that
+    /// consumed the last weights, or the end of the last LS if none has yet).
+    shadow_free: [f64; CELLS],
+    /// Per cell: when the latest LS into it ends.
+    weights_ready: [f64; CELLS],
+    /// Per cell: the latest weights loaded.
+    weights: [Weights; CELLS],
+    /// FLOPs issued per flavour: index `fp32 | double_row << 1`.
+    flops: [f64; 4],
+}
+
+/// The cells a tile covers, as a bit mask over the grid (row-major).
+fn cells(pos: TilePosition, size: TileSize) -> u16 {
+    let span = |start: u32, len: u32| {
+        let first = (start / CELL).min(SIDE - 1);
+        let end = start.saturating_add(len).div_ceil(CELL).clamp(first + 1, SIDE);
+        first..end
+    };
+    let mut mask = 0u16;
+    for r in span(pos.row, size.rows) {
+        for c in span(pos.col, size.cols) {
+            mask |= 1 << (r * SIDE + c);
+        }
+    }
+    mask
+}
+
+const ALL_CELLS: u16 = u16::MAX;
+
+fn each(mask: u16) -> impl Iterator<Item = usize> {
+    (0..CELLS).filter(move |&i| mask & (1 << i) != 0)
+}
+
+fn pack(perf_mode: PerfMode) -> u64 {
+    match perf_mode {
+        PerfMode::None => 1,
+        PerfMode::DoubleRow | PerfMode::DoubleRowGen3 => 2,
+    }
+}
+
+fn is_fp32(ap: &HwAp) -> bool {
+    ap.dtype.size_bytes() == 4
+}
+
+/// TensorE cycles of an MM (or transpose) streaming `n` moving columns.
+fn mm_cycles(n: u64, fp32: bool) -> f64 {
+    let base = n.max(u64::from(MM_MIN_CYCLES)) as f64;
+    if fp32 {
+        base * FP32_SLOWDOWN
+    } else {
+        base
+    }
+}
+
+impl PeState {
+    fn max_over(values: &[f64; CELLS], mask: u16) -> f64 {
+        each(mask).map(|i| values[i]).fold(0.0, f64::max)
+    }
+
+    /// The earliest time the array can start `op`, semaphores aside.
+    pub(super) fn ready(&self, op: &Op) -> f64 {
+        let own = match op {
+            Op::LoadStationary { tile_position, tile_size, .. }
+            | Op::LoadStationarySparse { tile_position, tile_size, .. } => {
+                self.port_free.max(Self::max_over(&self.shadow_free, cells(*tile_position, *tile_size)))
+            }
+            Op::MultiplyMoving { tile_position, tile_size, .. } => {
+                let mask = cells(*tile_position, *tile_size);
+                Self::max_over(&self.cell_free, mask).max(Self::max_over(&self.weights_ready, mask))
+            }
+            Op::Transpose { .. } => Self::max_over(&self.cell_free, ALL_CELLS),
+            // `Replay::new` keeps other ops off the PE.
+            Op::DmaCopy { .. }
+            | Op::DmaFma { .. }
+            | Op::DmaGather { .. }
+            | Op::DmaScatterAdd { .. }
+            | Op::TensorCopy { .. }
+            | Op::TensorTensor { .. }
+            | Op::Memset { .. } => 0.0,
+        };
+        own.max(self.issue)
+    }
+
+    /// Run `op` from `start` (at least [`Self::ready`]); returns its end.
+    pub(super) fn commit(&mut self, op: &Op, start: f64, target: Target) -> f64 {
+        let ghz = target.info().pe_ghz;
+        self.issue = start;
+        match op {
+            Op::LoadStationary { src, perf_mode, tile_position, tile_size } => {
+                let rows = src.num_partitions.saturating_mul(pack(*perf_mode) as u32);
+                let w = Weights { rows, fp32: is_fp32(src), sparse: false };
+                self.load(src.free_elems() / pack(*perf_mode), w, cells(*tile_position, *tile_size), start, ghz)
+            }
+            Op::LoadStationarySparse { src, tile_position, tile_size, .. } => {
+                let w = Weights { rows: src.num_partitions, fp32: is_fp32(src), sparse: true };
+                self.load(src.free_elems(), w, cells(*tile_position, *tile_size), start, ghz)
+            }
+            Op::MultiplyMoving { dst, src, perf_mode, tile_position, tile_size, .. } => {
+                let mask = cells(*tile_position, *tile_size);
+                let p = pack(*perf_mode);
+                let n = src.free_elems() / p;
+                let first = each(mask).next().unwrap_or(0);
+                let w = self.weights[first];
+                let fp32 = is_fp32(src) || w.fp32;
+                let end = start + mm_cycles(n, fp32) / ghz;
+                for i in each(mask) {
+                    self.cell_free[i] = end;
+                    self.shadow_free[i] = start;
+                }
+                let k = if w.sparse { u64::from(w.rows) } else { u64::from(src.num_partitions) * p };
+                let flavour = usize::from(fp32) | usize::from(p == 2) << 1;
+                self.flops[flavour] += 2.0 * k as f64 * f64::from(dst.num_partitions) * n as f64;
+                end
+            }
+            Op::Transpose { src, .. } => {
+                let end = start + mm_cycles(src.free_elems(), is_fp32(src)) / ghz;
+                self.cell_free = [end; CELLS];
+                end
+            }
+            Op::DmaCopy { .. }
+            | Op::DmaFma { .. }
+            | Op::DmaGather { .. }
+            | Op::DmaScatterAdd { .. }
+            | Op::TensorCopy { .. }
+            | Op::TensorTensor { .. }
+            | Op::Memset { .. } => start,
+        }
+    }
+
+    /// A LoadStationary of free size `m` into the cells of `mask`.
+    fn load(&mut self, m: u64, w: Weights, mask: u16, start: f64, ghz: f64) -> f64 {
+        let end = start + mm_cycles(m, w.fp32) / LS_SPEEDUP / ghz;
+        self.port_free = end;
+        for i in each(mask) {
+            self.weights_ready[i] = end;
+            self.shadow_free[i] = end;
+            self.weights[i] = w;
+        }
+        end
+    }
+
+    /// Matmul FLOPs issued so far.
+    pub(super) fn flops(&self) -> f64 {
+        self.flops.iter().sum()
+    }
+
+    /// Peak FLOP/ns of the flavour that issued the most FLOPs (bf16 dense if none did).
+    pub(super) fn peak_flops_per_ns(&self, target: Target) -> f64 {
+        let mut flavour = 0;
+        for (i, &f) in self.flops.iter().enumerate() {
+            if f > self.flops[flavour] {
+                flavour = i;
+            }
+        }
+        let side = f64::from(NUM_PARTITIONS);
+        let dense = 2.0 * side * side * target.info().pe_ghz;
+        let dtype = if flavour & 1 != 0 { 1.0 / FP32_SLOWDOWN } else { 1.0 };
+        let rows = if flavour & 2 != 0 { 2.0 } else { 1.0 };
+        dense * dtype * rows
+    }
+}

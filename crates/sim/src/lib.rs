@@ -1,0 +1,61 @@
+//! `sim`, ntile's functional simulator: runs a [`bir::Program`] on byte-exact memory images.
+//!
+//! A [`Simulator`] holds the HBM, SBUF and PSUM images of one program and executes its
+//! engine streams in an order the semaphores allow, with the dtype semantics of
+//! [`penguin::DType`] (casts through f32, round to nearest even unless a DMA says saturate;
+//! products and PSUM accumulation in fp32). Every [`bir::Op`] runs: dense, double-row and
+//! structured-sparse matmuls, PE transposes, DMA copies / FMA / gather / scatter-add, and the
+//! compute engines' copies, elementwise ops and memsets.
+//!
+//! Invariants and guarantees:
+//! - No program makes it panic: every access pattern is checked against its memory before
+//!   any byte moves ([`SimError::OutOfRange`]), and every other malformed input is a
+//!   [`SimError`].
+//! - Fresh SBUF and PSUM bytes are `0xFF`, so every float read before it is written is NaN.
+//! - PSUM accumulation groups are tracked per fp32 word: ACCU without an open group is
+//!   [`SimError::AccumulateWithoutStart`], reading an open group is
+//!   [`SimError::ReadOpenGroup`].
+//! - Results are deterministic and independent of the host CPU and of the stream order
+//!   chosen (for race-free programs); races are reported in [`RunStats::races`], not fatal.
+//!
+//! ```
+//! use bir::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program};
+//! use penguin::{CastMode, DType, Dim, Memory, Target};
+//!
+//! // Copy a 2x4 fp32 HBM tensor into SBUF as bf16, then back out to another tensor.
+//! let mut p = Program::new("roundtrip", Target::Trn2);
+//! for (name, address, role) in [("x", 0, HbmRole::Input), ("y", 64, HbmRole::Output)] {
+//!     p.hbm.push(HbmTensor { name: name.into(), shape: vec![2, 4], dtype: DType::Fp32, address, role });
+//! }
+//! p.hbm_size = 128;
+//! let hbm = |offset| HwAp { memory: Memory::Hbm, dtype: DType::Fp32, start_partition: 0, num_partitions: 2, partition_stride: 4, byte_offset: offset, dims: vec![Dim::new(1, 4)] };
+//! let sbuf = HwAp { memory: Memory::Sbuf, dtype: DType::Bf16, start_partition: 0, num_partitions: 2, partition_stride: 1, byte_offset: 0, dims: vec![Dim::new(1, 4)] };
+//! let inst = |op| BirInst { op, waits: vec![], signal: None, origin: None };
+//! p.semaphores.push("loaded".into());
+//! p.streams[Engine::Dma(0).index()].push(BirInst { signal: Some(bir::SemId(0)), ..inst(Op::DmaCopy { dst: sbuf.clone(), src: hbm(0), cast: CastMode::Rne }) });
+//! p.streams[Engine::Dma(1).index()].push(BirInst { waits: vec![bir::Wait { sem: bir::SemId(0), value: 1 }], ..inst(Op::DmaCopy { dst: hbm(64), src: sbuf, cast: CastMode::Rne }) });
+//!
+//! let mut sim = sim::Simulator::new(&p);
+//! sim.write_hbm_f32("x", &[1.0, 1.00390625, 3.0, -2.5, 0.1, f32::MAX, 7.0, 8.0])?;
+//! let stats = sim.run()?;
+//! assert!(stats.races.is_empty());
+//! assert_eq!(sim.read_hbm_f32("y")?, vec![1.0, 1.0, 3.0, -2.5, 0.10009765625, f32::INFINITY, 7.0, 8.0]);
+//! # Ok::<(), sim::SimError>(())
+//! ```
+#![deny(missing_docs)]
+
+mod convert;
+mod error;
+mod gemm;
+mod memory;
+mod race;
+mod simulator;
+
+pub use error::{InstRef, SimError, Stuck};
+pub use memory::MAX_ACCESS_ELEMS;
+pub use race::{Race, RaceAccess, MAX_REPORTED_RACES};
+pub use simulator::{RunStats, Simulator, MAX_HBM_BYTES};
+mod cycle;
+mod trace;
+pub use cycle::{model, CycleReport, EngineBusy, Slice};
+pub use trace::chrome_trace;

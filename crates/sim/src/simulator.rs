@@ -1,0 +1,523 @@
+//! The functional simulator: memory images, the PE array, PSUM groups and the scheduler.
+
+use bir::{Engine, HwAp, Op, Program, NUM_ENGINES};
+use penguin::target::NUM_PARTITIONS;
+use penguin::{CastMode, DType, Memory, PerfMode};
+
+use crate::convert::{decode_run, encode_run, Run};
+use crate::error::{InstRef, SimError, Stuck};
+use crate::gemm::PackedStationary;
+use crate::memory::{Images, Walk, PSUM_PARTITION_BYTES};
+use crate::race::{join, Clock, Race, RaceLog};
+
+mod dataflow;
+mod pe;
+
+use dataflow::Elementwise;
+
+/// The largest HBM image the simulator allocates (4 GiB).
+pub const MAX_HBM_BYTES: u64 = 1 << 32;
+
+/// Elements converted per step of a casting or same-memory copy (bounds the scratch space).
+const CHUNK: usize = 4096;
+
+/// Instructions between two prunings of the race log.
+const PRUNE_EVERY: u32 = 64;
+
+/// What one [`Simulator::run`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RunStats {
+    /// Instructions executed.
+    pub instructions: u64,
+    /// MultiplyMoving instructions executed.
+    pub matmuls: u64,
+    /// Bytes written by DMA copies (elements x destination element size).
+    pub dma_bytes: u64,
+    /// Bytes read from HBM by any instruction.
+    pub hbm_read_bytes: u64,
+    /// Bytes written to HBM by any instruction.
+    pub hbm_write_bytes: u64,
+    /// Races found, in the order they were detected (at most
+    /// [`MAX_REPORTED_RACES`](crate::MAX_REPORTED_RACES)).
+    pub races: Vec<Race>,
+    /// Races found beyond the reported ones.
+    pub races_dropped: u64,
+}
+
+/// The weights held by the PE array after a LoadStationary.
+struct Stationary {
+    perf_mode: PerfMode,
+    packed: PackedStationary,
+}
+
+/// Reusable buffers of the hot paths.
+#[derive(Default)]
+struct Scratch {
+    f32_a: Vec<f32>,
+    f32_b: Vec<f32>,
+    f32_c: Vec<f32>,
+    bytes: Vec<u8>,
+    xpack: Vec<f32>,
+    product: Vec<f32>,
+}
+
+/// PSUM accumulation-group state per fp32 word: open between START and STOP.
+struct Groups {
+    open: Vec<bool>,
+    open_words: usize,
+}
+
+impl Groups {
+    fn word(addr: usize) -> usize {
+        addr / 4
+    }
+
+    /// The first byte of a run of `size`-byte elements that lies in an open word.
+    fn find_open(&self, run: Run, size: usize) -> Option<usize> {
+        if run.contiguous(size) {
+            let bytes = run.span(size);
+            let words = Self::word(bytes.start)..Self::word(bytes.end - 1) + 1;
+            let w = words.start + self.open[words].iter().position(|&o| o)?;
+            return Some((w * 4).max(bytes.start));
+        }
+        (0..run.len).map(|j| run.at(j)).find(|&a| (Self::word(a)..=Self::word(a + size - 1)).any(|w| self.open[w]))
+    }
+
+    fn set(&mut self, word: usize, open: bool) {
+        if self.open[word] != open {
+            self.open[word] = open;
+            if open {
+                self.open_words += 1;
+            } else {
+                self.open_words -= 1;
+            }
+        }
+    }
+
+    /// Open or close the words `[w0, w1)`.
+    fn set_range(&mut self, w0: usize, w1: usize, open: bool) {
+        let words = &mut self.open[w0..w1];
+        let were_open = words.iter().filter(|&&o| o).count();
+        words.fill(open);
+        self.open_words = self.open_words - were_open + if open { w1 - w0 } else { 0 };
+    }
+
+    /// Open or close every word of a run of `size`-byte elements.
+    fn set_run(&mut self, run: Run, size: usize, open: bool) {
+        if run.contiguous(size) {
+            let bytes = run.span(size);
+            self.set_range(Self::word(bytes.start), Self::word(bytes.end - 1) + 1, open);
+            return;
+        }
+        for j in 0..run.len {
+            let a = run.at(j);
+            for w in Self::word(a)..=Self::word(a + size - 1) {
+                self.set(w, open);
+            }
+        }
+    }
+}
+
+/// Everything an instruction can change, apart from the scheduler's own state.
+struct Machine {
+    images: Images,
+    groups: Groups,
+    stationary: Option<Stationary>,
+    scratch: Scratch,
+    double_row_ok: bool,
+}
+
+/// Per-instruction context: where it is and what it may touch in the race log.
+struct Cx<'a> {
+    at: InstRef,
+    engine: usize,
+    clock: &'a Clock,
+    log: &'a mut RaceLog,
+    first_race: usize,
+    stats: &'a mut RunStats,
+}
+
+impl Cx<'_> {
+    /// Record an access with the race detector and count its HBM bytes.
+    fn record(&mut self, walk: &Walk, write: bool) {
+        self.record_race(walk, write);
+        self.count_hbm(walk.memory, walk.elems * walk.elem_size() as u64, write);
+    }
+
+    /// Record an access with the race detector only.
+    fn record_race(&mut self, walk: &Walk, write: bool) {
+        if let Some(bx) = walk.region {
+            self.log.access(walk.memory, bx, write, self.at, self.engine, self.clock, self.first_race);
+        }
+    }
+
+    /// Count bytes moved to or from HBM.
+    fn count_hbm(&mut self, memory: Memory, bytes: u64, write: bool) {
+        match (memory, write) {
+            (Memory::Hbm, false) => self.stats.hbm_read_bytes += bytes,
+            (Memory::Hbm, true) => self.stats.hbm_write_bytes += bytes,
+            (Memory::Sbuf | Memory::Psum, _) => {}
+        }
+    }
+}
+
+/// A functional simulator holding the memory images of one [`bir::Program`].
+///
+/// Memory persists across [`run`](Simulator::run)s; each run starts every stream from its
+/// first instruction with all semaphores at zero.
+pub struct Simulator {
+    program: Program,
+    machine: Machine,
+    races: Vec<Race>,
+    /// Why the HBM image could not be allocated, reported by every later call.
+    alloc_error: Option<SimError>,
+}
+
+impl Simulator {
+    /// A simulator for `program`: HBM zeroed, SBUF and PSUM filled with `0xFF` bytes so
+    /// every float read before it is written is NaN.
+    ///
+    /// An HBM size that cannot be allocated does not panic: every later call returns
+    /// [`SimError::HbmTooLarge`].
+    pub fn new(program: &Program) -> Simulator {
+        let sbuf_partition_bytes = program.target.info().statebuf_par_size_in_bytes as usize;
+        let parts = NUM_PARTITIONS as usize;
+        let (hbm, alloc_error) = match alloc_hbm(program.hbm_size) {
+            Some(hbm) => (hbm, None),
+            None => (Vec::new(), Some(SimError::HbmTooLarge { bytes: program.hbm_size })),
+        };
+        let images = Images {
+            hbm,
+            sbuf: vec![0xFF; parts * sbuf_partition_bytes],
+            psum: vec![0xFF; parts * PSUM_PARTITION_BYTES],
+            sbuf_partition_bytes,
+        };
+        let words = images.psum.len() / 4;
+        Simulator {
+            program: program.clone(),
+            machine: Machine {
+                images,
+                groups: Groups { open: vec![false; words], open_words: 0 },
+                stationary: None,
+                scratch: Scratch::default(),
+                double_row_ok: program.target.info().double_row,
+            },
+            races: Vec::new(),
+            alloc_error,
+        }
+    }
+
+    /// The program being simulated.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The races found by the last [`run`](Simulator::run).
+    pub fn races(&self) -> &[Race] {
+        &self.races
+    }
+
+    /// The byte range of an HBM tensor in the image, checked.
+    fn tensor_range(&self, name: &str) -> Result<(DType, std::ops::Range<usize>), SimError> {
+        if let Some(e) = &self.alloc_error {
+            return Err(e.clone());
+        }
+        let t = self.program.hbm_tensor(name).ok_or_else(|| SimError::UnknownTensor { name: name.to_string() })?;
+        let outside = || SimError::TensorOutsideHbm {
+            name: name.to_string(),
+            address: t.address,
+            hbm_size: self.program.hbm_size,
+        };
+        let bytes = t
+            .shape
+            .iter()
+            .try_fold(u64::from(t.dtype.size_bytes()), |acc, d| acc.checked_mul(*d))
+            .ok_or_else(outside)?;
+        let end = t.address.checked_add(bytes).ok_or_else(outside)?;
+        if end > self.machine.images.hbm.len() as u64 {
+            return Err(outside());
+        }
+        Ok((t.dtype, t.address as usize..end as usize))
+    }
+
+    /// Store the raw little-endian element bytes of an HBM tensor.
+    pub fn write_hbm_tensor(&mut self, name: &str, bytes: &[u8]) -> Result<(), SimError> {
+        let (_, range) = self.tensor_range(name)?;
+        if bytes.len() != range.len() {
+            return Err(SimError::TensorSize {
+                name: name.to_string(),
+                expected: range.len() as u64,
+                got: bytes.len() as u64,
+                unit: "bytes",
+            });
+        }
+        self.machine.images.hbm[range].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Store f32 values into an HBM tensor, each converted to the tensor's dtype (RNE).
+    pub fn write_hbm_f32(&mut self, name: &str, values: &[f32]) -> Result<(), SimError> {
+        let (dtype, range) = self.tensor_range(name)?;
+        let size = dtype.size_bytes() as usize;
+        let elems = range.len() / size;
+        if values.len() != elems {
+            return Err(SimError::TensorSize {
+                name: name.to_string(),
+                expected: elems as u64,
+                got: values.len() as u64,
+                unit: "elements",
+            });
+        }
+        let run = Run { start: range.start as i64, len: elems, step: size as i64 };
+        encode_run(dtype, CastMode::Rne, values, &mut self.machine.images.hbm, run);
+        Ok(())
+    }
+
+    /// The raw little-endian element bytes of an HBM tensor.
+    pub fn read_hbm_tensor(&self, name: &str) -> Result<Vec<u8>, SimError> {
+        let (_, range) = self.tensor_range(name)?;
+        Ok(self.machine.images.hbm[range].to_vec())
+    }
+
+    /// The values of an HBM tensor, decoded to f32.
+    pub fn read_hbm_f32(&self, name: &str) -> Result<Vec<f32>, SimError> {
+        let (dtype, range) = self.tensor_range(name)?;
+        let size = dtype.size_bytes() as usize;
+        let mut out = vec![0f32; range.len() / size];
+        let run = Run { start: range.start as i64, len: out.len(), step: size as i64 };
+        decode_run(dtype, &self.machine.images.hbm, run, &mut out);
+        Ok(out)
+    }
+
+    /// Execute every stream to its end, in an order that respects the semaphores.
+    ///
+    /// Engines are visited round-robin, each running as far as its waits allow. Races do
+    /// not stop the run; they are returned in [`RunStats::races`] and kept for
+    /// [`races`](Simulator::races).
+    pub fn run(&mut self) -> Result<RunStats, SimError> {
+        if let Some(e) = &self.alloc_error {
+            return Err(e.clone());
+        }
+        let streams = &self.program.streams;
+        if streams.len() > NUM_ENGINES {
+            return Err(SimError::TooManyStreams { streams: streams.len(), max: NUM_ENGINES });
+        }
+        let engines: Vec<Engine> = (0..streams.len())
+            .map(|e| Engine::from_index(e).ok_or_else(|| SimError::Internal(format!("no engine with index {e}"))))
+            .collect::<Result<_, _>>()?;
+        let nsem = self.program.semaphores.len();
+        let mut sem_count = vec![0u32; nsem];
+        // The clock that reaching value v + 1 of a semaphore publishes.
+        let mut sem_clock: Vec<Vec<Clock>> = vec![Vec::new(); nsem];
+        let mut clocks: Vec<Clock> = vec![[0; NUM_ENGINES]; streams.len()];
+        let mut pc = vec![0usize; streams.len()];
+        let mut log = RaceLog::default();
+        let mut stats = RunStats::default();
+        let mut since_prune = 0u32;
+        self.machine.stationary = None;
+        loop {
+            let mut progressed = false;
+            for (e, stream) in streams.iter().enumerate() {
+                while let Some(inst) = stream.get(pc[e]) {
+                    let at = InstRef { engine: engines[e], index: pc[e] };
+                    let unknown = |sem: bir::SemId| SimError::UnknownSemaphore { at, sem, count: nsem };
+                    let mut ready = true;
+                    for w in &inst.waits {
+                        let count = *sem_count.get(w.sem.0 as usize).ok_or_else(|| unknown(w.sem))?;
+                        ready &= count >= w.value;
+                    }
+                    if let Some(s) = inst.signal {
+                        if s.0 as usize >= nsem {
+                            return Err(unknown(s));
+                        }
+                    }
+                    if !ready {
+                        break;
+                    }
+                    for w in inst.waits.iter().filter(|w| w.value > 0) {
+                        let published = sem_clock
+                            .get(w.sem.0 as usize)
+                            .and_then(|c| c.get(w.value as usize - 1))
+                            .ok_or_else(|| SimError::Internal(format!("{at}: no clock for {} = {}", w.sem, w.value)))?;
+                        join(&mut clocks[e], published);
+                    }
+                    clocks[e][e] += 1;
+                    let mut cx = Cx {
+                        at,
+                        engine: e,
+                        clock: &clocks[e],
+                        first_race: log.races.len(),
+                        log: &mut log,
+                        stats: &mut stats,
+                    };
+                    self.machine.execute(&inst.op, &mut cx)?;
+                    if let Some(s) = inst.signal {
+                        let s = s.0 as usize;
+                        sem_count[s] = sem_count[s].saturating_add(1);
+                        let mut published = clocks[e];
+                        if let Some(prev) = sem_clock[s].last() {
+                            join(&mut published, prev);
+                        }
+                        sem_clock[s].push(published);
+                    }
+                    pc[e] += 1;
+                    stats.instructions += 1;
+                    progressed = true;
+                    since_prune += 1;
+                    if since_prune >= PRUNE_EVERY {
+                        since_prune = 0;
+                        log.prune(&seen_by_all(streams, &pc, &clocks));
+                    }
+                }
+            }
+            let unfinished: Vec<usize> = (0..streams.len()).filter(|&e| pc[e] < streams[e].len()).collect();
+            if unfinished.is_empty() {
+                break;
+            }
+            if !progressed {
+                let stuck = unfinished
+                    .into_iter()
+                    .filter_map(|e| {
+                        let inst = streams[e].get(pc[e])?;
+                        let w = inst.waits.iter().find(|w| sem_count[w.sem.0 as usize] < w.value)?;
+                        Some(Stuck {
+                            at: InstRef { engine: engines[e], index: pc[e] },
+                            sem: w.sem,
+                            needed: w.value,
+                            current: sem_count[w.sem.0 as usize],
+                        })
+                    })
+                    .collect();
+                return Err(SimError::Deadlock { stuck });
+            }
+        }
+        stats.races = std::mem::take(&mut log.races);
+        stats.races_dropped = log.dropped;
+        self.races.clone_from(&stats.races);
+        Ok(stats)
+    }
+}
+
+/// Allocate a zeroed HBM image, or `None` when it is too large.
+fn alloc_hbm(bytes: u64) -> Option<Vec<u8>> {
+    if bytes > MAX_HBM_BYTES {
+        return None;
+    }
+    let n = usize::try_from(bytes).ok()?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).ok()?;
+    v.resize(n, 0);
+    Some(v)
+}
+
+/// For each engine `x`, the smallest `clock[x]` among the engines that still have
+/// instructions to run: everything up to it has been seen by every future access.
+fn seen_by_all(streams: &[Vec<bir::BirInst>], pc: &[usize], clocks: &[Clock]) -> Clock {
+    let mut seen = [u32::MAX; NUM_ENGINES];
+    for (e, clock) in clocks.iter().enumerate() {
+        if pc[e] < streams[e].len() {
+            for (s, c) in seen.iter_mut().zip(clock) {
+                *s = (*s).min(*c);
+            }
+        }
+    }
+    seen
+}
+
+impl Machine {
+    fn walk(&self, at: InstRef, ap: &HwAp) -> Result<Walk, SimError> {
+        Walk::new(ap, &self.images).map_err(|detail| SimError::OutOfRange {
+            at,
+            memory: ap.memory,
+            ap: ap.to_string(),
+            detail,
+        })
+    }
+
+    fn execute(&mut self, op: &Op, cx: &mut Cx<'_>) -> Result<(), SimError> {
+        if !op.engine_class().contains(cx.at.engine) {
+            return Err(SimError::WrongEngine { at: cx.at, op: op.name() });
+        }
+        match op {
+            Op::LoadStationary { src, perf_mode, tile_size, .. } => {
+                self.load_stationary(cx, src, *perf_mode, *tile_size)
+            }
+            Op::LoadStationarySparse { src, tags, pattern, tile_size, .. } => {
+                self.load_stationary_sparse(cx, src, tags, *pattern, *tile_size)
+            }
+            Op::MultiplyMoving { dst, src, acc, perf_mode, .. } => self.multiply_moving(cx, dst, src, *acc, *perf_mode),
+            Op::Transpose { dst, src } => self.transpose(cx, dst, src),
+            Op::DmaCopy { dst, src, cast } => {
+                cx.stats.dma_bytes += self.copy(cx, dst, src, *cast)?;
+                Ok(())
+            }
+            Op::DmaFma { dst, src0, src1 } => {
+                cx.stats.dma_bytes += self.elementwise(cx, Elementwise::Fma, dst, src0, src1)?;
+                Ok(())
+            }
+            Op::DmaGather { dst, table, index } => {
+                cx.stats.dma_bytes += self.gather(cx, dst, table, index)?;
+                Ok(())
+            }
+            Op::DmaScatterAdd { table, src, index } => {
+                cx.stats.dma_bytes += self.scatter_add(cx, table, src, index)?;
+                Ok(())
+            }
+            Op::TensorCopy { dst, src } => {
+                on_chip(cx.at, op, &[dst, src])?;
+                self.copy(cx, dst, src, CastMode::Rne).map(|_| ())
+            }
+            Op::TensorTensor { op: kind, dst, lhs, rhs } => {
+                on_chip(cx.at, op, &[dst, lhs, rhs])?;
+                self.elementwise(cx, Elementwise::from(*kind), dst, lhs, rhs).map(|_| ())
+            }
+            Op::Memset { dst, value } => {
+                on_chip(cx.at, op, &[dst])?;
+                self.memset(cx, dst, *value)
+            }
+        }
+    }
+
+    /// Fail if any element of `walk` (in PSUM) lies in an open accumulation group.
+    fn check_closed(&self, at: InstRef, walk: &Walk) -> Result<(), SimError> {
+        if walk.memory != Memory::Psum || self.groups.open_words == 0 {
+            return Ok(());
+        }
+        for run in walk.runs() {
+            if let Some(addr) = self.groups.find_open(run, walk.elem_size()) {
+                return Err(read_open(at, addr));
+            }
+        }
+        Ok(())
+    }
+
+    /// A write by anything but a matmul leaves the PSUM words it touches closed.
+    fn close_written(&mut self, walk: &Walk) {
+        if walk.memory != Memory::Psum || self.groups.open_words == 0 {
+            return;
+        }
+        for run in walk.runs() {
+            self.groups.set_run(run, walk.elem_size(), false);
+        }
+    }
+}
+
+/// Compute engines reach SBUF and PSUM only.
+fn on_chip(at: InstRef, op: &Op, aps: &[&HwAp]) -> Result<(), SimError> {
+    match aps.iter().find(|ap| ap.memory == Memory::Hbm) {
+        Some(_) => {
+            Err(SimError::BadOperand { at, detail: format!("{} operands must be on chip (sbuf or psum)", op.name()) })
+        }
+        None => Ok(()),
+    }
+}
+
+/// Partition and byte inside it of a PSUM image address.
+fn psum_position(addr: usize) -> (u32, u32) {
+    ((addr / PSUM_PARTITION_BYTES) as u32, (addr % PSUM_PARTITION_BYTES) as u32)
+}
+
+fn read_open(at: InstRef, addr: usize) -> SimError {
+    let (partition, byte) = psum_position(addr);
+    SimError::ReadOpenGroup { at, partition, byte }
+}

@@ -1,0 +1,347 @@
+//! The PE array: stationary loads (dense, double-row, structured-sparse), matmuls into PSUM
+//! accumulation groups, and transposes.
+
+use bir::HwAp;
+use penguin::target::{MAX_MOVING_FREE, MAX_STATIONARY_FREE, NUM_PARTITIONS};
+use penguin::{CastMode, DType, EngineAccumulationType as Acc, Memory, PerfMode, SparsityPattern, TileSize};
+
+use super::{psum_position, Cx, Groups, Machine, Scratch, Stationary};
+use crate::convert::{decode_run, encode_run};
+use crate::error::{InstRef, SimError};
+use crate::gemm::matmul_tn;
+
+/// Most partitions and free elements per partition a PE operand may have.
+#[derive(Clone, Copy)]
+struct Limits {
+    partitions: usize,
+    free: usize,
+}
+
+impl Machine {
+    /// Decode a PE operand (`P` partitions x `F` free, in SBUF) into `scratch.f32_b` as a
+    /// row-major f32 matrix of contraction rows: `[P, F]`, or with `double_row` `[2P, F/2]`
+    /// where contraction row `j * P + p` is free half `j` of partition `p` (SPEC section 2:
+    /// `[P, 2, F]`). Shapes beyond `limits` are refused before anything is decoded.
+    fn pe_operand(
+        &mut self,
+        cx: &mut Cx<'_>,
+        ap: &HwAp,
+        perf_mode: PerfMode,
+        what: &str,
+        limits: Limits,
+    ) -> Result<(usize, usize), SimError> {
+        if ap.memory != Memory::Sbuf {
+            return Err(SimError::BadOperand {
+                at: cx.at,
+                detail: format!("the {what} operand must be in sbuf, not {}", ap.memory),
+            });
+        }
+        let walk = self.walk(cx.at, ap)?;
+        let p = ap.num_partitions as usize;
+        let f = (walk.elems / u64::from(ap.num_partitions.max(1))) as usize;
+        if p > limits.partitions || f > limits.free {
+            return Err(SimError::MatmulShape {
+                at: cx.at,
+                detail: format!(
+                    "the {what} operand is {p} partitions x {f} elements; the PE takes at most {} x {}",
+                    limits.partitions, limits.free
+                ),
+            });
+        }
+        cx.record(&walk, false);
+        let Scratch { f32_a: raw, f32_b: rows, .. } = &mut self.scratch;
+        // Every element is decoded below, so the buffer is not cleared first.
+        raw.resize(p * f, 0.0);
+        let mut pos = 0;
+        for run in walk.runs() {
+            decode_run(ap.dtype, self.images.get(ap.memory), run, &mut raw[pos..pos + run.len]);
+            pos += run.len;
+        }
+        match perf_mode {
+            PerfMode::None => {
+                std::mem::swap(raw, rows);
+                Ok((p, f))
+            }
+            PerfMode::DoubleRow => {
+                if f % 2 != 0 {
+                    return Err(SimError::MatmulShape {
+                        at: cx.at,
+                        detail: format!("double_row {what} has {f} free elements per partition; it must be [P, 2, F]"),
+                    });
+                }
+                let half = f / 2;
+                rows.resize(p * f, 0.0);
+                for j in 0..2 {
+                    for q in 0..p {
+                        let k = j * p + q;
+                        rows[k * half..(k + 1) * half].copy_from_slice(&raw[q * f + j * half..q * f + (j + 1) * half]);
+                    }
+                }
+                Ok((2 * p, half))
+            }
+            PerfMode::DoubleRowGen3 => {
+                Err(SimError::Unsupported { at: cx.at, detail: "perf_mode=double_row_gen3 is not supported".into() })
+            }
+        }
+    }
+
+    fn check_perf_mode(&self, at: InstRef, perf_mode: PerfMode) -> Result<(), SimError> {
+        match perf_mode {
+            PerfMode::None => Ok(()),
+            PerfMode::DoubleRow if self.double_row_ok => Ok(()),
+            PerfMode::DoubleRow | PerfMode::DoubleRowGen3 => Err(SimError::Unsupported {
+                at,
+                detail: format!("perf_mode={perf_mode} is not supported on this target"),
+            }),
+        }
+    }
+
+    pub(super) fn load_stationary(
+        &mut self,
+        cx: &mut Cx<'_>,
+        src: &HwAp,
+        perf_mode: PerfMode,
+        tile: TileSize,
+    ) -> Result<(), SimError> {
+        self.check_perf_mode(cx.at, perf_mode)?;
+        let rows_per_pass = if perf_mode == PerfMode::DoubleRow { 2 } else { 1 };
+        let max_k = tile.rows.min(NUM_PARTITIONS) as usize * rows_per_pass;
+        let max_m = tile.cols.min(MAX_STATIONARY_FREE) as usize;
+        let limits = Limits { partitions: tile.rows.min(NUM_PARTITIONS) as usize, free: max_m * rows_per_pass };
+        let (k, m) = self.pe_operand(cx, src, perf_mode, "stationary", limits)?;
+        if k == 0 || m == 0 || k > max_k || m > max_m {
+            return Err(SimError::MatmulShape {
+                at: cx.at,
+                detail: format!(
+                    "stationary [K={k}, M={m}] does not fit the {}x{} PE tile (1 <= K <= {max_k}, 1 <= M <= {max_m})",
+                    tile.rows, tile.cols
+                ),
+            });
+        }
+        let mut packed = self.stationary.take().map(|s| s.packed).unwrap_or_default();
+        packed.pack(k, m, &self.scratch.f32_b);
+        self.stationary = Some(Stationary { perf_mode, packed });
+        Ok(())
+    }
+
+    /// Load a compressed stationary `[K', M]` with its int16 tags and expand it to the dense
+    /// `[K' / n * m, M]` weights the following matmuls use:
+    /// `W[(k' / n) * m + tags[k', j], j] += src[k', j]`, zeros elsewhere (the seed's
+    /// `dst[m, n] (+)= sum_k' stationary[k', m] * moving[(k' / N) * M + tags[k', m], n]`).
+    ///
+    /// The pruned positions contribute `0 * moving`, so a NaN or infinity in the moving
+    /// operand at a pruned position shows in the result.
+    pub(super) fn load_stationary_sparse(
+        &mut self,
+        cx: &mut Cx<'_>,
+        src: &HwAp,
+        tags: &HwAp,
+        pattern: SparsityPattern,
+        tile: TileSize,
+    ) -> Result<(), SimError> {
+        let at = cx.at;
+        if !pattern.is_supported() {
+            return Err(SimError::Unsupported {
+                at,
+                detail: format!("structured sparsity {}:{} is not supported", pattern.n, pattern.m),
+            });
+        }
+        if tags.dtype != DType::Int16 {
+            return Err(SimError::BadOperand {
+                at,
+                detail: format!("sparsity tags must be int16, not {}", tags.dtype),
+            });
+        }
+        let max_m = tile.cols.min(MAX_STATIONARY_FREE) as usize;
+        let limits = Limits { partitions: tile.rows.min(NUM_PARTITIONS) as usize, free: max_m };
+        let (kc, m) = self.pe_operand(cx, src, PerfMode::None, "sparse stationary", limits)?;
+        let values = std::mem::take(&mut self.scratch.f32_b);
+        let tag_shape = self.pe_operand(cx, tags, PerfMode::None, "tags", limits);
+        let tag_values = std::mem::replace(&mut self.scratch.f32_b, values);
+        let (n, group) = (pattern.n as usize, pattern.m as usize);
+        let k = kc / n * group;
+        if tag_shape? != (kc, m) || kc == 0 || m == 0 || kc % n != 0 || k > NUM_PARTITIONS as usize {
+            return Err(SimError::MatmulShape {
+                at,
+                detail: format!(
+                    "sparse stationary [K'={kc}, M={m}] with {n}:{group} tags must have K' a multiple of {n}, tags of \
+                     the same shape, and expand to at most {NUM_PARTITIONS} rows (here {k})"
+                ),
+            });
+        }
+        let Scratch { f32_b: values, f32_c: dense, .. } = &mut self.scratch;
+        dense.clear();
+        dense.resize(k * m, 0.0);
+        for (kk, (vrow, trow)) in values.chunks_exact(m).zip(tag_values.chunks_exact(m)).enumerate() {
+            for (j, (v, t)) in vrow.iter().zip(trow).enumerate() {
+                if !(0.0..group as f32).contains(t) {
+                    return Err(SimError::BadOperand {
+                        at,
+                        detail: format!("sparsity tag {t} at [{kk}, {j}] is outside 0..{group}"),
+                    });
+                }
+                dense[((kk / n) * group + *t as usize) * m + j] += v;
+            }
+        }
+        let mut packed = self.stationary.take().map(|s| s.packed).unwrap_or_default();
+        packed.pack(k, m, dense);
+        self.stationary = Some(Stationary { perf_mode: PerfMode::None, packed });
+        Ok(())
+    }
+
+    /// Check a PE result operand: fp32 in PSUM, 4-byte aligned.
+    fn pe_result(at: InstRef, dst: &HwAp) -> Result<(), SimError> {
+        if dst.memory != Memory::Psum || dst.dtype != DType::Fp32 {
+            return Err(SimError::BadOperand {
+                at,
+                detail: format!("the PE result must be fp32 in psum, not {} in {}", dst.dtype, dst.memory),
+            });
+        }
+        if dst.byte_offset % 4 != 0 {
+            return Err(SimError::BadOperand {
+                at,
+                detail: format!("the PE result must be 4-byte aligned in psum, not at byte {}", dst.byte_offset),
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn multiply_moving(
+        &mut self,
+        cx: &mut Cx<'_>,
+        dst: &HwAp,
+        src: &HwAp,
+        acc: Acc,
+        perf_mode: PerfMode,
+    ) -> Result<(), SimError> {
+        let at = cx.at;
+        let (sk, m, st_mode) = match &self.stationary {
+            Some(s) => (s.packed.k, s.packed.m, s.perf_mode),
+            None => return Err(SimError::NoStationary { at }),
+        };
+        if st_mode != perf_mode {
+            return Err(SimError::MatmulShape {
+                at,
+                detail: format!("perf_mode={perf_mode} but the stationary was loaded with perf_mode={st_mode}"),
+            });
+        }
+        Self::pe_result(at, dst)?;
+        let rows_per_pass = if perf_mode == PerfMode::DoubleRow { 2 } else { 1 };
+        let limits = Limits { partitions: NUM_PARTITIONS as usize, free: MAX_MOVING_FREE as usize * rows_per_pass };
+        let (k, n) = self.pe_operand(cx, src, perf_mode, "moving", limits)?;
+        if k != sk || n == 0 {
+            return Err(SimError::MatmulShape {
+                at,
+                detail: format!("moving [K={k}, N={n}] against stationary [K={sk}, M={m}] (K must match, N >= 1)"),
+            });
+        }
+        let dw = self.walk(at, dst)?;
+        if dst.num_partitions as usize != m || dw.elems != (m * n) as u64 {
+            return Err(SimError::MatmulShape {
+                at,
+                detail: format!(
+                    "result has {} partitions x {} elements but the product is [M={m}, N={n}]",
+                    dst.num_partitions,
+                    dw.elems / u64::from(dst.num_partitions.max(1))
+                ),
+            });
+        }
+        cx.record(&dw, true);
+        let start = acc.contains(Acc::START);
+        let stop = acc.contains(Acc::STOP);
+        if !start {
+            for run in dw.runs() {
+                if let Some(addr) = self.groups.first_closed(run) {
+                    let (partition, byte) = psum_position(addr);
+                    return Err(SimError::AccumulateWithoutStart { at, partition, byte, flags: acc.to_string() });
+                }
+            }
+        }
+        let Some(st) = &self.stationary else {
+            return Err(SimError::NoStationary { at });
+        };
+        let Scratch { f32_b: x, xpack, product, .. } = &mut self.scratch;
+        matmul_tn(&st.packed, n, x, xpack, product);
+        let psum = &mut self.images.psum;
+        let mut pos = 0;
+        for run in dw.runs() {
+            let out = &product[pos..pos + run.len];
+            if start {
+                encode_run(DType::Fp32, CastMode::Rne, out, psum, run);
+            } else if run.contiguous(4) {
+                for (word, v) in psum[run.span(4)].chunks_exact_mut(4).zip(out) {
+                    let old = f32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+                    word.copy_from_slice(&(old + v).to_le_bytes());
+                }
+            } else {
+                for (j, v) in out.iter().enumerate() {
+                    let a = run.at(j);
+                    let old = f32::from_le_bytes([psum[a], psum[a + 1], psum[a + 2], psum[a + 3]]);
+                    psum[a..a + 4].copy_from_slice(&(old + v).to_le_bytes());
+                }
+            }
+            pos += run.len;
+        }
+        if start || stop {
+            for run in dw.runs() {
+                self.groups.set_run(run, 4, start && !stop);
+            }
+        }
+        cx.stats.matmuls += 1;
+        Ok(())
+    }
+
+    /// `dst[j, i] = src[i, j]` into PSUM fp32, exact (a pass through the PE with identity
+    /// weights, which replaces the loaded stationary). It writes complete values: the words
+    /// it touches are left closed, as after `START | STOP`.
+    pub(super) fn transpose(&mut self, cx: &mut Cx<'_>, dst: &HwAp, src: &HwAp) -> Result<(), SimError> {
+        let at = cx.at;
+        Self::pe_result(at, dst)?;
+        let limits = Limits { partitions: NUM_PARTITIONS as usize, free: MAX_STATIONARY_FREE as usize };
+        let (p, f) = self.pe_operand(cx, src, PerfMode::None, "transpose source", limits)?;
+        let dw = self.walk(at, dst)?;
+        if dst.num_partitions as usize != f || dw.elems != (p * f) as u64 {
+            return Err(SimError::MatmulShape {
+                at,
+                detail: format!(
+                    "result has {} partitions x {} elements but the transpose of [{p}, {f}] is [{f}, {p}]",
+                    dst.num_partitions,
+                    dw.elems / u64::from(dst.num_partitions.max(1))
+                ),
+            });
+        }
+        cx.record(&dw, true);
+        let Scratch { f32_b: rows, product, .. } = &mut self.scratch;
+        product.resize(p * f, 0.0);
+        for (i, row) in rows.chunks_exact(f.max(1)).take(p).enumerate() {
+            for (j, v) in row.iter().enumerate() {
+                product[j * p + i] = *v;
+            }
+        }
+        let mut pos = 0;
+        for run in dw.runs() {
+            encode_run(DType::Fp32, CastMode::Rne, &product[pos..pos + run.len], &mut self.images.psum, run);
+            self.groups.set_run(run, 4, false);
+            pos += run.len;
+        }
+        self.stationary = None;
+        Ok(())
+    }
+}
+
+impl Groups {
+    /// The first element of a run of 4-byte aligned fp32 elements whose word is not open.
+    pub(super) fn first_closed(&self, run: crate::convert::Run) -> Option<usize> {
+        if run.contiguous(4) {
+            let w0 = Self::word(run.start as usize);
+            let words = &self.open[w0..w0 + run.len];
+            // A reduction without early exit vectorises; the search runs only on error.
+            if words.iter().fold(true, |all, &o| all & o) {
+                return None;
+            }
+            let j = words.iter().position(|&o| !o)?;
+            return Some(run.at(j));
+        }
+        (0..run.len).map(|j| run.at(j)).find(|&a| !self.open[Self::word(a)])
+    }
+}
