@@ -1,5 +1,6 @@
 //! The `ntile` binary as a user runs it: exit codes, `.npy` in and out, JSON, and an
 //! independent numpy + ml_dtypes reference.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test helpers assert on values")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -24,7 +25,11 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn python(script: &str) -> String {
-    let o = Command::new("python3").arg("-c").arg(script).output().expect("python3 runs (.ci/run installs numpy and ml-dtypes)");
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("python3 runs (.ci/run installs numpy and ml-dtypes)");
     assert!(o.status.success(), "python failed: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -85,7 +90,15 @@ fn bad_npy_files_exit_2_and_leave_no_output() {
         let p = dir.join(name);
         std::fs::write(&p, bytes).unwrap();
         let out = dir.join("c.npy");
-        let o = ntile(&["gemm", "--lhs", p.to_str().unwrap(), "--rhs", good_b.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        let o = ntile(&[
+            "gemm",
+            "--lhs",
+            p.to_str().unwrap(),
+            "--rhs",
+            good_b.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
         assert_eq!(code(&o), 2, "{name}: {}", stderr(&o));
         assert!(stderr(&o).contains(needle), "{name}: {}", stderr(&o));
         assert!(!out.exists(), "{name} left an output file");
@@ -130,9 +143,24 @@ fn json_report_has_the_spec_keys() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     for key in [
-        "target", "m", "k", "n", "lhs_dtype", "rhs_dtype", "out_dtype", "perf_mode", "sparsity", "schedule",
-        "penguin_instructions", "bir_instructions", "matmuls", "psum_groups", "max_live_psum_banks",
-        "sbuf_peak_bytes_per_partition", "hbm_bytes", "check",
+        "target",
+        "m",
+        "k",
+        "n",
+        "lhs_dtype",
+        "rhs_dtype",
+        "out_dtype",
+        "perf_mode",
+        "sparsity",
+        "schedule",
+        "penguin_instructions",
+        "bir_instructions",
+        "matmuls",
+        "psum_groups",
+        "max_live_psum_banks",
+        "sbuf_peak_bytes_per_partition",
+        "hbm_bytes",
+        "check",
     ] {
         assert!(v.get(key).is_some(), "missing key {key}");
     }
@@ -169,7 +197,15 @@ fn matches_numpy_with_ml_dtypes_rounding() {
     ));
     for (dtype, npdtype) in [("bf16", "ml_dtypes.bfloat16"), ("fp16", "np.float16"), ("fp32", "np.float32")] {
         let o = ntile(&[
-            "gemm", "--lhs", a.to_str().unwrap(), "--rhs", b.to_str().unwrap(), "--dtype", dtype, "-o", c.to_str().unwrap(),
+            "gemm",
+            "--lhs",
+            a.to_str().unwrap(),
+            "--rhs",
+            b.to_str().unwrap(),
+            "--dtype",
+            dtype,
+            "-o",
+            c.to_str().unwrap(),
         ]);
         assert_eq!(code(&o), 0, "{dtype}: {}", stderr(&o));
         let verdict = python(&format!(

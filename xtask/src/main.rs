@@ -33,11 +33,92 @@ fn ci() -> Result<()> {
 }
 
 fn bench() -> Result<()> {
-    cargo(&["bench", "-p", "sim", "--bench", "sim"])?;
+    cargo(&["bench", "-p", "sim", "--bench", "sim", "--bench", "cycle"])?;
+    let root = workspace_root();
+    let criterion = root.join("target/criterion");
+    let mean_ms = |group: &str, name: &str| -> Option<f64> {
+        let path = criterion.join(group).join(name).join("new/estimates.json");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+        v["mean"]["point_estimate"].as_f64().map(|ns| ns / 1e6)
+    };
+    let mut out = String::from("\n== criterion means ==\n");
+    let sim = mean_ms("gemm_1024", "simulate_bf16");
+    let plain = mean_ms("gemm_1024", "plain_sgemm_f32");
+    if let (Some(s), Some(p)) = (sim, plain) {
+        out += &format!(
+            "simulate 1024^3 bf16 GEMM: {s:.1} ms; plain f32 GEMM (matrixmultiply): {p:.1} ms; ratio {:.2}x (goal <= 2x)\n",
+            s / p
+        );
+    }
+    if let Some(t) = mean_ms("plan_lower_4096x8192x8192", "blocked_mn") {
+        out += &format!("plan + lower 4096x8192x8192 (blocked-mn): {t:.0} ms\n");
+    }
+    for entry in std::fs::read_dir(criterion.join("cycle_model_4096x8192x8192")).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(t) = mean_ms("cycle_model_4096x8192x8192", &name) {
+            out += &format!("cycle model 4096x8192x8192 {name}: {t:.1} ms\n");
+        }
+    }
+    cargo(&["build", "--release", "-p", "ntile"])?;
+    out += &suite(&root.join("target/release/ntile"))?;
+    say(&out);
     Ok(())
 }
 
-/// The workspace root: xtask lives one directory below it.
+#[expect(clippy::print_stdout, reason = "xtask bench prints its table")]
+fn say(s: &str) {
+    println!("{s}");
+}
+
+/// The suite of issue 6: modeled time, HFU and HBM bytes over the I/O lower bound per shape.
+fn suite(ntile: &std::path::Path) -> Result<String> {
+    let big = "--m 4096 --k 8192 --n 8192 --lhs-transposed";
+    let mut runs: Vec<(String, String)> = Vec::new();
+    for target in ["trn1", "trn2"] {
+        let mut add =
+            |label: &str, args: String| runs.push((format!("{label} {target}"), format!("{args} --target {target}")));
+        add("4096^3", "--m 4096 --k 4096 --n 4096".into());
+        for s in ["naive", "hoisted", "blocked-mn", "blocked-mnk", "auto"] {
+            add(&format!("4096x8192x8192 A^T {s}"), format!("{big} --schedule {s}"));
+        }
+        add("llama mlp up 2048x4096x11008", "--m 2048 --k 4096 --n 11008".into());
+        add("llama mlp down 2048x11008x4096", "--m 2048 --k 11008 --n 4096".into());
+        add("decode 1x4096x11008", "--m 1 --k 4096 --n 11008".into());
+        add("decode 32x4096x11008", "--m 32 --k 4096 --n 11008".into());
+        add("gpt2 qk^T 1024x64x1024", "--m 1024 --k 64 --n 1024".into());
+        add("resnet50 fc 1x2048x1000", "--m 1 --k 2048 --n 1000".into());
+        add("35x2560x8457", "--m 35 --k 2560 --n 8457".into());
+    }
+    runs.push((
+        "fp8 double_row 2048x4096x11008 trn2".into(),
+        "--m 2048 --k 4096 --n 11008 --dtype fp8e4m3 --perf-mode double_row --target trn2".into(),
+    ));
+    let mut out = String::from(
+        "\n== suite (bf16 operands in HBM unless named; --no-sim) ==\n\
+         shape                                       schedule      modeled_us   HFU   HBM/LB  plan_ms\n",
+    );
+    for (label, args) in runs {
+        let mut cmd = Command::new(ntile);
+        cmd.arg("gemm").args(args.split_whitespace()).args(["--hbm-dtype", "bf16", "--no-sim", "--json"]);
+        let o = cmd.output().with_context(|| format!("running ntile gemm {args}"))?;
+        if !o.status.success() {
+            out += &format!("{label:<44} failed: {}\n", String::from_utf8_lossy(&o.stderr).trim());
+            continue;
+        }
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout)?;
+        let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        out += &format!(
+            "{label:<44} {:<13} {:>10.1} {:>5.2} {:>7.2} {:>8.0}\n",
+            v["schedule"].as_str().unwrap_or("?"),
+            f("modeled_time_us"),
+            f("hfu"),
+            f("hbm_bytes") / f("io_lower_bound_bytes"),
+            v["wall_ms"]["plan"].as_f64().unwrap_or(f64::NAN)
+        );
+    }
+    Ok(out)
+}
+
 fn workspace_root() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().unwrap_or(manifest).to_path_buf()

@@ -8,11 +8,15 @@
 //! waits until the producer's engine semaphore reaches the count of the producer.
 
 use penguin::{
-    CastMode, ComputeEngine, OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, FunctionView, InstData, InstId, InstTile, MatMultData, Memory, PerfMode, Target, TensorId, Verified,
+    CastMode, ComputeEngine, FunctionView, InstData, InstId, InstTile, MatMultData, Memory, OffloadedFmaData,
+    OffloadedMemCastData, OffloadedMemCpyData, PerfMode, Target, TensorId, Verified,
 };
 
 use crate::error::BirError;
 use crate::program::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program, SemId, Wait, NUM_ENGINES};
+
+/// Bytes an offloaded op's piece should carry at least (see `spread`).
+const SPREAD_PIECE_BYTES: u64 = 64 * 1024;
 
 /// HBM tensors are aligned to this many bytes.
 const HBM_ALIGN: u64 = 64;
@@ -35,6 +39,7 @@ struct Placement {
 }
 
 /// Lower a verified function for a target.
+#[expect(clippy::needless_pass_by_value, reason = "the proof of verification is handed over, as a token")]
 pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) -> Result<Program, BirError> {
     let f = func.get();
     let mut cx = LowerCx {
@@ -187,17 +192,25 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
                 };
                 Ok(vec![(pe, vec![ls, mm])])
             }
-            InstData::Transpose(t) => {
-                one(Engine::Pe, Op::Transpose { dst: self.hw_ap(id, Engine::Pe, &t.dst)?, src: self.hw_ap(id, Engine::Pe, &t.src)? })
-            }
+            InstData::Transpose(t) => one(
+                Engine::Pe,
+                Op::Transpose { dst: self.hw_ap(id, Engine::Pe, &t.dst)?, src: self.hw_ap(id, Engine::Pe, &t.src)? },
+            ),
             InstData::DmaCopy(d) => {
                 let engine = self.next_queue();
-                let op = Op::DmaCopy { dst: self.hw_ap(id, engine, &d.dst)?, src: self.hw_ap(id, engine, &d.src)?, cast: d.cast };
+                let op = Op::DmaCopy {
+                    dst: self.hw_ap(id, engine, &d.dst)?,
+                    src: self.hw_ap(id, engine, &d.src)?,
+                    cast: d.cast,
+                };
                 one(engine, op)
             }
             InstData::TensorCopy(c) => {
                 let engine = compute_engine(c.engine);
-                one(engine, Op::TensorCopy { dst: self.hw_ap(id, engine, &c.dst)?, src: self.hw_ap(id, engine, &c.src)? })
+                one(
+                    engine,
+                    Op::TensorCopy { dst: self.hw_ap(id, engine, &c.dst)?, src: self.hw_ap(id, engine, &c.src)? },
+                )
             }
             InstData::TensorTensor(t) => {
                 let engine = compute_engine(t.engine);
@@ -241,9 +254,12 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
         }
     }
 
-    /// Spread an offloaded op over the DMA queues: the partition range is cut into one piece
-    /// per queue (each queue serves its own partitions), every piece starting on the next
-    /// queue in turn.
+    /// Spread an offloaded op over the DMA queues, one piece per queue in turn. Every DMA
+    /// transfer pays a fixed cost (~1.3 us) on its queue, so a piece must carry enough bytes
+    /// to amortize it: an op is cut into `clamp(bytes / 64 KiB, 1, 16)` pieces. Pieces cut
+    /// the partition range (each queue serving its own partitions), except for a transposing
+    /// HBM access (contiguous along partitions, strided along the free dimension), which is cut
+    /// along its outer free dimension so that every piece keeps whole contiguous runs.
     fn spread(
         &mut self,
         id: InstId,
@@ -254,15 +270,31 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
         let hw: Vec<HwAp> = aps.iter().map(|t| self.hw_ap(id, probe, t)).collect::<Result<_, _>>()?;
         let refs: Vec<&HwAp> = hw.iter().collect();
         let (shape, _bases) = extract_offloaded_memcpy_shape_bases(&refs)?;
-        let rows = shape.first().copied().unwrap_or(1);
-        let queues = penguin::target::NUM_DMA_QUEUES;
-        let per = rows.div_ceil(queues).max(penguin::target::NUM_PARTITIONS / queues);
+        let transposing = hw.iter().any(|ap| {
+            ap.memory == Memory::Hbm && ap.partition_stride == 1 && ap.dims.first().is_some_and(|d| d.stride != 1)
+        }) && hw.iter().all(|ap| ap.dims.len() == 1);
+        let extent =
+            if transposing { hw.first().and_then(|ap| ap.dims.first()).map_or(1, |d| d.num) } else { shape[0] };
+        let bytes: u64 = hw
+            .iter()
+            .map(|ap| u64::from(ap.num_partitions) * ap.free_elems() * u64::from(ap.dtype.size_bytes()))
+            .max()
+            .unwrap_or(0);
+        let pieces = (bytes / SPREAD_PIECE_BYTES).clamp(1, u64::from(penguin::target::NUM_DMA_QUEUES)) as u32;
+        let per = if transposing {
+            extent.div_ceil(pieces).max(1)
+        } else {
+            extent.div_ceil(pieces).max(penguin::target::NUM_PARTITIONS / penguin::target::NUM_DMA_QUEUES)
+        };
         let mut out = Vec::new();
         let mut start = 0;
-        while start < rows {
-            let count = per.min(rows - start);
+        while start < extent {
+            let count = per.min(extent - start);
             let engine = self.next_queue();
-            let pieces: Vec<HwAp> = hw.iter().map(|ap| partition_slice(ap, start, count)).collect();
+            let pieces: Vec<HwAp> = hw
+                .iter()
+                .map(|ap| if transposing { free_slice(ap, start, count) } else { partition_slice(ap, start, count) })
+                .collect();
             let op = build(&pieces).ok_or_else(|| BirError::Internal(format!("{id}: offloaded op lost an operand")))?;
             out.push((engine, vec![op]));
             start += count;
@@ -344,6 +376,17 @@ pub fn extract_offloaded_memcpy_shape_bases(aps: &[&HwAp]) -> Result<(Vec<u32>, 
         }
     }
     Ok((shape, aps.iter().map(|ap| ap.byte_offset).collect()))
+}
+
+/// Elements `[start, start + count)` of the (only) free dimension of an access pattern.
+fn free_slice(ap: &HwAp, start: u32, count: u32) -> HwAp {
+    let mut out = ap.clone();
+    if let Some(d) = out.dims.first_mut() {
+        let step = d.stride * i64::from(start) * i64::from(ap.dtype.size_bytes());
+        out.byte_offset = (ap.byte_offset as i64 + step) as u64;
+        d.num = count;
+    }
+    out
 }
 
 /// Partitions `[start, start + count)` of an access pattern.
@@ -431,15 +474,27 @@ fn compute_engine(e: ComputeEngine) -> Engine {
 /// Lower one matmul (the seed's `codegenMatMulOp`): a LoadStationary of the weights and a
 /// MultiplyMoving that streams the moving operand into the bound PSUM region with the
 /// group's accumulation flags and the perf mode.
-fn codegen_mat_mul_op<F: FunctionView + ?Sized>(cx: &LowerCx<'_, F>, id: InstId, m: &MatMultData) -> Result<[Op; 2], BirError> {
+fn codegen_mat_mul_op<F: FunctionView + ?Sized>(
+    cx: &LowerCx<'_, F>,
+    id: InstId,
+    m: &MatMultData,
+) -> Result<[Op; 2], BirError> {
     let (stationary, moving) = match m.perf_mode {
         PerfMode::None => (cx.hw_ap(id, Engine::Pe, &m.stationary)?, cx.hw_ap(id, Engine::Pe, &m.moving)?),
         PerfMode::DoubleRow => cayman_matmul_double_row_ap(cx, id, m)?,
         PerfMode::DoubleRowGen3 => {
-            return Err(BirError::Unsupported(format!("{id}: perf_mode=`double_row_gen3` is not supported on {}", cx.target)));
+            return Err(BirError::Unsupported(format!(
+                "{id}: perf_mode=`double_row_gen3` is not supported on {}",
+                cx.target
+            )));
         }
     };
-    let ls = Op::LoadStationary { src: stationary, perf_mode: m.perf_mode, tile_position: m.tile_position, tile_size: m.tile_size };
+    let ls = Op::LoadStationary {
+        src: stationary,
+        perf_mode: m.perf_mode,
+        tile_position: m.tile_position,
+        tile_size: m.tile_size,
+    };
     let mm = Op::MultiplyMoving {
         dst: cx.hw_ap(id, Engine::Pe, &m.dst)?,
         src: moving,
@@ -466,14 +521,22 @@ fn cayman_matmul_double_row_ap<F: FunctionView + ?Sized>(
 
 /// Give an operand's hardware pattern its size-2 pack axis as the outermost free dimension
 /// (the seed's `addDoubleRowAP`): contraction rows `k` and `k + P` share a partition.
-fn add_double_row_ap<F: FunctionView + ?Sized>(cx: &LowerCx<'_, F>, id: InstId, t: &InstTile) -> Result<HwAp, BirError> {
+fn add_double_row_ap<F: FunctionView + ?Sized>(
+    cx: &LowerCx<'_, F>,
+    id: InstId,
+    t: &InstTile,
+) -> Result<HwAp, BirError> {
     let mut ap = cx.hw_ap(id, Engine::Pe, t)?;
-    ap.dims = t
-        .ap
-        .split_outer(2)
-        .ok_or_else(|| BirError::Internal(format!("{id}: double_row operand without a size-2 pack axis")))?;
+    ap.dims =
+        t.ap.split_outer(2)
+            .ok_or_else(|| BirError::Internal(format!("{id}: double_row operand without a size-2 pack axis")))?;
     if ap.dims.len() > Engine::Pe.max_free_dims() {
-        return Err(BirError::TooManyStrides { inst: id, engine: Engine::Pe, dims: ap.dims.len(), max: Engine::Pe.max_free_dims() });
+        return Err(BirError::TooManyStrides {
+            inst: id,
+            engine: Engine::Pe,
+            dims: ap.dims.len(),
+            max: Engine::Pe.max_free_dims(),
+        });
     }
     Ok(ap)
 }

@@ -155,9 +155,9 @@ impl HwAp {
         let pspan = self.partition_stride * (i64::from(self.num_partitions.max(1)) - 1);
         if self.memory == Memory::Hbm {
             if pspan < 0 {
-                lo += pspan
+                lo += pspan;
             } else {
-                hi += pspan
+                hi += pspan;
             }
             let base = self.byte_offset as i64;
             (0, 1, base + lo * size, base + (hi + 1) * size)
@@ -390,7 +390,9 @@ impl Op {
             | Op::LoadStationarySparse { .. }
             | Op::MultiplyMoving { .. }
             | Op::Transpose { .. } => EngineClass::Pe,
-            Op::DmaCopy { .. } | Op::DmaFma { .. } | Op::DmaGather { .. } | Op::DmaScatterAdd { .. } => EngineClass::Dma,
+            Op::DmaCopy { .. } | Op::DmaFma { .. } | Op::DmaGather { .. } | Op::DmaScatterAdd { .. } => {
+                EngineClass::Dma
+            }
             Op::TensorCopy { .. } | Op::TensorTensor { .. } => EngineClass::Compute,
             Op::Memset { .. } => EngineClass::ComputeOrSp,
         }
@@ -493,10 +495,19 @@ impl Op {
                         "accu" => EngineAccumulationType::ACCU,
                         "stop" => EngineAccumulationType::STOP,
                         "none" => EngineAccumulationType::empty(),
-                        other => return Err(format!("unknown accumulation flag `{other}` (expected start, accu, stop)")),
+                        other => {
+                            return Err(format!("unknown accumulation flag `{other}` (expected start, accu, stop)"))
+                        }
                     };
                 }
-                Op::MultiplyMoving { dst: take("dst")?, src: take("src")?, acc, perf_mode: perf()?, tile_position, tile_size }
+                Op::MultiplyMoving {
+                    dst: take("dst")?,
+                    src: take("src")?,
+                    acc,
+                    perf_mode: perf()?,
+                    tile_position,
+                    tile_size,
+                }
             }
             "transpose" => Op::Transpose { dst: take("dst")?, src: take("src")? },
             "dma_copy" => {
@@ -516,7 +527,9 @@ impl Op {
                     Some("add") => TensorTensorOp::Add,
                     Some("mul") => TensorTensorOp::Mul,
                     Some("max") => TensorTensorOp::Max,
-                    Some(other) => return Err(format!("unknown tensor_tensor op `{other}` (expected add, mul or max)")),
+                    Some(other) => {
+                        return Err(format!("unknown tensor_tensor op `{other}` (expected add, mul or max)"))
+                    }
                     None => return Err(format!("{name} needs `op=`")),
                 },
                 dst: take("dst")?,

@@ -13,6 +13,9 @@
 //! AP = MEMORY.DTYPE[pSTART:COUNT:STRIDE @BYTE_OFFSET [STRIDE, NUM]...]
 //! ```
 //!
+//! Numbers are limited as in the `.pir` format ([`penguin::parse::MAX_EXTENT`]): HBM tensors
+//! and byte offsets below 2^48, access-pattern walks within 2^48 elements ([`check_limits`]).
+//!
 //! Instructions belong to the stream section above them, in order; the optional `N:` is the
 //! index in the stream and must match. `hbm_size` defaults to the end of the last HBM tensor,
 //! `sbuf_peak` to the highest SBUF byte any access pattern touches. Opcodes, attribute and
@@ -21,7 +24,7 @@
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
 
-use penguin::parse::{numbered_lines, split_comment, Cursor, ParseError};
+use penguin::parse::{numbered_lines, split_comment, tensor_limit, walk_limit, Cursor, ParseError, MAX_EXTENT};
 use penguin::print::quote;
 use penguin::{DType, InstId, Memory, Target};
 
@@ -77,9 +80,22 @@ pub enum Line {
     Inst(Engine, usize),
 }
 
+impl fmt::Display for Line {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Line::Program => f.write_str("program"),
+            Line::Hbm(i) => write!(f, "hbm tensor {i}"),
+            Line::Sem(s) => write!(f, "{s}"),
+            Line::Stream(e) => write!(f, "stream {e}"),
+            Line::Inst(e, n) => write!(f, "{e}[{n}]"),
+        }
+    }
+}
+
 /// The program's lines, each with what it prints.
 pub fn lines(p: &Program) -> Vec<(Line, String)> {
-    let name = if penguin::verify::is_identifier(&p.kernel_name) { p.kernel_name.clone() } else { quote(&p.kernel_name) };
+    let name =
+        if penguin::verify::is_identifier(&p.kernel_name) { p.kernel_name.clone() } else { quote(&p.kernel_name) };
     let mut out = vec![(
         Line::Program,
         format!("program {name} target={} hbm_size={} sbuf_peak={}", p.target, p.hbm_size, p.sbuf_peak_bytes),
@@ -130,8 +146,7 @@ pub fn locate(message: &str) -> Option<(Line, &str)> {
 /// The program's text with every verifier message printed under the instruction it names
 /// as `; error: ...` (messages that name no instruction go under the `program` line).
 pub fn print_with_errors(p: &Program, errors: &[String]) -> String {
-    let located: Vec<(Line, &str)> =
-        errors.iter().map(|e| locate(e).unwrap_or((Line::Program, e.as_str()))).collect();
+    let located: Vec<(Line, &str)> = errors.iter().map(|e| locate(e).unwrap_or((Line::Program, e.as_str()))).collect();
     let mut s = String::new();
     let mut printed = vec![false; errors.len()];
     for (line, text) in lines(p) {
@@ -166,6 +181,32 @@ impl SourceMap {
     }
 }
 
+/// Why an access pattern is beyond the limits of the text format, if it is.
+fn ap_limit(ap: &HwAp) -> Option<String> {
+    if ap.byte_offset > MAX_EXTENT {
+        return Some(format!("byte offset {} is beyond 2^48", ap.byte_offset));
+    }
+    let partitions = penguin::Dim { stride: ap.partition_stride, num: ap.num_partitions };
+    walk_limit(0, std::iter::once(partitions).chain(ap.dims.iter().copied()))
+}
+
+/// Check a program against the limits of the text format; the error names the line.
+pub fn check_limits(p: &Program) -> Result<(), (Line, String)> {
+    for (i, t) in p.hbm.iter().enumerate() {
+        if let Some(m) = tensor_limit(&t.shape, t.dtype.size_bytes(), Some(t.address)) {
+            return Err((Line::Hbm(i), m));
+        }
+    }
+    for e in Engine::all() {
+        for (n, inst) in p.stream(e).iter().enumerate() {
+            if let Some(m) = inst.op.aps().into_iter().find_map(|(_, ap)| ap_limit(ap)) {
+                return Err((Line::Inst(e, n), m));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Parse a `.bir` text into a program.
 pub fn parse(text: &str) -> Result<Program, ParseError> {
     parse_with_source_map(text).map(|(p, _)| p)
@@ -173,6 +214,7 @@ pub fn parse(text: &str) -> Result<Program, ParseError> {
 
 /// `MEMORY.DTYPE[pSTART:COUNT:STRIDE @BYTE_OFFSET [STRIDE, NUM]...]`.
 fn hw_ap(c: &mut Cursor<'_>) -> Result<HwAp, ParseError> {
+    let col = c.col();
     let memory = c.memory()?;
     c.expect(".")?;
     let dtype = c.parse_word::<DType>("a dtype")?;
@@ -192,7 +234,11 @@ fn hw_ap(c: &mut Cursor<'_>) -> Result<HwAp, ParseError> {
         dims.push(c.dim()?);
     }
     c.expect("]")?;
-    Ok(HwAp { memory, dtype, start_partition, num_partitions, partition_stride, byte_offset, dims })
+    let ap = HwAp { memory, dtype, start_partition, num_partitions, partition_stride, byte_offset, dims };
+    match ap_limit(&ap) {
+        Some(m) => Err(c.error_at(col, m)),
+        None => Ok(ap),
+    }
 }
 
 fn at_ap(c: &mut Cursor<'_>) -> bool {
@@ -216,7 +262,9 @@ fn inst(c: &mut Cursor<'_>, index: usize) -> Result<BirInst, ParseError> {
     if let Ok(n) = probe.int::<u64>("an index") {
         let col = c.col();
         if n != index as u64 {
-            return Err(c.error_at(col, format!("instruction index {n} does not match its place in the stream ({index})")));
+            return Err(
+                c.error_at(col, format!("instruction index {n} does not match its place in the stream ({index})"))
+            );
         }
         *c = probe;
         c.expect(":")?;
@@ -303,7 +351,9 @@ pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseEr
                 return Err(start.clone().expected("`program NAME target=TARGET` as the first line"));
             }
             let Some(e) = current else {
-                return Err(start.clone().expected("`hbm`, `sem` or `stream ENGINE:` (instructions go in a stream section)"));
+                return Err(start
+                    .clone()
+                    .expected("`hbm`, `sem` or `stream ENGINE:` (instructions go in a stream section)"));
             };
             c = start;
             let index = p.streams[e.index()].len();
@@ -314,12 +364,17 @@ pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseEr
             continue;
         };
         if !seen_program && kw != "program" {
-            return Err(c.error_at(col, format!("expected `program NAME target=TARGET` as the first line, found `{kw}`")));
+            return Err(
+                c.error_at(col, format!("expected `program NAME target=TARGET` as the first line, found `{kw}`"))
+            );
         }
         match kw {
             "program" => {
                 if seen_program {
-                    return Err(c.error_at(col, format!("a second `program` line (the first is line {})", map.lines[&Line::Program])));
+                    return Err(c.error_at(
+                        col,
+                        format!("a second `program` line (the first is line {})", map.lines[&Line::Program]),
+                    ));
                 }
                 seen_program = true;
                 map.lines.insert(Line::Program, line_no);
@@ -351,16 +406,22 @@ pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseEr
                     return Err(c.error_at(name_col, format!("hbm tensor name {name:?} is already used")));
                 }
                 let dtype = c.parse_word::<DType>("a dtype")?;
+                let shape_col = c.col();
                 let shape = c.shape()?;
                 c.expect("@")?;
                 let address = c.int("a byte address")?;
+                if let Some(m) = tensor_limit(&shape, dtype.size_bytes(), Some(address)) {
+                    return Err(c.error_at(shape_col, m));
+                }
                 let role = match c.word() {
                     None => HbmRole::Internal,
                     Some((_, "input")) => HbmRole::Input,
                     Some((_, "output")) => HbmRole::Output,
                     Some((_, "internal")) => HbmRole::Internal,
                     Some((rcol, w)) => {
-                        return Err(c.error_at(rcol, format!("expected a role (input, output or internal), found `{w}`")));
+                        return Err(
+                            c.error_at(rcol, format!("expected a role (input, output or internal), found `{w}`"))
+                        );
                     }
                 };
                 map.lines.insert(Line::Hbm(p.hbm.len()), line_no);
@@ -371,7 +432,10 @@ pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseEr
                 let id_col = c.col();
                 let id = sem_id(&mut c)?;
                 if id.0 as usize != next {
-                    return Err(c.error_at(id_col, format!("expected `s{next}` (semaphores are numbered in order from s0), found `{id}`")));
+                    return Err(c.error_at(
+                        id_col,
+                        format!("expected `s{next}` (semaphores are numbered in order from s0), found `{id}`"),
+                    ));
                 }
                 p.semaphores.push(c.name("a semaphore name")?);
                 map.lines.insert(Line::Sem(id), line_no);
@@ -462,7 +526,12 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}
     fn lowered_programs_round_trip() {
         let p = lowered();
         let text = p.to_string();
-        assert!(text.contains("  1: multiply_moving perf=none pos=0,0 size=128,128 acc=start dst=psum.fp32[p0:4:1 @0 [1, 8]]"), "{text}");
+        assert!(
+            text.contains(
+                "  1: multiply_moving perf=none pos=0,0 size=128,128 acc=start dst=psum.fp32[p0:4:1 @0 [1, 8]]"
+            ),
+            "{text}"
+        );
         assert!(text.contains("wait(s5>=1, s7>=1) origin(i4)"), "{text}");
         assert_eq!(parse(&text).unwrap(), p, "{text}");
         crate::verify_program(&parse(&text).unwrap()).unwrap();
@@ -493,18 +562,39 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}
 
     #[test]
     fn errors_say_where_and_what_was_expected() {
-        assert_eq!(err("hbm \"a\" fp32 [1] @0"), "1:1: expected `program NAME target=TARGET` as the first line, found `hbm`");
+        assert_eq!(
+            err("hbm \"a\" fp32 [1] @0"),
+            "1:1: expected `program NAME target=TARGET` as the first line, found `hbm`"
+        );
         assert_eq!(err("program k"), "1:10: expected `target=trn1|trn2|trn3`, found end of line");
         assert_eq!(err("program k target=trn7"), "1:18: unknown target `trn7` (expected trn1, trn2 or trn3)");
         let p = "program k target=trn2\n";
-        assert_eq!(err(&format!("{p}memset dst=sbuf.fp32[p0:1:1 @0] value=0")), "2:1: expected `hbm`, `sem` or `stream ENGINE:` (instructions go in a stream section), found `memset`");
-        assert_eq!(err(&format!("{p}stream gpu:")), "2:8: expected an engine (pe, act, dve, pool, sp or dma0..dma15), found `gpu`");
-        assert_eq!(err(&format!("{p}sem s1 \"x\"")), "2:5: expected `s0` (semaphores are numbered in order from s0), found `s1`");
+        assert_eq!(
+            err(&format!("{p}memset dst=sbuf.fp32[p0:1:1 @0] value=0")),
+            "2:1: expected `hbm`, `sem` or `stream ENGINE:` (instructions go in a stream section), found `memset`"
+        );
+        assert_eq!(
+            err(&format!("{p}stream gpu:")),
+            "2:8: expected an engine (pe, act, dve, pool, sp or dma0..dma15), found `gpu`"
+        );
+        assert_eq!(
+            err(&format!("{p}sem s1 \"x\"")),
+            "2:5: expected `s0` (semaphores are numbered in order from s0), found `s1`"
+        );
         let s = format!("{p}stream dve:\n");
-        assert_eq!(err(&format!("{s}  1: memset value=0 dst=sbuf.fp32[p0:1:1 @0]")), "3:3: instruction index 1 does not match its place in the stream (0)");
+        assert_eq!(
+            err(&format!("{s}  1: memset value=0 dst=sbuf.fp32[p0:1:1 @0]")),
+            "3:3: instruction index 1 does not match its place in the stream (0)"
+        );
         assert_eq!(err(&format!("{s}  memset value=0 dst=sbuf.fp32[p0:1:1 0]")), "3:39: expected `@`, found `0`");
-        assert_eq!(err(&format!("{s}  memset value=zero dst=sbuf.fp32[p0:1:1 @0]")), "3:10: memset value `zero` is not a number");
-        assert_eq!(err(&format!("{s}  memset value=0 dst=sbuf.fp32[p0:1:1 @0] wait(s0>=1) wait(s0>=2)")), "3:55: a second `wait(...)`");
+        assert_eq!(
+            err(&format!("{s}  memset value=zero dst=sbuf.fp32[p0:1:1 @0]")),
+            "3:10: memset value `zero` is not a number"
+        );
+        assert_eq!(
+            err(&format!("{s}  memset value=0 dst=sbuf.fp32[p0:1:1 @0] wait(s0>=1) wait(s0>=2)")),
+            "3:55: a second `wait(...)`"
+        );
         assert_eq!(err(&format!("{s}  jump")), "3:3: unknown BIR op `jump`");
         assert_eq!(err(&format!("{s}stream dve:")), "3:8: a second `stream dve:` section (the first is line 2)");
     }
@@ -515,16 +605,26 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}
             (-1000i64..1000, 0u32..600).prop_map(|(stride, num)| penguin::Dim { stride, num }),
             0..6,
         );
-        (memory, proptest::sample::select(DType::ALL.to_vec()), 0u32..200, 0u32..200, -9i64..300, any::<u64>(), dims)
-            .prop_map(|(memory, dtype, start_partition, num_partitions, partition_stride, byte_offset, dims)| HwAp {
-                memory,
-                dtype,
-                start_partition,
-                num_partitions,
-                partition_stride,
-                byte_offset,
-                dims,
-            })
+        (
+            memory,
+            proptest::sample::select(DType::ALL.to_vec()),
+            0u32..200,
+            0u32..200,
+            -9i64..300,
+            0u64..=MAX_EXTENT,
+            dims,
+        )
+            .prop_map(
+                |(memory, dtype, start_partition, num_partitions, partition_stride, byte_offset, dims)| HwAp {
+                    memory,
+                    dtype,
+                    start_partition,
+                    num_partitions,
+                    partition_stride,
+                    byte_offset,
+                    dims,
+                },
+            )
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -556,8 +656,18 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}
 
     fn inst() -> impl Strategy<Value = BirInst> {
         let wait = (0u32..30, any::<u32>()).prop_map(|(s, value)| Wait { sem: SemId(s), value });
-        (op(), proptest::collection::vec(wait, 0..3), proptest::option::of(0u32..30), proptest::option::of(any::<u32>()))
-            .prop_map(|(op, waits, signal, origin)| BirInst { op, waits, signal: signal.map(SemId), origin: origin.map(InstId) })
+        (
+            op(),
+            proptest::collection::vec(wait, 0..3),
+            proptest::option::of(0u32..30),
+            proptest::option::of(any::<u32>()),
+        )
+            .prop_map(|(op, waits, signal, origin)| BirInst {
+                op,
+                waits,
+                signal: signal.map(SemId),
+                origin: origin.map(InstId),
+            })
     }
 
     prop_compose! {
@@ -565,7 +675,7 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}
             name in "\\PC{0,10}",
             target in proptest::sample::select(Target::ALL.to_vec()),
             hbm in proptest::collection::vec(("\\PC{0,8}", proptest::sample::select(DType::ALL.to_vec()),
-                proptest::collection::vec(any::<u64>(), 0..3), any::<u64>(), 0usize..3), 0..4),
+                proptest::collection::vec(0u64..4096, 0..3), 0u64..=1 << 40, 0usize..3), 0..4),
             hbm_size in any::<u64>(),
             sbuf_peak in any::<u64>(),
             semaphores in proptest::collection::vec("\\PC{0,6}", 0..4),

@@ -67,7 +67,9 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
                     }
                 }
                 Op::Transpose { dst, src } => {
-                    if u64::from(dst.num_partitions) != src.free_elems() || dst.free_elems() != u64::from(src.num_partitions) {
+                    if u64::from(dst.num_partitions) != src.free_elems()
+                        || dst.free_elems() != u64::from(src.num_partitions)
+                    {
                         errors.push(format!("{at}: result is not the transpose of the source"));
                     }
                     if dst.memory != Memory::Psum || dst.dtype != DType::Fp32 {
@@ -167,7 +169,7 @@ fn check_ap(errors: &mut Vec<String>, at: &str, e: Engine, ap: &HwAp, sbuf_cap: 
 /// The partition start rule of compute-engine access patterns.
 pub fn partition_start_ok(start: u32, count: u32) -> bool {
     match count {
-        0..=32 => start % 32 == 0,
+        0..=32 => start.is_multiple_of(32),
         33..=64 => start == 0 || start == 64,
         _ => start == 0,
     }

@@ -1,5 +1,6 @@
 //! Lowering tests on hand-built Penguin functions: engines, semaphores, offloaded ops spread
 //! over the DMA queues, double-row access patterns and the lowering errors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test helpers assert on values")]
 
 use bir::{extract_offloaded_memcpy_shape_bases, lower, verify_program, BirError, Engine, HwAp, Op};
 use penguin::{
@@ -48,10 +49,12 @@ fn tiled_offloaded_fma_spreads_over_the_dma_queues() {
     let p = lower(verify(&f).unwrap(), Target::Trn2).unwrap();
     verify_program(&p).unwrap();
     let fmas: Vec<(Engine, &HwAp)> = Engine::all()
-        .flat_map(|e| p.stream(e).iter().filter_map(move |i| match &i.op {
-            Op::DmaFma { dst, .. } => Some((e, dst)),
-            _ => None,
-        }))
+        .flat_map(|e| {
+            p.stream(e).iter().filter_map(move |i| match &i.op {
+                Op::DmaFma { dst, .. } => Some((e, dst)),
+                _ => None,
+            })
+        })
         .collect();
     assert_eq!(fmas.len(), 16, "one piece per queue");
     let mut starts: Vec<u32> = fmas.iter().map(|(_, d)| d.start_partition).collect();
@@ -59,7 +62,10 @@ fn tiled_offloaded_fma_spreads_over_the_dma_queues() {
     assert_eq!(starts, (0..16).map(|q| q * 8).collect::<Vec<_>>());
     assert!(fmas.iter().all(|(e, d)| matches!(e, Engine::Dma(_)) && d.num_partitions == 8));
     // Every piece waits for the three loads it reads (on other queues).
-    let queues_with_waits = fmas.iter().filter(|(e, _)| p.stream(*e).iter().any(|i| matches!(i.op, Op::DmaFma { .. }) && !i.waits.is_empty())).count();
+    let queues_with_waits = fmas
+        .iter()
+        .filter(|(e, _)| p.stream(*e).iter().any(|i| matches!(i.op, Op::DmaFma { .. }) && !i.waits.is_empty()))
+        .count();
     assert_eq!(queues_with_waits, 16);
 }
 
@@ -82,11 +88,11 @@ fn shape_bases_are_common_or_a_named_error() {
 #[test]
 fn memcast_lowers_to_casting_dma() {
     let mut f = Function::new("cast");
-    let x = add(&mut f, "x", vec![128, 64], DType::Fp32, Memory::Hbm);
-    let y = add(&mut f, "y", vec![128, 64], DType::Bf16, Memory::Hbm);
+    let x = add(&mut f, "x", vec![128, 2048], DType::Fp32, Memory::Hbm);
+    let y = add(&mut f, "y", vec![128, 2048], DType::Bf16, Memory::Hbm);
     f.inputs = vec![x];
     f.outputs = vec![y];
-    let ap = AccessPattern::hbm_rows(64, 0, 128, 0, 64);
+    let ap = AccessPattern::hbm_rows(2048, 0, 128, 0, 2048);
     f.push_inst(
         InstData::OffloadedMemCast(OffloadedMemCastData {
             dst: tile(y, Memory::Hbm, DType::Bf16, ap.clone()),
@@ -98,9 +104,12 @@ fn memcast_lowers_to_casting_dma() {
     let p = lower(verify(&f).unwrap(), Target::Trn2).unwrap();
     verify_program(&p).unwrap();
     let pieces: Vec<&Op> = Engine::all().flat_map(|e| p.stream(e).iter().map(|i| &i.op)).collect();
+    // 1 MiB of fp32: sixteen pieces of at least 64 KiB.
     assert_eq!(pieces.len(), 16);
-    assert!(pieces.iter().all(|o| matches!(o, Op::DmaCopy { cast: CastMode::Saturate, dst, .. } if dst.dtype == DType::Bf16)));
-    assert_eq!(p.hbm_traffic_bytes(), 128 * 64 * (4 + 2));
+    assert!(pieces
+        .iter()
+        .all(|o| matches!(o, Op::DmaCopy { cast: CastMode::Saturate, dst, .. } if dst.dtype == DType::Bf16)));
+    assert_eq!(p.hbm_traffic_bytes(), 128 * 2048 * (4 + 2));
 }
 
 fn double_row_kernel(target: Target) -> Function {
@@ -134,6 +143,14 @@ fn double_row_kernel(target: Target) -> Function {
 }
 
 #[test]
+fn small_offloaded_ops_stay_one_transfer() {
+    let f = fma_kernel(4, 8);
+    let p = lower(verify(&f).unwrap(), Target::Trn2).unwrap();
+    let fmas = Engine::all().flat_map(|e| p.stream(e).iter()).filter(|i| matches!(i.op, Op::DmaFma { .. })).count();
+    assert_eq!(fmas, 1);
+}
+
+#[test]
 fn double_row_keeps_the_pack_axis_and_is_refused_on_trn1() {
     let f = double_row_kernel(Target::Trn2);
     let p = lower(verify(&f).unwrap(), Target::Trn2).unwrap();
@@ -159,7 +176,11 @@ fn too_many_strides_on_a_compute_engine() {
     };
     // Strides 9, 5, 3, 1 with 2 each: four dimensions that do not merge.
     f.push_inst(
-        InstData::Memset(penguin::MemsetData { engine: penguin::ComputeEngine::Dve, dst: tile(t, Memory::Sbuf, DType::Fp32, ap), value: 0.0 }),
+        InstData::Memset(penguin::MemsetData {
+            engine: penguin::ComputeEngine::Dve,
+            dst: tile(t, Memory::Sbuf, DType::Fp32, ap),
+            value: 0.0,
+        }),
         vec![],
     );
     let err = lower(verify(&f).unwrap(), Target::Trn2).unwrap_err();

@@ -352,7 +352,8 @@ mod tests {
 
     #[test]
     fn double_row_seed_messages() {
-        let msg = |acc: &mut MatMultAccumulation, t| combine_trn2_double_row_matmult_tiles(acc, t).unwrap_err().to_string();
+        let msg =
+            |acc: &mut MatMultAccumulation, t| combine_trn2_double_row_matmult_tiles(acc, t).unwrap_err().to_string();
         let fp8 = DType::Fp8e4m3;
         let mut acc = MatMultAccumulation::open_double_row(psum(), 256).unwrap();
         let mut t = dr(0, 128, fp8, fp8);

@@ -179,6 +179,10 @@ pub struct GemmConfig {
     pub blocks: BlockSizes,
     /// Loop order of the blocked schedules.
     pub order: LoopOrder,
+    /// How A `[M, K]` is transposed when loaded: `Some(true)` on the PE through PSUM (natural,
+    /// contiguous loads), `Some(false)` by the DMA (trn2/trn3 only); `None` picks the target's
+    /// default (PE on trn1, DMA on trn2/trn3). Ignored when A is given as `[K, M]`.
+    pub pe_transpose: Option<bool>,
 }
 
 impl GemmConfig {
@@ -200,6 +204,7 @@ impl GemmConfig {
             sparsity: None,
             blocks: BlockSizes::default(),
             order: LoopOrder::MOuter,
+            pe_transpose: None,
         }
     }
 
@@ -210,6 +215,9 @@ impl GemmConfig {
             if v == 0 || v > LIMIT {
                 return Err(CodegenError::BadGemm(format!("{name} = {v} is out of range (1..={LIMIT})")));
             }
+        }
+        if self.pe_transpose == Some(false) && self.target == Target::Trn1 && !self.lhs_transposed {
+            return Err(CodegenError::BadGemm("trn1 has no DMA transpose: A is transposed on the PE".into()));
         }
         for (name, v) in [("block-m", self.blocks.m), ("block-n", self.blocks.n), ("block-k", self.blocks.k)] {
             if v == 0 || v > LIMIT {
@@ -265,6 +273,11 @@ impl GemmConfig {
             )));
         }
         Ok(())
+    }
+
+    /// Whether A is transposed on the PE (see [`GemmConfig::pe_transpose`]).
+    pub fn transposes_lhs_on_pe(&self) -> bool {
+        !self.lhs_transposed && self.sparsity.is_none() && self.pe_transpose.unwrap_or(self.target == Target::Trn1)
     }
 
     /// Shape of the HBM tensor `a`.

@@ -285,7 +285,9 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                 if m.perf_mode == penguin::PerfMode::DoubleRow {
                     // Keep the pack axis visible: double-row operands are [P, 2, F].
                     for t in [&mut m.stationary, &mut m.moving] {
-                        t.ap.free = t.ap.split_outer(2).ok_or(CodegenError::DoubleRow(crate::combine::DOUBLE_ROW_FIRST_F_DIM))?;
+                        t.ap.free =
+                            t.ap.split_outer(2)
+                                .ok_or(CodegenError::DoubleRow(crate::combine::DOUBLE_ROW_FIRST_F_DIM))?;
                     }
                 }
                 self.stats.matmuls += 1;
@@ -316,11 +318,19 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                 self.stats.matmuls += 1;
             }
             InstData::TensorTensor(t) => {
-                let c = self.combine_tiles(&[Tile::Inst(t.dst.clone()), Tile::Inst(t.lhs.clone()), Tile::Inst(t.rhs.clone())])?;
+                let c = self.combine_tiles(&[
+                    Tile::Inst(t.dst.clone()),
+                    Tile::Inst(t.lhs.clone()),
+                    Tile::Inst(t.rhs.clone()),
+                ])?;
                 [t.dst, t.lhs, t.rhs] = [c[0].clone(), c[1].clone(), c[2].clone()];
             }
             InstData::TiledOffloadedFma(f) | InstData::OffloadedFma(f) => {
-                let c = self.combine_tiles(&[Tile::Inst(f.dst.clone()), Tile::Inst(f.src0.clone()), Tile::Inst(f.src1.clone())])?;
+                let c = self.combine_tiles(&[
+                    Tile::Inst(f.dst.clone()),
+                    Tile::Inst(f.src0.clone()),
+                    Tile::Inst(f.src1.clone()),
+                ])?;
                 [f.dst, f.src0, f.src1] = [c[0].clone(), c[1].clone(), c[2].clone()];
             }
             InstData::TiledOffloadedMemCpy(c) | InstData::OffloadedMemCpy(c) => {
@@ -448,7 +458,7 @@ mod tests {
         let (sb, ps) = c.get_sb_and_psum_shape(&t, ShapeOptions { psum: true }).unwrap();
         assert_eq!(sb, vec![128, 512]);
         assert_eq!(ps, Some(vec![128, 512]));
-        let wide = NDTile { free: vec![513], ..t.clone() };
+        let wide = NDTile { free: vec![513], ..t };
         assert_eq!(
             c.get_sb_and_psum_shape(&wide, ShapeOptions { psum: true }),
             Err(CodegenError::PsumBankOverflow { bytes: 2052, psum_par_size_in_bytes: 2048 })
@@ -480,7 +490,7 @@ mod tests {
         assert_eq!(out[1].memory, Memory::Hbm);
         let narrow = Tile::Memref(MemrefTile { tensor: a, offset: 0, rows: Dim::new(64, 32), cols: Dim::new(1, 64) });
         assert_eq!(
-            c.combine_tiles(&[hbm.clone(), narrow]).unwrap_err().to_string(),
+            c.combine_tiles(&[hbm, narrow]).unwrap_err().to_string(),
             "incompatible operand shapes: [64, 64] vs [32, 64]"
         );
         let not_data = Tile::Data(DataTile { tensor: a, ap: AccessPattern::on_chip(0, 1, 0, 1) });

@@ -67,11 +67,12 @@ fn unpack<const N: usize>(
     }
     match &bundle[N] {
         OffloadValue::ShapeBases(sb) if sb.bases.len() == N => Ok((tensors, sb.clone())),
-        OffloadValue::ShapeBases(sb) => Err(CodegenError::Bundle(format!(
-            "{what}: shape_bases has {} bases for {N} operands",
-            sb.bases.len()
-        ))),
-        OffloadValue::Tensor(_) => Err(CodegenError::Bundle(format!("{what}: the last value of ({names}) must be shape_bases"))),
+        OffloadValue::ShapeBases(sb) => {
+            Err(CodegenError::Bundle(format!("{what}: shape_bases has {} bases for {N} operands", sb.bases.len())))
+        }
+        OffloadValue::Tensor(_) => {
+            Err(CodegenError::Bundle(format!("{what}: the last value of ({names}) must be shape_bases")))
+        }
     }
 }
 
@@ -88,10 +89,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
             AccessPattern::on_chip(base.partition, rows, base.offset, cols)
         } else {
             let row_len = t.shape.last().copied().unwrap_or(1);
-            AccessPattern {
-                offset: base.offset,
-                ..AccessPattern::hbm_rows(row_len, 0, rows, 0, cols)
-            }
+            AccessPattern { offset: base.offset, ..AccessPattern::hbm_rows(row_len, 0, rows, 0, cols) }
         };
         Ok(InstTile { tensor, memory: t.memory, dtype: t.dtype, ap })
     }
@@ -122,12 +120,22 @@ impl<B: IrBuilder> NeuronCodegen<B> {
 
     /// Emit an `OffloadedMemCast`: a DMA copy converting `src` to `dst`'s dtype (RNE, or
     /// saturating).
-    pub fn offloaded_memcast_inst(&mut self, dst: InstTile, src: InstTile, cast: CastMode) -> Result<InstId, CodegenError> {
+    pub fn offloaded_memcast_inst(
+        &mut self,
+        dst: InstTile,
+        src: InstTile,
+        cast: CastMode,
+    ) -> Result<InstId, CodegenError> {
         self.process_new_neuroninst(InstData::OffloadedMemCast(OffloadedMemCastData { dst, src, cast }))
     }
 
     /// The untiled twin of [`Self::tiled_offloaded_fma_inst`]: whole HBM tensors.
-    pub fn offloaded_fma_inst(&mut self, src0: TensorId, src1: TensorId, dst: TensorId) -> Result<InstId, CodegenError> {
+    pub fn offloaded_fma_inst(
+        &mut self,
+        src0: TensorId,
+        src1: TensorId,
+        dst: TensorId,
+    ) -> Result<InstId, CodegenError> {
         let [src0, src1, dst] = [src0, src1, dst].map(|t| self.whole(t));
         let f = OffloadedFmaData { src0: src0?, src1: src1?, dst: dst? };
         self.process_new_neuroninst(InstData::OffloadedFma(f))

@@ -29,7 +29,7 @@
 
 use penguin::{
     AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, GeneratedBuilder, InstData, InstTile, Memory, MemsetData,
-    NDTile, PerfMode, Target, TensorCopyData, TensorId, TensorTensorData, TensorTensorOp, TilePosition, TileSize,
+    NDTile, PerfMode, TensorCopyData, TensorId, TensorTensorData, TensorTensorOp, TilePosition, TileSize,
     TransposeData,
 };
 
@@ -91,6 +91,19 @@ pub fn auto_candidates(cfg: &GemmConfig) -> Vec<GemmConfig> {
             }
         }
     }
+    // On trn2/trn3 an A given as [M, K] may be transposed by the DMA or on the PE.
+    if !cfg.lhs_transposed
+        && cfg.sparsity.is_none()
+        && cfg.target != penguin::Target::Trn1
+        && cfg.pe_transpose.is_none()
+    {
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                [GemmConfig { pe_transpose: Some(false), ..c.clone() }, GemmConfig { pe_transpose: Some(true), ..c }]
+            })
+            .collect();
+    }
     out.dedup();
     out
 }
@@ -108,9 +121,12 @@ pub struct AutoChoice {
     pub rejected: usize,
 }
 
-/// A quick analytic estimate of a candidate's time in ns: the larger of the PE time (every
-/// matmul at `max(N, 64)` cycles) and the HBM time of the bytes its loop nest moves. `auto`
-/// ranks candidates with it and runs the cycle model on the best few.
+/// A quick analytic estimate of a candidate's time in ns, from the same SPEC facts as the
+/// cycle model: the largest of the PE time (every matmul at `max(N, 64)` cycles), the HBM
+/// time of the bytes the loop nest moves, the DMA engines' data time (16 engines, runs shorter
+/// than 4 KiB per partition proportionally slower) and the DMA queues' fixed cost (1.3 us
+/// per transfer over 16 queues). `auto` ranks candidates with it and runs the cycle model on
+/// the best few.
 pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
     let info = cfg.target.info();
     let (mt, nt) = (cfg.m.div_ceil(M_TILE) as f64, cfg.n.div_ceil(N_TILE) as f64);
@@ -121,17 +137,40 @@ pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
     let s_in = f64::from(cfg.input_dtype.size_bytes());
     let (a, b) = ((cfg.m * cfg.k) as f64 * s_in, (cfg.k * cfg.n) as f64 * s_in);
     let (bm, bn) = ((cfg.blocks.m.div_ceil(M_TILE) as f64).min(mt), (cfg.blocks.n.div_ceil(N_TILE) as f64).min(nt));
-    let loads = match cfg.schedule {
-        Schedule::Naive => a * nt + b * mt,
-        Schedule::Hoisted => a + b * mt,
+    let stripes = !matches!(cfg.schedule, Schedule::Naive);
+    // (A loads, B loads, B n-tiles per transfer) of each loop nest.
+    let (a_times, b_times, b_wide) = match cfg.schedule {
+        Schedule::Naive => (nt, mt, 1.0),
+        Schedule::Hoisted => (1.0, mt, 1.0),
         Schedule::BlockedMn | Schedule::Auto => match cfg.order {
-            LoopOrder::MOuter => a + b * (mt / bm).ceil(),
-            LoopOrder::NOuter => b + a * (nt / bn).ceil(),
+            LoopOrder::MOuter => (1.0, (mt / bm).ceil(), bn),
+            LoopOrder::NOuter => ((nt / bn).ceil(), 1.0, bn),
         },
-        Schedule::BlockedMnk => a * (nt / bn).ceil() + b * (mt / bm).ceil(),
+        Schedule::BlockedMnk => ((nt / bn).ceil(), (mt / bm).ceil(), bn),
     };
+    let eff = |run_bytes: f64| (run_bytes / 4096.0).clamp(1.0 / 4096.0, 1.0);
+    let a_run = if cfg.lhs_transposed {
+        128.0 * s_in
+    } else if cfg.transposes_lhs_on_pe() {
+        if stripes {
+            cfg.k as f64 * s_in
+        } else {
+            128.0 * s_in
+        }
+    } else if cfg.target == penguin::Target::Trn1 {
+        s_in
+    } else {
+        128.0 * s_in
+    };
+    let b_run = b_wide * N_TILE as f64 * s_in;
     let out = (cfg.m * cfg.n) as f64 * f64::from(cfg.out_dtype.size_bytes());
-    pe_ns.max((loads + out) / info.hbm_bytes_per_ns)
+    let engines = 16.0 * info.dma_bytes_per_ns;
+    let data_ns = (a * a_times / eff(a_run) + b * b_times / eff(b_run) + out / eff(N_TILE as f64 * 4.0)) / engines;
+    let a_transfers = if cfg.transposes_lhs_on_pe() && stripes { mt } else { mt * chunks } * a_times;
+    let b_transfers = nt / b_wide * chunks * b_times;
+    let fixed_ns = (a_transfers + b_transfers + mt * nt) * 1300.0 / 16.0;
+    let hbm_ns = (a * a_times + b * b_times + out) / info.hbm_bytes_per_ns;
+    pe_ns.max(hbm_ns).max(data_ns).max(fixed_ns)
 }
 
 /// Plan with `auto`: rank the candidates of [`auto_candidates`] by [`estimate_ns`], plan the
@@ -261,13 +300,15 @@ impl<'a> Planner<'a> {
         };
         let out_nd = NDTile { partitions: 128, free: vec![N_TILE as u32], dtype: cfg.out_dtype };
         let out = [cg.alloc_sbuf("out0", &out_nd)?, cg.alloc_sbuf("out1", &out_nd)?];
-        let needs_pe_transpose = cfg.target == Target::Trn1 && !cfg.lhs_transposed && cfg.sparsity.is_none();
+        let needs_pe_transpose = cfg.transposes_lhs_on_pe();
         let banks = cfg.target.info().psum_num_banks;
         let group_banks = if needs_pe_transpose { banks - 1 } else { banks };
         let psum_banks =
             (0..group_banks).map(|b| cg.alloc_psum_bank(&format!("psum{b}"), b, 128)).collect::<Result<_, _>>()?;
         let pe_transpose = if needs_pe_transpose {
-            let nd = NDTile { partitions: 128, free: vec![128], dtype: cfg.lhs_dtype };
+            // The stripe schedules load a whole K stripe of A in its natural layout at once.
+            let width = if naive { 128 } else { cfg.k as u32 };
+            let nd = NDTile { partitions: 128, free: vec![width], dtype: cfg.lhs_dtype };
             let nat = [cg.alloc_sbuf("a_nat0", &nd)?, cg.alloc_sbuf("a_nat1", &nd)?];
             Some((nat, cg.alloc_psum_bank("psum_transpose", banks - 1, 128)?))
         } else {
@@ -295,7 +336,15 @@ impl<'a> Planner<'a> {
 
     /// Allocate `count` slots of `chunks` K chunks of `free` elements each (times the pack
     /// factor), with an int16 twin for sparse stationary buffers.
-    fn buffers(&mut self, name: &str, count: usize, chunks: usize, free: u64, dtype: DType, lhs: bool) -> Result<Vec<Slot>, CodegenError> {
+    fn buffers(
+        &mut self,
+        name: &str,
+        count: usize,
+        chunks: usize,
+        free: u64,
+        dtype: DType,
+        lhs: bool,
+    ) -> Result<Vec<Slot>, CodegenError> {
         let width = chunk_width(free, self.pack) as u64 * chunks as u64;
         let nd = NDTile { partitions: 128, free: vec![width as u32], dtype };
         (0..count)
@@ -326,13 +375,21 @@ impl<'a> Planner<'a> {
         if dst.dtype != src.dtype && src.memory == Memory::Hbm {
             self.cg.offloaded_memcast_inst(dst, src, penguin::CastMode::Rne)?;
         } else {
-            self.cg.process_new_neuroninst(InstData::DmaCopy(DmaCopyData { dst, src, cast: penguin::CastMode::Rne }))?;
+            self.cg.process_new_neuroninst(InstData::DmaCopy(DmaCopyData {
+                dst,
+                src,
+                cast: penguin::CastMode::Rne,
+            }))?;
         }
         Ok(())
     }
 
     fn memset_zero(&mut self, dst: InstTile) -> Result<(), CodegenError> {
-        self.cg.process_new_neuroninst(InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst, value: 0.0 }))?;
+        self.cg.process_new_neuroninst(InstData::Memset(MemsetData {
+            engine: ComputeEngine::Pool,
+            dst,
+            value: 0.0,
+        }))?;
         Ok(())
     }
 
@@ -358,14 +415,17 @@ impl<'a> Planner<'a> {
     /// The operand view of a loaded chunk: `parts` partitions from `start` and either one run
     /// of `free` elements or (double row) `[2, free]` with slots `width / 2` apart.
     fn view(&self, slot: Slot, dtype: DType, start: u32, parts: u32, free: u32, width: i64) -> InstTile {
-        let dims = if self.pack == 2 { vec![Dim::new(width / 2, 2), Dim::new(1, free)] } else { vec![Dim::new(1, free)] };
-        let ap = AccessPattern { start_partition: start, partitions: Dim::new(1, parts), offset: slot.offset, free: dims };
+        let dims =
+            if self.pack == 2 { vec![Dim::new(width / 2, 2), Dim::new(1, free)] } else { vec![Dim::new(1, free)] };
+        let ap =
+            AccessPattern { start_partition: start, partitions: Dim::new(1, parts), offset: slot.offset, free: dims };
         InstTile { tensor: slot.tensor, memory: Memory::Sbuf, dtype, ap }
     }
 
     /// Load dense rows of one chunk (`src(k0, rows)`) into a slot: plain at partitions
     /// `start..`, or double row with slot `s` of partition `p` holding row `k0 + s * P + p`
     /// and missing rows zeroed first.
+    #[expect(clippy::too_many_arguments, reason = "a buffer slot, the chunk and the source window")]
     fn load_rows(
         &mut self,
         slot: Slot,
@@ -412,7 +472,8 @@ impl<'a> Planner<'a> {
             return self.load_lhs_pe_transposed(slot, start, chunk, (m0, msz), nat, bank);
         }
         let width = self.lhs_width();
-        let tile = self.load_rows(slot, cfg.lhs_dtype, start, chunk, msz, width, &|p, k0, r| p.lhs_src(m0, msz, k0, r))?;
+        let tile =
+            self.load_rows(slot, cfg.lhs_dtype, start, chunk, msz, width, &|p, k0, r| p.lhs_src(m0, msz, k0, r))?;
         Ok(Lhs { tile, tags: None })
     }
 
@@ -437,14 +498,20 @@ impl<'a> Planner<'a> {
         let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, chunk.real, (i % 4) as i64 * 128, msz);
         self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src: natural }))?;
         let dst = on_chip(slot.tensor, Memory::Sbuf, cfg.lhs_dtype, start, chunk.real, slot.offset, msz);
-        let engine = if i % 2 == 0 { ComputeEngine::Dve } else { ComputeEngine::Pool };
+        let engine = if i.is_multiple_of(2) { ComputeEngine::Dve } else { ComputeEngine::Pool };
         self.copy(engine, dst.clone(), psum)?;
         Ok(Lhs { tile: dst, tags: None })
     }
 
     /// Load the moving operand of one chunk of n tile `(n0, nsz)`; sparse chunks are zeroed
     /// first when they run past K (their tags may point at padded rows).
-    fn load_rhs(&mut self, slot: Slot, start: u32, chunk: KChunk, (n0, nsz): (u64, u32)) -> Result<InstTile, CodegenError> {
+    fn load_rhs(
+        &mut self,
+        slot: Slot,
+        start: u32,
+        chunk: KChunk,
+        (n0, nsz): (u64, u32),
+    ) -> Result<InstTile, CodegenError> {
         let cfg = self.cfg;
         if cfg.sparsity.is_some() {
             let mv = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.len, slot.offset, nsz);
@@ -460,7 +527,12 @@ impl<'a> Planner<'a> {
     }
 
     /// Open the accumulation group of the next output tile.
-    fn open_group(&mut self, msz: u32, nsz: u32, k_len: u64) -> Result<(MatMultAccumulation, InstTile, u32), CodegenError> {
+    fn open_group(
+        &mut self,
+        msz: u32,
+        nsz: u32,
+        k_len: u64,
+    ) -> Result<(MatMultAccumulation, InstTile, u32), CodegenError> {
         let bank = self.psum_banks[self.groups % self.psum_banks.len()];
         let pos = (self.groups as u32 % self.pe_positions) * self.pe_rows;
         self.groups += 1;
@@ -474,6 +546,7 @@ impl<'a> Planner<'a> {
     }
 
     /// One K sub-tile into an open group; `k_base` is where the group's K range starts.
+    #[expect(clippy::too_many_arguments, reason = "the group, both operands and the chunk's place in K")]
     fn matmul(
         &mut self,
         acc: &mut MatMultAccumulation,
@@ -517,7 +590,7 @@ impl<'a> Planner<'a> {
     }
 
     fn evac_engine(&self, n: usize) -> ComputeEngine {
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             ComputeEngine::Act
         } else {
             ComputeEngine::Dve
@@ -550,7 +623,14 @@ impl<'a> Planner<'a> {
     }
 
     /// Views of operands already loaded by `load_lhs` / `load_rhs` at these slots.
-    fn loaded_views(&self, l: Slot, r: Slot, chunk: KChunk, msz: u32, nsz: u32) -> Result<(Lhs, InstTile), CodegenError> {
+    fn loaded_views(
+        &self,
+        l: Slot,
+        r: Slot,
+        chunk: KChunk,
+        msz: u32,
+        nsz: u32,
+    ) -> Result<(Lhs, InstTile), CodegenError> {
         let cfg = self.cfg;
         if cfg.sparsity.is_some() {
             let tags = l.tags.map(|t| on_chip(t, Memory::Sbuf, DType::Int16, 0, chunk.parts, l.offset, msz));
@@ -564,29 +644,80 @@ impl<'a> Planner<'a> {
         Ok((Lhs { tile: st, tags: None }, mv))
     }
 
+    /// Emit `steps` software-pipelined: the loads of step `i + 1` are emitted before the
+    /// compute of step `i`, so with two buffer slots the DMA queues fill one slot while the
+    /// PE works on the other (the queues are in order: a load emitted after a compute step
+    /// could not start before that step's stores).
+    fn pipelined<S: Copy>(
+        &mut self,
+        steps: &[S],
+        load: &mut dyn FnMut(&mut Self, usize, S) -> Result<(), CodegenError>,
+        compute: &mut dyn FnMut(&mut Self, usize, S) -> Result<(), CodegenError>,
+    ) -> Result<(), CodegenError> {
+        if let Some(&first) = steps.first() {
+            load(self, 0, first)?;
+        }
+        for (i, &step) in steps.iter().enumerate() {
+            if let Some(&next) = steps.get(i + 1) {
+                load(self, i + 1, next)?;
+            }
+            compute(self, i, step)?;
+        }
+        Ok(())
+    }
+
     fn naive(&mut self) -> Result<(), CodegenError> {
         let lhs = self.buffers("lhs_t", 2, 1, M_TILE, self.cfg.lhs_dtype, true)?;
         let rhs = self.buffers("rhs", 2, 1, N_TILE, self.cfg.rhs_dtype, false)?;
-        let mut step = 0usize;
+        let chunks = self.chunks.clone();
+        let nk = chunks.len();
+        let mut steps = Vec::new();
         for m in tiles(self.cfg.m, M_TILE) {
             for n in tiles(self.cfg.n, N_TILE) {
-                let (mut acc, psum, pos) = self.open_group(m.1, n.1, self.k_total)?;
-                for chunk in self.chunks.clone() {
-                    let s = step % 2;
-                    step += 1;
-                    let st = self.load_lhs(lhs[s], pos, chunk, m)?;
-                    let mv = self.load_rhs(rhs[s], pos, chunk, n)?;
-                    self.matmul(&mut acc, &psum, st, mv, chunk, 0, pos)?;
-                }
-                self.evacuate(psum, m, n)?;
+                steps.extend((0..nk).map(|c| (m, n, c)));
             }
         }
-        Ok(())
+        // Row tiling rotates the partitions each output tile's operands use.
+        let (rows, positions) = (self.pe_rows, self.pe_positions);
+        let pos_of = |i: usize| ((i / nk) as u32 % positions) * rows;
+        let loaded: std::cell::RefCell<std::collections::VecDeque<(Lhs, InstTile)>> = Default::default();
+        let open: std::cell::RefCell<Option<(MatMultAccumulation, InstTile, u32)>> = Default::default();
+        self.pipelined(
+            &steps,
+            &mut |p, i, (m, n, c)| {
+                let st = p.load_lhs(lhs[i % 2], pos_of(i), chunks[c], m)?;
+                let mv = p.load_rhs(rhs[i % 2], pos_of(i), chunks[c], n)?;
+                loaded.borrow_mut().push_back((st, mv));
+                Ok(())
+            },
+            &mut |p, _, (m, n, c)| {
+                if c == 0 {
+                    *open.borrow_mut() = Some(p.open_group(m.1, n.1, p.k_total)?);
+                }
+                let (st, mv) =
+                    loaded.borrow_mut().pop_front().ok_or_else(|| CodegenError::BadGemm("pipeline underrun".into()))?;
+                let mut slot = open.borrow_mut();
+                let (acc, psum, pos) = slot.as_mut().ok_or_else(|| CodegenError::BadGemm("no open group".into()))?;
+                let (psum, pos) = (psum.clone(), *pos);
+                p.matmul(acc, &psum, st, mv, chunks[c], 0, pos)?;
+                if c + 1 == nk {
+                    drop(slot);
+                    open.borrow_mut().take();
+                    p.evacuate(psum, m, n)?;
+                }
+                Ok(())
+            },
+        )
     }
 
     /// Load the K stripe of one m tile (`lhs`) or n tile (`rhs`) into a slot, chunk after
     /// chunk.
     fn load_stripe(&mut self, slot: Slot, lhs: bool, t: (u64, u32)) -> Result<(), CodegenError> {
+        if lhs {
+            if let Some((nat, bank)) = self.pe_transpose {
+                return self.load_lhs_stripe_pe(slot, t, nat, bank);
+            }
+        }
         let width = if lhs { self.lhs_width() } else { self.rhs_width() };
         for (ci, chunk) in self.chunks.clone().into_iter().enumerate() {
             let at = slot.at(ci as i64 * width);
@@ -599,23 +730,84 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
+    /// A whole K stripe of A for m tile `(m0, msz)` in one DMA of its natural layout
+    /// (contiguous runs of K elements), then each chunk transposed on the PE through PSUM
+    /// into the stationary slot.
+    fn load_lhs_stripe_pe(
+        &mut self,
+        slot: Slot,
+        (m0, msz): (u64, u32),
+        nat: [TensorId; 2],
+        bank: TensorId,
+    ) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let which = nat[self.transposes % 2];
+        let k = cfg.k as u32;
+        let natural = on_chip(which, Memory::Sbuf, cfg.lhs_dtype, 0, msz, 0, k);
+        self.dma(natural, hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, 0, k)))?;
+        let lw = self.lhs_width();
+        for (ci, chunk) in self.chunks.clone().into_iter().enumerate() {
+            let i = self.transposes;
+            self.transposes += 1;
+            let src = on_chip(which, Memory::Sbuf, cfg.lhs_dtype, 0, msz, chunk.k0 as i64, chunk.real);
+            let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, chunk.real, (i % 4) as i64 * 128, msz);
+            self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src }))?;
+            let at = slot.at(ci as i64 * lw);
+            let dst = on_chip(at.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.real, at.offset, msz);
+            let engine = if i.is_multiple_of(2) { ComputeEngine::Dve } else { ComputeEngine::Pool };
+            self.copy(engine, dst, psum)?;
+        }
+        Ok(())
+    }
+
+    /// Load the given K chunks of a block of n tiles, laid out `[chunk][tile]` from `slot`:
+    /// one DMA per chunk covering every tile of the block (longer contiguous runs) when the
+    /// operand is plain, one per tile otherwise.
+    fn load_rhs_block(&mut self, slot: Slot, chunks: &[KChunk], block: &[(u64, u32)]) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let rw = self.rhs_width();
+        let bn = block.len();
+        let wide = self.pack == 1 && cfg.sparsity.is_none() && bn > 1;
+        for (ci, &chunk) in chunks.iter().enumerate() {
+            let base = slot.at((ci * bn) as i64 * rw);
+            if wide {
+                let n0 = block[0].0;
+                let total: u32 = block.iter().map(|t| t.1).sum();
+                let dst = on_chip(base.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.real, base.offset, total);
+                self.dma(dst, self.rhs_src(n0, total, chunk.k0, chunk.real))?;
+            } else {
+                for (t, &n) in block.iter().enumerate() {
+                    self.load_rhs(base.at(t as i64 * rw), 0, chunk, n)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn hoisted(&mut self) -> Result<(), CodegenError> {
         let nk = self.chunks.len();
         let lhs = self.buffers("a_stripe", 2, nk, M_TILE, self.cfg.lhs_dtype, true)?;
         let rhs = self.buffers("b_stripe", 2, nk, N_TILE, self.cfg.rhs_dtype, false)?;
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
-        let mut nstep = 0usize;
+        let mut steps = Vec::new();
         for (mi, m) in tiles(self.cfg.m, M_TILE).enumerate() {
-            let l = lhs[mi % 2];
-            self.load_stripe(l, true, m)?;
-            for n in tiles(self.cfg.n, N_TILE) {
-                let r = rhs[nstep % 2];
-                nstep += 1;
-                self.load_stripe(r, false, n)?;
-                self.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * rw), m, n)?;
+            for (ni, n) in tiles(self.cfg.n, N_TILE).enumerate() {
+                steps.push((mi, ni, m, n));
             }
         }
-        Ok(())
+        self.pipelined(
+            &steps,
+            &mut |p, i, (mi, ni, m, n)| {
+                if ni == 0 {
+                    p.load_stripe(lhs[mi % 2], true, m)?;
+                }
+                p.load_stripe(rhs[i % 2], false, n)
+            },
+            &mut |p, i, (mi, _, m, n)| {
+                let (l, r) = (lhs[mi % 2], rhs[i % 2]);
+                p.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * rw), m, n)
+            },
+        )
     }
 
     /// Block sizes in tiles: (m tiles, n tiles, k chunks).
@@ -632,41 +824,55 @@ impl<'a> Planner<'a> {
         let ntiles: Vec<_> = tiles(self.cfg.n, N_TILE).collect();
         let (bm, bn) = (bm.min(mtiles.len()), bn.min(ntiles.len()));
         let m_outer = self.cfg.order == LoopOrder::MOuter;
-        // The outer operand's block is loaded once per outer step; the inner one per pair of
-        // steps, so both get two slots.
+        // The outer operand's block is loaded once per outer step, the inner one every step;
+        // both have two slots.
         let lhs = self.buffers("a_block", 2, bm * nk, M_TILE, self.cfg.lhs_dtype, true)?;
         let rhs = self.buffers("b_block", 2, bn * nk, N_TILE, self.cfg.rhs_dtype, false)?;
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
-        let (mblocks, nblocks): (Vec<&[(u64, u32)]>, Vec<&[(u64, u32)]>) = (mtiles.chunks(bm).collect(), ntiles.chunks(bn).collect());
+        let mblocks: Vec<&[(u64, u32)]> = mtiles.chunks(bm).collect();
+        let nblocks: Vec<&[(u64, u32)]> = ntiles.chunks(bn).collect();
         let (outer, inner) = if m_outer { (mblocks.len(), nblocks.len()) } else { (nblocks.len(), mblocks.len()) };
-        let mut inner_step = 0usize;
-        for o in 0..outer {
-            let outer_slot = o % 2;
-            let (ob, is_m) = if m_outer { (mblocks[o], true) } else { (nblocks[o], false) };
-            for (i, &t) in ob.iter().enumerate() {
-                let s = if is_m { lhs[outer_slot].at((i * nk) as i64 * lw) } else { rhs[outer_slot].at((i * nk) as i64 * rw) };
-                self.load_stripe(s, is_m, t)?;
+        let steps: Vec<(usize, usize)> = (0..outer).flat_map(|o| (0..inner).map(move |ii| (o, ii))).collect();
+        // (m block, n block, A slot, B slot) of a step.
+        let blocks = |i: usize, (o, ii): (usize, usize)| {
+            if m_outer {
+                (mblocks[o], nblocks[ii], lhs[o % 2], rhs[i % 2])
+            } else {
+                (mblocks[ii], nblocks[o], lhs[i % 2], rhs[o % 2])
             }
-            for ii in 0..inner {
-                let inner_slot = inner_step % 2;
-                inner_step += 1;
-                let ib = if m_outer { nblocks[ii] } else { mblocks[ii] };
-                for (i, &t) in ib.iter().enumerate() {
-                    let s = if is_m { rhs[inner_slot].at((i * nk) as i64 * rw) } else { lhs[inner_slot].at((i * nk) as i64 * lw) };
-                    self.load_stripe(s, !is_m, t)?;
+        };
+        let chunks = self.chunks.clone();
+        self.pipelined(
+            &steps,
+            &mut |p, i, (o, ii)| {
+                let (mb, nb, ls, rs) = blocks(i, (o, ii));
+                // The outer operand's block on the first step of its outer iteration; the
+                // inner operand's block on every step.
+                let load_a = !m_outer || ii == 0;
+                let load_b = m_outer || ii == 0;
+                if load_a {
+                    for (t, &m) in mb.iter().enumerate() {
+                        p.load_stripe(ls.at((t * nk) as i64 * lw), true, m)?;
+                    }
                 }
-                let (ls, rs) = if m_outer { (lhs[outer_slot], rhs[inner_slot]) } else { (lhs[inner_slot], rhs[outer_slot]) };
-                let (mb, nb) = if m_outer { (ob, ib) } else { (ib, ob) };
+                if load_b {
+                    p.load_rhs_block(rs, &chunks, nb)?;
+                }
+                Ok(())
+            },
+            &mut |p, i, step| {
+                let (mb, nb, ls, rs) = blocks(i, step);
+                let bn = nb.len() as i64;
                 for (mi, &m) in mb.iter().enumerate() {
                     for (ni, &n) in nb.iter().enumerate() {
                         let l = ls.at((mi * nk) as i64 * lw);
-                        let r = rs.at((ni * nk) as i64 * rw);
-                        self.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * rw), m, n)?;
+                        let r = rs.at(ni as i64 * rw);
+                        p.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * bn * rw), m, n)?;
                     }
                 }
-            }
-        }
-        Ok(())
+                Ok(())
+            },
+        )
     }
 
     fn blocked_mnk(&mut self) -> Result<(), CodegenError> {
@@ -688,39 +894,50 @@ impl<'a> Planner<'a> {
         } else {
             (0..nblocks.len()).flat_map(|b| (0..mblocks.len()).map(move |a| (a, b))).collect()
         };
-        let mut kstep = 0usize;
-        for (bi, &(mbi, nbi)) in pairs.iter().enumerate() {
-            let (mb, nb) = (mblocks[mbi], nblocks[nbi]);
-            let result = res[bi % 2];
-            for (kbi, kb) in kblocks.iter().enumerate() {
-                let s = kstep % 2;
-                kstep += 1;
+        let steps: Vec<(usize, usize)> =
+            (0..pairs.len()).flat_map(|bi| (0..kblocks.len()).map(move |kbi| (bi, kbi))).collect();
+        let nkb = kblocks.len();
+        self.pipelined(
+            &steps,
+            &mut |p, i, (bi, kbi)| {
+                let (mb, nb) = (mblocks[pairs[bi].0], nblocks[pairs[bi].1]);
+                let kb = &kblocks[kbi];
+                for (t, &m) in mb.iter().enumerate() {
+                    for (ci, &chunk) in kb.iter().enumerate() {
+                        p.load_lhs(lhs[i % 2].at(((t * bk + ci) as i64) * lw), 0, chunk, m)?;
+                    }
+                }
+                p.load_rhs_block(rhs[i % 2], kb, nb)
+            },
+            &mut |p, i, (bi, kbi)| {
+                let (mb, nb) = (mblocks[pairs[bi].0], nblocks[pairs[bi].1]);
+                let kb = &kblocks[kbi];
+                let result = res[bi % 2];
+                let s = i % 2;
                 let k_base = kb[0].k0;
-                let k_len: u64 = kb.iter().map(|c| u64::from(c.len)).sum::<u64>().min(self.k_total - k_base);
-                for (i, &m) in mb.iter().enumerate() {
-                    for (ci, &chunk) in kb.iter().enumerate() {
-                        self.load_lhs(lhs[s].at(((i * bk + ci) as i64) * lw), 0, chunk, m)?;
-                    }
-                }
-                for (j, &n) in nb.iter().enumerate() {
-                    for (ci, &chunk) in kb.iter().enumerate() {
-                        self.load_rhs(rhs[s].at(((j * bk + ci) as i64) * rw), 0, chunk, n)?;
-                    }
-                }
-                for (i, &m) in mb.iter().enumerate() {
+                let k_len: u64 = kb.iter().map(|c| u64::from(c.len)).sum::<u64>().min(p.k_total - k_base);
+                for (t, &m) in mb.iter().enumerate() {
                     for (j, &n) in nb.iter().enumerate() {
-                        let (mut acc, psum, pos) = self.open_group(m.1, n.1, k_len)?;
+                        let (mut acc, psum, pos) = p.open_group(m.1, n.1, k_len)?;
                         for (ci, &chunk) in kb.iter().enumerate() {
-                            let l = lhs[s].at(((i * bk + ci) as i64) * lw);
-                            let r = rhs[s].at(((j * bk + ci) as i64) * rw);
-                            let (st, mv) = self.loaded_views(l, r, chunk, m.1, n.1)?;
-                            self.matmul(&mut acc, &psum, st, mv, chunk, k_base, pos)?;
+                            let l = lhs[s].at(((t * bk + ci) as i64) * lw);
+                            let r = rhs[s].at(((ci * nb.len() + j) as i64) * rw);
+                            let (st, mv) = p.loaded_views(l, r, chunk, m.1, n.1)?;
+                            p.matmul(&mut acc, &psum, st, mv, chunk, k_base, pos)?;
                         }
-                        let part = on_chip(result, Memory::Sbuf, DType::Fp32, 0, m.1, ((i * bn + j) as i64) * N_TILE as i64, n.1);
+                        let part = on_chip(
+                            result,
+                            Memory::Sbuf,
+                            DType::Fp32,
+                            0,
+                            m.1,
+                            ((t * bn + j) as i64) * N_TILE as i64,
+                            n.1,
+                        );
                         if kbi == 0 {
-                            self.copy(self.evac_engine(self.groups), part, psum)?;
+                            p.copy(p.evac_engine(p.groups), part, psum)?;
                         } else {
-                            self.cg.process_new_neuroninst(InstData::TensorTensor(TensorTensorData {
+                            p.cg.process_new_neuroninst(InstData::TensorTensor(TensorTensorData {
                                 engine: ComputeEngine::Dve,
                                 op: TensorTensorOp::Add,
                                 dst: part.clone(),
@@ -730,22 +947,33 @@ impl<'a> Planner<'a> {
                         }
                     }
                 }
-            }
-            for (i, &m) in mb.iter().enumerate() {
-                for (j, &n) in nb.iter().enumerate() {
-                    let part = on_chip(result, Memory::Sbuf, DType::Fp32, 0, m.1, ((i * bn + j) as i64) * N_TILE as i64, n.1);
-                    let dst = hbm(self.c, cfg.out_dtype, AccessPattern::hbm_rows(cfg.n, m.0, m.1, n.0, n.1));
-                    if cfg.out_dtype == DType::Fp32 {
-                        self.dma(dst, part)?;
-                    } else {
-                        let g = self.groups + i * bn + j;
-                        let out = on_chip(self.out[g % 2], Memory::Sbuf, cfg.out_dtype, 0, m.1, 0, n.1);
-                        self.copy(self.evac_engine(g), out.clone(), part)?;
-                        self.dma(dst, out)?;
+                if kbi + 1 < nkb {
+                    return Ok(());
+                }
+                for (t, &m) in mb.iter().enumerate() {
+                    for (j, &n) in nb.iter().enumerate() {
+                        let part = on_chip(
+                            result,
+                            Memory::Sbuf,
+                            DType::Fp32,
+                            0,
+                            m.1,
+                            ((t * bn + j) as i64) * N_TILE as i64,
+                            n.1,
+                        );
+                        let dst = hbm(p.c, cfg.out_dtype, AccessPattern::hbm_rows(cfg.n, m.0, m.1, n.0, n.1));
+                        if cfg.out_dtype == DType::Fp32 {
+                            p.dma(dst, part)?;
+                        } else {
+                            let g = p.groups + t * bn + j;
+                            let out = on_chip(p.out[g % 2], Memory::Sbuf, cfg.out_dtype, 0, m.1, 0, n.1);
+                            p.copy(p.evac_engine(g), out.clone(), part)?;
+                            p.dma(dst, out)?;
+                        }
                     }
                 }
-            }
-        }
-        Ok(())
+                Ok(())
+            },
+        )
     }
 }

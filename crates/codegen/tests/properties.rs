@@ -1,6 +1,7 @@
 //! Property tests of the GEMM planner, checked by following the planned dataflow:
 //! every output element is produced by exactly one accumulation group with exactly one START
 //! and one STOP, and the K sub-tiles of each group tile `[0, K)` exactly once, in order.
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test helpers assert on values")]
 
 use std::collections::HashMap;
 
@@ -150,7 +151,7 @@ proptest! {
     #[test]
     fn sparse_compression_round_trips(rows in 1u64..6, k in 1u64..70, which in 0usize..5, seed in any::<u64>()) {
         let pattern = penguin::SparsityPattern::SUPPORTED[which];
-        let (n, m) = (pattern.n as u64, pattern.m as u64);
+        let (n, m) = (u64::from(pattern.n), u64::from(pattern.m));
         let mut state = seed | 1;
         let mut next = || { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state };
         // Keep at most n non-zeros per group of m.

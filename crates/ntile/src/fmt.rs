@@ -133,8 +133,20 @@ pub fn load(src: &Source) -> Result<Ir, CliError> {
             let (p, map) = bir::text::parse_with_source_map(&src.text).map_err(located)?;
             Ir::Bir(p, Some(map))
         }
-        Format::PenguinJson => Ir::Penguin(serde_json::from_str(&src.text).map_err(json)?, None),
-        Format::BirJson => Ir::Bir(serde_json::from_str(&src.text).map_err(json)?, None),
+        Format::PenguinJson => {
+            let f: Function = serde_json::from_str(&src.text).map_err(json)?;
+            penguin::parse::check_limits(&f).map_err(|(e, m)| CliError::usage(format!("{}: {e}: {m}", src.name)))?;
+            Ir::Penguin(f, None)
+        }
+        Format::BirJson => {
+            let p: bir::Program = serde_json::from_str(&src.text).map_err(json)?;
+            bir::text::check_limits(&p).map_err(|(at, m)| CliError::usage(format!("{}: {at}: {m}", src.name)))?;
+            if p.streams.len() != bir::NUM_ENGINES {
+                let n = p.streams.len();
+                return Err(CliError::usage(format!("{}: {n} streams, expected {}", src.name, bir::NUM_ENGINES)));
+            }
+            Ir::Bir(p, None)
+        }
     })
 }
 
@@ -154,7 +166,12 @@ pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
 
 /// A Penguin verifier failure: each error with the file line it concerns, then the function
 /// with each error printed beside its line.
-pub fn penguin_errors(src: &Source, f: &Function, map: Option<&penguin::parse::SourceMap>, errors: &VerifierErrors) -> CliError {
+pub fn penguin_errors(
+    src: &Source,
+    f: &Function,
+    map: Option<&penguin::parse::SourceMap>,
+    errors: &VerifierErrors,
+) -> CliError {
     let mut msg = format!("{}: {} verifier error(s)\n", src.name, errors.0.len());
     for e in &errors.0 {
         match map.and_then(|m| m.line_of(e.entity)) {
@@ -169,7 +186,13 @@ pub fn penguin_errors(src: &Source, f: &Function, map: Option<&penguin::parse::S
 
 /// A BIR verifier failure: each message with the file line of the instruction it names, then
 /// the program with each message printed beside its instruction.
-pub fn bir_errors(src: &Source, p: &bir::Program, map: Option<&bir::text::SourceMap>, what: &str, errors: &[String]) -> CliError {
+pub fn bir_errors(
+    src: &Source,
+    p: &bir::Program,
+    map: Option<&bir::text::SourceMap>,
+    what: &str,
+    errors: &[String],
+) -> CliError {
     let mut msg = format!("{}: {what}: {} error(s)\n", src.name, errors.len());
     for e in errors {
         let line = bir::text::locate(e).and_then(|(at, _)| map.and_then(|m| m.line_of(at)));

@@ -13,6 +13,15 @@ use crate::error::CliError;
 use crate::npy::{self, OutKind};
 use crate::reference::{self, Check};
 
+/// Where A is transposed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TransposeOn {
+    /// By the DMA while loading (trn2/trn3).
+    Dma,
+    /// On the PE through PSUM, after a natural (contiguous) load.
+    Pe,
+}
+
 /// Which IR `--emit` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Emit {
@@ -52,6 +61,10 @@ pub struct GemmArgs {
     /// Matmul dtype of B (overrides --dtype)
     #[arg(long)]
     pub rhs_dtype: Option<DType>,
+    /// Dtype of A and B in HBM: fp32 (the .npy values, cast by the DMA that loads them),
+    /// bf16 or fp16 (stored rounded, loaded without a cast)
+    #[arg(long, default_value = "fp32", value_name = "DTYPE")]
+    pub hbm_dtype: Option<DType>,
     /// Dtype of C: fp32, bf16 or fp16
     #[arg(long, default_value = "fp32")]
     pub out_dtype: Option<DType>,
@@ -80,6 +93,10 @@ pub struct GemmArgs {
     /// Outer block loop of the blocked schedules: m-outer or n-outer
     #[arg(long, value_name = "ORDER")]
     pub order: Option<LoopOrder>,
+    /// How A [M, K] is transposed on load: dma (trn2/trn3) or pe (through PSUM) [default: pe
+    /// on trn1, dma on trn2/trn3; auto weighs both]
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub transpose: Option<TransposeOn>,
     /// Write the modeled engine timeline as Chrome/Perfetto trace-event JSON
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -296,7 +313,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         lhs_dtype: args.lhs_dtype.unwrap_or(dtype),
         rhs_dtype: args.rhs_dtype.unwrap_or(dtype),
         out_dtype: args.out_dtype.unwrap_or(DType::Fp32),
-        input_dtype: DType::Fp32,
+        input_dtype: args.hbm_dtype.unwrap_or(DType::Fp32),
         target: args.target.unwrap_or(Target::Trn2),
         schedule: args.schedule.unwrap_or_default(),
         lhs_transposed: args.lhs_transposed,
@@ -308,6 +325,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
             k: args.block_k.unwrap_or(defaults.k),
         },
         order: args.order.unwrap_or_default(),
+        pe_transpose: args.transpose.map(|t| t == TransposeOn::Pe),
     };
     let mut wall = WallMs::default();
     let t = Instant::now();
@@ -377,8 +395,8 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
     wall.simulate = ms(t);
     let t = Instant::now();
-    let check_cfg = GemmConfig { lhs_transposed: cfg.lhs_transposed && sparse.is_none(), ..cfg.clone() };
-    let check = check_result(&check_cfg, &inputs, &c);
+    // A sparse A was compressed from its [M, K] layout, so the inputs are [M, K] by now.
+    let check = check_result(&cfg, cfg.lhs_transposed && sparse.is_none(), &inputs, &c);
     wall.reference = ms(t);
     if let Some(path) = &args.output {
         let raw = simulator.read_hbm_tensor("c").map_err(sim_error)?;
@@ -434,30 +452,38 @@ fn tile_quantized_ideal_us(cfg: &GemmConfig) -> f64 {
     let chunks = codegen::k_chunks(cfg).0.len() as f64;
     let mt = cfg.m.div_ceil(codegen::M_TILE) as f64;
     let n_cycles: f64 = (0..cfg.n.div_ceil(codegen::N_TILE))
-        .map(|i| (cfg.n - i * codegen::N_TILE).min(codegen::N_TILE).max(64) as f64)
+        .map(|i| (cfg.n - i * codegen::N_TILE).clamp(64, codegen::N_TILE) as f64)
         .sum();
     let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { 4.0 } else { 1.0 };
     mt * chunks * n_cycles * fp32 / info.pe_ghz / 1e3
 }
 
+#[expect(clippy::needless_pass_by_value, reason = "a map_err adapter")]
 fn sim_error(e: sim::SimError) -> CliError {
     CliError::internal(format!("simulation failed: {e}"))
 }
 
-fn check_result(cfg: &GemmConfig, inputs: &Inputs, c: &[f32]) -> Check {
+fn check_result(cfg: &GemmConfig, lhs_transposed: bool, inputs: &Inputs, c: &[f32]) -> Check {
     let (m, k, n) = (cfg.m as usize, cfg.k as usize, cfg.n as usize);
     let mut a = vec![0.0f64; m * k];
     for (idx, &v) in inputs.a.iter().enumerate() {
         // Stored [K, M] when transposed.
-        let (i, kk) = if cfg.lhs_transposed { (idx % m, idx / m) } else { (idx / k, idx % k) };
-        a[i * k + kk] = f64::from(cfg.lhs_dtype.round_trip(v));
+        let (i, kk) = if lhs_transposed { (idx % m, idx / m) } else { (idx / k, idx % k) };
+        a[i * k + kk] = f64::from(cfg.lhs_dtype.round_trip(cfg.input_dtype.round_trip(v)));
     }
-    let b: Vec<f64> = inputs.b.iter().map(|&v| f64::from(cfg.rhs_dtype.round_trip(v))).collect();
+    let b: Vec<f64> =
+        inputs.b.iter().map(|&v| f64::from(cfg.rhs_dtype.round_trip(cfg.input_dtype.round_trip(v)))).collect();
     let (r, mag) = reference::reference(m, k, n, &a, &b);
     reference::check(c, &r, &mag, cfg.k, cfg.out_dtype)
 }
 
-fn report_of(cfg: &GemmConfig, plan: &GemmPlan, modeled: &Modeled<'_>, check: Option<Check>, wall_ms: WallMs) -> Report {
+fn report_of(
+    cfg: &GemmConfig,
+    plan: &GemmPlan,
+    modeled: &Modeled<'_>,
+    check: Option<Check>,
+    wall_ms: WallMs,
+) -> Report {
     Report {
         target: cfg.target.to_string(),
         m: cfg.m,
@@ -541,7 +567,12 @@ pub fn summary(r: &Report) -> String {
     let b = &r.engine_busy;
     for (name, frac) in [("pe", b.pe), ("act", b.act), ("dve", b.dve), ("pool", b.pool), ("dma", b.dma)] {
         let filled = (frac.clamp(0.0, 1.0) * 20.0).round() as usize;
-        s += &format!("          {name:<4} [{}{}] {:>3.0}%\n", "#".repeat(filled), ".".repeat(20 - filled), frac * 100.0);
+        s += &format!(
+            "          {name:<4} [{}{}] {:>3.0}%\n",
+            "#".repeat(filled),
+            ".".repeat(20 - filled),
+            frac * 100.0
+        );
     }
     if let Some(a) = &r.auto {
         s += &format!(

@@ -1,8 +1,8 @@
 //! The independent fp64 reference and the SPEC's error bound.
 //!
 //! The reference multiplies the operands *after* rounding them to their matmul dtypes, in
-//! f64 with `matrixmultiply::dgemm` (a different code path from the simulator's f32 tile
-//! products). An element passes when
+//! f64 with `matrixmultiply::dgemm` (through `sim::gemm_f64`): a different precision and a
+//! different code path from the simulator's per-tile fp32 products. An element passes when
 //! `|c - ref| <= 2 * K * eps32 * (|A| @ |B|) + u_out * (|ref| + that bound)`,
 //! where `eps32 = 2^-23` and `u_out` is the unit roundoff of the output dtype (0 for fp32):
 //! the SPEC's bound plus the final rounding of a narrower output.
@@ -25,37 +25,9 @@ pub struct Check {
 
 /// `C = A @ B` and `|A| @ |B|` in f64 for row-major `a` (`m x k`) and `b` (`k x n`).
 pub fn reference(m: usize, k: usize, n: usize, a: &[f64], b: &[f64]) -> (Vec<f64>, Vec<f64>) {
-    let mut c = vec![0.0; m * n];
-    let mut mag = vec![0.0; m * n];
     let abs_a: Vec<f64> = a.iter().map(|v| v.abs()).collect();
     let abs_b: Vec<f64> = b.iter().map(|v| v.abs()).collect();
-    for (lhs, rhs, out) in [(a, b, &mut c), (&abs_a[..], &abs_b[..], &mut mag)] {
-        // SAFETY-free: matrixmultiply's safe wrapper is not available for dgemm, so use the
-        // general entry point through a safe helper.
-        dgemm(m, k, n, lhs, rhs, out);
-    }
-    (c, mag)
-}
-
-fn dgemm(m: usize, k: usize, n: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
-    // Blocked f64 GEMM: i-k-j order keeps the inner loop contiguous and vectorizable.
-    const BK: usize = 256;
-    for k0 in (0..k).step_by(BK) {
-        let k1 = (k0 + BK).min(k);
-        for i in 0..m {
-            let crow = &mut c[i * n..(i + 1) * n];
-            for kk in k0..k1 {
-                let av = a[i * k + kk];
-                if av == 0.0 {
-                    continue;
-                }
-                let brow = &b[kk * n..(kk + 1) * n];
-                for (cv, bv) in crow.iter_mut().zip(brow) {
-                    *cv += av * bv;
-                }
-            }
-        }
-    }
+    (sim::gemm_f64(m, k, n, a, b), sim::gemm_f64(m, k, n, &abs_a, &abs_b))
 }
 
 /// Compare the simulated `c` against the reference.
@@ -68,7 +40,8 @@ pub fn check(c: &[f32], reference: &[f64], magnitude: &[f64], k: u64, out: DType
         let bound = 2.0 * k as f64 * eps32 * mag;
         let bound = bound + u_out * (want.abs() + bound);
         // NaN compares false, so a NaN result counts as a failure.
-        if !(err <= bound) {
+        let within = err <= bound;
+        if !within {
             result.failures += 1;
             result.passed = false;
         }

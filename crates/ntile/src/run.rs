@@ -78,8 +78,7 @@ fn read_raw(path: &Path) -> Result<RawArray, CliError> {
     let bytes = std::fs::read(path).map_err(|e| CliError::usage(format!("cannot read {what}: {e}")))?;
     let bad = |m: String| CliError::usage(format!("{what}: {m}"));
     let mut cursor = std::io::Cursor::new(bytes.as_slice());
-    let header =
-        npyz::NpyHeader::from_reader(&mut cursor).map_err(|e| bad(format!("not a valid .npy file ({e})")))?;
+    let header = npyz::NpyHeader::from_reader(&mut cursor).map_err(|e| bad(format!("not a valid .npy file ({e})")))?;
     let payload = bytes.get(cursor.position() as usize..).unwrap_or_default();
     let npy = npyz::NpyFile::with_header(header, payload);
     let descr = match npy.dtype() {
@@ -101,7 +100,10 @@ fn read_raw(path: &Path) -> Result<RawArray, CliError> {
     let len = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).ok_or_else(too_large)?;
     let need = len.checked_mul(item).ok_or_else(too_large)?;
     if need > payload.len() as u64 {
-        return Err(bad(format!("truncated: shape {shape:?} needs {need} data bytes but the file has {}", payload.len())));
+        return Err(bad(format!(
+            "truncated: shape {shape:?} needs {need} data bytes but the file has {}",
+            payload.len()
+        )));
     }
     Ok(RawArray { shape, descr, data: payload[..need as usize].to_vec() })
 }
@@ -121,11 +123,13 @@ fn write_input(sim: &mut sim::Simulator, t: &bir::HbmTensor, b: &Binding) -> Res
         return Err(CliError::usage(format!("{at}: shape {:?} but tensor `{}` is {:?}", a.shape, t.name, t.shape)));
     }
     let float = t.dtype.is_float();
-    let raw_ok = match (t.dtype, a.descr.as_str()) {
-        (DType::Int16, "<i2") | (DType::Int32, "<i4") | (DType::Bf16, "<u2") => true,
-        (DType::Uint8 | DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2, "|u1" | "<u1") => true,
-        _ => false,
-    };
+    let raw_ok = matches!(
+        (t.dtype, a.descr.as_str()),
+        (DType::Int16, "<i2")
+            | (DType::Int32, "<i4")
+            | (DType::Bf16, "<u2")
+            | (DType::Uint8 | DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2, "|u1" | "<u1")
+    );
     let sim_err = |e: sim::SimError| CliError::usage(format!("{at}: {e}"));
     if raw_ok {
         sim.write_hbm_tensor(&t.name, &a.data).map_err(sim_err)
@@ -140,7 +144,10 @@ fn write_input(sim: &mut sim::Simulator, t: &bir::HbmTensor, b: &Binding) -> Res
             DType::Int16 => "int16",
             DType::Int32 => "int32",
         };
-        Err(CliError::usage(format!("{at}: holds {} but tensor `{}` is {} (it takes {accepts})", a.descr, t.name, t.dtype)))
+        Err(CliError::usage(format!(
+            "{at}: holds {} but tensor `{}` is {} (it takes {accepts})",
+            a.descr, t.name, t.dtype
+        )))
     }
 }
 
@@ -178,11 +185,11 @@ fn output_npy(t: &bir::HbmTensor, raw: &[u8]) -> Result<Vec<u8>, CliError> {
 }
 
 /// A simulator message with the file line of the instruction it names, when known.
-fn sim_message(src: &Source, map: Option<&bir::text::SourceMap>, message: String) -> String {
-    let line = bir::text::locate(&message).and_then(|(at, _)| map.and_then(|m| m.line_of(at)));
+fn sim_message(src: &Source, map: Option<&bir::text::SourceMap>, message: &str) -> String {
+    let line = bir::text::locate(message).and_then(|(at, _)| map.and_then(|m| m.line_of(at)));
     match line {
-        Some(line) => format!("{}:{line}: {message}", src.name),
-        None => format!("{}: {message}", src.name),
+        Some(line) => format!("{}:{line}: simulation failed: {message}", src.name),
+        None => format!("{}: simulation failed: {message}", src.name),
     }
 }
 
@@ -193,7 +200,8 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         Ir::Penguin(f, fmap) => {
             let target = args.target.unwrap_or(Target::Trn2);
             let program = compile_function(&src, &f, fmap.as_ref(), target)?;
-            let required = f.inputs.iter().filter_map(|&t| penguin::FunctionView::tensor(&f, t)).map(|t| t.name.clone()).collect();
+            let required =
+                f.inputs.iter().filter_map(|&t| penguin::FunctionView::tensor(&f, t)).map(|t| t.name.clone()).collect();
             (program, None, required)
         }
         Ir::Bir(p, bmap) => {
@@ -239,7 +247,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     for b in &args.inputs {
         write_input(&mut simulator, tensor(b, "input")?, b)?;
     }
-    let stats = simulator.run().map_err(|e| CliError::usage(sim_message(&src, map.as_ref(), format!("simulation failed: {e}"))))?;
+    let stats = simulator.run().map_err(|e| CliError::usage(sim_message(&src, map.as_ref(), &e.to_string())))?;
     if let Some(race) = stats.races.first() {
         let more = stats.races.len() as u64 - 1 + stats.races_dropped;
         let tail = if more > 0 { format!(" (and {more} more)") } else { String::new() };

@@ -251,7 +251,11 @@ impl FromStr for SparsityPattern {
         let bad = || UnknownSparsity(s.to_string());
         let (n, m) = s.split_once(':').ok_or_else(bad)?;
         let p = SparsityPattern { n: n.trim().parse().map_err(|_| bad())?, m: m.trim().parse().map_err(|_| bad())? };
-        if p.is_supported() { Ok(p) } else { Err(bad()) }
+        if p.is_supported() {
+            Ok(p)
+        } else {
+            Err(bad())
+        }
     }
 }
 
@@ -466,12 +470,9 @@ impl InstData {
         use Access::{Read, ReadWrite, Write};
         match self {
             InstData::MatMult(m) => vec![(&m.dst, acc_access(m.flags())), (&m.stationary, Read), (&m.moving, Read)],
-            InstData::MatMultSparse(m) => vec![
-                (&m.dst, acc_access(m.flags())),
-                (&m.stationary, Read),
-                (&m.moving, Read),
-                (&m.tags, Read),
-            ],
+            InstData::MatMultSparse(m) => {
+                vec![(&m.dst, acc_access(m.flags())), (&m.stationary, Read), (&m.moving, Read), (&m.tags, Read)]
+            }
             InstData::DmaCopy(d) => vec![(&d.dst, Write), (&d.src, Read)],
             InstData::TensorCopy(c) => vec![(&c.dst, Write), (&c.src, Read)],
             InstData::Memset(m) => vec![(&m.dst, Write)],
@@ -576,7 +577,8 @@ impl InstData {
                 None => Ok(default),
                 Some(v) => {
                     let (a, b) = v.split_once(',').ok_or_else(|| format!("`{key}={v}` must be two numbers `a,b`"))?;
-                    let num = |x: &str| x.trim().parse::<u32>().map_err(|_| format!("`{key}={v}` must be two numbers `a,b`"));
+                    let num =
+                        |x: &str| x.trim().parse::<u32>().map_err(|_| format!("`{key}={v}` must be two numbers `a,b`"));
                     Ok((num(a)?, num(b)?))
                 }
             }
@@ -603,7 +605,8 @@ impl InstData {
                 dst: take("dst")?,
                 stationary: take("stationary")?,
                 moving: take("moving")?,
-                perf_mode: attr("perf").map_or(Ok(PerfMode::None), |v| v.parse().map_err(|e: UnknownPerfMode| e.to_string()))?,
+                perf_mode: attr("perf")
+                    .map_or(Ok(PerfMode::None), |v| v.parse().map_err(|e: UnknownPerfMode| e.to_string()))?,
                 tile_position,
                 tile_size,
                 acc: acc()?,
@@ -618,14 +621,20 @@ impl InstData {
                 tile_size,
                 acc: acc()?,
             }),
-            "dma_copy" => InstData::DmaCopy(DmaCopyData { dst: take("dst")?, src: take("src")?, cast: cast(attr("cast"))? }),
-            "tensor_copy" => {
-                InstData::TensorCopy(TensorCopyData { engine: engine(need("engine")?)?, dst: take("dst")?, src: take("src")? })
+            "dma_copy" => {
+                InstData::DmaCopy(DmaCopyData { dst: take("dst")?, src: take("src")?, cast: cast(attr("cast"))? })
             }
+            "tensor_copy" => InstData::TensorCopy(TensorCopyData {
+                engine: engine(need("engine")?)?,
+                dst: take("dst")?,
+                src: take("src")?,
+            }),
             "memset" => InstData::Memset(MemsetData {
                 engine: engine(need("engine")?)?,
                 dst: take("dst")?,
-                value: need("value")?.parse().map_err(|_| format!("memset value `{}` is not a number", attr("value").unwrap_or("")))?,
+                value: need("value")?
+                    .parse()
+                    .map_err(|_| format!("memset value `{}` is not a number", attr("value").unwrap_or("")))?,
             }),
             "tensor_tensor" => InstData::TensorTensor(TensorTensorData {
                 engine: engine(need("engine")?)?,
@@ -641,20 +650,34 @@ impl InstData {
             }),
             "tiled_offloaded_fma" | "offloaded_fma" => {
                 let f = OffloadedFmaData { dst: take("dst")?, src0: take("src0")?, src1: take("src1")? };
-                if opcode == "offloaded_fma" { InstData::OffloadedFma(f) } else { InstData::TiledOffloadedFma(f) }
+                if opcode == "offloaded_fma" {
+                    InstData::OffloadedFma(f)
+                } else {
+                    InstData::TiledOffloadedFma(f)
+                }
             }
             "tiled_offloaded_memcpy" | "offloaded_memcpy" => {
                 let c = OffloadedMemCpyData { dst: take("dst")?, src: take("src")? };
-                if opcode == "offloaded_memcpy" { InstData::OffloadedMemCpy(c) } else { InstData::TiledOffloadedMemCpy(c) }
+                if opcode == "offloaded_memcpy" {
+                    InstData::OffloadedMemCpy(c)
+                } else {
+                    InstData::TiledOffloadedMemCpy(c)
+                }
             }
-            "offloaded_memcast" => {
-                InstData::OffloadedMemCast(OffloadedMemCastData { dst: take("dst")?, src: take("src")?, cast: cast(attr("cast"))? })
-            }
+            "offloaded_memcast" => InstData::OffloadedMemCast(OffloadedMemCastData {
+                dst: take("dst")?,
+                src: take("src")?,
+                cast: cast(attr("cast"))?,
+            }),
             "transpose" => InstData::Transpose(TransposeData { dst: take("dst")?, src: take("src")? }),
-            "dma_gather" => InstData::DmaGather(DmaGatherData { dst: take("dst")?, table: take("table")?, index: take("index")? }),
-            "dma_scatter_add" => {
-                InstData::DmaScatterAdd(DmaScatterAddData { table: take("table")?, src: take("src")?, index: take("index")? })
+            "dma_gather" => {
+                InstData::DmaGather(DmaGatherData { dst: take("dst")?, table: take("table")?, index: take("index")? })
             }
+            "dma_scatter_add" => InstData::DmaScatterAdd(DmaScatterAddData {
+                table: take("table")?,
+                src: take("src")?,
+                index: take("index")?,
+            }),
             other => return Err(format!("unknown instruction `{other}`")),
         };
         if let Some((n, _)) = ops.iter().find(|(_, t)| t.is_some()) {
@@ -729,7 +752,12 @@ mod tests {
     use crate::entity::{Memory, TensorId};
 
     fn t(id: u32) -> InstTile {
-        InstTile { tensor: TensorId(id), memory: Memory::Sbuf, dtype: DType::Fp32, ap: AccessPattern::on_chip(0, 4, 0, 8) }
+        InstTile {
+            tensor: TensorId(id),
+            memory: Memory::Sbuf,
+            dtype: DType::Fp32,
+            ap: AccessPattern::on_chip(0, 4, 0, 8),
+        }
     }
 
     fn every_kind() -> Vec<InstData> {
@@ -758,7 +786,13 @@ mod tests {
             InstData::DmaCopy(DmaCopyData { dst: t(0), src: t(1), cast: CastMode::Saturate }),
             InstData::TensorCopy(TensorCopyData { engine: ComputeEngine::Dve, dst: t(0), src: t(1) }),
             InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst: t(0), value: -1.25 }),
-            InstData::TensorTensor(TensorTensorData { engine: ComputeEngine::Act, op: TensorTensorOp::Max, dst: t(0), lhs: t(1), rhs: t(2) }),
+            InstData::TensorTensor(TensorTensorData {
+                engine: ComputeEngine::Act,
+                op: TensorTensorOp::Max,
+                dst: t(0),
+                lhs: t(1),
+                rhs: t(2),
+            }),
             InstData::TiledOffloadedFma(fma.clone()),
             InstData::OffloadedFma(fma),
             InstData::TiledOffloadedMemCpy(cpy.clone()),
@@ -774,8 +808,12 @@ mod tests {
     fn from_parts_inverts_attributes_and_operands() {
         for inst in every_kind() {
             let attrs: Vec<(String, String)> = inst.attributes().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-            let ops: Vec<(String, InstTile)> =
-                inst.operands().into_iter().zip(inst.operand_names()).map(|((t, _), n)| (n.to_string(), t.clone())).collect();
+            let ops: Vec<(String, InstTile)> = inst
+                .operands()
+                .into_iter()
+                .zip(inst.operand_names())
+                .map(|((t, _), n)| (n.to_string(), t.clone()))
+                .collect();
             assert_eq!(InstData::from_parts(inst.opcode(), &attrs, ops), Ok(inst.clone()), "{}", inst.opcode());
         }
     }
@@ -786,8 +824,12 @@ mod tests {
         assert_eq!(e, "matmult needs operand `stationary=`");
         let e = InstData::from_parts("memset", &[("engine".into(), "gpu".into())], vec![]).unwrap_err();
         assert_eq!(e, "unknown engine `gpu` (expected act, dve or pool)");
-        let e = InstData::from_parts("dma_copy", &[("speed".into(), "fast".into())], vec![("dst".into(), t(0)), ("src".into(), t(1))])
-            .unwrap_err();
+        let e = InstData::from_parts(
+            "dma_copy",
+            &[("speed".into(), "fast".into())],
+            vec![("dst".into(), t(0)), ("src".into(), t(1))],
+        )
+        .unwrap_err();
         assert_eq!(e, "dma_copy has no attribute `speed`");
         assert_eq!(InstData::from_parts("jump", &[], vec![]).unwrap_err(), "unknown instruction `jump`");
     }

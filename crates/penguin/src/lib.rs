@@ -44,13 +44,13 @@ pub use dtype::{CastMode, DType};
 pub use entity::{InstId, Memory, TensorId};
 pub use error::{Entity, PenguinError, VerifierError, VerifierErrors};
 pub use function::{Function, FunctionView, TensorData};
-pub use parse::ParseError;
 pub use inst::{
     Access, ComputeEngine, Dep, DepKind, DmaCopyData, DmaGatherData, DmaScatterAddData, EngineAccumulationType,
-    InstData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData, OffloadedMemCastData,
-    OffloadedMemCpyData, PerfMode, SparsityPattern, TensorCopyData, TensorTensorData, TensorTensorOp, TilePosition,
-    TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
+    InstData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData,
+    PerfMode, SparsityPattern, TensorCopyData, TensorTensorData, TensorTensorOp, TilePosition, TileSize, TransposeData,
+    UnknownPerfMode, UnknownSparsity,
 };
+pub use parse::ParseError;
 pub use target::{Target, TargetInfo};
 pub use tile::{DataTile, IndirectMemrefTileND, InstTile, MemrefTile, MemrefTileND, NDTile, NeuronPSUMTensor, Tile};
 pub use verify::{verify, whole_tile, Verified, MATMULT_RESULT_NOT_PSUM};

@@ -23,6 +23,11 @@
 //! `layout` line says otherwise). Attribute and operand names are those of
 //! [`InstData::attributes`] and [`InstData::operand_names`].
 //!
+//! **Limits**: a tensor holds at most 2^48 bytes and its address is below 2^48; an access
+//! pattern's offset and the span of its strided walk stay within 2^48 elements. Numbers beyond
+//! that describe no real memory, and keeping them out keeps every later computation in range.
+//! [`check_limits`] applies the same limits to a function from elsewhere (JSON).
+//!
 //! **Dependency edges**: an instruction's `after(...)` list is kept exactly as written, and an
 //! instruction without one has no incoming edges. A file with *no* `after(...)` anywhere (a
 //! hand-written kernel) gets its edges computed with [`DepTracker`] in program order, as the
@@ -51,6 +56,52 @@ pub struct ParseError {
     pub col: usize,
     /// What was expected and what was found.
     pub message: String,
+}
+
+/// The largest tensor (bytes), address, offset or access-pattern span (elements) an IR file
+/// may describe: 2^48.
+pub const MAX_EXTENT: u64 = 1 << 48;
+
+/// Why a shape or address is beyond [`MAX_EXTENT`], if it is.
+pub fn tensor_limit(shape: &[u64], elem_bytes: u32, address: Option<u64>) -> Option<String> {
+    let bytes = shape.iter().try_fold(u128::from(elem_bytes), |a, &d| a.checked_mul(u128::from(d)));
+    if bytes.is_none_or(|b| b > u128::from(MAX_EXTENT)) {
+        return Some(format!("shape {shape:?} is larger than 2^48 bytes"));
+    }
+    match address {
+        Some(a) if a > MAX_EXTENT => Some(format!("address {a} is beyond 2^48")),
+        _ => None,
+    }
+}
+
+/// Why an access pattern (an offset and `[stride, num]` walks) reaches beyond [`MAX_EXTENT`]
+/// elements, if it does.
+pub fn walk_limit(offset: i128, dims: impl IntoIterator<Item = Dim>) -> Option<String> {
+    let max = i128::from(MAX_EXTENT);
+    let span: i128 = dims.into_iter().map(|d| i128::from(d.stride).abs() * i128::from(d.num.max(1) - 1)).sum();
+    (offset.abs() > max || span > max)
+        .then(|| format!("the access pattern reaches beyond 2^48 elements (offset {offset}, span {span})"))
+}
+
+/// Check a function against the limits of the text format ([`MAX_EXTENT`]); the error names
+/// the entity.
+pub fn check_limits(func: &Function) -> Result<(), (Entity, String)> {
+    for (i, t) in func.tensors.values().enumerate() {
+        if let Some(m) = tensor_limit(&t.shape, t.dtype.size_bytes(), t.address) {
+            return Err((Entity::Tensor(TensorId(i as u32)), m));
+        }
+    }
+    for (i, inst) in func.insts.iter().enumerate() {
+        for (tile, _) in inst.operands() {
+            let ap = &tile.ap;
+            if let Some(m) =
+                walk_limit(i128::from(ap.offset), std::iter::once(ap.partitions).chain(ap.free.iter().copied()))
+            {
+                return Err((Entity::Inst(InstId(i as u32)), m));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Split a line into its code and its comment (the text after a `;` outside a string).
@@ -244,7 +295,10 @@ impl<'a> Cursor<'a> {
         let save = self.pos;
         if let Some((col, w)) = self.word() {
             if let Some(n) = w.strip_prefix(prefix).filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) {
-                return n.parse().map(|n| (col, n)).map_err(|_| self.error_at(col, format!("{what} `{w}` is out of range")));
+                return n
+                    .parse()
+                    .map(|n| (col, n))
+                    .map_err(|_| self.error_at(col, format!("{what} `{w}` is out of range")));
             }
         }
         self.pos = save;
@@ -446,12 +500,16 @@ fn access_pattern(c: &mut Cursor<'_>) -> Result<AccessPattern, ParseError> {
     if !c.eat("p") {
         return Err(c.expected("`p` and the start partition"));
     }
+    let col = c.col();
     let start_partition = c.int("a start partition")?;
     let partitions = c.dim()?;
     let offset = c.int("an element offset such as `+0`")?;
     let mut free = Vec::new();
     while c.peek() == Some('[') {
         free.push(c.dim()?);
+    }
+    if let Some(m) = walk_limit(i128::from(offset), std::iter::once(partitions).chain(free.iter().copied())) {
+        return Err(c.error_at(col, m));
     }
     Ok(AccessPattern { start_partition, partitions, offset, free })
 }
@@ -593,14 +651,21 @@ pub fn parse_with_source_map(text: &str) -> Result<(Function, SourceMap), ParseE
                 let next = func.tensors.len();
                 let (id_col, n) = c.id('t', &format!("the tensor id `t{next}`"))?;
                 if n as usize != next {
-                    return Err(c.error_at(id_col, format!("expected `t{next}` (tensors are numbered in order from t0), found `t{n}`")));
+                    return Err(c.error_at(
+                        id_col,
+                        format!("expected `t{next}` (tensors are numbered in order from t0), found `t{n}`"),
+                    ));
                 }
                 let name_col = c.col();
                 let name = c.name("a tensor name")?;
                 let memory = c.memory()?;
                 let dtype = c.parse_word::<DType>("a dtype")?;
+                let shape_col = c.col();
                 let shape = c.shape()?;
                 let address = if c.eat("@") { Some(c.int("a byte address")?) } else { None };
+                if let Some(m) = tensor_limit(&shape, dtype.size_bytes(), address) {
+                    return Err(c.error_at(shape_col, m));
+                }
                 if func.tensors.contains_key(&name) {
                     return Err(c.error_at(name_col, format!("tensor name {:?} is already used", name)));
                 }
@@ -609,7 +674,10 @@ pub fn parse_with_source_map(text: &str) -> Result<(Function, SourceMap), ParseE
             }
             _ => {
                 c = start;
-                let (id_col, n) = c.id('i', "a line starting with `kernel`, `debug_name`, `inputs`, `outputs`, `layout`, `tensor` or `iN =`")?;
+                let (id_col, n) = c.id(
+                    'i',
+                    "a line starting with `kernel`, `debug_name`, `inputs`, `outputs`, `layout`, `tensor` or `iN =`",
+                )?;
                 if let Some(first) = inst_lines.insert(n, line_no) {
                     return Err(c.error_at(id_col, format!("i{n} is defined twice (first on line {first})")));
                 }
@@ -620,7 +688,11 @@ pub fn parse_with_source_map(text: &str) -> Result<(Function, SourceMap), ParseE
         c.expect_end()?;
     }
     if !seen_kernel {
-        return Err(ParseError { line: last_line, col: 1, message: "expected `kernel NAME`, found end of file".into() });
+        return Err(ParseError {
+            line: last_line,
+            col: 1,
+            message: "expected `kernel NAME`, found end of file".into(),
+        });
     }
     let textual: Vec<InstId> = pending.iter().map(|p| p.id).collect();
     pending.sort_by_key(|p| p.id);
@@ -700,7 +772,10 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}   ; store C
         crate::verify(&f).unwrap();
         assert_eq!(f.inputs, vec![TensorId(0), TensorId(1)]);
         // No `after(...)` anywhere: the edges are computed.
-        assert_eq!(f.deps[4], vec![Dep { from: InstId(0), kind: DepKind::Raw }, Dep { from: InstId(2), kind: DepKind::Raw }]);
+        assert_eq!(
+            f.deps[4],
+            vec![Dep { from: InstId(0), kind: DepKind::Raw }, Dep { from: InstId(2), kind: DepKind::Raw }]
+        );
         assert_eq!(f.deps[5].iter().map(|d| d.from.0).collect::<Vec<_>>(), vec![4, 1, 3]);
         let printed = f.to_string();
         assert_eq!(parse(&printed).unwrap(), f, "{printed}");
@@ -720,7 +795,10 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}   ; store C
         let mut f = parse(GEMM).unwrap();
         f.deps.iter_mut().for_each(Vec::clear);
         let printed = f.to_string();
-        assert!(printed.contains("i0 = dma_copy cast=rne dst=t3{p0[1, 8] +0 [1, 4]} src=t0{p0[1, 8] +0 [16, 4]} after()\n"), "{printed}");
+        assert!(
+            printed.contains("i0 = dma_copy cast=rne dst=t3{p0[1, 8] +0 [1, 4]} src=t0{p0[1, 8] +0 [16, 4]} after()\n"),
+            "{printed}"
+        );
         assert_eq!(parse(&printed).unwrap(), f);
     }
 
@@ -751,9 +829,18 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}   ; store C
     #[test]
     fn errors_say_where_and_what_was_expected() {
         assert_eq!(err(""), "1:1: expected `kernel NAME`, found end of file");
-        assert_eq!(err("tensor t0 \"a\" hbm fp32 [1]"), "1:1: expected `kernel NAME` as the first line, found `tensor`");
-        assert_eq!(err("kernel k\ntensor t1 \"a\" hbm fp32 [1]"), "2:8: expected `t0` (tensors are numbered in order from t0), found `t1`");
-        assert_eq!(err("kernel k\ntensor t0 \"a\" dram fp32 [1]"), "2:15: expected a memory (hbm, sbuf or psum), found `dram`");
+        assert_eq!(
+            err("tensor t0 \"a\" hbm fp32 [1]"),
+            "1:1: expected `kernel NAME` as the first line, found `tensor`"
+        );
+        assert_eq!(
+            err("kernel k\ntensor t1 \"a\" hbm fp32 [1]"),
+            "2:8: expected `t0` (tensors are numbered in order from t0), found `t1`"
+        );
+        assert_eq!(
+            err("kernel k\ntensor t0 \"a\" dram fp32 [1]"),
+            "2:15: expected a memory (hbm, sbuf or psum), found `dram`"
+        );
         assert!(err("kernel k\ntensor t0 \"a\" hbm fp64 [1]").starts_with("2:19: unknown dtype `fp64`"));
         assert_eq!(err("kernel k\ntensor t0 \"a\" hbm fp32 [1, ]"), "2:28: expected a dimension size, found `]`");
         assert_eq!(err("kernel k\ntensor t0 \"a\" hbm fp32 [1] extra"), "2:28: expected end of line, found `extra`");
@@ -763,8 +850,14 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}   ; store C
             err(&format!("{base}i0 = memset engine=pool value=1 dst=t0{{p0[1, 4] +0 [1, 4]")),
             "3:58: expected `}`, found end of line"
         );
-        assert_eq!(err(&format!("{base}i0 = memset engine=gpu value=1 dst=t0{{p0[1, 4] +0 [1, 4]}}")), "3:13: unknown engine `gpu` (expected act, dve or pool)");
-        assert_eq!(err(&format!("{base}i0 = memset engine=dve dst=t0{{p0[1, 4] +0 [1, 4]}}")), "3:6: memset needs `value=`");
+        assert_eq!(
+            err(&format!("{base}i0 = memset engine=gpu value=1 dst=t0{{p0[1, 4] +0 [1, 4]}}")),
+            "3:13: unknown engine `gpu` (expected act, dve or pool)"
+        );
+        assert_eq!(
+            err(&format!("{base}i0 = memset engine=dve dst=t0{{p0[1, 4] +0 [1, 4]}}")),
+            "3:6: memset needs `value=`"
+        );
         assert_eq!(err(&format!("{base}i0 = memset engine=dve value=1 value=2")), "3:32: `value=` is given twice");
         assert_eq!(
             err(&format!("{base}i0 = memset engine=dve value=1 dst=t1{{p0[1, 4] +0 [1, 4]}}")),
@@ -778,8 +871,14 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}   ; store C
         assert_eq!(err(&format!("{base}{m}\n{m}")), "5:1: i0 is defined twice (first on line 3)");
         assert_eq!(err("kernel k\nkernel j"), "2:1: a second `kernel` line (the first is line 1)");
         assert_eq!(err("kernel k\n  frob"), "2:3: expected a line starting with `kernel`, `debug_name`, `inputs`, `outputs`, `layout`, `tensor` or `iN =`, found `frob`");
-        assert_eq!(err("kernel k\ni0 = memset after(i1 wax)"), "2:22: expected a dependency kind (raw, war or waw), found `wax`");
-        assert_eq!(err("kernel k\ntensor t0 \"a\" hbm fp32 [99999999999999999999]"), "2:25: a dimension size `99999999999999999999` is out of range");
+        assert_eq!(
+            err("kernel k\ni0 = memset after(i1 wax)"),
+            "2:22: expected a dependency kind (raw, war or waw), found `wax`"
+        );
+        assert_eq!(
+            err("kernel k\ntensor t0 \"a\" hbm fp32 [99999999999999999999]"),
+            "2:25: a dimension size `99999999999999999999` is out of range"
+        );
     }
 
     #[test]
@@ -810,14 +909,13 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}   ; store C
         }
 
         fn tile() -> impl Strategy<Value = InstTile> {
-            (0u32..8, memory(), dtype(), 0u32..130, dim(), -50i64..5000, proptest::collection::vec(dim(), 0..6)).prop_map(
-                |(t, memory, dtype, start_partition, partitions, offset, free)| InstTile {
+            (0u32..8, memory(), dtype(), 0u32..130, dim(), -50i64..5000, proptest::collection::vec(dim(), 0..6))
+                .prop_map(|(t, memory, dtype, start_partition, partitions, offset, free)| InstTile {
                     tensor: TensorId(t),
                     memory,
                     dtype,
                     ap: AccessPattern { start_partition, partitions, offset, free },
-                },
-            )
+                })
         }
 
         fn inst() -> impl Strategy<Value = InstData> {
@@ -833,7 +931,15 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}   ; store C
                 |(kind, t, acc, tile_position, tile_size, engine, cast, perf_mode, value, pattern, op)| {
                     let [a, b, c, d]: [InstTile; 4] = t.try_into().unwrap();
                     match kind {
-                        0 => InstData::MatMult(MatMultData { dst: a, stationary: b, moving: c, perf_mode, tile_position, tile_size, acc }),
+                        0 => InstData::MatMult(MatMultData {
+                            dst: a,
+                            stationary: b,
+                            moving: c,
+                            perf_mode,
+                            tile_position,
+                            tile_size,
+                            acc,
+                        }),
                         1 => InstData::MatMultSparse(MatMultSparseData {
                             dst: a,
                             stationary: b,
@@ -868,8 +974,20 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}   ; store C
         }
 
         fn tensor() -> impl Strategy<Value = TensorData> {
-            ("\\PC{0,12}", memory(), dtype(), proptest::collection::vec(0u64..300, 0..4), proptest::option::of(0u64..70000))
-                .prop_map(|(name, memory, dtype, shape, address)| TensorData { name, shape, dtype, memory, address })
+            (
+                "\\PC{0,12}",
+                memory(),
+                dtype(),
+                proptest::collection::vec(0u64..300, 0..4),
+                proptest::option::of(0u64..70000),
+            )
+                .prop_map(|(name, memory, dtype, shape, address)| TensorData {
+                    name,
+                    shape,
+                    dtype,
+                    memory,
+                    address,
+                })
         }
 
         fn dep() -> impl Strategy<Value = Dep> {

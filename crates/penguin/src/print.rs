@@ -118,7 +118,7 @@ pub fn lines(func: &Function) -> Vec<(Entity, String)> {
     let order: Vec<InstId> = if layout_is_permutation(func) {
         func.layout.clone()
     } else {
-        out.push((Entity::Function, format!("layout {}", id_list(&func.layout))));
+        out.push((Entity::Function, format!("layout {}", id_list(&func.layout)).trim_end().to_string()));
         (0..func.insts.len() as u32).map(InstId).collect()
     };
     for (i, (_, t)) in func.tensors.iter().enumerate() {

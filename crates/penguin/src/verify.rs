@@ -448,10 +448,14 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             self.err(e, format!("matmult moving free size {nn} exceeds {MAX_MOVING_FREE}"));
         }
         if u64::from(dst.partitions()) != mm || dst.free_elems() != nn {
-            self.err(e, format!(
-                "matmult result is [{}, {}] but stationary^T @ moving is [{mm}, {nn}]",
-                dst.partitions(), dst.free_elems()
-            ));
+            self.err(
+                e,
+                format!(
+                    "matmult result is [{}, {}] but stationary^T @ moving is [{mm}, {nn}]",
+                    dst.partitions(),
+                    dst.free_elems()
+                ),
+            );
         }
         if dst.dtype != DType::Fp32 {
             self.err(e, format!("matmult result must be fp32 (PSUM accumulates in fp32), not {}", dst.dtype));
@@ -472,10 +476,13 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 }
                 let k = m.stationary.partitions();
                 if m.moving.partitions() != k {
-                    self.err(e, format!(
-                        "matmult contraction mismatch: stationary has {k} partitions, moving has {}",
-                        m.moving.partitions()
-                    ));
+                    self.err(
+                        e,
+                        format!(
+                            "matmult contraction mismatch: stationary has {k} partitions, moving has {}",
+                            m.moving.partitions()
+                        ),
+                    );
                 }
                 let (max_k, pack) = if m.perf_mode == PerfMode::DoubleRow { (256, 2) } else { (NUM_PARTITIONS, 1) };
                 if pack == 2 {
@@ -507,11 +514,18 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     self.err(e, "matmult_sparse tags must have the stationary operand's shape");
                 }
                 self.need_dtype(e, "matmult_sparse tags", &m.tags, DType::Int16);
-                if m.pattern.n > 0 && (kc % m.pattern.n != 0 || m.moving.partitions() != kc / m.pattern.n * m.pattern.m) {
-                    self.err(e, format!(
-                        "matmult_sparse with {} keeps {kc} of K = {} contraction rows, not {} of every {}",
-                        m.pattern, m.moving.partitions(), m.pattern.n, m.pattern.m
-                    ));
+                if m.pattern.n > 0 && (kc % m.pattern.n != 0 || m.moving.partitions() != kc / m.pattern.n * m.pattern.m)
+                {
+                    self.err(
+                        e,
+                        format!(
+                            "matmult_sparse with {} keeps {kc} of K = {} contraction rows, not {} of every {}",
+                            m.pattern,
+                            m.moving.partitions(),
+                            m.pattern.n,
+                            m.pattern.m
+                        ),
+                    );
                 }
                 let sizes = (m.stationary.free_elems(), m.moving.free_elems());
                 self.check_matmul_shape(
@@ -539,33 +553,57 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             }
             InstData::TiledOffloadedMemCpy(c) | InstData::OffloadedMemCpy(c) => {
                 if c.dst.dtype != c.src.dtype {
-                    self.err(e, format!("memcpy cannot convert {} to {} (use offloaded_memcast)", c.src.dtype, c.dst.dtype));
+                    self.err(
+                        e,
+                        format!("memcpy cannot convert {} to {} (use offloaded_memcast)", c.src.dtype, c.dst.dtype),
+                    );
                 }
                 self.check_copy_shape(e, &c.dst, &c.src);
             }
             InstData::OffloadedMemCast(c) => self.check_copy_shape(e, &c.dst, &c.src),
             InstData::Transpose(t) => {
-                if u64::from(t.dst.partitions()) != t.src.free_elems() || t.dst.free_elems() != u64::from(t.src.partitions()) {
-                    self.err(e, format!("transpose result {:?} is not the transpose of {:?}", t.dst.ap.shape(), t.src.ap.shape()));
+                if u64::from(t.dst.partitions()) != t.src.free_elems()
+                    || t.dst.free_elems() != u64::from(t.src.partitions())
+                {
+                    self.err(
+                        e,
+                        format!(
+                            "transpose result {:?} is not the transpose of {:?}",
+                            t.dst.ap.shape(),
+                            t.src.ap.shape()
+                        ),
+                    );
                 }
                 self.need_dtype(e, "transpose result", &t.dst, DType::Fp32);
             }
             InstData::DmaGather(g) => {
                 self.need_dtype(e, "dma_gather index", &g.index, DType::Int32);
-                if u64::from(g.dst.partitions()) != g.index.ap.num_elems() || g.dst.free_elems() != g.table.free_elems() {
-                    self.err(e, format!(
-                        "dma_gather destination {:?} must have one row per index ({}) of a table row's {} elements",
-                        g.dst.ap.shape(), g.index.ap.num_elems(), g.table.free_elems()
-                    ));
+                if u64::from(g.dst.partitions()) != g.index.ap.num_elems() || g.dst.free_elems() != g.table.free_elems()
+                {
+                    self.err(
+                        e,
+                        format!(
+                            "dma_gather destination {:?} must have one row per index ({}) of a table row's {} elements",
+                            g.dst.ap.shape(),
+                            g.index.ap.num_elems(),
+                            g.table.free_elems()
+                        ),
+                    );
                 }
             }
             InstData::DmaScatterAdd(s) => {
                 self.need_dtype(e, "dma_scatter_add index", &s.index, DType::Int32);
-                if u64::from(s.src.partitions()) != s.index.ap.num_elems() || s.src.free_elems() != s.table.free_elems() {
-                    self.err(e, format!(
-                        "dma_scatter_add source {:?} must have one row per index ({}) of a table row's {} elements",
-                        s.src.ap.shape(), s.index.ap.num_elems(), s.table.free_elems()
-                    ));
+                if u64::from(s.src.partitions()) != s.index.ap.num_elems() || s.src.free_elems() != s.table.free_elems()
+                {
+                    self.err(
+                        e,
+                        format!(
+                            "dma_scatter_add source {:?} must have one row per index ({}) of a table row's {} elements",
+                            s.src.ap.shape(),
+                            s.index.ap.num_elems(),
+                            s.table.free_elems()
+                        ),
+                    );
                 }
             }
         }

@@ -1,4 +1,5 @@
 //! One negative test per verifier rule, each starting from a small valid kernel.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test helpers assert on values")]
 
 use penguin::{
     verify, AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, EngineAccumulationType as Acc, Function, InstData,

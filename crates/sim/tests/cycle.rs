@@ -1,5 +1,6 @@
 //! Cycle model tests: exact times of single instructions from SPEC section 2's formulas,
 //! overlap and serialization rules, semaphores, HFU, and the Chrome trace export.
+#![expect(clippy::unwrap_used, clippy::expect_used, reason = "test helpers: unwrapping is how they assert")]
 
 use bir::{BirInst, Engine, HwAp, Op, Program, SemId, Wait};
 use codegen::{plan_gemm, GemmConfig, Schedule};
@@ -76,7 +77,12 @@ fn mm(dtype: DType, k: u32, m: u32, n: u32) -> Op {
 fn tiled(row: u32, rows: u32, n: u32) -> [Op; 2] {
     let tile_position = TilePosition { row, col: 0 };
     let tile_size = TileSize { rows, cols: 128 };
-    let ls = Op::LoadStationary { src: sbuf(DType::Bf16, row, rows, 128), perf_mode: PerfMode::None, tile_position, tile_size };
+    let ls = Op::LoadStationary {
+        src: sbuf(DType::Bf16, row, rows, 128),
+        perf_mode: PerfMode::None,
+        tile_position,
+        tile_size,
+    };
     let mm = Op::MultiplyMoving {
         dst: psum(128, n),
         src: sbuf(DType::Bf16, row, rows, n),
@@ -112,7 +118,7 @@ fn one_matmul(target: Target, dtype: DType, n: u32) -> (CycleReport, f64) {
     assert_eq!((mm.engine, mm.index, mm.wait_ns), (Engine::Pe, 1, 0.0));
     assert_close(mm.start_ns, r.slices[0].end_ns);
     assert_close(mm.end_ns, r.total_ns);
-    (r.clone(), mm.end_ns - mm.start_ns)
+    (r, mm.end_ns - mm.start_ns)
 }
 
 #[test]
@@ -160,7 +166,13 @@ fn double_row_contracts_256_rows_in_the_time_of_128() {
     let packed = |parts| on_chip(Memory::Sbuf, DType::Fp8e4m3, 0, parts, vec![Dim::new(512, 2), Dim::new(1, 512)]);
     let mut p = program(Target::Trn2);
     let w = on_chip(Memory::Sbuf, DType::Fp8e4m3, 0, 128, vec![Dim::new(128, 2), Dim::new(1, 128)]);
-    push(&mut p, Engine::Pe, Op::LoadStationary { src: w, perf_mode: PerfMode::DoubleRow, tile_position, tile_size }, &[], None);
+    push(
+        &mut p,
+        Engine::Pe,
+        Op::LoadStationary { src: w, perf_mode: PerfMode::DoubleRow, tile_position, tile_size },
+        &[],
+        None,
+    );
     let mm = Op::MultiplyMoving {
         dst: psum(128, 512),
         src: packed(128),
@@ -246,6 +258,57 @@ fn row_tiled_matmuls_overlap() {
         }
     }
     assert_close(run(&q).total_ns, pe2(32.0 + 1024.0));
+}
+
+#[test]
+fn column_tiled_matmuls_overlap() {
+    let mut p = program(Target::Trn2);
+    for col in [0, 64] {
+        let tile_position = TilePosition { row: 0, col };
+        let tile_size = TileSize { rows: 128, cols: 64 };
+        let w = sbuf(DType::Bf16, 0, 128, 64);
+        push(
+            &mut p,
+            Engine::Pe,
+            Op::LoadStationary { src: w, perf_mode: PerfMode::None, tile_position, tile_size },
+            &[],
+            None,
+        );
+        let mm = Op::MultiplyMoving {
+            dst: on_chip(Memory::Psum, DType::Fp32, col, 64, vec![Dim::new(1, 512)]),
+            src: sbuf(DType::Bf16, 0, 128, 512),
+            acc: EngineAccumulationType::START | EngineAccumulationType::STOP,
+            perf_mode: PerfMode::None,
+            tile_position,
+            tile_size,
+        };
+        push(&mut p, Engine::Pe, mm, &[], None);
+    }
+    let r = run(&p);
+    // LS of M = 64: 16 cycles each; the second MM starts right after the second LS.
+    assert_close(r.slices[3].start_ns, pe2(32.0));
+    assert_close(r.total_ns, pe2(32.0 + 512.0));
+    assert_close(r.matmul_flops, 2.0 * 2.0 * 128.0 * 64.0 * 512.0);
+}
+
+#[test]
+fn sparse_matmul_streams_the_moving_operand_and_counts_the_kept_rows() {
+    // 2:4 sparsity: 64 kept stationary rows stand for the 128 contraction rows of the moving
+    // operand.
+    let (tile_position, tile_size) = full();
+    let mut p = program(Target::Trn2);
+    let lss = Op::LoadStationarySparse {
+        src: sbuf(DType::Bf16, 0, 64, 128),
+        tags: sbuf(DType::Int16, 0, 64, 128),
+        pattern: penguin::SparsityPattern { n: 2, m: 4 },
+        tile_position,
+        tile_size,
+    };
+    push(&mut p, Engine::Pe, lss, &[], None);
+    push(&mut p, Engine::Pe, mm(DType::Bf16, 128, 128, 512), &[], None);
+    let r = run(&p);
+    assert_close(r.total_ns, pe2(32.0 + 512.0));
+    assert_close(r.matmul_flops, 2.0 * 64.0 * 128.0 * 512.0);
 }
 
 #[test]
@@ -422,7 +485,13 @@ fn compute_engines_take_one_element_per_cycle_plus_60() {
 fn a_wait_delays_the_consumer_to_the_producers_end() {
     let mut p = program(Target::Trn2);
     push(&mut p, Engine::Dma(2), load(0, 8, 2048), &[], Some(7));
-    push(&mut p, Engine::Act, Op::TensorCopy { dst: sbuf(DType::Fp32, 0, 8, 64), src: sbuf(DType::Bf16, 0, 8, 64) }, &[(7, 1)], None);
+    push(
+        &mut p,
+        Engine::Act,
+        Op::TensorCopy { dst: sbuf(DType::Fp32, 0, 8, 64), src: sbuf(DType::Bf16, 0, 8, 64) },
+        &[(7, 1)],
+        None,
+    );
     let r = run(&p);
     let dma_end = DMA_FIXED_NS + 8.0 * 4096.0 / 23.0;
     let act = r.slices.iter().find(|s| s.engine == Engine::Act).unwrap();
@@ -509,14 +578,23 @@ fn trace_has_a_track_per_used_engine_and_shows_waits() {
     push(&mut p, Engine::Dma(3), load(0, 128, 512), &[], Some(8));
     push(&mut p, Engine::Pe, ls(DType::Bf16, 128, 128), &[(8, 1)], None);
     push(&mut p, Engine::Pe, mm(DType::Bf16, 128, 128, 512), &[], Some(0));
-    push(&mut p, Engine::Act, Op::TensorCopy { dst: sbuf(DType::Fp32, 0, 128, 512), src: psum(128, 512) }, &[(0, 1)], None);
+    push(
+        &mut p,
+        Engine::Act,
+        Op::TensorCopy { dst: sbuf(DType::Fp32, 0, 128, 512), src: psum(128, 512) },
+        &[(0, 1)],
+        None,
+    );
     let r = run(&p);
     let trace = trace_json(&p, &r);
     assert_eq!(thread_names(&trace), vec!["act", "dma3", "pe", "pe.weights"]);
     let events = trace["traceEvents"].as_array().unwrap();
     let slices: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
     let named = |n: &str| slices.iter().filter(|e| e["name"] == n).count();
-    assert_eq!((named("dma_copy"), named("load_stationary"), named("multiply_moving"), named("tensor_copy")), (1, 1, 1, 1));
+    assert_eq!(
+        (named("dma_copy"), named("load_stationary"), named("multiply_moving"), named("tensor_copy")),
+        (1, 1, 1, 1)
+    );
     assert_eq!((named("wait s8>=1"), named("wait s0>=1")), (1, 1));
     let mm = slices.iter().find(|e| e["name"] == "multiply_moving").unwrap();
     assert_eq!(mm["args"]["acc"], "start|stop");
@@ -553,7 +631,7 @@ fn check_timeline(p: &Program, r: &CycleReport) {
     for v in &mut signals {
         v.sort_by(f64::total_cmp);
     }
-    let mut last_end = vec![0.0f64; bir::NUM_ENGINES];
+    let mut last_end = [0.0f64; bir::NUM_ENGINES];
     for s in &r.slices {
         let inst = &p.streams[s.engine.index()][s.index];
         for w in &inst.waits {

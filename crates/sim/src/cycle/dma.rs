@@ -61,7 +61,10 @@ fn contiguous_elems(ap: &HwAp) -> u64 {
 /// strided.
 fn is_transposing(ap: &HwAp) -> bool {
     let inner = ap.dims.iter().rev().find(|d| d.num > 1);
-    ap.memory == Memory::Hbm && ap.num_partitions > 1 && ap.partition_stride == 1 && inner.is_some_and(|d| d.stride != 1)
+    ap.memory == Memory::Hbm
+        && ap.num_partitions > 1
+        && ap.partition_stride == 1
+        && inner.is_some_and(|d| d.stride != 1)
 }
 
 /// Whether the target's DMA engines can transpose (NeuronCore-v3 and later).
@@ -79,7 +82,9 @@ pub(super) fn transfer(op: &Op, queue: u8, target: Target) -> Transfer {
     // Op::hbm_bytes without its allocation: this runs once per DMA of programs with millions.
     let hbm = |ap: &HwAp, bytes: u64| if ap.memory == Memory::Hbm { bytes } else { 0 };
     let (read_bytes, hbm_bytes, data): (u64, u64, [Option<&HwAp>; 3]) = match op {
-        Op::DmaCopy { dst, src, .. } => (bytes(src), hbm(src, bytes(src)) + hbm(dst, bytes(dst)), [Some(dst), Some(src), None]),
+        Op::DmaCopy { dst, src, .. } => {
+            (bytes(src), hbm(src, bytes(src)) + hbm(dst, bytes(dst)), [Some(dst), Some(src), None])
+        }
         Op::DmaFma { dst, src0, src1 } => (
             bytes(src0) + bytes(src1) + bytes(dst),
             hbm(src0, bytes(src0)) + hbm(src1, bytes(src1)) + 2 * hbm(dst, bytes(dst)),
@@ -115,7 +120,7 @@ pub(super) fn transfer(op: &Op, queue: u8, target: Target) -> Transfer {
         Some(on_chip) => {
             let (p0, p1, _, _) = on_chip.byte_region();
             let g0 = (p0 / PARTITIONS_PER_ENGINE) as usize;
-            let g1 = (p1.max(p0 + 1) - 1) as usize / PARTITIONS_PER_ENGINE as usize;
+            let g1 = (p1.max(p0.saturating_add(1)) - 1) as usize / PARTITIONS_PER_ENGINE as usize;
             let g0 = g0.min(ENGINES - 1);
             (g0, (g1.min(ENGINES - 1) - g0) + 1)
         }
@@ -125,13 +130,7 @@ pub(super) fn transfer(op: &Op, queue: u8, target: Target) -> Transfer {
             (usize::from(queue) % ENGINES, engines)
         }
     };
-    Transfer {
-        read_bytes,
-        hbm_bytes,
-        run_bytes: (run_elems.max(1) * width) as f64,
-        first_engine,
-        engines,
-    }
+    Transfer { read_bytes, hbm_bytes, run_bytes: (run_elems.max(1) * width) as f64, first_engine, engines }
 }
 
 /// The shared DMA servers: when each DMA engine and HBM are free again.

@@ -120,7 +120,7 @@ pub struct EngineBusy {
 /// What the cycle model found for one program.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CycleReport {
-    /// Time from the first start to the last end, in ns.
+    /// Time from the program start (0) to the last completion, in ns.
     pub total_ns: f64,
     /// Busy time per engine (union of its instruction intervals), indexed by
     /// [`Engine::index`].
@@ -182,6 +182,17 @@ impl CycleReport {
 /// [`SimError::Deadlock`] when some stream waits for a count its semaphore never reaches.
 pub fn model(program: &Program) -> Result<CycleReport, SimError> {
     Replay::new(program)?.run()
+}
+
+/// Where an engine's next instruction stands.
+#[derive(Clone, Copy, Debug)]
+enum State {
+    /// The stream is done.
+    Finished,
+    /// A wait on this semaphore does not hold yet.
+    Blocked(SemId),
+    /// Every wait holds; it can start at this time.
+    Ready(Candidate),
 }
 
 /// Where an engine's next instruction can start, and how long semaphores held it.
@@ -251,41 +262,60 @@ impl<'p> Replay<'p> {
         self.signals.get(sem.0 as usize)?.get(value as usize - 1).copied()
     }
 
-    /// Earliest start of engine `e`'s next instruction, or `None` if it is finished or
-    /// blocked. Checks the instruction's engine and semaphores (the model reads each
-    /// instruction only when it gets there: programs are too large for a separate pass).
-    fn candidate(&self, e: usize) -> Result<Option<Candidate>, SimError> {
-        let Some(inst) = self.inst(e) else { return Ok(None) };
+    /// Check engine `e`'s next instruction before it is first considered: its engine and its
+    /// semaphores. (The model reads each instruction only when it gets there: the programs
+    /// it is for are too large for a separate validation pass.)
+    fn check(&self, e: usize) -> Result<(), SimError> {
+        let Some(inst) = self.inst(e) else { return Ok(()) };
         let engine = self.engines[e];
-        let at = || InstRef { engine, index: self.cursors[e].next };
+        let at = InstRef { engine, index: self.cursors[e].next };
         if !inst.op.engine_class().contains(engine) {
-            return Err(SimError::WrongEngine { at: at(), op: inst.op.name() });
+            return Err(SimError::WrongEngine { at, op: inst.op.name() });
         }
         let count = self.signals.len();
         if let Some(sem) = inst.waits.iter().map(|w| w.sem).chain(inst.signal).find(|s| s.0 as usize >= count) {
-            return Err(SimError::UnknownSemaphore { at: at(), sem, count });
+            return Err(SimError::UnknownSemaphore { at, sem, count });
         }
+        Ok(())
+    }
+
+    /// Where engine `e`'s next instruction stands: finished, blocked on a semaphore, or
+    /// ready to start at a time.
+    fn state(&self, e: usize) -> State {
+        let Some(inst) = self.inst(e) else { return State::Finished };
         let mut sem_ready = 0.0f64;
         for w in &inst.waits {
             match self.reached(w.sem, w.value) {
                 Some(t) => sem_ready = sem_ready.max(t),
-                None => return Ok(None),
+                None => return State::Blocked(w.sem),
             }
         }
-        let ready = match engine {
+        let ready = match self.engines[e] {
             Engine::Pe => self.pe.ready(&inst.op),
             _ => self.cursors[e].free_at,
         };
-        Ok(Some(Candidate { start: ready.max(sem_ready), wait_ns: (sem_ready - ready).max(0.0) }))
+        State::Ready(Candidate { start: ready.max(sem_ready), wait_ns: (sem_ready - ready).max(0.0) })
     }
 
+    /// Replay every stream: repeatedly commit the ready instruction with the earliest start.
+    ///
+    /// Only two things change an engine's state: committing its own instruction, and a new
+    /// signal on a semaphore it waits on. A signal that lands after every earlier signal of
+    /// its semaphore (always, when one in-order engine owns the semaphore, as in lowered
+    /// programs) cannot move a count that was already reached, so it only wakes engines
+    /// blocked on that semaphore; one that lands earlier re-evaluates every engine waiting
+    /// on it.
     fn run(mut self) -> Result<CycleReport, SimError> {
         let n = self.engines.len();
-        let mut cands: Vec<Option<Candidate>> = (0..n).map(|e| self.candidate(e)).collect::<Result<_, _>>()?;
+        let mut states = Vec::with_capacity(n);
+        for e in 0..n {
+            self.check(e)?;
+            states.push(self.state(e));
+        }
         loop {
             let mut best: Option<(usize, Candidate)> = None;
-            for (e, c) in cands.iter().enumerate() {
-                if let Some(c) = c {
+            for (e, st) in states.iter().enumerate() {
+                if let State::Ready(c) = st {
                     if best.is_none_or(|(_, b)| c.start < b.start) {
                         best = Some((e, *c));
                     }
@@ -293,11 +323,19 @@ impl<'p> Replay<'p> {
             }
             let Some((e, cand)) = best else { break };
             let signalled = self.commit(e, cand);
-            cands[e] = self.candidate(e)?;
-            if let Some(sem) = signalled {
-                for other in 0..n {
-                    if other != e && self.inst(other).is_some_and(|i| i.waits.iter().any(|w| w.sem == sem)) {
-                        cands[other] = self.candidate(other)?;
+            self.check(e)?;
+            states[e] = self.state(e);
+            if let Some((sem, appended)) = signalled {
+                for other in (0..n).filter(|&o| o != e) {
+                    let affected = match states[other] {
+                        State::Blocked(s) => s == sem,
+                        State::Ready(_) => {
+                            !appended && self.inst(other).is_some_and(|i| i.waits.iter().any(|w| w.sem == sem))
+                        }
+                        State::Finished => false,
+                    };
+                    if affected {
+                        states[other] = self.state(other);
                     }
                 }
             }
@@ -305,8 +343,9 @@ impl<'p> Replay<'p> {
         self.finish()
     }
 
-    /// Run engine `e`'s next instruction from `cand.start`; returns the semaphore it signalled.
-    fn commit(&mut self, e: usize, cand: Candidate) -> Option<SemId> {
+    /// Run engine `e`'s next instruction from `cand.start`; returns the semaphore it signalled
+    /// and whether the signal landed after all earlier ones of that semaphore.
+    fn commit(&mut self, e: usize, cand: Candidate) -> Option<(SemId, bool)> {
         let engine = self.engines[e];
         let index = self.cursors[e].next;
         let inst = &self.program.streams[e][index];
@@ -337,9 +376,14 @@ impl<'p> Replay<'p> {
         self.slices.push(Slice { engine, index, start_ns: start, end_ns: end, wait_ns: cand.wait_ns });
         let sem = inst.signal?;
         let times = self.signals.get_mut(sem.0 as usize)?;
-        let at = times.partition_point(|&t| t <= retired);
-        times.insert(at, retired);
-        Some(sem)
+        let appended = times.last().is_none_or(|&t| t <= retired);
+        if appended {
+            times.push(retired);
+        } else {
+            let at = times.partition_point(|&t| t <= retired);
+            times.insert(at, retired);
+        }
+        Some((sem, appended))
     }
 
     /// Time of an ACT/DVE/POOL/SP instruction: one element per partition per cycle plus the
