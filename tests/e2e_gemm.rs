@@ -75,3 +75,90 @@ fn runs_are_deterministic_and_seeds_matter() {
     other.seed += 1;
     assert_ne!(bits(&one), bits(&gemm::run(&other).unwrap().result.unwrap()));
 }
+
+fn passes(mut a: GemmArgs, what: &str) {
+    a.schedule = Some(codegen::Schedule::Naive);
+    let out = gemm::run(&a).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let check = out.report.check.unwrap();
+    assert!(check.passed, "{what}: {} failures, max abs err {}", check.failures, check.max_abs_err);
+}
+
+#[test]
+fn fp8_with_and_without_double_row_on_every_legal_target() {
+    use penguin::PerfMode;
+    let shapes = [(130, 300, 70), (129, 257, 513), (5, 7, 9)];
+    for target in Target::ALL {
+        for (lhs, rhs) in [
+            (DType::Fp8e4m3, DType::Fp8e4m3),
+            (DType::Fp8e5m2, DType::Fp8e5m2),
+            (DType::Fp8e4m3, DType::Fp8e5m2),
+            (DType::Bf16, DType::Fp8e4m3),
+        ] {
+            for (m, k, n) in shapes {
+                let mut a = args(m, k, n, lhs, target);
+                a.rhs_dtype = Some(rhs);
+                passes(a.clone(), &format!("{lhs} x {rhs} {m}x{k}x{n} on {target}"));
+                let double_row_legal = target != Target::Trn1 && lhs != DType::Bf16;
+                a.perf_mode = Some(PerfMode::DoubleRow);
+                if double_row_legal {
+                    passes(a, &format!("double_row {lhs} x {rhs} {m}x{k}x{n} on {target}"));
+                } else {
+                    assert!(gemm::run(&a).is_err(), "double_row {lhs} x {rhs} on {target} must be refused");
+                }
+            }
+        }
+    }
+    let mut a = args(200, 333, 100, DType::Uint8, Target::Trn2);
+    a.perf_mode = Some(PerfMode::DoubleRow);
+    passes(a, "uint8 double_row");
+    let mut a = args(64, 64, 64, DType::Fp8e4m3fn, Target::Trn3);
+    a.perf_mode = Some(PerfMode::DoubleRow);
+    let err = gemm::run(&a).unwrap_err();
+    assert_eq!(err.message, codegen::DOUBLE_ROW_FP8_ONLY);
+    passes(args(64, 300, 64, DType::Fp8e4m3fn, Target::Trn3), "fp8e4m3fn dense on trn3");
+}
+
+#[test]
+fn bf16_with_every_sparsity_pattern() {
+    for pattern in penguin::SparsityPattern::SUPPORTED {
+        for (m, k, n, target) in [(130, 301, 70, Target::Trn2), (64, 1000, 600, Target::Trn1), (3, 13, 5, Target::Trn3)]
+        {
+            let mut a = args(m, k, n, DType::Bf16, target);
+            a.sparsity = Some(pattern);
+            passes(a.clone(), &format!("{pattern} {m}x{k}x{n} on {target}"));
+            a.schedule = Some(codegen::Schedule::BlockedMn);
+            let out = gemm::run(&a).unwrap();
+            assert!(out.report.check.unwrap().passed, "{pattern} blocked-mn");
+        }
+    }
+    let mut a = args(16, 16, 16, DType::Bf16, Target::Trn2);
+    a.sparsity = Some(penguin::SparsityPattern { n: 2, m: 4 });
+    a.perf_mode = Some(penguin::PerfMode::DoubleRow);
+    assert!(gemm::run(&a).unwrap_err().message.contains("cannot be combined"));
+}
+
+#[test]
+fn every_schedule_computes_the_same_product() {
+    let schedules = [
+        codegen::Schedule::Naive,
+        codegen::Schedule::Hoisted,
+        codegen::Schedule::BlockedMn,
+        codegen::Schedule::BlockedMnk,
+        codegen::Schedule::Auto,
+    ];
+    for target in Target::ALL {
+        for s in schedules {
+            for transposed in [false, true] {
+                let mut a = args(300, 700, 1100, DType::Bf16, target);
+                a.schedule = Some(s);
+                a.lhs_transposed = transposed;
+                a.block_m = Some(256);
+                a.block_n = Some(1024);
+                a.block_k = Some(256);
+                let out = gemm::run(&a).unwrap_or_else(|e| panic!("{s} on {target}: {e}"));
+                assert!(out.report.check.unwrap().passed, "{s} on {target} transposed={transposed}");
+                assert!(out.report.modeled_time_us > 0.0 && out.report.hfu > 0.0 && out.report.hfu <= 1.0);
+            }
+        }
+    }
+}

@@ -2,7 +2,10 @@
 //!
 //! - `cargo xtask ci`: `cargo fmt --all --check`, `cargo clippy --workspace --all-targets -D
 //!   warnings`, `cargo test --workspace`.
-//! - `cargo xtask bench`: run the criterion benches and print the figures a reader needs.
+//! - `cargo xtask bench`: run the criterion benches and print the figures a reader needs
+//!   (simulation vs plain GEMM ratio, planning and cycle-model times, the issue-6 suite).
+//! - `cargo xtask bless`: rewrite filetest expectations (`NTILE_BLESS=1`).
+//! - `cargo xtask fuzz`: the byte-mutation test of the parsers at 20x its CI size.
 //! - `cargo xtask golden`: regenerate the committed float-conversion golden vectors in
 //!   `crates/penguin/tests/golden/` with numpy + ml_dtypes (`xtask/python/golden.py`).
 
@@ -119,6 +122,34 @@ fn suite(ntile: &std::path::Path) -> Result<String> {
     Ok(out)
 }
 
+/// Rewrite the expectations of every filetest from the current output.
+fn bless() -> Result<()> {
+    let cargo_bin = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo_bin)
+        .env("NTILE_BLESS", "1")
+        .args(["test", "-p", "ntile", "--test", "filetests"])
+        .status()
+        .context("running the filetests with NTILE_BLESS=1")?;
+    if !status.success() {
+        bail!("blessing the filetests failed ({status})");
+    }
+    Ok(())
+}
+
+/// The mutation test at 20x its CI size, in release.
+fn fuzz() -> Result<()> {
+    let cargo_bin = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo_bin)
+        .env("NTILE_FUZZ_SCALE", "20")
+        .args(["test", "--release", "-p", "ntile", "--test", "mutation"])
+        .status()
+        .context("running the mutation test")?;
+    if !status.success() {
+        bail!("the mutation fuzz found a problem ({status})");
+    }
+    Ok(())
+}
+
 fn workspace_root() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().unwrap_or(manifest).to_path_buf()
@@ -148,7 +179,9 @@ fn main() -> Result<()> {
         Some("ci") => ci(),
         Some("bench") => bench(),
         Some("golden") => golden(),
-        Some(other) => bail!("unknown task `{other}` (available: ci, bench, golden)"),
-        None => bail!("usage: cargo xtask <ci|bench|golden>"),
+        Some("bless") => bless(),
+        Some("fuzz") => fuzz(),
+        Some(other) => bail!("unknown task `{other}` (available: ci, bench, bless, fuzz, golden)"),
+        None => bail!("usage: cargo xtask <ci|bench|bless|fuzz|golden>"),
     }
 }

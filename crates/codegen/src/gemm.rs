@@ -227,12 +227,12 @@ impl GemmConfig {
         match self.perf_mode {
             PerfMode::None => {}
             PerfMode::DoubleRow if self.target.info().double_row => {
-                check_double_row_dtypes(self.lhs_dtype, self.rhs_dtype)?;
                 if self.sparsity.is_some() {
                     return Err(CodegenError::BadGemm(
                         "structured sparsity cannot be combined with perf_mode=`double_row`".into(),
                     ));
                 }
+                check_double_row_dtypes(self.lhs_dtype, self.rhs_dtype)?;
             }
             PerfMode::DoubleRow | PerfMode::DoubleRowGen3 => {
                 return Err(CodegenError::BadGemm(format!(
@@ -277,7 +277,10 @@ impl GemmConfig {
 
     /// Whether A is transposed on the PE (see [`GemmConfig::pe_transpose`]).
     pub fn transposes_lhs_on_pe(&self) -> bool {
-        !self.lhs_transposed && self.sparsity.is_none() && self.pe_transpose.unwrap_or(self.target == Target::Trn1)
+        !self.lhs_transposed
+            && self.sparsity.is_none()
+            && self.perf_mode == PerfMode::None
+            && self.pe_transpose.unwrap_or(self.target == Target::Trn1)
     }
 
     /// Shape of the HBM tensor `a`.

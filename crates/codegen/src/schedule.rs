@@ -137,7 +137,9 @@ pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
     let s_in = f64::from(cfg.input_dtype.size_bytes());
     let (a, b) = ((cfg.m * cfg.k) as f64 * s_in, (cfg.k * cfg.n) as f64 * s_in);
     let (bm, bn) = ((cfg.blocks.m.div_ceil(M_TILE) as f64).min(mt), (cfg.blocks.n.div_ceil(N_TILE) as f64).min(nt));
-    let stripes = !matches!(cfg.schedule, Schedule::Naive);
+    // Whole-stripe natural loads of A (PE transposes) in the stripe schedules; per-chunk
+    // loads otherwise.
+    let stripes = matches!(cfg.schedule, Schedule::Hoisted | Schedule::BlockedMn | Schedule::Auto);
     // (A loads, B loads, B n-tiles per transfer) of each loop nest.
     let (a_times, b_times, b_wide) = match cfg.schedule {
         Schedule::Naive => (nt, mt, 1.0),

@@ -293,11 +293,18 @@ fn transpose(a: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     t
 }
 
-fn random_inputs(m: u64, k: u64, n: u64, seed: u64) -> Inputs {
+/// Seeded uniform inputs in [-1, 1), or small integers 0..16 for uint8 operands.
+fn random_inputs(m: u64, k: u64, n: u64, seed: u64, (lhs, rhs): (DType, DType)) -> Inputs {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut gen = |len: u64| (0..len).map(|_| rng.gen_range(-1.0f32..1.0)).collect::<Vec<f32>>();
-    let a = gen(m * k);
-    let b = gen(k * n);
+    let mut gen = |len: u64, dtype: DType| {
+        (0..len)
+            .map(
+                |_| if dtype == DType::Uint8 { f32::from(rng.gen_range(0u8..16)) } else { rng.gen_range(-1.0f32..1.0) },
+            )
+            .collect::<Vec<f32>>()
+    };
+    let a = gen(m * k, lhs);
+    let b = gen(k * n, rhs);
     Inputs { a, b }
 }
 
@@ -363,7 +370,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     }
     let mut inputs = match given {
         Some(i) => i,
-        None => random_inputs(m, k, n, args.seed),
+        None => random_inputs(m, k, n, args.seed, (cfg.lhs_dtype, cfg.rhs_dtype)),
     };
     let sparse = match cfg.sparsity {
         Some(p) => {
@@ -413,7 +420,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
 }
 
 /// How many of `auto`'s best-estimated candidates get the cycle model.
-const AUTO_SHORTLIST: usize = 6;
+const AUTO_SHORTLIST: usize = 8;
 
 /// Verify, lower and verify the BIR of a plan.
 fn lower(plan: &GemmPlan) -> Result<bir::Program, CliError> {
@@ -540,7 +547,7 @@ pub fn summary(r: &Report) -> String {
     let cap = u64::from(target.info().statebuf_par_size_in_bytes);
     let mt = r.m.div_ceil(codegen::M_TILE);
     let nt = r.n.div_ceil(codegen::N_TILE);
-    let kt = r.k.div_ceil(codegen::K_TILE);
+    let kt = r.matmuls / (mt * nt).max(1);
     let mut s = format!(
         "ntile gemm {}x{}x{}  {} x {} -> {}  on {}  (schedule {})\n",
         r.m, r.k, r.n, r.lhs_dtype, r.rhs_dtype, r.out_dtype, r.target, r.schedule
