@@ -29,7 +29,7 @@ fn path_str(p: &Path) -> &str {
 
 /// Run `python3 -c SCRIPT ARGS...` and return its stdout; a failing script fails the test
 /// with its stderr (the scripts explain every mismatch there).
-fn python(script: &str, args: &[&str]) -> String {
+fn python(script: &str, args: &[String]) -> String {
     let o = Command::new("python3")
         .arg("-c")
         .arg(script)
@@ -38,6 +38,48 @@ fn python(script: &str, args: &[&str]) -> String {
         .expect("python3 runs (.ci/run installs numpy and ml-dtypes)");
     assert!(o.status.success(), "python failed:\n{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Appended to a script defining `make(d, n1, n2, ...)`: calls it for each group of
+/// arguments `DIR N1 N2 ...` (one python start for every case of a test: numpy's import is
+/// most of a script's cost).
+const MAKE_EACH: &str = "
+args = sys.argv[1:]
+k = make.__code__.co_argcount
+for i in range(0, len(args), k):
+    make(args[i], *map(int, args[i + 1:i + k]))
+";
+
+/// Appended to a script defining `check(d)`, which prints one line: calls it for each
+/// directory argument.
+const CHECK_EACH: &str = "
+for d in sys.argv[1:]:
+    check(d)
+";
+
+/// One run of a kernel: the `.pir` file, the directory of its `.npy` files and the integer
+/// arguments of the input script (shape and seed).
+struct Case {
+    pir: PathBuf,
+    dir: PathBuf,
+    params: Vec<i64>,
+}
+
+/// Make every case's inputs with `make` (one python start), run each case through
+/// `ntile run`, then judge every case with `check` (one python start). Returns each case's
+/// stdout and the checker's line for it.
+fn run_cases(cases: &[Case], make: &str, check: &str, inputs: &[&str], outputs: &[&str]) -> Vec<(String, String)> {
+    let make_args: Vec<String> = cases
+        .iter()
+        .flat_map(|c| std::iter::once(path_str(&c.dir).to_string()).chain(c.params.iter().map(i64::to_string)))
+        .collect();
+    python(&format!("{make}{MAKE_EACH}"), &make_args);
+    let stdouts: Vec<String> = cases.iter().map(|c| run_ok(&c.pir, &c.dir, inputs, outputs)).collect();
+    let dirs: Vec<String> = cases.iter().map(|c| path_str(&c.dir).to_string()).collect();
+    let verdicts = python(&format!("{check}{CHECK_EACH}"), &dirs);
+    let verdicts: Vec<String> = verdicts.lines().map(str::to_string).collect();
+    assert_eq!(verdicts.len(), cases.len(), "one verdict per case: {verdicts:?}");
+    stdouts.into_iter().zip(verdicts).collect()
 }
 
 /// `ntile run PIR --input NAME=DIR/NAME.npy ... --output NAME=DIR/NAME.npy ...`.
@@ -77,16 +119,13 @@ fn instruction_lines(text: &str) -> Vec<String> {
 
 // ----- FMA -----
 
-/// Writes `a`, `b`, `c` (fp32, shape argv[2] x argv[3], seed argv[4]) into directory argv[1]:
+/// `make(d, rows, cols, seed)` writes `a`, `b`, `c` (fp32, `[rows, cols]`) into `d`:
 /// standard normals, with the first elements replaced by cases that tell a fused multiply-add
 /// from the alternatives (when the tensor has room for them).
 const FMA_INPUTS: &str = r#"
 import sys, numpy as np
-d, rows, cols, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-rng = np.random.default_rng(seed)
-a, b, c = (rng.standard_normal((rows, cols), dtype=np.float32) for _ in range(3))
 u = 1 + 2.0**-12          # u * u = 1 + 2^-11 + 2^-24: exactly halfway between two fp32
-cases = [
+SPECIAL = [
     (u, u, 2.0**-60),     # just above the tie: fused rounds up; fp64 then fp32 ties to even (down)
     (u, u, -2.0**-60),    # just below the tie: rounds down
     (u, u, 0.0),          # the tie itself: to even
@@ -98,44 +137,48 @@ cases = [
     (2.0**-75, 2.0**-75, 0.0),  # underflows to 0
     (2.0**-70, 2.0**-70, 2.0**-149),  # subnormal sum
 ]
-if rows * cols >= len(cases):
-    for k, (x, y, z) in enumerate(cases):
-        a.flat[k], b.flat[k], c.flat[k] = x, y, z
-for n, v in zip('abc', (a, b, c)):
-    np.save(f'{d}/{n}.npy', v)
+def make(d, rows, cols, seed):
+    rng = np.random.default_rng(seed)
+    a, b, c = (rng.standard_normal((rows, cols), dtype=np.float32) for _ in range(3))
+    if rows * cols >= len(SPECIAL):
+        for k, (x, y, z) in enumerate(SPECIAL):
+            a.flat[k], b.flat[k], c.flat[k] = x, y, z
+    for n, v in zip('abc', (a, b, c)):
+        np.save(f'{d}/{n}.npy', v)
 "#;
 
-/// Checks `out` in directory argv[1] against `a * b + c` rounded once to fp32, bit for bit.
+/// `check(d)` compares `out` in `d` with `a * b + c` rounded once to fp32, bit for bit, and
+/// prints `ok ELEMENTS TIES_BROKEN_BY_THE_ADDEND`.
 ///
 /// a * b is exact in fp64 (24 + 24 significand bits); TwoSum gives t + e == a * b + c
 /// exactly. Rounding t to fp32 is the correct rounding of t + e unless t lies exactly halfway
 /// between two fp32 numbers and e != 0: then the exact sum lies on e's side of the tie.
 const FMA_CHECK: &str = r#"
 import sys, numpy as np
-d = sys.argv[1]
-a, b, c = (np.load(f'{d}/{n}.npy').astype(np.float64) for n in 'abc')
-out = np.load(f'{d}/out.npy')
-assert out.dtype == np.float32 and out.shape == a.shape, (out.dtype, out.shape)
-with np.errstate(all='ignore'):
-    p = a * b
-    t = p + c
-    bv = t - p
-    e = (p - (t - bv)) + (c - bv)
-    r = t.astype(np.float32)
-    diff = t - r.astype(np.float64)
-    other = r.astype(np.float64) + 2 * diff
-    tie = np.isfinite(diff) & (diff != 0) & (other.astype(np.float32).astype(np.float64) == other)
-    up = tie & (e != 0) & (np.sign(e) == np.sign(diff))
-    ref = np.where(up, other.astype(np.float32), r)
-bad = (out.view(np.uint32) != ref.view(np.uint32)) & ~(np.isnan(out) & np.isnan(ref))
-if bad.any():
-    k = np.flatnonzero(bad)[:5]
-    sys.exit(f'{bad.sum()} elements differ from the correctly rounded a*b+c, e.g. at {k}: '
-             f'a={a.flat[k]} b={b.flat[k]} c={c.flat[k]} out={out.flat[k]} ref={ref.flat[k]}')
-# Never more than one fp32 rounding from the plain fp64 computation either.
-ulps = np.abs(out.view(np.int32).astype(np.int64) - r.view(np.int32).astype(np.int64))
-assert ulps[np.isfinite(r)].max(initial=0) <= 1
-print('ok', out.size, int(up.sum()))
+def check(d):
+    a, b, c = (np.load(f'{d}/{n}.npy').astype(np.float64) for n in 'abc')
+    out = np.load(f'{d}/out.npy')
+    assert out.dtype == np.float32 and out.shape == a.shape, (d, out.dtype, out.shape)
+    with np.errstate(all='ignore'):
+        p = a * b
+        t = p + c
+        bv = t - p
+        e = (p - (t - bv)) + (c - bv)
+        r = t.astype(np.float32)
+        diff = t - r.astype(np.float64)
+        other = r.astype(np.float64) + 2 * diff
+        tie = np.isfinite(diff) & (diff != 0) & (other.astype(np.float32).astype(np.float64) == other)
+        up = tie & (e != 0) & (np.sign(e) == np.sign(diff))
+        ref = np.where(up, other.astype(np.float32), r)
+    bad = (out.view(np.uint32) != ref.view(np.uint32)) & ~(np.isnan(out) & np.isnan(ref))
+    if bad.any():
+        k = np.flatnonzero(bad)[:5]
+        sys.exit(f'{d}: {bad.sum()} elements differ from the correctly rounded a*b+c, e.g. at {k}: '
+                 f'a={a.flat[k]} b={b.flat[k]} c={c.flat[k]} out={out.flat[k]} ref={ref.flat[k]}')
+    # Never more than one fp32 rounding from the plain fp64 computation either.
+    ulps = np.abs(out.view(np.int32).astype(np.int64) - r.view(np.int32).astype(np.int64))
+    assert ulps[np.isfinite(r)].max(initial=0) <= 1, d
+    print('ok', out.size, int(up.sum()))
 "#;
 
 /// A Penguin kernel `out = a * b + c` over `[rows, cols]` fp32, tiled like
@@ -174,22 +217,20 @@ fn fma_pir(rows: u32, cols: u32, tile_cols: u32) -> String {
     s
 }
 
-/// Make inputs, run `pir`, check `out`; returns ntile's stdout and the checker's verdict.
-fn run_fma(pir: &Path, dir: &Path, rows: u32, cols: u32, seed: u32) -> (String, String) {
-    python(FMA_INPUTS, &[path_str(dir), &rows.to_string(), &cols.to_string(), &seed.to_string()]);
-    let stdout = run_ok(pir, dir, &["a", "b", "c"], &["out"]);
-    (stdout, python(FMA_CHECK, &[path_str(dir)]))
+fn run_fmas(cases: &[Case]) -> Vec<(String, String)> {
+    run_cases(cases, FMA_INPUTS, FMA_CHECK, &["a", "b", "c"], &["out"])
 }
 
 #[test]
 fn offloaded_fma_example_is_a_single_rounding_of_a_times_b_plus_c() {
     let dir = scratch("fma");
-    let (stdout, verdict) = run_fma(&example("offloaded_fma.pir"), &dir, 128, 2048, 1);
+    let case = Case { pir: example("offloaded_fma.pir"), dir: dir.clone(), params: vec![128, 2048, 1] };
+    let [(stdout, verdict)] = <[_; 1]>::try_from(run_fmas(&[case])).unwrap();
     assert!(stdout.starts_with("ran offloaded_fma on trn2: "), "{stdout}");
     assert!(stdout.contains("wrote out fp32 [128, 2048] to "), "{stdout}");
-    // The first special case rounds up only when the FMA is fused (checked bit for bit above).
     assert!(verdict.starts_with("ok 262144 "), "{verdict}");
-    assert_ne!(verdict.trim(), "ok 262144 0", "the tie cases did not reach the checker");
+    // The first special case rounds up only when the FMA is fused (checked bit for bit).
+    assert_ne!(verdict, "ok 262144 0", "the tie cases did not reach the checker");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -198,13 +239,21 @@ fn ragged_offloaded_fmas_match_too() {
     // [100, 300]: one row tile of 100 partitions, column tiles 128, 128, 44.
     // [200, 1000]: row tiles 128 + 72, column tiles 512 + 488; the FMAs are cut into uneven
     // pieces over the DMA queues.
-    for (rows, cols, tile_cols) in [(100, 300, 128), (200, 1000, 512)] {
-        let dir = scratch(&format!("fma-{rows}x{cols}"));
-        let pir = write_pir(&dir, "fma.pir", &fma_pir(rows, cols, tile_cols));
-        let (stdout, verdict) = run_fma(&pir, &dir, rows, cols, rows + cols);
+    let shapes = [(100, 300, 128), (200, 1000, 512)];
+    let cases: Vec<Case> = shapes
+        .iter()
+        .map(|&(rows, cols, tile_cols)| {
+            let dir = scratch(&format!("fma-{rows}x{cols}"));
+            let pir = write_pir(&dir, "fma.pir", &fma_pir(rows, cols, tile_cols));
+            Case { pir, dir, params: vec![rows.into(), cols.into(), (rows + cols).into()] }
+        })
+        .collect();
+    for (&(rows, cols, _), (stdout, verdict)) in shapes.iter().zip(run_fmas(&cases)) {
         assert!(stdout.contains(&format!("wrote out fp32 [{rows}, {cols}]")), "{stdout}");
         assert!(verdict.starts_with(&format!("ok {} ", rows * cols)), "{rows}x{cols}: {verdict}");
-        let _ = std::fs::remove_dir_all(&dir);
+    }
+    for c in cases {
+        let _ = std::fs::remove_dir_all(&c.dir);
     }
 }
 
@@ -219,88 +268,99 @@ fn the_fma_generator_reproduces_the_example_kernel() {
 
 // ----- casts -----
 
-/// Writes `x` (fp32, shape argv[2] x argv[3], seed argv[4]) into directory argv[1]: explicit
-/// edge cases first, then exact bf16 ties, exact fp8e4m3 ties (normal and subnormal), values
-/// near fp8e4m3's overflow threshold, and random values of every magnitude.
+/// `make(d, rows, cols, seed)` writes `x` (fp32, `[rows, cols]`) into `d`: explicit edge
+/// cases first, then exact bf16 ties, exact fp8e4m3 ties (normal and subnormal), values near
+/// the overflow thresholds of both formats, and random values of every magnitude.
 const CAST_INPUTS: &str = r#"
 import sys, numpy as np
-d, rows, cols, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-rng = np.random.default_rng(seed)
-n = rows * cols
-special = np.array([
+SPECIAL = np.array([
     1 + 2.0**-8, 1 + 3 * 2.0**-8,        # bf16 ties: to even (down, up)
     1 + 2.0**-4, 1 + 3 * 2.0**-4,        # fp8e4m3 ties: to even (down, up)
     240, 247.99, 248, 256, 1e4, -248,    # fp8e4m3: max, below and at the overflow tie, beyond
-    3.3895314e38, 3.3961e38, 3.4028235e38,  # bf16: max, past the overflow tie, fp32 max
+    3.3895314e38, 3.3961e38, 3.3961776e38, 3.4028235e38,  # bf16: max, below and at the overflow tie, fp32 max
     np.inf, -np.inf, np.nan, -np.nan, 0.0, -0.0,   # canonical NaNs: 0x7fc00000, 0xffc00000
     2.0**-10, 3 * 2.0**-10, 2.0**-9, 2.0**-11,  # fp8e4m3 subnormal ties and below half the minimum
     1e-40, -1e-45,                        # fp32 subnormals
 ], dtype=np.float32)
-bits = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
-q = n // 5
-# bf16 ties: the 16 dropped bits are exactly 0x8000.
-bits[:q] = (bits[:q] & 0xffff0000) | 0x8000
-# fp8e4m3 normal ties: exponent in [-6, 7], the 20 dropped mantissa bits exactly 0x80000.
-e = rng.integers(-6, 8, q).astype(np.uint32) + 127
-bits[q:2*q] = (bits[q:2*q] & 0x80700000) | (e << 23) | 0x80000
-x = bits.view(np.float32)
-# fp8e4m3 subnormal ties: odd multiples of 2^-10, half the smallest subnormal.
-x[2*q:3*q] = rng.choice([-1, 1], q) * (2 * rng.integers(0, 8, q) + 1) * 2.0**-10
-# Around the overflow threshold of fp8e4m3 (248) and of bf16.
-x[3*q:3*q + q//2] = rng.uniform(200, 300, q//2) * rng.choice([-1, 1], q//2)
-x[3*q + q//2:4*q] = rng.uniform(3.38e38, 3.4e38, q - q//2)
-# Random magnitudes from fp32 subnormals to fp32 max.
-x[4*q:] = rng.choice([-1, 1], n - 4*q) * 2.0 ** rng.uniform(-140, 127.9, n - 4*q)
-x = np.where(np.isnan(x), np.float32(1.5), x).astype(np.float32)   # random bits may be NaN
-rng.shuffle(x)
-x[:len(special)] = special
-x.view(np.uint32)[len(special):len(special) + 3] = [0x7fa00001, 0xff812345, 0x7fffffff]  # NaN payloads
-np.save(f'{d}/x.npy', x.reshape(rows, cols))
+PAYLOAD_NANS = [0x7fa00001, 0xff812345, 0x7fffffff]
+def make(d, rows, cols, seed):
+    rng = np.random.default_rng(seed)
+    n = rows * cols
+    bits = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    q = n // 5
+    # bf16 ties: the 16 dropped bits are exactly 0x8000.
+    bits[:q] = (bits[:q] & 0xffff0000) | 0x8000
+    # fp8e4m3 normal ties: exponent in [-6, 7], the 20 dropped mantissa bits exactly 0x80000.
+    e = rng.integers(-6, 8, q).astype(np.uint32) + 127
+    bits[q:2*q] = (bits[q:2*q] & 0x80700000) | (e << 23) | 0x80000
+    x = bits.view(np.float32)
+    # fp8e4m3 subnormal ties: odd multiples of 2^-10, half the smallest subnormal.
+    x[2*q:3*q] = rng.choice([-1, 1], q) * (2 * rng.integers(0, 8, q) + 1) * 2.0**-10
+    # Around the overflow thresholds of fp8e4m3 (248) and of bf16.
+    x[3*q:3*q + q//2] = rng.uniform(200, 300, q//2) * rng.choice([-1, 1], q//2)
+    x[3*q + q//2:4*q] = rng.uniform(3.38e38, 3.4e38, q - q//2)
+    # Random magnitudes from fp32 subnormals to fp32 max.
+    x[4*q:] = rng.choice([-1, 1], n - 4*q) * 2.0 ** rng.uniform(-140, 127.9, n - 4*q)
+    x = np.where(np.isnan(x), np.float32(1.5), x).astype(np.float32)   # random bits may be NaN
+    rng.shuffle(x)
+    x[:len(SPECIAL)] = SPECIAL
+    x.view(np.uint32)[len(SPECIAL):len(SPECIAL) + len(PAYLOAD_NANS)] = PAYLOAD_NANS
+    np.save(f'{d}/x.npy', x.reshape(rows, cols))
 "#;
 
-/// Checks `y_bf16` (uint16) and `y_fp8` (uint8) in directory argv[1] bit for bit against
-/// `x.astype(ml_dtypes.bfloat16)` / `x.astype(ml_dtypes.float8_e4m3)`, and that the inputs
-/// really held ties and overflows.
+/// `check(d)` compares `y_bf16` (uint16) and `y_fp8` (uint8) in `d` bit for bit with
+/// `x.astype(ml_dtypes.bfloat16)` / `x.astype(ml_dtypes.float8_e4m3)` and prints
+/// `ok ELEMENTS overflows BF16 FP8 ties BF16_TIES` (so a test can see the hard cases
+/// occurred).
 const CAST_CHECK: &str = r#"
 import sys, numpy as np, ml_dtypes
-d = sys.argv[1]
-x = np.load(f'{d}/x.npy')
-for name, dt, ut in [('y_bf16', ml_dtypes.bfloat16, np.uint16), ('y_fp8', ml_dtypes.float8_e4m3, np.uint8)]:
-    y = np.load(f'{d}/{name}.npy')
-    assert y.dtype == ut and y.shape == x.shape, (name, y.dtype, y.shape)
-    with np.errstate(all='ignore'):
-        ref = x.astype(dt)
-    # ntile keeps a NaN's payload bits in bf16 (as the `half` crate does) where ml_dtypes
-    # returns the canonical +-0x7fc0, and the project compares NaNs by NaN-ness
-    # (crates/penguin/tests/golden.rs): only canonical NaNs are compared bit for bit.
-    payload_nan = np.isnan(x) & ~np.isin(x.view(np.uint32), [0x7fc00000, 0xffc00000])
-    bad = (y != ref.view(ut)) & ~(payload_nan & np.isnan(y.view(dt).astype(np.float32)))
-    if bad.any():
-        k = np.flatnonzero(bad)[:5]
-        sys.exit(f'{name}: {bad.sum()} elements differ from ml_dtypes, e.g. x={x.flat[k]} '
-                 f'(bits {[hex(v) for v in x.view(np.uint32).flat[k]]}) gave {y.flat[k]}, '
-                 f'expected {ref.view(ut).flat[k]}')
+def check(d):
+    x = np.load(f'{d}/x.npy')
     finite = np.isfinite(x)
-    overflows = finite & np.isinf(ref.astype(np.float32))
-    print(name, 'ok', int(y.size), 'overflows', int(overflows.sum()))
-print('bf16 ties', int((finite & (x.view(np.uint32) & 0xffff == 0x8000)).sum()))
+    overflows = []
+    for name, dt, ut in [('y_bf16', ml_dtypes.bfloat16, np.uint16), ('y_fp8', ml_dtypes.float8_e4m3, np.uint8)]:
+        y = np.load(f'{d}/{name}.npy')
+        assert y.dtype == ut and y.shape == x.shape, (d, name, y.dtype, y.shape)
+        with np.errstate(all='ignore'):
+            ref = x.astype(dt)
+        # ntile keeps a NaN's payload bits in bf16 (as the `half` crate does) where ml_dtypes
+        # returns the canonical +-0x7fc0, and the project compares NaNs by NaN-ness
+        # (crates/penguin/tests/golden.rs): only canonical NaNs are compared bit for bit.
+        payload_nan = np.isnan(x) & ~np.isin(x.view(np.uint32), [0x7fc00000, 0xffc00000])
+        bad = (y != ref.view(ut)) & ~(payload_nan & np.isnan(y.view(dt).astype(np.float32)))
+        if bad.any():
+            k = np.flatnonzero(bad)[:5]
+            sys.exit(f'{d}/{name}: {bad.sum()} elements differ from ml_dtypes, e.g. x={x.flat[k]} '
+                     f'(bits {[hex(v) for v in x.view(np.uint32).flat[k]]}) gave {y.flat[k]}, '
+                     f'expected {ref.view(ut).flat[k]}')
+        overflows.append(int((finite & np.isinf(ref.astype(np.float32))).sum()))
+    ties = int((finite & (x.view(np.uint32) & 0xffff == 0x8000)).sum())
+    print(f'ok {x.size} overflows {overflows[0]} {overflows[1]} ties {ties}')
 "#;
 
-/// Make `x`, run `pir`, check both casts; returns the checker's verdict.
-fn run_casts(pir: &Path, dir: &Path, rows: u32, cols: u32, seed: u32) -> String {
-    python(CAST_INPUTS, &[path_str(dir), &rows.to_string(), &cols.to_string(), &seed.to_string()]);
-    let stdout = run_ok(pir, dir, &["x"], &["y_bf16", "y_fp8"]);
+/// Run one cast case and check its outputs; returns the checker's verdict.
+fn run_cast(pir: PathBuf, dir: &Path, rows: u32, cols: u32, seed: u32) -> String {
+    let case = Case { pir, dir: dir.to_path_buf(), params: vec![rows.into(), cols.into(), seed.into()] };
+    let [(stdout, verdict)] =
+        <[_; 1]>::try_from(run_cases(&[case], CAST_INPUTS, CAST_CHECK, &["x"], &["y_bf16", "y_fp8"])).unwrap();
     assert!(stdout.contains(&format!("wrote y_bf16 bf16 [{rows}, {cols}]")), "{stdout}");
     assert!(stdout.contains(&format!("wrote y_fp8 fp8e4m3 [{rows}, {cols}]")), "{stdout}");
-    python(CAST_CHECK, &[path_str(dir)])
+    verdict
+}
+
+/// The numbers of a cast verdict `ok N overflows B F ties T`.
+fn cast_counts(verdict: &str) -> Vec<u64> {
+    verdict.split_whitespace().filter_map(|w| w.parse().ok()).collect()
 }
 
 #[test]
 fn offloaded_memcast_example_is_bit_exact_against_ml_dtypes() {
     let dir = scratch("cast");
-    let verdict = run_casts(&example("offloaded_memcast.pir"), &dir, 128, 4096, 2);
-    assert!(verdict.contains("y_bf16 ok") && verdict.contains("y_fp8 ok"), "{verdict}");
-    assert!(!verdict.contains("overflows 0"), "no overflow reached the casts: {verdict}");
+    let verdict = run_cast(example("offloaded_memcast.pir"), &dir, 128, 4096, 2);
+    assert!(verdict.starts_with("ok 524288 "), "{verdict}");
+    let counts = cast_counts(&verdict);
+    assert_eq!(counts.len(), 4, "{verdict}");
+    assert!(counts.iter().all(|&n| n > 1000), "too few overflows or ties reached the casts: {verdict}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -324,40 +384,40 @@ fn ragged_offloaded_memcast_is_bit_exact_too() {
     // 300 rows of 77: more rows than partitions, an odd row length, uneven pieces per queue.
     let dir = scratch("cast-300x77");
     let pir = write_pir(&dir, "cast.pir", &memcast_pir(300, 77));
-    let verdict = run_casts(&pir, &dir, 300, 77, 3);
-    assert!(verdict.contains("y_bf16 ok") && verdict.contains("y_fp8 ok"), "{verdict}");
+    let verdict = run_cast(pir, &dir, 300, 77, 3);
+    assert!(verdict.starts_with("ok 23100 "), "{verdict}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ----- gather -----
 
-/// Writes `table` (fp32, argv[2] x argv[3]) and `idx` (int32, argv[4] entries) into
-/// directory argv[1] (seed argv[5]): the table's first row holds values a conversion would
-/// disturb (NaN payloads, -0, infinities, subnormals); the indices include 0, the last row
-/// and repeats.
+/// `make(d, table_rows, row_len, n, seed)` writes `table` (fp32, `[table_rows, row_len]`)
+/// and `idx` (int32, `n` entries) into `d`: the table's first row holds values a conversion
+/// would disturb (NaN payloads, -0, infinities, subnormals); the indices include 0, the last
+/// row and repeats.
 const GATHER_INPUTS: &str = r#"
 import sys, numpy as np
-d, rows, row_len, n, seed = sys.argv[1], *map(int, sys.argv[2:6])
-rng = np.random.default_rng(seed)
-table = rng.standard_normal((rows, row_len), dtype=np.float32)
-special = np.array([0x7fa00001, 0xffc12345, 0x80000000, 0x7f800000, 0xff800000, 1, 0x807fffff], dtype=np.uint32)
-table.view(np.uint32)[0, :min(row_len, len(special))] = special[:row_len]
-idx = rng.integers(0, rows, n, dtype=np.int32)
-idx[:4] = [0, rows - 1, 0, rows - 1][:n]
-np.save(f'{d}/table.npy', table)
-np.save(f'{d}/idx.npy', idx)
+SPECIAL = np.array([0x7fa00001, 0xffc12345, 0x80000000, 0x7f800000, 0xff800000, 1, 0x807fffff], dtype=np.uint32)
+def make(d, rows, row_len, n, seed):
+    rng = np.random.default_rng(seed)
+    table = rng.standard_normal((rows, row_len), dtype=np.float32)
+    table.view(np.uint32)[0, :min(row_len, len(SPECIAL))] = SPECIAL[:row_len]
+    idx = rng.integers(0, rows, n, dtype=np.int32)
+    idx[:4] = [0, rows - 1, 0, rows - 1][:n]
+    np.save(f'{d}/table.npy', table)
+    np.save(f'{d}/idx.npy', idx)
 "#;
 
-/// Checks `rows` in directory argv[1] is `table[idx]` bit for bit.
+/// `check(d)` compares `rows` in `d` with `table[idx]` bit for bit and prints `ok ELEMENTS`.
 const GATHER_CHECK: &str = r#"
 import sys, numpy as np
-d = sys.argv[1]
-table, idx, rows = (np.load(f'{d}/{n}.npy') for n in ('table', 'idx', 'rows'))
-assert rows.dtype == np.float32 and rows.shape == (len(idx), table.shape[1]), (rows.dtype, rows.shape)
-bad = rows.view(np.uint32) != table.view(np.uint32)[idx]
-if bad.any():
-    sys.exit(f'{bad.sum()} elements differ from table[idx], first at {np.argwhere(bad)[0]}')
-print('ok', rows.size)
+def check(d):
+    table, idx, rows = (np.load(f'{d}/{n}.npy') for n in ('table', 'idx', 'rows'))
+    assert rows.dtype == np.float32 and rows.shape == (len(idx), table.shape[1]), (d, rows.dtype, rows.shape)
+    bad = rows.view(np.uint32) != table.view(np.uint32)[idx]
+    if bad.any():
+        sys.exit(f'{d}: {bad.sum()} elements differ from table[idx], first at {np.argwhere(bad)[0]}')
+    print('ok', rows.size)
 "#;
 
 /// A gather of `n` rows from a `[table_rows, row_len]` fp32 table, like
@@ -390,31 +450,39 @@ fn gather_pir(table_rows: u32, row_len: u32, n: u32) -> String {
     s
 }
 
-fn run_gather(pir: &Path, dir: &Path, (table_rows, row_len, n): (u32, u32, u32), seed: u32) -> String {
-    let args = [table_rows, row_len, n, seed].map(|v| v.to_string());
-    python(GATHER_INPUTS, &[path_str(dir), &args[0], &args[1], &args[2], &args[3]]);
-    let stdout = run_ok(pir, dir, &["table", "idx"], &["rows"]);
-    assert!(stdout.contains(&format!("wrote rows fp32 [{n}, {row_len}]")), "{stdout}");
-    python(GATHER_CHECK, &[path_str(dir)])
+/// Gathers `(table_rows, row_len, n)` rows with each case's kernel; checks ntile's report
+/// and the checker's verdict.
+fn run_gathers(cases: &[Case]) {
+    for (c, (stdout, verdict)) in
+        cases.iter().zip(run_cases(cases, GATHER_INPUTS, GATHER_CHECK, &["table", "idx"], &["rows"]))
+    {
+        let (row_len, n) = (c.params[1], c.params[2]);
+        assert!(stdout.contains(&format!("wrote rows fp32 [{n}, {row_len}]")), "{stdout}");
+        assert_eq!(verdict, format!("ok {}", n * row_len));
+    }
 }
 
 #[test]
 fn gather_example_copies_the_chosen_rows_exactly() {
     let dir = scratch("gather");
-    let verdict = run_gather(&example("gather.pir"), &dir, (1000, 64, 128), 4);
-    assert_eq!(verdict.trim(), "ok 8192");
+    run_gathers(&[Case { pir: example("gather.pir"), dir: dir.clone(), params: vec![1000, 64, 128, 4] }]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn ragged_gathers_copy_exactly_too() {
     // 37 rows of 24 (one ragged chunk), and 300 rows (chunks of 128, 128, 44).
-    for shape @ (table_rows, row_len, n) in [(1000, 24, 37), (1000, 24, 300)] {
-        let dir = scratch(&format!("gather-{n}"));
-        let pir = write_pir(&dir, "gather.pir", &gather_pir(table_rows, row_len, n));
-        let verdict = run_gather(&pir, &dir, shape, n);
-        assert_eq!(verdict.trim(), format!("ok {}", n * row_len));
-        let _ = std::fs::remove_dir_all(&dir);
+    let cases: Vec<Case> = [(1000, 24, 37), (1000, 24, 300)]
+        .into_iter()
+        .map(|(table_rows, row_len, n)| {
+            let dir = scratch(&format!("gather-{n}"));
+            let pir = write_pir(&dir, "gather.pir", &gather_pir(table_rows, row_len, n));
+            Case { pir, dir, params: vec![table_rows.into(), row_len.into(), n.into(), n.into()] }
+        })
+        .collect();
+    run_gathers(&cases);
+    for c in cases {
+        let _ = std::fs::remove_dir_all(&c.dir);
     }
 }
 
@@ -425,18 +493,30 @@ fn the_gather_generator_reproduces_the_example_kernel() {
     assert_eq!(instruction_lines(&pir), instruction_lines(&example));
 }
 
+/// `make(d, value, entry)` writes a `[1000, 64]` table and the indices 0..128 with entry
+/// `entry` replaced by `value` into `d`.
+const OOB_INPUTS: &str = r#"
+import sys, numpy as np
+def make(d, value, entry):
+    np.save(f'{d}/table.npy', np.ones((1000, 64), dtype=np.float32))
+    idx = np.arange(128, dtype=np.int32)
+    idx[entry] = value
+    np.save(f'{d}/idx.npy', idx)
+"#;
+
 #[test]
 fn out_of_range_gather_index_fails_naming_the_index_and_the_bound() {
-    let dir = scratch("gather-oob");
-    // Entry 5 is 1000, one past the last row; entry 7 of the second file is -1.
-    for (value, entry) in [(1000, 5), (-1, 7)] {
-        python(
-            "import sys, numpy as np\nd, v, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])\n\
-             np.save(f'{d}/table.npy', np.ones((1000, 64), dtype=np.float32))\n\
-             idx = np.arange(128, dtype=np.int32); idx[k] = v; np.save(f'{d}/idx.npy', idx)",
-            &[path_str(&dir), &value.to_string(), &entry.to_string()],
-        );
-        let o = ntile_run(&example("gather.pir"), &dir, &["table", "idx"], &["rows"]);
+    // Entry 5 is 1000, one past the last row; entry 7 of the second index file is -1.
+    let cases = [(1000, 5), (-1, 7)];
+    let dirs: Vec<PathBuf> = cases.iter().map(|(value, _)| scratch(&format!("gather-oob{value}"))).collect();
+    let args: Vec<String> = dirs
+        .iter()
+        .zip(cases)
+        .flat_map(|(d, (value, entry))| [path_str(d).to_string(), value.to_string(), entry.to_string()])
+        .collect();
+    python(&format!("{OOB_INPUTS}{MAKE_EACH}"), &args);
+    for (dir, (value, entry)) in dirs.iter().zip(cases) {
+        let o = ntile_run(&example("gather.pir"), dir, &["table", "idx"], &["rows"]);
         let stderr = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{stderr}");
         assert!(
@@ -445,6 +525,6 @@ fn out_of_range_gather_index_fails_naming_the_index_and_the_bound() {
         );
         assert!(stderr.contains("gather.pir: simulation failed"), "{stderr}");
         assert!(!dir.join("rows.npy").exists(), "a failed run wrote its output");
+        let _ = std::fs::remove_dir_all(dir);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

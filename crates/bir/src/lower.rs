@@ -80,7 +80,7 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
         for id in self.tensor_ids() {
             if let Some(t) = self.func.tensor(id) {
                 if let Some(a) = t.address {
-                    let end = a + t.bytes_per_partition();
+                    let end = a.saturating_add(t.bytes_per_partition());
                     match t.memory {
                         Memory::Sbuf => sbuf_end = sbuf_end.max(end),
                         Memory::Psum => psum_end = psum_end.max(end),
@@ -94,7 +94,10 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
             let addr = match t.memory {
                 Memory::Hbm => {
                     let a = hbm_next;
-                    hbm_next = (a + t.num_bytes()).div_ceil(HBM_ALIGN) * HBM_ALIGN;
+                    hbm_next = a
+                        .checked_add(t.num_bytes())
+                        .and_then(|end| end.div_ceil(HBM_ALIGN).checked_mul(HBM_ALIGN))
+                        .ok_or_else(|| too_large(&t.name, "HBM"))?;
                     let role = if self.func.outputs().contains(&id) {
                         HbmRole::Output
                     } else if self.func.inputs().contains(&id) {
@@ -113,18 +116,21 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
                 }
                 Memory::Sbuf | Memory::Psum => {
                     let end = if t.memory == Memory::Sbuf { &mut sbuf_end } else { &mut psum_end };
+                    let needed =
+                        |a: u64| a.checked_add(t.bytes_per_partition()).ok_or_else(|| too_large(&t.name, "on-chip"));
                     let a = match t.address {
                         Some(a) => a,
                         None => {
                             let a = *end;
-                            *end += t.bytes_per_partition();
+                            *end = needed(a)?;
                             a
                         }
                     };
-                    if t.memory == Memory::Sbuf && a + t.bytes_per_partition() > capacity {
+                    let tensor_end = needed(a)?;
+                    if t.memory == Memory::Sbuf && tensor_end > capacity {
                         return Err(BirError::SbufCapacity {
                             tensor: t.name.clone(),
-                            needed: a + t.bytes_per_partition(),
+                            needed: tensor_end,
                             available: capacity,
                             target: self.target,
                         });
@@ -147,6 +153,10 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
             .ok_or_else(|| BirError::Internal(format!("{} has no address", tile.tensor)))?;
         let offset =
             u64::try_from(tile.ap.offset).map_err(|_| BirError::Internal(format!("{inst}: negative offset")))?;
+        let byte_offset = offset
+            .checked_mul(size)
+            .and_then(|o| o.checked_add(base))
+            .ok_or_else(|| BirError::Internal(format!("{inst}: byte offset of {} overflows", tile.tensor)))?;
         let dims = tile.ap.canonical_free_indices();
         if dims.len() > engine.max_free_dims() {
             return Err(BirError::TooManyStrides { inst, engine, dims: dims.len(), max: engine.max_free_dims() });
@@ -157,7 +167,7 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
             start_partition: tile.ap.start_partition,
             num_partitions: tile.ap.partitions.num,
             partition_stride: tile.ap.partitions.stride,
-            byte_offset: base + offset * size,
+            byte_offset,
             dims,
         })
     }
@@ -275,11 +285,8 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
         }) && hw.iter().all(|ap| ap.dims.len() == 1);
         let extent =
             if transposing { hw.first().and_then(|ap| ap.dims.first()).map_or(1, |d| d.num) } else { shape[0] };
-        let bytes: u64 = hw
-            .iter()
-            .map(|ap| u64::from(ap.num_partitions) * ap.free_elems() * u64::from(ap.dtype.size_bytes()))
-            .max()
-            .unwrap_or(0);
+        let bytes: u64 =
+            hw.iter().map(|ap| ap.num_elems().saturating_mul(u64::from(ap.dtype.size_bytes()))).max().unwrap_or(0);
         let pieces = (bytes / SPREAD_PIECE_BYTES).clamp(1, u64::from(penguin::target::NUM_DMA_QUEUES)) as u32;
         let per = if transposing {
             extent.div_ceil(pieces).max(1)
@@ -294,7 +301,8 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
             let pieces: Vec<HwAp> = hw
                 .iter()
                 .map(|ap| if transposing { free_slice(ap, start, count) } else { partition_slice(ap, start, count) })
-                .collect();
+                .collect::<Option<_>>()
+                .ok_or_else(|| BirError::Internal(format!("{id}: a piece of an offloaded op is out of range")))?;
             let op = build(&pieces).ok_or_else(|| BirError::Internal(format!("{id}: offloaded op lost an operand")))?;
             out.push((engine, vec![op]));
             start += count;
@@ -364,7 +372,7 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
 /// `[partitions, free elements]` of an offloaded op's operands and each operand's base
 /// (byte offset). Operands whose shapes differ are an error naming both shapes.
 pub fn extract_offloaded_memcpy_shape_bases(aps: &[&HwAp]) -> Result<(Vec<u32>, Vec<u64>), BirError> {
-    let shape_of = |ap: &HwAp| vec![ap.num_partitions, ap.free_elems() as u32];
+    let shape_of = |ap: &HwAp| vec![ap.num_partitions, u32::try_from(ap.free_elems()).unwrap_or(u32::MAX)];
     let Some(first) = aps.first() else {
         return Err(BirError::Internal("an offloaded op without operands".into()));
     };
@@ -378,28 +386,40 @@ pub fn extract_offloaded_memcpy_shape_bases(aps: &[&HwAp]) -> Result<(Vec<u32>, 
     Ok((shape, aps.iter().map(|ap| ap.byte_offset).collect()))
 }
 
-/// Elements `[start, start + count)` of the (only) free dimension of an access pattern.
-fn free_slice(ap: &HwAp, start: u32, count: u32) -> HwAp {
-    let mut out = ap.clone();
-    if let Some(d) = out.dims.first_mut() {
-        let step = d.stride * i64::from(start) * i64::from(ap.dtype.size_bytes());
-        out.byte_offset = (ap.byte_offset as i64 + step) as u64;
-        d.num = count;
-    }
-    out
+/// Error for tensors whose addresses do not fit a `u64`.
+fn too_large(tensor: &str, memory: &str) -> BirError {
+    BirError::Unsupported(format!("tensor `{tensor}` does not fit: {memory} addresses would exceed 2^64 bytes"))
 }
 
-/// Partitions `[start, start + count)` of an access pattern.
-fn partition_slice(ap: &HwAp, start: u32, count: u32) -> HwAp {
+/// `ap.byte_offset` moved by `index` steps of `stride` elements; `None` if it leaves `u64`.
+fn step_bytes(ap: &HwAp, stride: i64, index: u32) -> Option<u64> {
+    let step = i128::from(stride) * i128::from(index) * i128::from(ap.dtype.size_bytes());
+    u64::try_from(i128::from(ap.byte_offset) + step).ok()
+}
+
+/// Elements `[start, start + count)` of the (only) free dimension of an access pattern;
+/// `None` if the piece's offset does not fit (never for an access of a verified function).
+fn free_slice(ap: &HwAp, start: u32, count: u32) -> Option<HwAp> {
+    let mut out = ap.clone();
+    if let Some(d) = out.dims.first_mut() {
+        out.byte_offset = step_bytes(ap, d.stride, start)?;
+        d.num = count;
+    }
+    Some(out)
+}
+
+/// Partitions `[start, start + count)` of an access pattern; `None` if the piece's offset or
+/// first partition does not fit (never for an access of a verified function).
+fn partition_slice(ap: &HwAp, start: u32, count: u32) -> Option<HwAp> {
     let mut out = ap.clone();
     out.num_partitions = count;
     if ap.memory == Memory::Hbm {
-        let step = ap.partition_stride * i64::from(start) * i64::from(ap.dtype.size_bytes());
-        out.byte_offset = (ap.byte_offset as i64 + step) as u64;
+        out.byte_offset = step_bytes(ap, ap.partition_stride, start)?;
     } else {
-        out.start_partition = (i64::from(ap.start_partition) + ap.partition_stride * i64::from(start)) as u32;
+        let first = i128::from(ap.start_partition) + i128::from(ap.partition_stride) * i128::from(start);
+        out.start_partition = u32::try_from(first).ok()?;
     }
-    out
+    Some(out)
 }
 
 /// Lower a tiled offloaded FMA (`dst = src0 * src1 + dst` on SBUF tiles) to DMA-queue FMAs
@@ -539,4 +559,26 @@ fn add_double_row_ap<F: FunctionView + ?Sized>(
         });
     }
     Ok(ap)
+}
+
+#[cfg(test)]
+mod tests {
+    use penguin::{verify, DType, Function, TensorData};
+
+    use super::*;
+
+    #[test]
+    fn addresses_that_would_overflow_are_an_error() {
+        for memory in [Memory::Hbm, Memory::Psum] {
+            let mut f = Function::new("huge");
+            for i in 0..3 {
+                // 2^63 - 4 bytes each: every tensor is valid, their sum is not addressable.
+                let shape = if memory == Memory::Hbm { vec![(1 << 61) - 1] } else { vec![1, (1 << 61) - 1] };
+                let t = TensorData { name: format!("t{i}"), shape, dtype: DType::Fp32, memory, address: None };
+                f.add_tensor(t).unwrap();
+            }
+            let err = lower(verify(&f).unwrap(), Target::Trn2).unwrap_err();
+            assert!(matches!(&err, BirError::Unsupported(m) if m.contains("exceed 2^64 bytes")), "{err}");
+        }
+    }
 }

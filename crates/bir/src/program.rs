@@ -129,44 +129,84 @@ pub struct HwAp {
     pub dims: Vec<Dim>,
 }
 
+/// `stride * (num - 1)`, the offset of the last index of a dimension (exact: below 2^96 in
+/// magnitude).
+fn span(stride: i64, num: u32) -> i128 {
+    i128::from(stride) * (i128::from(num.max(1)) - 1)
+}
+
+/// `v` saturated to the `i64` range.
+fn clamp_i64(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
 impl HwAp {
-    /// Elements per partition.
+    /// Elements per partition, saturating at `u64::MAX`.
     pub fn free_elems(&self) -> u64 {
-        self.dims.iter().map(|d| u64::from(d.num)).product()
+        self.dims.iter().fold(1u64, |n, d| n.saturating_mul(u64::from(d.num)))
     }
 
-    /// Smallest and largest element offset of the free dims relative to the base.
+    /// Elements over all partitions, saturating at `u64::MAX`.
+    pub fn num_elems(&self) -> u64 {
+        u64::from(self.num_partitions).saturating_mul(self.free_elems())
+    }
+
+    /// Smallest and largest element offset of the free dims relative to the base, saturated
+    /// to the `i64` range.
     pub fn free_extent(&self) -> (i64, i64) {
+        let (lo, hi) = self.free_extent_wide();
+        (clamp_i64(lo), clamp_i64(hi))
+    }
+
+    /// [`Self::free_extent`] without saturation.
+    fn free_extent_wide(&self) -> (i128, i128) {
         self.dims.iter().fold((0, 0), |(lo, hi), d| {
-            let span = d.stride * (i64::from(d.num.max(1)) - 1);
-            if span < 0 {
-                (lo + span, hi)
+            let s = span(d.stride, d.num);
+            if s < 0 {
+                (lo.saturating_add(s), hi)
             } else {
-                (lo, hi + span)
+                (lo, hi.saturating_add(s))
             }
         })
     }
 
     /// The byte box this pattern touches: partitions `[p0, p1)` and bytes `[lo, hi)` within
     /// each partition (HBM: `p0 = 0, p1 = 1`, absolute bytes).
+    ///
+    /// Saturating: partitions are clamped to `0..=u32::MAX` and bytes to the `i64` range, so
+    /// a hostile pattern gives a box that is too large, never one that wrapped around (the
+    /// verifier checks the exact bounds).
     pub fn byte_region(&self) -> (u32, u32, i64, i64) {
-        let size = i64::from(self.dtype.size_bytes());
-        let (mut lo, mut hi) = self.free_extent();
-        let pspan = self.partition_stride * (i64::from(self.num_partitions.max(1)) - 1);
+        let [p0, p1, lo, hi] = self.byte_region_wide();
+        let part = |p: i128| u32::try_from(p.max(0)).unwrap_or(u32::MAX);
+        (part(p0), part(p1), clamp_i64(lo), clamp_i64(hi))
+    }
+
+    /// [`Self::byte_region`] without clamping: `p0` may be negative and any bound may lie
+    /// outside the `i64` range.
+    pub(crate) fn byte_region_wide(&self) -> [i128; 4] {
+        let size = i128::from(self.dtype.size_bytes());
+        let (mut lo, mut hi) = self.free_extent_wide();
+        let pspan = span(self.partition_stride, self.num_partitions);
+        let base = i128::from(self.byte_offset);
+        let bytes = |lo: i128, hi: i128| {
+            [
+                base.saturating_add(lo.saturating_mul(size)),
+                base.saturating_add(hi.saturating_add(1).saturating_mul(size)),
+            ]
+        };
         if self.memory == Memory::Hbm {
             if pspan < 0 {
-                lo += pspan;
+                lo = lo.saturating_add(pspan);
             } else {
-                hi += pspan;
+                hi = hi.saturating_add(pspan);
             }
-            let base = self.byte_offset as i64;
-            (0, 1, base + lo * size, base + (hi + 1) * size)
+            let [blo, bhi] = bytes(lo, hi);
+            [0, 1, blo, bhi]
         } else {
-            let (plo, phi) = if pspan < 0 { (pspan, 0) } else { (0, pspan) };
-            let p0 = (i64::from(self.start_partition) + plo).max(0) as u32;
-            let p1 = (i64::from(self.start_partition) + phi + 1).max(0) as u32;
-            let base = self.byte_offset as i64;
-            (p0, p1, base + lo * size, base + (hi + 1) * size)
+            let start = i128::from(self.start_partition);
+            let [blo, bhi] = bytes(lo, hi);
+            [start + pspan.min(0), start + pspan.max(0) + 1, blo, bhi]
         }
     }
 }
@@ -345,11 +385,12 @@ fn pe_attrs(
 impl Op {
     /// Bytes this op moves to or from HBM: every HBM element read or written (a
     /// read-modify-write twice); a gather or scatter-add moves only the indexed table rows.
+    ///
+    /// Saturates at `u64::MAX` instead of overflowing.
     pub fn hbm_bytes(&self) -> u64 {
-        let elems = |ap: &HwAp| u64::from(ap.num_partitions) * ap.free_elems();
         let size = |ap: &HwAp| u64::from(ap.dtype.size_bytes());
         let indexed = match self {
-            Op::DmaGather { index, .. } | Op::DmaScatterAdd { index, .. } => Some(elems(index)),
+            Op::DmaGather { index, .. } | Op::DmaScatterAdd { index, .. } => Some(index.num_elems()),
             _ => None,
         };
         self.aps()
@@ -357,13 +398,13 @@ impl Op {
             .filter(|(_, ap)| ap.memory == Memory::Hbm)
             .map(|(name, ap)| {
                 let moved = match (name, indexed) {
-                    ("table", Some(rows)) => rows * ap.free_elems(),
-                    _ => elems(ap),
+                    ("table", Some(rows)) => rows.saturating_mul(ap.free_elems()),
+                    _ => ap.num_elems(),
                 };
                 let rmw = matches!((self, name), (Op::DmaFma { .. }, "dst") | (Op::DmaScatterAdd { .. }, "table"));
-                moved * size(ap) * if rmw { 2 } else { 1 }
+                moved.saturating_mul(size(ap)).saturating_mul(if rmw { 2 } else { 1 })
             })
-            .sum()
+            .fold(0, u64::saturating_add)
     }
 
     /// The text name.
@@ -597,9 +638,9 @@ pub struct HbmTensor {
 }
 
 impl HbmTensor {
-    /// Size in bytes.
+    /// Size in bytes, saturating at `u64::MAX`.
     pub fn num_bytes(&self) -> u64 {
-        self.shape.iter().product::<u64>() * u64::from(self.dtype.size_bytes())
+        self.shape.iter().fold(u64::from(self.dtype.size_bytes()), |n, &d| n.saturating_mul(d))
     }
 }
 
@@ -646,13 +687,84 @@ impl Program {
         self.streams.iter().map(Vec::len).sum()
     }
 
-    /// Bytes DMA instructions move to or from HBM (each element counted at its HBM dtype).
+    /// Bytes DMA instructions move to or from HBM (each element counted at its HBM dtype),
+    /// saturating at `u64::MAX`.
     pub fn hbm_traffic_bytes(&self) -> u64 {
-        self.streams.iter().flatten().map(|i| i.op.hbm_bytes()).sum()
+        self.streams.iter().flatten().map(|i| i.op.hbm_bytes()).fold(0, u64::saturating_add)
     }
 
     /// The HBM tensor with this name.
     pub fn hbm_tensor(&self, name: &str) -> Option<&HbmTensor> {
         self.hbm.iter().find(|t| t.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ap(memory: Memory, start: u32, parts: u32, pstride: i64, offset: u64, dims: Vec<Dim>) -> HwAp {
+        HwAp {
+            memory,
+            dtype: DType::Fp32,
+            start_partition: start,
+            num_partitions: parts,
+            partition_stride: pstride,
+            byte_offset: offset,
+            dims,
+        }
+    }
+
+    #[test]
+    fn byte_region_of_ordinary_patterns() {
+        let a = ap(Memory::Sbuf, 2, 2, 3, 4, vec![Dim::new(4, 2), Dim::new(1, 2)]);
+        assert_eq!(a.byte_region(), (2, 6, 4, 4 + 6 * 4));
+        let h = ap(Memory::Hbm, 0, 3, 10, 8, vec![Dim::new(-1, 2)]);
+        assert_eq!(h.byte_region(), (0, 1, 8 - 4, 8 + 21 * 4));
+    }
+
+    #[test]
+    fn byte_region_saturates_for_huge_strides() {
+        let huge = vec![Dim::new(i64::MAX, u32::MAX); 4];
+        let tiny = vec![Dim::new(i64::MIN, u32::MAX); 4];
+        // HBM: the partition and free spans and the offset reach far past i64 both ways.
+        assert_eq!(ap(Memory::Hbm, 0, u32::MAX, i64::MAX, u64::MAX, huge.clone()).byte_region().3, i64::MAX);
+        assert_eq!(ap(Memory::Hbm, 0, u32::MAX, i64::MIN, 0, tiny.clone()).byte_region().2, i64::MIN);
+        let (p0, p1, lo, hi) = ap(Memory::Hbm, 0, 2, i64::MIN, u64::MAX, huge.clone()).byte_region();
+        assert_eq!((p0, p1, hi), (0, 1, i64::MAX));
+        assert!(lo < hi);
+        // On chip: partitions clamp to 0..=u32::MAX instead of truncating (a stride of 2^32
+        // must not come back as partition 1).
+        assert_eq!(ap(Memory::Sbuf, 0, 2, 1 << 32, 0, vec![]).byte_region().1, u32::MAX);
+        let (p0, p1, lo, hi) = ap(Memory::Psum, u32::MAX, u32::MAX, i64::MIN, 0, tiny).byte_region();
+        assert_eq!((p0, p1, lo, hi), (0, u32::MAX, i64::MIN, 4));
+        let (p0, p1, lo, hi) = ap(Memory::Sbuf, 0, u32::MAX, i64::MAX, u64::MAX, huge.clone()).byte_region();
+        assert_eq!((p0, p1, hi), (0, u32::MAX, i64::MAX));
+        assert!(lo > 0);
+        // The exact bounds the verifier uses are not clamped.
+        let [p0, _, _, hi] = ap(Memory::Sbuf, 0, 2, -1, u64::MAX, huge.clone()).byte_region_wide();
+        assert_eq!(p0, -1);
+        assert!(hi > i128::from(u64::MAX));
+        // Counts saturate too.
+        let many = ap(Memory::Hbm, 0, u32::MAX, 0, 0, vec![Dim::new(0, u32::MAX); 4]);
+        assert_eq!((many.free_elems(), many.num_elems()), (u64::MAX, u64::MAX));
+        assert_eq!(ap(Memory::Sbuf, 0, 1, 1, 0, huge).free_extent(), (0, i64::MAX));
+    }
+
+    #[test]
+    fn byte_counts_saturate() {
+        let t = HbmTensor {
+            name: "t".into(),
+            shape: vec![u64::MAX, 3],
+            dtype: DType::Fp32,
+            address: 0,
+            role: HbmRole::Input,
+        };
+        assert_eq!(t.num_bytes(), u64::MAX);
+        let big = ap(Memory::Hbm, 0, u32::MAX, 0, 0, vec![Dim::new(0, u32::MAX); 4]);
+        let fma = Op::DmaFma { dst: big.clone(), src0: big.clone(), src1: big.clone() };
+        assert_eq!(fma.hbm_bytes(), u64::MAX);
+        let gather = Op::DmaGather { dst: big.clone(), table: big.clone(), index: big };
+        assert_eq!(gather.hbm_bytes(), u64::MAX);
     }
 }

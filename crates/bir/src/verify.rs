@@ -1,18 +1,32 @@
 //! The BIR verifier.
 //!
 //! Rules:
-//! 1. **Engines run their own ops**: PE runs LoadStationary/MultiplyMoving, DMA queues run
-//!    DMA copies, ACT/DVE/POOL run tensor copies and memsets, SP runs memsets only.
+//! 1. **Engines run their own ops**: PE runs LoadStationary, LoadStationarySparse,
+//!    MultiplyMoving and Transpose; DMA queues run DMA copies, DmaFma, DmaGather and
+//!    DmaScatterAdd; ACT/DVE/POOL run tensor copies, TensorTensor ops and memsets; SP runs
+//!    memsets only.
 //! 2. **Strides**: an access pattern has at most as many free dimensions as its engine
 //!    supports (`Too many strides!`).
 //! 3. **Partition start rule** on compute engines: more than 64 partitions start at 0;
 //!    33..=64 start at 0 or 64; 32 or fewer start at a multiple of 32.
-//! 4. **Bounds**: on-chip accesses stay within 128 partitions and the target's SBUF bytes
-//!    (or the 8 PSUM banks, one bank per access); HBM accesses stay inside `hbm_size`.
-//! 5. **Matmul**: a MultiplyMoving follows a LoadStationary on the PE stream, writes fp32
-//!    PSUM, and its K matches the stationary operand's.
-//! 6. **Copies**: equal partition counts and elements per partition.
-//! 7. **Semaphores**: every semaphore id exists; and the program does not deadlock: running
+//! 4. **Bounds**: every dimension has at least one index, and the elements an access
+//!    enumerates (all partitions, repeats of a zero stride included) take fewer than 2^63
+//!    bytes; on-chip accesses stay within partitions `0..128` and the target's SBUF bytes (or
+//!    the 8 PSUM banks, one bank per access); HBM accesses stay inside `hbm_size`. Bounds are
+//!    computed exactly (in 128-bit arithmetic), so strides, counts and offsets near the
+//!    limits of their types are reported as out of bounds rather than wrapping around.
+//! 5. **Matmul**: a MultiplyMoving follows a LoadStationary or LoadStationarySparse on the
+//!    PE stream, writes fp32 PSUM, and its K matches the stationary operand's (for a sparse
+//!    one, `partitions / n * m` of its pattern). A LoadStationarySparse's tags are int16 and
+//!    have the stationary operand's shape (partition count and elements per partition).
+//! 6. **Transpose**: the result is the transpose of the source (its partition count is the
+//!    source's elements per partition and vice versa) and is fp32 in PSUM.
+//! 7. **Elementwise shapes**: DmaCopy, TensorCopy, DmaFma and TensorTensor operands all have
+//!    equal partition counts and elements per partition.
+//! 8. **Gather and scatter-add**: the index is int32, and the rows moved (DmaGather's
+//!    destination, DmaScatterAdd's source) are one table row per index entry: as many
+//!    partitions as the index has elements, each with a table row's elements per partition.
+//! 9. **Semaphores**: every semaphore id exists; and the program does not deadlock: running
 //!    the streams with only their waits and signals finishes every stream.
 
 use penguin::{DType, Memory};
@@ -23,9 +37,9 @@ use crate::program::{Engine, HwAp, Op, Program};
 /// Verify a program, collecting every error.
 pub fn verify_program(p: &Program) -> Result<(), BirError> {
     let mut errors = Vec::new();
-    let sbuf_cap = i64::from(p.target.info().statebuf_par_size_in_bytes);
+    let sbuf_cap = i128::from(p.target.info().statebuf_par_size_in_bytes);
     for e in Engine::all() {
-        let mut stationary_k: Option<u32> = None;
+        let mut stationary_k: Option<u64> = None;
         for (n, inst) in p.stream(e).iter().enumerate() {
             let at = format!("{e}[{n}] {}", inst.op.name());
             if !inst.op.engine_class().contains(e) {
@@ -46,18 +60,18 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
                 }
             };
             match &inst.op {
-                Op::LoadStationary { src, .. } => stationary_k = Some(src.num_partitions),
+                Op::LoadStationary { src, .. } => stationary_k = Some(u64::from(src.num_partitions)),
                 Op::LoadStationarySparse { src, tags, pattern, .. } => {
                     same(&mut errors, src, tags);
                     if tags.dtype != DType::Int16 {
                         errors.push(format!("{at}: tags must be int16, not {}", tags.dtype));
                     }
-                    stationary_k = Some(src.num_partitions / pattern.n.max(1) * pattern.m);
+                    stationary_k = Some(u64::from(src.num_partitions / pattern.n.max(1)) * u64::from(pattern.m));
                 }
                 Op::MultiplyMoving { dst, src, .. } => {
                     match stationary_k {
                         None => errors.push(format!("{at}: no LoadStationary before it")),
-                        Some(k) if k != src.num_partitions => {
+                        Some(k) if k != u64::from(src.num_partitions) => {
                             errors.push(format!("{at}: K = {} but the loaded stationary has {k}", src.num_partitions));
                         }
                         Some(_) => {}
@@ -89,9 +103,7 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
                     if index.dtype != DType::Int32 {
                         errors.push(format!("{at}: index must be int32, not {}", index.dtype));
                     }
-                    if u64::from(rows.num_partitions) != u64::from(index.num_partitions) * index.free_elems()
-                        || rows.free_elems() != table.free_elems()
-                    {
+                    if u64::from(rows.num_partitions) != index.num_elems() || rows.free_elems() != table.free_elems() {
                         errors.push(format!("{at}: one row of the table per index entry is expected"));
                     }
                 }
@@ -121,7 +133,7 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
     }
 }
 
-fn check_ap(errors: &mut Vec<String>, at: &str, e: Engine, ap: &HwAp, sbuf_cap: i64, hbm_size: u64) {
+fn check_ap(errors: &mut Vec<String>, at: &str, e: Engine, ap: &HwAp, sbuf_cap: i128, hbm_size: u64) {
     if ap.dims.len() > e.max_free_dims() {
         errors.push(format!(
             "{at}: {TOO_MANY_STRIDES} ({} free dimensions, {e} supports {})",
@@ -133,26 +145,38 @@ fn check_ap(errors: &mut Vec<String>, at: &str, e: Engine, ap: &HwAp, sbuf_cap: 
         errors.push(format!("{at}: empty access pattern"));
         return;
     }
-    let (p0, p1, lo, hi) = ap.byte_region();
+    if ap.num_elems().saturating_mul(u64::from(ap.dtype.size_bytes())) > i64::MAX as u64 {
+        errors.push(format!(
+            "{at}: too many elements ({} partitions x {} per partition of {}; at most 2^63 - 1 bytes)",
+            ap.num_partitions,
+            ap.free_elems(),
+            ap.dtype
+        ));
+    }
+    // Exact bounds: a hostile stride, count or offset must not wrap into range.
+    let [p0, p1, lo, hi] = ap.byte_region_wide();
     match ap.memory {
         Memory::Hbm => {
-            if lo < 0 || hi as u64 > hbm_size {
+            if lo < 0 || hi > i128::from(hbm_size) {
                 errors.push(format!("{at}: hbm bytes {lo}..{hi} outside the {hbm_size} bytes of HBM"));
             }
         }
         Memory::Sbuf | Memory::Psum => {
-            if p1 > penguin::target::NUM_PARTITIONS {
+            if p0 < 0 {
+                errors.push(format!("{at}: partitions {p0}..{p1} below partition 0"));
+            }
+            if p1 > i128::from(penguin::target::NUM_PARTITIONS) {
                 errors.push(format!("{at}: partitions {p0}..{p1} beyond 128"));
             }
             let cap = if ap.memory == Memory::Sbuf {
                 sbuf_cap
             } else {
-                i64::from(penguin::target::PSUM_NUM_BANKS * penguin::target::PSUM_BANK_BYTES)
+                i128::from(penguin::target::PSUM_NUM_BANKS * penguin::target::PSUM_BANK_BYTES)
             };
             if lo < 0 || hi > cap {
                 errors.push(format!("{at}: {} bytes {lo}..{hi} outside the {cap} bytes per partition", ap.memory));
             }
-            let bank = i64::from(penguin::target::PSUM_BANK_BYTES);
+            let bank = i128::from(penguin::target::PSUM_BANK_BYTES);
             if ap.memory == Memory::Psum && lo >= 0 && hi > lo && lo / bank != (hi - 1) / bank {
                 errors.push(format!("{at}: psum bytes {lo}..{hi} cross a bank boundary"));
             }
@@ -188,7 +212,7 @@ fn find_deadlock(p: &Program) -> Option<String> {
                 }
                 if let Some(s) = inst.signal {
                     if let Some(v) = sem.get_mut(s.0 as usize) {
-                        *v += 1;
+                        *v = v.saturating_add(1);
                     }
                 }
                 pc[e] += 1;
@@ -207,4 +231,74 @@ fn find_deadlock(p: &Program) -> Option<String> {
         .map(|(e, _)| format!("{}[{}]", Engine::from_index(e).map_or("?".into(), |x| x.name()), pc[e]))
         .collect();
     (!stuck.is_empty()).then(|| format!("deadlock: streams wait forever at {}", stuck.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use penguin::{CastMode, Dim, Target};
+
+    use super::*;
+    use crate::program::BirInst;
+
+    fn ap(memory: Memory, start: u32, parts: u32, pstride: i64, offset: u64, dims: Vec<Dim>) -> HwAp {
+        HwAp {
+            memory,
+            dtype: DType::Fp32,
+            start_partition: start,
+            num_partitions: parts,
+            partition_stride: pstride,
+            byte_offset: offset,
+            dims,
+        }
+    }
+
+    /// The verifier's errors for a program of one op on `engine`.
+    fn errors(engine: Engine, op: Op) -> Vec<String> {
+        let mut p = Program::new("k", Target::Trn2);
+        p.hbm_size = 1 << 20;
+        p.streams[engine.index()].push(BirInst { op, waits: Vec::new(), signal: None, origin: None });
+        match verify_program(&p) {
+            Err(BirError::Verify(errors)) => errors,
+            other => panic!("expected verifier errors, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn hostile_access_patterns_are_out_of_bounds_not_wrapped() {
+        let memset = |dst| Op::Memset { dst, value: 0.0 };
+        let huge = vec![Dim::new(i64::MAX, u32::MAX); 3];
+        let cases = [
+            // A partition stride of 2^32 used to truncate to partitions 0..1.
+            (memset(ap(Memory::Sbuf, 0, 2, 1 << 32, 0, vec![Dim::new(1, 4)])), "beyond 128"),
+            (memset(ap(Memory::Sbuf, 0, 2, -1, 0, vec![Dim::new(1, 4)])), "below partition 0"),
+            (memset(ap(Memory::Sbuf, 0, 1, 1, 0, huge)), "outside the 229376 bytes per partition"),
+            (memset(ap(Memory::Sbuf, 0, 1, 1, u64::MAX, vec![Dim::new(1, 4)])), "outside the 229376 bytes"),
+            (memset(ap(Memory::Psum, 0, 1, 1, 0, vec![Dim::new(i64::MIN, 2)])), "outside the 16384 bytes"),
+            (memset(ap(Memory::Sbuf, 0, 1, 1, 0, vec![Dim::new(0, u32::MAX); 3])), "too many elements"),
+        ];
+        for (op, needle) in cases {
+            let errs = errors(Engine::Dve, op);
+            assert!(errs.iter().any(|e| e.contains(needle)), "no {needle:?} in {errs:?}");
+        }
+        let sbuf = ap(Memory::Sbuf, 0, 4, 1, 0, vec![Dim::new(1, 8)]);
+        let hbm_cases = [
+            ap(Memory::Hbm, 0, 4, i64::MAX, 0, vec![Dim::new(1, 8)]),
+            ap(Memory::Hbm, 0, 4, i64::MIN, 0, vec![Dim::new(1, 8)]),
+            ap(Memory::Hbm, 0, 4, 8, u64::MAX - 8, vec![Dim::new(1, 8)]),
+            ap(Memory::Hbm, 0, 4, 8, 0, vec![Dim::new(i64::MAX, 8)]),
+        ];
+        for src in hbm_cases {
+            let errs = errors(Engine::Dma(0), Op::DmaCopy { dst: sbuf.clone(), src, cast: CastMode::Rne });
+            assert!(errs.iter().any(|e| e.contains("outside the 1048576 bytes of HBM")), "{errs:?}");
+        }
+        let sparse = Op::LoadStationarySparse {
+            src: ap(Memory::Sbuf, 0, 8, 1, 0, vec![Dim::new(1, 8)]),
+            tags: ap(Memory::Sbuf, 0, 8, 1, 64, vec![Dim::new(1, 8)]),
+            pattern: penguin::SparsityPattern { n: 1, m: u32::MAX },
+            tile_position: penguin::TilePosition::default(),
+            tile_size: penguin::TileSize::default(),
+        };
+        let errs = errors(Engine::Pe, sparse);
+        assert!(errs.iter().any(|e| e.contains("tags must be int16")), "{errs:?}");
+    }
 }

@@ -42,4 +42,4 @@ pub use gemm::{
 };
 pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions};
 pub use offload::{Base, OffloadValue, ShapeBases};
-pub use schedule::{auto_candidates, estimate_ns, plan_gemm, plan_gemm_auto, AutoChoice};
+pub use schedule::{auto_candidates, estimate_ns, plan_gemm, plan_gemm_auto, plan_gemm_fitting, AutoChoice};

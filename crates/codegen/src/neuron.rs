@@ -191,8 +191,17 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// The seed's `combine_tiles`: fold operand tiles into canonical [`InstTile`]s
     /// (canonical par/free indices), checking dimension by dimension that they agree: equal
     /// partition counts and equal elements per partition. Mismatches name both shapes.
-    pub fn combine_tiles(&self, tiles: &[Tile]) -> Result<Vec<InstTile>, CodegenError> {
-        let out: Vec<InstTile> = tiles.iter().map(|t| self.canonical_tile(t)).collect::<Result<_, _>>()?;
+    ///
+    /// A broadcast operand becomes a memset-broadcast tile: a `[partitions, 1]` SBUF tensor
+    /// filled by a memset, viewed with stride 0 along every free dimension of its shape.
+    pub fn combine_tiles(&mut self, tiles: &[Tile]) -> Result<Vec<InstTile>, CodegenError> {
+        let mut out: Vec<InstTile> = Vec::with_capacity(tiles.len());
+        for t in tiles {
+            out.push(match t {
+                Tile::Broadcast { value, shape } => self.memset_broadcast_tile(*value, shape)?,
+                other => self.canonical_tile(other)?,
+            });
+        }
         if let Some(first) = out.first() {
             for t in &out[1..] {
                 if t.partitions() != first.partitions() || t.free_elems() != first.free_elems() {
@@ -256,8 +265,8 @@ impl<B: IrBuilder> NeuronCodegen<B> {
             Tile::IndirectMemrefND(_) => Err(CodegenError::Unsupported(
                 "IndirectMemrefTileND operands (DMA gather) are not implemented yet".into(),
             )),
-            Tile::Broadcast { .. } => Err(CodegenError::Unsupported(
-                "broadcast operands (memset-broadcast tiles) are not implemented yet".into(),
+            Tile::Broadcast { .. } => Err(CodegenError::BadOperand(
+                "a broadcast operand is materialized by combine_tiles, not canonicalized".into(),
             )),
         }
     }
@@ -272,6 +281,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                 if m.dst.memory != Memory::Psum {
                     return Err(CodegenError::ResultNotPsum);
                 }
+                self.check_pe_tile(m.tile_position, m.tile_size)?;
                 let [dst, st, mv] = [&m.dst, &m.stationary, &m.moving].map(|t| Tile::Inst(t.clone()));
                 let dst = self.combine_tiles(&[dst])?;
                 let ops = self.combine_tiles(&[st])?.into_iter().chain(self.combine_tiles(&[mv])?).collect::<Vec<_>>();
@@ -356,6 +366,43 @@ impl<B: IrBuilder> NeuronCodegen<B> {
         }
         let deps = self.process_dep_edges(&inst);
         Ok(self.insert(inst, deps))
+    }
+
+    /// PE tiling legality on this target: sizes 128 or 64 (32 on trn2/trn3), positions
+    /// multiples of the size, inside the 128x128 array.
+    pub fn check_pe_tile(&self, pos: penguin::TilePosition, size: penguin::TileSize) -> Result<(), CodegenError> {
+        let small = if self.target.info().pe_tile_32 { 32 } else { 64 };
+        for (what, at, len) in [("row", pos.row, size.rows), ("column", pos.col, size.cols)] {
+            let legal = len.is_power_of_two() && (small..=128).contains(&len);
+            if !legal || !at.is_multiple_of(len) || at + len > 128 {
+                return Err(CodegenError::BadGemm(format!(
+                    "PE tile {what} position {at} with size {len} is not legal on {} (sizes 128, 64{}; positions multiples of the size)",
+                    self.target,
+                    if small == 32 { ", 32" } else { "" }
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Materialize a broadcast scalar (see [`Self::combine_tiles`]).
+    fn memset_broadcast_tile(&mut self, value: f64, shape: &NDTile) -> Result<InstTile, CodegenError> {
+        let name = format!("broadcast{}", self.base.function().tensors.len());
+        let scalar = NDTile { partitions: shape.partitions, free: vec![1], dtype: shape.dtype };
+        let tensor = self.alloc_sbuf(&name, &scalar)?;
+        let dst = InstTile {
+            tensor,
+            memory: Memory::Sbuf,
+            dtype: shape.dtype,
+            ap: AccessPattern::on_chip(0, shape.partitions, 0, 1),
+        };
+        let memset = InstData::Memset(penguin::MemsetData { engine: penguin::ComputeEngine::Pool, dst, value });
+        let deps = self.process_dep_edges(&memset);
+        self.insert(memset, deps);
+        let free = shape.free.iter().map(|&n| penguin::Dim::new(0, n)).collect();
+        let ap =
+            AccessPattern { start_partition: 0, partitions: penguin::Dim::new(1, shape.partitions), offset: 0, free };
+        Ok(InstTile { tensor, memory: Memory::Sbuf, dtype: shape.dtype, ap })
     }
 
     /// Canonicalize operands that need not share a shape.
@@ -495,6 +542,43 @@ mod tests {
         );
         let not_data = Tile::Data(DataTile { tensor: a, ap: AccessPattern::on_chip(0, 1, 0, 1) });
         assert_eq!(c.combine_tiles(&[not_data]).unwrap_err().to_string(), "value must be a DataTile");
+    }
+
+    #[test]
+    fn a_broadcast_operand_becomes_a_memset_broadcast_tile() {
+        let mut c = cg();
+        let x = c.alloc_sbuf("x", &NDTile { partitions: 64, free: vec![32], dtype: DType::Fp32 }).unwrap();
+        let shape = NDTile { partitions: 64, free: vec![32], dtype: DType::Fp32 };
+        let tiles = c
+            .combine_tiles(&[
+                Tile::Data(DataTile { tensor: x, ap: AccessPattern::on_chip(0, 64, 0, 32) }),
+                Tile::Broadcast { value: 2.5, shape },
+            ])
+            .unwrap();
+        assert_eq!(tiles[1].ap.free, vec![Dim::new(0, 32)]);
+        let f = c.function();
+        assert!(matches!(&f.insts[0], InstData::Memset(m) if m.value == 2.5 && m.dst.tensor == tiles[1].tensor));
+        // The broadcast view takes part in the shape check like any operand.
+        let narrow = NDTile { partitions: 64, free: vec![16], dtype: DType::Fp32 };
+        let err = c
+            .combine_tiles(&[Tile::Inst(tiles[0].clone()), Tile::Broadcast { value: 1.0, shape: narrow }])
+            .unwrap_err();
+        assert_eq!(err.to_string(), "incompatible operand shapes: [64, 32] vs [64, 16]");
+    }
+
+    #[test]
+    fn pe_tiles_are_legal_per_target() {
+        use penguin::{TilePosition as P, TileSize as S};
+        let c = cg();
+        assert!(c.check_pe_tile(P { row: 96, col: 0 }, S { rows: 32, cols: 128 }).is_ok());
+        assert!(c.check_pe_tile(P { row: 64, col: 64 }, S { rows: 64, cols: 64 }).is_ok());
+        assert!(c.check_pe_tile(P { row: 32, col: 0 }, S { rows: 64, cols: 128 }).is_err());
+        let trn1 = NeuronCodegen::new(GeneratedBuilder::new("k"), Target::Trn1, "k");
+        let err = trn1.check_pe_tile(P { row: 0, col: 0 }, S { rows: 32, cols: 128 }).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "PE tile row position 0 with size 32 is not legal on trn1 (sizes 128, 64; positions multiples of the size)"
+        );
     }
 
     #[test]

@@ -59,6 +59,29 @@ pub fn plan_gemm(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
     Ok(GemmPlan { function, stats, config: cfg.clone() })
 }
 
+/// Plan with the configured blocks, or, when they do not fit SBUF, with the largest smaller
+/// blocks that do (halving N, then M, then K blocks): what default block sizes should do.
+pub fn plan_gemm_fitting(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
+    let mut c = cfg.clone();
+    loop {
+        match plan_gemm(&c) {
+            Err(e @ CodegenError::SbufCapacity { .. }) => {
+                let b = &mut c.blocks;
+                if b.n > N_TILE {
+                    b.n = (b.n / 2).max(N_TILE);
+                } else if b.m > M_TILE {
+                    b.m = (b.m / 2).max(M_TILE);
+                } else if b.k > 128 && c.schedule == Schedule::BlockedMnk {
+                    b.k = (b.k / 2).max(128);
+                } else {
+                    return Err(e);
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
 /// The candidates `auto` considers for a GEMM: every schedule with a few block sizes and
 /// both loop orders.
 pub fn auto_candidates(cfg: &GemmConfig) -> Vec<GemmConfig> {
@@ -257,6 +280,8 @@ struct Planner<'a> {
     pe_transpose: Option<([TensorId; 2], TensorId)>,
     out: [TensorId; 2],
     transposes: usize,
+    /// Natural-layout stripes of A loaded (alternating the two natural buffers).
+    stripes: usize,
     groups: usize,
 }
 
@@ -332,6 +357,7 @@ impl<'a> Planner<'a> {
             pe_transpose,
             out,
             transposes: 0,
+            stripes: 0,
             groups: 0,
         })
     }
@@ -717,7 +743,8 @@ impl<'a> Planner<'a> {
     fn load_stripe(&mut self, slot: Slot, lhs: bool, t: (u64, u32)) -> Result<(), CodegenError> {
         if lhs {
             if let Some((nat, bank)) = self.pe_transpose {
-                return self.load_lhs_stripe_pe(slot, t, nat, bank);
+                let (lw, chunks) = (self.lhs_width(), self.chunks.clone());
+                return self.load_lhs_stripe_pe(slot, lw, t, &chunks, (nat, bank));
             }
         }
         let width = if lhs { self.lhs_width() } else { self.rhs_width() };
@@ -738,26 +765,58 @@ impl<'a> Planner<'a> {
     fn load_lhs_stripe_pe(
         &mut self,
         slot: Slot,
+        chunk_stride: i64,
         (m0, msz): (u64, u32),
-        nat: [TensorId; 2],
-        bank: TensorId,
+        chunks: &[KChunk],
+        (nat, bank): ([TensorId; 2], TensorId),
     ) -> Result<(), CodegenError> {
         let cfg = self.cfg;
-        let which = nat[self.transposes % 2];
-        let k = cfg.k as u32;
-        let natural = on_chip(which, Memory::Sbuf, cfg.lhs_dtype, 0, msz, 0, k);
-        self.dma(natural, hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, 0, k)))?;
-        let lw = self.lhs_width();
-        for (ci, chunk) in self.chunks.clone().into_iter().enumerate() {
+        let (Some(first), Some(last)) = (chunks.first(), chunks.last()) else { return Ok(()) };
+        let which = nat[self.stripes % 2];
+        self.stripes += 1;
+        let (k0, width) = (first.k0, (last.k0 + u64::from(last.real) - first.k0) as u32);
+        let natural = on_chip(which, Memory::Sbuf, cfg.lhs_dtype, 0, msz, 0, width);
+        self.dma(natural, hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, k0, width)))?;
+        for (ci, chunk) in chunks.iter().enumerate() {
             let i = self.transposes;
             self.transposes += 1;
-            let src = on_chip(which, Memory::Sbuf, cfg.lhs_dtype, 0, msz, chunk.k0 as i64, chunk.real);
+            let src = on_chip(which, Memory::Sbuf, cfg.lhs_dtype, 0, msz, (chunk.k0 - k0) as i64, chunk.real);
             let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, chunk.real, (i % 4) as i64 * 128, msz);
             self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src }))?;
-            let at = slot.at(ci as i64 * lw);
+            let at = slot.at(ci as i64 * chunk_stride);
             let dst = on_chip(at.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.real, at.offset, msz);
             let engine = if i.is_multiple_of(2) { ComputeEngine::Dve } else { ComputeEngine::Pool };
             self.copy(engine, dst, psum)?;
+        }
+        Ok(())
+    }
+
+    /// Load the given K chunks of a block of m tiles, laid out `[chunk][tile]` from `slot`:
+    /// whole natural stripes transposed on the PE, or one DMA per chunk across the block (for
+    /// a plain dense operand), or one load per tile and chunk.
+    fn load_lhs_block(&mut self, slot: Slot, chunks: &[KChunk], block: &[(u64, u32)]) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let lw = self.lhs_width();
+        let bm = block.len();
+        if let Some(pe) = self.pe_transpose {
+            for (t, &m) in block.iter().enumerate() {
+                self.load_lhs_stripe_pe(slot.at(t as i64 * lw), bm as i64 * lw, m, chunks, pe)?;
+            }
+            return Ok(());
+        }
+        let wide = self.pack == 1 && cfg.sparsity.is_none() && self.pe_transpose.is_none() && bm > 1;
+        for (ci, &chunk) in chunks.iter().enumerate() {
+            let base = slot.at((ci * bm) as i64 * lw);
+            if wide {
+                let m0 = block[0].0;
+                let total: u32 = block.iter().map(|t| t.1).sum();
+                let dst = on_chip(base.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.real, base.offset, total);
+                self.dma(dst, self.lhs_src(m0, total, chunk.k0, chunk.real))?;
+            } else {
+                for (t, &m) in block.iter().enumerate() {
+                    self.load_lhs(base.at(t as i64 * lw), 0, chunk, m)?;
+                }
+            }
         }
         Ok(())
     }
@@ -853,9 +912,7 @@ impl<'a> Planner<'a> {
                 let load_a = !m_outer || ii == 0;
                 let load_b = m_outer || ii == 0;
                 if load_a {
-                    for (t, &m) in mb.iter().enumerate() {
-                        p.load_stripe(ls.at((t * nk) as i64 * lw), true, m)?;
-                    }
+                    p.load_lhs_block(ls, &chunks, mb)?;
                 }
                 if load_b {
                     p.load_rhs_block(rs, &chunks, nb)?;
@@ -864,12 +921,12 @@ impl<'a> Planner<'a> {
             },
             &mut |p, i, step| {
                 let (mb, nb, ls, rs) = blocks(i, step);
-                let bn = nb.len() as i64;
                 for (mi, &m) in mb.iter().enumerate() {
                     for (ni, &n) in nb.iter().enumerate() {
-                        let l = ls.at((mi * nk) as i64 * lw);
+                        let l = ls.at(mi as i64 * lw);
                         let r = rs.at(ni as i64 * rw);
-                        p.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * bn * rw), m, n)?;
+                        let (bm, bn) = (mb.len() as i64, nb.len() as i64);
+                        p.tile_group(&|c| l.at(c as i64 * bm * lw), &|c| r.at(c as i64 * bn * rw), m, n)?;
                     }
                 }
                 Ok(())
@@ -904,11 +961,7 @@ impl<'a> Planner<'a> {
             &mut |p, i, (bi, kbi)| {
                 let (mb, nb) = (mblocks[pairs[bi].0], nblocks[pairs[bi].1]);
                 let kb = &kblocks[kbi];
-                for (t, &m) in mb.iter().enumerate() {
-                    for (ci, &chunk) in kb.iter().enumerate() {
-                        p.load_lhs(lhs[i % 2].at(((t * bk + ci) as i64) * lw), 0, chunk, m)?;
-                    }
-                }
+                p.load_lhs_block(lhs[i % 2], kb, mb)?;
                 p.load_rhs_block(rhs[i % 2], kb, nb)
             },
             &mut |p, i, (bi, kbi)| {
@@ -922,7 +975,7 @@ impl<'a> Planner<'a> {
                     for (j, &n) in nb.iter().enumerate() {
                         let (mut acc, psum, pos) = p.open_group(m.1, n.1, k_len)?;
                         for (ci, &chunk) in kb.iter().enumerate() {
-                            let l = lhs[s].at(((t * bk + ci) as i64) * lw);
+                            let l = lhs[s].at(((ci * mb.len() + t) as i64) * lw);
                             let r = rhs[s].at(((ci * nb.len() + j) as i64) * rw);
                             let (st, mv) = p.loaded_views(l, r, chunk, m.1, n.1)?;
                             p.matmul(&mut acc, &psum, st, mv, chunk, k_base, pos)?;

@@ -339,6 +339,9 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let (plan, auto) = if cfg.schedule == Schedule::Auto {
         let (plan, choice) = plan_gemm_auto(&cfg, AUTO_SHORTLIST, &mut modeled_ns)?;
         (plan, Some(choice))
+    } else if args.block_m.is_none() && args.block_n.is_none() && args.block_k.is_none() {
+        // Default blocks shrink until they fit the target's SBUF.
+        (codegen::plan_gemm_fitting(&cfg)?, None)
     } else {
         (plan_gemm(&cfg)?, None)
     };

@@ -53,6 +53,11 @@ pub struct AccessPattern {
 /// A conservative box of what an access touches: partitions `[p0, p1)` and elements
 /// `[lo, hi)` within each partition (or within the whole tensor for HBM, where `p0 = 0`,
 /// `p1 = 1`).
+///
+/// Built by [`AccessPattern::region`], which saturates: partitions are clamped to
+/// `0..=u32::MAX` and elements to `i64::MIN..=i64::MAX`, so a hostile pattern gives a box
+/// that is too large rather than one that wrapped around (the verifier uses the exact,
+/// unclamped bounds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Region {
     /// First partition.
@@ -86,34 +91,37 @@ impl AccessPattern {
 
     /// A 2-d window of a row-major HBM matrix with `row_len` elements per row: `rows` rows
     /// from `row0` and `cols` columns from `col0`. Row `i` goes to partition `i`.
+    ///
+    /// A row length or offset beyond `i64::MAX` saturates to `i64::MAX` (which the verifier
+    /// then reports as out of bounds) instead of wrapping.
     pub fn hbm_rows(row_len: u64, row0: u64, rows: u32, col0: u64, cols: u32) -> Self {
         AccessPattern {
             start_partition: 0,
-            partitions: Dim::new(row_len as i64, rows),
-            offset: (row0 * row_len + col0) as i64,
+            partitions: Dim::new(saturate_u64(row_len), rows),
+            offset: window_offset(row_len, row0, col0),
             free: vec![Dim::new(1, cols)],
         }
     }
 
     /// The transposed window: column `j` of the `rows x cols` window goes to partition `j`,
-    /// its `rows` elements along the free dimension.
+    /// its `rows` elements along the free dimension. Saturates like [`Self::hbm_rows`].
     pub fn hbm_cols(row_len: u64, row0: u64, rows: u32, col0: u64, cols: u32) -> Self {
         AccessPattern {
             start_partition: 0,
             partitions: Dim::new(1, cols),
-            offset: (row0 * row_len + col0) as i64,
-            free: vec![Dim::new(row_len as i64, rows)],
+            offset: window_offset(row_len, row0, col0),
+            free: vec![Dim::new(saturate_u64(row_len), rows)],
         }
     }
 
-    /// Elements per partition.
+    /// Elements per partition, saturating at `u64::MAX`.
     pub fn free_elems(&self) -> u64 {
-        self.free.iter().map(|d| u64::from(d.num)).product()
+        self.free.iter().fold(1u64, |n, d| n.saturating_mul(u64::from(d.num)))
     }
 
-    /// Total elements.
+    /// Total elements, saturating at `u64::MAX`.
     pub fn num_elems(&self) -> u64 {
-        u64::from(self.partitions.num) * self.free_elems()
+        u64::from(self.partitions.num).saturating_mul(self.free_elems())
     }
 
     /// The logical shape: partition count, then the free sizes.
@@ -127,16 +135,19 @@ impl AccessPattern {
     }
 
     /// The canonical free dimensions (the seed's `canonical_free_indices`): unit dimensions
-    /// dropped and dimensions that walk memory contiguously merged.
+    /// dropped and dimensions that walk memory contiguously merged (unless the merged stride
+    /// or count would not fit its type).
     pub fn canonical_free_indices(&self) -> Vec<Dim> {
         let mut out: Vec<Dim> = Vec::with_capacity(self.free.len());
         for d in self.free.iter().filter(|d| d.num != 1) {
-            match out.last_mut() {
-                Some(outer) if outer.stride == d.stride * i64::from(d.num) => {
-                    outer.num *= d.num;
-                    outer.stride = d.stride;
-                }
-                _ => out.push(*d),
+            let merged = out.last_mut().and_then(|outer| {
+                let contiguous = d.stride.checked_mul(i64::from(d.num)) == Some(outer.stride);
+                let num = if contiguous { outer.num.checked_mul(d.num) } else { None };
+                num.map(|num| (outer, num))
+            });
+            match merged {
+                Some((outer, num)) => *outer = Dim::new(d.stride, num),
+                None => out.push(*d),
             }
         }
         if out.is_empty() {
@@ -157,7 +168,7 @@ impl AccessPattern {
             return None;
         }
         let inner = first.num / n;
-        dims[0] = Dim::new(first.stride * i64::from(inner), n);
+        dims[0] = Dim::new(first.stride.checked_mul(i64::from(inner))?, n);
         dims.insert(1, Dim::new(first.stride, inner));
         Some(dims)
     }
@@ -173,47 +184,85 @@ impl AccessPattern {
         }
     }
 
-    /// Smallest and largest element offset of the free dimensions, relative to `offset`.
+    /// Smallest and largest element offset of the free dimensions, relative to `offset`,
+    /// saturated to the `i64` range.
     pub fn free_extent(&self) -> (i64, i64) {
-        extent(&self.free)
+        let (lo, hi) = extent(&self.free);
+        (clamp_i64(lo), clamp_i64(hi))
     }
 
-    /// Smallest and largest element offset of the whole pattern (HBM), relative to `offset`.
+    /// Smallest and largest element offset of the whole pattern (HBM), relative to `offset`,
+    /// saturated to the `i64` range.
     pub fn flat_extent(&self) -> (i64, i64) {
-        let (lo, hi) = self.free_extent();
-        let (plo, phi) = extent(std::slice::from_ref(&self.partitions));
-        (lo + plo, hi + phi)
+        let (lo, hi) = self.flat_extent_wide();
+        (clamp_i64(lo), clamp_i64(hi))
     }
 
-    /// The conservative box this pattern touches, in elements.
-    pub fn region(&self, on_chip: bool) -> Region {
+    /// [`Self::flat_extent`] without saturation.
+    fn flat_extent_wide(&self) -> (i128, i128) {
+        let (lo, hi) = extent(&self.free);
+        let (plo, phi) = extent(std::slice::from_ref(&self.partitions));
+        (lo.saturating_add(plo), hi.saturating_add(phi))
+    }
+
+    /// The exact box this pattern touches, in elements: partitions `[p0, p1)` (on chip; HBM
+    /// gives `[0, 1)`) and elements `[lo, hi)`. Nothing is clamped, so `p0` may be negative
+    /// and any bound may lie outside the `i64` range; the verifier checks these.
+    pub(crate) fn region_wide(&self, on_chip: bool) -> [i128; 4] {
+        let offset = i128::from(self.offset);
+        let end = |base: i128, span: i128| base.saturating_add(span).saturating_add(1);
         if on_chip {
-            let (lo, hi) = self.free_extent();
+            let (lo, hi) = extent(&self.free);
             let (plo, phi) = extent(std::slice::from_ref(&self.partitions));
-            let p0 = (i64::from(self.start_partition) + plo).max(0) as u32;
-            let p1 = (i64::from(self.start_partition) + phi + 1).max(0) as u32;
-            Region { p0, p1, lo: self.offset + lo, hi: self.offset + hi + 1 }
+            let start = i128::from(self.start_partition);
+            [start.saturating_add(plo), end(start, phi), offset.saturating_add(lo), end(offset, hi)]
         } else {
-            let (lo, hi) = self.flat_extent();
-            Region { p0: 0, p1: 1, lo: self.offset + lo, hi: self.offset + hi + 1 }
+            let (lo, hi) = self.flat_extent_wide();
+            [0, 1, offset.saturating_add(lo), end(offset, hi)]
         }
     }
 
-    /// Call `f` with the element offset of every free index, in row-major order.
+    /// The conservative box this pattern touches, in elements; saturated as described at
+    /// [`Region`].
+    pub fn region(&self, on_chip: bool) -> Region {
+        let [p0, p1, lo, hi] = self.region_wide(on_chip);
+        let part = |p: i128| u32::try_from(p.max(0)).unwrap_or(u32::MAX);
+        Region { p0: part(p0), p1: part(p1), lo: clamp_i64(lo), hi: clamp_i64(hi) }
+    }
+
+    /// Call `f` with the element offset of every free index, in row-major order (offsets
+    /// saturate at the `i64` range).
     pub fn for_each_free_offset(&self, mut f: impl FnMut(i64)) {
         for_each_offset(&self.free, 0, &mut f);
     }
 }
 
-fn extent(dims: &[Dim]) -> (i64, i64) {
+/// Smallest and largest offset of `dims` relative to their base. Each span is below 2^96,
+/// so the sums only saturate for absurdly many dimensions.
+fn extent(dims: &[Dim]) -> (i128, i128) {
     dims.iter().fold((0, 0), |(lo, hi), d| {
-        let span = d.stride * (i64::from(d.num.max(1)) - 1);
+        let span = i128::from(d.stride) * (i128::from(d.num.max(1)) - 1);
         if span < 0 {
-            (lo + span, hi)
+            (lo.saturating_add(span), hi)
         } else {
-            (lo, hi + span)
+            (lo, hi.saturating_add(span))
         }
     })
+}
+
+/// `v` saturated to the `i64` range.
+fn clamp_i64(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// `v` saturated to `i64::MAX`.
+fn saturate_u64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The element offset `row0 * row_len + col0`, saturated to `i64::MAX`.
+fn window_offset(row_len: u64, row0: u64, col0: u64) -> i64 {
+    saturate_u64(row0.saturating_mul(row_len).saturating_add(col0))
 }
 
 fn for_each_offset(dims: &[Dim], base: i64, f: &mut impl FnMut(i64)) {
@@ -221,12 +270,12 @@ fn for_each_offset(dims: &[Dim], base: i64, f: &mut impl FnMut(i64)) {
         None => f(base),
         Some((d, [])) => {
             for i in 0..i64::from(d.num) {
-                f(base + i * d.stride);
+                f(base.saturating_add(i.saturating_mul(d.stride)));
             }
         }
         Some((d, rest)) => {
             for i in 0..i64::from(d.num) {
-                for_each_offset(rest, base + i * d.stride, f);
+                for_each_offset(rest, base.saturating_add(i.saturating_mul(d.stride)), f);
             }
         }
     }
@@ -279,5 +328,40 @@ mod tests {
         let b = AccessPattern::on_chip(64, 64, 0, 128).region(true);
         assert!(!a.overlaps(&b));
         assert!(AccessPattern::on_chip(0, 128, 0, 128).region(true).covers(&a));
+    }
+
+    #[test]
+    fn hostile_patterns_saturate_instead_of_overflowing() {
+        let ap = AccessPattern {
+            start_partition: u32::MAX,
+            partitions: Dim::new(i64::MAX, u32::MAX),
+            offset: i64::MAX,
+            free: vec![Dim::new(i64::MAX, u32::MAX), Dim::new(i64::MIN, u32::MAX)],
+        };
+        assert_eq!(ap.free_extent(), (i64::MIN, i64::MAX));
+        assert_eq!(ap.flat_extent(), (i64::MIN, i64::MAX));
+        assert_eq!(ap.region(true), Region { p0: u32::MAX, p1: u32::MAX, lo: i64::MIN, hi: i64::MAX });
+        assert_eq!(ap.region(false), Region { p0: 0, p1: 1, lo: i64::MIN, hi: i64::MAX });
+        // A partition stride of 2^32 is not truncated back to partition 1.
+        let wide = AccessPattern { partitions: Dim::new(1 << 32, 2), ..AccessPattern::on_chip(0, 2, 0, 4) };
+        assert_eq!(wide.region(true).p1, u32::MAX);
+        let [p0, ..] = AccessPattern { partitions: Dim::new(-1, 2), ..wide }.region_wide(true);
+        assert_eq!(p0, -1);
+        let many = AccessPattern { free: vec![Dim::new(0, u32::MAX); 4], ..ap };
+        assert_eq!((many.free_elems(), many.num_elems()), (u64::MAX, u64::MAX));
+        // Merging would overflow the stride or the count: the dimensions stay apart.
+        let big = AccessPattern {
+            free: vec![Dim::new(i64::MIN, 2), Dim::new(1 << 62, 2), Dim::new(1 << 16, 1 << 16), Dim::new(1, 1 << 16)],
+            ..AccessPattern::on_chip(0, 1, 0, 1)
+        };
+        assert_eq!(big.canonical_free_indices(), big.free);
+        assert_eq!(AccessPattern { free: vec![Dim::new(i64::MAX, 4)], ..big }.split_outer(2), None);
+        let window = AccessPattern::hbm_rows(u64::MAX, u64::MAX, 2, u64::MAX, 2);
+        assert_eq!((window.partitions.stride, window.offset), (i64::MAX, i64::MAX));
+        let mut offsets = vec![];
+        AccessPattern { free: vec![Dim::new(i64::MAX, 3), Dim::new(i64::MIN, 3)], ..big }
+            .for_each_free_offset(|o| offsets.push(o));
+        assert_eq!(offsets.len(), 9);
+        assert_eq!((offsets[2], offsets[6]), (i64::MIN, i64::MAX));
     }
 }

@@ -276,9 +276,7 @@ impl DType {
     pub fn encode(self, x: f32, mode: CastMode) -> u32 {
         match self {
             DType::Fp32 => x.to_bits(),
-            DType::Bf16 => {
-                u32::from(saturate_16(half::bf16::from_f32(x).to_bits(), mode, half::bf16::INFINITY.to_bits()))
-            }
+            DType::Bf16 => u32::from(bf16_bits(x, mode)),
             DType::Fp16 => {
                 u32::from(saturate_16(half::f16::from_f32(x).to_bits(), mode, half::f16::INFINITY.to_bits()))
             }
@@ -337,6 +335,15 @@ fn saturate_16(bits: u16, mode: CastMode, inf: u16) -> u16 {
     } else {
         bits
     }
+}
+
+/// bf16 bits of `x`: RNE through `half`, except that a NaN becomes the canonical quiet NaN
+/// with the input's sign (as ml_dtypes does; `half` keeps the payload).
+pub fn bf16_bits(x: f32, mode: CastMode) -> u16 {
+    if x.is_nan() {
+        return if x.is_sign_negative() { 0xffc0 } else { 0x7fc0 };
+    }
+    saturate_16(half::bf16::from_f32(x).to_bits(), mode, half::bf16::INFINITY.to_bits())
 }
 
 /// Round half to even and clamp into an integer range; NaN becomes 0.
@@ -422,6 +429,12 @@ mod tests {
         );
         assert_eq!(DType::Fp16.decode(DType::Fp16.encode(f32::INFINITY, CastMode::Saturate)), 65504.0);
         assert!(DType::Fp16.decode(DType::Fp16.encode(f32::NAN, CastMode::Saturate)).is_nan());
+    }
+
+    #[test]
+    fn bf16_nans_are_canonical_like_ml_dtypes() {
+        assert_eq!(DType::Bf16.encode(f32::from_bits(0x7fa0_0000), CastMode::Rne), 0x7fc0);
+        assert_eq!(DType::Bf16.encode(f32::from_bits(0xff81_2345), CastMode::Rne), 0xffc0);
     }
 
     #[test]

@@ -27,10 +27,16 @@ pub struct TensorData {
     pub address: Option<u64>,
 }
 
+/// The product of `sizes`, saturating at `u64::MAX`.
+fn saturating_product<'a>(sizes: impl IntoIterator<Item = &'a u64>) -> u64 {
+    sizes.into_iter().fold(1u64, |n, &d| n.saturating_mul(d))
+}
+
 impl TensorData {
-    /// Total elements.
+    /// Total elements, saturating at `u64::MAX` (the verifier rejects tensors whose size in
+    /// bytes does not fit an `i64`, so a verified function never saturates).
     pub fn num_elems(&self) -> u64 {
-        self.shape.iter().product()
+        saturating_product(&self.shape)
     }
 
     /// Partitions an on-chip tensor occupies.
@@ -38,19 +44,19 @@ impl TensorData {
         self.shape.first().copied().unwrap_or(1)
     }
 
-    /// Elements per partition of an on-chip tensor.
+    /// Elements per partition of an on-chip tensor, saturating at `u64::MAX`.
     pub fn free_elems(&self) -> u64 {
-        self.shape.iter().skip(1).product()
+        saturating_product(self.shape.iter().skip(1))
     }
 
-    /// Bytes per partition of an on-chip tensor.
+    /// Bytes per partition of an on-chip tensor, saturating at `u64::MAX`.
     pub fn bytes_per_partition(&self) -> u64 {
-        self.free_elems() * u64::from(self.dtype.size_bytes())
+        self.free_elems().saturating_mul(u64::from(self.dtype.size_bytes()))
     }
 
-    /// Total bytes of an HBM tensor.
+    /// Total bytes of an HBM tensor, saturating at `u64::MAX`.
     pub fn num_bytes(&self) -> u64 {
-        self.num_elems() * u64::from(self.dtype.size_bytes())
+        self.num_elems().saturating_mul(u64::from(self.dtype.size_bytes()))
     }
 }
 

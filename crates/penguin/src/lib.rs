@@ -4,12 +4,13 @@
 //! seven tile types of the seed, access patterns with canonicalization, the instructions of
 //! the tiling path ([`InstData`]) with their accumulation flags
 //! ([`EngineAccumulationType`]), the [`Function`] that owns them, the [`IrBuilder`] trait
-//! with its base implementation [`GeneratedBuilder`], and the [`verify`] pass.
+//! with its base implementation [`GeneratedBuilder`], and the
+//! [`verify()`](crate::verify::verify) pass.
 //!
 //! Invariants: ids are dense from 0 and print as `t3` / `i3`; instructions live in an arena
-//! and program order is a separate list; a function that [`verify`] accepts satisfies every
-//! rule listed in the [`verify`] module, and consumers ([`FunctionView`] readers such as the
-//! `bir` lowering) may rely on them.
+//! and program order is a separate list; a function that [`verify()`](crate::verify::verify)
+//! accepts satisfies every rule listed in the [`verify`](mod@crate::verify) module, and
+//! consumers ([`FunctionView`] readers such as the `bir` lowering) may rely on them.
 //!
 //! ```
 //! use penguin::{verify, whole_tile, DType, Function, InstData, Memory, MemsetData, ComputeEngine, TensorData};

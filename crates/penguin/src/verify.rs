@@ -3,18 +3,23 @@
 //! Rules, in the order they are checked:
 //!
 //! 1. **Kernel name**: an identifier (`[A-Za-z_][A-Za-z0-9_]*`).
-//! 2. **Tensors**: every dimension is at least 1; on-chip tensors have at most 128
-//!    partitions; an allocated SBUF tensor ends within 256 KiB per partition (the largest
-//!    target; lowering checks the target's own capacity); an allocated PSUM tensor ends within
-//!    the 8 banks of 2 KiB.
+//! 2. **Tensors**: every dimension is at least 1; the size in bytes fits an `i64` (below
+//!    2^63, so that every element and byte offset inside a tensor does); on-chip tensors have
+//!    at most 128 partitions; an allocated SBUF tensor ends within 256 KiB per partition (the
+//!    largest target; lowering checks the target's own capacity); an allocated PSUM tensor
+//!    ends within the 8 banks of 2 KiB.
 //! 3. **Inputs and outputs** name existing HBM tensors.
 //! 4. **Layout**: every instruction appears exactly once in program order, and every
 //!    dependency edge comes from an instruction earlier in program order.
 //! 5. **Operands**: the tensor exists and the operand's memory and dtype are the tensor's;
-//!    at most 4 free dimensions, every `num` at least 1.
-//! 6. **Partition ranges** of on-chip operands lie within 128 partitions and within the
-//!    tensor; HBM operands have `start_partition` 0.
-//! 7. **Bounds**: every element an operand touches lies inside its tensor.
+//!    at most 4 free dimensions, every `num` at least 1; the elements it enumerates (all
+//!    partitions, repeats of a zero stride included) take fewer than 2^63 bytes.
+//! 6. **Partition ranges** of on-chip operands lie within partitions `0..128` and within the
+//!    tensor (a negative partition stride may not reach below partition 0); HBM operands
+//!    have `start_partition` 0.
+//! 7. **Bounds**: every element an operand touches lies inside its tensor. Extents are
+//!    computed exactly (in 128-bit arithmetic), so strides, counts and offsets near the
+//!    limits of their types are reported as out of bounds rather than wrapping around.
 //! 8. **Legal memories per operand**: a matmul's (dense or sparse) stationary, moving and
 //!    tag operands are in SBUF and its result is in PSUM (`Result buffer of matmult must be
 //!    psum!`); DMA copies, tiled offloaded copies and casts move between HBM and SBUF; tensor
@@ -51,6 +56,10 @@ pub const MATMULT_RESULT_NOT_PSUM: &str = "Result buffer of matmult must be psum
 
 /// Largest SBUF partition of any target, in bytes.
 const MAX_SBUF_BYTES: u64 = 256 * 1024;
+
+/// Largest size of a tensor, or of the elements one operand enumerates, in bytes: every byte
+/// offset below it fits an `i64`.
+const MAX_BYTES: u64 = i64::MAX as u64;
 
 /// Proof that a function passed the verifier: lowering takes this, never a raw function.
 #[derive(Clone, Copy, Debug)]
@@ -143,6 +152,15 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             self.err(e, format!("tensor `{}` has an empty shape {:?}", t.name, t.shape));
             return;
         }
+        if t.num_bytes() > MAX_BYTES {
+            self.err(
+                e,
+                format!(
+                    "tensor `{}` of shape {:?} {} is too large (at most {MAX_BYTES} bytes)",
+                    t.name, t.shape, t.dtype
+                ),
+            );
+        }
         if !t.memory.is_on_chip() {
             return;
         }
@@ -153,13 +171,13 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             );
         }
         let Some(addr) = t.address else { return };
-        let end = addr + t.bytes_per_partition();
+        let end = u128::from(addr) + u128::from(t.bytes_per_partition());
         let cap = match t.memory {
             Memory::Sbuf => MAX_SBUF_BYTES,
             Memory::Psum => u64::from(PSUM_NUM_BANKS * PSUM_BANK_BYTES),
             Memory::Hbm => u64::MAX,
         };
-        if end > cap {
+        if end > u128::from(cap) {
             self.err(
                 e,
                 format!(
@@ -247,6 +265,18 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             self.err(e, format!("operand {} has an empty dimension", tile.tensor));
             return false;
         }
+        if ap.num_elems().saturating_mul(u64::from(tile.dtype.size_bytes())) > MAX_BYTES {
+            self.err(
+                e,
+                format!(
+                    "operand {} enumerates too many elements ({:?} {}; at most {MAX_BYTES} bytes)",
+                    tile.tensor,
+                    ap.shape(),
+                    tile.dtype
+                ),
+            );
+            ok = false;
+        }
         if t.memory.is_on_chip() {
             ok &= self.check_on_chip_bounds(e, tile, t);
         } else {
@@ -254,15 +284,14 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 self.err(e, format!("hbm operand {} must have start partition 0", tile.tensor));
                 ok = false;
             }
-            let (lo, hi) = ap.flat_extent();
-            if ap.offset + lo < 0 || (ap.offset + hi) as u64 >= t.num_elems() {
+            let [_, _, lo, end] = ap.region_wide(false);
+            if lo < 0 || end > i128::from(t.num_elems()) {
                 self.err(
                     e,
                     format!(
-                        "operand {} reaches elements {}..={} outside `{}` ({} elements)",
+                        "operand {} reaches elements {lo}..={} outside `{}` ({} elements)",
                         tile.tensor,
-                        ap.offset + lo,
-                        ap.offset + hi,
+                        end - 1,
                         t.name,
                         t.num_elems()
                     ),
@@ -274,40 +303,30 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
     }
 
     fn check_on_chip_bounds(&mut self, e: Entity, tile: &InstTile, t: &TensorData) -> bool {
-        let ap = &tile.ap;
         let mut ok = true;
-        let r = ap.region(true);
-        if r.p1 > NUM_PARTITIONS {
+        let [p0, p1, lo, hi] = tile.ap.region_wide(true);
+        if p0 < 0 {
+            self.err(e, format!("operand {} uses partitions {p0}..{p1}, below partition 0", tile.tensor));
+            ok = false;
+        } else if p1 > i128::from(NUM_PARTITIONS) {
             self.err(
                 e,
-                format!(
-                    "operand {} uses partitions {}..{} beyond the {NUM_PARTITIONS} partitions",
-                    tile.tensor, r.p0, r.p1
-                ),
+                format!("operand {} uses partitions {p0}..{p1} beyond the {NUM_PARTITIONS} partitions", tile.tensor),
             );
             ok = false;
-        } else if u64::from(r.p1) > t.partitions() {
+        } else if p1 > i128::from(t.partitions()) {
             self.err(
                 e,
-                format!(
-                    "operand {} uses partitions {}..{} but `{}` has {}",
-                    tile.tensor,
-                    r.p0,
-                    r.p1,
-                    t.name,
-                    t.partitions()
-                ),
+                format!("operand {} uses partitions {p0}..{p1} but `{}` has {}", tile.tensor, t.name, t.partitions()),
             );
             ok = false;
         }
-        if r.lo < 0 || r.hi as u64 > t.free_elems() {
+        if lo < 0 || hi > i128::from(t.free_elems()) {
             self.err(
                 e,
                 format!(
-                    "operand {} reaches elements {}..{} of a partition outside `{}` ({} per partition)",
+                    "operand {} reaches elements {lo}..{hi} of a partition outside `{}` ({} per partition)",
                     tile.tensor,
-                    r.lo,
-                    r.hi,
                     t.name,
                     t.free_elems()
                 ),
@@ -315,11 +334,12 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             ok = false;
         }
         if ok && t.memory == Memory::Psum {
-            let base = t.address.unwrap_or(0);
-            let size = u64::from(t.dtype.size_bytes());
-            let first = base + r.lo as u64 * size;
-            let last = base + r.hi as u64 * size - 1;
-            let bank = u64::from(PSUM_BANK_BYTES);
+            // In bounds, so `lo < hi` and both are small; the address is checked per tensor.
+            let base = i128::from(t.address.unwrap_or(0));
+            let size = i128::from(t.dtype.size_bytes());
+            let first = base + lo * size;
+            let last = base + hi * size - 1;
+            let bank = i128::from(PSUM_BANK_BYTES);
             if first / bank != last / bank {
                 self.err(
                     e,
@@ -421,7 +441,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
     fn check_matmul_shape(
         &mut self,
         e: Entity,
-        k: u32,
+        k: u64,
         max_k: u32,
         dst: &InstTile,
         st: &InstTile,
@@ -430,11 +450,14 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
         pos: TilePosition,
         size: TileSize,
     ) {
-        if k > max_k {
+        if k > u64::from(max_k) {
             self.err(e, format!("matmult contraction K = {k} exceeds {max_k}"));
         }
         for (what, at, len) in [("row", pos.row, size.rows), ("column", pos.col, size.cols)] {
-            if ![128, 64, 32].contains(&len) || at % len != 0 || at + len > NUM_PARTITIONS {
+            if ![128, 64, 32].contains(&len)
+                || at % len != 0
+                || u64::from(at) + u64::from(len) > u64::from(NUM_PARTITIONS)
+            {
                 self.err(e, format!("PE tile {what} position {at} with size {len} is not legal (sizes 128, 64, 32 at multiples of the size)"));
             }
         }
@@ -495,7 +518,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 let sizes = (m.stationary.free_elems() / pack, m.moving.free_elems() / pack);
                 self.check_matmul_shape(
                     e,
-                    k * pack as u32,
+                    u64::from(k) * pack,
                     max_k,
                     &m.dst,
                     &m.stationary,
@@ -514,8 +537,8 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     self.err(e, "matmult_sparse tags must have the stationary operand's shape");
                 }
                 self.need_dtype(e, "matmult_sparse tags", &m.tags, DType::Int16);
-                if m.pattern.n > 0 && (kc % m.pattern.n != 0 || m.moving.partitions() != kc / m.pattern.n * m.pattern.m)
-                {
+                let (n, group) = (m.pattern.n, m.pattern.m);
+                if n > 0 && (kc % n != 0 || u64::from(m.moving.partitions()) != u64::from(kc / n) * u64::from(group)) {
                     self.err(
                         e,
                         format!(
@@ -530,7 +553,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 let sizes = (m.stationary.free_elems(), m.moving.free_elems());
                 self.check_matmul_shape(
                     e,
-                    m.moving.partitions(),
+                    u64::from(m.moving.partitions()),
                     NUM_PARTITIONS,
                     &m.dst,
                     &m.stationary,
@@ -688,14 +711,16 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
     }
 }
 
-/// A tile over a whole tensor, for tests and small builders.
+/// A tile over a whole tensor, for tests and small builders (a dimension beyond `u32::MAX`
+/// saturates, giving a tile over part of the tensor).
 pub fn whole_tile(id: TensorId, t: &TensorData) -> InstTile {
+    let num = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
     let ap = if t.memory.is_on_chip() {
-        AccessPattern::on_chip(0, t.partitions() as u32, 0, t.free_elems() as u32)
+        AccessPattern::on_chip(0, num(t.partitions()), 0, num(t.free_elems()))
     } else {
         let rows = t.shape.first().copied().unwrap_or(1);
         let row_len = t.num_elems() / rows.max(1);
-        AccessPattern::hbm_rows(row_len, 0, rows as u32, 0, row_len as u32)
+        AccessPattern::hbm_rows(row_len, 0, num(rows), 0, num(row_len))
     };
     InstTile { tensor: id, memory: t.memory, dtype: t.dtype, ap }
 }

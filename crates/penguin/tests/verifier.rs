@@ -245,3 +245,85 @@ fn errors_print_beside_their_lines() {
     let at = lines.iter().position(|l| l.starts_with("i2 = matmult")).unwrap();
     assert!(lines[at + 1].starts_with("; error: ACCU before START"), "{text}");
 }
+
+#[test]
+fn hostile_sizes_strides_and_offsets_are_rejected_not_wrapped() {
+    // Each edit alone must be reported (as an error, never a panic or a wrapped value that
+    // happens to land in bounds).
+    fn src(f: &mut Function) -> &mut InstTile {
+        match &mut f.insts[0] {
+            InstData::DmaCopy(d) => &mut d.src,
+            other => panic!("instruction 0 is {}", other.opcode()),
+        }
+    }
+    type Edit = Box<dyn Fn(&mut Function)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        // HBM: `stride * (num - 1)` and `offset + extent` beyond i64.
+        ("outside `a`", Box::new(|f| src(f).ap.partitions = Dim::new(i64::MAX, u32::MAX))),
+        ("outside `a`", Box::new(|f| src(f).ap.free = vec![Dim::new(i64::MAX, u32::MAX); 4])),
+        ("outside `a`", Box::new(|f| src(f).ap.free = vec![Dim::new(i64::MIN, u32::MAX); 4])),
+        ("outside `a`", Box::new(|f| src(f).ap.offset = i64::MAX)),
+        ("outside `a`", Box::new(|f| src(f).ap.offset = i64::MIN)),
+        (
+            "outside `a`",
+            Box::new(|f| {
+                src(f).ap.offset = i64::MAX - 1;
+                src(f).ap.free = vec![Dim::new(1, u32::MAX)];
+            }),
+        ),
+        ("outside `a`", Box::new(|f| src(f).ap = AccessPattern::hbm_rows(u64::MAX, u64::MAX, 4, u64::MAX, 16))),
+        // Zero strides repeat elements in bounds, but 2^128 of them cannot be counted.
+        (
+            "enumerates too many elements",
+            Box::new(|f| {
+                src(f).ap = AccessPattern {
+                    start_partition: 0,
+                    partitions: Dim::new(0, u32::MAX),
+                    offset: 0,
+                    free: vec![Dim::new(0, u32::MAX); 4],
+                };
+            }),
+        ),
+        // On chip: a partition stride of 2^32 used to truncate back to partition 1.
+        ("beyond the 128 partitions", Box::new(|f| matmul(f, 2).stationary.ap.partitions = Dim::new(1 << 32, 2))),
+        (
+            "beyond the 128 partitions",
+            Box::new(|f| matmul(f, 2).stationary.ap.partitions = Dim::new(i64::MAX, u32::MAX)),
+        ),
+        ("below partition 0", Box::new(|f| matmul(f, 2).stationary.ap.partitions = Dim::new(i64::MIN, 2))),
+        (
+            "of a partition outside `at`",
+            Box::new(|f| matmul(f, 2).stationary.ap.free = vec![Dim::new(i64::MAX, u32::MAX); 4]),
+        ),
+        ("of a partition outside `at`", Box::new(|f| matmul(f, 2).stationary.ap.offset = i64::MAX)),
+        ("of a partition outside `at`", Box::new(|f| matmul(f, 2).stationary.ap.offset = i64::MIN)),
+        // A PE tile position that is a multiple of 128 just below u32::MAX (`at + len`).
+        (
+            "PE tile row position",
+            Box::new(|f| matmul(f, 2).tile_position = TilePosition { row: u32::MAX - 127, col: 0 }),
+        ),
+        // Tensors: products of the shape and `address + bytes` beyond u64.
+        ("is too large", Box::new(|f| f.tensors[0].shape = vec![u64::MAX, u64::MAX])),
+        ("is too large", Box::new(|f| f.tensors[3].shape = vec![16, u64::MAX / 2])),
+        ("past the 262144 bytes of sbuf", Box::new(|f| f.tensors[3].address = Some(u64::MAX))),
+        ("past the 16384 bytes of psum", Box::new(|f| f.tensors[5].address = Some(u64::MAX - 1))),
+    ];
+    for (i, (needle, edit)) in cases.iter().enumerate() {
+        let mut f = kernel();
+        edit(&mut f);
+        let msgs = rejects(&f, needle);
+        assert!(!msgs.is_empty(), "case {i}");
+    }
+    // Helpers over a hostile tensor saturate instead of overflowing.
+    let huge = tensor("h", vec![u64::MAX, u64::MAX], DType::Fp32, Memory::Hbm, None);
+    assert_eq!((huge.num_elems(), huge.num_bytes()), (u64::MAX, u64::MAX));
+    let mut f = kernel();
+    let id = f.add_tensor(huge.clone()).unwrap();
+    let whole = penguin::whole_tile(id, &huge);
+    assert_eq!(whole.ap.partitions.num, u32::MAX, "a dimension beyond u32 saturates");
+    f.push_inst(
+        InstData::DmaCopy(DmaCopyData { dst: whole.clone(), src: whole, cast: penguin::CastMode::Rne }),
+        vec![],
+    );
+    rejects(&f, "is too large");
+}

@@ -224,7 +224,7 @@ impl Encoder for Bf16RneEnc {
     const SIZE: usize = 2;
     #[inline(always)]
     fn enc(self, x: f32, out: &mut [u8]) {
-        out[..2].copy_from_slice(&half::bf16::from_f32(x).to_bits().to_le_bytes());
+        out[..2].copy_from_slice(&penguin::dtype::bf16_bits(x, CastMode::Rne).to_le_bytes());
     }
 }
 
