@@ -25,12 +25,12 @@ pub struct NDTile {
 impl NDTile {
     /// Elements per partition.
     pub fn free_elems(&self) -> u64 {
-        self.free.iter().map(|&n| u64::from(n)).product()
+        self.free.iter().fold(1u64, |a, &n| a.saturating_mul(u64::from(n)))
     }
 
     /// Bytes per partition.
     pub fn bytes_per_partition(&self) -> u64 {
-        self.free_elems() * u64::from(self.dtype.size_bytes())
+        self.free_elems().saturating_mul(u64::from(self.dtype.size_bytes()))
     }
 }
 

@@ -24,8 +24,10 @@ fn program(cfg: &GemmConfig) -> bir::Program {
 }
 
 fn bench_gemm(c: &mut Criterion) {
+    // A bf16 GEMM: A and B are bf16 in HBM (written rounded), loaded without a cast.
     let mut cfg = GemmConfig::new(SIZE as u64, SIZE as u64, SIZE as u64, DType::Bf16, Target::Trn2);
     cfg.schedule = Schedule::BlockedMn;
+    cfg.input_dtype = DType::Bf16;
     let p = program(&cfg);
     let (a, b) = (data(1), data(2));
     let mut group = c.benchmark_group("gemm_1024");

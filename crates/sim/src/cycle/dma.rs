@@ -41,7 +41,7 @@ fn size(ap: &HwAp) -> u64 {
 }
 
 fn bytes(ap: &HwAp) -> u64 {
-    u64::from(ap.num_partitions) * ap.free_elems() * size(ap)
+    u64::from(ap.num_partitions).saturating_mul(ap.free_elems()).saturating_mul(size(ap))
 }
 
 /// Elements that are contiguous in memory at the innermost end of `ap`'s free dimensions.
@@ -77,27 +77,32 @@ fn has_dma_transpose(target: Target) -> bool {
 
 /// The cost parameters of a DMA op issued on queue `queue`.
 pub(super) fn transfer(op: &Op, queue: u8, target: Target) -> Transfer {
-    let rows = |index: &HwAp| u64::from(index.num_partitions) * index.free_elems();
-    let table_bytes = |table: &HwAp, index: &HwAp| rows(index) * table.free_elems() * size(table);
+    let rows = |index: &HwAp| u64::from(index.num_partitions).saturating_mul(index.free_elems());
+    let table_bytes =
+        |table: &HwAp, index: &HwAp| rows(index).saturating_mul(table.free_elems()).saturating_mul(size(table));
     // Op::hbm_bytes without its allocation: this runs once per DMA of programs with millions.
     let hbm = |ap: &HwAp, bytes: u64| if ap.memory == Memory::Hbm { bytes } else { 0 };
     let (read_bytes, hbm_bytes, data): (u64, u64, [Option<&HwAp>; 3]) = match op {
         Op::DmaCopy { dst, src, .. } => {
-            (bytes(src), hbm(src, bytes(src)) + hbm(dst, bytes(dst)), [Some(dst), Some(src), None])
+            (bytes(src), sum(&[hbm(src, bytes(src)), hbm(dst, bytes(dst))]), [Some(dst), Some(src), None])
         }
         Op::DmaFma { dst, src0, src1 } => (
-            bytes(src0) + bytes(src1) + bytes(dst),
-            hbm(src0, bytes(src0)) + hbm(src1, bytes(src1)) + 2 * hbm(dst, bytes(dst)),
+            sum(&[bytes(src0), bytes(src1), bytes(dst)]),
+            sum(&[hbm(src0, bytes(src0)), hbm(src1, bytes(src1)), hbm(dst, bytes(dst)).saturating_mul(2)]),
             [Some(dst), Some(src0), Some(src1)],
         ),
         Op::DmaGather { dst, table, index } => (
-            table_bytes(table, index) + bytes(index),
-            hbm(dst, bytes(dst)) + hbm(table, table_bytes(table, index)) + hbm(index, bytes(index)),
+            sum(&[table_bytes(table, index), bytes(index)]),
+            sum(&[hbm(dst, bytes(dst)), hbm(table, table_bytes(table, index)), hbm(index, bytes(index))]),
             [Some(dst), Some(table), None],
         ),
         Op::DmaScatterAdd { table, src, index } => (
-            bytes(src) + bytes(index) + table_bytes(table, index),
-            hbm(src, bytes(src)) + 2 * hbm(table, table_bytes(table, index)) + hbm(index, bytes(index)),
+            sum(&[bytes(src), bytes(index), table_bytes(table, index)]),
+            sum(&[
+                hbm(src, bytes(src)),
+                hbm(table, table_bytes(table, index)).saturating_mul(2),
+                hbm(index, bytes(index)),
+            ]),
             [Some(src), Some(table), None],
         ),
         // `Replay` keeps other ops off the DMA queues.
@@ -168,4 +173,9 @@ impl DmaState {
         }
         (end, t.hbm_bytes)
     }
+}
+
+/// A saturating sum of byte counts (hostile programs must not overflow the model).
+fn sum(parts: &[u64]) -> u64 {
+    parts.iter().fold(0u64, |a, &b| a.saturating_add(b))
 }

@@ -352,16 +352,16 @@ impl<'p> Replay<'p> {
         let start = cand.start;
         let end = match engine {
             Engine::Pe => {
-                self.hbm_bytes += inst.op.hbm_bytes();
+                self.hbm_bytes = self.hbm_bytes.saturating_add(inst.op.hbm_bytes());
                 self.pe.commit(&inst.op, start, self.target)
             }
             Engine::Dma(q) => {
                 let (end, hbm_bytes) = self.dma.commit(q, &inst.op, start);
-                self.hbm_bytes += hbm_bytes;
+                self.hbm_bytes = self.hbm_bytes.saturating_add(hbm_bytes);
                 end
             }
             Engine::Act | Engine::Dve | Engine::Pool | Engine::Sp => {
-                self.hbm_bytes += inst.op.hbm_bytes();
+                self.hbm_bytes = self.hbm_bytes.saturating_add(inst.op.hbm_bytes());
                 start + self.compute_ns(engine, &inst.op)
             }
         };
