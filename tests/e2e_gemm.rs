@@ -214,3 +214,17 @@ fn broadcast_operand_runs_end_to_end() {
     let got = s.read_hbm_f32("out").unwrap();
     assert_eq!(got, xs.iter().map(|v| v + 2.5).collect::<Vec<f32>>());
 }
+
+/// Long K on trn1: the blocked-mn outer block only fits single-buffered, so it is reloaded in
+/// program order; the result must not change.
+#[test]
+fn single_buffered_outer_blocks_compute_the_same_product() {
+    for order in [codegen::LoopOrder::MOuter, codegen::LoopOrder::NOuter] {
+        let mut a = args(200, 8192, 600, DType::Bf16, Target::Trn1);
+        a.schedule = Some(codegen::Schedule::BlockedMn);
+        a.order = Some(order);
+        a.lhs_transposed = true;
+        let out = gemm::run(&a).unwrap();
+        assert!(out.report.check.unwrap().passed, "{order:?}");
+    }
+}

@@ -99,6 +99,11 @@ impl<B: IrBuilder> NeuronCodegen<B> {
         Ok(self.base.add_tensor(t)?)
     }
 
+    /// SBUF bytes per partition still free on the target.
+    pub fn sbuf_free_bytes(&self) -> u64 {
+        u64::from(self.target.info().statebuf_par_size_in_bytes).saturating_sub(self.sbuf_next)
+    }
+
     /// Allocate an SBUF tensor of `[partitions, free...]`, failing with the bytes needed and
     /// available per partition when the target's SBUF is full.
     pub fn alloc_sbuf(&mut self, name: &str, tile: &NDTile) -> Result<TensorId, CodegenError> {

@@ -885,10 +885,17 @@ impl<'a> Planner<'a> {
         let ntiles: Vec<_> = tiles(self.cfg.n, N_TILE).collect();
         let (bm, bn) = (bm.min(mtiles.len()), bn.min(ntiles.len()));
         let m_outer = self.cfg.order == LoopOrder::MOuter;
-        // The outer operand's block is loaded once per outer step, the inner one every step;
-        // both have two slots.
-        let lhs = self.buffers("a_block", 2, bm * nk, M_TILE, self.cfg.lhs_dtype, true)?;
-        let rhs = self.buffers("b_block", 2, bn * nk, N_TILE, self.cfg.rhs_dtype, false)?;
+        // The outer operand's block is loaded once per outer step, the inner one every step.
+        // The inner one always has two slots; the outer one has two when they fit (else its
+        // reload waits once per outer step for the last use of the previous block).
+        let (lb, rb) = (
+            (bm * nk) as u64 * self.lhs_width() as u64 * u64::from(self.cfg.lhs_dtype.size_bytes()),
+            (bn * nk) as u64 * self.rhs_width() as u64 * u64::from(self.cfg.rhs_dtype.size_bytes()),
+        );
+        let outer_slots = if 2 * (lb + rb) + 256 <= self.cg.sbuf_free_bytes() { 2 } else { 1 };
+        let (lslots, rslots) = if m_outer { (outer_slots, 2) } else { (2, outer_slots) };
+        let lhs = self.buffers("a_block", lslots, bm * nk, M_TILE, self.cfg.lhs_dtype, true)?;
+        let rhs = self.buffers("b_block", rslots, bn * nk, N_TILE, self.cfg.rhs_dtype, false)?;
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
         let mblocks: Vec<&[(u64, u32)]> = mtiles.chunks(bm).collect();
         let nblocks: Vec<&[(u64, u32)]> = ntiles.chunks(bn).collect();
@@ -897,20 +904,24 @@ impl<'a> Planner<'a> {
         // (m block, n block, A slot, B slot) of a step.
         let blocks = |i: usize, (o, ii): (usize, usize)| {
             if m_outer {
-                (mblocks[o], nblocks[ii], lhs[o % 2], rhs[i % 2])
+                (mblocks[o], nblocks[ii], lhs[o % lhs.len()], rhs[i % 2])
             } else {
-                (mblocks[ii], nblocks[o], lhs[i % 2], rhs[o % 2])
+                (mblocks[ii], nblocks[o], lhs[i % 2], rhs[o % rhs.len()])
             }
         };
         let chunks = self.chunks.clone();
+        let single_outer = outer_slots == 1;
         self.pipelined(
             &steps,
             &mut |p, i, (o, ii)| {
                 let (mb, nb, ls, rs) = blocks(i, (o, ii));
                 // The outer operand's block on the first step of its outer iteration; the
                 // inner operand's block on every step.
-                let load_a = !m_outer || ii == 0;
-                let load_b = m_outer || ii == 0;
+                // A single-slot outer block is loaded in program order by its first compute
+                // step instead (it may not overwrite the block the previous step still reads).
+                let outer_ahead = ii == 0 && !single_outer;
+                let load_a = if m_outer { outer_ahead } else { true };
+                let load_b = if m_outer { true } else { outer_ahead };
                 if load_a {
                     p.load_lhs_block(ls, &chunks, mb)?;
                 }
@@ -921,6 +932,13 @@ impl<'a> Planner<'a> {
             },
             &mut |p, i, step| {
                 let (mb, nb, ls, rs) = blocks(i, step);
+                if single_outer && step.1 == 0 {
+                    if m_outer {
+                        p.load_lhs_block(ls, &chunks, mb)?;
+                    } else {
+                        p.load_rhs_block(rs, &chunks, nb)?;
+                    }
+                }
                 for (mi, &m) in mb.iter().enumerate() {
                     for (ni, &n) in nb.iter().enumerate() {
                         let l = ls.at(mi as i64 * lw);
