@@ -515,6 +515,10 @@ fn out_of_range_gather_index_fails_naming_the_index_and_the_bound() {
         .flat_map(|(d, (value, entry))| [path_str(d).to_string(), value.to_string(), entry.to_string()])
         .collect();
     python(&format!("{OOB_INPUTS}{MAKE_EACH}"), &args);
+    // The error names the `.pir` line of the gather and its Penguin instruction, not just the
+    // BIR position it was lowered to.
+    let text = std::fs::read_to_string(example("gather.pir")).unwrap();
+    let line = text.lines().position(|l| l.starts_with("i0 = dma_gather ")).expect("gather.pir has i0") + 1;
     for (dir, (value, entry)) in dirs.iter().zip(cases) {
         let o = ntile_run(&example("gather.pir"), dir, &["table", "idx"], &["rows"]);
         let stderr = String::from_utf8_lossy(&o.stderr);
@@ -523,7 +527,12 @@ fn out_of_range_gather_index_fails_naming_the_index_and_the_bound() {
             stderr.contains(&format!("index entry {entry} is {value}, outside the 1000 rows of the table")),
             "{stderr}"
         );
-        assert!(stderr.contains("gather.pir: simulation failed"), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "gather.pir:{line}: simulation failed: i0 (dma0[0]): index entry {entry} is {value}, outside"
+            )),
+            "{stderr}"
+        );
         assert!(!dir.join("rows.npy").exists(), "a failed run wrote its output");
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -5,8 +5,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use penguin::{
-    CastMode, DType, Dim, EngineAccumulationType, InstId, Memory, PerfMode, SparsityPattern, Target, TensorTensorOp,
-    TilePosition, TileSize,
+    pe_attributes as pe_attrs, CastMode, DType, Dim, EngineAccumulationType, InstId, Memory, PerfMode, SparsityPattern,
+    Target, TensorTensorOp, TilePosition, TileSize,
 };
 
 /// Number of engine streams: PE, ACT, DVE, POOL, SP and 16 DMA queues.
@@ -364,24 +364,6 @@ impl EngineClass {
     }
 }
 
-fn pe_attrs(
-    perf: Option<PerfMode>,
-    pos: TilePosition,
-    size: TileSize,
-    acc: Option<EngineAccumulationType>,
-) -> Vec<(&'static str, String)> {
-    let mut v = Vec::new();
-    if let Some(p) = perf {
-        v.push(("perf", p.to_string()));
-    }
-    v.push(("pos", format!("{},{}", pos.row, pos.col)));
-    v.push(("size", format!("{},{}", size.rows, size.cols)));
-    if let Some(a) = acc {
-        v.push(("acc", a.to_string()));
-    }
-    v
-}
-
 impl Op {
     /// Bytes this op moves to or from HBM: every HBM element read or written (a
     /// read-modify-write twice); a gather or scatter-add moves only the indexed table rows.
@@ -504,20 +486,9 @@ impl Op {
                 .and_then(|(_, a)| a.take())
                 .ok_or_else(|| format!("{name} needs access pattern `{key}=`"))
         };
-        let pair = |key: &str, default: (u32, u32)| -> Result<(u32, u32), String> {
-            let Some(v) = attr(key) else { return Ok(default) };
-            let bad = || format!("`{key}={v}` must be two numbers `a,b`");
-            let (a, b) = v.split_once(',').ok_or_else(bad)?;
-            Ok((a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?))
-        };
-        let (pos, size) = (pair("pos", (0, 0))?, pair("size", (128, 128))?);
-        let tile_position = TilePosition { row: pos.0, col: pos.1 };
-        let tile_size = TileSize { rows: size.0, cols: size.1 };
-        let perf = || -> Result<PerfMode, String> {
-            attr("perf").map_or(Ok(PerfMode::None), |v| v.parse().map_err(|e: penguin::UnknownPerfMode| e.to_string()))
-        };
+        let (perf_mode, tile_position, tile_size, acc) = penguin::parse_pe_attributes(attr)?;
         let op = match name {
-            "load_stationary" => Op::LoadStationary { src: take("src")?, perf_mode: perf()?, tile_position, tile_size },
+            "load_stationary" => Op::LoadStationary { src: take("src")?, perf_mode, tile_position, tile_size },
             "load_stationary_sparse" => Op::LoadStationarySparse {
                 src: take("src")?,
                 tags: take("tags")?,
@@ -528,28 +499,14 @@ impl Op {
                 tile_position,
                 tile_size,
             },
-            "multiply_moving" => {
-                let mut acc = EngineAccumulationType::empty();
-                for part in attr("acc").ok_or_else(|| format!("{name} needs `acc=`"))?.split('|') {
-                    acc |= match part {
-                        "start" => EngineAccumulationType::START,
-                        "accu" => EngineAccumulationType::ACCU,
-                        "stop" => EngineAccumulationType::STOP,
-                        "none" => EngineAccumulationType::empty(),
-                        other => {
-                            return Err(format!("unknown accumulation flag `{other}` (expected start, accu, stop)"))
-                        }
-                    };
-                }
-                Op::MultiplyMoving {
-                    dst: take("dst")?,
-                    src: take("src")?,
-                    acc,
-                    perf_mode: perf()?,
-                    tile_position,
-                    tile_size,
-                }
-            }
+            "multiply_moving" => Op::MultiplyMoving {
+                dst: take("dst")?,
+                src: take("src")?,
+                acc: acc.ok_or_else(|| format!("{name} needs `acc=`"))?,
+                perf_mode,
+                tile_position,
+                tile_size,
+            },
             "transpose" => Op::Transpose { dst: take("dst")?, src: take("src")? },
             "dma_copy" => {
                 let cast = match attr("cast") {

@@ -791,54 +791,58 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
-    /// Load the given K chunks of a block of m tiles, laid out `[chunk][tile]` from `slot`:
-    /// whole natural stripes transposed on the PE, or one DMA per chunk across the block (for
-    /// a plain dense operand), or one load per tile and chunk.
+    /// Load the given K chunks of a block of m tiles (the stationary operand), laid out
+    /// `[chunk][tile]` from `slot`: whole natural stripes transposed on the PE, or as
+    /// [`Self::load_block`] does.
     fn load_lhs_block(&mut self, slot: Slot, chunks: &[KChunk], block: &[(u64, u32)]) -> Result<(), CodegenError> {
-        let cfg = self.cfg;
-        let lw = self.lhs_width();
-        let bm = block.len();
         if let Some(pe) = self.pe_transpose {
+            let lw = self.lhs_width();
             for (t, &m) in block.iter().enumerate() {
-                self.load_lhs_stripe_pe(slot.at(t as i64 * lw), bm as i64 * lw, m, chunks, pe)?;
+                self.load_lhs_stripe_pe(slot.at(t as i64 * lw), block.len() as i64 * lw, m, chunks, pe)?;
             }
             return Ok(());
         }
-        let wide = self.pack == 1 && cfg.sparsity.is_none() && self.pe_transpose.is_none() && bm > 1;
-        for (ci, &chunk) in chunks.iter().enumerate() {
-            let base = slot.at((ci * bm) as i64 * lw);
-            if wide {
-                let m0 = block[0].0;
-                let total: u32 = block.iter().map(|t| t.1).sum();
-                let dst = on_chip(base.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.real, base.offset, total);
-                self.dma(dst, self.lhs_src(m0, total, chunk.k0, chunk.real))?;
-            } else {
-                for (t, &m) in block.iter().enumerate() {
-                    self.load_lhs(base.at(t as i64 * lw), 0, chunk, m)?;
-                }
-            }
-        }
-        Ok(())
+        self.load_block(slot, chunks, block, true)
     }
 
-    /// Load the given K chunks of a block of n tiles, laid out `[chunk][tile]` from `slot`:
-    /// one DMA per chunk covering every tile of the block (longer contiguous runs) when the
-    /// operand is plain, one per tile otherwise.
+    /// Load the given K chunks of a block of n tiles (the moving operand), laid out
+    /// `[chunk][tile]` from `slot`.
     fn load_rhs_block(&mut self, slot: Slot, chunks: &[KChunk], block: &[(u64, u32)]) -> Result<(), CodegenError> {
+        self.load_block(slot, chunks, block, false)
+    }
+
+    /// One DMA per chunk covering every tile of the block (longer contiguous runs per
+    /// partition) when the operand is plain, one load per tile and chunk otherwise.
+    fn load_block(
+        &mut self,
+        slot: Slot,
+        chunks: &[KChunk],
+        block: &[(u64, u32)],
+        lhs: bool,
+    ) -> Result<(), CodegenError> {
         let cfg = self.cfg;
-        let rw = self.rhs_width();
-        let bn = block.len();
-        let wide = self.pack == 1 && cfg.sparsity.is_none() && bn > 1;
+        let (width, dtype) = if lhs { (self.lhs_width(), cfg.lhs_dtype) } else { (self.rhs_width(), cfg.rhs_dtype) };
+        let wide = self.pack == 1 && cfg.sparsity.is_none() && block.len() > 1;
         for (ci, &chunk) in chunks.iter().enumerate() {
-            let base = slot.at((ci * bn) as i64 * rw);
+            let base = slot.at((ci * block.len()) as i64 * width);
             if wide {
-                let n0 = block[0].0;
+                let first = block[0].0;
                 let total: u32 = block.iter().map(|t| t.1).sum();
-                let dst = on_chip(base.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.real, base.offset, total);
-                self.dma(dst, self.rhs_src(n0, total, chunk.k0, chunk.real))?;
+                let dst = on_chip(base.tensor, Memory::Sbuf, dtype, 0, chunk.real, base.offset, total);
+                let src = if lhs {
+                    self.lhs_src(first, total, chunk.k0, chunk.real)
+                } else {
+                    self.rhs_src(first, total, chunk.k0, chunk.real)
+                };
+                self.dma(dst, src)?;
             } else {
-                for (t, &n) in block.iter().enumerate() {
-                    self.load_rhs(base.at(t as i64 * rw), 0, chunk, n)?;
+                for (t, &tile) in block.iter().enumerate() {
+                    let at = base.at(t as i64 * width);
+                    if lhs {
+                        self.load_lhs(at, 0, chunk, tile)?;
+                    } else {
+                        self.load_rhs(at, 0, chunk, tile)?;
+                    }
                 }
             }
         }

@@ -184,9 +184,78 @@ fn output_npy(t: &bir::HbmTensor, raw: &[u8]) -> Result<Vec<u8>, CliError> {
     npy::to_npy_bytes(&t.shape, kind, raw)
 }
 
-/// A simulator message with the file line of the instruction it names, when known.
-fn sim_message(src: &Source, map: Option<&bir::text::SourceMap>, message: &str) -> String {
-    let line = bir::text::locate(message).and_then(|(at, _)| map.and_then(|m| m.line_of(at)));
+/// The file lines of the program being run, to place simulator errors.
+enum SourceLines {
+    /// A Penguin function lowered to the program: a BIR instruction is placed by its `origin`.
+    Penguin(Option<penguin::parse::SourceMap>),
+    /// A BIR program: a BIR instruction is placed by its own line.
+    Bir(Option<bir::text::SourceMap>),
+}
+
+/// The instructions a simulator error names: the one that failed, or every stuck one of a
+/// deadlock (empty when the error is not about an instruction).
+fn failing_insts(e: &sim::SimError) -> Vec<sim::InstRef> {
+    use sim::SimError as E;
+    match e {
+        E::WrongEngine { at, .. }
+        | E::UnknownSemaphore { at, .. }
+        | E::OutOfRange { at, .. }
+        | E::CopyShape { at, .. }
+        | E::BadOperand { at, .. }
+        | E::NoStationary { at }
+        | E::MatmulShape { at, .. }
+        | E::IndexOutOfRange { at, .. }
+        | E::Unsupported { at, .. }
+        | E::AccumulateWithoutStart { at, .. }
+        | E::ReadOpenGroup { at, .. } => vec![*at],
+        E::Deadlock { stuck } => stuck.iter().map(|s| s.at).collect(),
+        E::UnknownTensor { .. }
+        | E::TensorSize { .. }
+        | E::TensorOutsideHbm { .. }
+        | E::HbmTooLarge { .. }
+        | E::TooManyStreams { .. }
+        | E::Internal(_) => Vec::new(),
+    }
+}
+
+/// A simulator error with the file line of the instruction it names, when known. For a
+/// lowered Penguin function each BIR position is also named by the Penguin instruction it
+/// came from: `i0 (dma0[0]): ...`, on the line of `i0`.
+fn sim_message(src: &Source, program: &bir::Program, lines: &SourceLines, e: &sim::SimError) -> String {
+    let message = e.to_string();
+    let (line, message) = match lines {
+        SourceLines::Bir(map) => {
+            (bir::text::locate(&message).and_then(|(at, _)| map.as_ref().and_then(|m| m.line_of(at))), message)
+        }
+        SourceLines::Penguin(map) => {
+            let origin = |at: sim::InstRef| {
+                program.streams.get(at.engine.index()).and_then(|s| s.get(at.index)).and_then(|i| i.origin)
+            };
+            let insts = failing_insts(e);
+            let line = insts.iter().find_map(|&at| {
+                let id = origin(at)?;
+                map.as_ref()?.line_of(penguin::Entity::Inst(id))
+            });
+            let message = match e {
+                // Each stuck stream prints as `pe[3] waits for ...`.
+                sim::SimError::Deadlock { stuck } => {
+                    let named = |s: &sim::Stuck| match origin(s.at) {
+                        Some(id) => format!("{id} ({s})"),
+                        None => s.to_string(),
+                    };
+                    format!("deadlock: {}", stuck.iter().map(named).collect::<Vec<_>>().join(", "))
+                }
+                _ => match insts.first().and_then(|&at| Some((at, origin(at)?))) {
+                    Some((at, id)) => match message.strip_prefix(&format!("{at}: ")) {
+                        Some(rest) => format!("{id} ({at}): {rest}"),
+                        None => format!("{id} ({at}): {message}"),
+                    },
+                    None => message,
+                },
+            };
+            (line, message)
+        }
+    };
     match line {
         Some(line) => format!("{}:{line}: simulation failed: {message}", src.name),
         None => format!("{}: simulation failed: {message}", src.name),
@@ -196,13 +265,13 @@ fn sim_message(src: &Source, map: Option<&bir::text::SourceMap>, message: &str) 
 /// Run `ntile run`.
 pub fn run(args: &RunArgs) -> Result<String, CliError> {
     let (src, ir) = load_path(&args.file)?;
-    let (program, map, required): (bir::Program, Option<bir::text::SourceMap>, Vec<String>) = match ir {
+    let (program, lines, required): (bir::Program, SourceLines, Vec<String>) = match ir {
         Ir::Penguin(f, fmap) => {
             let target = args.target.unwrap_or(Target::Trn2);
             let program = compile_function(&src, &f, fmap.as_ref(), target)?;
             let required =
                 f.inputs.iter().filter_map(|&t| penguin::FunctionView::tensor(&f, t)).map(|t| t.name.clone()).collect();
-            (program, None, required)
+            (program, SourceLines::Penguin(fmap), required)
         }
         Ir::Bir(p, bmap) => {
             if let Some(t) = args.target.filter(|t| *t != p.target) {
@@ -213,7 +282,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
             }
             check_program(&src, &p, bmap.as_ref(), "BIR verifier")?;
             let required = p.hbm.iter().filter(|t| t.role == bir::HbmRole::Input).map(|t| t.name.clone()).collect();
-            (p, bmap, required)
+            (p, SourceLines::Bir(bmap), required)
         }
     };
     let names: Vec<&str> = program.hbm.iter().map(|t| t.name.as_str()).collect();
@@ -247,7 +316,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     for b in &args.inputs {
         write_input(&mut simulator, tensor(b, "input")?, b)?;
     }
-    let stats = simulator.run().map_err(|e| CliError::usage(sim_message(&src, map.as_ref(), &e.to_string())))?;
+    let stats = simulator.run().map_err(|e| CliError::usage(sim_message(&src, &program, &lines, &e)))?;
     if let Some(race) = stats.races.first() {
         let more = stats.races.len() as u64 - 1 + stats.races_dropped;
         let tail = if more > 0 { format!(" (and {more} more)") } else { String::new() };

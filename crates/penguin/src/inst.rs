@@ -49,6 +49,62 @@ impl fmt::Display for EngineAccumulationType {
     }
 }
 
+/// The text-format attributes every PE instruction shares (Penguin and BIR): `perf` (when
+/// given), `pos`, `size` and `acc` (when given).
+pub fn pe_attributes(
+    perf: Option<PerfMode>,
+    pos: TilePosition,
+    size: TileSize,
+    acc: Option<EngineAccumulationType>,
+) -> Vec<(&'static str, String)> {
+    let mut v = Vec::new();
+    if let Some(p) = perf {
+        v.push(("perf", p.to_string()));
+    }
+    v.push(("pos", format!("{},{}", pos.row, pos.col)));
+    v.push(("size", format!("{},{}", size.rows, size.cols)));
+    if let Some(a) = acc {
+        v.push(("acc", a.to_string()));
+    }
+    v
+}
+
+/// The PE attributes parsed back from `attr` (a lookup of `key=value`s), with the defaults
+/// `perf=none pos=0,0 size=128,128` and no `acc`.
+pub fn parse_pe_attributes<'a>(
+    attr: impl Fn(&str) -> Option<&'a str>,
+) -> Result<(PerfMode, TilePosition, TileSize, Option<EngineAccumulationType>), String> {
+    let pair = |key: &str, default: (u32, u32)| -> Result<(u32, u32), String> {
+        let Some(v) = attr(key) else { return Ok(default) };
+        let bad = || format!("`{key}={v}` must be two numbers `a,b`");
+        let (a, b) = v.split_once(',').ok_or_else(bad)?;
+        Ok((a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?))
+    };
+    let (pos, size) = (pair("pos", (0, 0))?, pair("size", (128, 128))?);
+    let perf = attr("perf").map_or(Ok(PerfMode::None), |v| v.parse().map_err(|e: UnknownPerfMode| e.to_string()))?;
+    let acc = attr("acc").map(str::parse::<EngineAccumulationType>).transpose()?;
+    Ok((perf, TilePosition { row: pos.0, col: pos.1 }, TileSize { rows: size.0, cols: size.1 }, acc))
+}
+
+impl FromStr for EngineAccumulationType {
+    type Err = String;
+
+    /// `start|accu|stop` in any combination, or `none`.
+    fn from_str(v: &str) -> Result<Self, Self::Err> {
+        let mut flags = EngineAccumulationType::empty();
+        for part in v.split('|') {
+            flags |= match part {
+                "start" => EngineAccumulationType::START,
+                "accu" => EngineAccumulationType::ACCU,
+                "stop" => EngineAccumulationType::STOP,
+                "none" => EngineAccumulationType::empty(),
+                other => return Err(format!("unknown accumulation flag `{other}` (expected start, accu, stop)")),
+            };
+        }
+        Ok(flags)
+    }
+}
+
 /// PE performance mode of a matmul.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -509,18 +565,7 @@ impl InstData {
 
     /// The instruction's attributes (everything but operands) as text-format `key=value`s.
     pub fn attributes(&self) -> Vec<(&'static str, String)> {
-        let pe = |perf: Option<PerfMode>, pos: &TilePosition, size: &TileSize, acc: Option<EngineAccumulationType>| {
-            let mut v = Vec::new();
-            if let Some(p) = perf {
-                v.push(("perf", p.to_string()));
-            }
-            v.push(("pos", format!("{},{}", pos.row, pos.col)));
-            v.push(("size", format!("{},{}", size.rows, size.cols)));
-            if let Some(a) = acc {
-                v.push(("acc", a.to_string()));
-            }
-            v
-        };
+        let pe = |perf, pos: &TilePosition, size: &TileSize, acc| pe_attributes(perf, *pos, *size, acc);
         let cast = |c: CastMode| ("cast", c.name().to_string());
         match self {
             InstData::MatMult(m) => pe(Some(m.perf_mode), &m.tile_position, &m.tile_size, m.acc),
@@ -572,44 +617,16 @@ impl InstData {
             Some("saturate") => Ok(CastMode::Saturate),
             Some(other) => Err(format!("unknown cast mode `{other}` (expected rne or saturate)")),
         };
-        let pair = |key: &str, default: (u32, u32)| -> Result<(u32, u32), String> {
-            match attr(key) {
-                None => Ok(default),
-                Some(v) => {
-                    let (a, b) = v.split_once(',').ok_or_else(|| format!("`{key}={v}` must be two numbers `a,b`"))?;
-                    let num =
-                        |x: &str| x.trim().parse::<u32>().map_err(|_| format!("`{key}={v}` must be two numbers `a,b`"));
-                    Ok((num(a)?, num(b)?))
-                }
-            }
-        };
-        let acc = || -> Result<Option<EngineAccumulationType>, String> {
-            let Some(v) = attr("acc") else { return Ok(None) };
-            let mut flags = EngineAccumulationType::empty();
-            for part in v.split('|') {
-                flags |= match part {
-                    "start" => EngineAccumulationType::START,
-                    "accu" => EngineAccumulationType::ACCU,
-                    "stop" => EngineAccumulationType::STOP,
-                    "none" => EngineAccumulationType::empty(),
-                    other => return Err(format!("unknown accumulation flag `{other}` (expected start, accu, stop)")),
-                };
-            }
-            Ok(Some(flags))
-        };
-        let (pos, size) = (pair("pos", (0, 0))?, pair("size", (128, 128))?);
-        let tile_position = TilePosition { row: pos.0, col: pos.1 };
-        let tile_size = TileSize { rows: size.0, cols: size.1 };
+        let (perf_mode, tile_position, tile_size, acc) = parse_pe_attributes(attr)?;
         let inst = match opcode {
             "matmult" => InstData::MatMult(MatMultData {
                 dst: take("dst")?,
                 stationary: take("stationary")?,
                 moving: take("moving")?,
-                perf_mode: attr("perf")
-                    .map_or(Ok(PerfMode::None), |v| v.parse().map_err(|e: UnknownPerfMode| e.to_string()))?,
+                perf_mode,
                 tile_position,
                 tile_size,
-                acc: acc()?,
+                acc,
             }),
             "matmult_sparse" => InstData::MatMultSparse(MatMultSparseData {
                 dst: take("dst")?,
@@ -619,7 +636,7 @@ impl InstData {
                 pattern: need("pattern")?.parse().map_err(|e: UnknownSparsity| e.to_string())?,
                 tile_position,
                 tile_size,
-                acc: acc()?,
+                acc,
             }),
             "dma_copy" => {
                 InstData::DmaCopy(DmaCopyData { dst: take("dst")?, src: take("src")?, cast: cast(attr("cast"))? })
