@@ -125,6 +125,29 @@ struct Machine {
     stationary: Option<Stationary>,
     scratch: Scratch,
     double_row_ok: bool,
+    /// Recently decoded moving operands (plain perf mode), by access pattern; an SBUF write
+    /// that overlaps one drops it. Blocked schedules stream the same moving tile against
+    /// several stationary tiles, and decoding it once saves most of the decode time.
+    moving_cache: Vec<(HwAp, Vec<f32>)>,
+    /// The cache entry holding the moving operand just prepared, if it is there.
+    moving_hit: Option<usize>,
+}
+
+/// Decoded moving operands kept (a blocked schedule's N block x K chunks).
+const MOVING_CACHE_ENTRIES: usize = 32;
+
+impl Machine {
+    /// Forget cached operands that an SBUF write to `ap` may change.
+    fn invalidate(&mut self, ap: &HwAp) {
+        if ap.memory != Memory::Sbuf || self.moving_cache.is_empty() {
+            return;
+        }
+        let (p0, p1, lo, hi) = ap.byte_region();
+        self.moving_cache.retain(|(c, _)| {
+            let (q0, q1, clo, chi) = c.byte_region();
+            !(p0 < q1 && q0 < p1 && lo < chi && clo < hi)
+        });
+    }
 }
 
 /// Per-instruction context: where it is and what it may touch in the race log.
@@ -173,6 +196,23 @@ pub struct Simulator {
     alloc_error: Option<SimError>,
 }
 
+/// Bytes per partition of the SBUF image: the target's capacity, or less when no access of
+/// the program reaches that far (filling the unused tail would only cost time). Accesses
+/// beyond the capacity stay out of bounds either way.
+fn sbuf_image_bytes(program: &Program) -> usize {
+    let capacity = program.target.info().statebuf_par_size_in_bytes as usize;
+    let mut used = 0i64;
+    for inst in program.streams.iter().flatten() {
+        for (ap, _) in inst.op.accesses() {
+            if ap.memory == Memory::Sbuf {
+                let (_, _, _, hi) = ap.byte_region();
+                used = used.max(hi);
+            }
+        }
+    }
+    usize::try_from(used).map_or(capacity, |u| u.div_ceil(64).saturating_mul(64).min(capacity))
+}
+
 impl Simulator {
     /// A simulator for `program`: HBM zeroed, SBUF and PSUM filled with `0xFF` bytes so
     /// every float read before it is written is NaN.
@@ -180,7 +220,7 @@ impl Simulator {
     /// An HBM size that cannot be allocated does not panic: every later call returns
     /// [`SimError::HbmTooLarge`].
     pub fn new(program: &Program) -> Simulator {
-        let sbuf_partition_bytes = program.target.info().statebuf_par_size_in_bytes as usize;
+        let sbuf_partition_bytes = sbuf_image_bytes(program);
         let parts = NUM_PARTITIONS as usize;
         let (hbm, alloc_error) = match alloc_hbm(program.hbm_size) {
             Some(hbm) => (hbm, None),
@@ -201,6 +241,8 @@ impl Simulator {
                 stationary: None,
                 scratch: Scratch::default(),
                 double_row_ok: program.target.info().double_row,
+                moving_cache: Vec::new(),
+                moving_hit: None,
             },
             races: Vec::new(),
             alloc_error,
@@ -437,6 +479,12 @@ impl Machine {
     fn execute(&mut self, op: &Op, cx: &mut Cx<'_>) -> Result<(), SimError> {
         if !op.engine_class().contains(cx.at.engine) {
             return Err(SimError::WrongEngine { at: cx.at, op: op.name() });
+        }
+        self.moving_hit = None;
+        for (ap, written) in op.accesses() {
+            if written {
+                self.invalidate(ap);
+            }
         }
         match op {
             Op::LoadStationary { src, perf_mode, tile_size, .. } => {

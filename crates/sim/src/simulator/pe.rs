@@ -49,6 +49,13 @@ impl Machine {
             });
         }
         cx.record(&walk, false);
+        let cacheable = what == "moving" && perf_mode == PerfMode::None && ap.memory == Memory::Sbuf;
+        if cacheable {
+            if let Some(i) = self.moving_cache.iter().position(|(c, _)| c == ap) {
+                self.moving_hit = Some(i);
+                return Ok((p, f));
+            }
+        }
         let Scratch { f32_a: raw, f32_b: rows, .. } = &mut self.scratch;
         // Every element is decoded below, so the buffer is not cleared first.
         raw.resize(p * f, 0.0);
@@ -60,6 +67,13 @@ impl Machine {
         match perf_mode {
             PerfMode::None => {
                 std::mem::swap(raw, rows);
+                if cacheable {
+                    if self.moving_cache.len() >= super::MOVING_CACHE_ENTRIES {
+                        self.moving_cache.remove(0);
+                    }
+                    self.moving_cache.push((ap.clone(), std::mem::take(rows)));
+                    self.moving_hit = Some(self.moving_cache.len() - 1);
+                }
                 Ok((p, f))
             }
             PerfMode::DoubleRow => {
@@ -261,6 +275,11 @@ impl Machine {
             return Err(SimError::NoStationary { at });
         };
         let Scratch { f32_b: x, xpack, product, .. } = &mut self.scratch;
+        // The moving operand is in the decode cache (no copy) or in the scratch rows.
+        let x: &[f32] = match self.moving_hit.take().and_then(|i| self.moving_cache.get(i)) {
+            Some((_, data)) => data,
+            None => x,
+        };
         matmul_tn(&st.packed, n, x, xpack, product);
         let psum = &mut self.images.psum;
         let mut pos = 0;
