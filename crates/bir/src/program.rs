@@ -656,21 +656,25 @@ impl Program {
     }
 }
 
+/// An fp32 access pattern for tests.
+#[cfg(test)]
+pub(crate) fn test_ap(memory: Memory, start: u32, parts: u32, pstride: i64, offset: u64, dims: Vec<Dim>) -> HwAp {
+    HwAp {
+        memory,
+        dtype: DType::Fp32,
+        start_partition: start,
+        num_partitions: parts,
+        partition_stride: pstride,
+        byte_offset: offset,
+        dims,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn ap(memory: Memory, start: u32, parts: u32, pstride: i64, offset: u64, dims: Vec<Dim>) -> HwAp {
-        HwAp {
-            memory,
-            dtype: DType::Fp32,
-            start_partition: start,
-            num_partitions: parts,
-            partition_stride: pstride,
-            byte_offset: offset,
-            dims,
-        }
-    }
+    use super::test_ap as ap;
 
     #[test]
     fn byte_region_of_ordinary_patterns() {

@@ -496,26 +496,8 @@ mod tests {
 
     use super::*;
 
-    const GEMM: &str = "\
-kernel gemm_4x16x8
-inputs t0, t1
-outputs t2
-tensor t0 \"a\" hbm fp32 [4, 16]
-tensor t1 \"b\" hbm fp32 [16, 8]
-tensor t2 \"c\" hbm fp32 [4, 8]
-tensor t3 \"at\" sbuf bf16 [8, 8] @0
-tensor t4 \"bs\" sbuf bf16 [8, 16] @16
-tensor t5 \"acc\" psum fp32 [4, 8] @0
-tensor t6 \"cs\" sbuf fp32 [4, 8] @48
-i0 = dma_copy dst=t3{p0[1, 8] +0 [1, 4]} src=t0{p0[1, 8] +0 [16, 4]}
-i1 = dma_copy dst=t3{p0[1, 8] +4 [1, 4]} src=t0{p0[1, 8] +8 [16, 4]}
-i2 = dma_copy dst=t4{p0[1, 8] +0 [1, 8]} src=t1{p0[8, 8] +0 [1, 8]}
-i3 = dma_copy dst=t4{p0[1, 8] +8 [1, 8]} src=t1{p0[8, 8] +64 [1, 8]}
-i4 = matmult acc=start dst=t5{p0[1, 4] +0 [1, 8]} stationary=t3{p0[1, 8] +0 [1, 4]} moving=t4{p0[1, 8] +0 [1, 8]}
-i5 = matmult acc=stop dst=t5{p0[1, 4] +0 [1, 8]} stationary=t3{p0[1, 8] +4 [1, 4]} moving=t4{p0[1, 8] +8 [1, 8]}
-i6 = tensor_copy engine=act dst=t6{p0[1, 4] +0 [1, 8]} src=t5{p0[1, 4] +0 [1, 8]}
-i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}
-";
+    /// The hand-written GEMM of `examples/`.
+    const GEMM: &str = include_str!("../../../examples/gemm_4x16x8.pir");
 
     fn lowered() -> Program {
         let f = penguin::parse::parse(GEMM).unwrap();

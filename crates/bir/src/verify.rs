@@ -240,17 +240,7 @@ mod tests {
     use super::*;
     use crate::program::BirInst;
 
-    fn ap(memory: Memory, start: u32, parts: u32, pstride: i64, offset: u64, dims: Vec<Dim>) -> HwAp {
-        HwAp {
-            memory,
-            dtype: DType::Fp32,
-            start_partition: start,
-            num_partitions: parts,
-            partition_stride: pstride,
-            byte_offset: offset,
-            dims,
-        }
-    }
+    use crate::program::test_ap as ap;
 
     /// The verifier's errors for a program of one op on `engine`.
     fn errors(engine: Engine, op: Op) -> Vec<String> {

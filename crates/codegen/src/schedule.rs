@@ -741,22 +741,12 @@ impl<'a> Planner<'a> {
     /// Load the K stripe of one m tile (`lhs`) or n tile (`rhs`) into a slot, chunk after
     /// chunk.
     fn load_stripe(&mut self, slot: Slot, lhs: bool, t: (u64, u32)) -> Result<(), CodegenError> {
+        let chunks = self.chunks.clone();
         if lhs {
-            if let Some((nat, bank)) = self.pe_transpose {
-                let (lw, chunks) = (self.lhs_width(), self.chunks.clone());
-                return self.load_lhs_stripe_pe(slot, lw, t, &chunks, (nat, bank));
-            }
+            self.load_lhs_block(slot, &chunks, &[t])
+        } else {
+            self.load_rhs_block(slot, &chunks, &[t])
         }
-        let width = if lhs { self.lhs_width() } else { self.rhs_width() };
-        for (ci, chunk) in self.chunks.clone().into_iter().enumerate() {
-            let at = slot.at(ci as i64 * width);
-            if lhs {
-                self.load_lhs(at, 0, chunk, t)?;
-            } else {
-                self.load_rhs(at, 0, chunk, t)?;
-            }
-        }
-        Ok(())
     }
 
     /// A whole K stripe of A for m tile `(m0, msz)` in one DMA of its natural layout

@@ -599,36 +599,25 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 }
                 self.need_dtype(e, "transpose result", &t.dst, DType::Fp32);
             }
-            InstData::DmaGather(g) => {
-                self.need_dtype(e, "dma_gather index", &g.index, DType::Int32);
-                if u64::from(g.dst.partitions()) != g.index.ap.num_elems() || g.dst.free_elems() != g.table.free_elems()
-                {
-                    self.err(
-                        e,
-                        format!(
-                            "dma_gather destination {:?} must have one row per index ({}) of a table row's {} elements",
-                            g.dst.ap.shape(),
-                            g.index.ap.num_elems(),
-                            g.table.free_elems()
-                        ),
-                    );
-                }
-            }
-            InstData::DmaScatterAdd(s) => {
-                self.need_dtype(e, "dma_scatter_add index", &s.index, DType::Int32);
-                if u64::from(s.src.partitions()) != s.index.ap.num_elems() || s.src.free_elems() != s.table.free_elems()
-                {
-                    self.err(
-                        e,
-                        format!(
-                            "dma_scatter_add source {:?} must have one row per index ({}) of a table row's {} elements",
-                            s.src.ap.shape(),
-                            s.index.ap.num_elems(),
-                            s.table.free_elems()
-                        ),
-                    );
-                }
-            }
+            InstData::DmaGather(g) => self.check_indexed(e, "dma_gather destination", &g.dst, &g.table, &g.index),
+            InstData::DmaScatterAdd(s) => self.check_indexed(e, "dma_scatter_add source", &s.src, &s.table, &s.index),
+        }
+    }
+
+    /// A gather or scatter-add: an int32 index with one table row per entry.
+    fn check_indexed(&mut self, e: Entity, what: &str, rows: &InstTile, table: &InstTile, index: &InstTile) {
+        let op = what.split(' ').next().unwrap_or(what);
+        self.need_dtype(e, &format!("{op} index"), index, DType::Int32);
+        if u64::from(rows.partitions()) != index.ap.num_elems() || rows.free_elems() != table.free_elems() {
+            self.err(
+                e,
+                format!(
+                    "{what} {:?} must have one row per index ({}) of a table row's {} elements",
+                    rows.ap.shape(),
+                    index.ap.num_elems(),
+                    table.free_elems()
+                ),
+            );
         }
     }
 
