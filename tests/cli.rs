@@ -2,27 +2,12 @@
 //! independent numpy + ml_dtypes reference.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test helpers assert on values")]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn ntile(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ntile")).args(args).output().expect("the ntile binary runs")
-}
+use common::{code, ntile, scratch, stderr};
 
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally, not by a signal")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ntile-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use std::path::Path;
+use std::process::Command;
 
 fn python(script: &str) -> String {
     let o = Command::new("python3")

@@ -28,6 +28,10 @@
 //! the code does now (`cargo xtask bless`); review the diff before committing it.
 #![expect(clippy::unwrap_used, clippy::expect_used, reason = "test helpers assert by panicking")]
 
+mod common;
+
+use common::{code, ntile, path_str, scratch, stderr, stdout};
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -393,10 +397,6 @@ fn every_filetest_passes() {
 
 use std::process::{Command, Output, Stdio};
 
-fn ntile(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ntile")).args(args).output().expect("the ntile binary runs")
-}
-
 fn ntile_stdin(args: &[&str], stdin: &[u8]) -> Output {
     use std::io::Write as _;
     let mut child = Command::new(env!("CARGO_BIN_EXE_ntile"))
@@ -408,25 +408,6 @@ fn ntile_stdin(args: &[&str], stdin: &[u8]) -> Output {
         .expect("the ntile binary runs");
     child.stdin.take().unwrap().write_all(stdin).unwrap();
     child.wait_with_output().unwrap()
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally, not by a signal")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ntile-ir-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// A little-endian `.npy` file of `descr` elements.
@@ -459,10 +440,6 @@ fn read_f32(path: &Path) -> Vec<f32> {
 fn random(len: usize, seed: u64) -> Vec<f32> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     (0..len).map(|_| rng.gen_range(-1.0f32..1.0)).collect()
-}
-
-fn path_str(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 #[test]

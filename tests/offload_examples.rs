@@ -6,6 +6,10 @@
 //! out-of-range index an error naming the index and the bound.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test helpers assert on values")]
 
+mod common;
+
+use common::{path_str, scratch};
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,18 +17,6 @@ use std::process::{Command, Output};
 /// `examples/NAME` of the workspace.
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
-}
-
-/// A fresh directory for one test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ntile-offload-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn path_str(p: &Path) -> &str {
-    p.to_str().expect("temporary paths are UTF-8")
 }
 
 /// Run `python3 -c SCRIPT ARGS...` and return its stdout; a failing script fails the test
