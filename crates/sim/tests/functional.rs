@@ -471,3 +471,18 @@ fn memset_and_psum_writes_close_groups() {
     });
     Simulator::new(&b.program).run().unwrap();
 }
+
+#[test]
+fn pe_results_of_the_wrong_shape_are_errors() {
+    // Stationary [K=4, M=2], moving [K=4, N=3]: the product is [2, 3], not [3, 3].
+    let mut b = Builder::new(Target::Trn2);
+    b.push(Engine::Pe, ls(sbuf(DType::Fp32, 0, 4, 0, 2)), &[], None);
+    b.push(Engine::Pe, mm(psum(3, 0, 3), sbuf(DType::Fp32, 0, 4, 64, 3), Acc::START | Acc::STOP), &[], None);
+    let err = Simulator::new(&b.program).run().unwrap_err();
+    assert_eq!(err.to_string(), "pe[1]: result has 3 partitions x 3 elements but the product is [M=2, N=3]");
+    // The transpose of [4, 2] is [2, 4], not [4, 2].
+    let mut b = Builder::new(Target::Trn2);
+    b.push(Engine::Pe, Op::Transpose { dst: psum(4, 0, 2), src: sbuf(DType::Fp32, 0, 4, 0, 2) }, &[], None);
+    let err = Simulator::new(&b.program).run().unwrap_err();
+    assert_eq!(err.to_string(), "pe[0]: result has 4 partitions x 2 elements but the transpose of [4, 2] is [2, 4]");
+}

@@ -9,6 +9,7 @@ use super::{psum_position, Cx, Groups, Machine, Scratch, Stationary};
 use crate::convert::{decode_run, encode_run};
 use crate::error::{InstRef, SimError};
 use crate::gemm::matmul_tn;
+use crate::memory::Walk;
 
 /// Most partitions and free elements per partition a PE operand may have.
 #[derive(Clone, Copy)]
@@ -220,6 +221,29 @@ impl Machine {
         Ok(())
     }
 
+    /// Fail unless the PE result `dst` (walked as `dw`) is `rows` partitions x `cols`
+    /// elements; `expected` says what the shape should be.
+    fn result_shape(
+        at: InstRef,
+        dst: &HwAp,
+        dw: &Walk,
+        (rows, cols): (usize, usize),
+        expected: impl Fn() -> String,
+    ) -> Result<(), SimError> {
+        if dst.num_partitions as usize == rows && dw.elems == (rows * cols) as u64 {
+            return Ok(());
+        }
+        Err(SimError::MatmulShape {
+            at,
+            detail: format!(
+                "result has {} partitions x {} elements but {}",
+                dst.num_partitions,
+                dw.elems / u64::from(dst.num_partitions.max(1)),
+                expected()
+            ),
+        })
+    }
+
     pub(super) fn multiply_moving(
         &mut self,
         cx: &mut Cx<'_>,
@@ -250,16 +274,7 @@ impl Machine {
             });
         }
         let dw = self.walk(at, dst)?;
-        if dst.num_partitions as usize != m || dw.elems != (m * n) as u64 {
-            return Err(SimError::MatmulShape {
-                at,
-                detail: format!(
-                    "result has {} partitions x {} elements but the product is [M={m}, N={n}]",
-                    dst.num_partitions,
-                    dw.elems / u64::from(dst.num_partitions.max(1))
-                ),
-            });
-        }
+        Self::result_shape(at, dst, &dw, (m, n), || format!("the product is [M={m}, N={n}]"))?;
         cx.record(&dw, true);
         let start = acc.contains(Acc::START);
         let stop = acc.contains(Acc::STOP);
@@ -319,16 +334,7 @@ impl Machine {
         let limits = Limits { partitions: NUM_PARTITIONS as usize, free: MAX_STATIONARY_FREE as usize };
         let (p, f) = self.pe_operand(cx, src, PerfMode::None, "transpose source", limits)?;
         let dw = self.walk(at, dst)?;
-        if dst.num_partitions as usize != f || dw.elems != (p * f) as u64 {
-            return Err(SimError::MatmulShape {
-                at,
-                detail: format!(
-                    "result has {} partitions x {} elements but the transpose of [{p}, {f}] is [{f}, {p}]",
-                    dst.num_partitions,
-                    dw.elems / u64::from(dst.num_partitions.max(1))
-                ),
-            });
-        }
+        Self::result_shape(at, dst, &dw, (f, p), || format!("the transpose of [{p}, {f}] is [{f}, {p}]"))?;
         cx.record(&dw, true);
         let Scratch { f32_b: rows, product, .. } = &mut self.scratch;
         product.resize(p * f, 0.0);
