@@ -2,7 +2,9 @@
 //!
 //! Each Penguin instruction becomes one or more instructions on one engine stream: matmuls
 //! on the PE as LoadStationary + MultiplyMoving ([`codegen_mat_mul_op`]), DMA copies on the
-//! 16 DMA queues in turn, tensor copies and memsets on the engine they name. A dependency
+//! DMA queues in turn (copies into HBM on their own [`STORE_QUEUES`], so that a store never
+//! waits in line behind a prefetch that is itself waiting for a buffer to be released),
+//! tensor copies and memsets on the engine they name. A dependency
 //! edge between instructions on different engines becomes a semaphore: every engine has one
 //! semaphore that its instructions with cross-engine dependents increment, and a consumer
 //! waits until the producer's engine semaphore reaches the count of the producer.
@@ -18,6 +20,10 @@ use crate::program::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program, Sem
 /// Bytes an offloaded op's piece should carry at least (see `spread`).
 const SPREAD_PIECE_BYTES: u64 = 64 * 1024;
 
+/// DMA queues reserved for plain copies into HBM (the last ones); the others take every other
+/// plain copy. Offloaded ops spread over all queues.
+pub const STORE_QUEUES: u8 = 4;
+
 /// HBM tensors are aligned to this many bytes.
 const HBM_ALIGN: u64 = 64;
 
@@ -27,6 +33,9 @@ struct LowerCx<'a, F: ?Sized> {
     /// Per tensor: HBM byte address, or on-chip byte offset inside a partition.
     address: Vec<u64>,
     next_dma_queue: u8,
+    /// The next load queue (`0..16 - STORE_QUEUES`) and store queue (the rest), in turn.
+    next_load_queue: u8,
+    next_store_queue: u8,
     program: Program,
 }
 
@@ -47,6 +56,8 @@ pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) ->
         target,
         address: Vec::with_capacity(f.num_tensors()),
         next_dma_queue: 0,
+        next_load_queue: 0,
+        next_store_queue: 0,
         program: Program::new(f.kernel_name(), target),
     };
     cx.assign_addresses()?;
@@ -172,6 +183,21 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
         })
     }
 
+    /// The queue of a plain DMA copy: stores (into HBM) and other copies take turns over
+    /// separate sets of queues.
+    fn next_copy_queue(&mut self, store: bool) -> Engine {
+        let loads = penguin::target::NUM_DMA_QUEUES as u8 - STORE_QUEUES;
+        if store {
+            let q = loads + self.next_store_queue;
+            self.next_store_queue = (self.next_store_queue + 1) % STORE_QUEUES;
+            Engine::Dma(q)
+        } else {
+            let q = self.next_load_queue;
+            self.next_load_queue = (self.next_load_queue + 1) % loads;
+            Engine::Dma(q)
+        }
+    }
+
     fn next_queue(&mut self) -> Engine {
         let e = Engine::Dma(self.next_dma_queue);
         self.next_dma_queue = (self.next_dma_queue + 1) % penguin::target::NUM_DMA_QUEUES as u8;
@@ -207,7 +233,7 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
                 Op::Transpose { dst: self.hw_ap(id, Engine::Pe, &t.dst)?, src: self.hw_ap(id, Engine::Pe, &t.src)? },
             ),
             InstData::DmaCopy(d) => {
-                let engine = self.next_queue();
+                let engine = self.next_copy_queue(d.dst.memory == Memory::Hbm);
                 let op = Op::DmaCopy {
                     dst: self.hw_ap(id, engine, &d.dst)?,
                     src: self.hw_ap(id, engine, &d.src)?,
@@ -580,5 +606,27 @@ mod tests {
             let err = lower(verify(&f).unwrap(), Target::Trn2).unwrap_err();
             assert!(matches!(&err, BirError::Unsupported(m) if m.contains("exceed 2^64 bytes")), "{err}");
         }
+    }
+
+    /// Plain copies into HBM land on the store queues, every other plain copy on the others.
+    #[test]
+    fn stores_and_loads_take_separate_queues() {
+        let f = penguin::parse::parse(include_str!("../../../examples/gemm_4x16x8.pir")).unwrap();
+        let p = lower(verify(&f).unwrap(), Target::Trn2).unwrap();
+        let loads = penguin::target::NUM_DMA_QUEUES as u8 - STORE_QUEUES;
+        let (mut stores, mut others) = (Vec::new(), Vec::new());
+        for q in 0..penguin::target::NUM_DMA_QUEUES as u8 {
+            for inst in p.stream(Engine::Dma(q)) {
+                if let Op::DmaCopy { dst, .. } = &inst.op {
+                    if dst.memory == Memory::Hbm {
+                        stores.push(q);
+                    } else {
+                        others.push(q);
+                    }
+                }
+            }
+        }
+        assert_eq!(stores, vec![loads], "the one store of the example");
+        assert_eq!(others, vec![0, 1, 2, 3], "the four loads of the example, in turn");
     }
 }

@@ -61,5 +61,5 @@ i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}
 ;   0: dma_copy cast=rne dst=sbuf.bf16[p0:8:1 @16 [1, 8]] src=hbm.fp32[p0:8:8 @256 [1, 8]] signal(s7) origin(i2)
 ; stream dma3:
 ;   0: dma_copy cast=rne dst=sbuf.bf16[p0:8:1 @32 [1, 8]] src=hbm.fp32[p0:8:8 @512 [1, 8]] signal(s8) origin(i3)
-; stream dma4:
+; stream dma12:
 ;   0: dma_copy cast=rne dst=hbm.fp32[p0:4:8 @768 [1, 8]] src=sbuf.fp32[p0:4:1 @48 [1, 8]] wait(s1>=1) origin(i7)

@@ -72,5 +72,5 @@ i7 = dma_copy cast=rne dst=t2{p0[8, 4] +0 [1, 8]} src=t4{p0[1, 4] +0 [1, 8]} aft
 ;   0: dma_copy cast=rne dst=sbuf.bf16[p0:128:1 @4096 [1, 4]] src=hbm.fp32[p0:128:1 @0 [200, 4]] signal(s7) origin(i2)
 ; stream dma3:
 ;   0: dma_copy cast=rne dst=sbuf.bf16[p0:72:1 @4352 [1, 4]] src=hbm.fp32[p0:72:1 @512 [200, 4]] signal(s8) origin(i3)
-; stream dma4:
+; stream dma12:
 ;   0: dma_copy cast=rne dst=hbm.fp32[p0:4:8 @9600 [1, 8]] src=sbuf.fp32[p0:4:1 @2048 [1, 8]] wait(s2>=1) origin(i7)
