@@ -228,3 +228,52 @@ fn single_buffered_outer_blocks_compute_the_same_product() {
         assert!(out.report.check.unwrap().passed, "{order:?}");
     }
 }
+
+/// blocked-mn over 3 x 3 blocks in snake order: an inner block still resident from the end of
+/// one outer iteration is not loaded again (5 inner loads instead of 9), A is transposed just
+/// in time on the PE or by the DMA, and the product is unchanged in both loop orders.
+#[test]
+fn snake_order_reuses_resident_blocks_and_keeps_the_product() {
+    use gemm::TransposeOn;
+    let (m, k, n) = (384u64, 256u64, 1536u64);
+    for order in [codegen::LoopOrder::MOuter, codegen::LoopOrder::NOuter] {
+        for transpose in [TransposeOn::Pe, TransposeOn::Dma] {
+            let mut a = args(m, k, n, DType::Bf16, Target::Trn2);
+            a.schedule = Some(codegen::Schedule::BlockedMn);
+            a.hbm_dtype = Some(DType::Bf16);
+            a.order = Some(order);
+            a.transpose = Some(transpose);
+            a.block_m = Some(128);
+            a.block_n = Some(512);
+            let out = gemm::run(&a).unwrap();
+            assert!(out.report.check.as_ref().unwrap().passed, "{order:?} {transpose:?}");
+            // bf16 operands, fp32 output; the inner operand's blocks are loaded 5 times.
+            let (a_tile, b_tile) = (128 * k * 2, k * 512 * 2);
+            let (a_bytes, b_bytes) = match order {
+                codegen::LoopOrder::MOuter => (3 * a_tile, 5 * b_tile),
+                codegen::LoopOrder::NOuter => (5 * a_tile, 3 * b_tile),
+            };
+            assert_eq!(out.report.hbm_bytes, a_bytes + b_bytes + m * n * 4, "{order:?} {transpose:?}");
+            let expect = if transpose == TransposeOn::Pe { "pe" } else { "dma" };
+            assert_eq!(out.report.lhs_transpose, expect);
+        }
+    }
+}
+
+/// blocked-mnk with A transposed on the PE: natural K blocks loaded ahead, transposed just in
+/// time, partials added on VectorE and GpSimd in turn, the result block stored by a casting
+/// DMA (bf16 output).
+#[test]
+fn blocked_mnk_with_pe_transposes_and_a_casting_store() {
+    let mut a = args(300, 1000, 1100, DType::Bf16, Target::Trn2);
+    a.schedule = Some(codegen::Schedule::BlockedMnk);
+    a.transpose = Some(gemm::TransposeOn::Pe);
+    a.out_dtype = Some(DType::Bf16);
+    a.block_m = Some(256);
+    a.block_n = Some(1024);
+    a.block_k = Some(384);
+    let out = gemm::run(&a).unwrap();
+    assert!(out.report.check.as_ref().unwrap().passed);
+    assert_eq!(out.report.lhs_transpose, "pe");
+    assert!(out.report.engine_busy.pool > 0.0 && out.report.engine_busy.dve > 0.0);
+}

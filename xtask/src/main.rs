@@ -4,6 +4,7 @@
 //!   warnings`, `cargo test --workspace`.
 //! - `cargo xtask bench`: run the criterion benches and print the figures a reader needs
 //!   (simulation vs plain GEMM ratio, planning and cycle-model times, the issue-6 suite).
+//! - `cargo xtask suite`: only the suite table (modeled figures; no criterion run).
 //! - `cargo xtask bless`: rewrite filetest expectations (`NTILE_BLESS=1`).
 //! - `cargo xtask fuzz`: the byte-mutation test of the parsers at 20x its CI size.
 //! - `cargo xtask golden`: regenerate the committed float-conversion golden vectors in
@@ -96,13 +97,21 @@ fn suite(ntile: &std::path::Path) -> Result<String> {
         "fp8 double_row 2048x4096x11008 trn2".into(),
         "--m 2048 --k 4096 --n 11008 --dtype fp8e4m3 --perf-mode double_row --target trn2".into(),
     ));
+    // The lower bound counts C in operand-dtype words, so the suite writes C in bf16 too.
     let mut out = String::from(
-        "\n== suite (bf16 operands in HBM unless named; --no-sim) ==\n\
-         shape                                       schedule      modeled_us   HFU   HBM/LB  plan_ms\n",
+        "\n== suite (operands and C bf16 in HBM unless named; --no-sim) ==\n\
+         shape                                       schedule      A^T by  modeled_us   HFU   HBM/LB  plan_ms\n",
     );
     for (label, args) in runs {
         let mut cmd = Command::new(ntile);
-        cmd.arg("gemm").args(args.split_whitespace()).args(["--hbm-dtype", "bf16", "--no-sim", "--json"]);
+        cmd.arg("gemm").args(args.split_whitespace()).args([
+            "--hbm-dtype",
+            "bf16",
+            "--out-dtype",
+            "bf16",
+            "--no-sim",
+            "--json",
+        ]);
         let o = cmd.output().with_context(|| format!("running ntile gemm {args}"))?;
         if !o.status.success() {
             out += &format!("{label:<44} failed: {}\n", String::from_utf8_lossy(&o.stderr).trim());
@@ -111,8 +120,9 @@ fn suite(ntile: &std::path::Path) -> Result<String> {
         let v: serde_json::Value = serde_json::from_slice(&o.stdout)?;
         let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
         out += &format!(
-            "{label:<44} {:<13} {:>10.1} {:>5.2} {:>7.2} {:>8.0}\n",
+            "{label:<44} {:<13} {:<6} {:>10.1} {:>5.2} {:>7.2} {:>8.0}\n",
             v["schedule"].as_str().unwrap_or("?"),
+            v["lhs_transpose"].as_str().unwrap_or("?"),
             f("modeled_time_us"),
             f("hfu"),
             f("hbm_bytes") / f("io_lower_bound_bytes"),
@@ -178,10 +188,15 @@ fn main() -> Result<()> {
     match task.as_deref() {
         Some("ci") => ci(),
         Some("bench") => bench(),
+        Some("suite") => {
+            cargo(&["build", "--release", "-p", "ntile"])?;
+            say(&suite(&workspace_root().join("target/release/ntile"))?);
+            Ok(())
+        }
         Some("golden") => golden(),
         Some("bless") => bless(),
         Some("fuzz") => fuzz(),
-        Some(other) => bail!("unknown task `{other}` (available: ci, bench, bless, fuzz, golden)"),
-        None => bail!("usage: cargo xtask <ci|bench|bless|fuzz|golden>"),
+        Some(other) => bail!("unknown task `{other}` (available: ci, bench, suite, bless, fuzz, golden)"),
+        None => bail!("usage: cargo xtask <ci|bench|suite|bless|fuzz|golden>"),
     }
 }

@@ -148,6 +148,18 @@ impl Default for BlockSizes {
     }
 }
 
+impl BlockSizes {
+    /// The default blocks of a schedule: `blocked-mnk` keeps only K blocks of its operands,
+    /// so it affords twice the M and N block of the whole-K-stripe schedules (more reuse per
+    /// byte loaded) with half their K block.
+    pub fn for_schedule(schedule: Schedule) -> BlockSizes {
+        match schedule {
+            Schedule::BlockedMnk => BlockSizes { m: 8 * M_TILE, n: 4 * N_TILE, k: 4 * K_TILE },
+            Schedule::Naive | Schedule::Hoisted | Schedule::BlockedMn | Schedule::Auto => BlockSizes::default(),
+        }
+    }
+}
+
 /// What to plan.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GemmConfig {

@@ -42,4 +42,7 @@ pub use gemm::{
 };
 pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions};
 pub use offload::{Base, OffloadValue, ShapeBases};
-pub use schedule::{auto_candidates, estimate_ns, plan_gemm, plan_gemm_auto, plan_gemm_fitting, AutoChoice};
+pub use schedule::{
+    auto_candidates, estimate_ns, plan_gemm, plan_gemm_auto, plan_gemm_fitting, AutoChoice, AutoCost,
+    AUTO_TIME_TOLERANCE,
+};

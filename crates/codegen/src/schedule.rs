@@ -20,7 +20,8 @@
 //!   evacuate. The loop order picks which block loop is outside.
 //! - `blocked-mnk`: blocks in all three; for each (M block, N block) keep an fp32 result
 //!   block in SBUF; for each K block load the A^T and B blocks, accumulate each tile's K-block
-//!   partial in PSUM and add it into the result block on VectorE; store the block once.
+//!   partial in PSUM and add it into the result block on VectorE and GpSimd in turn; store the block once (the
+//!   store DMA casts to the output dtype).
 //!
 //! Every buffer that is refilled inside a loop has two slots, so the DMA queues can fill the
 //! next slot while the PE works on the other (double buffering): the dependency edges (and so
@@ -105,6 +106,10 @@ pub fn auto_candidates(cfg: &GemmConfig) -> Vec<GemmConfig> {
     for order in [LoopOrder::MOuter, LoopOrder::NOuter] {
         for &bm in &sizes(mt, &[1, 2, 4, 8, 16]) {
             for &bn in &sizes(nt, &[1, 2, 4, 8]) {
+                // With a single block on either side both loop orders are the same nest.
+                if order == LoopOrder::NOuter && (bm == mt || bn == nt) {
+                    continue;
+                }
                 out.push(with(Schedule::BlockedMn, bm, bn, 1, order));
                 for &bk in &sizes(kt, &[4, 8, 16, 32]) {
                     if bk < kt {
@@ -138,18 +143,34 @@ pub struct AutoChoice {
     pub config: GemmConfig,
     /// Its modeled cost.
     pub cost: f64,
+    /// The HBM bytes it moves.
+    pub hbm_bytes: u64,
     /// Candidates that fit SBUF and were modeled.
     pub evaluated: usize,
     /// Candidates refused for SBUF capacity.
     pub rejected: usize,
 }
 
+/// What `auto` weighs a candidate by.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AutoCost {
+    /// Modeled time (lower is better).
+    pub time: f64,
+    /// HBM bytes moved.
+    pub hbm_bytes: u64,
+}
+
+/// Candidates whose modeled time is within this fraction of the fastest count as equally
+/// fast; among them `auto` keeps the one that moves the fewest HBM bytes (the cores of a chip
+/// share its HBM bandwidth, so traffic saved is bandwidth left to the others).
+pub const AUTO_TIME_TOLERANCE: f64 = 0.02;
+
 /// A quick analytic estimate of a candidate's time in ns, from the same SPEC facts as the
-/// cycle model: the largest of the PE time (every matmul at `max(N, 64)` cycles), the HBM
+/// cycle model: a smooth maximum of the PE time (every matmul at `max(N, 64)` cycles), the HBM
 /// time of the bytes the loop nest moves, the DMA engines' data time (16 engines, runs shorter
 /// than 4 KiB per partition proportionally slower) and the DMA queues' fixed cost (1.3 us
-/// per transfer over 16 queues). `auto` ranks candidates with it and runs the cycle model on
-/// the best few.
+/// per transfer over 16 queues), the PE's transposes of A and the vector engines' copies and
+/// K-block additions. `auto` ranks candidates with it and runs the cycle model on the best few.
 pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
     let info = cfg.target.info();
     let (mt, nt) = (cfg.m.div_ceil(M_TILE) as f64, cfg.n.div_ceil(N_TILE) as f64);
@@ -177,11 +198,13 @@ pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
     let a_run = if cfg.lhs_transposed {
         128.0 * s_in
     } else if cfg.transposes_lhs_on_pe() {
-        if stripes {
-            cfg.k as f64 * s_in
-        } else {
-            128.0 * s_in
-        }
+        // Natural rows: whole K stripes, K blocks, or one chunk.
+        let run = match cfg.schedule {
+            _ if stripes => cfg.k,
+            Schedule::BlockedMnk => cfg.k.min(cfg.blocks.k),
+            _ => 128,
+        };
+        run as f64 * s_in
     } else if cfg.target == penguin::Target::Trn1 {
         s_in
     } else {
@@ -195,34 +218,46 @@ pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
     let b_transfers = nt / b_wide * chunks * b_times;
     let fixed_ns = (a_transfers + b_transfers + mt * nt) * 1300.0 / 16.0;
     let hbm_ns = (a * a_times + b * b_times + out) / info.hbm_bytes_per_ns;
-    pe_ns.max(hbm_ns).max(data_ns).max(fixed_ns)
+    // PE transposes of A (128 cycles per chunk of an m tile, each time A is loaded), and the
+    // vector engines: evacuations take turns on ACT and DVE; blocked-mnk adds every K block
+    // but the first into its result block on DVE and POOL in turn (~1 element per cycle + 60
+    // cycles each).
+    let transposes_ns = if cfg.transposes_lhs_on_pe() { mt * chunks * a_times * 128.0 / info.pe_ghz } else { 0.0 };
+    let per_tile = |ghz: f64| (N_TILE as f64 + 60.0) / ghz;
+    let k_blocks = (cfg.k as f64 / cfg.blocks.k.max(1) as f64).ceil();
+    let dve_ns = match cfg.schedule {
+        Schedule::BlockedMnk => mt * nt * (k_blocks - 1.0).max(0.0) * per_tile(info.dve_ghz) / 2.0,
+        _ => mt * nt * per_tile(info.dve_ghz) / 2.0,
+    };
+    // A smooth maximum: resources that are nearly as busy as the busiest one stall it now and
+    // then, so near-ties rank behind candidates with one clear bottleneck.
+    let parts = [pe_ns + transposes_ns, hbm_ns, data_ns, fixed_ns, dve_ns];
+    let top = parts.iter().copied().fold(0.0, f64::max).max(1.0);
+    top * parts.iter().map(|t| (t / top).powi(8)).sum::<f64>().powf(1.0 / 8.0)
 }
 
 /// Plan with `auto`: rank the candidates of [`auto_candidates`] by [`estimate_ns`], plan the
-/// best `shortlist` that fit SBUF, weigh each with `cost` (lower is better; the cycle model's
-/// time in practice) and keep the best.
+/// best `shortlist` that fit SBUF and weigh each with `cost` (the cycle model in practice).
+/// The fewest HBM bytes among those within [`AUTO_TIME_TOLERANCE`] of the fastest wins.
 pub fn plan_gemm_auto(
     cfg: &GemmConfig,
     shortlist: usize,
-    cost: &mut dyn FnMut(&GemmPlan) -> Result<f64, CodegenError>,
+    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
 ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
     cfg.validate()?;
     let mut ranked: Vec<(f64, GemmConfig)> = auto_candidates(cfg).into_iter().map(|c| (estimate_ns(&c), c)).collect();
     ranked.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let mut best: Option<(GemmPlan, f64)> = None;
-    let (mut evaluated, mut rejected) = (0, 0);
+    let mut weighed: Vec<(GemmPlan, AutoCost)> = Vec::new();
+    let mut rejected = 0;
     let mut last_err = None;
     for (_, cand) in ranked {
-        if evaluated >= shortlist.max(1) {
+        if weighed.len() >= shortlist.max(1) {
             break;
         }
         match plan_gemm(&cand) {
             Ok(plan) => {
                 let c = cost(&plan)?;
-                evaluated += 1;
-                if best.as_ref().is_none_or(|(_, b)| c < *b) {
-                    best = Some((plan, c));
-                }
+                weighed.push((plan, c));
             }
             Err(e @ CodegenError::SbufCapacity { .. }) => {
                 rejected += 1;
@@ -231,9 +266,16 @@ pub fn plan_gemm_auto(
             Err(e) => return Err(e),
         }
     }
+    let evaluated = weighed.len();
+    let fastest = weighed.iter().map(|(_, c)| c.time).fold(f64::INFINITY, f64::min);
+    let best = weighed
+        .into_iter()
+        .filter(|(_, c)| c.time <= fastest * (1.0 + AUTO_TIME_TOLERANCE))
+        .min_by(|(_, x), (_, y)| x.hbm_bytes.cmp(&y.hbm_bytes).then(x.time.total_cmp(&y.time)));
     match best {
         Some((plan, c)) => {
-            let choice = AutoChoice { config: plan.config.clone(), cost: c, evaluated, rejected };
+            let choice =
+                AutoChoice { config: plan.config.clone(), cost: c.time, hbm_bytes: c.hbm_bytes, evaluated, rejected };
             Ok((plan, choice))
         }
         None => Err(last_err.unwrap_or_else(|| CodegenError::BadGemm("auto found no schedule".into()))),
@@ -280,8 +322,12 @@ struct Planner<'a> {
     pe_transpose: Option<([TensorId; 2], TensorId)>,
     out: [TensorId; 2],
     transposes: usize,
-    /// Natural-layout stripes of A loaded (alternating the two natural buffers).
-    stripes: usize,
+    /// The stripe schedules transpose A just in time: the m tiles in the order compute first
+    /// reads them after a (re)load, how many of their natural stripes have been loaded and how
+    /// many transposed.
+    pe_seq: Vec<(u64, u32)>,
+    pe_loaded: usize,
+    pe_done: usize,
     groups: usize,
 }
 
@@ -333,8 +379,16 @@ impl<'a> Planner<'a> {
         let psum_banks =
             (0..group_banks).map(|b| cg.alloc_psum_bank(&format!("psum{b}"), b, 128)).collect::<Result<_, _>>()?;
         let pe_transpose = if needs_pe_transpose {
-            // The stripe schedules load a whole K stripe of A in its natural layout at once.
-            let width = if naive { 128 } else { cfg.k as u32 };
+            // The stripe schedules load a whole K stripe of A in its natural layout at once,
+            // `blocked-mnk` the K block of each m tile of its M block.
+            let width = match cfg.schedule {
+                Schedule::Naive => 128,
+                Schedule::BlockedMnk => {
+                    let tiles = cfg.blocks.m.div_ceil(M_TILE).clamp(1, cfg.m.div_ceil(M_TILE));
+                    (u64::from(mnk_natural_width(cfg)) * tiles) as u32
+                }
+                _ => cfg.k as u32,
+            };
             let nd = NDTile { partitions: 128, free: vec![width], dtype: cfg.lhs_dtype };
             let nat = [cg.alloc_sbuf("a_nat0", &nd)?, cg.alloc_sbuf("a_nat1", &nd)?];
             Some((nat, cg.alloc_psum_bank("psum_transpose", banks - 1, 128)?))
@@ -357,7 +411,9 @@ impl<'a> Planner<'a> {
             pe_transpose,
             out,
             transposes: 0,
-            stripes: 0,
+            pe_seq: Vec::new(),
+            pe_loaded: 0,
+            pe_done: 0,
             groups: 0,
         })
     }
@@ -526,8 +582,7 @@ impl<'a> Planner<'a> {
         let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, chunk.real, (i % 4) as i64 * 128, msz);
         self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src: natural }))?;
         let dst = on_chip(slot.tensor, Memory::Sbuf, cfg.lhs_dtype, start, chunk.real, slot.offset, msz);
-        let engine = if i.is_multiple_of(2) { ComputeEngine::Dve } else { ComputeEngine::Pool };
-        self.copy(engine, dst.clone(), psum)?;
+        self.copy(transpose_copy_engine(i), dst.clone(), psum)?;
         Ok(Lhs { tile: dst, tags: None })
     }
 
@@ -749,50 +804,96 @@ impl<'a> Planner<'a> {
         }
     }
 
-    /// A whole K stripe of A for m tile `(m0, msz)` in one DMA of its natural layout
-    /// (contiguous runs of K elements), then each chunk transposed on the PE through PSUM
-    /// into the stationary slot.
-    fn load_lhs_stripe_pe(
+    /// Transpose `chunks` of a natural stripe (held at `nat` from row `k0`) on the PE through
+    /// PSUM, copying chunk `i` to `slot + i * chunk_stride`.
+    fn transpose_stripe(
         &mut self,
+        nat: Slot,
+        k0: u64,
         slot: Slot,
         chunk_stride: i64,
-        (m0, msz): (u64, u32),
+        msz: u32,
         chunks: &[KChunk],
-        (nat, bank): ([TensorId; 2], TensorId),
     ) -> Result<(), CodegenError> {
         let cfg = self.cfg;
-        let (Some(first), Some(last)) = (chunks.first(), chunks.last()) else { return Ok(()) };
-        let which = nat[self.stripes % 2];
-        self.stripes += 1;
-        let (k0, width) = (first.k0, (last.k0 + u64::from(last.real) - first.k0) as u32);
-        let natural = on_chip(which, Memory::Sbuf, cfg.lhs_dtype, 0, msz, 0, width);
-        self.dma(natural, hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, k0, width)))?;
+        let Some((_, bank)) = self.pe_transpose else { return Ok(()) };
         for (ci, chunk) in chunks.iter().enumerate() {
             let i = self.transposes;
             self.transposes += 1;
-            let src = on_chip(which, Memory::Sbuf, cfg.lhs_dtype, 0, msz, (chunk.k0 - k0) as i64, chunk.real);
+            let src = on_chip(
+                nat.tensor,
+                Memory::Sbuf,
+                cfg.lhs_dtype,
+                0,
+                msz,
+                nat.offset + (chunk.k0 - k0) as i64,
+                chunk.real,
+            );
             let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, chunk.real, (i % 4) as i64 * 128, msz);
             self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src }))?;
             let at = slot.at(ci as i64 * chunk_stride);
             let dst = on_chip(at.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.real, at.offset, msz);
-            let engine = if i.is_multiple_of(2) { ComputeEngine::Dve } else { ComputeEngine::Pool };
-            self.copy(engine, dst, psum)?;
+            self.copy(transpose_copy_engine(i), dst, psum)?;
         }
         Ok(())
     }
 
-    /// Load the given K chunks of a block of m tiles (the stationary operand), laid out
-    /// `[chunk][tile]` from `slot`: whole natural stripes transposed on the PE, or as
-    /// [`Self::load_block`] does.
-    fn load_lhs_block(&mut self, slot: Slot, chunks: &[KChunk], block: &[(u64, u32)]) -> Result<(), CodegenError> {
-        if let Some(pe) = self.pe_transpose {
-            let lw = self.lhs_width();
-            for (t, &m) in block.iter().enumerate() {
-                self.load_lhs_stripe_pe(slot.at(t as i64 * lw), block.len() as i64 * lw, m, chunks, pe)?;
-            }
-            return Ok(());
+    /// Load the natural stripes of the next tiles of `pe_seq`, at most two ahead of the
+    /// transposes (there are two natural buffers; a load is emitted after the transposes that
+    /// read its buffer last, so it only waits for them).
+    fn pe_prefetch(&mut self) -> Result<(), CodegenError> {
+        let Some((nat, _)) = self.pe_transpose else { return Ok(()) };
+        let cfg = self.cfg;
+        while self.pe_loaded < self.pe_seq.len() && self.pe_loaded < self.pe_done + 2 {
+            let (m0, msz) = self.pe_seq[self.pe_loaded];
+            let natural = on_chip(nat[self.pe_loaded % 2], Memory::Sbuf, cfg.lhs_dtype, 0, msz, 0, cfg.k as u32);
+            let src = hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, 0, cfg.k as u32));
+            self.dma(natural, src)?;
+            self.pe_loaded += 1;
         }
+        Ok(())
+    }
+
+    /// Transpose the whole K stripe of the next tile of `pe_seq` (which must be `m`) into
+    /// `slot` with chunks `chunk_stride` apart, just before its first matmul, and prefetch.
+    fn pe_transpose_next(&mut self, slot: Slot, chunk_stride: i64, m: (u64, u32)) -> Result<(), CodegenError> {
+        let Some((nat, _)) = self.pe_transpose else { return Ok(()) };
+        if self.pe_seq.get(self.pe_done) != Some(&m) || self.pe_done >= self.pe_loaded {
+            return Err(CodegenError::BadGemm(format!("PE transpose of m tile {m:?} out of sequence")));
+        }
+        let which = Slot { tensor: nat[self.pe_done % 2], offset: 0, tags: None };
+        self.pe_done += 1;
+        let chunks = self.chunks.clone();
+        self.transpose_stripe(which, 0, slot, chunk_stride, m.1, &chunks)?;
+        self.pe_prefetch()
+    }
+
+    /// Load the given K chunks of a block of m tiles (the stationary operand), laid out
+    /// `[chunk][tile]` from `slot` (A transposed on the PE is loaded by the schedules
+    /// themselves, in its natural layout).
+    fn load_lhs_block(&mut self, slot: Slot, chunks: &[KChunk], block: &[(u64, u32)]) -> Result<(), CodegenError> {
         self.load_block(slot, chunks, block, true)
+    }
+
+    /// Load the natural rows `chunks` of each m tile of `block` into natural buffer `which`,
+    /// tile `t` at `t * width` elements.
+    fn load_lhs_natural(
+        &mut self,
+        which: usize,
+        width: i64,
+        chunks: &[KChunk],
+        block: &[(u64, u32)],
+    ) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let (Some((nat, _)), Some(first), Some(last)) = (self.pe_transpose, chunks.first(), chunks.last()) else {
+            return Ok(());
+        };
+        let (k0, rows) = (first.k0, (last.k0 + u64::from(last.real) - first.k0) as u32);
+        for (t, &(m0, msz)) in block.iter().enumerate() {
+            let dst = on_chip(nat[which], Memory::Sbuf, cfg.lhs_dtype, 0, msz, t as i64 * width, rows);
+            self.dma(dst, hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, k0, rows)))?;
+        }
+        Ok(())
     }
 
     /// Load the given K chunks of a block of n tiles (the moving operand), laid out
@@ -850,16 +951,24 @@ impl<'a> Planner<'a> {
                 steps.push((mi, ni, m, n));
             }
         }
+        let pe = self.pe_transpose.is_some();
+        if pe {
+            self.pe_seq = tiles(self.cfg.m, M_TILE).collect();
+            self.pe_prefetch()?;
+        }
         self.pipelined(
             &steps,
             &mut |p, i, (mi, ni, m, n)| {
-                if ni == 0 {
+                if ni == 0 && !pe {
                     p.load_stripe(lhs[mi % 2], true, m)?;
                 }
                 p.load_stripe(rhs[i % 2], false, n)
             },
-            &mut |p, i, (mi, _, m, n)| {
+            &mut |p, i, (mi, ni, m, n)| {
                 let (l, r) = (lhs[mi % 2], rhs[i % 2]);
+                if ni == 0 && pe {
+                    p.pe_transpose_next(l, lw, m)?;
+                }
                 p.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * rw), m, n)
             },
         )
@@ -879,66 +988,84 @@ impl<'a> Planner<'a> {
         let ntiles: Vec<_> = tiles(self.cfg.n, N_TILE).collect();
         let (bm, bn) = (bm.min(mtiles.len()), bn.min(ntiles.len()));
         let m_outer = self.cfg.order == LoopOrder::MOuter;
-        // The outer operand's block is loaded once per outer step, the inner one every step.
-        // The inner one always has two slots; the outer one has two when they fit (else its
-        // reload waits once per outer step for the last use of the previous block).
+        let pe = self.pe_transpose.is_some();
+        let mblocks: Vec<&[(u64, u32)]> = mtiles.chunks(bm).collect();
+        let nblocks: Vec<&[(u64, u32)]> = ntiles.chunks(bn).collect();
+        let (outer, inner) = if m_outer { (mblocks.len(), nblocks.len()) } else { (nblocks.len(), mblocks.len()) };
+        let steps = snake(outer, inner);
+        let (inner_slot, inner_fresh) = inner_slots(&steps);
+        // The outer operand's block is loaded once per outer step, the inner one when it is
+        // not still resident. The inner one has two slots; the outer one has two when they fit
+        // (else its reload waits once per outer step for the last use of the previous block).
+        // A transposed on the PE just in time needs one slot wherever it is: its transposes
+        // follow the last reads of the previous block in the PE's own order.
         let (lb, rb) = (
             (bm * nk) as u64 * self.lhs_width() as u64 * u64::from(self.cfg.lhs_dtype.size_bytes()),
             (bn * nk) as u64 * self.rhs_width() as u64 * u64::from(self.cfg.rhs_dtype.size_bytes()),
         );
         let outer_slots = if 2 * (lb + rb) + 256 <= self.cg.sbuf_free_bytes() { 2 } else { 1 };
-        let (lslots, rslots) = if m_outer { (outer_slots, 2) } else { (2, outer_slots) };
+        let (lslots, rslots) = match (m_outer, pe) {
+            (true, true) => (1, 2),
+            (true, false) => (outer_slots, 2),
+            (false, _) => (2, outer_slots),
+        };
         let lhs = self.buffers("a_block", lslots, bm * nk, M_TILE, self.cfg.lhs_dtype, true)?;
         let rhs = self.buffers("b_block", rslots, bn * nk, N_TILE, self.cfg.rhs_dtype, false)?;
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
-        let mblocks: Vec<&[(u64, u32)]> = mtiles.chunks(bm).collect();
-        let nblocks: Vec<&[(u64, u32)]> = ntiles.chunks(bn).collect();
-        let (outer, inner) = if m_outer { (mblocks.len(), nblocks.len()) } else { (nblocks.len(), mblocks.len()) };
-        let steps: Vec<(usize, usize)> = (0..outer).flat_map(|o| (0..inner).map(move |ii| (o, ii))).collect();
-        // (m block, n block, A slot, B slot) of a step.
-        let blocks = |i: usize, (o, ii): (usize, usize)| {
+        let outer_fresh = |i: usize| i == 0 || steps[i].0 != steps[i - 1].0;
+        // (m block, n block, A slot, B slot, fresh A, fresh B) of step `i`.
+        let at = |i: usize| {
+            let (o, ii) = steps[i];
+            let inner_s = inner_slot[i];
             if m_outer {
-                (mblocks[o], nblocks[ii], lhs[o % lhs.len()], rhs[i % 2])
+                (mblocks[o], nblocks[ii], lhs[o % lhs.len()], rhs[inner_s], outer_fresh(i), inner_fresh[i])
             } else {
-                (mblocks[ii], nblocks[o], lhs[i % 2], rhs[o % rhs.len()])
+                (mblocks[ii], nblocks[o], lhs[inner_s], rhs[o % rhs.len()], inner_fresh[i], outer_fresh(i))
             }
         };
+        if pe {
+            self.pe_seq = (0..steps.len()).filter(|&i| at(i).4).flat_map(|i| at(i).0.iter().copied()).collect();
+            self.pe_prefetch()?;
+        }
         let chunks = self.chunks.clone();
         let single_outer = outer_slots == 1;
+        // A block loaded in program order by its step's compute instead of ahead: A on the PE
+        // path, and a single-slot outer block (it may not overwrite the block the previous step
+        // still reads).
+        let in_compute = |lhs_side: bool| {
+            let outer_side = lhs_side == m_outer;
+            (lhs_side && pe) || (outer_side && single_outer)
+        };
+        let index: Vec<usize> = (0..steps.len()).collect();
         self.pipelined(
-            &steps,
-            &mut |p, i, (o, ii)| {
-                let (mb, nb, ls, rs) = blocks(i, (o, ii));
-                // The outer operand's block on the first step of its outer iteration; the
-                // inner operand's block on every step.
-                // A single-slot outer block is loaded in program order by its first compute
-                // step instead (it may not overwrite the block the previous step still reads).
-                let outer_ahead = ii == 0 && !single_outer;
-                let load_a = if m_outer { outer_ahead } else { true };
-                let load_b = if m_outer { true } else { outer_ahead };
-                if load_a {
+            &index,
+            &mut |p, _, i| {
+                let (mb, nb, ls, rs, fresh_a, fresh_b) = at(i);
+                if fresh_a && !in_compute(true) {
                     p.load_lhs_block(ls, &chunks, mb)?;
                 }
-                if load_b {
+                if fresh_b && !in_compute(false) {
                     p.load_rhs_block(rs, &chunks, nb)?;
                 }
                 Ok(())
             },
-            &mut |p, i, step| {
-                let (mb, nb, ls, rs) = blocks(i, step);
-                if single_outer && step.1 == 0 {
-                    if m_outer {
-                        p.load_lhs_block(ls, &chunks, mb)?;
-                    } else {
-                        p.load_rhs_block(rs, &chunks, nb)?;
-                    }
+            &mut |p, _, i| {
+                let (mb, nb, ls, rs, fresh_a, fresh_b) = at(i);
+                if fresh_a && in_compute(true) && !pe {
+                    p.load_lhs_block(ls, &chunks, mb)?;
                 }
+                if fresh_b && in_compute(false) {
+                    p.load_rhs_block(rs, &chunks, nb)?;
+                }
+                let (bml, bnl) = (mb.len() as i64, nb.len() as i64);
                 for (mi, &m) in mb.iter().enumerate() {
+                    let l = ls.at(mi as i64 * lw);
+                    if fresh_a && pe {
+                        p.pe_transpose_next(l, bml * lw, m)?;
+                    }
                     for (ni, &n) in nb.iter().enumerate() {
-                        let l = ls.at(mi as i64 * lw);
                         let r = rs.at(ni as i64 * rw);
-                        let (bm, bn) = (mb.len() as i64, nb.len() as i64);
-                        p.tile_group(&|c| l.at(c as i64 * bm * lw), &|c| r.at(c as i64 * bn * rw), m, n)?;
+                        p.tile_group(&|c| l.at(c as i64 * bml * lw), &|c| r.at(c as i64 * bnl * rw), m, n)?;
                     }
                 }
                 Ok(())
@@ -968,12 +1095,18 @@ impl<'a> Planner<'a> {
         let steps: Vec<(usize, usize)> =
             (0..pairs.len()).flat_map(|bi| (0..kblocks.len()).map(move |kbi| (bi, kbi))).collect();
         let nkb = kblocks.len();
+        let pe = self.pe_transpose.is_some();
+        let nat_width = i64::from(mnk_natural_width(cfg));
         self.pipelined(
             &steps,
             &mut |p, i, (bi, kbi)| {
                 let (mb, nb) = (mblocks[pairs[bi].0], nblocks[pairs[bi].1]);
                 let kb = &kblocks[kbi];
-                p.load_lhs_block(lhs[i % 2], kb, mb)?;
+                if pe {
+                    p.load_lhs_natural(i % 2, nat_width, kb, mb)?;
+                } else {
+                    p.load_lhs_block(lhs[i % 2], kb, mb)?;
+                }
                 p.load_rhs_block(rhs[i % 2], kb, nb)
             },
             &mut |p, i, (bi, kbi)| {
@@ -984,6 +1117,13 @@ impl<'a> Planner<'a> {
                 let k_base = kb[0].k0;
                 let k_len: u64 = kb.iter().map(|c| u64::from(c.len)).sum::<u64>().min(p.k_total - k_base);
                 for (t, &m) in mb.iter().enumerate() {
+                    if let Some((nat, _)) = p.pe_transpose {
+                        // Transposed just before its first matmul, after the PE's reads of the
+                        // previous contents of the slot.
+                        let src = Slot { tensor: nat[s], offset: t as i64 * nat_width, tags: None };
+                        let dst = lhs[s].at(t as i64 * lw);
+                        p.transpose_stripe(src, k_base, dst, mb.len() as i64 * lw, m.1, kb)?;
+                    }
                     for (j, &n) in nb.iter().enumerate() {
                         let (mut acc, psum, pos) = p.open_group(m.1, n.1, k_len)?;
                         for (ci, &chunk) in kb.iter().enumerate() {
@@ -1004,8 +1144,10 @@ impl<'a> Planner<'a> {
                         if kbi == 0 {
                             p.copy(p.evac_engine(p.groups), part, psum)?;
                         } else {
+                            // VectorE and GpSimd take turns adding the partials.
+                            let engine = if (t * bn + j) % 2 == 0 { ComputeEngine::Dve } else { ComputeEngine::Pool };
                             p.cg.process_new_neuroninst(InstData::TensorTensor(TensorTensorData {
-                                engine: ComputeEngine::Dve,
+                                engine,
                                 op: TensorTensorOp::Add,
                                 dst: part.clone(),
                                 lhs: part,
@@ -1028,19 +1170,119 @@ impl<'a> Planner<'a> {
                             ((t * bn + j) as i64) * N_TILE as i64,
                             n.1,
                         );
+                        // The DMA casts to the output dtype on the way: no engine copy stands
+                        // between the result block and HBM.
                         let dst = hbm(p.c, cfg.out_dtype, AccessPattern::hbm_rows(cfg.n, m.0, m.1, n.0, n.1));
-                        if cfg.out_dtype == DType::Fp32 {
-                            p.dma(dst, part)?;
-                        } else {
-                            let g = p.groups + t * bn + j;
-                            let out = on_chip(p.out[g % 2], Memory::Sbuf, cfg.out_dtype, 0, m.1, 0, n.1);
-                            p.copy(p.evac_engine(g), out.clone(), part)?;
-                            p.dma(dst, out)?;
-                        }
+                        p.dma(dst, part)?;
                     }
                 }
                 Ok(())
             },
         )
+    }
+}
+
+/// Elements per partition of one m tile's natural K block in `blocked-mnk` (A transposed on
+/// the PE).
+fn mnk_natural_width(cfg: &GemmConfig) -> u32 {
+    cfg.blocks.k.div_ceil(128).max(1).saturating_mul(128).min(cfg.k) as u32
+}
+
+/// The engine that copies PE transpose `i` out of PSUM: a copy takes longer than the
+/// transpose, so three engines take turns.
+fn transpose_copy_engine(i: usize) -> ComputeEngine {
+    match i % 3 {
+        0 => ComputeEngine::Dve,
+        1 => ComputeEngine::Pool,
+        _ => ComputeEngine::Act,
+    }
+}
+
+/// The (outer, inner) steps of two nested loops in snake order: the inner loop runs backwards
+/// on odd outer iterations, so the inner blocks still resident at the end of one outer
+/// iteration start the next.
+fn snake(outer: usize, inner: usize) -> Vec<(usize, usize)> {
+    (0..outer).flat_map(|o| (0..inner).map(move |j| (o, if o % 2 == 1 { inner - 1 - j } else { j }))).collect()
+}
+
+/// The slot (of two) holding each step's inner block, and whether the step must load it: a
+/// block still resident in either slot is used again; otherwise it goes to the slot the
+/// previous step did not use (whose last reader is the step before that).
+fn inner_slots(steps: &[(usize, usize)]) -> (Vec<usize>, Vec<bool>) {
+    let mut resident: [Option<usize>; 2] = [None, None];
+    let mut prev = 1;
+    steps
+        .iter()
+        .map(|&(_, ii)| {
+            let (slot, fresh) = match resident.iter().position(|r| *r == Some(ii)) {
+                Some(s) => (s, false),
+                None => {
+                    let s = 1 - prev;
+                    resident[s] = Some(ii);
+                    (s, true)
+                }
+            };
+            prev = slot;
+            (slot, fresh)
+        })
+        .unzip()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gemm::BlockSizes;
+    use penguin::Target;
+
+    #[test]
+    fn snake_runs_odd_outer_iterations_backwards() {
+        assert_eq!(snake(3, 2), vec![(0, 0), (0, 1), (1, 1), (1, 0), (2, 0), (2, 1)]);
+        assert_eq!(snake(2, 1), vec![(0, 0), (1, 0)]);
+        assert!(snake(0, 4).is_empty());
+    }
+
+    #[test]
+    fn resident_inner_blocks_are_not_loaded_again() {
+        // Three outer x three inner: the two blocks left at the end of an outer iteration
+        // start the next one.
+        let (slots, fresh) = inner_slots(&snake(3, 3));
+        assert_eq!(slots, vec![0, 1, 0, 0, 1, 0, 0, 1, 0]);
+        assert_eq!(fresh, vec![true, true, true, false, false, true, false, false, true]);
+        // A single inner block is loaded once.
+        let (slots, fresh) = inner_slots(&snake(4, 1));
+        assert_eq!((slots, fresh), (vec![0; 4], vec![true, false, false, false]));
+    }
+
+    /// Two candidates of equal modeled time: the one that moves fewer HBM bytes wins; a
+    /// leaner one that is slower than the tolerance does not.
+    #[test]
+    fn auto_prefers_fewer_hbm_bytes_among_equally_fast_candidates() {
+        let cfg = GemmConfig::new(512, 256, 2048, DType::Bf16, Target::Trn2);
+        for (slowdown, lean_wins) in [(1.0 + AUTO_TIME_TOLERANCE / 2.0, true), (1.0 + 2.0 * AUTO_TIME_TOLERANCE, false)]
+        {
+            // The lean candidate (the largest M block) is `slowdown` slower.
+            let mut cost = |plan: &GemmPlan| -> Result<AutoCost, CodegenError> {
+                let lean = plan.config.schedule == Schedule::BlockedMn && plan.config.blocks.m >= 512;
+                let time = if lean { 1000.0 * slowdown } else { 1000.0 };
+                Ok(AutoCost { time, hbm_bytes: if lean { 1 } else { 2 } })
+            };
+            let (plan, choice) = plan_gemm_auto(&cfg, usize::MAX, &mut cost).unwrap();
+            let lean = plan.config.schedule == Schedule::BlockedMn && plan.config.blocks.m >= 512;
+            assert_eq!(lean, lean_wins, "slowdown {slowdown}: chose {:?}", plan.config.blocks);
+            assert_eq!(choice.hbm_bytes, if lean_wins { 1 } else { 2 });
+            assert!(choice.evaluated > 2);
+        }
+    }
+
+    /// The estimate charges blocked-mnk's K-block additions: with the same blocks, more K
+    /// blocks never estimate faster.
+    #[test]
+    fn estimate_charges_k_block_additions() {
+        let mut cfg = GemmConfig::new(2048, 11008, 4096, DType::Bf16, Target::Trn2);
+        cfg.schedule = Schedule::BlockedMnk;
+        cfg.blocks = BlockSizes { m: 256, n: 4096, k: 128 };
+        let small = estimate_ns(&cfg);
+        cfg.blocks.k = 1024;
+        assert!(estimate_ns(&cfg) < small);
     }
 }

@@ -81,13 +81,15 @@ pub struct GemmArgs {
     /// Loop nest: naive, hoisted, blocked-mn, blocked-mnk, or auto (search with the cycle model)
     #[arg(long, default_value = "auto")]
     pub schedule: Option<Schedule>,
-    /// Rows of C per block (blocked schedules), in elements
+    /// Rows of C per block (blocked schedules), in elements [default: 512; 1024 for
+    /// blocked-mnk; shrunk until the blocks fit SBUF]
     #[arg(long, value_name = "ELEMS")]
     pub block_m: Option<u64>,
-    /// Columns of C per block (blocked schedules), in elements
+    /// Columns of C per block (blocked schedules), in elements [default: 1024; 2048 for
+    /// blocked-mnk]
     #[arg(long, value_name = "ELEMS")]
     pub block_n: Option<u64>,
-    /// Contraction rows per block (blocked-mnk), in elements
+    /// Contraction rows per block (blocked-mnk), in elements [default: 512]
     #[arg(long, value_name = "ELEMS")]
     pub block_k: Option<u64>,
     /// Outer block loop of the blocked schedules: m-outer or n-outer
@@ -149,6 +151,9 @@ pub struct Report {
     pub sparsity: Option<String>,
     /// Loop nest.
     pub schedule: String,
+    /// How A reaches its `[K, M]` stationary layout: `none` (given as `[K, M]`), `dma` (a
+    /// transposing DMA) or `pe` (a PE transpose through PSUM).
+    pub lhs_transpose: String,
     /// Penguin instruction count.
     pub penguin_instructions: u64,
     /// BIR instruction count.
@@ -312,7 +317,7 @@ fn random_inputs(m: u64, k: u64, n: u64, seed: u64, (lhs, rhs): (DType, DType)) 
 pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let (m, k, n, given) = resolve_shape(args)?;
     let dtype = args.dtype.unwrap_or(DType::Bf16);
-    let defaults = BlockSizes::default();
+    let defaults = BlockSizes::for_schedule(args.schedule.unwrap_or_default());
     let cfg = GemmConfig {
         m,
         k,
@@ -434,11 +439,22 @@ fn lower(plan: &GemmPlan) -> Result<bir::Program, CliError> {
     Ok(program)
 }
 
-/// `auto`'s cost: the cycle model's time of the lowered candidate.
-fn modeled_ns(plan: &GemmPlan) -> Result<f64, codegen::CodegenError> {
+/// How A is transposed (see [`Report::lhs_transpose`]).
+fn lhs_transpose_name(cfg: &GemmConfig) -> &'static str {
+    if cfg.lhs_transposed && cfg.sparsity.is_none() {
+        "none"
+    } else if cfg.transposes_lhs_on_pe() {
+        "pe"
+    } else {
+        "dma"
+    }
+}
+
+/// `auto`'s cost: the cycle model's time and HBM bytes of the lowered candidate.
+fn modeled_ns(plan: &GemmPlan) -> Result<codegen::AutoCost, codegen::CodegenError> {
     let program = lower(plan).map_err(|e| codegen::CodegenError::Unsupported(e.message))?;
     let report = sim::model(&program).map_err(|e| codegen::CodegenError::Unsupported(e.to_string()))?;
-    Ok(report.total_ns)
+    Ok(codegen::AutoCost { time: report.total_ns, hbm_bytes: report.hbm_bytes })
 }
 
 /// The cycle model's view of the planned program.
@@ -505,6 +521,7 @@ fn report_of(
         perf_mode: cfg.perf_mode.to_string(),
         sparsity: cfg.sparsity.map(|p| p.to_string()),
         schedule: cfg.schedule.to_string(),
+        lhs_transpose: lhs_transpose_name(cfg).to_string(),
         penguin_instructions: plan.function.layout().len() as u64,
         bir_instructions: modeled.program.num_insts() as u64,
         matmuls: plan.stats.matmuls,
@@ -586,8 +603,8 @@ pub fn summary(r: &Report) -> String {
     }
     if let Some(a) = &r.auto {
         s += &format!(
-            "  auto    chose {} (blocks m {} n {} k {}, {}) of {} modeled candidates ({} did not fit SBUF)\n",
-            r.schedule, a.block_m, a.block_n, a.block_k, a.order, a.evaluated, a.rejected
+            "  auto    chose {} (blocks m {} n {} k {}, {}, A transposed by {}) of {} modeled candidates ({} did not fit SBUF)\n",
+            r.schedule, a.block_m, a.block_n, a.block_k, a.order, r.lhs_transpose, a.evaluated, a.rejected
         );
     }
     match &r.check {
