@@ -277,3 +277,20 @@ fn blocked_mnk_with_pe_transposes_and_a_casting_store() {
     assert_eq!(out.report.lhs_transpose, "pe");
     assert!(out.report.engine_busy.pool > 0.0 && out.report.engine_busy.dve > 0.0);
 }
+
+/// Double row with A transposed on the PE: two transposes per 256-row chunk into the
+/// `[P, 2, M]` slots (odd K: the short slot zeroed) in every stripe schedule.
+#[test]
+fn double_row_with_pe_transposes() {
+    for s in [codegen::Schedule::Hoisted, codegen::Schedule::BlockedMn, codegen::Schedule::BlockedMnk] {
+        let mut a = args(300, 999, 700, DType::Fp8e4m3, Target::Trn2);
+        a.perf_mode = Some(penguin::PerfMode::DoubleRow);
+        a.transpose = Some(gemm::TransposeOn::Pe);
+        a.schedule = Some(s);
+        a.block_k = Some(512);
+        let out = gemm::run(&a).unwrap_or_else(|e| panic!("{s}: {e}"));
+        assert!(out.report.check.as_ref().unwrap().passed, "{s}");
+        assert_eq!(out.report.lhs_transpose, "pe", "{s}");
+        assert_eq!(out.report.perf_mode, "double_row");
+    }
+}

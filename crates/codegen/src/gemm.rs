@@ -289,9 +289,12 @@ impl GemmConfig {
 
     /// Whether A is transposed on the PE (see [`GemmConfig::pe_transpose`]).
     pub fn transposes_lhs_on_pe(&self) -> bool {
+        // Double row transposes whole natural stripes (the stripe schedules), two transposes
+        // per 256-row chunk.
+        let double_row_stripes = self.perf_mode == PerfMode::None || self.schedule != Schedule::Naive;
         !self.lhs_transposed
             && self.sparsity.is_none()
-            && self.perf_mode == PerfMode::None
+            && double_row_stripes
             && self.pe_transpose.unwrap_or(self.target == Target::Trn1)
     }
 

@@ -805,7 +805,9 @@ impl<'a> Planner<'a> {
     }
 
     /// Transpose `chunks` of a natural stripe (held at `nat` from row `k0`) on the PE through
-    /// PSUM, copying chunk `i` to `slot + i * chunk_stride`.
+    /// PSUM, copying chunk `i` to `slot + i * chunk_stride`. In double row each chunk is two
+    /// transposes, one per slot of the `[P, 2, M]` layout (slot `s` of partition `p` holds row
+    /// `k0 + s * P + p`), a slot short of rows zeroed first.
     fn transpose_stripe(
         &mut self,
         nat: Slot,
@@ -818,22 +820,25 @@ impl<'a> Planner<'a> {
         let cfg = self.cfg;
         let Some((_, bank)) = self.pe_transpose else { return Ok(()) };
         for (ci, chunk) in chunks.iter().enumerate() {
-            let i = self.transposes;
-            self.transposes += 1;
-            let src = on_chip(
-                nat.tensor,
-                Memory::Sbuf,
-                cfg.lhs_dtype,
-                0,
-                msz,
-                nat.offset + (chunk.k0 - k0) as i64,
-                chunk.real,
-            );
-            let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, chunk.real, (i % 4) as i64 * 128, msz);
-            self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src }))?;
             let at = slot.at(ci as i64 * chunk_stride);
-            let dst = on_chip(at.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.real, at.offset, msz);
-            self.copy(transpose_copy_engine(i), dst, psum)?;
+            for s in 0..self.pack {
+                let rows = chunk.real.saturating_sub(s * chunk.parts).min(chunk.parts);
+                let half = at.offset + i64::from(s) * self.lhs_width() / 2;
+                if self.pack == 2 && rows < chunk.parts {
+                    self.memset_zero(on_chip(at.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, half, msz))?;
+                }
+                if rows == 0 {
+                    continue;
+                }
+                let i = self.transposes;
+                self.transposes += 1;
+                let col = nat.offset + (chunk.k0 + u64::from(s * chunk.parts) - k0) as i64;
+                let src = on_chip(nat.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, msz, col, rows);
+                let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, rows, (i % 4) as i64 * 128, msz);
+                self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src }))?;
+                let dst = on_chip(at.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, rows, half, msz);
+                self.copy(transpose_copy_engine(i), dst, psum)?;
+            }
         }
         Ok(())
     }
@@ -1185,7 +1190,8 @@ impl<'a> Planner<'a> {
 /// Elements per partition of one m tile's natural K block in `blocked-mnk` (A transposed on
 /// the PE).
 fn mnk_natural_width(cfg: &GemmConfig) -> u32 {
-    cfg.blocks.k.div_ceil(128).max(1).saturating_mul(128).min(cfg.k) as u32
+    let chunk = if cfg.perf_mode == PerfMode::None { 128 } else { 256 };
+    cfg.blocks.k.div_ceil(chunk).max(1).saturating_mul(chunk).min(cfg.k) as u32
 }
 
 /// The engine that copies PE transpose `i` out of PSUM: a copy takes longer than the
