@@ -123,6 +123,27 @@ fn output_into_a_missing_directory_exits_2() {
 }
 
 #[test]
+fn svg_writes_a_timeline_and_fails_like_trace_on_a_missing_directory() {
+    let dir = scratch("svg");
+    let out = dir.join("timeline.svg");
+    let o = ntile(&["gemm", "--m", "64", "--k", "64", "--n", "64", "--no-sim", "--svg", out.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let svg = std::fs::read_to_string(&out).unwrap();
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
+    assert!(svg.contains("id=\"row-pe\"") && svg.contains("<rect class=\"multiply_moving\""), "{svg}");
+
+    for flag in ["--trace", "--svg"] {
+        let missing = dir.join("no/such/dir/out");
+        let o = ntile(&["gemm", "--m", "64", "--k", "64", "--n", "64", "--no-sim", flag, missing.to_str().unwrap()]);
+        assert_eq!(code(&o), 2, "{flag}: {}", stderr(&o));
+        let message = stderr(&o);
+        assert!(message.contains("cannot write") && message.contains(missing.to_str().unwrap()), "{flag}: {message}");
+        assert!(!missing.exists());
+    }
+}
+
+#[test]
 fn json_report_has_the_spec_keys() {
     let o = ntile(&["gemm", "--m", "130", "--k", "300", "--n", "600", "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

@@ -102,6 +102,10 @@ pub struct GemmArgs {
     /// Write the modeled engine timeline as Chrome/Perfetto trace-event JSON
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Write the modeled engine timeline as a static SVG: a row per engine with its busy
+    /// percentage, instructions coloured by op kind, semaphore waits, a time axis in us
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
     /// A as a float32 (or float16) .npy of shape [M, K] ([K, M] with --lhs-transposed)
     #[arg(long, value_name = "A.npy", requires = "rhs")]
     pub lhs: Option<PathBuf>,
@@ -358,6 +362,9 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let cycle = sim::model(&program).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
     if let Some(path) = &args.trace {
         npy::write_atomic(path, sim::chrome_trace(&program, &cycle).as_bytes())?;
+    }
+    if let Some(path) = &args.svg {
+        npy::write_atomic(path, sim::timeline_svg(&program, &cycle).as_bytes())?;
     }
     let modeled = Modeled { program: &program, cycle: &cycle, auto: auto.as_ref() };
     match args.emit {

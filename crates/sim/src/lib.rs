@@ -57,6 +57,8 @@ pub use memory::MAX_ACCESS_ELEMS;
 pub use race::{Race, RaceAccess, MAX_REPORTED_RACES};
 pub use simulator::{RunStats, Simulator, MAX_HBM_BYTES};
 mod cycle;
+mod svg;
 mod trace;
 pub use cycle::{model, CycleReport, EngineBusy, Slice};
+pub use svg::timeline_svg;
 pub use trace::chrome_trace;

@@ -179,7 +179,7 @@ impl Writer {
     }
 }
 
-fn us(ns: f64) -> f64 {
+pub(crate) fn us(ns: f64) -> f64 {
     ns / 1e3
 }
 

@@ -1,0 +1,693 @@
+//! Static SVG timeline of a [`CycleReport`](crate::CycleReport): one row per engine that ran
+//! something, each instruction a rectangle coloured by its op kind, semaphore waits as a
+//! light strip, a time axis in microseconds and a legend.
+//!
+//! The document is self-contained (an inline `<style>`, the generic `sans-serif` font, no
+//! scripts) and its size is bounded by rows x width, not by the instruction count: a large
+//! GEMM has hundreds of thousands of slices, far more than a row has pixels. Per row, at most
+//! two instruction rectangles and one wait strip per pixel column:
+//! - a slice at least a pixel wide that does not overlap the last one drawn this way is
+//!   drawn as itself, with a `<title>` tooltip (at most one per pixel of the row);
+//! - every other slice is rasterized into the row's pixel columns; a slice alone in all of
+//!   its columns is still drawn as itself, with its tooltip, and the columns shared by more
+//!   than one slice become merged rectangles of the kind that covers most of each column
+//!   (adjacent columns of one kind share a rectangle), without tooltips;
+//! - waits closer than a pixel apart share one strip.
+
+use std::fmt::{self, Display, Write};
+
+use bir::{Engine, Op, Program, NUM_ENGINES};
+
+use crate::cycle::{CycleReport, Slice};
+use crate::trace::us;
+
+/// Width of the whole document, in pixels.
+const WIDTH: usize = 1600;
+/// Left margin holding the row labels.
+const PLOT_X: usize = 140;
+/// Right margin.
+const RIGHT_MARGIN: usize = 20;
+/// Width of the time axis: one pixel column per slot of the rasterized rows.
+const PLOT_W: usize = WIDTH - PLOT_X - RIGHT_MARGIN;
+/// Top of the first row (below the title and the tick labels).
+const ROWS_Y: usize = 56;
+/// Height of one row, gap included.
+const ROW_H: usize = 22;
+/// Instruction rectangles inside a row: top and height.
+const OP_Y: usize = 2;
+const OP_H: usize = 16;
+/// The wait strip inside a row: top and height (thin, centred).
+const WAIT_Y: usize = 8;
+const WAIT_H: usize = 4;
+/// Legend entries per line, and the horizontal pitch of an entry.
+const LEGEND_PER_LINE: usize = 5;
+const LEGEND_PITCH: usize = 240;
+/// Roughly how many ticks the time axis gets.
+const TARGET_TICKS: f64 = 8.0;
+
+/// What an instruction's rectangle is coloured by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Matmul,
+    LoadStationary,
+    Transpose,
+    TensorCopy,
+    TensorTensor,
+    Memset,
+    DmaCopy,
+    DmaOther,
+}
+
+impl Kind {
+    const ALL: [Kind; 8] = [
+        Kind::Matmul,
+        Kind::LoadStationary,
+        Kind::Transpose,
+        Kind::TensorCopy,
+        Kind::TensorTensor,
+        Kind::Memset,
+        Kind::DmaCopy,
+        Kind::DmaOther,
+    ];
+
+    fn of(op: &Op) -> Kind {
+        match op {
+            Op::MultiplyMoving { .. } => Kind::Matmul,
+            Op::LoadStationary { .. } | Op::LoadStationarySparse { .. } => Kind::LoadStationary,
+            Op::Transpose { .. } => Kind::Transpose,
+            Op::TensorCopy { .. } => Kind::TensorCopy,
+            Op::TensorTensor { .. } => Kind::TensorTensor,
+            Op::Memset { .. } => Kind::Memset,
+            Op::DmaCopy { .. } => Kind::DmaCopy,
+            Op::DmaFma { .. } | Op::DmaGather { .. } | Op::DmaScatterAdd { .. } => Kind::DmaOther,
+        }
+    }
+
+    /// Position in [`Kind::ALL`].
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The CSS class of its rectangles.
+    fn class(self) -> &'static str {
+        match self {
+            Kind::Matmul => "multiply_moving",
+            Kind::LoadStationary => "load_stationary",
+            Kind::Transpose => "transpose",
+            Kind::TensorCopy => "tensor_copy",
+            Kind::TensorTensor => "tensor_tensor",
+            Kind::Memset => "memset",
+            Kind::DmaCopy => "dma_copy",
+            Kind::DmaOther => "dma_other",
+        }
+    }
+
+    fn colour(self) -> &'static str {
+        match self {
+            Kind::Matmul => "#4e79a7",
+            Kind::LoadStationary => "#a0cbe8",
+            Kind::Transpose => "#b07aa1",
+            Kind::TensorCopy => "#59a14f",
+            Kind::TensorTensor => "#edc948",
+            Kind::Memset => "#9c755f",
+            Kind::DmaCopy => "#f28e2b",
+            Kind::DmaOther => "#e15759",
+        }
+    }
+
+    fn legend(self) -> &'static str {
+        match self {
+            Kind::Matmul => "matmul (multiply_moving)",
+            Kind::LoadStationary => "load_stationary",
+            Kind::Transpose => "transpose (PE)",
+            Kind::TensorCopy => "tensor_copy",
+            Kind::TensorTensor => "tensor_tensor",
+            Kind::Memset => "memset",
+            Kind::DmaCopy => "dma_copy",
+            Kind::DmaOther => "dma fma / gather / scatter_add",
+        }
+    }
+}
+
+/// Text with the XML special characters escaped, for element content and attribute values.
+/// Control characters XML cannot carry become U+FFFD.
+struct Escaped<'a>(&'a str);
+
+impl Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut rest = self.0;
+        while let Some(at) = rest.find(|c: char| matches!(c, '&' | '<' | '>' | '"' | '\'') || is_forbidden(c)) {
+            f.write_str(&rest[..at])?;
+            let c = rest[at..].chars().next().unwrap_or('\u{FFFD}');
+            f.write_str(match c {
+                '&' => "&amp;",
+                '<' => "&lt;",
+                '>' => "&gt;",
+                '"' => "&quot;",
+                '\'' => "&apos;",
+                _ => "\u{FFFD}",
+            })?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        f.write_str(rest)
+    }
+}
+
+/// Characters XML 1.0 does not allow in a document.
+fn is_forbidden(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
+}
+
+/// One instruction of a row, placed on the time axis.
+#[derive(Clone, Copy, Debug)]
+struct Placed<'a> {
+    slice: &'a Slice,
+    op: &'a Op,
+    /// Start and end in pixels from the axis origin.
+    x0: f64,
+    x1: f64,
+}
+
+impl Placed<'_> {
+    fn kind(&self) -> Kind {
+        Kind::of(self.op)
+    }
+}
+
+/// One pixel column of a row's raster.
+#[derive(Clone, Copy, Debug, Default)]
+struct Column {
+    /// Pixels of coverage per kind (overlapping slices each count).
+    cover: [f64; Kind::ALL.len()],
+    /// Slices touching the column.
+    slices: u32,
+    /// The column belongs to a slice drawn as itself.
+    taken: bool,
+}
+
+impl Column {
+    /// The kind covering most of the column (the first in [`Kind::ALL`] on a tie).
+    fn dominant(&self) -> Kind {
+        let mut best = Kind::Matmul;
+        for kind in Kind::ALL {
+            if self.cover[kind.index()] > self.cover[best.index()] {
+                best = kind;
+            }
+        }
+        best
+    }
+}
+
+/// The pixel columns `[x0, x1)` touches (at least the one holding `x0`).
+fn columns(x0: f64, x1: f64) -> std::ops::RangeInclusive<usize> {
+    let last = PLOT_W - 1;
+    let first = (x0.floor().max(0.0) as usize).min(last);
+    let end = if x1 > x0 { (x1.ceil() as usize).saturating_sub(1) } else { first };
+    first..=end.clamp(first, last)
+}
+
+/// A static SVG timeline of a modeled program (`report` must come from [`model`](crate::model)
+/// of the same `program`; slices it does not match are skipped).
+///
+/// One row per engine that ran something (PE, ACT, DVE, POOL, SP, then the DMA queues in
+/// order) labelled with its busy percentage, a rectangle per instruction coloured by op kind
+/// with an `op, engine, start-end us` tooltip, semaphore waits as a light strip before the
+/// instruction they held back. Instructions narrower than a pixel that share pixel columns
+/// are merged, so the size is bounded by rows x width whatever the instruction count.
+pub fn timeline_svg(program: &Program, report: &CycleReport) -> String {
+    let mut rows: Vec<Vec<&Slice>> = vec![Vec::new(); NUM_ENGINES];
+    for slice in &report.slices {
+        if let Some(row) = rows.get_mut(slice.engine.index()) {
+            row.push(slice);
+        }
+    }
+    let mut out = String::with_capacity(64 * 1024);
+    // Writing into a `String` cannot fail.
+    let _ = write_document(&mut out, program, report, &rows);
+    out
+}
+
+fn write_document(out: &mut String, program: &Program, report: &CycleReport, rows: &[Vec<&Slice>]) -> fmt::Result {
+    let span_ns = if report.total_ns > 0.0 { report.total_ns } else { 1.0 };
+    let px_per_ns = PLOT_W as f64 / span_ns;
+    let engines: Vec<Engine> = Engine::all().filter(|e| rows.get(e.index()).is_some_and(|r| !r.is_empty())).collect();
+    let rows_end = ROWS_Y + engines.len() * ROW_H;
+    let legend_lines = (Kind::ALL.len() + 1).div_ceil(LEGEND_PER_LINE);
+    let height = rows_end + 16 + legend_lines * 18;
+
+    writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}">"#
+    )?;
+    let heading = format!(
+        "{} ({}): {:.2} us modeled, HFU {:.2}",
+        program.kernel_name,
+        program.target,
+        us(report.total_ns),
+        report.hfu()
+    );
+    writeln!(out, "<title>{}</title>", Escaped(&heading))?;
+    out.push_str("<style>\ntext{font:11px sans-serif;fill:#222}\n.head{font-size:13px;font-weight:bold}\n");
+    out.push_str(".grid{stroke:#e0e0e0}\n.axis{stroke:#888}\n.bg{fill:#f6f6f6}\n.wait{fill:#cfcfcf}\n");
+    for kind in Kind::ALL {
+        writeln!(out, ".{}{{fill:{}}}", kind.class(), kind.colour())?;
+    }
+    out.push_str("</style>\n");
+    writeln!(out, r#"<text class="head" x="8" y="18">{}</text>"#, Escaped(&heading))?;
+    write_axis(out, span_ns, px_per_ns, rows_end)?;
+
+    out.push_str("<g class=\"rows\">\n");
+    for (i, &engine) in engines.iter().enumerate() {
+        let slices = rows.get(engine.index()).map_or(&[][..], Vec::as_slice);
+        let y = ROWS_Y + i * ROW_H;
+        write_row(out, program, report, engine, slices, px_per_ns, y)?;
+    }
+    out.push_str("</g>\n");
+    write_legend(out, rows_end + 16)?;
+    out.push_str("</svg>\n");
+    Ok(())
+}
+
+/// The time axis: tick labels in microseconds above the rows, grid lines through them.
+fn write_axis(out: &mut String, span_ns: f64, px_per_ns: f64, rows_end: usize) -> fmt::Result {
+    let span_us = us(span_ns);
+    let step = nice_step(span_us / TARGET_TICKS);
+    // Enough decimals to tell neighbouring ticks apart.
+    let decimals = if step >= 1.0 { 0 } else { (-step.log10()).ceil().clamp(0.0, 9.0) as usize };
+    let axis_y = ROWS_Y - 4;
+    out.push_str("<g class=\"axis-ticks\">\n");
+    writeln!(out, r#"<line class="axis" x1="{PLOT_X}" y1="{axis_y}" x2="{}" y2="{axis_y}"/>"#, PLOT_X + PLOT_W)?;
+    writeln!(out, r#"<text x="8" y="{}">time (us)</text>"#, axis_y - 4)?;
+    let mut tick = 0.0f64;
+    let mut i = 0u32;
+    while tick <= span_us * (1.0 + 1e-9) {
+        let x = PLOT_X as f64 + tick * 1e3 * px_per_ns;
+        writeln!(out, r#"<line class="grid" x1="{x:.1}" y1="{axis_y}" x2="{x:.1}" y2="{rows_end}"/>"#)?;
+        writeln!(out, r#"<text x="{x:.1}" y="{}" text-anchor="middle">{tick:.decimals$}</text>"#, axis_y - 4)?;
+        i += 1;
+        tick = f64::from(i) * step;
+    }
+    out.push_str("</g>\n");
+    Ok(())
+}
+
+/// The smallest 1, 2 or 5 times a power of ten that is at least `raw` (positive).
+fn nice_step(raw: f64) -> f64 {
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let magnitude = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * magnitude).find(|&s| s >= raw).unwrap_or(10.0 * magnitude)
+}
+
+/// One engine's row: label, background, wait strips, then its instructions.
+fn write_row(
+    out: &mut String,
+    program: &Program,
+    report: &CycleReport,
+    engine: Engine,
+    slices: &[&Slice],
+    px_per_ns: f64,
+    y: usize,
+) -> fmt::Result {
+    let name = engine.name();
+    let busy = 100.0 * report.busy_fraction(engine);
+    let decimals = if busy < 10.0 { 1 } else { 0 };
+    writeln!(out, r#"<g class="row" id="row-{}" transform="translate(0,{y})">"#, Escaped(&name))?;
+    writeln!(
+        out,
+        r#"<text x="8" y="{}">{} <tspan x="{}" text-anchor="end">{busy:.decimals$}%</tspan></text>"#,
+        OP_Y + OP_H - 4,
+        Escaped(&name),
+        PLOT_X - 8
+    )?;
+    writeln!(out, r#"<rect class="bg" x="{PLOT_X}" y="{OP_Y}" width="{PLOT_W}" height="{OP_H}"/>"#)?;
+
+    let mut placed: Vec<Placed<'_>> = slices
+        .iter()
+        .filter_map(|&slice| {
+            let inst = program.stream(slice.engine).get(slice.index)?;
+            Some(Placed { slice, op: &inst.op, x0: slice.start_ns * px_per_ns, x1: slice.end_ns * px_per_ns })
+        })
+        .collect();
+    placed.sort_by(|a, b| a.x0.total_cmp(&b.x0));
+    write_waits(out, &placed, px_per_ns, &name)?;
+
+    // Slices a pixel or more wide that do not overlap the previous such slice are drawn as
+    // themselves; the rest go through the raster.
+    let mut solo: Vec<Placed<'_>> = Vec::new();
+    let mut rest: Vec<Placed<'_>> = Vec::new();
+    let mut solo_end = f64::NEG_INFINITY;
+    for p in placed {
+        if p.x1 - p.x0 >= 1.0 && p.x0 >= solo_end {
+            solo_end = p.x1;
+            solo.push(p);
+        } else {
+            rest.push(p);
+        }
+    }
+    let mut raster = vec![Column::default(); PLOT_W];
+    for p in &rest {
+        for c in columns(p.x0, p.x1) {
+            if let Some(col) = raster.get_mut(c) {
+                let left = (c as f64).max(p.x0);
+                let right = (c as f64 + 1.0).min(p.x1);
+                // A zero-length slice still counts, a little, for its column's kind.
+                col.cover[p.kind().index()] += (right - left).max(1e-6);
+                col.slices += 1;
+            }
+        }
+    }
+    // A slice alone in every column it touches keeps its own rectangle and tooltip.
+    for p in rest {
+        let cols = columns(p.x0, p.x1);
+        if raster.get(cols.clone()).is_some_and(|cs| cs.iter().all(|c| c.slices == 1)) {
+            for c in raster.get_mut(cols).into_iter().flatten() {
+                c.taken = true;
+            }
+            solo.push(p);
+        }
+    }
+    write_merged(out, &raster)?;
+    for p in &solo {
+        let x = PLOT_X as f64 + p.x0;
+        let width = (p.x1 - p.x0).max(1.0);
+        writeln!(
+            out,
+            r#"<rect class="{}" x="{x:.1}" y="{OP_Y}" width="{width:.1}" height="{OP_H}"><title>{}, {}, {:.3}-{:.3} us</title></rect>"#,
+            p.kind().class(),
+            Escaped(p.op.name()),
+            Escaped(&name),
+            us(p.slice.start_ns),
+            us(p.slice.end_ns)
+        )?;
+    }
+    out.push_str("</g>\n");
+    Ok(())
+}
+
+/// The raster's shared columns, adjacent columns of one dominant kind as one rectangle.
+fn write_merged(out: &mut String, raster: &[Column]) -> fmt::Result {
+    let mut run: Option<(usize, Kind)> = None;
+    for (c, col) in raster.iter().enumerate() {
+        let kind = (col.slices > 0 && !col.taken).then(|| col.dominant());
+        match (run, kind) {
+            (Some((_, open)), Some(k)) if open == k => {}
+            _ => {
+                if let Some((start, open)) = run {
+                    write_merged_rect(out, start, c, open)?;
+                }
+                run = kind.map(|k| (c, k));
+            }
+        }
+    }
+    if let Some((start, open)) = run {
+        write_merged_rect(out, start, raster.len(), open)?;
+    }
+    Ok(())
+}
+
+fn write_merged_rect(out: &mut String, start: usize, end: usize, kind: Kind) -> fmt::Result {
+    writeln!(
+        out,
+        r#"<rect class="{}" x="{}" y="{OP_Y}" width="{}" height="{OP_H}"/>"#,
+        kind.class(),
+        PLOT_X + start,
+        end - start
+    )
+}
+
+/// Semaphore waits as a thin strip; waits less than a pixel apart share one, and only a
+/// strip of a single wait has a tooltip.
+fn write_waits(out: &mut String, placed: &[Placed<'_>], px_per_ns: f64, engine: &str) -> fmt::Result {
+    let mut waits: Vec<(f64, f64, &Placed<'_>)> = placed
+        .iter()
+        .filter(|p| p.slice.wait_ns > 0.0)
+        .map(|p| ((p.slice.start_ns - p.slice.wait_ns) * px_per_ns, p.x0, p))
+        .collect();
+    waits.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut strip: Option<(f64, f64, &Placed<'_>, usize)> = None;
+    for (w0, w1, p) in waits {
+        strip = match strip {
+            Some((s0, s1, first, n)) if w0 <= s1 + 1.0 => Some((s0, s1.max(w1), first, n + 1)),
+            Some(done) => {
+                write_wait(out, done, engine)?;
+                Some((w0, w1, p, 1))
+            }
+            None => Some((w0, w1, p, 1)),
+        };
+    }
+    match strip {
+        Some(done) => write_wait(out, done, engine),
+        None => Ok(()),
+    }
+}
+
+fn write_wait(out: &mut String, (x0, x1, first, n): (f64, f64, &Placed<'_>, usize), engine: &str) -> fmt::Result {
+    let x = PLOT_X as f64 + x0;
+    let width = (x1 - x0).max(1.0);
+    write!(out, r#"<rect class="wait" x="{x:.1}" y="{WAIT_Y}" width="{width:.1}" height="{WAIT_H}""#)?;
+    if n == 1 {
+        let s = first.slice;
+        writeln!(
+            out,
+            "><title>wait before {}, {}, {:.3}-{:.3} us</title></rect>",
+            Escaped(first.op.name()),
+            Escaped(engine),
+            us(s.start_ns - s.wait_ns),
+            us(s.start_ns)
+        )
+    } else {
+        writeln!(out, "/>")
+    }
+}
+
+/// A swatch and name per op kind, and one for waits.
+fn write_legend(out: &mut String, y: usize) -> fmt::Result {
+    out.push_str("<g class=\"legend\">\n");
+    let entries = Kind::ALL.iter().map(|k| (k.class(), k.legend())).chain([("wait", "semaphore wait")]);
+    for (i, (class, label)) in entries.enumerate() {
+        let x = PLOT_X + (i % LEGEND_PER_LINE) * LEGEND_PITCH;
+        let y = y + (i / LEGEND_PER_LINE) * 18;
+        writeln!(out, r#"<rect class="swatch {class}" x="{x}" y="{y}" width="14" height="12"/>"#)?;
+        writeln!(out, r#"<text x="{}" y="{}">{}</text>"#, x + 20, y + 10, Escaped(label))?;
+    }
+    out.push_str("</g>\n");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use bir::{BirInst, HwAp};
+    use penguin::{CastMode, DType, Dim, EngineAccumulationType, Memory, PerfMode, Target, TilePosition, TileSize};
+
+    fn small_program() -> Program {
+        let f = penguin::parse::parse(include_str!("../../../examples/gemm_4x16x8.pir")).unwrap();
+        let verified = penguin::verify(&f).unwrap();
+        bir::lower(verified, Target::Trn2).unwrap()
+    }
+
+    /// Engines whose row the document has.
+    fn rows_of(svg: &str) -> Vec<Engine> {
+        Engine::all().filter(|e| svg.contains(&format!("<g class=\"row\" id=\"row-{}\"", e.name()))).collect()
+    }
+
+    #[test]
+    fn small_program_has_a_row_per_busy_engine_and_a_rect_per_matmul() {
+        let program = small_program();
+        let report = crate::model(&program).unwrap();
+        let svg = timeline_svg(&program, &report);
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{svg}");
+        assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
+        for (open, close) in [("<g", "</g>"), ("<text", "</text>"), ("<title>", "</title>")] {
+            assert_eq!(svg.matches(open).count(), svg.matches(close).count(), "{open}: {svg}");
+        }
+        assert!(!svg.contains("<script") && !svg.contains("href"), "{svg}");
+
+        let ran: Vec<Engine> = Engine::all().filter(|&e| report.slices.iter().any(|s| s.engine == e)).collect();
+        assert!(ran.contains(&Engine::Pe) && ran.contains(&Engine::Act) && ran.len() >= 3, "{ran:?}");
+        assert_eq!(rows_of(&svg), ran);
+        assert_eq!(svg.matches("<g class=\"row\"").count(), ran.len());
+        assert_eq!(svg.matches("<tspan").count(), ran.len(), "one busy label per row");
+
+        let matmuls = report
+            .slices
+            .iter()
+            .filter(|s| matches!(program.stream(s.engine)[s.index].op, Op::MultiplyMoving { .. }))
+            .count();
+        assert_eq!(matmuls, 2);
+        assert_eq!(svg.matches("<rect class=\"multiply_moving\"").count(), matmuls, "{svg}");
+        // Nothing merged: every instruction has its tooltip.
+        assert_eq!(svg.matches("us</title></rect>").count() - svg.matches("<title>wait").count(), report.slices.len());
+        assert!(svg.contains("<title>multiply_moving, pe, "), "{svg}");
+    }
+
+    fn ap(memory: Memory, dtype: DType) -> HwAp {
+        HwAp {
+            memory,
+            dtype,
+            start_partition: 0,
+            num_partitions: 128,
+            partition_stride: 1,
+            byte_offset: 0,
+            dims: vec![Dim::new(1, 512)],
+        }
+    }
+
+    fn inst(op: Op) -> BirInst {
+        BirInst { op, waits: vec![], signal: None, origin: None }
+    }
+
+    fn matmul() -> Op {
+        Op::MultiplyMoving {
+            dst: ap(Memory::Psum, DType::Fp32),
+            src: ap(Memory::Sbuf, DType::Bf16),
+            acc: EngineAccumulationType::START | EngineAccumulationType::STOP,
+            perf_mode: PerfMode::None,
+            tile_position: TilePosition { row: 0, col: 0 },
+            tile_size: TileSize { rows: 128, cols: 128 },
+        }
+    }
+
+    fn copy() -> Op {
+        Op::TensorCopy { dst: ap(Memory::Sbuf, DType::Bf16), src: ap(Memory::Psum, DType::Fp32) }
+    }
+
+    fn memset() -> Op {
+        Op::Memset { dst: ap(Memory::Sbuf, DType::Fp32), value: 0.0 }
+    }
+
+    fn dma() -> Op {
+        Op::DmaCopy { dst: ap(Memory::Sbuf, DType::Bf16), src: ap(Memory::Hbm, DType::Fp32), cast: CastMode::Rne }
+    }
+
+    /// An op with its start, end and wait times (ns).
+    type Timed = (Op, f64, f64, f64);
+
+    /// A program of the ops per engine, in stream order, and a report placing them at their
+    /// times.
+    fn synthetic(total_ns: f64, per_engine: Vec<(Engine, Vec<Timed>)>) -> (Program, CycleReport) {
+        let mut program = Program::new("synthetic<&>", Target::Trn2);
+        let mut slices = Vec::new();
+        let mut busy = vec![0.0; NUM_ENGINES];
+        for (engine, ops) in per_engine {
+            for (op, start_ns, end_ns, wait_ns) in ops {
+                let stream = &mut program.streams[engine.index()];
+                slices.push(Slice { engine, index: stream.len(), start_ns, end_ns, wait_ns });
+                stream.push(inst(op));
+                busy[engine.index()] += end_ns - start_ns;
+            }
+        }
+        slices.sort_by(|a, b| a.start_ns.total_cmp(&b.start_ns));
+        let report = CycleReport {
+            total_ns,
+            engine_busy_ns: busy,
+            hbm_bytes: 0,
+            matmul_flops: 0.0,
+            peak_flops_per_ns: 1.0,
+            slices,
+        };
+        (program, report)
+    }
+
+    #[test]
+    fn narrow_slices_sharing_a_column_merge_into_the_dominant_kind() {
+        // 1 ns per pixel column.
+        let total = PLOT_W as f64;
+        let (program, report) = synthetic(
+            total,
+            vec![
+                (
+                    Engine::Act,
+                    vec![
+                        // Column 10: two memsets and a longer copy share it.
+                        (memset(), 10.0, 10.2, 0.0),
+                        (copy(), 10.2, 10.8, 0.0),
+                        (memset(), 10.8, 10.9, 0.0),
+                        // Column 20: a narrow copy alone.
+                        (copy(), 20.3, 20.6, 0.0),
+                        // Columns 30..40: a wide copy, drawn as itself.
+                        (copy(), 30.0, 40.0, 5.0),
+                    ],
+                ),
+                (Engine::Dma(3), vec![(dma(), 0.0, total, 0.0)]),
+            ],
+        );
+        let svg = timeline_svg(&program, &report);
+        assert_eq!(rows_of(&svg), vec![Engine::Act, Engine::Dma(3)]);
+        let x = |c: usize| PLOT_X + c;
+        assert!(
+            svg.contains(&format!(r#"<rect class="tensor_copy" x="{}" y="{OP_Y}" width="1" height="{OP_H}"/>"#, x(10))),
+            "{svg}"
+        );
+        assert_eq!(svg.matches("<rect class=\"memset\"").count(), 0, "{svg}");
+        assert!(svg.contains(&format!(r#"<rect class="tensor_copy" x="{}.3" "#, x(20))), "{svg}");
+        assert!(svg.contains("<title>tensor_copy, act, 0.020-0.021 us</title>"), "{svg}");
+        assert!(svg.contains("<title>tensor_copy, act, 0.030-0.040 us</title>"), "{svg}");
+        assert!(svg.contains("<title>wait before tensor_copy, act, 0.025-0.030 us</title>"), "{svg}");
+        assert!(svg.contains("<title>dma_copy, dma3, "), "{svg}");
+        // Titles for the lone copy, the wide copy, its wait and the DMA; none for the merge.
+        assert_eq!(svg.matches("<title>").count(), 5, "{svg}");
+        assert!(svg.contains("<title>synthetic&lt;&amp;&gt; (trn2)"), "{svg}");
+    }
+
+    #[test]
+    fn a_hundred_thousand_slices_stay_within_rows_times_width() {
+        const N: usize = 100_000;
+        // Sub-pixel instructions back to back, every other one held by a wait.
+        let dur = 3.0;
+        let ops = |op: fn() -> Op, phase: f64| -> Vec<Timed> {
+            (0..N / 4)
+                .map(|i| {
+                    let start = phase + 4.0 * dur * i as f64;
+                    let wait = if i % 2 == 0 { 0.5 } else { 0.0 };
+                    (op(), start, start + dur, wait)
+                })
+                .collect()
+        };
+        let engines = [Engine::Pe, Engine::Dve, Engine::Dma(0), Engine::Dma(15)];
+        let total = 4.0 * dur * (N / 4) as f64 + 10.0;
+        let (program, report) = synthetic(
+            total,
+            vec![
+                (engines[0], ops(matmul, 1.0)),
+                (engines[1], ops(copy, 2.0)),
+                (engines[2], ops(dma, 0.0)),
+                (engines[3], ops(dma, 3.0)),
+            ],
+        );
+        assert_eq!(report.slices.len(), N);
+        let svg = timeline_svg(&program, &report);
+        assert_eq!(rows_of(&svg), engines);
+
+        // Per row: at most one merged rect, one lone slice and one wait strip per pixel column,
+        // plus one rect of a slice a pixel or more wide per pixel column; each element at most
+        // 160 bytes (a rect with its tooltip); the head, axis and legend take well under 16 KiB.
+        let per_row = (3 * PLOT_W + 2) * 160;
+        let bound = engines.len() * per_row + 16 * 1024;
+        assert!(svg.len() <= bound, "{} bytes > {bound}", svg.len());
+        // One element per instruction would not fit.
+        assert!(N * 60 > bound);
+        assert!(svg.matches("<rect").count() <= engines.len() * (3 * PLOT_W + 3) + 10);
+        assert!(svg.contains("<rect class=\"multiply_moving\""));
+        assert!(svg.contains("<rect class=\"tensor_copy\""));
+        assert_eq!(svg.matches("<title>").count(), 1, "only the document title");
+    }
+
+    #[test]
+    fn escapes_xml_text() {
+        assert_eq!(Escaped("a<b>&\"c'd").to_string(), "a&lt;b&gt;&amp;&quot;c&apos;d");
+        assert_eq!(Escaped("plain dma3").to_string(), "plain dma3");
+        assert_eq!(Escaped("x\u{1}y\tz").to_string(), "x\u{FFFD}y\tz");
+    }
+
+    #[test]
+    fn ticks_are_round_numbers() {
+        assert_eq!(nice_step(0.7), 1.0);
+        assert_eq!(nice_step(240.0), 500.0);
+        assert_eq!(nice_step(1.5e-3), 2e-3);
+        assert_eq!(nice_step(0.0), 1.0);
+    }
+}
