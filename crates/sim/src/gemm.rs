@@ -18,12 +18,13 @@ pub(crate) struct PackedStationary {
 }
 
 impl PackedStationary {
-    /// Hold `w`, a row-major `[k, m]` matrix, reusing this value's buffer.
-    pub fn pack(&mut self, k: usize, m: usize, w: &[f32]) {
+    /// Hold `w`, a row-major `[k, m]` matrix (at least `k * m` elements), by swapping
+    /// buffers with it: `w` is left with this value's previous buffer, for reuse.
+    pub fn hold(&mut self, k: usize, m: usize, w: &mut Vec<f32>) {
         self.k = k;
         self.m = m;
-        self.data.clear();
-        self.data.extend_from_slice(&w[..k * m]);
+        std::mem::swap(&mut self.data, w);
+        self.data.truncate(k * m);
     }
 }
 
@@ -31,9 +32,11 @@ impl PackedStationary {
 /// `_xpack` is kept for the callers' scratch layout.
 pub(crate) fn matmul_tn(w: &PackedStationary, n: usize, x: &[f32], _xpack: &mut Vec<f32>, out: &mut Vec<f32>) {
     let (k, m) = (w.k, w.m);
-    out.clear();
+    // With beta = 0 the GEMM writes every element of `out` without reading it, so the
+    // buffer is only resized, not cleared.
     out.resize(m * n, 0.0);
     if k == 0 || m == 0 || n == 0 || x.len() < k * n || w.data.len() < k * m {
+        out.fill(0.0);
         return;
     }
     // A = W^T is `m x k` with row stride 1 and column stride m; B = x is `k x n` row-major.
@@ -130,13 +133,30 @@ fn sgemm_checked(
 mod tests {
     use super::*;
 
+    /// The output buffer is reused without clearing: stale contents (NaN here) never leak
+    /// into a product, and a degenerate product is all zeros.
+    #[test]
+    fn stale_output_buffers_are_overwritten() {
+        let (k, m, n) = (3, 2, 4);
+        let mut p = PackedStationary::default();
+        p.hold(k, m, &mut vec![1.0; k * m]);
+        let x = vec![2.0; k * n];
+        let (mut xp, mut out) = (Vec::new(), vec![f32::NAN; 100]);
+        matmul_tn(&p, n, &x, &mut xp, &mut out);
+        assert_eq!(out, vec![6.0; m * n]);
+        out.fill(f32::NAN);
+        p.hold(0, m, &mut Vec::new());
+        matmul_tn(&p, n, &x, &mut xp, &mut out);
+        assert_eq!(out, vec![0.0; m * n]);
+    }
+
     #[test]
     fn matches_an_f64_reference_within_the_fp32_bound_on_ragged_shapes() {
         for &(k, m, n) in &[(1, 1, 1), (3, 5, 7), (128, 128, 512), (17, 9, 33), (256, 3, 2)] {
             let w: Vec<f32> = (0..k * m).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
             let x: Vec<f32> = (0..k * n).map(|i| ((i * 53 % 97) as f32 - 48.0) / 3.0).collect();
             let mut p = PackedStationary::default();
-            p.pack(k, m, &w);
+            p.hold(k, m, &mut w.clone());
             let (mut xp, mut out) = (Vec::new(), Vec::new());
             matmul_tn(&p, n, &x, &mut xp, &mut out);
             for i in 0..m {

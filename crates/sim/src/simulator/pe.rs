@@ -134,7 +134,7 @@ impl Machine {
             });
         }
         let mut packed = self.stationary.take().map(|s| s.packed).unwrap_or_default();
-        packed.pack(k, m, &self.scratch.f32_b);
+        packed.hold(k, m, &mut self.scratch.f32_b);
         self.stationary = Some(Stationary { perf_mode, packed });
         Ok(())
     }
@@ -199,7 +199,7 @@ impl Machine {
             }
         }
         let mut packed = self.stationary.take().map(|s| s.packed).unwrap_or_default();
-        packed.pack(k, m, dense);
+        packed.hold(k, m, dense);
         self.stationary = Some(Stationary { perf_mode: PerfMode::None, packed });
         Ok(())
     }
