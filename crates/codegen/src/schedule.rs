@@ -1041,41 +1041,60 @@ impl<'a> Planner<'a> {
             let outer_side = lhs_side == m_outer;
             (lhs_side && pe) || (outer_side && single_outer)
         };
-        let index: Vec<usize> = (0..steps.len()).collect();
-        self.pipelined(
-            &index,
-            &mut |p, _, i| {
-                let (mb, nb, ls, rs, fresh_a, fresh_b) = at(i);
-                if fresh_a && !in_compute(true) {
+        // The loads of step `i` that go ahead of its compute, restricted to K piece `j` of
+        // `pieces` (the inner block is loaded piece by piece; an outer block with two slots
+        // goes with piece 0).
+        let ahead = |p: &mut Self, i: usize, (j, pieces): (usize, usize)| -> Result<(), CodegenError> {
+            let (mb, nb, ls, rs, fresh_a, fresh_b) = at(i);
+            let (c0, c1) = (j * nk / pieces, (j + 1) * nk / pieces);
+            let part = &chunks[c0..c1];
+            let outer_ahead = !single_outer && j == 0;
+            if fresh_a && !in_compute(true) {
+                if !m_outer {
+                    p.load_lhs_block(ls.at((c0 * mb.len()) as i64 * lw), part, mb)?;
+                } else if outer_ahead {
                     p.load_lhs_block(ls, &chunks, mb)?;
                 }
-                if fresh_b && !in_compute(false) {
+            }
+            if fresh_b && !in_compute(false) {
+                if m_outer {
+                    p.load_rhs_block(rs.at((c0 * nb.len()) as i64 * rw), part, nb)?;
+                } else if outer_ahead {
                     p.load_rhs_block(rs, &chunks, nb)?;
                 }
-                Ok(())
-            },
-            &mut |p, _, i| {
-                let (mb, nb, ls, rs, fresh_a, fresh_b) = at(i);
-                if fresh_a && in_compute(true) && !pe {
-                    p.load_lhs_block(ls, &chunks, mb)?;
+            }
+            Ok(())
+        };
+        ahead(self, 0, (0, 1))?;
+        for i in 0..steps.len() {
+            let (mb, nb, ls, rs, fresh_a, fresh_b) = at(i);
+            if fresh_a && in_compute(true) && !pe {
+                self.load_lhs_block(ls, &chunks, mb)?;
+            }
+            if fresh_b && in_compute(false) {
+                self.load_rhs_block(rs, &chunks, nb)?;
+            }
+            // The next step's loads are spread over this step's m tiles, each piece emitted
+            // before that tile's matmuls: the DMA queues are in order, so a whole block queued
+            // up front would delay the loads this step still needs (natural stripes of A) by
+            // the time it takes to move.
+            let pieces = mb.len().min(nk).max(1);
+            let (bml, bnl) = (mb.len() as i64, nb.len() as i64);
+            for (mi, &m) in mb.iter().enumerate() {
+                let l = ls.at(mi as i64 * lw);
+                if fresh_a && pe {
+                    self.pe_transpose_next(l, bml * lw, m)?;
                 }
-                if fresh_b && in_compute(false) {
-                    p.load_rhs_block(rs, &chunks, nb)?;
+                if i + 1 < steps.len() && mi < pieces {
+                    ahead(self, i + 1, (mi, pieces))?;
                 }
-                let (bml, bnl) = (mb.len() as i64, nb.len() as i64);
-                for (mi, &m) in mb.iter().enumerate() {
-                    let l = ls.at(mi as i64 * lw);
-                    if fresh_a && pe {
-                        p.pe_transpose_next(l, bml * lw, m)?;
-                    }
-                    for (ni, &n) in nb.iter().enumerate() {
-                        let r = rs.at(ni as i64 * rw);
-                        p.tile_group(&|c| l.at(c as i64 * bml * lw), &|c| r.at(c as i64 * bnl * rw), m, n)?;
-                    }
+                for (ni, &n) in nb.iter().enumerate() {
+                    let r = rs.at(ni as i64 * rw);
+                    self.tile_group(&|c| l.at(c as i64 * bml * lw), &|c| r.at(c as i64 * bnl * rw), m, n)?;
                 }
-                Ok(())
-            },
-        )
+            }
+        }
+        Ok(())
     }
 
     fn blocked_mnk(&mut self) -> Result<(), CodegenError> {
