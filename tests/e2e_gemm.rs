@@ -294,3 +294,20 @@ fn double_row_with_pe_transposes() {
         assert_eq!(out.report.perf_mode, "double_row");
     }
 }
+
+/// blocked-mnk whose result block only fits SBUF once (8 x 8 tiles of fp32 = 128 KiB per
+/// partition on trn1's 192 KiB): the next pair's partials wait for the stores of their own
+/// tiles; the product is unchanged.
+#[test]
+fn blocked_mnk_with_a_single_result_block() {
+    let mut a = args(1024, 300, 4096, DType::Bf16, Target::Trn1);
+    a.schedule = Some(codegen::Schedule::BlockedMnk);
+    a.block_m = Some(1024);
+    a.block_n = Some(4096);
+    a.block_k = Some(128);
+    a.m = Some(2048);
+    let out = gemm::run(&a).unwrap();
+    assert!(out.report.check.as_ref().unwrap().passed);
+    let result_block = 8 * 8 * 512 * 4;
+    assert!(out.report.sbuf_peak_bytes_per_partition < 2 * result_block, "{}", out.report.sbuf_peak_bytes_per_partition);
+}

@@ -1106,7 +1106,12 @@ impl<'a> Planner<'a> {
         let lhs = self.buffers("a_block", 2, bm * bk, M_TILE, cfg.lhs_dtype, true)?;
         let rhs = self.buffers("b_block", 2, bn * bk, N_TILE, cfg.rhs_dtype, false)?;
         let res_nd = NDTile { partitions: 128, free: vec![(bm * bn) as u32 * N_TILE as u32], dtype: DType::Fp32 };
-        let res = [self.cg.alloc_sbuf("result0", &res_nd)?, self.cg.alloc_sbuf("result1", &res_nd)?];
+        // Two result blocks when they fit, so that the next pair's first partials do not wait
+        // for the stores of the last; one otherwise (each partial then waits only for the
+        // store of its own tile).
+        let res_slots = if 2 * res_nd.bytes_per_partition() <= self.cg.sbuf_free_bytes() { 2 } else { 1 };
+        let res: Vec<TensorId> =
+            (0..res_slots).map(|i| self.cg.alloc_sbuf(&format!("result{i}"), &res_nd)).collect::<Result<_, _>>()?;
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
         let kblocks: Vec<Vec<KChunk>> = self.chunks.chunks(bk).map(<[KChunk]>::to_vec).collect();
         let mblocks: Vec<&[(u64, u32)]> = mtiles.chunks(bm).collect();
@@ -1136,7 +1141,7 @@ impl<'a> Planner<'a> {
             &mut |p, i, (bi, kbi)| {
                 let (mb, nb) = (mblocks[pairs[bi].0], nblocks[pairs[bi].1]);
                 let kb = &kblocks[kbi];
-                let result = res[bi % 2];
+                let result = res[bi % res.len()];
                 let s = i % 2;
                 let k_base = kb[0].k0;
                 let k_len: u64 = kb.iter().map(|c| u64::from(c.len)).sum::<u64>().min(p.k_total - k_base);
