@@ -309,5 +309,9 @@ fn blocked_mnk_with_a_single_result_block() {
     let out = gemm::run(&a).unwrap();
     assert!(out.report.check.as_ref().unwrap().passed);
     let result_block = 8 * 8 * 512 * 4;
-    assert!(out.report.sbuf_peak_bytes_per_partition < 2 * result_block, "{}", out.report.sbuf_peak_bytes_per_partition);
+    assert!(
+        out.report.sbuf_peak_bytes_per_partition < 2 * result_block,
+        "{}",
+        out.report.sbuf_peak_bytes_per_partition
+    );
 }

@@ -57,6 +57,9 @@ fn bench() -> Result<()> {
     if let Some(t) = mean_ms("plan_lower_4096x8192x8192", "blocked_mn") {
         out += &format!("plan + lower 4096x8192x8192 (blocked-mn): {t:.0} ms\n");
     }
+    if let Some(t) = mean_ms("auto_search_8192", "bf16_trn2") {
+        out += &format!("auto search 8192^3 (rank, then plan + lower + cycle-model the shortlist): {t:.0} ms\n");
+    }
     for entry in std::fs::read_dir(criterion.join("cycle_model_4096x8192x8192")).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if let Some(t) = mean_ms("cycle_model_4096x8192x8192", &name) {

@@ -160,6 +160,10 @@ pub struct AutoCost {
     pub hbm_bytes: u64,
 }
 
+/// How many candidates `auto` weighs with the cycle model (the best of the estimate's
+/// ranking that fit SBUF).
+pub const AUTO_SHORTLIST: usize = 8;
+
 /// Candidates whose modeled time is within this fraction of the fastest count as equally
 /// fast; among them `auto` keeps the one that moves the fewest HBM bytes (the cores of a chip
 /// share its HBM bandwidth, so traffic saved is bandwidth left to the others).

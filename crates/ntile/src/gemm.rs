@@ -346,7 +346,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let mut wall = WallMs::default();
     let t = Instant::now();
     let (plan, auto) = if cfg.schedule == Schedule::Auto {
-        let (plan, choice) = plan_gemm_auto(&cfg, AUTO_SHORTLIST, &mut modeled_ns)?;
+        let (plan, choice) = plan_gemm_auto(&cfg, codegen::AUTO_SHORTLIST, &mut modeled_ns)?;
         (plan, Some(choice))
     } else if args.block_m.is_none() && args.block_n.is_none() && args.block_k.is_none() {
         // Default blocks shrink until they fit the target's SBUF.
@@ -433,9 +433,6 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let stdout = if args.json { json(&report)? } else { summary(&report) };
     Ok(Outcome { report, stdout, result: Some(c) })
 }
-
-/// How many of `auto`'s best-estimated candidates get the cycle model.
-const AUTO_SHORTLIST: usize = 8;
 
 /// Verify, lower and verify the BIR of a plan.
 fn lower(plan: &GemmPlan) -> Result<bir::Program, CliError> {

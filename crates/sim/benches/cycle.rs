@@ -1,6 +1,7 @@
 //! Benchmarks of the cycle model on the lowered programs of a 4096x8192x8192 bf16 GEMM
-//! (`--lhs-transposed`, trn2) under the fixed schedules, and of the trace export of the
-//! blocked-mn one. Each program's size and modeled figures are printed once.
+//! (`--lhs-transposed`, trn2) under the fixed schedules, of the trace export of the
+//! blocked-mn one, and of `auto`'s whole search on an 8192^3 bf16 GEMM (rank, plan, lower and
+//! cycle-model its shortlist). Each program's size and modeled figures are printed once.
 #![expect(
     clippy::unwrap_used,
     clippy::print_stderr,
@@ -64,5 +65,35 @@ fn bench_model(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_model);
+/// `auto` on 8192^3 (A as [M, K], bf16 in HBM, trn2): the same search `ntile gemm` runs.
+fn bench_auto(c: &mut Criterion) {
+    let mut cfg = GemmConfig::new(8192, 8192, 8192, DType::Bf16, Target::Trn2);
+    cfg.input_dtype = DType::Bf16;
+    cfg.out_dtype = DType::Bf16;
+    cfg.schedule = Schedule::Auto;
+    let mut cost = |plan: &codegen::GemmPlan| -> Result<codegen::AutoCost, codegen::CodegenError> {
+        let verified = penguin::verify(&plan.function).map_err(|e| codegen::CodegenError::BadGemm(format!("{e:?}")))?;
+        let p = bir::lower(verified, plan.config.target).map_err(|e| codegen::CodegenError::BadGemm(e.to_string()))?;
+        let r = sim::model(&p).map_err(|e| codegen::CodegenError::BadGemm(e.to_string()))?;
+        Ok(codegen::AutoCost { time: r.total_ns, hbm_bytes: r.hbm_bytes })
+    };
+    let (plan, choice) = codegen::plan_gemm_auto(&cfg, codegen::AUTO_SHORTLIST, &mut cost).unwrap();
+    eprintln!(
+        "auto 8192^3: chose {} blocks {:?} {:?}, modeled {:.1} us, {} evaluated, {} rejected",
+        plan.config.schedule,
+        plan.config.blocks,
+        plan.config.order,
+        choice.cost / 1e3,
+        choice.evaluated,
+        choice.rejected
+    );
+    let mut group = c.benchmark_group("auto_search_8192");
+    group.sample_size(10).measurement_time(Duration::from_secs(30)).warm_up_time(Duration::from_secs(1));
+    group.bench_function("bf16_trn2", |bench| {
+        bench.iter(|| black_box(codegen::plan_gemm_auto(&cfg, codegen::AUTO_SHORTLIST, &mut cost).unwrap().1.cost));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_model, bench_auto);
 criterion_main!(benches);
