@@ -315,3 +315,35 @@ fn blocked_mnk_with_a_single_result_block() {
         out.report.sbuf_peak_bytes_per_partition
     );
 }
+
+/// Every stripe schedule x loop order x transpose method x PE mode over several ragged blocks
+/// in every direction: snake reuse, just-in-time transposes, the pieces of the next step's
+/// loads and single or double outer slots must never change the product (the simulator's race
+/// detector also checks every cross-engine access is ordered).
+#[test]
+fn schedule_orders_transposes_and_modes_grid() {
+    use codegen::{LoopOrder, Schedule};
+    for schedule in [Schedule::Hoisted, Schedule::BlockedMn, Schedule::BlockedMnk] {
+        for order in [LoopOrder::MOuter, LoopOrder::NOuter] {
+            for transpose in [gemm::TransposeOn::Pe, gemm::TransposeOn::Dma] {
+                for double_row in [false, true] {
+                    let dtype = if double_row { DType::Fp8e4m3 } else { DType::Bf16 };
+                    let mut a = args(300, 777, 1100, dtype, Target::Trn2);
+                    a.schedule = Some(schedule);
+                    a.order = Some(order);
+                    a.transpose = Some(transpose);
+                    a.hbm_dtype = Some(DType::Bf16);
+                    a.block_m = Some(128);
+                    a.block_n = Some(512);
+                    a.block_k = Some(256);
+                    if double_row {
+                        a.perf_mode = Some(penguin::PerfMode::DoubleRow);
+                    }
+                    let what = format!("{schedule} {order:?} {transpose:?} double_row={double_row}");
+                    let out = gemm::run(&a).unwrap_or_else(|e| panic!("{what}: {e}"));
+                    assert!(out.report.check.as_ref().unwrap().passed, "{what}");
+                }
+            }
+        }
+    }
+}
