@@ -167,7 +167,7 @@ pub const AUTO_SHORTLIST: usize = 8;
 /// Candidates whose modeled time is within this fraction of the fastest count as equally
 /// fast; among them `auto` keeps the one that moves the fewest HBM bytes (the cores of a chip
 /// share its HBM bandwidth, so traffic saved is bandwidth left to the others).
-pub const AUTO_TIME_TOLERANCE: f64 = 0.02;
+pub const AUTO_TIME_TOLERANCE: f64 = 0.005;
 
 /// A quick analytic estimate of a candidate's time in ns, from the same SPEC facts as the
 /// cycle model: a smooth maximum of the PE time (every matmul at `max(N, 64)` cycles), the HBM
@@ -240,9 +240,10 @@ pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
     top * parts.iter().map(|t| (t / top).powi(8)).sum::<f64>().powf(1.0 / 8.0)
 }
 
-/// Plan with `auto`: rank the candidates of [`auto_candidates`] by [`estimate_ns`], plan the
-/// best `shortlist` that fit SBUF and weigh each with `cost` (the cycle model in practice).
-/// The fewest HBM bytes among those within [`AUTO_TIME_TOLERANCE`] of the fastest wins.
+/// Plan with `auto`: weigh with `cost` (the cycle model in practice) the blocked schedules
+/// with their default blocks and the best `shortlist` candidates of [`auto_candidates`] by
+/// [`estimate_ns`] that fit SBUF. The fewest HBM bytes among those within
+/// [`AUTO_TIME_TOLERANCE`] of the fastest wins.
 pub fn plan_gemm_auto(
     cfg: &GemmConfig,
     shortlist: usize,
@@ -254,9 +255,27 @@ pub fn plan_gemm_auto(
     let mut weighed: Vec<(GemmPlan, AutoCost)> = Vec::new();
     let mut rejected = 0;
     let mut last_err = None;
+    // The blocked schedules with their default blocks (what `--schedule blocked-mn` and
+    // `--schedule blocked-mnk` plan) are always weighed, so `auto` is never slower than them
+    // for want of looking.
+    for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk] {
+        let anchor = GemmConfig { schedule, blocks: crate::gemm::BlockSizes::for_schedule(schedule), ..cfg.clone() };
+        match plan_gemm_fitting(&anchor) {
+            Ok(plan) => {
+                let c = cost(&plan)?;
+                weighed.push((plan, c));
+            }
+            Err(e @ CodegenError::SbufCapacity { .. }) => last_err = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    let anchors = weighed.len();
     for (_, cand) in ranked {
-        if weighed.len() >= shortlist.max(1) {
+        if weighed.len() >= anchors.saturating_add(shortlist.max(1)) {
             break;
+        }
+        if weighed.iter().any(|(p, _)| p.config == cand) {
+            continue;
         }
         match plan_gemm(&cand) {
             Ok(plan) => {
@@ -1305,6 +1324,26 @@ mod tests {
             assert_eq!(lean, lean_wins, "slowdown {slowdown}: chose {:?}", plan.config.blocks);
             assert_eq!(choice.hbm_bytes, if lean_wins { 1 } else { 2 });
             assert!(choice.evaluated > 2);
+        }
+    }
+
+    /// The blocked schedules at their default blocks are always weighed, however the
+    /// estimate ranks them: a cost that only they win is found.
+    #[test]
+    fn auto_weighs_the_blocked_defaults() {
+        let cfg = GemmConfig::new(2048, 1024, 4096, DType::Bf16, Target::Trn2);
+        for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk] {
+            let defaults = BlockSizes::for_schedule(schedule);
+            let mut cost = |plan: &GemmPlan| -> Result<AutoCost, CodegenError> {
+                let wanted = plan.config.schedule == schedule && plan.config.blocks == defaults;
+                Ok(AutoCost { time: if wanted { 1.0 } else { 2.0 }, hbm_bytes: 0 })
+            };
+            // The estimate alone would not have picked it.
+            let top = auto_candidates(&cfg).into_iter().min_by(|x, y| estimate_ns(x).total_cmp(&estimate_ns(y)));
+            assert!(top.is_some_and(|t| (t.schedule, t.blocks) != (schedule, defaults)));
+            let (plan, choice) = plan_gemm_auto(&cfg, 1, &mut cost).unwrap();
+            assert_eq!((plan.config.schedule, plan.config.blocks), (schedule, defaults));
+            assert_eq!(choice.evaluated, 3, "two defaults and a shortlist of one");
         }
     }
 
