@@ -347,3 +347,26 @@ fn schedule_orders_transposes_and_modes_grid() {
         }
     }
 }
+
+/// fp8 operands stored as fp8 in HBM are loaded without a cast (plain DMA copies); an integer
+/// HBM dtype and the OCP fp8 off trn3 are refused with the reason.
+#[test]
+fn fp8_operands_stored_as_fp8_in_hbm() {
+    let mut a = args(300, 999, 700, DType::Fp8e4m3, Target::Trn2);
+    a.perf_mode = Some(penguin::PerfMode::DoubleRow);
+    a.hbm_dtype = Some(DType::Fp8e4m3);
+    let out = gemm::run(&a).unwrap();
+    assert!(out.report.check.as_ref().unwrap().passed);
+    // A and B once (1 byte each) and C (fp32) once: nothing is converted on the way.
+    assert_eq!(out.report.hbm_bytes, 300 * 999 + 999 * 700 + 300 * 700 * 4);
+    for (hbm, target, needle) in [
+        (DType::Int32, Target::Trn2, "input dtype int32 is not supported"),
+        (DType::Fp8e4m3fn, Target::Trn2, "input dtype fp8e4m3fn (OCP, max 448) is only supported on trn3"),
+    ] {
+        let mut a = args(30, 99, 70, DType::Bf16, target);
+        a.hbm_dtype = Some(hbm);
+        let e = gemm::run(&a).unwrap_err();
+        assert_eq!(e.code, 2, "{}", e.message);
+        assert!(e.message.contains(needle), "{}", e.message);
+    }
+}

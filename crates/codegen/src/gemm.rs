@@ -259,8 +259,14 @@ impl GemmConfig {
         if (self.lhs_dtype == DType::Uint8) != (self.rhs_dtype == DType::Uint8) {
             return Err(CodegenError::DoubleRow(crate::combine::DOUBLE_ROW_UINT8_ONLY));
         }
-        for (what, d) in [("lhs", self.lhs_dtype), ("rhs", self.rhs_dtype)] {
-            if !d.is_float() && d != DType::Uint8 {
+        if !self.input_dtype.is_float() {
+            return Err(CodegenError::BadGemm(format!(
+                "input dtype {} is not supported (use fp32, bf16, fp16 or an fp8 type)",
+                self.input_dtype
+            )));
+        }
+        for (what, d) in [("lhs", self.lhs_dtype), ("rhs", self.rhs_dtype), ("input", self.input_dtype)] {
+            if what != "input" && !d.is_float() && d != DType::Uint8 {
                 return Err(CodegenError::BadGemm(format!(
                     "{what} dtype {d} is not supported for a GEMM (use fp32, bf16, fp16, an fp8 type or uint8)"
                 )));
@@ -276,12 +282,6 @@ impl GemmConfig {
             return Err(CodegenError::BadGemm(format!(
                 "out dtype {} is not supported (use fp32, bf16 or fp16)",
                 self.out_dtype
-            )));
-        }
-        if !matches!(self.input_dtype, DType::Fp32 | DType::Bf16 | DType::Fp16) {
-            return Err(CodegenError::BadGemm(format!(
-                "input dtype {} is not supported (use fp32, bf16 or fp16)",
-                self.input_dtype
             )));
         }
         Ok(())

@@ -62,7 +62,8 @@ pub struct GemmArgs {
     #[arg(long)]
     pub rhs_dtype: Option<DType>,
     /// Dtype of A and B in HBM: fp32 (the .npy values, cast by the DMA that loads them),
-    /// bf16 or fp16 (stored rounded, loaded without a cast)
+    /// or bf16, fp16 or an fp8 type (stored rounded; loaded without a cast when it is the
+    /// matmul dtype)
     #[arg(long, default_value = "fp32", value_name = "DTYPE")]
     pub hbm_dtype: Option<DType>,
     /// Dtype of C: fp32, bf16 or fp16
