@@ -3,8 +3,9 @@
 //!
 //! Every schedule emits the same kinds of steps, so they differ only in reuse:
 //! - **load**: a DMA brings an operand tile from HBM into an SBUF buffer; when it converts to
-//!   the matmul dtype it is an `OffloadedMemCast` spread over the DMA queues (A^T by a transposing access pattern on trn2/trn3; on trn1 A is loaded in
-//!   its natural layout and transposed on the PE through PSUM unless it is given as `[K, M]`);
+//!   the matmul dtype it is an `OffloadedMemCast` spread over the DMA queues. A^T comes from
+//!   A `[M, K]` by a transposing access pattern (trn2/trn3), or by a natural-layout load and PE
+//!   transposes through PSUM (trn1, or `pe_transpose` elsewhere) unless A is given as `[K, M]`;
 //! - **matmul**: one K sub-tile into the output tile's PSUM accumulation group
 //!   (`combine_*_matmult_tiles` gives START / ACCU / STOP);
 //! - **evacuate**: copy the stopped group from PSUM to SBUF on ACT or DVE (casting to the
@@ -17,16 +18,21 @@
 //!   whole K stripe of B; run the K matmuls; evacuate.
 //! - `blocked-mn`: for each M block load the A^T stripes of its tiles; for each N block load
 //!   the B stripes of its tiles; for every (m, n) pair in the blocks run its K matmuls;
-//!   evacuate. The loop order picks which block loop is outside.
+//!   evacuate. The loop order picks which block loop is outside; the inner loop runs in snake
+//!   order and a block still resident in either of its two slots is not loaded again.
 //! - `blocked-mnk`: blocks in all three; for each (M block, N block) keep an fp32 result
 //!   block in SBUF; for each K block load the A^T and B blocks, accumulate each tile's K-block
-//!   partial in PSUM and add it into the result block on VectorE and GpSimd in turn; store the block once (the
-//!   store DMA casts to the output dtype).
+//!   partial in PSUM and add it into the result block on VectorE and GpSimd in turn; store the
+//!   block once (the store DMA casts to the output dtype).
 //!
-//! Every buffer that is refilled inside a loop has two slots, so the DMA queues can fill the
-//! next slot while the PE works on the other (double buffering): the dependency edges (and so
-//! the semaphores) only order a refill after the last read of the same slot. Accumulation
-//! groups rotate over the PSUM banks (one bank is kept for PE transposes on trn1).
+//! Every buffer that is refilled inside a loop has two slots when they fit, so the DMA queues
+//! can fill the next slot while the PE works on the other (double buffering): the dependency
+//! edges (and so the semaphores) only order a refill after the last read of the same slot.
+//! The next step's loads are emitted in pieces between the current step's m tiles (the queues
+//! run in order: a whole block queued at once would hold back loads the current step still
+//! needs). A transposed on the PE is transposed just before its first matmul, its natural
+//! stripes prefetched two ahead. Accumulation groups rotate over the PSUM banks (one bank is
+//! kept for PE transposes).
 
 use penguin::{
     AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, GeneratedBuilder, InstData, InstTile, Memory, MemsetData,
