@@ -328,12 +328,14 @@ fn schedule_orders_transposes_and_modes_grid() {
             for transpose in [gemm::TransposeOn::Pe, gemm::TransposeOn::Dma] {
                 for double_row in [false, true] {
                     let dtype = if double_row { DType::Fp8e4m3 } else { DType::Bf16 };
-                    let mut a = args(300, 777, 1100, dtype, Target::Trn2);
+                    // 5 m tiles in blocks of 3 (the next step's loads go in 3 pieces of the
+                    // 7 (4 in double row) K chunks), 3 n tiles in blocks of 1.
+                    let mut a = args(600, 777, 1100, dtype, Target::Trn2);
                     a.schedule = Some(schedule);
                     a.order = Some(order);
                     a.transpose = Some(transpose);
                     a.hbm_dtype = Some(DType::Bf16);
-                    a.block_m = Some(128);
+                    a.block_m = Some(384);
                     a.block_n = Some(512);
                     a.block_k = Some(256);
                     if double_row {
