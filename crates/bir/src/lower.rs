@@ -1,10 +1,11 @@
 //! Lowering a verified Penguin function to a BIR program.
 //!
 //! Each Penguin instruction becomes one or more instructions on one engine stream: matmuls
-//! on the PE as LoadStationary + MultiplyMoving ([`codegen_mat_mul_op`]), DMA copies on the
-//! DMA queues in turn (copies into HBM on their own [`STORE_QUEUES`], so that a store never
-//! waits in line behind a prefetch that is itself waiting for a buffer to be released),
-//! tensor copies and memsets on the engine they name. A dependency
+//! on the PE as LoadStationary + MultiplyMoving ([`codegen_mat_mul_op`]), plain DMA copies on
+//! the DMA queues in turn (copies into HBM on their own [`STORE_QUEUES`], so that a store
+//! never waits in line behind a plain load that is itself waiting for a buffer to be
+//! released; offloaded ops, casting loads included, are spread over all 16 queues), tensor
+//! copies and memsets on the engine they name. A dependency
 //! edge between instructions on different engines becomes a semaphore: every engine has one
 //! semaphore that its instructions with cross-engine dependents increment, and a consumer
 //! waits until the producer's engine semaphore reaches the count of the producer.

@@ -193,7 +193,9 @@ pub struct GemmConfig {
     pub order: LoopOrder,
     /// How A `[M, K]` is transposed when loaded: `Some(true)` on the PE through PSUM (natural,
     /// contiguous loads), `Some(false)` by the DMA (trn2/trn3 only); `None` picks the target's
-    /// default (PE on trn1, DMA on trn2/trn3). Ignored when A is given as `[K, M]`.
+    /// default (PE on trn1, DMA on trn2/trn3). Ignored when A is given as `[K, M]`, with
+    /// structured sparsity (the compressed A is always read by the DMA) and by `naive` in
+    /// double row: see [`GemmConfig::transposes_lhs_on_pe`].
     pub pe_transpose: Option<bool>,
 }
 

@@ -25,14 +25,17 @@
 //!   partial in PSUM and add it into the result block on VectorE and GpSimd in turn; store the
 //!   block once (the store DMA casts to the output dtype).
 //!
-//! Every buffer that is refilled inside a loop has two slots when they fit, so the DMA queues
-//! can fill the next slot while the PE works on the other (double buffering): the dependency
-//! edges (and so the semaphores) only order a refill after the last read of the same slot.
-//! The next step's loads are emitted in pieces between the current step's m tiles (the queues
-//! run in order: a whole block queued at once would hold back loads the current step still
-//! needs). A transposed on the PE is transposed just before its first matmul, its natural
-//! stripes prefetched two ahead. Accumulation groups rotate over the PSUM banks (one bank is
-//! kept for PE transposes).
+//! A buffer refilled inside a loop has two slots, so the DMA queues can fill the next slot
+//! while the PE works on the other (double buffering): the dependency edges (and so the
+//! semaphores) only order a refill after the last read of the same slot. The exceptions have
+//! one: a lone block (loaded once), blocked-mn's outer block when two do not fit SBUF (its
+//! reload waits for the last reads of the previous one), an outer A transposed on the PE, and
+//! blocked-mnk's result block when two do not fit. blocked-mn emits its next inner block in K
+//! pieces between the current step's m tiles (the queues run in order: a whole block queued at
+//! once would hold back loads the current step still needs). A transposed on the PE is
+//! transposed just before its first matmul: hoisted and blocked-mn prefetch its natural stripes
+//! two ahead, blocked-mnk loads the natural K block of the next step ahead. Accumulation groups
+//! rotate over the PSUM banks (one bank is kept for the PE transposes when there are any).
 
 use penguin::{
     AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, GeneratedBuilder, InstData, InstTile, Memory, MemsetData,
@@ -112,10 +115,6 @@ pub fn auto_candidates(cfg: &GemmConfig) -> Vec<GemmConfig> {
     for order in [LoopOrder::MOuter, LoopOrder::NOuter] {
         for &bm in &sizes(mt, &[1, 2, 4, 8, 16]) {
             for &bn in &sizes(nt, &[1, 2, 4, 8]) {
-                // With a single block on either side both loop orders are the same nest.
-                if order == LoopOrder::NOuter && (bm == mt || bn == nt) {
-                    continue;
-                }
                 out.push(with(Schedule::BlockedMn, bm, bn, 1, order));
                 for &bk in &sizes(kt, &[4, 8, 16, 32]) {
                     if bk < kt {
@@ -224,17 +223,26 @@ pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
     let out = (cfg.m * cfg.n) as f64 * f64::from(cfg.out_dtype.size_bytes());
     let engines = 16.0 * info.dma_bytes_per_ns;
     let data_ns = (a * a_times / eff(a_run) + b * b_times / eff(b_run) + out / eff(N_TILE as f64 * 4.0)) / engines;
-    let a_transfers = if cfg.transposes_lhs_on_pe() && stripes { mt } else { mt * chunks } * a_times;
+    // K blocks of blocked-mnk: its block is a whole number of chunks.
+    let chunk_len = k_chunks(cfg).0.first().map_or(128, |c| u64::from(c.len).max(1));
+    let k_blocks = (chunks / cfg.blocks.k.div_ceil(chunk_len).max(1) as f64).ceil();
+    // Natural loads of A for PE transposes: a whole stripe, or a K block, per m tile.
+    let a_transfers = match (cfg.transposes_lhs_on_pe(), cfg.schedule) {
+        (true, _) if stripes => mt,
+        (true, Schedule::BlockedMnk) => mt * k_blocks,
+        _ => mt * chunks,
+    } * a_times;
     let b_transfers = nt / b_wide * chunks * b_times;
     let fixed_ns = (a_transfers + b_transfers + mt * nt) * 1300.0 / 16.0;
     let hbm_ns = (a * a_times + b * b_times + out) / info.hbm_bytes_per_ns;
-    // PE transposes of A (128 cycles per chunk of an m tile, each time A is loaded), and the
-    // vector engines: evacuations take turns on ACT and DVE; blocked-mnk adds every K block
-    // but the first into its result block on DVE and POOL in turn (~1 element per cycle + 60
-    // cycles each).
-    let transposes_ns = if cfg.transposes_lhs_on_pe() { mt * chunks * a_times * 128.0 / info.pe_ghz } else { 0.0 };
+    // PE transposes of A (128 cycles per 128 rows of an m tile: one per chunk, two per
+    // double-row chunk; each time A is loaded), and the vector engines: evacuations take turns
+    // on ACT and DVE; blocked-mnk adds every K block but the first into its result block on DVE
+    // and POOL in turn (~1 element per cycle + 60 cycles each).
+    let per_chunk = if cfg.perf_mode == PerfMode::None { 1.0 } else { 2.0 };
+    let transposes_ns =
+        if cfg.transposes_lhs_on_pe() { mt * chunks * per_chunk * a_times * 128.0 / info.pe_ghz } else { 0.0 };
     let per_tile = |ghz: f64| (N_TILE as f64 + 60.0) / ghz;
-    let k_blocks = (cfg.k as f64 / cfg.blocks.k.max(1) as f64).ceil();
     let dve_ns = match cfg.schedule {
         Schedule::BlockedMnk => mt * nt * (k_blocks - 1.0).max(0.0) * per_tile(info.dve_ghz) / 2.0,
         _ => mt * nt * per_tile(info.dve_ghz) / 2.0,
@@ -346,8 +354,8 @@ struct Planner<'a> {
     pe_rows: u32,
     pe_positions: u32,
     psum_banks: Vec<TensorId>,
-    /// trn1 without a pre-transposed A: natural-layout buffers and the PSUM bank for PE
-    /// transposes.
+    /// A transposed on the PE (see [`GemmConfig::transposes_lhs_on_pe`]): the two
+    /// natural-layout buffers and the PSUM bank for the transposes.
     pe_transpose: Option<([TensorId; 2], TensorId)>,
     out: [TensorId; 2],
     transposes: usize,
@@ -1031,18 +1039,17 @@ impl<'a> Planner<'a> {
         // The outer operand's block is loaded once per outer step, the inner one when it is
         // not still resident. The inner one has two slots; the outer one has two when they fit
         // (else its reload waits once per outer step for the last use of the previous block).
-        // A transposed on the PE just in time needs one slot wherever it is: its transposes
-        // follow the last reads of the previous block in the PE's own order.
+        // A lone block on either side is loaded once and needs one slot; so does an outer A
+        // transposed on the PE just in time (its transposes follow the last reads of the
+        // previous block in the PE's own order).
         let (lb, rb) = (
             (bm * nk) as u64 * self.lhs_width() as u64 * u64::from(self.cfg.lhs_dtype.size_bytes()),
             (bn * nk) as u64 * self.rhs_width() as u64 * u64::from(self.cfg.rhs_dtype.size_bytes()),
         );
-        let outer_slots = if 2 * (lb + rb) + 256 <= self.cg.sbuf_free_bytes() { 2 } else { 1 };
-        let (lslots, rslots) = match (m_outer, pe) {
-            (true, true) => (1, 2),
-            (true, false) => (outer_slots, 2),
-            (false, _) => (2, outer_slots),
-        };
+        let inner_slots_n = if inner == 1 { 1 } else { 2 };
+        let outer_fits_twice = 2 * (lb + rb) + 256 <= self.cg.sbuf_free_bytes();
+        let outer_slots = if outer > 1 && outer_fits_twice && !(m_outer && pe) { 2 } else { 1 };
+        let (lslots, rslots) = if m_outer { (outer_slots, inner_slots_n) } else { (inner_slots_n, outer_slots) };
         let lhs = self.buffers("a_block", lslots, bm * nk, M_TILE, self.cfg.lhs_dtype, true)?;
         let rhs = self.buffers("b_block", rslots, bn * nk, N_TILE, self.cfg.rhs_dtype, false)?;
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
