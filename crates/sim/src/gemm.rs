@@ -18,6 +18,14 @@ pub(crate) struct PackedStationary {
 }
 
 impl PackedStationary {
+    /// Hold a copy of `w`, a row-major `[k, m]` matrix (at least `k * m` elements).
+    pub fn copy_from(&mut self, k: usize, m: usize, w: &[f32]) {
+        self.k = k;
+        self.m = m;
+        self.data.clear();
+        self.data.extend_from_slice(&w[..k * m]);
+    }
+
     /// Hold `w`, a row-major `[k, m]` matrix (at least `k * m` elements), by swapping
     /// buffers with it: `w` is left with this value's previous buffer, for reuse.
     pub fn hold(&mut self, k: usize, m: usize, w: &mut Vec<f32>) {

@@ -125,16 +125,18 @@ struct Machine {
     stationary: Option<Stationary>,
     scratch: Scratch,
     double_row_ok: bool,
-    /// Recently decoded moving operands (plain perf mode), by access pattern; an SBUF write
-    /// that overlaps one drops it. Blocked schedules stream the same moving tile against
-    /// several stationary tiles, and decoding it once saves most of the decode time.
+    /// Recently decoded PE operands (plain perf mode, moving and stationary), by access
+    /// pattern; an SBUF write that overlaps one drops it. Blocked schedules stream the same
+    /// moving tile against several stationary tiles and the same stationary tile against the
+    /// n tiles of a block, and decoding each once saves most of the decode time.
     moving_cache: Vec<(HwAp, Vec<f32>)>,
     /// The cache entry holding the moving operand just prepared, if it is there.
     moving_hit: Option<usize>,
 }
 
-/// Decoded moving operands kept (a blocked schedule's N block x K chunks).
-const MOVING_CACHE_ENTRIES: usize = 32;
+/// Decoded operands kept (a blocked schedule's N block x K chunks of moving tiles and the K
+/// chunks of a stationary m tile, with room to spare).
+const MOVING_CACHE_ENTRIES: usize = 48;
 
 impl Machine {
     /// Forget cached operands that an SBUF write to `ap` may change.
@@ -446,10 +448,12 @@ fn alloc_hbm(bytes: u64) -> Option<Vec<u8>> {
         return None;
     }
     let n = usize::try_from(bytes).ok()?;
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).ok()?;
-    v.resize(n, 0);
-    Some(v)
+    // Probe that the allocation can be made (an error, not an abort, when it cannot), then
+    // take zeroed memory from the allocator: the operating system's zero pages, not a memset.
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(n).ok()?;
+    drop(probe);
+    Some(vec![0; n])
 }
 
 /// For each engine `x`, the smallest `clock[x]` among the engines that still have

@@ -50,7 +50,11 @@ impl Machine {
             });
         }
         cx.record(&walk, false);
-        let cacheable = what == "moving" && perf_mode == PerfMode::None && ap.memory == Memory::Sbuf;
+        self.moving_hit = None;
+        // Plain moving and stationary operands decode to the same [P, F] rows, so one cache
+        // serves both (a blocked schedule reuses each within a few matmuls).
+        let cacheable =
+            matches!(what, "moving" | "stationary") && perf_mode == PerfMode::None && ap.memory == Memory::Sbuf;
         if cacheable {
             if let Some(i) = self.moving_cache.iter().position(|(c, _)| c == ap) {
                 self.moving_hit = Some(i);
@@ -134,7 +138,10 @@ impl Machine {
             });
         }
         let mut packed = self.stationary.take().map(|s| s.packed).unwrap_or_default();
-        packed.hold(k, m, &mut self.scratch.f32_b);
+        match self.moving_hit.take().and_then(|i| self.moving_cache.get(i)) {
+            Some((_, rows)) => packed.copy_from(k, m, rows),
+            None => packed.hold(k, m, &mut self.scratch.f32_b),
+        }
         self.stationary = Some(Stationary { perf_mode, packed });
         Ok(())
     }
