@@ -57,7 +57,10 @@ impl Machine {
             matches!(what, "moving" | "stationary") && perf_mode == PerfMode::None && ap.memory == Memory::Sbuf;
         if cacheable {
             if let Some(i) = self.moving_cache.iter().position(|(c, _)| c == ap) {
-                self.moving_hit = Some(i);
+                // Least recently used first: a hit moves to the back.
+                let entry = self.moving_cache.remove(i);
+                self.moving_cache.push(entry);
+                self.moving_hit = Some(self.moving_cache.len() - 1);
                 return Ok((p, f));
             }
         }
