@@ -709,3 +709,16 @@ fn bad_ir_files_exit_2_with_a_located_message() {
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
 }
+
+/// `ntile run` places a race on the file line of the access that ran later.
+#[test]
+fn run_places_a_race_on_its_line() {
+    let dir = scratch("race_line");
+    let x = dir.join("x.npy");
+    write_f32(&x, &[4, 8], &(0..32).map(|i| i as f32).collect::<Vec<_>>());
+    let file = root().join("tests/filetests/sim/race_missing_semaphore.bir");
+    let o = ntile(&["run", path_str(&file), "--input", &format!("x={}", path_str(&x))]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let want = format!("{}:11: race on sbuf partitions 0..4 bytes 0..32: dma0[0] (write)", path_str(&file));
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+}

@@ -218,6 +218,18 @@ fn failing_insts(e: &sim::SimError) -> Vec<sim::InstRef> {
     }
 }
 
+/// The file line of BIR instruction `at`: its own line in a `.bir` file, the line of the
+/// Penguin instruction it was lowered from in a `.pir` file.
+fn inst_line(program: &bir::Program, lines: &SourceLines, at: sim::InstRef) -> Option<usize> {
+    match lines {
+        SourceLines::Bir(map) => map.as_ref()?.line_of(bir::text::Line::Inst(at.engine, at.index)),
+        SourceLines::Penguin(map) => {
+            let id = program.streams.get(at.engine.index())?.get(at.index)?.origin?;
+            map.as_ref()?.line_of(penguin::Entity::Inst(id))
+        }
+    }
+}
+
 /// A simulator error with the file line of the instruction it names, when known. For a
 /// lowered Penguin function each BIR position is also named by the Penguin instruction it
 /// came from: `i0 (dma0[0]): ...`, on the line of `i0`.
@@ -320,7 +332,12 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     if let Some(race) = stats.races.first() {
         let more = stats.races.len() as u64 - 1 + stats.races_dropped;
         let tail = if more > 0 { format!(" (and {more} more)") } else { String::new() };
-        return Err(CliError::usage(format!("{}: {race}{tail}", src.name)));
+        // Placed on the line of the access that ran later.
+        let at = match inst_line(&program, &lines, race.later.at) {
+            Some(line) => format!("{}:{line}", src.name),
+            None => src.name.clone(),
+        };
+        return Err(CliError::usage(format!("{at}: {race}{tail}")));
     }
     let mut out = format!(
         "ran {} on {}: {} instructions, {} matmuls, {} bytes moved by DMA\n",
