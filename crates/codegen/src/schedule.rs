@@ -269,29 +269,11 @@ pub fn plan_gemm_auto(
     let mut weighed: Vec<(GemmPlan, AutoCost)> = Vec::new();
     let mut rejected = 0;
     let mut last_err = None;
-    // The blocked schedules with their default blocks (what `--schedule blocked-mn` and
-    // `--schedule blocked-mnk` plan) are always weighed, so `auto` is never slower than them
-    // for want of looking.
-    for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk] {
-        let anchor = GemmConfig { schedule, blocks: crate::gemm::BlockSizes::for_schedule(schedule), ..cfg.clone() };
-        match plan_gemm_fitting(&anchor) {
-            Ok(plan) => {
-                let c = cost(&plan)?;
-                weighed.push((plan, c));
-            }
-            Err(e @ CodegenError::SbufCapacity { .. }) => last_err = Some(e),
-            Err(e) => return Err(e),
-        }
-    }
-    let anchors = weighed.len();
-    for (_, cand) in ranked {
-        if weighed.len() >= anchors.saturating_add(shortlist.max(1)) {
-            break;
-        }
-        if weighed.iter().any(|(p, _)| p.config == cand) {
-            continue;
-        }
-        match plan_gemm(&cand) {
+    // Weigh a planned candidate; one that does not fit SBUF is counted and skipped.
+    let mut weigh = |planned: Result<GemmPlan, CodegenError>,
+                     weighed: &mut Vec<(GemmPlan, AutoCost)>|
+     -> Result<(), CodegenError> {
+        match planned {
             Ok(plan) => {
                 let c = cost(&plan)?;
                 weighed.push((plan, c));
@@ -302,6 +284,24 @@ pub fn plan_gemm_auto(
             }
             Err(e) => return Err(e),
         }
+        Ok(())
+    };
+    // The blocked schedules with their default blocks (what `--schedule blocked-mn` and
+    // `--schedule blocked-mnk` plan) are always weighed, so `auto` is never slower than them
+    // for want of looking.
+    for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk] {
+        let anchor = GemmConfig { schedule, blocks: crate::gemm::BlockSizes::for_schedule(schedule), ..cfg.clone() };
+        weigh(plan_gemm_fitting(&anchor), &mut weighed)?;
+    }
+    let anchors = weighed.len();
+    for (_, cand) in ranked {
+        if weighed.len() >= anchors.saturating_add(shortlist.max(1)) {
+            break;
+        }
+        if weighed.iter().any(|(p, _)| p.config == cand) {
+            continue;
+        }
+        weigh(plan_gemm(&cand), &mut weighed)?;
     }
     let evaluated = weighed.len();
     let fastest = weighed.iter().map(|(_, c)| c.time).fold(f64::INFINITY, f64::min);
@@ -887,10 +887,9 @@ impl<'a> Planner<'a> {
         let Some((nat, _)) = self.pe_transpose else { return Ok(()) };
         let cfg = self.cfg;
         while self.pe_loaded < self.pe_seq.len() && self.pe_loaded < self.pe_done + 2 {
-            let (m0, msz) = self.pe_seq[self.pe_loaded];
-            let natural = on_chip(nat[self.pe_loaded % 2], Memory::Sbuf, cfg.lhs_dtype, 0, msz, 0, cfg.k as u32);
-            let src = hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, 0, cfg.k as u32));
-            self.dma(natural, src)?;
+            let m = self.pe_seq[self.pe_loaded];
+            let at = Slot { tensor: nat[self.pe_loaded % 2], offset: 0, tags: None };
+            self.load_natural(at, m, 0, cfg.k as u32)?;
             self.pe_loaded += 1;
         }
         Ok(())
@@ -926,16 +925,22 @@ impl<'a> Planner<'a> {
         chunks: &[KChunk],
         block: &[(u64, u32)],
     ) -> Result<(), CodegenError> {
-        let cfg = self.cfg;
         let (Some((nat, _)), Some(first), Some(last)) = (self.pe_transpose, chunks.first(), chunks.last()) else {
             return Ok(());
         };
         let (k0, rows) = (first.k0, (last.k0 + u64::from(last.real) - first.k0) as u32);
-        for (t, &(m0, msz)) in block.iter().enumerate() {
-            let dst = on_chip(nat[which], Memory::Sbuf, cfg.lhs_dtype, 0, msz, t as i64 * width, rows);
-            self.dma(dst, hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, k0, rows)))?;
+        for (t, &m) in block.iter().enumerate() {
+            self.load_natural(Slot { tensor: nat[which], offset: t as i64 * width, tags: None }, m, k0, rows)?;
         }
         Ok(())
+    }
+
+    /// Load A's rows of m tile `(m0, msz)`, columns `[k0, k0 + cols)`, in their natural layout
+    /// (contiguous runs along K) at `at`: the source of PE transposes.
+    fn load_natural(&mut self, at: Slot, (m0, msz): (u64, u32), k0: u64, cols: u32) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let dst = on_chip(at.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, msz, at.offset, cols);
+        self.dma(dst, hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, k0, cols)))
     }
 
     /// Load the given K chunks of a block of n tiles (the moving operand), laid out
@@ -1161,6 +1166,10 @@ impl<'a> Planner<'a> {
             (0..pairs.len()).flat_map(|bi| (0..kblocks.len()).map(move |kbi| (bi, kbi))).collect();
         let nkb = kblocks.len();
         let pe = self.pe_transpose.is_some();
+        // Output tile `i` (m-major in the pair's blocks) of a result block: fp32, 512 apart.
+        let result_tile = |result: TensorId, i: usize, msz: u32, nsz: u32| {
+            on_chip(result, Memory::Sbuf, DType::Fp32, 0, msz, i as i64 * N_TILE as i64, nsz)
+        };
         let nat_width = i64::from(mnk_natural_width(cfg));
         self.pipelined(
             &steps,
@@ -1197,15 +1206,7 @@ impl<'a> Planner<'a> {
                             let (st, mv) = p.loaded_views(l, r, chunk, m.1, n.1)?;
                             p.matmul(&mut acc, &psum, st, mv, chunk, k_base, pos)?;
                         }
-                        let part = on_chip(
-                            result,
-                            Memory::Sbuf,
-                            DType::Fp32,
-                            0,
-                            m.1,
-                            ((t * bn + j) as i64) * N_TILE as i64,
-                            n.1,
-                        );
+                        let part = result_tile(result, t * bn + j, m.1, n.1);
                         if kbi == 0 {
                             p.copy(p.evac_engine(p.groups), part, psum)?;
                         } else {
@@ -1226,15 +1227,7 @@ impl<'a> Planner<'a> {
                 }
                 for (t, &m) in mb.iter().enumerate() {
                     for (j, &n) in nb.iter().enumerate() {
-                        let part = on_chip(
-                            result,
-                            Memory::Sbuf,
-                            DType::Fp32,
-                            0,
-                            m.1,
-                            ((t * bn + j) as i64) * N_TILE as i64,
-                            n.1,
-                        );
+                        let part = result_tile(result, t * bn + j, m.1, n.1);
                         // The DMA casts to the output dtype on the way: no engine copy stands
                         // between the result block and HBM.
                         let dst = hbm(p.c, cfg.out_dtype, AccessPattern::hbm_rows(cfg.n, m.0, m.1, n.0, n.1));
