@@ -1,12 +1,14 @@
 //! `cargo xtask`: the project's front door for checks and measurements.
 //!
-//! - `cargo xtask ci`: `cargo fmt --all --check`, `cargo clippy --workspace --all-targets -D
+//! - `cargo xtask ci`: the rust-version check, `cargo fmt --all --check`, `cargo clippy --workspace --all-targets -D
 //!   warnings`, `cargo test --workspace`.
 //! - `cargo xtask bench`: run the criterion benches and print the figures a reader needs
 //!   (simulation vs plain GEMM ratio, planning and cycle-model times, the issue-6 suite).
 //! - `cargo xtask suite`: only the suite table (modeled figures; no criterion run).
 //! - `cargo xtask bless`: rewrite filetest expectations (`NTILE_BLESS=1`).
 //! - `cargo xtask fuzz`: the byte-mutation test of the parsers at 20x its CI size.
+//! - `cargo xtask msrv`: check that the workspace `rust-version` is the oldest toolchain the
+//!   locked dependencies allow (also the first step of `ci`).
 //! - `cargo xtask golden`: regenerate the committed float-conversion golden vectors in
 //!   `crates/penguin/tests/golden/` with numpy + ml_dtypes (`xtask/python/golden.py`).
 
@@ -30,9 +32,69 @@ fn cargo(args: &[&str]) -> Result<()> {
 }
 
 fn ci() -> Result<()> {
+    rust_version_check()?;
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
     cargo(&["test", "--workspace"])?;
+    Ok(())
+}
+
+/// A `rust-version` such as `1.88` or `1.88.0`, as `(major, minor, patch)`.
+fn parse_rust_version(v: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
+    let major = parts.next()??;
+    let minor = parts.next().unwrap_or(Some(0))?;
+    let patch = parts.next().unwrap_or(Some(0))?;
+    Some((major, minor, patch))
+}
+
+/// The workspace's `rust-version` must be the oldest toolchain the locked dependencies allow:
+/// no locked dependency may need a newer one, and the workspace must not claim a newer one
+/// than they need (an over-claim hides what the code itself requires).
+fn rust_version_check() -> Result<()> {
+    let cargo_bin = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo_bin)
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .current_dir(workspace_root())
+        .output()
+        .context("running cargo metadata")?;
+    if !out.status.success() {
+        bail!("cargo metadata --locked failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).context("reading cargo metadata")?;
+    let members: Vec<&str> =
+        meta["workspace_members"].as_array().into_iter().flatten().filter_map(|m| m.as_str()).collect();
+    let mut ours = None;
+    let mut needed: Option<((u64, u64, u64), String)> = None;
+    for package in meta["packages"].as_array().into_iter().flatten() {
+        let Some(rv) = package["rust_version"].as_str() else { continue };
+        let version = parse_rust_version(rv).with_context(|| format!("unreadable rust-version `{rv}`"))?;
+        let id = package["id"].as_str().unwrap_or_default();
+        let name =
+            format!("{} {}", package["name"].as_str().unwrap_or("?"), package["version"].as_str().unwrap_or("?"));
+        if members.contains(&id) {
+            match ours {
+                Some(v) if v != version => bail!("workspace members state different rust-versions ({name}: {rv})"),
+                _ => ours = Some(version),
+            }
+        } else if needed.as_ref().is_none_or(|(v, _)| version > *v) {
+            needed = Some((version, name));
+        }
+    }
+    let Some(ours) = ours else { bail!("the workspace states no rust-version") };
+    if let Some((need, name)) = needed {
+        let show = |(a, b, c): (u64, u64, u64)| format!("{a}.{b}.{c}");
+        if need > ours {
+            bail!("rust-version is {} but the locked dependency {name} needs {}", show(ours), show(need));
+        }
+        if need < ours {
+            bail!(
+                "rust-version is {} but the locked dependencies allow {} (newest need: {name}); state the oldest",
+                show(ours),
+                show(need)
+            );
+        }
+    }
     Ok(())
 }
 
@@ -200,9 +262,10 @@ fn main() -> Result<()> {
             Ok(())
         }
         Some("golden") => golden(),
+        Some("msrv") => rust_version_check(),
         Some("bless") => bless(),
         Some("fuzz") => fuzz(),
-        Some(other) => bail!("unknown task `{other}` (available: ci, bench, suite, bless, fuzz, golden)"),
-        None => bail!("usage: cargo xtask <ci|bench|suite|bless|fuzz|golden>"),
+        Some(other) => bail!("unknown task `{other}` (available: ci, bench, suite, bless, fuzz, golden, msrv)"),
+        None => bail!("usage: cargo xtask <ci|bench|suite|bless|fuzz|golden|msrv>"),
     }
 }

@@ -460,12 +460,13 @@ fn codegen_tiled_offloaded_fma<F: FunctionView + ?Sized>(
 }
 
 /// Lower an untiled offloaded FMA over whole HBM tensors, spread over the queues by rows.
+/// Its operands are already whole-tensor access patterns, so it is the tiled lowering.
 fn codegen_offloaded_fma<F: FunctionView + ?Sized>(
     cx: &mut LowerCx<'_, F>,
     id: InstId,
     f: &OffloadedFmaData,
 ) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
-    cx.spread(id, &[&f.dst, &f.src0, &f.src1], &fma_op)
+    codegen_tiled_offloaded_fma(cx, id, f)
 }
 
 fn fma_op(v: &[HwAp]) -> Option<Op> {
@@ -492,12 +493,13 @@ fn codegen_tiled_offloaded_mem_cpy<F: FunctionView + ?Sized>(
 }
 
 /// Lower an untiled offloaded copy of whole HBM tensors, spread over the queues by rows.
+/// Its operands are already whole-tensor access patterns, so it is the tiled lowering.
 fn codegen_offloaded_mem_cpy<F: FunctionView + ?Sized>(
     cx: &mut LowerCx<'_, F>,
     id: InstId,
     c: &OffloadedMemCpyData,
 ) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
-    cx.spread(id, &[&c.dst, &c.src], &|v| copy_op(v, CastMode::Rne))
+    codegen_tiled_offloaded_mem_cpy(cx, id, c)
 }
 
 /// Lower an offloaded cast (a copy that converts to the destination dtype).

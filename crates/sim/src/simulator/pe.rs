@@ -85,7 +85,7 @@ impl Machine {
                 Ok((p, f))
             }
             PerfMode::DoubleRow => {
-                if f % 2 != 0 {
+                if !f.is_multiple_of(2) {
                     return Err(SimError::MatmulShape {
                         at: cx.at,
                         detail: format!("double_row {what} has {f} free elements per partition; it must be [P, 2, F]"),
@@ -222,7 +222,7 @@ impl Machine {
                 detail: format!("the PE result must be fp32 in psum, not {} in {}", dst.dtype, dst.memory),
             });
         }
-        if dst.byte_offset % 4 != 0 {
+        if !dst.byte_offset.is_multiple_of(4) {
             return Err(SimError::BadOperand {
                 at,
                 detail: format!("the PE result must be 4-byte aligned in psum, not at byte {}", dst.byte_offset),
