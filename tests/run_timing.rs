@@ -153,7 +153,16 @@ fn a_generated_gemm_is_timed_as_gemm_times_it() {
             let file = dir.join(format!("g_{target}.{ext}"));
             std::fs::write(&file, &o.stdout).unwrap();
             let run = json_of(&["run", path_str(&file), "--target", target, "--no-sim", "--json"]);
-            for key in ["target", "modeled_time_us", "hfu", "engine_busy", "hbm_bytes", "bir_instructions", "matmuls"] {
+            for key in [
+                "target",
+                "modeled_time_us",
+                "hfu",
+                "engine_busy",
+                "hbm_bytes",
+                "bir_instructions",
+                "matmuls",
+                "sbuf_peak_bytes_per_partition",
+            ] {
                 assert_eq!(run[key], gemm[key], "{target} {emit}: {key}");
             }
             if emit == "penguin" {

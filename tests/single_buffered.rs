@@ -76,6 +76,17 @@ fn single_buffered_blocks_compute_the_right_product() {
         case(2, 3100, Schedule::BlockedMnk, (128, 3072, 1024), LoopOrder::MOuter, true, &["b_block"]),
         // blocked-mnk, n-outer: A single, and one result block for the two (M, N) pairs.
         case(1600, 2, Schedule::BlockedMnk, (1536, 512, 2048), LoopOrder::NOuter, true, &["a_block", "result"]),
+        // The same transposed on the PE by K blocks of 1024: the two natural buffers take 96 KiB,
+        // so A, B and the result block all get one slot.
+        case(
+            1600,
+            2,
+            Schedule::BlockedMnk,
+            (1536, 512, 1024),
+            LoopOrder::NOuter,
+            false,
+            &["a_block", "b_block", "result"],
+        ),
     ];
     for (i, c) in cases.iter().enumerate() {
         let args = GemmArgs {
