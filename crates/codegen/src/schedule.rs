@@ -30,11 +30,12 @@
 //! semaphores) only order a refill after the last read of the same slot. The exceptions have
 //! one: a lone block (loaded once), blocked-mn's outer block when two do not fit SBUF (its
 //! reload waits for the last reads of the previous one), an outer A transposed on the PE,
-//! blocked-mnk's result block when two do not fit, and any refilled block whose two slots do
-//! not fit SBUF (the inner block first, then the outer one; see [`plan_gemm`]): a single-slot
-//! block is loaded by its step's compute, after the previous step's last reads. blocked-mn emits its next inner block in K
-//! pieces between the current step's m tiles (the queues run in order: a whole block queued at
-//! once would hold back loads the current step still needs). A transposed on the PE is
+//! blocked-mnk's result block when two do not fit, and, with explicit blocks, any refilled
+//! block whose two slots do not fit SBUF (the inner block first, then the outer one; see
+//! [`plan_gemm`]). A single-slot block is loaded by its step's compute, after the previous
+//! step's last reads. blocked-mn emits its next inner block in K pieces between the current
+//! step's m tiles (the queues run in order: a whole block queued at once would hold back loads
+//! the current step still needs). A transposed on the PE is
 //! transposed just before its first matmul: hoisted and blocked-mn prefetch its natural stripes
 //! two ahead, blocked-mnk loads the natural K block of the next step ahead. Accumulation groups
 //! rotate over the PSUM banks (one bank is kept for the PE transposes when there are any).
