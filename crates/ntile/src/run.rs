@@ -52,9 +52,9 @@ matmuls, HBM traffic and each engine class's busy time (`--json` prints them as 
 with the keys of `ntile gemm --json`). With --no-sim the program is only modeled: no input is
 read, no --output can be written and races are not looked for (that needs the simulation).
 
-Every kernel input must be given (unless --no-sim). Float tensors take float32 (or float16) arrays; bf16 and
-fp8 tensors also take uint16 / uint8 bit patterns; int16, int32 and uint8 tensors take
-matching integer arrays. Outputs: float32 for fp32, float16 for fp16, uint16 bits for bf16,
+Every kernel input must be given (unless --no-sim). Float tensors take float32 (or float16)
+arrays; bf16 and fp8 tensors also take uint16 / uint8 bit patterns; int16, int32 and uint8
+tensors take matching integer arrays. Outputs: float32 for fp32, float16 for fp16, uint16 bits for bf16,
 uint8 bits for fp8, native integers otherwise.
 
 Exit codes: 0 ok, 2 bad input (the IR, an array, a name) or a simulation error in the program
