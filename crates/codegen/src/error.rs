@@ -23,11 +23,11 @@ pub enum CodegenError {
     #[error("Unsupported kernel name {0}")]
     UnsupportedKernelName(String),
     /// Limit: on-chip tiles do not fit the target's SBUF.
-    #[error("SBUF capacity exceeded allocating `{tensor}`: needs {needed} bytes per partition, {available} available on {target} ({used} already in use)")]
+    #[error("SBUF capacity exceeded allocating `{tensor}`: it needs {needed} bytes per partition, {used} are already in use, and {target} has {available}")]
     SbufCapacity {
         /// The allocation that failed.
         tensor: String,
-        /// Bytes per partition it needs.
+        /// Bytes per partition the allocation itself needs.
         needed: u64,
         /// Bytes per partition the target has.
         available: u64,

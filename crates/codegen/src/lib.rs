@@ -40,7 +40,7 @@ pub use gemm::{
     double_row_position, k_chunks, pack_double_row, unpack_double_row, BlockSizes, GemmConfig, GemmPlan, KChunk,
     LoopOrder, Schedule, SparseA, UnknownSchedule, K_TILE, M_TILE, N_TILE,
 };
-pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions};
+pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions, SingleBuffered};
 pub use offload::{Base, OffloadValue, ShapeBases};
 pub use schedule::{
     auto_candidates, estimate_ns, plan_gemm, plan_gemm_auto, plan_gemm_fitting, AutoChoice, AutoCost, AUTO_SHORTLIST,

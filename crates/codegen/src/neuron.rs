@@ -27,6 +27,32 @@ pub struct CodegenStats {
     pub max_live_psum_groups: u32,
     /// Highest SBUF byte allocated in a partition.
     pub sbuf_peak_bytes_per_partition: u64,
+    /// The GEMM buffers refilled in a loop that have one slot instead of two because two do
+    /// not fit SBUF (set by the GEMM planner).
+    pub single_buffered: SingleBuffered,
+}
+
+/// The GEMM planner's refilled buffers that were single-buffered for SBUF capacity: each
+/// refill then waits for the last reads of the previous contents.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SingleBuffered {
+    /// The stationary (A^T) block of `blocked-mn` / `blocked-mnk`.
+    pub a_block: bool,
+    /// The moving (B) block of `blocked-mn` / `blocked-mnk`.
+    pub b_block: bool,
+    /// The fp32 result block of `blocked-mnk`.
+    pub result: bool,
+}
+
+impl SingleBuffered {
+    /// The names of the single-buffered buffers (their SBUF tensor names without the slot
+    /// number), in the order `a_block`, `b_block`, `result`.
+    pub fn names(&self) -> Vec<&'static str> {
+        [(self.a_block, "a_block"), (self.b_block, "b_block"), (self.result, "result")]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect()
+    }
 }
 
 /// The NeuronCodegen layer over a base builder `B` (composition stands for the seed's
@@ -107,13 +133,19 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// Allocate an SBUF tensor of `[partitions, free...]`, failing with the bytes needed and
     /// available per partition when the target's SBUF is full.
     pub fn alloc_sbuf(&mut self, name: &str, tile: &NDTile) -> Result<TensorId, CodegenError> {
-        let (sb_shape, _) = self.get_sb_and_psum_shape(tile, ShapeOptions::default())?;
+        // A tile larger than a whole partition is named like any allocation that does not fit.
+        let (sb_shape, _) = self.get_sb_and_psum_shape(tile, ShapeOptions::default()).map_err(|e| match e {
+            CodegenError::SbufCapacity { needed, available, target, .. } => {
+                CodegenError::SbufCapacity { tensor: name.to_string(), needed, available, used: self.sbuf_next, target }
+            }
+            other => other,
+        })?;
         let bytes = tile.bytes_per_partition();
         let available = u64::from(self.target.info().statebuf_par_size_in_bytes);
         if self.sbuf_next + bytes > available {
             return Err(CodegenError::SbufCapacity {
                 tensor: name.to_string(),
-                needed: self.sbuf_next + bytes,
+                needed: bytes,
                 available,
                 used: self.sbuf_next,
                 target: self.target,
@@ -489,7 +521,7 @@ mod tests {
             err,
             CodegenError::SbufCapacity {
                 tensor: "b".into(),
-                needed: 240_000,
+                needed: 120_000,
                 available: 229_376,
                 used: 120_000,
                 target: Target::Trn2
@@ -497,10 +529,13 @@ mod tests {
         );
         assert_eq!(
             err.to_string(),
-            "SBUF capacity exceeded allocating `b`: needs 240000 bytes per partition, 229376 available on trn2 (120000 already in use)"
+            "SBUF capacity exceeded allocating `b`: it needs 120000 bytes per partition, 120000 are already in use, and trn2 has 229376"
         );
         let huge = NDTile { partitions: 128, free: vec![60_000], dtype: DType::Fp32 };
-        assert!(matches!(c.alloc_sbuf("h", &huge), Err(CodegenError::SbufCapacity { needed: 240_000, used: 0, .. })));
+        assert!(matches!(
+            c.alloc_sbuf("h", &huge),
+            Err(CodegenError::SbufCapacity { ref tensor, needed: 240_000, used: 120_000, .. }) if tensor == "h"
+        ));
     }
 
     #[test]

@@ -29,10 +29,13 @@
 //! while the PE works on the other (double buffering): the dependency edges (and so the
 //! semaphores) only order a refill after the last read of the same slot. The exceptions have
 //! one: a lone block (loaded once), blocked-mn's outer block when two do not fit SBUF (its
-//! reload waits for the last reads of the previous one), an outer A transposed on the PE, and
-//! blocked-mnk's result block when two do not fit. blocked-mn emits its next inner block in K
-//! pieces between the current step's m tiles (the queues run in order: a whole block queued at
-//! once would hold back loads the current step still needs). A transposed on the PE is
+//! reload waits for the last reads of the previous one), an outer A transposed on the PE,
+//! blocked-mnk's result block when two do not fit, and, with explicit blocks, any refilled
+//! block whose two slots do not fit SBUF (the inner block first, then the outer one; see
+//! [`plan_gemm`]). A single-slot block is loaded by its step's compute, after the previous
+//! step's last reads. blocked-mn emits its next inner block in K pieces between the current
+//! step's m tiles (the queues run in order: a whole block queued at once would hold back loads
+//! the current step still needs). A transposed on the PE is
 //! transposed just before its first matmul: hoisted and blocked-mn prefetch its natural stripes
 //! two ahead, blocked-mnk loads the natural K block of the next step ahead. Accumulation groups
 //! rotate over the PSUM banks (one bank is kept for the PE transposes when there are any).
@@ -53,28 +56,47 @@ use crate::neuron::NeuronCodegen;
 /// Plan, emit and verify a GEMM kernel with the configured schedule.
 ///
 /// `auto` needs a cost model; without one it plans `blocked-mn` (see [`plan_gemm_auto`]).
+/// A blocked schedule's refilled block whose two slots do not fit SBUF gets one slot (the
+/// inner block first, then the outer one), reported in [`crate::CodegenStats::single_buffered`].
 pub fn plan_gemm(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
+    plan_buffered(cfg, true)
+}
+
+/// [`plan_gemm`], single-buffering blocks that do not fit twice only when `single` is set
+/// (otherwise they fail with [`CodegenError::SbufCapacity`], as shrinking the blocks wants).
+fn plan_buffered(cfg: &GemmConfig, single: bool) -> Result<GemmPlan, CodegenError> {
     cfg.validate()?;
     let mut p = Planner::new(cfg)?;
+    p.allow_single = single;
     match cfg.schedule {
         Schedule::Naive => p.naive()?,
         Schedule::Hoisted => p.hoisted()?,
         Schedule::BlockedMn | Schedule::Auto => p.blocked_mn()?,
         Schedule::BlockedMnk => p.blocked_mnk()?,
     }
+    let single_buffered = p.single_buffered;
     let mut cg = p.cg;
     cg.finalize_kernel()?;
-    let stats = cg.stats();
+    let stats = crate::CodegenStats { single_buffered, ..cg.stats() };
     let function = cg.finalize()?;
     Ok(GemmPlan { function, stats, config: cfg.clone() })
 }
 
 /// Plan with the configured blocks, or, when they do not fit SBUF, with the largest smaller
 /// blocks that do (halving N, then M, then K blocks): what default block sizes should do.
+/// Blocks are single-buffered only when no blocking fits with two slots.
 pub fn plan_gemm_fitting(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
+    match plan_shrinking(cfg, false) {
+        Err(CodegenError::SbufCapacity { .. }) => plan_shrinking(cfg, true),
+        other => other,
+    }
+}
+
+/// [`plan_gemm_fitting`] with or without single buffering.
+fn plan_shrinking(cfg: &GemmConfig, single: bool) -> Result<GemmPlan, CodegenError> {
     let mut c = cfg.clone();
     loop {
-        match plan_gemm(&c) {
+        match plan_buffered(&c, single) {
             Err(e @ CodegenError::SbufCapacity { .. }) => {
                 let b = &mut c.blocks;
                 if b.n > N_TILE {
@@ -301,7 +323,8 @@ pub fn plan_gemm_auto(
         if weighed.iter().any(|(p, _)| p.config == cand) {
             continue;
         }
-        weigh(plan_gemm(&cand), &mut weighed)?;
+        // Candidates keep two slots per refilled block (the shortlist has smaller blocks).
+        weigh(plan_buffered(&cand, false), &mut weighed)?;
     }
     let evaluated = weighed.len();
     let fastest = weighed.iter().map(|(_, c)| c.time).fold(f64::INFINITY, f64::min);
@@ -366,6 +389,10 @@ struct Planner<'a> {
     pe_loaded: usize,
     pe_done: usize,
     groups: usize,
+    /// Whether a refilled block whose two slots do not fit may get one.
+    allow_single: bool,
+    /// The blocks that got one slot for SBUF capacity.
+    single_buffered: crate::SingleBuffered,
 }
 
 /// Elements per partition one K chunk of an operand occupies in a buffer.
@@ -452,7 +479,40 @@ impl<'a> Planner<'a> {
             pe_loaded: 0,
             pe_done: 0,
             groups: 0,
+            allow_single: false,
+            single_buffered: crate::SingleBuffered::default(),
         })
+    }
+
+    /// Bytes per partition of each allocation [`Self::buffers`] makes, in its order.
+    fn buffer_sizes(&self, count: usize, chunks: usize, free: u64, dtype: DType, lhs: bool) -> Vec<u64> {
+        let width = chunk_width(free, self.pack) as u64 * chunks as u64;
+        let tags = lhs && self.cfg.sparsity.is_some();
+        let slot = [Some(width * u64::from(dtype.size_bytes())), tags.then_some(width * 2)];
+        (0..count).flat_map(|_| slot.into_iter().flatten()).collect()
+    }
+
+    /// Whether allocations of these bytes per partition, made in order after what is already
+    /// allocated, fit SBUF (each allocation starts 64-byte aligned, as `alloc_sbuf` places it).
+    fn fits(&self, sizes: &[u64]) -> bool {
+        let capacity = u64::from(self.cfg.target.info().statebuf_par_size_in_bytes);
+        let mut next = capacity.saturating_sub(self.cg.sbuf_free_bytes());
+        sizes.iter().all(|&bytes| {
+            let fits = next + bytes <= capacity;
+            next = (next + bytes).div_ceil(64) * 64;
+            fits
+        })
+    }
+
+    /// Whether blocks with these slot counts (A's and B's, then `extra` bytes) fit SBUF.
+    fn blocks_fit(&self, (lslots, rslots): (usize, usize), (lchunks, rchunks): (usize, usize), extra: u64) -> bool {
+        let cfg = self.cfg;
+        let mut sizes = self.buffer_sizes(lslots, lchunks, M_TILE, cfg.lhs_dtype, true);
+        sizes.extend(self.buffer_sizes(rslots, rchunks, N_TILE, cfg.rhs_dtype, false));
+        if extra > 0 {
+            sizes.push(extra);
+        }
+        self.fits(&sizes)
     }
 
     /// Allocate `count` slots of `chunks` K chunks of `free` elements each (times the pack
@@ -1040,23 +1100,40 @@ impl<'a> Planner<'a> {
         let nblocks: Vec<&[(u64, u32)]> = ntiles.chunks(bn).collect();
         let (outer, inner) = if m_outer { (mblocks.len(), nblocks.len()) } else { (nblocks.len(), mblocks.len()) };
         let steps = snake(outer, inner);
-        let (inner_slot, inner_fresh) = inner_slots(&steps);
         // The outer operand's block is loaded once per outer step, the inner one when it is
         // not still resident. The inner one has two slots; the outer one has two when they fit
         // (else its reload waits once per outer step for the last use of the previous block).
         // A lone block on either side is loaded once and needs one slot; so does an outer A
         // transposed on the PE just in time (its transposes follow the last reads of the
-        // previous block in the PE's own order).
+        // previous block in the PE's own order). When two inner slots do not fit either, the
+        // inner block gets one (each reload waits for the previous step's last reads).
         let (lb, rb) = (
             (bm * nk) as u64 * self.lhs_width() as u64 * u64::from(self.cfg.lhs_dtype.size_bytes()),
             (bn * nk) as u64 * self.rhs_width() as u64 * u64::from(self.cfg.rhs_dtype.size_bytes()),
         );
-        let inner_slots_n = if inner == 1 { 1 } else { 2 };
+        let mut inner_slots_n = if inner == 1 { 1 } else { 2 };
         let outer_fits_twice = 2 * (lb + rb) + 256 <= self.cg.sbuf_free_bytes();
-        let outer_slots = if outer > 1 && outer_fits_twice && !(m_outer && pe) { 2 } else { 1 };
-        let (lslots, rslots) = if m_outer { (outer_slots, inner_slots_n) } else { (inner_slots_n, outer_slots) };
+        // The outer block may have two slots at all (more than one block, not A transposed on
+        // the PE just in time).
+        let outer_many = outer > 1 && !(m_outer && pe);
+        let mut outer_slots = if outer_many && outer_fits_twice { 2 } else { 1 };
+        let sides =
+            |outer_slots, inner_slots| if m_outer { (outer_slots, inner_slots) } else { (inner_slots, outer_slots) };
+        let chunks_per_slot = (bm * nk, bn * nk);
+        if self.allow_single && inner_slots_n == 2 && !self.blocks_fit(sides(outer_slots, 2), chunks_per_slot, 0) {
+            // Two inner slots do not fit: the inner block gets one (and the outer block two
+            // again if that fits), then the outer block one too.
+            inner_slots_n = 1;
+            outer_slots = if outer_many && self.blocks_fit(sides(2, 1), chunks_per_slot, 0) { 2 } else { 1 };
+        }
+        let single_outer_for_space = outer_many && outer_slots == 1;
+        let single_inner = inner > 1 && inner_slots_n == 1;
+        (self.single_buffered.a_block, self.single_buffered.b_block) =
+            if m_outer { (single_outer_for_space, single_inner) } else { (single_inner, single_outer_for_space) };
+        let (lslots, rslots) = sides(outer_slots, inner_slots_n);
         let lhs = self.buffers("a_block", lslots, bm * nk, M_TILE, self.cfg.lhs_dtype, true)?;
         let rhs = self.buffers("b_block", rslots, bn * nk, N_TILE, self.cfg.rhs_dtype, false)?;
+        let (inner_slot, inner_fresh) = inner_slots(&steps, inner_slots_n);
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
         let outer_fresh = |i: usize| i == 0 || steps[i].0 != steps[i - 1].0;
         // (m block, n block, A slot, B slot, fresh A, fresh B) of step `i`.
@@ -1076,11 +1153,11 @@ impl<'a> Planner<'a> {
         let chunks = self.chunks.clone();
         let single_outer = outer_slots == 1;
         // A block loaded in program order by its step's compute instead of ahead: A on the PE
-        // path, and a single-slot outer block (it may not overwrite the block the previous step
-        // still reads).
+        // path, and a single-slot outer or refilled inner block (it may not overwrite the block
+        // the previous step still reads).
         let in_compute = |lhs_side: bool| {
             let outer_side = lhs_side == m_outer;
-            (lhs_side && pe) || (outer_side && single_outer)
+            (lhs_side && pe) || (outer_side && single_outer) || (!outer_side && single_inner)
         };
         // The loads of step `i` that go ahead of its compute, restricted to K piece `j` of
         // `pieces` (the inner block is loaded piece by piece; an outer block with two slots
@@ -1144,13 +1221,30 @@ impl<'a> Planner<'a> {
         let mtiles: Vec<_> = tiles(cfg.m, M_TILE).collect();
         let ntiles: Vec<_> = tiles(cfg.n, N_TILE).collect();
         let (bm, bn, bk) = (bm.min(mtiles.len()), bn.min(ntiles.len()), bk.min(self.chunks.len()).max(1));
-        let lhs = self.buffers("a_block", 2, bm * bk, M_TILE, cfg.lhs_dtype, true)?;
-        let rhs = self.buffers("b_block", 2, bn * bk, N_TILE, cfg.rhs_dtype, false)?;
         let res_nd = NDTile { partitions: 128, free: vec![(bm * bn) as u32 * N_TILE as u32], dtype: DType::Fp32 };
+        // Both operand blocks are refilled every step, two slots each; when they do not fit
+        // beside one result block, the inner loop's block (B in m-outer order) gets one slot,
+        // then the other one too. A single-slot block is loaded by its step's compute, after
+        // the previous step's last reads.
+        let mut slots = (2, 2);
+        let chunks_per_slot = (bm * bk, bn * bk);
+        let res_bytes = res_nd.bytes_per_partition();
+        if self.allow_single && !self.blocks_fit(slots, chunks_per_slot, res_bytes) {
+            slots = if cfg.order == LoopOrder::MOuter { (2, 1) } else { (1, 2) };
+            if !self.blocks_fit(slots, chunks_per_slot, res_bytes) {
+                slots = (1, 1);
+            }
+        }
+        self.single_buffered.a_block = slots.0 == 1;
+        self.single_buffered.b_block = slots.1 == 1;
+        let lhs = self.buffers("a_block", slots.0, bm * bk, M_TILE, cfg.lhs_dtype, true)?;
+        let rhs = self.buffers("b_block", slots.1, bn * bk, N_TILE, cfg.rhs_dtype, false)?;
         // Two result blocks when they fit, so that the next pair's first partials do not wait
         // for the stores of the last; one otherwise (each partial then waits only for the
         // store of its own tile).
         let res_slots = if 2 * res_nd.bytes_per_partition() <= self.cg.sbuf_free_bytes() { 2 } else { 1 };
+        let many_pairs = mtiles.len().div_ceil(bm) * ntiles.len().div_ceil(bn) > 1;
+        self.single_buffered.result = res_slots == 1 && many_pairs;
         let res: Vec<TensorId> =
             (0..res_slots).map(|i| self.cg.alloc_sbuf(&format!("result{i}"), &res_nd)).collect::<Result<_, _>>()?;
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
@@ -1178,16 +1272,26 @@ impl<'a> Planner<'a> {
                 let kb = &kblocks[kbi];
                 if pe {
                     p.load_lhs_natural(i % 2, nat_width, kb, mb)?;
-                } else {
+                } else if lhs.len() == 2 {
                     p.load_lhs_block(lhs[i % 2], kb, mb)?;
                 }
-                p.load_rhs_block(rhs[i % 2], kb, nb)
+                if rhs.len() == 2 {
+                    p.load_rhs_block(rhs[i % 2], kb, nb)?;
+                }
+                Ok(())
             },
             &mut |p, i, (bi, kbi)| {
                 let (mb, nb) = (mblocks[pairs[bi].0], nblocks[pairs[bi].1]);
                 let kb = &kblocks[kbi];
                 let result = res[bi % res.len()];
                 let s = i % 2;
+                let (ls, rs) = (lhs[i % lhs.len()], rhs[i % rhs.len()]);
+                if lhs.len() == 1 && !pe {
+                    p.load_lhs_block(ls, kb, mb)?;
+                }
+                if rhs.len() == 1 {
+                    p.load_rhs_block(rs, kb, nb)?;
+                }
                 let k_base = kb[0].k0;
                 let k_len: u64 = kb.iter().map(|c| u64::from(c.len)).sum::<u64>().min(p.k_total - k_base);
                 for (t, &m) in mb.iter().enumerate() {
@@ -1195,14 +1299,14 @@ impl<'a> Planner<'a> {
                         // Transposed just before its first matmul, after the PE's reads of the
                         // previous contents of the slot.
                         let src = Slot { tensor: nat[s], offset: t as i64 * nat_width, tags: None };
-                        let dst = lhs[s].at(t as i64 * lw);
+                        let dst = ls.at(t as i64 * lw);
                         p.transpose_stripe(src, k_base, dst, mb.len() as i64 * lw, m.1, kb)?;
                     }
                     for (j, &n) in nb.iter().enumerate() {
                         let (mut acc, psum, pos) = p.open_group(m.1, n.1, k_len)?;
                         for (ci, &chunk) in kb.iter().enumerate() {
-                            let l = lhs[s].at(((ci * mb.len() + t) as i64) * lw);
-                            let r = rhs[s].at(((ci * nb.len() + j) as i64) * rw);
+                            let l = ls.at(((ci * mb.len() + t) as i64) * lw);
+                            let r = rs.at(((ci * nb.len() + j) as i64) * rw);
                             let (st, mv) = p.loaded_views(l, r, chunk, m.1, n.1)?;
                             p.matmul(&mut acc, &psum, st, mv, chunk, k_base, pos)?;
                         }
@@ -1264,19 +1368,21 @@ fn snake(outer: usize, inner: usize) -> Vec<(usize, usize)> {
     (0..outer).flat_map(|o| (0..inner).map(move |j| (o, if o % 2 == 1 { inner - 1 - j } else { j }))).collect()
 }
 
-/// The slot (of two) holding each step's inner block, and whether the step must load it: a
-/// block still resident in either slot is used again; otherwise it goes to the slot the
-/// previous step did not use (whose last reader is the step before that).
-fn inner_slots(steps: &[(usize, usize)]) -> (Vec<usize>, Vec<bool>) {
+/// The slot (of `slots`, one or two) holding each step's inner block, and whether the step
+/// must load it: a block still resident in a slot is used again; otherwise it goes to the
+/// slot the previous step did not use (whose last reader is the step before that), or to the
+/// only slot.
+fn inner_slots(steps: &[(usize, usize)], slots: usize) -> (Vec<usize>, Vec<bool>) {
     let mut resident: [Option<usize>; 2] = [None, None];
+    let slots = slots.clamp(1, 2);
     let mut prev = 1;
     steps
         .iter()
         .map(|&(_, ii)| {
-            let (slot, fresh) = match resident.iter().position(|r| *r == Some(ii)) {
+            let (slot, fresh) = match resident[..slots].iter().position(|r| *r == Some(ii)) {
                 Some(s) => (s, false),
                 None => {
-                    let s = 1 - prev;
+                    let s = if slots == 1 { 0 } else { 1 - prev };
                     resident[s] = Some(ii);
                     (s, true)
                 }
@@ -1304,12 +1410,16 @@ mod tests {
     fn resident_inner_blocks_are_not_loaded_again() {
         // Three outer x three inner: the two blocks left at the end of an outer iteration
         // start the next one.
-        let (slots, fresh) = inner_slots(&snake(3, 3));
+        let (slots, fresh) = inner_slots(&snake(3, 3), 2);
         assert_eq!(slots, vec![0, 1, 0, 0, 1, 0, 0, 1, 0]);
         assert_eq!(fresh, vec![true, true, true, false, false, true, false, false, true]);
         // A single inner block is loaded once.
-        let (slots, fresh) = inner_slots(&snake(4, 1));
+        let (slots, fresh) = inner_slots(&snake(4, 1), 1);
         assert_eq!((slots, fresh), (vec![0; 4], vec![true, false, false, false]));
+        // One slot: only the block the previous step used is still resident.
+        let (slots, fresh) = inner_slots(&snake(3, 3), 1);
+        assert_eq!(slots, vec![0; 9]);
+        assert_eq!(fresh, vec![true, true, true, false, true, true, false, true, true]);
     }
 
     /// Two candidates of equal modeled time: the one that moves fewer HBM bytes wins; a

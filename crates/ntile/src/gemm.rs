@@ -173,6 +173,9 @@ pub struct Report {
     pub max_live_psum_banks: u32,
     /// Highest SBUF byte used per partition.
     pub sbuf_peak_bytes_per_partition: u64,
+    /// Refilled blocks given one slot instead of two because two do not fit SBUF
+    /// (`a_block`, `b_block`, `result`).
+    pub single_buffered: Vec<String>,
     /// Bytes moved to or from HBM.
     pub hbm_bytes: u64,
     /// The check against the fp64 reference, or null with `--no-sim`.
@@ -535,6 +538,7 @@ fn report_of(
         psum_groups: plan.stats.psum_groups,
         max_live_psum_banks: plan.stats.max_live_psum_groups,
         sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
+        single_buffered: plan.stats.single_buffered.names().into_iter().map(String::from).collect(),
         hbm_bytes: modeled.program.hbm_traffic_bytes(),
         check,
         modeled_time_us: modeled.cycle.total_us(),
@@ -591,6 +595,12 @@ pub fn summary(r: &Report) -> String {
         kib(cap),
         mib(r.hbm_bytes)
     );
+    if !r.single_buffered.is_empty() {
+        s += &format!(
+            "  buffers {} single-buffered: two slots do not fit SBUF, so each refill waits for the last reads\n",
+            r.single_buffered.join(", ")
+        );
+    }
     s += &format!(
         "  model   {:.1} us modeled (ideal PE time {:.1} us), HFU {:.2}; HBM {:.2}x the I/O lower bound\n",
         r.modeled_time_us,

@@ -13,6 +13,7 @@ pub mod gemm;
 pub mod npy;
 pub mod reference;
 pub mod run;
+mod timing;
 pub mod verify;
 
 use clap::{Parser, Subcommand};

@@ -1,5 +1,6 @@
-//! `ntile run`: simulate a Penguin function (lowered first) or a BIR program on `.npy` inputs
-//! and write the named tensors as `.npy` files.
+//! `ntile run`: simulate a Penguin function (lowered first) or a BIR program on `.npy` inputs,
+//! write the named tensors as `.npy` files, and report the cycle model's timing of the program
+//! (`--json`, `--trace`, `--svg`; `--no-sim` models it without data).
 //!
 //! Inputs must have the tensor's exact shape. A float tensor accepts float32 (or float16)
 //! arrays, converted to its dtype as the DMA would (round to nearest even); bf16 and fp8
@@ -16,6 +17,7 @@ use crate::compile::compile_function;
 use crate::error::CliError;
 use crate::fmt::{load_path, Ir, Source};
 use crate::npy::{self, OutKind};
+use crate::timing::{self, Written};
 use crate::verify::check_program;
 
 /// `NAME=FILE.npy`.
@@ -43,10 +45,16 @@ Examples:
   ntile run examples/gemm_4x16x8.pir --input a=a.npy --input b=b.npy --output c=c.npy
   ntile run examples/gemm_4x16x8.bir --input a=a.npy --input b=b.npy --output c=c.npy
   ntile gemm --m 130 --k 300 --n 70 --emit penguin > g.pir && ntile run g.pir --input a=a.npy --input b=b.npy --output c=c.npy
+  ntile run my_kernel.pir --no-sim --json --trace t.json   time a kernel without data
 
-Every kernel input must be given. Float tensors take float32 (or float16) arrays; bf16 and
-fp8 tensors also take uint16 / uint8 bit patterns; int16, int32 and uint8 tensors take
-matching integer arrays. Outputs: float32 for fp32, float16 for fp16, uint16 bits for bf16,
+After the run the cycle model's timing is printed: modeled time, HFU when the program has
+matmuls, HBM traffic and each engine class's busy time (`--json` prints them as one report
+with the keys of `ntile gemm --json`). With --no-sim the program is only modeled: no input is
+read, no --output can be written and races are not looked for (that needs the simulation).
+
+Every kernel input must be given (unless --no-sim). Float tensors take float32 (or float16)
+arrays; bf16 and fp8 tensors also take uint16 / uint8 bit patterns; int16, int32 and uint8
+tensors take matching integer arrays. Outputs: float32 for fp32, float16 for fp16, uint16 bits for bf16,
 uint8 bits for fp8, native integers otherwise.
 
 Exit codes: 0 ok, 2 bad input (the IR, an array, a name) or a simulation error in the program
@@ -64,6 +72,18 @@ pub struct RunArgs {
     /// Target to lower a Penguin function for [default: trn2]; a BIR program names its own
     #[arg(long)]
     pub target: Option<Target>,
+    /// Print one JSON report instead of the summary
+    #[arg(long)]
+    pub json: bool,
+    /// Write the modeled engine timeline as Chrome/Perfetto trace-event JSON
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Write the modeled engine timeline as a static SVG
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Model the program's timing without simulating it: no input is read, no output written
+    #[arg(long)]
+    pub no_sim: bool,
 }
 
 /// An `.npy` file's shape, element type string and raw little-endian element bytes.
@@ -276,13 +296,21 @@ fn sim_message(src: &Source, program: &bir::Program, lines: &SourceLines, e: &si
 
 /// Run `ntile run`.
 pub fn run(args: &RunArgs) -> Result<String, CliError> {
+    if let (true, Some(b)) = (args.no_sim, args.outputs.first()) {
+        return Err(CliError::usage(format!(
+            "--output {}=... cannot be used with --no-sim: without a simulation no tensor has contents to write",
+            b.name
+        )));
+    }
     let (src, ir) = load_path(&args.file)?;
+    let mut penguin_instructions = None;
     let (program, lines, required): (bir::Program, SourceLines, Vec<String>) = match ir {
         Ir::Penguin(f, fmap) => {
             let target = args.target.unwrap_or(Target::Trn2);
             let program = compile_function(&src, &f, fmap.as_ref(), target)?;
             let required =
                 f.inputs.iter().filter_map(|&t| penguin::FunctionView::tensor(&f, t)).map(|t| t.name.clone()).collect();
+            penguin_instructions = Some(penguin::FunctionView::layout(&f).len() as u64);
             (program, SourceLines::Penguin(fmap), required)
         }
         Ir::Bir(p, bmap) => {
@@ -318,6 +346,19 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     for b in &args.outputs {
         tensor(b, "output")?;
     }
+    if args.no_sim {
+        let cycle = model(&src, &program, &lines)?;
+        timing::write_timelines(&program, &cycle, args.trace.as_deref(), args.svg.as_deref())?;
+        let report = timing::report(&program, &cycle, penguin_instructions, None, Vec::new());
+        if args.json {
+            return timing::json(&report);
+        }
+        let head = format!(
+            "modeled {} on {} without data (--no-sim): {} instructions, {} matmuls, {} bytes to or from HBM\n",
+            program.kernel_name, program.target, report.bir_instructions, report.matmuls, report.hbm_bytes
+        );
+        return Ok(head + &timing::summary(&report));
+    }
     if let Some(missing) = required.iter().find(|n| !args.inputs.iter().any(|b| &b.name == *n)) {
         return Err(CliError::usage(format!(
             "{}: input `{missing}` is not given (pass --input {missing}=FILE.npy)",
@@ -343,11 +384,29 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         "ran {} on {}: {} instructions, {} matmuls, {} bytes moved by DMA\n",
         program.kernel_name, program.target, stats.instructions, stats.matmuls, stats.dma_bytes
     );
+    let mut written = Vec::new();
     for b in &args.outputs {
         let t = tensor(b, "output")?;
         let raw = simulator.read_hbm_tensor(&t.name).map_err(|e| CliError::usage(format!("{}: {e}", src.name)))?;
         npy::write_atomic(&b.path, &output_npy(t, &raw)?)?;
         out += &format!("  wrote {} {} {:?} to {}\n", t.name, t.dtype, t.shape, b.path.display());
+        let shape = t.shape.clone();
+        written.push(Written { name: t.name.clone(), dtype: t.dtype.to_string(), shape, path: b.path.clone() });
     }
-    Ok(out)
+    let cycle = model(&src, &program, &lines)?;
+    timing::write_timelines(&program, &cycle, args.trace.as_deref(), args.svg.as_deref())?;
+    let report = timing::report(&program, &cycle, penguin_instructions, Some(stats.dma_bytes), written);
+    if args.json {
+        return timing::json(&report);
+    }
+    Ok(out + &timing::summary(&report))
+}
+
+/// The cycle model of the program; a program the model cannot replay (a deadlock) is the
+/// user's error, placed on its file line like a simulation error.
+fn model(src: &Source, program: &bir::Program, lines: &SourceLines) -> Result<sim::CycleReport, CliError> {
+    sim::model(program).map_err(|e| {
+        let message = sim_message(src, program, lines, &e);
+        CliError::usage(message.replacen("simulation failed", "cycle model failed", 1))
+    })
 }
