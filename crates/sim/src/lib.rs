@@ -62,5 +62,6 @@ mod timeline;
 mod trace;
 pub use cycle::{model, CycleReport, EngineBusy, Slice};
 pub use svg::{tile_grid_svg, timeline_svg, timeline_svg_with};
+pub use timeline::critical::{critical_path, CriticalPath};
 pub use timeline::{Axis, GemmLayout, KernelInfo, SbufBuffer, SourceLines, TensorAxes};
 pub use trace::{chrome_trace, chrome_trace_with};

@@ -188,7 +188,7 @@ pub(crate) fn write_grid(out: &mut String, finish: &Finish, gemm: &GemmLayout, y
         writeln!(out, r#"<text x="{:.1}" y="{:.1}">block boundary</text>"#, GRID_X + 476.0, ly + 10.0)?;
     }
     writeln!(out, "</g>")?;
-    Ok(top + h + 40.0 - y)
+    Ok(top + h + 52.0 - y)
 }
 
 /// The CSS the grid panel uses.

@@ -13,9 +13,11 @@
 //! - [`labels`]: the tensors and the tile `(m, n)` / K step of each instruction, carried by
 //!   data flow from the HBM coordinates of the loads through SBUF, the PE and PSUM to the
 //!   stores;
-//! - [`counters`]: SBUF bytes in use per buffer, PSUM banks live and the HBM rate over time.
+//! - [`counters`]: SBUF bytes in use per buffer, PSUM banks live and the HBM rate over time;
+//! - [`critical`]: the critical path's time per engine, and so the bottleneck.
 
 pub(crate) mod counters;
+pub(crate) mod critical;
 pub(crate) mod flows;
 pub(crate) mod grid;
 pub(crate) mod labels;

@@ -59,8 +59,13 @@ pub(crate) fn write_occupancy(
 ) -> Result<f64, fmt::Error> {
     let cols = columns(fills, axis);
     let top = y + 30.0;
-    let cap = capacity.max(1) as f64;
+    let capacity = capacity.max(1) as f64;
     let peak = (0..axis.plot_w).map(|c| cols.iter().map(|b| b.get(c).copied().unwrap_or(0)).sum::<u64>()).max();
+    // The scale: the capacity, or a round figure above the peak when that is far below it.
+    let cap = match peak {
+        Some(p) if (p as f64) < capacity / 2.0 => (nice_kib(p as f64 * 1.25) * 1024.0).min(capacity),
+        _ => capacity,
+    };
     let y_of = |bytes: f64| top + PANEL_H - PANEL_H * (bytes / cap).min(1.0);
     writeln!(out, r#"<g class="sbuf-occupancy">"#)?;
     writeln!(
@@ -68,7 +73,7 @@ pub(crate) fn write_occupancy(
         r#"<text class="head" x="8" y="{:.1}">SBUF in use per partition, by buffer (peak {:.1} KiB of {:.1} KiB)</text>"#,
         y + 16.0,
         peak.unwrap_or(0) as f64 / 1024.0,
-        cap / 1024.0
+        capacity / 1024.0
     )?;
     writeln!(
         out,
@@ -105,12 +110,14 @@ pub(crate) fn write_occupancy(
         writeln!(out, r#"Z"><title>{}</title></path>"#, Escaped(&buffer.name))?;
         below = above;
     }
-    writeln!(
-        out,
-        r#"<line class="capacity" x1="{:.1}" y1="{top:.1}" x2="{:.1}" y2="{top:.1}"/>"#,
-        axis.plot_x,
-        axis.plot_x + axis.plot_w as f64
-    )?;
+    if cap >= capacity {
+        writeln!(
+            out,
+            r#"<line class="capacity" x1="{:.1}" y1="{top:.1}" x2="{:.1}" y2="{top:.1}"/>"#,
+            axis.plot_x,
+            axis.plot_x + axis.plot_w as f64
+        )?;
+    }
     // Legend of the buffers that held anything.
     let mut x = axis.plot_x;
     let mut ly = top + PANEL_H + 14.0;
@@ -132,6 +139,13 @@ pub(crate) fn write_occupancy(
     }
     writeln!(out, "</g>")?;
     Ok(ly + 24.0 - y)
+}
+
+/// The smallest 1, 2 or 5 times a power of ten KiB at least `bytes`.
+fn nice_kib(bytes: f64) -> f64 {
+    let kib = (bytes / 1024.0).max(1.0);
+    let magnitude = 10f64.powf(kib.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * magnitude).find(|&s| s >= kib).unwrap_or(10.0 * magnitude)
 }
 
 /// One edge of a stacked band as path commands: left to right for the top, right to left
