@@ -268,6 +268,29 @@ fn the_tile_grid_is_coloured_in_the_modeled_finish_order() {
         }
         assert!(svg.contains("<line class=\"block\""), "block boundaries drawn");
         assert!(tile_grid_svg(&p, &r, &KernelInfo::default()).is_none());
-        let _ = Engine::Pe;
+    }
+}
+
+#[test]
+fn the_critical_path_accounts_for_the_whole_modeled_time() {
+    for (target, schedule, t) in schedules() {
+        let (p, r, _) = gemm(target, schedule, t);
+        let path = sim::critical_path(&p, &r);
+        let sum: f64 = path.ns.iter().map(|(_, ns)| ns).sum();
+        assert!((sum - r.total_ns).abs() <= 1e-6 * r.total_ns, "{target} {schedule}: {sum} vs {}", r.total_ns);
+        // No class is charged more than its engines were busy (the DMA queues together).
+        for (class, ns) in &path.ns {
+            let busy: f64 = match class.as_str() {
+                "pe" => r.engine_busy_ns[Engine::Pe.index()],
+                "act" => r.engine_busy_ns[Engine::Act.index()],
+                "dve" => r.engine_busy_ns[Engine::Dve.index()],
+                "pool" => r.engine_busy_ns[Engine::Pool.index()],
+                "dma" => (0..16).map(|q| r.engine_busy_ns[Engine::Dma(q).index()]).sum(),
+                _ => f64::INFINITY,
+            };
+            assert!(*ns <= busy + 1e-6, "{target} {schedule}: {class} {ns} > busy {busy}");
+        }
+        let (top, share) = path.bottleneck().unwrap();
+        assert!(top != "idle" && share > 0.0 && share <= 1.0);
     }
 }

@@ -62,12 +62,6 @@ impl Counters {
             .map(|(t, v)| (t, u32::try_from(v).unwrap_or(u32::MAX)))
             .collect()
     }
-
-    /// SBUF bytes per partition in use over all buffers: `(time, bytes)` at every change.
-    #[cfg(test)]
-    pub fn sbuf_total(&self) -> Vec<(f64, u64)> {
-        step_sum(self.sbuf.iter().flatten().map(|f| (f.start, f.end, f.bytes)))
-    }
 }
 
 /// The running sum of intervals `(start, end, value)`: `(time, sum)` at every change.

@@ -2,8 +2,9 @@
 //!
 //! The walk starts at the instruction that finished last and steps back to what it had to
 //! wait for: the instruction whose signal released it when a semaphore held it (see
-//! [`flows`](super::flows)), otherwise the previous instruction of its own stream (the
-//! engine was busy). Each instruction on the path is charged for the time between its
+//! [`flows`](super::flows)), otherwise the instruction of its own stream that kept the
+//! engine busy (of the few before it, the one that ended last by its start: the PE overlaps
+//! weight loads with matmuls). Each instruction on the path is charged for the time between its
 //! start and the point the walk reached (never more than its duration); time on the path
 //! where nothing ran (waiting, the part of a DMA's latency not under an instruction, the
 //! start) is charged to `idle`. The charges add up to the modeled time.
@@ -51,6 +52,9 @@ fn class(engine: Engine) -> &'static str {
     }
 }
 
+/// How far back in its stream the walk looks for what kept an engine busy.
+const LOOKBACK: usize = 8;
+
 const CLASSES: [&str; 7] = ["pe", "act", "dve", "pool", "sp", "dma", "idle"];
 
 /// The critical path of a modeled program (`report` from [`model`](crate::model) of it).
@@ -90,10 +94,14 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
         t = start;
         cur = if s.wait_ns > 0.0 {
             released_by[i]
-        } else if s.index > 0 {
-            at.get(&(s.engine.index(), s.index - 1)).copied()
         } else {
-            None
+            // What the engine was busy with: of the few instructions before it in its stream
+            // (the PE overlaps weight loads with matmuls), the one that ended last by its start.
+            (1..=LOOKBACK)
+                .filter_map(|back| at.get(&(s.engine.index(), s.index.checked_sub(back)?)).copied())
+                .filter(|&j| report.slices[j].end_ns <= s.start_ns + 1e-6)
+                .max_by(|&a, &b| report.slices[a].end_ns.total_cmp(&report.slices[b].end_ns))
+                .or_else(|| s.index.checked_sub(1).and_then(|p| at.get(&(s.engine.index(), p)).copied()))
         };
         if let Some(next) = cur {
             if report.slices[next].start_ns > s.start_ns {
