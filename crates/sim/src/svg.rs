@@ -25,7 +25,7 @@ use penguin::Memory;
 
 use crate::cycle::{CycleReport, Slice};
 use crate::timeline::counters::counters;
-use crate::timeline::grid::{finish_times, write_grid, GRID_STYLE};
+use crate::timeline::grid::{finish_times, grid_width, write_grid, GRID_STYLE};
 use crate::timeline::labels::{labels, Name, SliceLabel};
 use crate::timeline::occupancy::{self, write_occupancy, OCCUPANCY_STYLE};
 use crate::timeline::{Axis, KernelInfo};
@@ -302,11 +302,13 @@ pub fn tile_grid_svg(program: &Program, report: &CycleReport, info: &KernelInfo)
     let finish = finish_times(report, &labels, program, gemm);
     let mut body = String::with_capacity(64 * 1024);
     let height = write_grid(&mut body, &finish, gemm, 24.0).ok()? + 24.0;
-    let mut out = String::with_capacity(body.len() + 1024);
     let heading = title(program, report, info);
+    // Wide enough for the grid and the heading.
+    let width = grid_width(&finish, gemm).max(7.0 * heading.len() as f64).min(WIDTH as f64);
+    let mut out = String::with_capacity(body.len() + 1024);
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0}" viewBox="0 0 {WIDTH} {height:.0}">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}">"#
     );
     let _ = writeln!(out, "<title>{}</title>", Escaped(&heading));
     out.push_str("<style>\ntext{font:11px sans-serif;fill:#222}\n.head{font-size:13px;font-weight:bold}\n");

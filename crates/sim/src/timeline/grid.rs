@@ -87,7 +87,10 @@ pub(crate) fn write_grid(out: &mut String, finish: &Finish, gemm: &GemmLayout, y
         group += 1;
     }
     let (rows, cols) = (mt.div_ceil(group), nt.div_ceil(group));
-    let cell = (GRID_W / cols as f64).min(GRID_H / rows as f64).clamp(1.0, 28.0);
+    // Cells keep the tiles' aspect (a 128x512 tile is four times as wide as tall), up to 4:1.
+    let aspect = (gemm.tile_n as f64 / gemm.tile_m.max(1) as f64).clamp(1.0, 4.0);
+    let cell = (GRID_W / (cols as f64 * aspect)).min(GRID_H / rows as f64).clamp(1.0, 28.0);
+    let cell_w = cell * aspect;
     let last = finish.at.iter().flatten().fold(0.0f64, |a, &b| a.max(b));
     let top = y + 34.0;
     writeln!(out, r#"<g class="tile-grid" transform="translate(0,0)">"#)?;
@@ -100,7 +103,7 @@ pub(crate) fn write_grid(out: &mut String, finish: &Finish, gemm: &GemmLayout, y
         gemm.tile_n
     )?;
     writeln!(out, r#"<text x="8" y="{:.1}">m tile</text>"#, top + 10.0)?;
-    writeln!(out, r#"<text x="{GRID_X:.1}" y="{:.1}">n tile</text>"#, top - 4.0)?;
+    writeln!(out, r#"<text x="8" y="{:.1}">n tile</text>"#, top - 4.0)?;
     for r in 0..rows {
         for c in 0..cols {
             let mut when: Option<f64> = None;
@@ -111,14 +114,14 @@ pub(crate) fn write_grid(out: &mut String, finish: &Finish, gemm: &GemmLayout, y
                     }
                 }
             }
-            let (x, yy) = (GRID_X + c as f64 * cell, top + r as f64 * cell);
+            let (x, yy) = (GRID_X + c as f64 * cell_w, top + r as f64 * cell);
             let fill = match when {
                 Some(t) => ramp(if last > 0.0 { t / last } else { 0.0 }),
                 None => "#dddddd".to_string(),
             };
             write!(
                 out,
-                r#"<rect class="tile" x="{x:.1}" y="{yy:.1}" width="{cell:.1}" height="{cell:.1}" fill="{fill}" data-m="{}" data-n="{}""#,
+                r#"<rect class="tile" x="{x:.1}" y="{yy:.1}" width="{cell_w:.1}" height="{cell:.1}" fill="{fill}" data-m="{}" data-n="{}""#,
                 r * group,
                 c * group
             )?;
@@ -137,7 +140,17 @@ pub(crate) fn write_grid(out: &mut String, finish: &Finish, gemm: &GemmLayout, y
             }
         }
     }
-    let (w, h) = (cols as f64 * cell, rows as f64 * cell);
+    let (w, h) = (cols as f64 * cell_w, rows as f64 * cell);
+    // Tile indices along both sides, about eight of each.
+    let every = |n: u64| (n.div_ceil(8)).max(1);
+    for r in (0..rows).step_by(every(rows) as usize) {
+        let yy = top + (r as f64 + 0.5) * cell + 4.0;
+        writeln!(out, r#"<text x="{:.1}" y="{yy:.1}" text-anchor="end">{}</text>"#, GRID_X - 6.0, r * group)?;
+    }
+    for c in (0..cols).step_by(every(cols) as usize) {
+        let x = GRID_X + (c as f64 + 0.5) * cell_w;
+        writeln!(out, r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, top - 4.0, c * group)?;
+    }
     writeln!(out, r#"<rect class="grid-frame" x="{GRID_X:.1}" y="{top:.1}" width="{w:.1}" height="{h:.1}"/>"#)?;
     if let Some((bm, bn)) = gemm.block {
         let step_r = (bm / gemm.tile_m.max(1)).max(1) as f64 / group as f64;
@@ -154,7 +167,7 @@ pub(crate) fn write_grid(out: &mut String, finish: &Finish, gemm: &GemmLayout, y
         }
         let mut c = step_c;
         while c < cols as f64 - 1e-9 {
-            let x = GRID_X + c * cell;
+            let x = GRID_X + c * cell_w;
             writeln!(out, r#"<line class="block" x1="{x:.1}" y1="{top:.1}" x2="{x:.1}" y2="{:.1}"/>"#, top + h)?;
             c += step_c;
         }
@@ -189,6 +202,19 @@ pub(crate) fn write_grid(out: &mut String, finish: &Finish, gemm: &GemmLayout, y
     }
     writeln!(out, "</g>")?;
     Ok(top + h + 52.0 - y)
+}
+
+/// The width the grid panel takes.
+pub(crate) fn grid_width(finish: &Finish, gemm: &GemmLayout) -> f64 {
+    let (mt, nt) = (finish.mt.max(1), finish.nt.max(1));
+    let mut group = 1u64;
+    while mt.div_ceil(group) * nt.div_ceil(group) > MAX_CELLS {
+        group += 1;
+    }
+    let (rows, cols) = (mt.div_ceil(group), nt.div_ceil(group));
+    let aspect = (gemm.tile_n as f64 / gemm.tile_m.max(1) as f64).clamp(1.0, 4.0);
+    let cell = (GRID_W / (cols as f64 * aspect)).min(GRID_H / rows as f64).clamp(1.0, 28.0);
+    GRID_X + (cols as f64 * cell * aspect).max(700.0) + 40.0
 }
 
 /// The CSS the grid panel uses.
