@@ -75,3 +75,40 @@ pub fn kernel_info(plan: &GemmPlan) -> KernelInfo {
         source: None,
     }
 }
+
+/// The source lines of a program's instructions for [`KernelInfo::source`], from a function
+/// that places each instruction (engine, index in its stream) on a 1-based file line.
+pub fn source_lines(
+    file: &str,
+    program: &bir::Program,
+    line_of: impl Fn(bir::Engine, usize) -> Option<usize>,
+) -> sim::SourceLines {
+    let lines = bir::Engine::all()
+        .take(program.streams.len())
+        .zip(&program.streams)
+        .map(|(engine, stream)| {
+            (0..stream.len()).map(|i| line_of(engine, i).and_then(|l| u32::try_from(l).ok())).collect()
+        })
+        .collect();
+    sim::SourceLines { file: file.to_string(), lines }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_lines_follow_a_bir_files_source_map() {
+        let text = include_str!("../../../examples/gemm_4x16x8.bir");
+        let Ok((program, map)) = bir::text::parse_with_source_map(text) else { panic!("the example parses") };
+        let src = source_lines("gemm.bir", &program, |e, i| map.line_of(bir::text::Line::Inst(e, i)));
+        assert_eq!(src.lines.len(), program.streams.len());
+        let pe = &src.lines[bir::Engine::Pe.index()];
+        assert_eq!(pe.len(), program.stream(bir::Engine::Pe).len());
+        // Each PE instruction sits on its own line, in stream order.
+        let lines: Vec<u32> = pe.iter().map(|l| l.unwrap_or(0)).collect();
+        assert!(lines.iter().all(|&l| l > 0) && lines.windows(2).all(|w| w[0] < w[1]), "{lines:?}");
+        let first = text.lines().nth(lines[0] as usize - 1).unwrap_or("");
+        assert!(first.contains("load_stationary"), "{first}");
+    }
+}

@@ -294,3 +294,21 @@ fn the_critical_path_accounts_for_the_whole_modeled_time() {
         assert!(top != "idle" && share > 0.0 && share <= 1.0);
     }
 }
+
+#[test]
+fn slices_name_their_source_line_when_known() {
+    let (p, r, mut info) = gemm(Target::Trn2, Schedule::Naive, false);
+    // Every instruction on line 100 + its stream index.
+    info.source = Some(sim::SourceLines {
+        file: "k.bir".into(),
+        lines: p.streams.iter().map(|s| (0..s.len()).map(|i| Some(100 + i as u32)).collect()).collect(),
+    });
+    let ev = events(&p, &r, &info);
+    let slices: Vec<&Value> = ev.iter().filter(|e| e["ph"] == "X" && e["name"] != "wait").collect();
+    assert_eq!(slices.len(), r.slices.len());
+    for s in slices {
+        let want = format!("k.bir:{}", 100 + s["args"]["index"].as_u64().unwrap());
+        assert_eq!(s["args"]["source"], want.as_str(), "{s}");
+        assert!(s["args"].get("planner_step").is_none());
+    }
+}
