@@ -20,6 +20,7 @@ pub(crate) mod counters;
 pub(crate) mod critical;
 pub(crate) mod flows;
 pub(crate) mod grid;
+pub(crate) mod kind;
 pub(crate) mod labels;
 pub(crate) mod occupancy;
 
