@@ -26,12 +26,10 @@ pub fn title(cfg: &GemmConfig) -> String {
     s
 }
 
-/// The context of a planned GEMM for [`sim::chrome_trace_with`] and friends.
-pub fn kernel_info(plan: &GemmPlan) -> KernelInfo {
-    let cfg = &plan.config;
-    let f = &plan.function;
-    let buffers = f
-        .tensors
+/// The SBUF tensors of a Penguin function as the buffers the timeline tracks (for
+/// [`KernelInfo::buffers`]; `ntile run` can pass those of a `.pir` file).
+pub fn sbuf_buffers(f: &penguin::Function) -> Vec<SbufBuffer> {
+    f.tensors
         .values()
         .filter(|t| t.memory == Memory::Sbuf)
         .filter_map(|t| {
@@ -43,7 +41,14 @@ pub fn kernel_info(plan: &GemmPlan) -> KernelInfo {
                 bytes_per_partition: t.bytes_per_partition(),
             })
         })
-        .collect();
+        .collect()
+}
+
+/// The context of a planned GEMM for [`sim::chrome_trace_with`] and friends.
+pub fn kernel_info(plan: &GemmPlan) -> KernelInfo {
+    let cfg = &plan.config;
+    let f = &plan.function;
+    let buffers = sbuf_buffers(f);
     let chunks = codegen::k_chunks(cfg).0;
     let k_rows = chunks.first().map_or(codegen::K_TILE, |c| u64::from(c.len));
     let k_parts = chunks.first().map_or(codegen::K_TILE, |c| u64::from(c.parts));
@@ -96,6 +101,25 @@ pub fn source_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sbuf_tensors_of_a_function_are_its_buffers() {
+        let Ok(f) = penguin::parse::parse(include_str!("../../../examples/gemm_4x16x8.pir")) else {
+            panic!("the example parses")
+        };
+        let buffers = sbuf_buffers(&f);
+        let names: Vec<&str> = buffers.iter().map(|b| b.name.as_str()).collect();
+        let want: Vec<&str> =
+            f.tensors.values().filter(|t| t.memory == Memory::Sbuf).map(|t| t.name.as_str()).collect();
+        assert!(!want.is_empty());
+        assert_eq!(names, want);
+        for (b, t) in buffers.iter().zip(f.tensors.values().filter(|t| t.memory == Memory::Sbuf)) {
+            assert_eq!(
+                (b.byte_offset, b.bytes_per_partition),
+                (t.address.unwrap_or(u64::MAX), t.bytes_per_partition())
+            );
+        }
+    }
 
     #[test]
     fn source_lines_follow_a_bir_files_source_map() {
