@@ -25,7 +25,7 @@ pub enum CompileEmit {
 Examples:
   ntile compile examples/gemm_4x16x8.pir                 BIR text on stdout
   ntile compile examples/gemm_4x16x8.pir --target trn1 -o gemm.bir
-  ntile compile kernel.pir --emit json
+  ntile compile kernel.pir --json                        the BIR as JSON (same as --emit json)
 
 Exit codes: 0 ok, 2 the function does not parse, breaks a verifier rule, does not fit the
 target, or lowers to a program the BIR verifier rejects (errors are printed beside their lines).")]
@@ -39,6 +39,9 @@ pub struct CompileArgs {
     /// Output format
     #[arg(long, value_enum, default_value = "bir")]
     pub emit: CompileEmit,
+    /// Print the BIR as JSON (the same as `--emit json`)
+    #[arg(long, conflicts_with = "emit")]
+    pub json: bool,
     /// Write the result here (atomically) instead of to stdout
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: Option<PathBuf>,
@@ -70,7 +73,8 @@ pub fn run(args: &CompileArgs) -> Result<String, CliError> {
         )));
     };
     let program = compile_function(&src, f, map.as_ref(), args.target)?;
-    let text = match args.emit {
+    let emit = if args.json { CompileEmit::Json } else { args.emit };
+    let text = match emit {
         CompileEmit::Bir => program.to_string(),
         CompileEmit::Json => to_json(&program)?,
     };

@@ -52,7 +52,8 @@ pub struct GemmArgs {
     /// Columns of B and C [default: 1024, or taken from --rhs]
     #[arg(long)]
     pub n: Option<u64>,
-    /// Matmul dtype of both operands: fp32, bf16, fp16, fp8e4m3, fp8e5m2, fp8e4m3fn (trn3)
+    /// Matmul dtype of both operands: fp32, bf16, fp16, fp8e4m3, fp8e5m2, fp8e4m3fn (trn3), or
+    /// uint8 (integer operands, both sides)
     #[arg(long, default_value = "bf16")]
     pub dtype: Option<DType>,
     /// Matmul dtype of A (overrides --dtype)
@@ -61,10 +62,11 @@ pub struct GemmArgs {
     /// Matmul dtype of B (overrides --dtype)
     #[arg(long)]
     pub rhs_dtype: Option<DType>,
-    /// Dtype of A and B in HBM: fp32 (the .npy values, cast by the DMA that loads them),
-    /// or bf16, fp16 or an fp8 type (stored rounded; loaded without a cast when it is the
-    /// matmul dtype)
-    #[arg(long, default_value = "fp32", value_name = "DTYPE")]
+    /// Dtype of A and B in HBM: fp32 (cast by the DMA that loads them), or bf16, fp16 or an
+    /// fp8 type (stored rounded; loaded without a cast when it is the matmul dtype)
+    /// [default: the matmul dtype, as in a real kernel; fp32 with --lhs/--rhs float32 arrays,
+    /// mixed operand dtypes or uint8]
+    #[arg(long, value_name = "DTYPE")]
     pub hbm_dtype: Option<DType>,
     /// Dtype of C: fp32, bf16 or fp16
     #[arg(long, default_value = "fp32")]
@@ -106,9 +108,14 @@ pub struct GemmArgs {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// Write the modeled engine timeline as a static SVG: a row per engine with its busy
-    /// percentage, instructions coloured by op kind, semaphore waits, a time axis in us
+    /// percentage, instructions coloured by kind (A/B loads, stores, casts, transposes, ...),
+    /// semaphore waits, a time axis in us; then SBUF occupancy over time and the tile grid
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Write the tile-grid picture alone as SVG: C's output tiles coloured by the time each
+    /// was stored, with the block boundaries
+    #[arg(long, value_name = "FILE")]
+    pub svg_grid: Option<PathBuf>,
     /// A as a float32 (or float16) .npy of shape [M, K] ([K, M] with --lhs-transposed)
     #[arg(long, value_name = "A.npy", requires = "rhs")]
     pub lhs: Option<PathBuf>,
@@ -161,6 +168,22 @@ pub struct Report {
     /// How A reaches its `[K, M]` stationary layout: `none` (given as `[K, M]`), `dma` (a
     /// transposing DMA) or `pe` (a PE transpose through PSUM).
     pub lhs_transpose: String,
+    /// Dtype of A and B in HBM (cast to the matmul dtypes on load when they differ).
+    pub hbm_dtype: String,
+    /// Output tiles along M and N.
+    pub output_tiles: [u64; 2],
+    /// Rows x columns of a full output tile (smaller than 128x512 when C is).
+    pub tile_shape: [u64; 2],
+    /// Rows x columns of the last (bottom-right) output tile, the ragged edge.
+    pub edge_tile_shape: [u64; 2],
+    /// K steps (matmuls per output tile) and the contraction rows of a full one.
+    pub k_steps: u64,
+    /// Contraction rows of a full K step (256 in `double_row`).
+    pub k_step_rows: u64,
+    /// Block sizes in elements (`blocked-mn`, `blocked-mnk`; null for the other schedules).
+    pub blocks: Option<Blocks>,
+    /// Outer block loop (`m-outer` or `n-outer`; null for unblocked schedules).
+    pub loop_order: Option<String>,
     /// Penguin instruction count.
     pub penguin_instructions: u64,
     /// BIR instruction count.
@@ -186,15 +209,45 @@ pub struct Report {
     pub hfu: f64,
     /// Busy fraction of each engine class over the modeled time (dma: mean of the 16 queues).
     pub engine_busy: sim::EngineBusy,
-    /// The I/O lower bound `2*M*N*K/sqrt(S) + M*N` words for SBUF size S, in bytes of the
-    /// operand dtype.
+    /// The I/O lower bound: `2*M*N*K/sqrt(S)` words of A and B for an SBUF of S words of the
+    /// matmul dtype, in bytes of their HBM dtype, plus C once in its dtype; never below
+    /// `hbm_read_once_bytes`.
     pub io_lower_bound_bytes: f64,
+    /// Every HBM tensor moved once: each input read once, C written once, each in its own
+    /// dtype (a sparse A with its tags).
+    pub hbm_read_once_bytes: u64,
+    /// What bounds the modeled time: the critical path's time per engine class.
+    pub bottleneck: Option<Bottleneck>,
     /// PE time if every matmul ran back to back at `max(N, 64)` cycles, in microseconds.
     pub tile_quantized_ideal_us: f64,
     /// What `--schedule auto` chose (null for an explicit schedule).
     pub auto: Option<AutoReport>,
     /// Wall-clock milliseconds of each phase.
     pub wall_ms: WallMs,
+}
+
+/// Block sizes of a blocked schedule, in elements.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Blocks {
+    /// Rows of C per block.
+    pub m: u64,
+    /// Columns of C per block.
+    pub n: u64,
+    /// Contraction rows per block (`blocked-mnk`; the whole K for `blocked-mn`).
+    pub k: u64,
+}
+
+/// The engine class that bounds the modeled time.
+#[derive(Clone, Debug, Serialize)]
+pub struct Bottleneck {
+    /// The class with the most time on the critical path (`pe`, `act`, `dve`, `pool`, `sp`,
+    /// `dma`).
+    pub engine: String,
+    /// Its share of the modeled time.
+    pub share: f64,
+    /// Every class's share of the modeled time along the critical path (`idle`: nothing
+    /// ran), largest first.
+    pub critical_path: indexmap::IndexMap<String, f64>,
 }
 
 /// The choice `--schedule auto` made.
@@ -335,7 +388,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         lhs_dtype: args.lhs_dtype.unwrap_or(dtype),
         rhs_dtype: args.rhs_dtype.unwrap_or(dtype),
         out_dtype: args.out_dtype.unwrap_or(DType::Fp32),
-        input_dtype: args.hbm_dtype.unwrap_or(DType::Fp32),
+        input_dtype: args.hbm_dtype.unwrap_or_else(|| default_hbm_dtype(args, dtype)),
         target: args.target.unwrap_or(Target::Trn2),
         schedule: args.schedule.unwrap_or_default(),
         lhs_transposed: args.lhs_transposed,
@@ -366,11 +419,19 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let program = lower(&plan)?;
     wall.lower = ms(t);
     let cycle = sim::model(&program).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
-    if let Some(path) = &args.trace {
-        npy::write_atomic(path, sim::chrome_trace(&program, &cycle).as_bytes())?;
-    }
-    if let Some(path) = &args.svg {
-        npy::write_atomic(path, sim::timeline_svg(&program, &cycle).as_bytes())?;
+    if args.trace.is_some() || args.svg.is_some() || args.svg_grid.is_some() {
+        let info = crate::kernel_info::kernel_info(&plan);
+        if let Some(path) = &args.trace {
+            npy::write_atomic(path, sim::chrome_trace_with(&program, &cycle, &info).as_bytes())?;
+        }
+        if let Some(path) = &args.svg {
+            npy::write_atomic(path, sim::timeline_svg_with(&program, &cycle, &info).as_bytes())?;
+        }
+        if let Some(path) = &args.svg_grid {
+            let grid = sim::tile_grid_svg(&program, &cycle, &info)
+                .ok_or_else(|| CliError::internal("a GEMM without a tile grid (a bug)"))?;
+            npy::write_atomic(path, grid.as_bytes())?;
+        }
     }
     let modeled = Modeled { program: &program, cycle: &cycle, auto: auto.as_ref() };
     match args.emit {
@@ -440,6 +501,19 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     Ok(Outcome { report, stdout, result: Some(c) })
 }
 
+/// A and B's HBM dtype when `--hbm-dtype` is not given: the matmul dtype (as a real kernel
+/// keeps them), except for float32 `.npy` inputs, mixed operand dtypes and uint8, which are
+/// fp32 in HBM and cast on load.
+fn default_hbm_dtype(args: &GemmArgs, dtype: DType) -> DType {
+    let lhs = args.lhs_dtype.unwrap_or(dtype);
+    let rhs = args.rhs_dtype.unwrap_or(dtype);
+    if args.lhs.is_none() && lhs == rhs && lhs.is_float() {
+        lhs
+    } else {
+        DType::Fp32
+    }
+}
+
 /// Verify, lower and verify the BIR of a plan.
 fn lower(plan: &GemmPlan) -> Result<bir::Program, CliError> {
     let verified = penguin::verify(&plan.function)
@@ -474,12 +548,27 @@ struct Modeled<'a> {
     auto: Option<&'a AutoChoice>,
 }
 
-/// `2*M*N*K/sqrt(S) + M*N` words for an SBUF of S words of the operand dtype, in bytes.
-fn io_lower_bound_bytes(cfg: &GemmConfig) -> f64 {
-    let size = f64::from(cfg.lhs_dtype.size_bytes().max(cfg.rhs_dtype.size_bytes()));
-    let sbuf_words = 128.0 * f64::from(cfg.target.info().statebuf_par_size_in_bytes) / size;
+/// Every HBM tensor of the program moved once, in bytes.
+fn hbm_read_once_bytes(program: &bir::Program) -> u64 {
+    program.hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add)
+}
+
+/// `2*M*N*K/sqrt(S)` words of A and B for an SBUF of S words of the matmul dtype, in bytes of
+/// their HBM dtype, plus C once in its own dtype; never below the read-once minimum.
+fn io_lower_bound_bytes(cfg: &GemmConfig, read_once: u64) -> f64 {
+    let on_chip = f64::from(cfg.lhs_dtype.size_bytes().max(cfg.rhs_dtype.size_bytes()));
+    let in_hbm = f64::from(cfg.input_dtype.size_bytes());
+    let sbuf_words = 128.0 * f64::from(cfg.target.info().statebuf_par_size_in_bytes) / on_chip;
     let (m, k, n) = (cfg.m as f64, cfg.k as f64, cfg.n as f64);
-    (2.0 * m * n * k / sbuf_words.sqrt() + m * n) * size
+    let bound = 2.0 * m * n * k / sbuf_words.sqrt() * in_hbm + m * n * f64::from(cfg.out_dtype.size_bytes());
+    bound.max(read_once as f64)
+}
+
+/// The bottleneck from the critical path of the modeled program.
+fn bottleneck(program: &bir::Program, cycle: &sim::CycleReport) -> Option<Bottleneck> {
+    let path = sim::critical_path(program, cycle);
+    let (engine, share) = path.bottleneck()?;
+    Some(Bottleneck { engine: engine.to_string(), share, critical_path: path.shares().into_iter().collect() })
 }
 
 /// Every matmul back to back at `max(N, 64)` TensorE cycles (4x for fp32), in us.
@@ -532,6 +621,18 @@ fn report_of(
         sparsity: cfg.sparsity.map(|p| p.to_string()),
         schedule: cfg.schedule.to_string(),
         lhs_transpose: lhs_transpose_name(cfg).to_string(),
+        hbm_dtype: cfg.input_dtype.to_string(),
+        output_tiles: [cfg.m.div_ceil(codegen::M_TILE), cfg.n.div_ceil(codegen::N_TILE)],
+        tile_shape: [cfg.m.min(codegen::M_TILE), cfg.n.min(codegen::N_TILE)],
+        edge_tile_shape: [edge(cfg.m, codegen::M_TILE), edge(cfg.n, codegen::N_TILE)],
+        k_steps: codegen::k_chunks(cfg).0.len() as u64,
+        k_step_rows: codegen::k_chunks(cfg).0.first().map_or(0, |c| u64::from(c.len)),
+        blocks: crate::kernel_info::blocks_of(cfg).map(|b| Blocks {
+            m: b.m,
+            n: b.n,
+            k: if cfg.schedule == Schedule::BlockedMnk { b.k } else { cfg.k },
+        }),
+        loop_order: crate::kernel_info::blocks_of(cfg).map(|_| cfg.order.name().to_string()),
         penguin_instructions: plan.function.layout().len() as u64,
         bir_instructions: modeled.program.num_insts() as u64,
         matmuls: plan.stats.matmuls,
@@ -544,7 +645,9 @@ fn report_of(
         modeled_time_us: modeled.cycle.total_us(),
         hfu: modeled.cycle.hfu(),
         engine_busy: modeled.cycle.engine_busy_summary(),
-        io_lower_bound_bytes: io_lower_bound_bytes(cfg),
+        io_lower_bound_bytes: io_lower_bound_bytes(cfg, hbm_read_once_bytes(modeled.program)),
+        hbm_read_once_bytes: hbm_read_once_bytes(modeled.program),
+        bottleneck: bottleneck(modeled.program, modeled.cycle),
         tile_quantized_ideal_us: tile_quantized_ideal_us(cfg),
         auto: modeled.auto.map(|a| AutoReport {
             evaluated: a.evaluated,
@@ -555,6 +658,14 @@ fn report_of(
             order: a.config.order.name().to_string(),
         }),
         wall_ms,
+    }
+}
+
+/// The extent of the last tile of `total` in tiles of `tile`.
+fn edge(total: u64, tile: u64) -> u64 {
+    match total % tile {
+        0 => total.min(tile),
+        r => r,
     }
 }
 
@@ -576,16 +687,28 @@ fn mib(bytes: u64) -> String {
 pub fn summary(r: &Report) -> String {
     let target: Target = r.target.parse().unwrap_or(Target::Trn2);
     let cap = u64::from(target.info().statebuf_par_size_in_bytes);
-    let mt = r.m.div_ceil(codegen::M_TILE);
-    let nt = r.n.div_ceil(codegen::N_TILE);
-    let kt = r.matmuls / (mt * nt).max(1);
+    let [mt, nt] = r.output_tiles;
     let mut s = format!(
         "ntile gemm {}x{}x{}  {} x {} -> {}  on {}  (schedule {})\n",
         r.m, r.k, r.n, r.lhs_dtype, r.rhs_dtype, r.out_dtype, r.target, r.schedule
     );
+    let [tm, tn] = r.tile_shape;
+    let edges = if r.edge_tile_shape == r.tile_shape {
+        String::new()
+    } else {
+        format!(" (edge {}x{})", r.edge_tile_shape[0], r.edge_tile_shape[1])
+    };
     s += &format!(
-        "  plan    {mt}x{nt} output tiles of 128x512, {kt} K sub-tiles each: {} matmuls in {} PSUM groups (max {} live)\n",
-        r.matmuls, r.psum_groups, r.max_live_psum_banks
+        "  plan    {mt}x{nt} output tiles of {tm}x{tn}{edges}, {} K steps of {} rows: {} matmuls in {} PSUM groups (max {} live)\n",
+        r.k_steps, r.k_step_rows, r.matmuls, r.psum_groups, r.max_live_psum_banks
+    );
+    let blocks = match (&r.blocks, &r.loop_order) {
+        (Some(b), Some(order)) => format!("blocks m {} n {} k {}, {order}", b.m, b.n, b.k),
+        _ => "no blocks".to_string(),
+    };
+    s += &format!(
+        "  loop    {} ({blocks}); A transposed by {}; A and B {} in HBM\n",
+        r.schedule, r.lhs_transpose, r.hbm_dtype
     );
     s += &format!(
         "  ir      {} penguin / {} BIR instructions; SBUF {} of {} per partition; HBM traffic {}\n",
@@ -602,10 +725,12 @@ pub fn summary(r: &Report) -> String {
         );
     }
     s += &format!(
-        "  model   {:.1} us modeled (ideal PE time {:.1} us), HFU {:.2}; HBM {:.2}x the I/O lower bound\n",
+        "  model   {:.1} us modeled (ideal PE time {:.1} us), HFU {:.2}; HBM {:.2}x the read-once minimum ({}), {:.2}x the I/O lower bound\n",
         r.modeled_time_us,
         r.tile_quantized_ideal_us,
         r.hfu,
+        r.hbm_bytes as f64 / (r.hbm_read_once_bytes as f64).max(1.0),
+        mib(r.hbm_read_once_bytes),
         r.hbm_bytes as f64 / r.io_lower_bound_bytes.max(1.0)
     );
     let b = &r.engine_busy;
@@ -618,10 +743,24 @@ pub fn summary(r: &Report) -> String {
             frac * 100.0
         );
     }
+    if let Some(bn) = &r.bottleneck {
+        let others: Vec<String> = bn
+            .critical_path
+            .iter()
+            .filter(|(c, _)| **c != bn.engine)
+            .map(|(c, v)| format!("{c} {:.0}%", v * 100.0))
+            .collect();
+        let others = if others.is_empty() { String::new() } else { format!(" ({})", others.join(", ")) };
+        s += &format!(
+            "  bottleneck {}: {:.0}% of the modeled time on the critical path{others}\n",
+            bn.engine,
+            bn.share * 100.0
+        );
+    }
     if let Some(a) = &r.auto {
         s += &format!(
-            "  auto    chose {} (blocks m {} n {} k {}, {}, A transposed by {}) of {} modeled candidates ({} did not fit SBUF)\n",
-            r.schedule, a.block_m, a.block_n, a.block_k, a.order, r.lhs_transpose, a.evaluated, a.rejected
+            "  auto    chose {} of {} modeled candidates ({} did not fit SBUF)\n",
+            r.schedule, a.evaluated, a.rejected
         );
     }
     match &r.check {

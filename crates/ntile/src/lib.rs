@@ -10,6 +10,7 @@ pub mod compile;
 pub mod error;
 pub mod fmt;
 pub mod gemm;
+pub mod kernel_info;
 pub mod npy;
 pub mod reference;
 pub mod run;
@@ -29,7 +30,22 @@ pub use error::CliError;
     long_about = "\
 ntile splits a GEMM into hardware-legal sub-tiles for a 128x128 PE array, accumulates the K
 sub-tiles in PSUM under START/ACCU/STOP flags, lowers the result to engine instruction
-streams, and runs them on a byte-exact simulator checked against an fp64 reference."
+streams, and runs them on a byte-exact simulator checked against an fp64 reference.",
+    after_help = "\
+Examples:
+  ntile gemm                                         1024^3 bf16 on trn2: plan, lower, simulate, check, model
+  ntile gemm --m 4096 --k 4096 --n 4096 --no-sim --json
+  ntile gemm --m 512 --k 512 --n 512 --svg t.svg --svg-grid grid.svg --trace t.json
+  ntile gemm --lhs a.npy --rhs b.npy -o c.npy       your float32 arrays, cast to bf16 on load
+  ntile compile examples/gemm_4x16x8.pir --json     verify, lower and print the BIR as JSON
+  ntile run examples/gemm_4x16x8.pir --input a=a.npy --input b=b.npy -o c=c.npy
+  ntile verify examples/gemm_4x16x8.bir
+  ntile fmt examples/gemm_4x16x8.pir --json
+
+Every command takes -o/--output for what it writes and --json for JSON output where it has
+one; `ntile COMMAND --help` lists its flags with more examples.
+
+Exit codes: 0 ok, 1 result outside the error bound, 2 bad input, 3 internal error."
 )]
 pub struct Cli {
     /// The command.

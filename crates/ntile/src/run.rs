@@ -66,8 +66,8 @@ pub struct RunArgs {
     /// An input tensor: NAME=FILE.npy (repeat for each input)
     #[arg(long = "input", value_name = "NAME=FILE.npy", value_parser = binding)]
     pub inputs: Vec<Binding>,
-    /// A tensor to write after the run: NAME=FILE.npy (repeatable)
-    #[arg(long = "output", value_name = "NAME=FILE.npy", value_parser = binding)]
+    /// A tensor to write after the run: NAME=FILE.npy (repeatable; `-o` for short)
+    #[arg(short = 'o', long = "output", value_name = "NAME=FILE.npy", value_parser = binding)]
     pub outputs: Vec<Binding>,
     /// Target to lower a Penguin function for [default: trn2]; a BIR program names its own
     #[arg(long)]

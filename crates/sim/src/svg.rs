@@ -1,6 +1,10 @@
-//! Static SVG timeline of a [`CycleReport`](crate::CycleReport): one row per engine that ran
-//! something, each instruction a rectangle coloured by its op kind, semaphore waits as a
-//! light strip, a time axis in microseconds and a legend.
+//! Static SVG timeline of a [`CycleReport`](crate::CycleReport): a title saying what the
+//! kernel is, one row per engine that ran something (the PE's weight loads on a row of their
+//! own, `pe.weights`), each instruction a rectangle coloured by what it does (matmuls,
+//! weight loads, A loads, B loads, stores, casting and transposing transfers, copies, ...),
+//! semaphore waits as a light strip, a time axis in microseconds and a legend of the kinds
+//! present. Below it, the SBUF occupancy over the same time axis and, for a GEMM, the
+//! tile-grid picture (see [`tile_grid_svg`]).
 //!
 //! The document is self-contained (an inline `<style>`, the generic `sans-serif` font, no
 //! scripts) and its size is bounded by rows x width, not by the instruction count: a large
@@ -16,9 +20,15 @@
 
 use std::fmt::{self, Display, Write};
 
-use bir::{Engine, Op, Program, NUM_ENGINES};
+use bir::{Engine, Op, Program};
 
 use crate::cycle::{CycleReport, Slice};
+use crate::timeline::counters::counters;
+use crate::timeline::grid::{finish_times, grid_width, write_grid, GRID_STYLE};
+use crate::timeline::kind::Kind;
+use crate::timeline::labels::{labels, Name, SliceLabel};
+use crate::timeline::occupancy::{self, write_occupancy, OCCUPANCY_STYLE};
+use crate::timeline::KernelInfo;
 use crate::trace::us;
 
 /// Width of the whole document, in pixels.
@@ -45,93 +55,9 @@ const LEGEND_PITCH: usize = 240;
 /// Roughly how many ticks the time axis gets.
 const TARGET_TICKS: f64 = 8.0;
 
-/// What an instruction's rectangle is coloured by.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Matmul,
-    LoadStationary,
-    Transpose,
-    TensorCopy,
-    TensorTensor,
-    Memset,
-    DmaCopy,
-    DmaOther,
-}
-
-impl Kind {
-    const ALL: [Kind; 8] = [
-        Kind::Matmul,
-        Kind::LoadStationary,
-        Kind::Transpose,
-        Kind::TensorCopy,
-        Kind::TensorTensor,
-        Kind::Memset,
-        Kind::DmaCopy,
-        Kind::DmaOther,
-    ];
-
-    fn of(op: &Op) -> Kind {
-        match op {
-            Op::MultiplyMoving { .. } => Kind::Matmul,
-            Op::LoadStationary { .. } | Op::LoadStationarySparse { .. } => Kind::LoadStationary,
-            Op::Transpose { .. } => Kind::Transpose,
-            Op::TensorCopy { .. } => Kind::TensorCopy,
-            Op::TensorTensor { .. } => Kind::TensorTensor,
-            Op::Memset { .. } => Kind::Memset,
-            Op::DmaCopy { .. } => Kind::DmaCopy,
-            Op::DmaFma { .. } | Op::DmaGather { .. } | Op::DmaScatterAdd { .. } => Kind::DmaOther,
-        }
-    }
-
-    /// Position in [`Kind::ALL`].
-    fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The CSS class of its rectangles.
-    fn class(self) -> &'static str {
-        match self {
-            Kind::Matmul => "multiply_moving",
-            Kind::LoadStationary => "load_stationary",
-            Kind::Transpose => "transpose",
-            Kind::TensorCopy => "tensor_copy",
-            Kind::TensorTensor => "tensor_tensor",
-            Kind::Memset => "memset",
-            Kind::DmaCopy => "dma_copy",
-            Kind::DmaOther => "dma_other",
-        }
-    }
-
-    fn colour(self) -> &'static str {
-        match self {
-            Kind::Matmul => "#4e79a7",
-            Kind::LoadStationary => "#a0cbe8",
-            Kind::Transpose => "#b07aa1",
-            Kind::TensorCopy => "#59a14f",
-            Kind::TensorTensor => "#edc948",
-            Kind::Memset => "#9c755f",
-            Kind::DmaCopy => "#f28e2b",
-            Kind::DmaOther => "#e15759",
-        }
-    }
-
-    fn legend(self) -> &'static str {
-        match self {
-            Kind::Matmul => "matmul (multiply_moving)",
-            Kind::LoadStationary => "load_stationary",
-            Kind::Transpose => "transpose (PE)",
-            Kind::TensorCopy => "tensor_copy",
-            Kind::TensorTensor => "tensor_tensor",
-            Kind::Memset => "memset",
-            Kind::DmaCopy => "dma_copy",
-            Kind::DmaOther => "dma fma / gather / scatter_add",
-        }
-    }
-}
-
 /// Text with the XML special characters escaped, for element content and attribute values.
 /// Control characters XML cannot carry become U+FFFD.
-struct Escaped<'a>(&'a str);
+pub(crate) struct Escaped<'a>(pub(crate) &'a str);
 
 impl Display for Escaped<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -163,6 +89,7 @@ fn is_forbidden(c: char) -> bool {
 struct Placed<'a> {
     slice: &'a Slice,
     op: &'a Op,
+    kind: Kind,
     /// Start and end in pixels from the axis origin.
     x0: f64,
     x1: f64,
@@ -170,7 +97,7 @@ struct Placed<'a> {
 
 impl Placed<'_> {
     fn kind(&self) -> Kind {
-        Kind::of(self.op)
+        self.kind
     }
 }
 
@@ -206,64 +133,183 @@ fn columns(x0: f64, x1: f64) -> std::ops::RangeInclusive<usize> {
     first..=end.clamp(first, last)
 }
 
+/// One row of the timeline: a name, its busy fraction and its instructions with their kinds.
+struct Row<'a> {
+    name: String,
+    busy: f64,
+    slices: Vec<(&'a Slice, Kind)>,
+}
+
 /// A static SVG timeline of a modeled program (`report` must come from [`model`](crate::model)
 /// of the same `program`; slices it does not match are skipped).
 ///
-/// One row per engine that ran something (PE, ACT, DVE, POOL, SP, then the DMA queues in
-/// order) labelled with its busy percentage, a rectangle per instruction coloured by op kind
-/// with an `op, engine, start-end us` tooltip, semaphore waits as a light strip before the
-/// instruction they held back. Instructions narrower than a pixel that share pixel columns
-/// are merged, so the size is bounded by rows x width whatever the instruction count.
+/// One row per engine that ran something (PE, its weight loads, ACT, DVE, POOL, SP, then the
+/// DMA queues in order) labelled with its busy percentage, a rectangle per instruction
+/// coloured by kind with an `op, engine, start-end us` tooltip, semaphore waits as a light
+/// strip before the instruction they held back. Instructions narrower than a pixel that share
+/// pixel columns are merged, so the size is bounded by rows x width whatever the instruction
+/// count.
 pub fn timeline_svg(program: &Program, report: &CycleReport) -> String {
-    let mut rows: Vec<Vec<&Slice>> = vec![Vec::new(); NUM_ENGINES];
-    for slice in &report.slices {
-        if let Some(row) = rows.get_mut(slice.engine.index()) {
-            row.push(slice);
-        }
-    }
+    timeline_svg_with(program, report, &KernelInfo::default())
+}
+
+/// [`timeline_svg`] with the kernel's context: the title from `info`, loads of A and B told
+/// apart, the SBUF occupancy panel per named buffer and, for a GEMM, the tile grid.
+pub fn timeline_svg_with(program: &Program, report: &CycleReport, info: &KernelInfo) -> String {
     let mut out = String::with_capacity(64 * 1024);
     // Writing into a `String` cannot fail.
-    let _ = write_document(&mut out, program, report, &rows);
+    let _ = write_document(&mut out, program, report, info, true);
     out
 }
 
-fn write_document(out: &mut String, program: &Program, report: &CycleReport, rows: &[Vec<&Slice>]) -> fmt::Result {
+/// The tile-grid picture alone: C's output tiles coloured by the time each was stored, with
+/// the block boundaries; `None` when `info` describes no GEMM.
+pub fn tile_grid_svg(program: &Program, report: &CycleReport, info: &KernelInfo) -> Option<String> {
+    let gemm = info.gemm.as_ref()?;
+    let buffers = info.buffers_of(program);
+    let labels = labels(program, report, &buffers, Some(gemm));
+    let finish = finish_times(report, &labels, program, gemm);
+    let mut body = String::with_capacity(64 * 1024);
+    let height = write_grid(&mut body, &finish, gemm, 24.0).ok()? + 24.0;
+    let heading = title(program, report, info);
+    // Wide enough for the grid and the heading.
+    let width = grid_width(&finish, gemm).max(7.0 * heading.len() as f64).min(WIDTH as f64);
+    let mut out = String::with_capacity(body.len() + 1024);
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}">"#
+    );
+    let _ = writeln!(out, "<title>{}</title>", Escaped(&heading));
+    out.push_str("<style>\ntext{font:11px sans-serif;fill:#222}\n.head{font-size:13px;font-weight:bold}\n");
+    out.push_str(GRID_STYLE);
+    out.push_str("</style>\n");
+    let _ = writeln!(out, r#"<text class="head" x="8" y="16">{}</text>"#, Escaped(&heading));
+    out.push_str(&body);
+    out.push_str("</svg>\n");
+    Some(out)
+}
+
+/// The heading: what the kernel is, then the modeled time and HFU.
+fn title(program: &Program, report: &CycleReport, info: &KernelInfo) -> String {
+    let what = info.title.clone().unwrap_or_else(|| format!("{} ({})", program.kernel_name, program.target));
+    format!("{what}: {:.3} us modeled, HFU {:.3}", us(report.total_ns), report.hfu())
+}
+
+/// The rows of the timeline, with each instruction's kind.
+fn rows<'a>(program: &Program, report: &'a CycleReport, labels: &[SliceLabel], info: &KernelInfo) -> Vec<Row<'a>> {
+    // Engines in order, the PE's weight loads right after the PE.
+    let mut by_row: Vec<Vec<(&Slice, Kind)>> = vec![Vec::new(); bir::NUM_ENGINES + 1];
+    let role = |l: &SliceLabel| {
+        let gemm = info.gemm.as_ref()?;
+        let tensor = l.reads.iter().find_map(|n| match n {
+            Name::Hbm(t) => program.hbm.get(*t),
+            _ => None,
+        })?;
+        gemm.role(&tensor.name)
+    };
+    for (at, slice) in report.slices.iter().enumerate() {
+        let Some(inst) = program.streams.get(slice.engine.index()).and_then(|s| s.get(slice.index)) else {
+            continue;
+        };
+        let kind = Kind::of(&inst.op, labels.get(at).and_then(role));
+        let row = match (slice.engine, kind) {
+            (Engine::Pe, Kind::LoadStationary) => 1,
+            (Engine::Pe, _) => 0,
+            (e, _) => e.index() + 1,
+        };
+        if let Some(r) = by_row.get_mut(row) {
+            r.push((slice, kind));
+        }
+    }
+    let span = report.total_ns;
+    by_row
+        .into_iter()
+        .enumerate()
+        .filter(|(_, r)| !r.is_empty())
+        .map(|(i, slices)| {
+            let (name, busy) = match i {
+                0 => ("pe".to_string(), report.busy_fraction(Engine::Pe)),
+                1 => ("pe.weights".to_string(), union_fraction(&slices, span)),
+                _ => {
+                    let e = Engine::from_index(i - 1).unwrap_or(Engine::Sp);
+                    (e.name(), report.busy_fraction(e))
+                }
+            };
+            Row { name, busy, slices }
+        })
+        .collect()
+}
+
+/// The fraction of `span` covered by the slices (sorted by start).
+fn union_fraction(slices: &[(&Slice, Kind)], span: f64) -> f64 {
+    let mut covered = 0.0;
+    let mut until = f64::NEG_INFINITY;
+    for (s, _) in slices {
+        covered += (s.end_ns - s.start_ns.max(until)).max(0.0);
+        until = until.max(s.end_ns);
+    }
+    if span > 0.0 {
+        covered / span
+    } else {
+        0.0
+    }
+}
+
+fn write_document(
+    out: &mut String,
+    program: &Program,
+    report: &CycleReport,
+    info: &KernelInfo,
+    panels: bool,
+) -> fmt::Result {
     let span_ns = if report.total_ns > 0.0 { report.total_ns } else { 1.0 };
     let px_per_ns = PLOT_W as f64 / span_ns;
-    let engines: Vec<Engine> = Engine::all().filter(|e| rows.get(e.index()).is_some_and(|r| !r.is_empty())).collect();
-    let rows_end = ROWS_Y + engines.len() * ROW_H;
-    let legend_lines = (Kind::ALL.len() + 1).div_ceil(LEGEND_PER_LINE);
-    let height = rows_end + 16 + legend_lines * 18;
+    let buffers = info.buffers_of(program);
+    let labels = labels(program, report, &buffers, info.gemm.as_ref());
+    let rows = rows(program, report, &labels, info);
+    let rows_end = ROWS_Y + rows.len() * ROW_H;
+    let present: Vec<Kind> =
+        Kind::ALL.into_iter().filter(|k| rows.iter().any(|r| r.slices.iter().any(|(_, kind)| kind == k))).collect();
+    let legend_lines = (present.len() + 1).div_ceil(LEGEND_PER_LINE);
+    let legend_end = rows_end + 16 + legend_lines * 18;
+
+    let mut body = String::with_capacity(64 * 1024);
+    write_axis(&mut body, span_ns, px_per_ns, rows_end)?;
+    body.push_str("<g class=\"rows\">\n");
+    for (i, row) in rows.iter().enumerate() {
+        let y = ROWS_Y + i * ROW_H;
+        write_row(&mut body, program, row, px_per_ns, y)?;
+    }
+    body.push_str("</g>\n");
+    write_legend(&mut body, &present, rows_end + 16)?;
+    let mut height = legend_end as f64 + 8.0;
+    if panels {
+        let c = counters(program, report, &buffers);
+        let capacity = u64::from(program.target.info().statebuf_par_size_in_bytes);
+        let axis = occupancy::Axis { plot_x: PLOT_X as f64, plot_w: PLOT_W, px_per_ns };
+        height += write_occupancy(&mut body, &buffers, &c.sbuf, capacity, axis, height)?;
+        if let Some(gemm) = &info.gemm {
+            let finish = finish_times(report, &labels, program, gemm);
+            height += write_grid(&mut body, &finish, gemm, height)?;
+        }
+    }
 
     writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0}" viewBox="0 0 {WIDTH} {height:.0}">"#
     )?;
-    let heading = format!(
-        "{} ({}): {:.2} us modeled, HFU {:.2}",
-        program.kernel_name,
-        program.target,
-        us(report.total_ns),
-        report.hfu()
-    );
+    let heading = title(program, report, info);
     writeln!(out, "<title>{}</title>", Escaped(&heading))?;
     out.push_str("<style>\ntext{font:11px sans-serif;fill:#222}\n.head{font-size:13px;font-weight:bold}\n");
     out.push_str(".grid{stroke:#e0e0e0}\n.axis{stroke:#888}\n.bg{fill:#f6f6f6}\n.wait{fill:#cfcfcf}\n");
     for kind in Kind::ALL {
         writeln!(out, ".{}{{fill:{}}}", kind.class(), kind.colour())?;
     }
+    out.push_str(OCCUPANCY_STYLE);
+    out.push_str(GRID_STYLE);
     out.push_str("</style>\n");
     writeln!(out, r#"<text class="head" x="8" y="18">{}</text>"#, Escaped(&heading))?;
-    write_axis(out, span_ns, px_per_ns, rows_end)?;
-
-    out.push_str("<g class=\"rows\">\n");
-    for (i, &engine) in engines.iter().enumerate() {
-        let slices = rows.get(engine.index()).map_or(&[][..], Vec::as_slice);
-        let y = ROWS_Y + i * ROW_H;
-        write_row(out, program, report, engine, slices, px_per_ns, y)?;
-    }
-    out.push_str("</g>\n");
-    write_legend(out, rows_end + 16)?;
+    out.push_str(&body);
     out.push_str("</svg>\n");
     Ok(())
 }
@@ -301,37 +347,29 @@ fn nice_step(raw: f64) -> f64 {
 }
 
 /// One engine's row: label, background, wait strips, then its instructions.
-fn write_row(
-    out: &mut String,
-    program: &Program,
-    report: &CycleReport,
-    engine: Engine,
-    slices: &[&Slice],
-    px_per_ns: f64,
-    y: usize,
-) -> fmt::Result {
-    let name = engine.name();
-    let busy = 100.0 * report.busy_fraction(engine);
-    let decimals = if busy < 10.0 { 1 } else { 0 };
-    writeln!(out, r#"<g class="row" id="row-{}" transform="translate(0,{y})">"#, Escaped(&name))?;
+fn write_row(out: &mut String, program: &Program, row: &Row<'_>, px_per_ns: f64, y: usize) -> fmt::Result {
+    let name = &row.name;
+    let busy = 100.0 * row.busy;
+    writeln!(out, r#"<g class="row" id="row-{}" transform="translate(0,{y})">"#, Escaped(name))?;
     writeln!(
         out,
-        r#"<text x="8" y="{}">{} <tspan x="{}" text-anchor="end">{busy:.decimals$}%</tspan></text>"#,
+        r#"<text x="8" y="{}">{} <tspan x="{}" text-anchor="end">{busy:.1}%</tspan></text>"#,
         OP_Y + OP_H - 4,
-        Escaped(&name),
+        Escaped(name),
         PLOT_X - 8
     )?;
     writeln!(out, r#"<rect class="bg" x="{PLOT_X}" y="{OP_Y}" width="{PLOT_W}" height="{OP_H}"/>"#)?;
 
-    let mut placed: Vec<Placed<'_>> = slices
+    let mut placed: Vec<Placed<'_>> = row
+        .slices
         .iter()
-        .filter_map(|&slice| {
+        .filter_map(|&(slice, kind)| {
             let inst = program.stream(slice.engine).get(slice.index)?;
-            Some(Placed { slice, op: &inst.op, x0: slice.start_ns * px_per_ns, x1: slice.end_ns * px_per_ns })
+            Some(Placed { slice, op: &inst.op, kind, x0: slice.start_ns * px_per_ns, x1: slice.end_ns * px_per_ns })
         })
         .collect();
     placed.sort_by(|a, b| a.x0.total_cmp(&b.x0));
-    write_waits(out, &placed, px_per_ns, &name)?;
+    write_waits(out, &placed, px_per_ns, name)?;
 
     // Slices a pixel or more wide that do not overlap the previous such slice are drawn as
     // themselves; the rest go through the raster.
@@ -377,7 +415,7 @@ fn write_row(
             r#"<rect class="{}" x="{x:.1}" y="{OP_Y}" width="{width:.1}" height="{OP_H}"><title>{}, {}, {:.3}-{:.3} us</title></rect>"#,
             p.kind().class(),
             Escaped(p.op.name()),
-            Escaped(&name),
+            Escaped(name),
             us(p.slice.start_ns),
             us(p.slice.end_ns)
         )?;
@@ -462,10 +500,10 @@ fn write_wait(out: &mut String, (x0, x1, first, n): (f64, f64, &Placed<'_>, usiz
     }
 }
 
-/// A swatch and name per op kind, and one for waits.
-fn write_legend(out: &mut String, y: usize) -> fmt::Result {
+/// A swatch and name per op kind present, and one for waits.
+fn write_legend(out: &mut String, present: &[Kind], y: usize) -> fmt::Result {
     out.push_str("<g class=\"legend\">\n");
-    let entries = Kind::ALL.iter().map(|k| (k.class(), k.legend())).chain([("wait", "semaphore wait")]);
+    let entries = present.iter().map(|k| (k.class(), k.legend())).chain([("wait", "semaphore wait")]);
     for (i, (class, label)) in entries.enumerate() {
         let x = PLOT_X + (i % LEGEND_PER_LINE) * LEGEND_PITCH;
         let y = y + (i / LEGEND_PER_LINE) * 18;
@@ -489,6 +527,11 @@ mod tests {
         bir::lower(verified, Target::Trn2).unwrap()
     }
 
+    /// The timeline part of a document (before the occupancy panel).
+    fn timeline_part(svg: &str) -> &str {
+        svg.split("<g class=\"sbuf-occupancy\">").next().unwrap()
+    }
+
     /// Engines whose row the document has.
     fn rows_of(svg: &str) -> Vec<Engine> {
         Engine::all().filter(|e| svg.contains(&format!("<g class=\"row\" id=\"row-{}\"", e.name()))).collect()
@@ -498,19 +541,24 @@ mod tests {
     fn small_program_has_a_row_per_busy_engine_and_a_rect_per_matmul() {
         let program = small_program();
         let report = crate::model(&program).unwrap();
-        let svg = timeline_svg(&program, &report);
-        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{svg}");
-        assert!(svg.trim_end().ends_with("</svg>"), "{svg}");
+        let full = timeline_svg(&program, &report);
+        let svg = timeline_part(&full);
+        assert!(full.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""), "{full}");
+        assert!(full.trim_end().ends_with("</svg>"), "{full}");
         for (open, close) in [("<g", "</g>"), ("<text", "</text>"), ("<title>", "</title>")] {
-            assert_eq!(svg.matches(open).count(), svg.matches(close).count(), "{open}: {svg}");
+            assert_eq!(full.matches(open).count(), full.matches(close).count(), "{open}: {full}");
         }
-        assert!(!svg.contains("<script") && !svg.contains("href"), "{svg}");
+        assert!(full.contains("<g class=\"sbuf-occupancy\">"), "{full}");
+        assert!(!full.contains("<script") && !full.contains("href"), "{full}");
 
         let ran: Vec<Engine> = Engine::all().filter(|&e| report.slices.iter().any(|s| s.engine == e)).collect();
         assert!(ran.contains(&Engine::Pe) && ran.contains(&Engine::Act) && ran.len() >= 3, "{ran:?}");
-        assert_eq!(rows_of(&svg), ran);
-        assert_eq!(svg.matches("<g class=\"row\"").count(), ran.len());
-        assert_eq!(svg.matches("<tspan").count(), ran.len(), "one busy label per row");
+        assert_eq!(rows_of(svg), ran);
+        // The PE's weight loads have a row of their own.
+        assert!(svg.contains("<g class=\"row\" id=\"row-pe.weights\""), "{svg}");
+        assert_eq!(svg.matches("<g class=\"row\"").count(), ran.len() + 1);
+        assert_eq!(svg.matches("<tspan").count(), ran.len() + 1, "one busy label per row");
+        assert!(svg.contains("load_stationary (pe.weights row)"), "{svg}");
 
         let matmuls = report
             .slices
@@ -571,7 +619,7 @@ mod tests {
     fn synthetic(total_ns: f64, per_engine: Vec<(Engine, Vec<Timed>)>) -> (Program, CycleReport) {
         let mut program = Program::new("synthetic<&>", Target::Trn2);
         let mut slices = Vec::new();
-        let mut busy = vec![0.0; NUM_ENGINES];
+        let mut busy = vec![0.0; bir::NUM_ENGINES];
         for (engine, ops) in per_engine {
             for (op, start_ns, end_ns, wait_ns) in ops {
                 let stream = &mut program.streams[engine.index()];
@@ -615,8 +663,9 @@ mod tests {
                 (Engine::Dma(3), vec![(dma(), 0.0, total, 0.0)]),
             ],
         );
-        let svg = timeline_svg(&program, &report);
-        assert_eq!(rows_of(&svg), vec![Engine::Act, Engine::Dma(3)]);
+        let full = timeline_svg(&program, &report);
+        let svg = timeline_part(&full);
+        assert_eq!(rows_of(svg), vec![Engine::Act, Engine::Dma(3)]);
         let x = |c: usize| PLOT_X + c;
         assert!(
             svg.contains(&format!(r#"<rect class="tensor_copy" x="{}" y="{OP_Y}" width="1" height="{OP_H}"/>"#, x(10))),
@@ -628,6 +677,7 @@ mod tests {
         assert!(svg.contains("<title>tensor_copy, act, 0.030-0.040 us</title>"), "{svg}");
         assert!(svg.contains("<title>wait before tensor_copy, act, 0.025-0.030 us</title>"), "{svg}");
         assert!(svg.contains("<title>dma_copy, dma3, "), "{svg}");
+        assert!(svg.contains("<rect class=\"cast\""), "an f32 -> bf16 load is a cast: {svg}");
         // Titles for the lone copy, the wide copy, its wait and the DMA; none for the merge.
         assert_eq!(svg.matches("<title>").count(), 5, "{svg}");
         assert!(svg.contains("<title>synthetic&lt;&amp;&gt; (trn2)"), "{svg}");
@@ -659,8 +709,12 @@ mod tests {
             ],
         );
         assert_eq!(report.slices.len(), N);
-        let svg = timeline_svg(&program, &report);
-        assert_eq!(rows_of(&svg), engines);
+        let full = timeline_svg(&program, &report);
+        let svg = timeline_part(&full);
+        assert_eq!(rows_of(svg), engines);
+        // The occupancy panel: at most four path points per pixel column and buffer.
+        let panel = full.len() - svg.len();
+        assert!(panel <= 4 * PLOT_W * 16 + 4096, "{panel} bytes of occupancy panel");
 
         // Per row: at most one merged rect, one lone slice and one wait strip per pixel column,
         // plus one rect of a slice a pixel or more wide per pixel column; each element at most

@@ -2,9 +2,17 @@
 //!
 //! The JSON object format (`{"traceEvents": [...]}`) with timestamps in microseconds: one
 //! process for the kernel, one named thread (track) per engine and DMA queue that ran
-//! something, each instruction an `"X"` slice named by its op with its access patterns,
-//! attributes, waits and signal as args, and each semaphore wait that held an instruction
-//! back an `"X"` slice `wait s3>=2` just before it on the same track.
+//! something, each instruction an `"X"` slice named by its op. Its args hold its access
+//! patterns, attributes, waits and signal, the tensors it reads and writes (`a -> a0`), the
+//! output tile rows `m`, columns `n` and the `k_step`s it serves (see
+//! [`KernelInfo`](crate::KernelInfo)), and its source line or planner step.
+//!
+//! Each semaphore wait that held an instruction back is an `"X"` slice named `wait` just
+//! before it on the same track, with the semaphores and counts in its args and the
+//! instruction whose signal released it. Every wait is also a flow arrow (`"s"` / `"f"`
+//! events) from the slice that gave the semaphore the awaited count to the waiting slice.
+//! Counter tracks (`"C"` events) show the SBUF bytes per partition in use per buffer, the
+//! PSUM banks live and the HBM rate in GB/s.
 //!
 //! Trace viewers need the slices of one track to nest, and the PE overlaps work by design,
 //! so the PE gets more than one track: `pe` for MMs at PE cell (0, 0) and transposes,
@@ -20,6 +28,10 @@ use bir::{BirInst, Engine, Op, Program, NUM_ENGINES};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::cycle::{CycleReport, Slice};
+use crate::timeline::counters::{counters, Counters};
+use crate::timeline::flows::{flows, Flow};
+use crate::timeline::labels::{labels, Names, SliceLabel};
+use crate::timeline::{KernelInfo, SbufBuffer};
 
 /// PE array cells per side (32-row/column granularity of row and column tiles).
 const PE_SIDE: u32 = 4;
@@ -75,20 +87,22 @@ impl Display for Waits<'_> {
     }
 }
 
-/// The name of a wait slice: `wait s3>=2`.
-struct WaitName<'a>(&'a BirInst);
-
-impl Display for WaitName<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "wait {}", Waits(self.0))
-    }
+/// The context every slice's args draw on.
+struct Context<'a> {
+    program: &'a Program,
+    report: &'a CycleReport,
+    info: &'a KernelInfo,
+    buffers: &'a [SbufBuffer],
+    labels: &'a [SliceLabel],
 }
 
 /// The instruction slice's args: stream index, access patterns, attributes, waits, signal,
-/// origin.
+/// origin, then what it serves: tensors, tile, K step and source line.
 struct Args<'a> {
+    at: usize,
     slice: &'a Slice,
     inst: &'a BirInst,
+    cx: &'a Context<'a>,
 }
 
 impl Serialize for Args<'_> {
@@ -111,8 +125,76 @@ impl Serialize for Args<'_> {
         if let Some(origin) = inst.origin {
             map.serialize_entry("origin", &Text(origin))?;
         }
+        if let Some(label) = self.cx.labels.get(self.at) {
+            if !label.reads.is_empty() || label.writes.is_some() {
+                let names = Names { label, program: self.cx.program, buffers: self.cx.buffers };
+                map.serialize_entry("tensor", &Text(names))?;
+            }
+            if let Some(m) = label.tile.m {
+                map.serialize_entry("m", &Text(m))?;
+            }
+            if let Some(n) = label.tile.n {
+                map.serialize_entry("n", &Text(n))?;
+            }
+            if let Some(k) = label.tile.k {
+                map.serialize_entry("k_step", &Text(k))?;
+            }
+        }
+        let line = self.cx.info.source.as_ref().and_then(|src| {
+            let line = src.lines.get(self.slice.engine.index())?.get(self.slice.index).copied().flatten()?;
+            Some((src.file.as_str(), line))
+        });
+        match (line, inst.origin) {
+            (Some((file, line)), _) => map.serialize_entry("source", &Text(format_args!("{file}:{line}")))?,
+            (None, Some(origin)) => map.serialize_entry("planner_step", &Text(origin))?,
+            (None, None) => {}
+        }
         map.end()
     }
+}
+
+/// A wait slice's args: the semaphores and counts, and who released it.
+struct WaitArgs<'a> {
+    inst: &'a BirInst,
+    released_by: Option<&'a Slice>,
+    program: &'a Program,
+}
+
+impl Serialize for WaitArgs<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("waits", &Text(Waits(self.inst)))?;
+        if let Some(p) = self.released_by {
+            let op =
+                self.program.streams.get(p.engine.index()).and_then(|st| st.get(p.index)).map_or("?", |i| i.op.name());
+            map.serialize_entry("released_by", &Text(format_args!("{} {}[{}]", op, p.engine, p.index)))?;
+        }
+        map.end()
+    }
+}
+
+/// A flow event: one end of a wait's arrow.
+#[derive(serde::Serialize)]
+struct FlowEvent {
+    name: String,
+    cat: &'static str,
+    ph: &'static str,
+    id: usize,
+    pid: u32,
+    tid: u32,
+    ts: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bp: Option<&'static str>,
+}
+
+/// A counter sample.
+#[derive(serde::Serialize)]
+struct CounterEvent<'a, V> {
+    name: &'a str,
+    ph: &'static str,
+    pid: u32,
+    ts: f64,
+    args: V,
 }
 
 /// One trace event.
@@ -186,9 +268,24 @@ pub(crate) fn us(ns: f64) -> f64 {
 /// Chrome/Perfetto trace-event JSON of a modeled program (`report` must come from
 /// [`model`](crate::model) of the same `program`; slices it does not match are skipped).
 pub fn chrome_trace(program: &Program, report: &CycleReport) -> String {
-    let mut w = Writer { out: Vec::with_capacity(300 * (report.slices.len() + 8)), first: true };
+    chrome_trace_with(program, report, &KernelInfo::default())
+}
+
+/// [`chrome_trace`] in the kernel's own terms: `info` names the process, the SBUF buffers,
+/// the GEMM's tiles and the source lines (see [`KernelInfo`]).
+pub fn chrome_trace_with(program: &Program, report: &CycleReport, info: &KernelInfo) -> String {
+    let buffers = info.buffers_of(program);
+    let labels = labels(program, report, &buffers, info.gemm.as_ref());
+    let cx = Context { program, report, info, buffers: &buffers, labels: &labels };
+    let flows = flows(program, report);
+    let counters = counters(program, report, &buffers);
+
+    let mut w = Writer { out: Vec::with_capacity(400 * (report.slices.len() + 8)), first: true };
     w.out.extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    let process = format!("{} ({})", program.kernel_name, program.target);
+    let process = match &info.title {
+        Some(t) => t.clone(),
+        None => format!("{} ({})", program.kernel_name, program.target),
+    };
     w.push(&Event {
         name: "process_name",
         ph: "M",
@@ -199,25 +296,35 @@ pub fn chrome_trace(program: &Program, report: &CycleReport) -> String {
         dur: None,
         args: Meta::named(&process),
     });
+    // The flow that released each slice's wait, if any.
+    let mut released_by: Vec<Option<usize>> = vec![None; report.slices.len()];
+    for f in flows.iter().filter(|f| f.binding) {
+        if let Some(slot) = released_by.get_mut(f.consumer) {
+            *slot = Some(f.producer);
+        }
+    }
     let mut used = [false; MAX_TID];
-    for slice in &report.slices {
+    let mut tids = vec![0u32; report.slices.len()];
+    for (at, slice) in report.slices.iter().enumerate() {
         let Some(inst) = program.streams.get(slice.engine.index()).and_then(|s| s.get(slice.index)) else {
             continue;
         };
         let tid = track(slice.engine, &inst.op);
+        tids[at] = tid;
         if let Some(u) = used.get_mut(tid as usize) {
             *u = true;
         }
         if slice.wait_ns > 0.0 {
+            let released_by = released_by[at].and_then(|p| report.slices.get(p));
             w.push(&Event {
-                name: Text(WaitName(inst)),
+                name: "wait",
                 ph: "X",
                 cat: Some("wait"),
                 pid: 0,
                 tid,
                 ts: Some(us(slice.start_ns - slice.wait_ns)),
                 dur: Some(us(slice.wait_ns)),
-                args: Meta { name: None, sort_index: None },
+                args: WaitArgs { inst, released_by, program },
             });
         }
         w.push(&Event {
@@ -228,9 +335,11 @@ pub fn chrome_trace(program: &Program, report: &CycleReport) -> String {
             tid,
             ts: Some(us(slice.start_ns)),
             dur: Some(us(slice.end_ns - slice.start_ns)),
-            args: Args { slice, inst },
+            args: Args { at, slice, inst, cx: &cx },
         });
     }
+    write_flows(&mut w, &cx, &flows, &tids);
+    write_counters(&mut w, &buffers, &counters, report.total_ns);
     for (tid, _) in used.iter().enumerate().filter(|(_, u)| **u) {
         let tid = tid as u32;
         let name = track_name(tid);
@@ -249,4 +358,98 @@ pub fn chrome_trace(program: &Program, report: &CycleReport) -> String {
     }
     w.out.extend_from_slice(b"\n]}\n");
     String::from_utf8(w.out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The middle of a slice, in us: a flow end binds to the slice enclosing its time.
+fn middle(slice: &Slice) -> f64 {
+    us((slice.start_ns + slice.end_ns) / 2.0)
+}
+
+/// One arrow per wait, from the signalling slice to the waiting one.
+fn write_flows(w: &mut Writer, cx: &Context<'_>, flows: &[Flow], tids: &[u32]) {
+    for (id, f) in flows.iter().enumerate() {
+        let (Some(producer), Some(consumer)) = (cx.report.slices.get(f.producer), cx.report.slices.get(f.consumer))
+        else {
+            continue;
+        };
+        let Some(wait) = cx
+            .program
+            .streams
+            .get(consumer.engine.index())
+            .and_then(|s| s.get(consumer.index))
+            .and_then(|i| i.waits.get(f.wait))
+        else {
+            continue;
+        };
+        let name = format!("{}>={}", wait.sem, wait.value);
+        let tid = |i: usize| tids.get(i).copied().unwrap_or(0);
+        w.push(&FlowEvent {
+            name: name.clone(),
+            cat: "semaphore",
+            ph: "s",
+            id,
+            pid: 0,
+            tid: tid(f.producer),
+            ts: middle(producer),
+            bp: None,
+        });
+        w.push(&FlowEvent {
+            name,
+            cat: "semaphore",
+            ph: "f",
+            id,
+            pid: 0,
+            tid: tid(f.consumer),
+            ts: middle(consumer),
+            bp: Some("e"),
+        });
+    }
+}
+
+/// Counter tracks: SBUF bytes per partition per buffer, PSUM banks live, HBM GB/s.
+fn write_counters(w: &mut Writer, buffers: &[SbufBuffer], c: &Counters, total_ns: f64) {
+    #[derive(serde::Serialize)]
+    struct Bytes {
+        bytes_per_partition: u64,
+    }
+    #[derive(serde::Serialize)]
+    struct Banks {
+        banks: u32,
+    }
+    #[derive(serde::Serialize)]
+    struct Rate {
+        #[serde(rename = "GB/s")]
+        gb_per_s: f64,
+    }
+    for (buffer, fills) in buffers.iter().zip(&c.sbuf) {
+        if fills.is_empty() {
+            continue;
+        }
+        let name = format!("sbuf {}", buffer.name);
+        w.push(&CounterEvent { name: &name, ph: "C", pid: 0, ts: 0.0, args: Bytes { bytes_per_partition: 0 } });
+        for f in fills {
+            let at = |t: f64, v: u64| CounterEvent {
+                name: &name,
+                ph: "C",
+                pid: 0,
+                ts: us(t),
+                args: Bytes { bytes_per_partition: v },
+            };
+            w.push(&at(f.start, f.bytes));
+            w.push(&at(f.end, 0));
+        }
+    }
+    let name = "psum banks live";
+    w.push(&CounterEvent { name, ph: "C", pid: 0, ts: 0.0, args: Banks { banks: 0 } });
+    for (t, banks) in c.psum_live() {
+        w.push(&CounterEvent { name, ph: "C", pid: 0, ts: us(t), args: Banks { banks } });
+    }
+    let name = "hbm GB/s";
+    if total_ns > 0.0 {
+        for (b, rate) in c.hbm.iter().enumerate() {
+            let ts = us(b as f64 * c.hbm_bin_ns);
+            w.push(&CounterEvent { name, ph: "C", pid: 0, ts, args: Rate { gb_per_s: *rate } });
+        }
+        w.push(&CounterEvent { name, ph: "C", pid: 0, ts: us(total_ns), args: Rate { gb_per_s: 0.0 } });
+    }
 }

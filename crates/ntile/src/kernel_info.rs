@@ -1,0 +1,138 @@
+//! What `ntile gemm` tells the trace and the SVG about its kernel: a title, the SBUF
+//! buffers of the plan, and how the HBM tensors map to output tiles and K steps.
+
+use codegen::{GemmConfig, GemmPlan, Schedule};
+use penguin::Memory;
+use sim::{Axis, GemmLayout, KernelInfo, SbufBuffer, TensorAxes};
+
+/// The block sizes a schedule uses, if it blocks (`blocked-mn`, `blocked-mnk`).
+pub fn blocks_of(cfg: &GemmConfig) -> Option<codegen::BlockSizes> {
+    matches!(cfg.schedule, Schedule::BlockedMn | Schedule::BlockedMnk).then_some(cfg.blocks)
+}
+
+/// One line naming the GEMM: shape, dtypes, target, schedule and blocks.
+pub fn title(cfg: &GemmConfig) -> String {
+    let mut s = format!(
+        "gemm {}x{}x{}  {} x {} -> {} (HBM {})  on {}  {}",
+        cfg.m, cfg.k, cfg.n, cfg.lhs_dtype, cfg.rhs_dtype, cfg.out_dtype, cfg.input_dtype, cfg.target, cfg.schedule
+    );
+    if let Some(b) = blocks_of(cfg) {
+        if cfg.schedule == Schedule::BlockedMnk {
+            s += &format!(" (blocks m {} n {} k {}, {})", b.m, b.n, b.k, cfg.order.name());
+        } else {
+            s += &format!(" (blocks m {} n {}, {})", b.m, b.n, cfg.order.name());
+        }
+    }
+    s
+}
+
+/// The SBUF tensors of a Penguin function as the buffers the timeline tracks (for
+/// [`KernelInfo::buffers`]; `ntile run` can pass those of a `.pir` file).
+pub fn sbuf_buffers(f: &penguin::Function) -> Vec<SbufBuffer> {
+    f.tensors
+        .values()
+        .filter(|t| t.memory == Memory::Sbuf)
+        .filter_map(|t| {
+            Some(SbufBuffer {
+                name: t.name.clone(),
+                start_partition: 0,
+                num_partitions: u32::try_from(*t.shape.first()?).ok()?,
+                byte_offset: t.address?,
+                bytes_per_partition: t.bytes_per_partition(),
+            })
+        })
+        .collect()
+}
+
+/// The context of a planned GEMM for [`sim::chrome_trace_with`] and friends.
+pub fn kernel_info(plan: &GemmPlan) -> KernelInfo {
+    let cfg = &plan.config;
+    let f = &plan.function;
+    let buffers = sbuf_buffers(f);
+    let chunks = codegen::k_chunks(cfg).0;
+    let k_rows = chunks.first().map_or(codegen::K_TILE, |c| u64::from(c.len));
+    let k_parts = chunks.first().map_or(codegen::K_TILE, |c| u64::from(c.parts));
+    let (tm, tn) = (codegen::M_TILE, codegen::N_TILE);
+    let a = match (cfg.sparsity, cfg.lhs_transposed) {
+        (Some(_), _) => ((Axis::M, tm), (Axis::K, k_parts)),
+        (None, false) => ((Axis::M, tm), (Axis::K, k_rows)),
+        (None, true) => ((Axis::K, k_rows), (Axis::M, tm)),
+    };
+    let mut tensors = vec![
+        TensorAxes { name: "a".into(), rows: a.0, cols: a.1 },
+        TensorAxes { name: "b".into(), rows: (Axis::K, k_rows), cols: (Axis::N, tn) },
+        TensorAxes { name: "c".into(), rows: (Axis::M, tm), cols: (Axis::N, tn) },
+    ];
+    if cfg.sparsity.is_some() {
+        tensors.push(TensorAxes { name: "a_tags".into(), rows: a.0, cols: a.1 });
+    }
+    KernelInfo {
+        title: Some(title(cfg)),
+        buffers,
+        gemm: Some(GemmLayout {
+            m: cfg.m,
+            n: cfg.n,
+            tile_m: tm,
+            tile_n: tn,
+            block: blocks_of(cfg).map(|b| (b.m, b.n)),
+            tensors,
+        }),
+        source: None,
+    }
+}
+
+/// The source lines of a program's instructions for [`KernelInfo::source`], from a function
+/// that places each instruction (engine, index in its stream) on a 1-based file line.
+pub fn source_lines(
+    file: &str,
+    program: &bir::Program,
+    line_of: impl Fn(bir::Engine, usize) -> Option<usize>,
+) -> sim::SourceLines {
+    let lines = bir::Engine::all()
+        .take(program.streams.len())
+        .zip(&program.streams)
+        .map(|(engine, stream)| {
+            (0..stream.len()).map(|i| line_of(engine, i).and_then(|l| u32::try_from(l).ok())).collect()
+        })
+        .collect();
+    sim::SourceLines { file: file.to_string(), lines }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sbuf_tensors_of_a_function_are_its_buffers() {
+        let Ok(f) = penguin::parse::parse(include_str!("../../../examples/gemm_4x16x8.pir")) else {
+            panic!("the example parses")
+        };
+        let buffers = sbuf_buffers(&f);
+        let names: Vec<&str> = buffers.iter().map(|b| b.name.as_str()).collect();
+        let want: Vec<&str> =
+            f.tensors.values().filter(|t| t.memory == Memory::Sbuf).map(|t| t.name.as_str()).collect();
+        assert!(!want.is_empty());
+        assert_eq!(names, want);
+        for (b, t) in buffers.iter().zip(f.tensors.values().filter(|t| t.memory == Memory::Sbuf)) {
+            assert_eq!(
+                (b.byte_offset, b.bytes_per_partition),
+                (t.address.unwrap_or(u64::MAX), t.bytes_per_partition())
+            );
+        }
+    }
+
+    #[test]
+    fn source_lines_follow_a_bir_files_source_map() {
+        let text = include_str!("../../../examples/gemm_4x16x8.bir");
+        let Ok((program, map)) = bir::text::parse_with_source_map(text) else { panic!("the example parses") };
+        let src = source_lines("gemm.bir", &program, |e, i| map.line_of(bir::text::Line::Inst(e, i)));
+        assert_eq!(src.lines.len(), program.streams.len());
+        let pe = &src.lines[bir::Engine::Pe.index()];
+        assert_eq!(pe.len(), program.stream(bir::Engine::Pe).len());
+        // Each PE instruction sits on its own line, in stream order.
+        let lines: Vec<u32> = pe.iter().map(|l| l.unwrap_or(0)).collect();
+        assert!(lines.iter().all(|&l| l > 0) && lines.windows(2).all(|w| w[0] < w[1]), "{lines:?}");
+        let first = text.lines().nth(lines[0] as usize - 1).unwrap_or("");
+        assert!(first.contains("load_stationary"), "{first}");
+    }
+}

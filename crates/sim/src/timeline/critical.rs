@@ -1,0 +1,117 @@
+//! The critical path of a modeled program: which engine the modeled time was spent on.
+//!
+//! The walk starts at the instruction that finished last and steps back to what it had to
+//! wait for: the instruction whose signal released it when a semaphore held it (see
+//! [`flows`](super::flows)), otherwise the instruction of its own stream that kept the
+//! engine busy (of the few before it, the one that ended last by its start: the PE overlaps
+//! weight loads with matmuls). Each instruction on the path is charged for the time between its
+//! start and the point the walk reached (never more than its duration); time on the path
+//! where nothing ran (waiting, the part of a DMA's latency not under an instruction, the
+//! start) is charged to `idle`. The charges add up to the modeled time.
+
+use bir::{Engine, Program};
+use serde::Serialize;
+
+use super::flows::flows;
+use crate::cycle::CycleReport;
+
+/// The critical path's time per engine class.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CriticalPath {
+    /// Time charged per class (`pe`, `act`, `dve`, `pool`, `sp`, `dma`, `idle`), in ns,
+    /// largest first; classes with no time are left out.
+    pub ns: Vec<(String, f64)>,
+    /// The modeled time the charges add up to, in ns.
+    pub total_ns: f64,
+}
+
+impl CriticalPath {
+    /// The class with the most time on the path (other than `idle`, unless nothing ran)
+    /// and its share of the modeled time.
+    pub fn bottleneck(&self) -> Option<(&str, f64)> {
+        let total = self.total_ns;
+        let top = self.ns.iter().find(|(c, _)| c != "idle").or_else(|| self.ns.first())?;
+        Some((top.0.as_str(), if total > 0.0 { top.1 / total } else { 0.0 }))
+    }
+
+    /// Each class's share of the modeled time, largest first.
+    pub fn shares(&self) -> Vec<(String, f64)> {
+        let total = self.total_ns;
+        self.ns.iter().map(|(c, ns)| (c.clone(), if total > 0.0 { ns / total } else { 0.0 })).collect()
+    }
+}
+
+fn class(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Pe => "pe",
+        Engine::Act => "act",
+        Engine::Dve => "dve",
+        Engine::Pool => "pool",
+        Engine::Sp => "sp",
+        Engine::Dma(_) => "dma",
+    }
+}
+
+/// How far back in its stream the walk looks for what kept an engine busy.
+const LOOKBACK: usize = 8;
+
+const CLASSES: [&str; 7] = ["pe", "act", "dve", "pool", "sp", "dma", "idle"];
+
+/// The critical path of a modeled program (`report` from [`model`](crate::model) of it).
+pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
+    let mut charged = [0.0f64; CLASSES.len()];
+    let idle = CLASSES.len() - 1;
+    // The slice that released each slice, and each slice's predecessor in its stream.
+    let mut released_by: Vec<Option<usize>> = vec![None; report.slices.len()];
+    for f in flows(program, report).into_iter().filter(|f| f.binding) {
+        if let Some(slot) = released_by.get_mut(f.consumer) {
+            *slot = Some(f.producer);
+        }
+    }
+    let mut at: std::collections::HashMap<(usize, usize), usize> = std::collections::HashMap::new();
+    for (i, s) in report.slices.iter().enumerate() {
+        at.insert((s.engine.index(), s.index), i);
+    }
+    let last = report.slices.iter().enumerate().max_by(|a, b| a.1.end_ns.total_cmp(&b.1.end_ns)).map(|(i, _)| i);
+    let mut t = report.total_ns;
+    let mut cur = last;
+    // Every step moves to an earlier-starting slice, so the walk ends; the bound is a guard.
+    let mut steps = 0usize;
+    while let Some(i) = cur {
+        steps += 1;
+        if steps > report.slices.len() + 1 {
+            break;
+        }
+        let s = &report.slices[i];
+        let end = s.end_ns.min(t);
+        if end < t {
+            charged[idle] += t - end;
+        }
+        let start = s.start_ns.min(end);
+        if let Some(c) = CLASSES.iter().position(|c| *c == class(s.engine)) {
+            charged[c] += end - start;
+        }
+        t = start;
+        cur = if s.wait_ns > 0.0 {
+            released_by[i]
+        } else {
+            // What the engine was busy with: of the few instructions before it in its stream
+            // (the PE overlaps weight loads with matmuls), the one that ended last by its start.
+            (1..=LOOKBACK)
+                .filter_map(|back| at.get(&(s.engine.index(), s.index.checked_sub(back)?)).copied())
+                .filter(|&j| report.slices[j].end_ns <= s.start_ns + 1e-6)
+                .max_by(|&a, &b| report.slices[a].end_ns.total_cmp(&report.slices[b].end_ns))
+                .or_else(|| s.index.checked_sub(1).and_then(|p| at.get(&(s.engine.index(), p)).copied()))
+        };
+        if let Some(next) = cur {
+            if report.slices[next].start_ns > s.start_ns {
+                cur = None;
+            }
+        }
+    }
+    charged[idle] += t.max(0.0);
+    let mut ns: Vec<(String, f64)> =
+        CLASSES.iter().zip(charged).filter(|(_, v)| *v > 0.0).map(|(c, v)| ((*c).to_string(), v)).collect();
+    ns.sort_by(|a, b| b.1.total_cmp(&a.1));
+    CriticalPath { ns, total_ns: report.total_ns }
+}
