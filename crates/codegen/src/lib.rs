@@ -26,6 +26,7 @@ mod auto_limits;
 mod combine;
 mod error;
 mod gemm;
+mod indirect;
 mod neuron;
 mod offload;
 mod schedule;
