@@ -77,13 +77,14 @@ pub fn human(bytes: u128) -> String {
 
 /// Matmuls the plan will have: output tiles x K sub-tiles of 128.
 pub fn matmuls(m: u64, k: u64, n: u64) -> u128 {
-    u128::from(m.div_ceil(M_TILE)) * u128::from(n.div_ceil(N_TILE)) * u128::from(k.div_ceil(128))
+    // Saturating: the shape is checked against its limits elsewhere; this never overflows.
+    u128::from(m.div_ceil(M_TILE)).saturating_mul(u128::from(n.div_ceil(N_TILE))).saturating_mul(u128::from(k.div_ceil(128)))
 }
 
 /// Estimated bytes for planning, lowering and modeling.
 pub fn plan_bytes(cfg: &GemmConfig) -> u128 {
     let per = if cfg.schedule == Schedule::Auto { AUTO_BYTES_PER_MATMUL } else { PLAN_BYTES_PER_MATMUL };
-    matmuls(cfg.m, cfg.k, cfg.n) * u128::from(per) + u128::from(BASE_BYTES)
+    matmuls(cfg.m, cfg.k, cfg.n).saturating_mul(u128::from(per)).saturating_add(u128::from(BASE_BYTES))
 }
 
 /// Estimated bytes for simulating and checking, beyond planning: the HBM image, f32 inputs
@@ -91,14 +92,15 @@ pub fn plan_bytes(cfg: &GemmConfig) -> u128 {
 /// the result.
 pub fn sim_bytes(cfg: &GemmConfig) -> u128 {
     let (m, k, n) = (u128::from(cfg.m), u128::from(cfg.k), u128::from(cfg.n));
-    let inputs = m * k + k * n;
-    inputs * (4 + 4 + 4 + 8) + m * n * (4 + 8 + 8 + 4 + 4)
+    let inputs = (m * k).saturating_add(k * n);
+    inputs.saturating_mul(4 + 4 + 4 + 8).saturating_add((m * n).saturating_mul(4 + 8 + 8 + 4 + 4))
 }
 
 /// Bytes of HBM tensors the simulator must hold: A and B in their HBM dtype, C in its own.
 pub fn hbm_bytes(cfg: &GemmConfig) -> u128 {
     let (m, k, n) = (u128::from(cfg.m), u128::from(cfg.k), u128::from(cfg.n));
-    (m * k + k * n) * u128::from(cfg.input_dtype.size_bytes()) + m * n * u128::from(cfg.out_dtype.size_bytes())
+    let inputs = (m * k).saturating_add(k * n).saturating_mul(u128::from(cfg.input_dtype.size_bytes()));
+    inputs.saturating_add((m * n).saturating_mul(u128::from(cfg.out_dtype.size_bytes())))
 }
 
 /// Refuse a GEMM whose estimate exceeds `budget` (exit 2), naming both and what to do; and,
@@ -117,7 +119,7 @@ pub fn check(cfg: &GemmConfig, simulate: bool, budget: u64) -> Result<(), CliErr
         )));
     }
     let plan = plan_bytes(cfg);
-    let total = plan + if simulate { sim_bytes(cfg) } else { 0 };
+    let total = plan.saturating_add(if simulate { sim_bytes(cfg) } else { 0 });
     if total <= u128::from(budget) {
         return Ok(());
     }

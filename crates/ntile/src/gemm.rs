@@ -400,6 +400,8 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         pe_transpose: args.transpose.map(|t| t == TransposeOn::Pe),
     };
     let simulate = !args.no_sim && args.emit.is_none();
+    // Shape and dtype limits first: their messages say more than a memory estimate.
+    cfg.validate()?;
     budget::check(&cfg, simulate, args.max_memory.unwrap_or_else(budget::default_budget))?;
     let mut wall = WallMs::default();
     let t = Instant::now();

@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod budget;
+pub mod comments;
 pub mod compile;
 pub mod error;
 pub mod fmt;
