@@ -124,3 +124,43 @@ fn every_bad_input_gets_its_exit_code_and_message() {
     }
     assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), all.len(), failures.join("\n"));
 }
+
+/// `--order` and `--block-*` under `auto` hold in what it chooses (read from `--json`).
+#[test]
+fn order_and_block_flags_constrain_auto() {
+    let shape = ["gemm", "--m", "1024", "--k", "2048", "--n", "2048", "--no-sim", "--json"];
+    for (extra, order, block_m, block_k) in [
+        (vec!["--order", "n-outer"], "n-outer", None, None),
+        (vec!["--order", "m-outer", "--block-m", "256"], "m-outer", Some(256), None),
+        (vec!["--block-k", "512"], "", None, Some(512)),
+    ] {
+        let o = common::ntile(&[&shape[..], &extra[..]].concat());
+        assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let auto = &v["auto"];
+        if !order.is_empty() {
+            assert_eq!(auto["order"], order, "{extra:?}: {auto}");
+        }
+        if let Some(m) = block_m {
+            assert_eq!(auto["block_m"], m, "{extra:?}: {auto}");
+        }
+        if let Some(k) = block_k {
+            // Only blocked-mnk blocks K.
+            assert_eq!((auto["block_k"].as_u64(), v["schedule"].as_str()), (Some(k), Some("blocked-mnk")), "{v}");
+        }
+    }
+}
+
+/// A candidate `auto` cannot cost is ntile's bug: exit 3, not a user error.
+#[test]
+fn a_failure_inside_auto_is_internal() {
+    let cfg = codegen::GemmConfig {
+        schedule: codegen::Schedule::Auto,
+        ..codegen::GemmConfig::new(256, 256, 256, penguin::DType::Bf16, penguin::Target::Trn2)
+    };
+    let mut cost = |_: &codegen::GemmPlan| Err(codegen::CodegenError::Internal("cycle model failed: boom".into()));
+    let e = codegen::plan_gemm_auto(&cfg, 4, &mut cost).unwrap_err();
+    let cli = ntile::CliError::from(e);
+    assert_eq!(cli.code, ntile::error::EXIT_INTERNAL);
+    assert_eq!(cli.message, "internal error: cycle model failed: boom (a bug)");
+}

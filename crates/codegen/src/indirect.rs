@@ -141,9 +141,6 @@ mod tests {
         assert_eq!(c[0].ap.partitions, Dim { stride: 64, num: 999 });
         src.index = src.tensor;
         let e = cg.dma_gather_inst(&dst, &src).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "the index tensor `table` of an IndirectMemrefTileND is fp32, expected int32"
-        );
+        assert_eq!(e.to_string(), "the index tensor `table` of an IndirectMemrefTileND is fp32, expected int32");
     }
 }

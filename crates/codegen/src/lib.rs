@@ -31,13 +31,13 @@ mod neuron;
 mod offload;
 mod schedule;
 
+pub use auto_limits::AutoLimits;
 pub use combine::{
     check_double_row_dtypes, combine_matmult_tiles, combine_sparse_matmult_tiles,
     combine_trn2_double_row_matmult_tiles, MatMultAccumulation, MatMultSparseSubTile, MatMultSubTile,
     DOUBLE_ROW_FIRST_DIM, DOUBLE_ROW_FIRST_F_DIM, DOUBLE_ROW_FP8_ONLY, DOUBLE_ROW_LAST_DIM, DOUBLE_ROW_UINT8_ONLY,
     SPARSE_NO_COLUMN_TILING, SPARSE_POSITION_2D, SPARSE_SIZE_2D,
 };
-pub use auto_limits::AutoLimits;
 pub use error::CodegenError;
 pub use gemm::{
     double_row_position, k_chunks, pack_double_row, unpack_double_row, BlockSizes, GemmConfig, GemmPlan, KChunk,
@@ -46,6 +46,6 @@ pub use gemm::{
 pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions};
 pub use offload::{Base, OffloadValue, ShapeBases};
 pub use schedule::{
-    auto_candidates, estimate_ns, plan_gemm, plan_gemm_auto, plan_gemm_auto_within, plan_gemm_fitting, AutoChoice, AutoCost, AUTO_SHORTLIST,
-    AUTO_TIME_TOLERANCE,
+    auto_candidates, estimate_ns, plan_gemm, plan_gemm_auto, plan_gemm_auto_within, plan_gemm_fitting, AutoChoice,
+    AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
 };

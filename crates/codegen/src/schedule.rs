@@ -43,10 +43,10 @@ use penguin::{
     TransposeData,
 };
 
+use crate::auto_limits::AutoLimits;
 use crate::combine::{
     combine_matmult_tiles, combine_sparse_matmult_tiles, MatMultAccumulation, MatMultSparseSubTile, MatMultSubTile,
 };
-use crate::auto_limits::AutoLimits;
 use crate::error::CodegenError;
 use crate::gemm::{k_chunks, tiles, GemmConfig, GemmPlan, KChunk, LoopOrder, Schedule, SparseA, M_TILE, N_TILE};
 use crate::neuron::NeuronCodegen;

@@ -78,7 +78,9 @@ pub fn human(bytes: u128) -> String {
 /// Matmuls the plan will have: output tiles x K sub-tiles of 128.
 pub fn matmuls(m: u64, k: u64, n: u64) -> u128 {
     // Saturating: the shape is checked against its limits elsewhere; this never overflows.
-    u128::from(m.div_ceil(M_TILE)).saturating_mul(u128::from(n.div_ceil(N_TILE))).saturating_mul(u128::from(k.div_ceil(128)))
+    u128::from(m.div_ceil(M_TILE))
+        .saturating_mul(u128::from(n.div_ceil(N_TILE)))
+        .saturating_mul(u128::from(k.div_ceil(128)))
 }
 
 /// Estimated bytes for planning, lowering and modeling.

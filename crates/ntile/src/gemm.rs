@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use codegen::{plan_gemm, plan_gemm_auto_within, AutoChoice, AutoLimits, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule};
+use codegen::{
+    plan_gemm, plan_gemm_auto_within, AutoChoice, AutoLimits, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule,
+};
 use penguin::{DType, FunctionView, PerfMode, SparsityPattern, Target};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -131,8 +133,8 @@ pub struct GemmArgs {
     /// Print the IR instead of running it
     #[arg(long, value_enum)]
     pub emit: Option<Emit>,
-    /// Seed of the random inputs
-    #[arg(long, default_value_t = 0)]
+    /// Seed of the random inputs (not with --lhs/--rhs, which are the inputs)
+    #[arg(long, default_value_t = 0, conflicts_with = "lhs")]
     pub seed: u64,
     /// Refuse a GEMM whose estimated memory (planning, modeling and simulation) exceeds this
     /// many bytes; K, M, G, T suffixes are powers of 1024 [default: half of physical memory]
@@ -406,7 +408,8 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let mut wall = WallMs::default();
     let t = Instant::now();
     let (plan, auto) = if cfg.schedule == Schedule::Auto {
-        let limits = AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
+        let limits =
+            AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
         let (plan, choice) = plan_gemm_auto_within(&cfg, &limits, codegen::AUTO_SHORTLIST, &mut modeled_ns)?;
         (plan, Some(choice))
     } else if args.block_m.is_none() && args.block_n.is_none() && args.block_k.is_none() {
