@@ -2,7 +2,7 @@
 //! sizes and failing writes, each with the exit code ntile must give and a piece of the
 //! message it must print. Every case runs the `ntile` binary; the `.npy` files the cases name
 //! under `{d}` are written here, small, into a scratch directory removed afterwards.
-#![expect(clippy::unwrap_used, reason = "test setup asserts on values")]
+#![expect(clippy::unwrap_used, clippy::panic, reason = "test setup and checks assert by panicking")]
 
 mod common;
 

@@ -36,7 +36,7 @@ impl AutoLimits {
 
     /// A candidate with the fixed order and block sizes put in, or `None` when its schedule
     /// is not allowed.
-    pub fn apply(&self, cand: GemmConfig) -> Option<GemmConfig> {
+    pub fn apply(&self, cand: &GemmConfig) -> Option<GemmConfig> {
         if !self.allows(cand.schedule) {
             return None;
         }
@@ -45,13 +45,13 @@ impl AutoLimits {
             n: self.block_n.unwrap_or(cand.blocks.n),
             k: self.block_k.unwrap_or(cand.blocks.k),
         };
-        Some(GemmConfig { blocks, order: self.order.unwrap_or(cand.order), ..cand })
+        Some(GemmConfig { blocks, order: self.order.unwrap_or(cand.order), ..cand.clone() })
     }
 
     /// Apply to every candidate, keeping the first of any that become equal.
-    pub fn apply_all(&self, cands: Vec<GemmConfig>) -> Vec<GemmConfig> {
+    pub fn apply_all(&self, cands: &[GemmConfig]) -> Vec<GemmConfig> {
         let mut out: Vec<GemmConfig> = Vec::with_capacity(cands.len());
-        for c in cands.into_iter().filter_map(|c| self.apply(c)) {
+        for c in cands.iter().filter_map(|c| self.apply(c)) {
             if !out.contains(&c) {
                 out.push(c);
             }
@@ -90,13 +90,13 @@ mod tests {
     #[test]
     fn no_limits_keep_every_candidate() {
         let all = auto_candidates(&cfg());
-        assert_eq!(AutoLimits::default().apply_all(all.clone()), all);
+        assert_eq!(AutoLimits::default().apply_all(&all), all);
     }
 
     #[test]
     fn a_fixed_order_and_m_block_hold_in_every_candidate() {
         let limits = AutoLimits { order: Some(LoopOrder::NOuter), block_m: Some(256), ..AutoLimits::default() };
-        let cands = limits.apply_all(auto_candidates(&cfg()));
+        let cands = limits.apply_all(&auto_candidates(&cfg()));
         assert!(!cands.is_empty());
         for c in &cands {
             assert_eq!((c.order, c.blocks.m), (LoopOrder::NOuter, 256), "{c:?}");
@@ -110,7 +110,7 @@ mod tests {
     #[test]
     fn a_fixed_k_block_leaves_only_blocked_mnk() {
         let limits = AutoLimits { block_k: Some(512), ..AutoLimits::default() };
-        let cands = limits.apply_all(auto_candidates(&cfg()));
+        let cands = limits.apply_all(&auto_candidates(&cfg()));
         assert!(!cands.is_empty());
         assert!(cands.iter().all(|c| c.schedule == Schedule::BlockedMnk && c.blocks.k == 512));
     }

@@ -277,7 +277,7 @@ pub fn plan_gemm_auto_within(
 ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
     cfg.validate()?;
     let mut ranked: Vec<(f64, GemmConfig)> =
-        limits.apply_all(auto_candidates(cfg)).into_iter().map(|c| (estimate_ns(&c), c)).collect();
+        limits.apply_all(&auto_candidates(cfg)).into_iter().map(|c| (estimate_ns(&c), c)).collect();
     ranked.sort_by(|x, y| x.0.total_cmp(&y.0));
     let mut weighed: Vec<(GemmPlan, AutoCost)> = Vec::new();
     let mut rejected = 0;
@@ -304,7 +304,7 @@ pub fn plan_gemm_auto_within(
     // for want of looking.
     for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk] {
         let anchor = GemmConfig { schedule, blocks: crate::gemm::BlockSizes::for_schedule(schedule), ..cfg.clone() };
-        let Some(anchor) = limits.apply(anchor) else { continue };
+        let Some(anchor) = limits.apply(&anchor) else { continue };
         // Fixed blocks are the user's: planned as given, not shrunk to fit.
         let planned = if limits.block_m.is_some() || limits.block_n.is_some() || limits.block_k.is_some() {
             plan_gemm(&anchor)
