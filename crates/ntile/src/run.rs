@@ -327,7 +327,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     // The program's own size, not an input, is what the simulator cannot hold.
     if program.hbm_size > sim::MAX_HBM_BYTES {
         return Err(CliError::usage(format!(
-            "{}: hbm_size={} is more HBM than the simulator can allocate ({} bytes)",
+            "{}: the program needs {} bytes of HBM (hbm_size), more than the simulator can allocate ({} bytes)",
             src.name,
             program.hbm_size,
             sim::MAX_HBM_BYTES
