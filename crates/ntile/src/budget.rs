@@ -98,6 +98,23 @@ pub fn sim_bytes(cfg: &GemmConfig) -> u128 {
     inputs.saturating_mul(4 + 4 + 4 + 8).saturating_add((m * n).saturating_mul(4 + 8 + 8 + 4 + 4))
 }
 
+/// Refuse input arrays whose reading alone would exceed `budget`: a file is held as read and
+/// as f32 values (twice its size again for float16), so it is charged three times its size.
+pub fn check_files(paths: &[&std::path::Path], budget: u64) -> Result<(), CliError> {
+    let bytes: u128 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| u128::from(m.len())).sum();
+    let need = bytes.saturating_mul(3);
+    if need <= u128::from(budget) {
+        return Ok(());
+    }
+    Err(CliError::usage(format!(
+        "the input arrays ({}) need about {} to read, over the memory budget of {}; \
+         raise --max-memory BYTES if the machine has the memory",
+        human(bytes),
+        human(need),
+        human(u128::from(budget))
+    )))
+}
+
 /// Bytes of HBM tensors the simulator must hold: A and B in their HBM dtype, C in its own.
 pub fn hbm_bytes(cfg: &GemmConfig) -> u128 {
     let (m, k, n) = (u128::from(cfg.m), u128::from(cfg.k), u128::from(cfg.n));

@@ -377,6 +377,10 @@ pub fn validate(args: &GemmArgs) -> Result<(), CliError> {
 /// Run `ntile gemm`.
 pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     validate(args)?;
+    let budget = args.max_memory.unwrap_or_else(budget::default_budget);
+    if let (Some(a), Some(b)) = (&args.lhs, &args.rhs) {
+        budget::check_files(&[a, b], budget)?;
+    }
     let (m, k, n, given) = resolve_shape(args)?;
     let dtype = args.dtype.unwrap_or(DType::Bf16);
     let defaults = BlockSizes::for_schedule(args.schedule.unwrap_or_default());
@@ -404,7 +408,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let simulate = !args.no_sim && args.emit.is_none();
     // Shape and dtype limits first: their messages say more than a memory estimate.
     cfg.validate()?;
-    budget::check(&cfg, simulate, args.max_memory.unwrap_or_else(budget::default_budget))?;
+    budget::check(&cfg, simulate, budget)?;
     let mut wall = WallMs::default();
     let t = Instant::now();
     let (plan, auto) = if cfg.schedule == Schedule::Auto {
