@@ -164,3 +164,21 @@ fn a_failure_inside_auto_is_internal() {
     assert_eq!(cli.code, ntile::error::EXIT_INTERNAL);
     assert_eq!(cli.message, "internal error: cycle model failed: boom (a bug)");
 }
+
+/// A reader that stops early (`| head`) is not an error: the run's own exit code stands and
+/// nothing is printed; a full disk is (see the `>full` cases).
+#[test]
+fn a_closed_pipe_is_quiet() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ntile"))
+        .args(["gemm", "--m", "256", "--k", "1024", "--n", "1024", "--emit", "penguin"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Close the read end before ntile has planned and writes its text: the write fails with
+    // EPIPE (no reader left), whatever room the pipe has.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!((o.status.code(), String::from_utf8_lossy(&o.stderr).into_owned()), (Some(0), String::new()));
+}

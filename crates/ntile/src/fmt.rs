@@ -161,7 +161,7 @@ pub fn load_path(path: &Path) -> Result<(Source, Ir), CliError> {
 pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
     serde_json::to_string_pretty(value)
         .map(|s| s + "\n")
-        .map_err(|e| CliError::usage(format!("cannot encode as JSON: {e} (JSON has no NaN or infinity)")))
+        .map_err(|e| CliError::internal(format!("cannot encode as JSON: {e}")))
 }
 
 /// A Penguin verifier failure: each error with the file line it concerns, then the function
