@@ -152,9 +152,14 @@ fn every_schedule_computes_the_same_product() {
                 let mut a = args(300, 700, 1100, DType::Bf16, target);
                 a.schedule = Some(s);
                 a.lhs_transposed = transposed;
-                a.block_m = Some(256);
-                a.block_n = Some(1024);
-                a.block_k = Some(256);
+                // Block sizes only where they apply (ntile refuses them elsewhere).
+                if matches!(s, codegen::Schedule::BlockedMn | codegen::Schedule::BlockedMnk) {
+                    a.block_m = Some(256);
+                    a.block_n = Some(1024);
+                }
+                if s == codegen::Schedule::BlockedMnk {
+                    a.block_k = Some(256);
+                }
                 let out = gemm::run(&a).unwrap_or_else(|e| panic!("{s} on {target}: {e}"));
                 assert!(out.report.check.unwrap().passed, "{s} on {target} transposed={transposed}");
                 assert!(out.report.modeled_time_us > 0.0 && out.report.hfu > 0.0 && out.report.hfu <= 1.0);
@@ -287,7 +292,8 @@ fn double_row_with_pe_transposes() {
         a.perf_mode = Some(penguin::PerfMode::DoubleRow);
         a.transpose = Some(gemm::TransposeOn::Pe);
         a.schedule = Some(s);
-        a.block_k = Some(512);
+        // K blocks only where they apply (ntile refuses them elsewhere).
+        a.block_k = (s == codegen::Schedule::BlockedMnk).then_some(512);
         let out = gemm::run(&a).unwrap_or_else(|e| panic!("{s}: {e}"));
         assert!(out.report.check.as_ref().unwrap().passed, "{s}");
         assert_eq!(out.report.lhs_transpose, "pe", "{s}");
@@ -330,14 +336,22 @@ fn schedule_orders_transposes_and_modes_grid() {
                     let dtype = if double_row { DType::Fp8e4m3 } else { DType::Bf16 };
                     // 5 m tiles in blocks of 3 (the next step's loads go in 3 pieces of the
                     // 7 (4 in double row) K chunks), 3 n tiles in blocks of 1.
+                    // hoisted has no loop order or blocks (ntile refuses them there).
+                    if schedule == Schedule::Hoisted && order == LoopOrder::NOuter {
+                        continue;
+                    }
+                    let blocked = schedule != Schedule::Hoisted;
                     let mut a = args(600, 777, 1100, dtype, Target::Trn2);
                     a.schedule = Some(schedule);
-                    a.order = Some(order);
+                    a.order = blocked.then_some(order);
                     a.transpose = Some(transpose);
                     a.hbm_dtype = Some(DType::Bf16);
-                    a.block_m = Some(384);
-                    a.block_n = Some(512);
-                    a.block_k = Some(256);
+                    if blocked {
+                        a.block_m = Some(384);
+                        a.block_n = Some(512);
+                    }
+                    // blocked-mn keeps whole K stripes; only blocked-mnk takes a K block.
+                    a.block_k = (schedule == Schedule::BlockedMnk).then_some(256);
                     if double_row {
                         a.perf_mode = Some(penguin::PerfMode::DoubleRow);
                     }

@@ -541,19 +541,63 @@ fn fmt_reads_stdin_and_converts_between_text_and_json() {
     let o = ntile_stdin(&["fmt", "-"], &text);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let canonical = stdout(&o);
-    assert!(canonical.starts_with("program gemm_4x16x8 target=trn2 hbm_size=896 sbuf_peak=80\n"), "{canonical}");
+    assert!(
+        without_comments(&canonical).starts_with("program gemm_4x16x8 target=trn2 hbm_size=896 sbuf_peak=80\n"),
+        "{canonical}"
+    );
     let o = ntile_stdin(&["fmt", "-", "--json"], canonical.as_bytes());
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let json = stdout(&o);
     assert!(json.trim_start().starts_with('{'), "{json}");
     let o = ntile_stdin(&["fmt", "-"], json.as_bytes());
-    assert_eq!(stdout(&o), canonical);
+    // JSON has no comments; the code is the same.
+    assert_eq!(stdout(&o), without_comments(&canonical));
 
     let pir = std::fs::read(root().join("examples/gemm_4x16x8.pir")).unwrap();
     let o = ntile_stdin(&["fmt", "-", "--json"], &pir);
     let o = ntile_stdin(&["fmt", "-"], &o.stdout);
     let o2 = ntile_stdin(&["fmt", "-"], &pir);
-    assert_eq!((code(&o), stdout(&o)), (0, stdout(&o2)));
+    assert_eq!((code(&o), stdout(&o)), (0, without_comments(&stdout(&o2))));
+}
+
+/// A text with its `;` comments (and the lines left empty by them) removed.
+fn without_comments(text: &str) -> String {
+    text.lines()
+        .map(|l| penguin::parse::split_comment(l).0.trim_end())
+        .filter(|l| !l.is_empty())
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Every comment of a text, in order, trimmed.
+fn comments_of(text: &str) -> Vec<String> {
+    text.lines().filter_map(|l| penguin::parse::split_comment(l).1).map(|c| c.trim().to_string()).collect()
+}
+
+#[test]
+fn fmt_keeps_every_comment_and_is_idempotent() {
+    for example in ["examples/gemm_4x16x8.pir", "examples/gemm_4x16x8.bir", "examples/gather.pir"] {
+        let path = root().join(example);
+        let source = std::fs::read_to_string(&path).unwrap();
+        let o = ntile(&["fmt", path_str(&path)]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let once = stdout(&o);
+        assert!(comments_of(&source).len() >= 3, "{example} has too few comments to test");
+        // All of them; in another order only where the canonical order of streams differs.
+        let sorted = |mut v: Vec<String>| {
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(comments_of(&once)), sorted(comments_of(&source)), "{example}:\n{once}");
+        // Formatting the output again changes nothing.
+        let twice = stdout(&ntile_stdin(&["fmt", "-"], once.as_bytes()));
+        assert_eq!(twice, once, "{example}");
+    }
+    // A comment stays above the line it was written above.
+    let o = ntile(&["fmt", path_str(&root().join("examples/gather.pir"))]);
+    let text = stdout(&o);
+    let at = text.lines().position(|l| l.starts_with("i0 = dma_gather")).unwrap();
+    assert_eq!(text.lines().nth(at - 1), Some("; idx: 128 entries (stride 1), one element each."), "{text}");
 }
 
 #[test]

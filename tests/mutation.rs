@@ -1,6 +1,7 @@
 //! Mutation test: random byte-level mutations of every example and filetest (and of their
 //! JSON) are fed to the parsers and to the verify path of `ntile verify`; each must give Ok
-//! or a located error, never a panic. Fixed seed, so a failure reproduces.
+//! or a user error (exit 2) naming the file, with its line where it has one; never a panic.
+//! Fixed seed, so a failure reproduces.
 #![expect(clippy::panic, reason = "the checks of a test assert by panicking")]
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -127,15 +128,19 @@ fn mutate(rng: &mut StdRng, input: &[u8]) -> Vec<u8> {
     b
 }
 
-/// Assert that an error message carries `NAME:LINE:COL:` or at least `NAME:`.
-fn located(src_name: &str, message: &str, need_col: bool) {
+/// Assert that a refusal is a user error (exit 2) whose message names the file as
+/// `NAME:LINE:COL:` or `NAME:LINE:`, or just `NAME:` where no line applies (a JSON form's
+/// structural error, a file-wide verifier message).
+fn located(src_name: &str, e: &ntile::CliError) {
+    let message = &e.message;
+    assert_eq!(e.code, ntile::error::EXIT_USAGE, "not a user error: {message}");
     let rest = message.strip_prefix(src_name).and_then(|r| r.strip_prefix(':'));
     let Some(rest) = rest else { panic!("error does not name the file: {message}") };
-    if need_col {
-        let mut parts = rest.splitn(3, ':');
-        let line: usize = parts.next().and_then(|l| l.parse().ok()).unwrap_or_else(|| panic!("no line in: {message}"));
-        let col: usize = parts.next().and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("no column in: {message}"));
-        assert!(line >= 1 && col >= 1, "{message}");
+    // A position, when given, is 1-based.
+    for part in rest.splitn(3, ':').take(2) {
+        if let Ok(n) = part.parse::<usize>() {
+            assert!(n >= 1, "{message}");
+        }
     }
 }
 
@@ -143,11 +148,11 @@ fn located(src_name: &str, message: &str, need_col: bool) {
 fn check(name: &str, extension: &str, bytes: Vec<u8>, simulate: bool) {
     let src = match source_from_bytes(name.to_string(), extension.to_string(), bytes) {
         Ok(s) => s,
-        Err(e) => return located(name, &e.message, true),
+        Err(e) => return located(name, &e),
     };
     let ir = match load(&src) {
         Ok(ir) => ir,
-        Err(e) => return located(name, &e.message, true),
+        Err(e) => return located(name, &e),
     };
     match ir {
         Ir::Penguin(f, map) => {
@@ -157,8 +162,7 @@ fn check(name: &str, extension: &str, bytes: Vec<u8>, simulate: bool) {
             assert_eq!(back.to_string(), printed, "print(parse(print(f))) differs");
             match penguin::verify(&f) {
                 Err(errors) => {
-                    let e = penguin_errors(&src, &f, map.as_ref(), &errors);
-                    located(name, &e.message, false);
+                    located(name, &penguin_errors(&src, &f, map.as_ref(), &errors));
                 }
                 Ok(verified) => {
                     if let Ok(p) = bir::lower(verified, penguin::Target::Trn2) {
@@ -176,8 +180,7 @@ fn check(name: &str, extension: &str, bytes: Vec<u8>, simulate: bool) {
             assert_eq!(back.to_string(), printed, "print(parse(print(p))) differs");
             match bir::verify_program(&p) {
                 Err(bir::BirError::Verify(errors)) => {
-                    let e = bir_errors(&src, &p, map.as_ref(), "BIR verifier", &errors);
-                    located(name, &e.message, false);
+                    located(name, &bir_errors(&src, &p, map.as_ref(), "BIR verifier", &errors));
                 }
                 Err(other) => panic!("the BIR verifier returned a non-verify error: {other}"),
                 Ok(()) if simulate => run(&p),

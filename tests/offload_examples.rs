@@ -237,7 +237,7 @@ fn ragged_offloaded_fmas_match_too() {
         .map(|&(rows, cols, tile_cols)| {
             let dir = scratch(&format!("fma-{rows}x{cols}"));
             let pir = write_pir(&dir, "fma.pir", &fma_pir(rows, cols, tile_cols));
-            Case { pir, dir, params: vec![rows.into(), cols.into(), (rows + cols).into()] }
+            Case { pir, dir: dir.into_path(), params: vec![rows.into(), cols.into(), (rows + cols).into()] }
         })
         .collect();
     for (&(rows, cols, _), (stdout, verdict)) in shapes.iter().zip(run_fmas(&cases)) {
@@ -469,7 +469,7 @@ fn ragged_gathers_copy_exactly_too() {
         .map(|(table_rows, row_len, n)| {
             let dir = scratch(&format!("gather-{n}"));
             let pir = write_pir(&dir, "gather.pir", &gather_pir(table_rows, row_len, n));
-            Case { pir, dir, params: vec![table_rows.into(), row_len.into(), n.into(), n.into()] }
+            Case { pir, dir: dir.into_path(), params: vec![table_rows.into(), row_len.into(), n.into(), n.into()] }
         })
         .collect();
     run_gathers(&cases);
@@ -500,7 +500,7 @@ def make(d, value, entry):
 fn out_of_range_gather_index_fails_naming_the_index_and_the_bound() {
     // Entry 5 is 1000, one past the last row; entry 7 of the second index file is -1.
     let cases = [(1000, 5), (-1, 7)];
-    let dirs: Vec<PathBuf> = cases.iter().map(|(value, _)| scratch(&format!("gather-oob{value}"))).collect();
+    let dirs: Vec<_> = cases.iter().map(|(value, _)| scratch(&format!("gather-oob{value}"))).collect();
     let args: Vec<String> = dirs
         .iter()
         .zip(cases)

@@ -26,12 +26,50 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A fresh directory for one test's files.
-pub fn scratch(name: &str) -> PathBuf {
+/// A fresh directory for one test's files, removed when the guard is dropped (also when the
+/// test fails), so that no run leaves `ntile-test-*` directories behind.
+pub fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("ntile-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch { path: dir, remove: true }
+}
+
+/// A scratch directory that is removed on drop; it reads as its [`PathBuf`].
+#[derive(Debug)]
+pub struct Scratch {
+    path: PathBuf,
+    remove: bool,
+}
+
+impl Scratch {
+    /// The path, handing the removal to the caller.
+    pub fn into_path(mut self) -> PathBuf {
+        self.remove = false;
+        std::mem::take(&mut self.path)
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = PathBuf;
+
+    fn deref(&self) -> &PathBuf {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.remove {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
 }
 
 /// A temporary path as `&str` (they are UTF-8).

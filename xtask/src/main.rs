@@ -100,6 +100,7 @@ fn rust_version_check() -> Result<()> {
 
 fn bench() -> Result<()> {
     cargo(&["bench", "-p", "sim", "--bench", "sim", "--bench", "cycle"])?;
+    cargo(&["bench", "-p", "penguin", "--bench", "parse"])?;
     let root = workspace_root();
     let criterion = root.join("target/criterion");
     let mean_ms = |group: &str, name: &str| -> Option<f64> {
@@ -126,6 +127,11 @@ fn bench() -> Result<()> {
         let name = entry.file_name().to_string_lossy().into_owned();
         if let Some(t) = mean_ms("cycle_model_4096x8192x8192", &name) {
             out += &format!("cycle model 4096x8192x8192 {name}: {t:.1} ms\n");
+        }
+    }
+    for name in ["inputs_line_10mb", "memset_lines_100k"] {
+        if let Some(t) = mean_ms("parse_pir", name) {
+            out += &format!("parse .pir {name}: {t:.1} ms\n");
         }
     }
     cargo(&["build", "--release", "-p", "ntile"])?;

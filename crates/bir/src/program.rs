@@ -334,7 +334,8 @@ pub enum Op {
     Memset {
         /// Destination.
         dst: HwAp,
-        /// The value.
+        /// The value (NaN and infinities travel through JSON as strings).
+        #[serde(with = "penguin::json_f64")]
         value: f64,
     },
 }

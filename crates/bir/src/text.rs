@@ -21,7 +21,7 @@
 //! `sbuf_peak` to the highest SBUF byte any access pattern touches. Opcodes, attribute and
 //! operand names are those of [`Op::name`], [`Op::attributes`] and [`Op::aps`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Write as _};
 
 use penguin::parse::{numbered_lines, split_comment, tensor_limit, walk_limit, Cursor, ParseError, MAX_EXTENT};
@@ -257,7 +257,7 @@ fn engine(c: &mut Cursor<'_>) -> Result<Engine, ParseError> {
 }
 
 /// `[N:] OPCODE KEY=VALUE ... OPERAND=AP ... [wait(...)] [signal(...)] [origin(...)]`.
-fn inst(c: &mut Cursor<'_>, index: usize) -> Result<BirInst, ParseError> {
+fn inst<'a>(c: &mut Cursor<'a>, index: usize) -> Result<BirInst, ParseError> {
     let mut probe = c.clone();
     if let Ok(n) = probe.int::<u64>("an index") {
         let col = c.col();
@@ -273,6 +273,8 @@ fn inst(c: &mut Cursor<'_>, index: usize) -> Result<BirInst, ParseError> {
     let mut attrs: Vec<(usize, String, String)> = Vec::new();
     let mut aps: Vec<(String, HwAp)> = Vec::new();
     let (mut waits, mut signal, mut origin) = (None, None, None);
+    // A set, so that a line of many keys is checked for repeats in linear time.
+    let mut keys = HashSet::<&'a str>::new();
     while !c.is_at_end() {
         let (col, key) = c.expect_word("`KEY=VALUE`, `OPERAND=AP`, `wait(...)`, `signal(...)` or `origin(...)`")?;
         if matches!(key, "wait" | "signal" | "origin") && c.peek() == Some('(') {
@@ -307,7 +309,7 @@ fn inst(c: &mut Cursor<'_>, index: usize) -> Result<BirInst, ParseError> {
             continue;
         }
         c.expect("=")?;
-        if attrs.iter().any(|(_, k, _)| k == key) || aps.iter().any(|(k, _)| k == key) {
+        if !keys.insert(key) {
             return Err(c.error_at(col, format!("`{key}=` is given twice")));
         }
         if at_ap(c) {
@@ -338,6 +340,7 @@ pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseEr
     let mut seen_program = false;
     let (mut hbm_size, mut sbuf_peak) = (None, None);
     let mut current: Option<Engine> = None;
+    let mut hbm_names = HashSet::<String>::new();
     let mut last_line = 1;
     for (line_no, raw) in numbered_lines(text) {
         last_line = line_no;
@@ -402,7 +405,7 @@ pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseEr
             "hbm" => {
                 let name_col = c.col();
                 let name = c.name("a tensor name")?;
-                if p.hbm.iter().any(|t| t.name == name) {
+                if !hbm_names.insert(name.clone()) {
                     return Err(c.error_at(name_col, format!("hbm tensor name {name:?} is already used")));
                 }
                 let dtype = c.parse_word::<DType>("a dtype")?;
@@ -579,6 +582,27 @@ mod tests {
         );
         assert_eq!(err(&format!("{s}  jump")), "3:3: unknown BIR op `jump`");
         assert_eq!(err(&format!("{s}stream dve:")), "3:8: a second `stream dve:` section (the first is line 2)");
+    }
+
+    #[test]
+    fn a_wait_of_a_million_conditions_parses_in_linear_time() {
+        let mut text = String::from(
+            "program k target=trn2\nsem s0 \"x\"\nstream dve:\n  memset value=0 dst=sbuf.fp32[p0:1:1 @0] wait(s0>=0",
+        );
+        let count = 1_000_000u32;
+        for i in 1..count {
+            text.push_str(&format!(", s0>={i}"));
+        }
+        text.push(')');
+        assert!(text.len() > 10_000_000);
+        let p = parse(&text).unwrap();
+        let waits = &p.stream(Engine::Dve)[0].waits;
+        assert_eq!(waits.len(), count as usize);
+        assert_eq!(waits.last(), Some(&Wait { sem: SemId(0), value: count - 1 }));
+        // The column of an error at the far end of the line is still exact.
+        let bad = format!("{}, s0>=z)", &text[..text.len() - 1]);
+        let col = bad.lines().nth(3).unwrap().len() - 1;
+        assert_eq!(err(&bad), format!("4:{col}: expected a semaphore count, found `z`"));
     }
 
     fn ap() -> impl Strategy<Value = HwAp> {

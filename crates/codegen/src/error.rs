@@ -117,6 +117,10 @@ pub enum CodegenError {
     /// Unsupported: a feature this layer does not handle yet.
     #[error("{0}")]
     Unsupported(String),
+    /// Bug: a step behind this layer (lowering or the cycle model weighing `auto`'s
+    /// candidates) failed on a kernel this layer generated.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// User error or bug, from the base layer.
     #[error(transparent)]
     Penguin(#[from] PenguinError),

@@ -259,7 +259,11 @@ impl GemmConfig {
             return Err(CodegenError::BadGemm("sparsity must be one of 1:2, 2:4, 4:8, 4:12, 4:16".into()));
         }
         if (self.lhs_dtype == DType::Uint8) != (self.rhs_dtype == DType::Uint8) {
-            return Err(CodegenError::DoubleRow(crate::combine::DOUBLE_ROW_UINT8_ONLY));
+            // (With perf_mode=double_row the seed's message was given above.)
+            return Err(CodegenError::BadGemm(format!(
+                "uint8 operands multiply only with uint8, but A is {} and B is {} (make both uint8 or both float)",
+                self.lhs_dtype, self.rhs_dtype
+            )));
         }
         if !self.input_dtype.is_float() {
             return Err(CodegenError::BadGemm(format!(

@@ -22,13 +22,16 @@
 //! ```
 #![deny(missing_docs)]
 
+mod auto_limits;
 mod combine;
 mod error;
 mod gemm;
+mod indirect;
 mod neuron;
 mod offload;
 mod schedule;
 
+pub use auto_limits::AutoLimits;
 pub use combine::{
     check_double_row_dtypes, combine_matmult_tiles, combine_sparse_matmult_tiles,
     combine_trn2_double_row_matmult_tiles, MatMultAccumulation, MatMultSparseSubTile, MatMultSubTile,
@@ -43,6 +46,6 @@ pub use gemm::{
 pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions, SingleBuffered};
 pub use offload::{Base, OffloadValue, ShapeBases};
 pub use schedule::{
-    auto_candidates, estimate_ns, plan_gemm, plan_gemm_auto, plan_gemm_fitting, AutoChoice, AutoCost, AUTO_SHORTLIST,
-    AUTO_TIME_TOLERANCE,
+    auto_candidates, estimate_ns, plan_gemm, plan_gemm_auto, plan_gemm_auto_within, plan_gemm_fitting, AutoChoice,
+    AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
 };

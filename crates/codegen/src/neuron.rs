@@ -233,16 +233,20 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// filled by a memset, viewed with stride 0 along every free dimension of its shape.
     pub fn combine_tiles(&mut self, tiles: &[Tile]) -> Result<Vec<InstTile>, CodegenError> {
         let mut out: Vec<InstTile> = Vec::with_capacity(tiles.len());
+        // The logical shape of each operand: an indirect tile's is its gathered rows.
+        let mut shapes: Vec<Vec<u64>> = Vec::with_capacity(tiles.len());
         for t in tiles {
-            out.push(match t {
+            let c = match t {
                 Tile::Broadcast { value, shape } => self.memset_broadcast_tile(*value, shape)?,
                 other => self.canonical_tile(other)?,
-            });
+            };
+            shapes.push(crate::indirect::logical_shape(t, &c));
+            out.push(c);
         }
-        if let Some(first) = out.first() {
-            for t in &out[1..] {
-                if t.partitions() != first.partitions() || t.free_elems() != first.free_elems() {
-                    return Err(CodegenError::IncompatibleTiles { a: first.ap.shape(), b: t.ap.shape() });
+        if let Some(first) = shapes.first() {
+            for s in &shapes[1..] {
+                if crate::indirect::rows_and_elems(s) != crate::indirect::rows_and_elems(first) {
+                    return Err(CodegenError::IncompatibleTiles { a: first.clone(), b: s.clone() });
                 }
             }
         }
@@ -299,9 +303,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                 c.dtype = t.dtype;
                 Ok(c)
             }
-            Tile::IndirectMemrefND(_) => Err(CodegenError::Unsupported(
-                "IndirectMemrefTileND operands (DMA gather) are not implemented yet".into(),
-            )),
+            Tile::IndirectMemrefND(i) => crate::indirect::table_tile(i, self.tensor(i.tensor)?),
             Tile::Broadcast { .. } => Err(CodegenError::BadOperand(
                 "a broadcast operand is materialized by combine_tiles, not canonicalized".into(),
             )),

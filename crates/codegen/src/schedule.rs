@@ -46,6 +46,7 @@ use penguin::{
     TransposeData,
 };
 
+use crate::auto_limits::AutoLimits;
 use crate::combine::{
     combine_matmult_tiles, combine_sparse_matmult_tiles, MatMultAccumulation, MatMultSparseSubTile, MatMultSubTile,
 };
@@ -285,8 +286,20 @@ pub fn plan_gemm_auto(
     shortlist: usize,
     cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
 ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
+    plan_gemm_auto_within(cfg, &AutoLimits::default(), shortlist, cost)
+}
+
+/// [`plan_gemm_auto`] with a fixed loop order or fixed block sizes: every candidate weighed,
+/// the blocked schedules' defaults included, has them (see [`AutoLimits`]).
+pub fn plan_gemm_auto_within(
+    cfg: &GemmConfig,
+    limits: &AutoLimits,
+    shortlist: usize,
+    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
+) -> Result<(GemmPlan, AutoChoice), CodegenError> {
     cfg.validate()?;
-    let mut ranked: Vec<(f64, GemmConfig)> = auto_candidates(cfg).into_iter().map(|c| (estimate_ns(&c), c)).collect();
+    let mut ranked: Vec<(f64, GemmConfig)> =
+        limits.apply_all(&auto_candidates(cfg)).into_iter().map(|c| (estimate_ns(&c), c)).collect();
     ranked.sort_by(|x, y| x.0.total_cmp(&y.0));
     let mut weighed: Vec<(GemmPlan, AutoCost)> = Vec::new();
     let mut rejected = 0;
@@ -313,7 +326,14 @@ pub fn plan_gemm_auto(
     // for want of looking.
     for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk] {
         let anchor = GemmConfig { schedule, blocks: crate::gemm::BlockSizes::for_schedule(schedule), ..cfg.clone() };
-        weigh(plan_gemm_fitting(&anchor), &mut weighed)?;
+        let Some(anchor) = limits.apply(&anchor) else { continue };
+        // Fixed blocks are the user's: planned as given, not shrunk to fit.
+        let planned = if limits.block_m.is_some() || limits.block_n.is_some() || limits.block_k.is_some() {
+            plan_gemm(&anchor)
+        } else {
+            plan_gemm_fitting(&anchor)
+        };
+        weigh(planned, &mut weighed)?;
     }
     let anchors = weighed.len();
     for (_, cand) in ranked {

@@ -44,6 +44,7 @@ impl From<codegen::CodegenError> for CliError {
         match e {
             E::Verify(_) => CliError::internal(format!("generated kernel failed verification (a bug): {e}")),
             E::Penguin(_) => CliError::internal(format!("internal error: {e}")),
+            E::Internal(_) => CliError::internal(format!("{e} (a bug)")),
             E::ResultNotPsum
             | E::NotADataTile
             | E::KernelNameMismatch { .. }

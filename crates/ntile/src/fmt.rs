@@ -1,5 +1,5 @@
 //! IR files as the commands read them (`.pir` / `.bir` text, or either IR as JSON), and
-//! `ntile fmt`, which prints one in canonical form.
+//! `ntile fmt`, which prints one in canonical form, keeping its comments.
 //!
 //! The kind of a file is its extension (`.pir`, `.bir`, `.json`) or else its first keyword
 //! (`kernel`, `program`, or `{` for JSON). Every failure names the file, and the line and
@@ -161,7 +161,7 @@ pub fn load_path(path: &Path) -> Result<(Source, Ir), CliError> {
 pub fn to_json<T: serde::Serialize>(value: &T) -> Result<String, CliError> {
     serde_json::to_string_pretty(value)
         .map(|s| s + "\n")
-        .map_err(|e| CliError::usage(format!("cannot encode as JSON: {e} (JSON has no NaN or infinity)")))
+        .map_err(|e| CliError::internal(format!("cannot encode as JSON: {e}")))
 }
 
 /// A Penguin verifier failure: each error with the file line it concerns, then the function
@@ -228,10 +228,25 @@ pub struct FmtArgs {
 
 /// Run `ntile fmt`: the canonical text (or JSON) of a file.
 pub fn run(args: &FmtArgs) -> Result<String, CliError> {
-    let (_, ir) = load_path(&args.file)?;
+    let (src, ir) = load_path(&args.file)?;
     let text = match (&ir, args.json) {
-        (Ir::Penguin(f, _), false) => f.to_string(),
-        (Ir::Bir(p, _), false) => p.to_string(),
+        (Ir::Penguin(f, None), false) => f.to_string(),
+        (Ir::Bir(p, None), false) => p.to_string(),
+        // Text keeps its comments beside the lines they were written at.
+        (Ir::Penguin(f, Some(map)), false) => {
+            let lines = penguin::print::lines(f).into_iter().map(|(entity, text)| {
+                let line = match entity {
+                    penguin::Entity::Function => None,
+                    other => map.line_of(other),
+                };
+                (line, text)
+            });
+            crate::comments::with_comments(&src.text, lines.collect())
+        }
+        (Ir::Bir(p, Some(map)), false) => {
+            let lines = bir::text::lines(p).into_iter().map(|(at, text)| (map.line_of(at), text));
+            crate::comments::with_comments(&src.text, lines.collect())
+        }
         (Ir::Penguin(f, _), true) => to_json(f)?,
         (Ir::Bir(p, _), true) => to_json(p)?,
     };

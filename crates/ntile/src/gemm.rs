@@ -4,11 +4,14 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use codegen::{plan_gemm, plan_gemm_auto, AutoChoice, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule};
+use codegen::{
+    plan_gemm, plan_gemm_auto_within, AutoChoice, AutoLimits, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule,
+};
 use penguin::{DType, FunctionView, PerfMode, SparsityPattern, Target};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
+use crate::budget;
 use crate::error::CliError;
 use crate::npy::{self, OutKind};
 use crate::reference::{self, Check};
@@ -137,9 +140,13 @@ pub struct GemmArgs {
     /// Print the IR instead of running it
     #[arg(long, value_enum)]
     pub emit: Option<Emit>,
-    /// Seed of the random inputs
-    #[arg(long, default_value_t = 0)]
+    /// Seed of the random inputs (not with --lhs/--rhs, which are the inputs)
+    #[arg(long, default_value_t = 0, conflicts_with = "lhs")]
     pub seed: u64,
+    /// Refuse a GEMM whose estimated memory (planning, modeling and simulation) exceeds this
+    /// many bytes; K, M, G, T suffixes are powers of 1024 [default: half of physical memory]
+    #[arg(long, value_name = "BYTES", value_parser = crate::budget::parse_bytes)]
+    pub max_memory: Option<u64>,
 }
 
 /// The `--json` report (keys are stable once added).
@@ -376,8 +383,60 @@ fn random_inputs(m: u64, k: u64, n: u64, seed: u64, (lhs, rhs): (DType, DType)) 
     Inputs { a, b }
 }
 
+/// Refuse flags that would be silently ignored by the others given (exit 2, naming both).
+pub fn validate(args: &GemmArgs) -> Result<(), CliError> {
+    let conflict = |a: &str, b: &str, why: &str| Err(CliError::usage(format!("{a} cannot be used with {b}: {why}")));
+    if args.output.is_some() {
+        if args.no_sim {
+            return conflict("-o/--output", "--no-sim", "C is only computed by the simulation");
+        }
+        if args.emit.is_some() {
+            return conflict("-o/--output", "--emit", "--emit prints the IR instead of running it");
+        }
+    }
+    if args.json && args.emit.is_some() {
+        return conflict("--json", "--emit", "--emit prints the IR, not a report (drop one of them)");
+    }
+    let schedule = args.schedule.unwrap_or_default();
+    let blocked = |flag: &str| {
+        conflict(
+            flag,
+            &format!("--schedule {schedule}"),
+            "it applies to the blocked schedules (blocked-mn, blocked-mnk) and auto",
+        )
+    };
+    if matches!(schedule, Schedule::Naive | Schedule::Hoisted) {
+        for (flag, given) in [
+            ("--block-m", args.block_m.is_some()),
+            ("--block-n", args.block_n.is_some()),
+            ("--block-k", args.block_k.is_some()),
+            ("--order", args.order.is_some()),
+        ] {
+            if given {
+                return blocked(flag);
+            }
+        }
+    }
+    if schedule == Schedule::BlockedMn && args.block_k.is_some() {
+        return conflict(
+            "--block-k",
+            "--schedule blocked-mn",
+            "blocked-mn keeps whole K stripes; use --schedule blocked-mnk (or auto) to block K",
+        );
+    }
+    if args.transpose.is_some() && args.lhs_transposed && args.sparsity.is_none() {
+        return conflict("--transpose", "--lhs-transposed", "A given as [K, M] is not transposed at all");
+    }
+    Ok(())
+}
+
 /// Run `ntile gemm`.
 pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
+    validate(args)?;
+    let budget = args.max_memory.unwrap_or_else(budget::default_budget);
+    if let (Some(a), Some(b)) = (&args.lhs, &args.rhs) {
+        budget::check_files(&[a, b], budget)?;
+    }
     let (m, k, n, given) = resolve_shape(args)?;
     let dtype = args.dtype.unwrap_or(DType::Bf16);
     let defaults = BlockSizes::for_schedule(args.schedule.unwrap_or_default());
@@ -402,10 +461,16 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         order: args.order.unwrap_or_default(),
         pe_transpose: args.transpose.map(|t| t == TransposeOn::Pe),
     };
+    let simulate = !args.no_sim && args.emit.is_none();
+    // Shape and dtype limits first: their messages say more than a memory estimate.
+    cfg.validate()?;
+    budget::check(&cfg, simulate, budget)?;
     let mut wall = WallMs::default();
     let t = Instant::now();
     let (plan, auto) = if cfg.schedule == Schedule::Auto {
-        let (plan, choice) = plan_gemm_auto(&cfg, codegen::AUTO_SHORTLIST, &mut modeled_ns)?;
+        let limits =
+            AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
+        let (plan, choice) = plan_gemm_auto_within(&cfg, &limits, codegen::AUTO_SHORTLIST, &mut modeled_ns)?;
         (plan, Some(choice))
     } else if args.block_m.is_none() && args.block_n.is_none() && args.block_k.is_none() {
         // Default blocks shrink until they fit the target's SBUF.
@@ -418,6 +483,14 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let t = Instant::now();
     let program = lower(&plan)?;
     wall.lower = ms(t);
+    if simulate && program.hbm_size > sim::MAX_HBM_BYTES {
+        return Err(CliError::usage(format!(
+            "{m}x{k}x{n} is too large to simulate: its HBM tensors need {} bytes, more than the simulator's {} bytes; \
+             --no-sim plans and models it without simulating",
+            program.hbm_size,
+            sim::MAX_HBM_BYTES
+        )));
+    }
     let cycle = sim::model(&program).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
     if args.trace.is_some() || args.svg.is_some() || args.svg_grid.is_some() {
         let info = crate::kernel_info::kernel_info(&plan);
@@ -536,8 +609,13 @@ fn lhs_transpose_name(cfg: &GemmConfig) -> &'static str {
 
 /// `auto`'s cost: the cycle model's time and HBM bytes of the lowered candidate.
 fn modeled_ns(plan: &GemmPlan) -> Result<codegen::AutoCost, codegen::CodegenError> {
-    let program = lower(plan).map_err(|e| codegen::CodegenError::Unsupported(e.message))?;
-    let report = sim::model(&program).map_err(|e| codegen::CodegenError::Unsupported(e.to_string()))?;
+    // A candidate that cannot be lowered or modeled is a bug in ntile, not the user's input.
+    let program = lower(plan).map_err(|e| match e.code {
+        crate::error::EXIT_INTERNAL => codegen::CodegenError::Internal(e.message),
+        _ => codegen::CodegenError::Unsupported(e.message),
+    })?;
+    let report =
+        sim::model(&program).map_err(|e| codegen::CodegenError::Internal(format!("cycle model failed: {e}")))?;
     Ok(codegen::AutoCost { time: report.total_ns, hbm_bytes: report.hbm_bytes })
 }
 

@@ -6,6 +6,8 @@
 //! atomically.
 #![deny(missing_docs)]
 
+pub mod budget;
+pub mod comments;
 pub mod compile;
 pub mod error;
 pub mod fmt;

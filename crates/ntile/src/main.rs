@@ -10,21 +10,33 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { ntile::error::EXIT_USAGE } else { 0 };
-            let _ = e.print();
+            if let Err(w) = e.print() {
+                return write_failed(&w, code);
+            }
             return ExitCode::from(code);
         }
     };
     match ntile::run(&cli) {
         Ok((text, code)) => {
             let mut out = std::io::stdout().lock();
-            // A closed pipe (e.g. `| head`) is not an error worth a panic.
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
-            ExitCode::from(code)
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Ok(()) => ExitCode::from(code),
+                Err(e) => write_failed(&e, code),
+            }
         }
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::from(e.code)
         }
     }
+}
+
+/// A failed write to stdout: exit 2 with a message, except for a closed pipe (`| head`),
+/// where the reader asked for no more and the run's own exit code stands.
+fn write_failed(e: &std::io::Error, code: u8) -> ExitCode {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        return ExitCode::from(code);
+    }
+    let _ = writeln!(std::io::stderr(), "error: cannot write the output to stdout: {e}");
+    ExitCode::from(ntile::error::EXIT_USAGE)
 }

@@ -105,7 +105,18 @@ fn write_array<T: npyz::AutoSerialize, const N: usize>(
 }
 
 /// Write `bytes` to `path` atomically: a temporary file beside it, then a rename.
+///
+/// A path that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a pipe) is
+/// written in place: renaming over it would replace the device, not write to it. Any failed
+/// write is an error (exit 2) naming the path.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let written = std::fs::OpenOptions::new().write(true).open(path).and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.flush()
+        });
+        return written.map_err(|e| CliError::usage(format!("cannot write {}: {e}", path.display())));
+    }
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().ok_or_else(|| CliError::usage(format!("{} is not a file path", path.display())))?;
     let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));

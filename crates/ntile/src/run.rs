@@ -365,6 +365,15 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
             src.name
         )));
     }
+    // The program's own size, not an input, is what the simulator cannot hold.
+    if program.hbm_size > sim::MAX_HBM_BYTES {
+        return Err(CliError::usage(format!(
+            "{}: the program needs {} bytes of HBM (hbm_size), more than the simulator can allocate ({} bytes)",
+            src.name,
+            program.hbm_size,
+            sim::MAX_HBM_BYTES
+        )));
+    }
     let mut simulator = sim::Simulator::new(&program);
     for b in &args.inputs {
         write_input(&mut simulator, tensor(b, "input")?, b)?;

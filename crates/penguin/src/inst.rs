@@ -259,7 +259,8 @@ pub struct MemsetData {
     pub engine: ComputeEngine,
     /// Destination.
     pub dst: InstTile,
-    /// The value.
+    /// The value (NaN and infinities travel through JSON as strings).
+    #[serde(with = "crate::json_f64")]
     pub value: f64,
 }
 

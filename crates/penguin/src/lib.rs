@@ -32,6 +32,7 @@ mod entity;
 mod error;
 mod function;
 mod inst;
+pub mod json_f64;
 pub mod parse;
 pub mod print;
 pub mod target;

@@ -1,0 +1,2 @@
+kernel k
+tensor t0 "a" hbm fp64 [4]

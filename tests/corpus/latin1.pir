@@ -1,0 +1,2 @@
+kernel k
+tensor t0 "é" hbm fp32 [1]

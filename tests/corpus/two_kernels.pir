@@ -1,0 +1,2 @@
+kernel a
+kernel b
