@@ -6,6 +6,7 @@
 //! atomically.
 #![deny(missing_docs)]
 
+pub mod api;
 pub mod compile;
 pub mod error;
 pub mod fmt;
