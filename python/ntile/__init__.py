@@ -23,6 +23,7 @@ __all__ = [
     "Config",
     "GemmResult",
     "RunResult",
+    "cli",
     "gemm",
     "model",
     "run",
@@ -442,3 +443,16 @@ def run(
         stdout = stdout.replace(path, shown)
     info["stdout"] = stdout
     return RunResult(result, info)
+
+
+def cli(*args: Union[str, "os.PathLike[str]"]) -> str:
+    """Run any ``ntile`` command line in-process and return what it prints.
+
+    ``ntile.cli("compile", "k.pir")`` is ``ntile compile k.pir``. Bad input raises
+    ``ValueError``; a GEMM whose check fails (exit code 1) raises :class:`CheckFailed`'s base,
+    ``AssertionError``, with the printed text.
+    """
+    text, code = _native.cli([os.fspath(a) for a in args])
+    if code == 1:
+        raise AssertionError(text)
+    return text

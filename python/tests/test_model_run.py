@@ -132,3 +132,10 @@ def test_ctrl_c_interrupts_a_long_model():
             ntile.model(8192, 8192, 8192)
     finally:
         timer.cancel()
+
+
+def test_cli_runs_any_command(examples):
+    text = ntile.cli("verify", examples / "gemm_4x16x8.pir")
+    assert "ok: kernel gemm_4x16x8" in text
+    with pytest.raises(ValueError, match="unrecognized subcommand 'frobnicate'"):
+        ntile.cli("frobnicate")
