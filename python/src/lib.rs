@@ -45,12 +45,25 @@ fn hold<'py>(op: &PyOperand<'py>) -> PyResult<Held<'py>> {
     Ok(Held::Bits(array.extract()?, dtype))
 }
 
-fn operand<'a>(name: &str, held: &'a Held<'_>, rows: u64, cols: u64) -> PyResult<Operand<'a>> {
-    let op = match held {
-        Held::F32(a) => Operand::from_f32(name, rows, cols, a.as_slice().map_err(not_contiguous)?),
-        Held::Bits(a, dtype) => Operand::from_bits(name, rows, cols, *dtype, a.as_slice().map_err(not_contiguous)?),
-    };
-    op.map_err(py_error)
+/// An operand's buffer borrowed from its array, to be read with the GIL released.
+enum Slice<'a> {
+    F32(&'a [f32]),
+    Bits(&'a [u8], penguin::DType),
+}
+
+fn slice<'a>(held: &'a Held<'_>) -> PyResult<Slice<'a>> {
+    Ok(match held {
+        Held::F32(a) => Slice::F32(a.as_slice().map_err(not_contiguous)?),
+        Held::Bits(a, dtype) => Slice::Bits(a.as_slice().map_err(not_contiguous)?, *dtype),
+    })
+}
+
+/// The operand over a borrowed buffer (narrow floats are decoded here, without the GIL).
+fn operand<'a>(name: &str, slice: Slice<'a>, rows: u64, cols: u64) -> Result<Operand<'a>, CliError> {
+    match slice {
+        Slice::F32(values) => Operand::from_f32(name, rows, cols, values),
+        Slice::Bits(bytes, dtype) => Operand::from_bits(name, rows, cols, dtype, bytes),
+    }
 }
 
 fn not_contiguous(e: numpy::AsSliceError) -> PyErr {
@@ -112,13 +125,21 @@ fn gemm<'py>(
         (None, None) => None,
         _ => return Err(PyValueError::new_err("give both a and b, or neither")),
     };
-    let inputs = match (&held, &a, &b) {
+    let slices = match (&held, &a, &b) {
         (Some((ha, hb)), Some((_, _, ar, ac)), Some((_, _, br, bc))) => {
-            Some(GemmInputs { a: operand("a", ha, *ar, *ac)?, b: operand("b", hb, *br, *bc)? })
+            Some(((slice(ha)?, *ar, *ac), (slice(hb)?, *br, *bc)))
         }
         _ => None,
     };
-    let outcome = detached(py, |watch| ntile::gemm::run_with(&args, inputs, watch))?;
+    let outcome = detached(py, |watch| {
+        let inputs = match slices {
+            Some(((sa, ar, ac), (sb, br, bc))) => {
+                Some(GemmInputs { a: operand("a", sa, ar, ac)?, b: operand("b", sb, br, bc)? })
+            }
+            None => None,
+        };
+        ntile::gemm::run_with(&args, inputs, watch)
+    })?;
     let report = serde_json::to_string(&outcome.report)
         .map_err(|e| PyRuntimeError::new_err(format!("cannot encode the report: {e}")))?;
     Ok((report, outcome.result.map(|c| PyArray1::from_vec(py, c))))
