@@ -244,6 +244,7 @@ pub fn model_kernel(path: &Path, target: Option<Target>) -> Result<KernelReport,
 }
 
 #[cfg(test)]
+#[allow(clippy::panic, reason = "tests fail loudly on unexpected values")]
 mod tests {
     use super::*;
 
@@ -266,6 +267,69 @@ mod tests {
     fn operand_length_must_match_shape() {
         let e = Operand::from_f32("b", 2, 2, &[1.0, 2.0, 3.0]).err().map(|e| e.message);
         assert_eq!(e.as_deref(), Some("b: shape [2, 2] but 3 elements"));
+    }
+
+    fn gemm_args(flags: &[&str]) -> crate::gemm::GemmArgs {
+        match parse(&[&["gemm", "--json"][..], flags].concat()).map(|c| c.command) {
+            Ok(crate::Command::Gemm(args)) => args,
+            other => unreachable!("gemm flags parse: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bf16_bits_in_hbm_give_the_values_of_their_f32_widening() {
+        // A [3, 5] and B [5, 2] with values exact in bf16.
+        let a: Vec<f32> = (0..15).map(|i| (i as f32 - 7.0) * 0.375).collect();
+        let b: Vec<f32> = (0..10).map(|i| 1.0 - i as f32 * 0.25).collect();
+        let bits = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| half::bf16::from_f32(*x).to_le_bytes()).collect() };
+        let (ab, bb) = (bits(&a), bits(&b));
+        let narrow = GemmInputs {
+            a: Operand::from_bits("a", 3, 5, DType::Bf16, &ab).map_err(|e| e.message).unwrap_or_else(|m| panic!("{m}")),
+            b: Operand::from_bits("b", 5, 2, DType::Bf16, &bb).map_err(|e| e.message).unwrap_or_else(|m| panic!("{m}")),
+        };
+        let wide = GemmInputs {
+            a: Operand { rows: 3, cols: 5, values: Cow::Borrowed(&a) },
+            b: Operand { rows: 5, cols: 2, values: Cow::Borrowed(&b) },
+        };
+        let r16 = crate::gemm::run_with(&gemm_args(&["--hbm-dtype", "bf16"]), Some(narrow), &Watch::none());
+        let r32 = crate::gemm::run_with(&gemm_args(&[]), Some(wide), &Watch::none());
+        let (r16, r32) = match (r16, r32) {
+            (Ok(x), Ok(y)) => (x, y),
+            (x, y) => panic!("{:?} {:?}", x.err(), y.err()),
+        };
+        // Exact: every product and sum of these values is exact in fp32.
+        let expect: Vec<f32> = (0..3)
+            .flat_map(|i| (0..2).map(move |j| (i, j)))
+            .map(|(i, j)| (0..5).map(|k| a[i * 5 + k] * b[k * 2 + j]).sum())
+            .collect();
+        assert_eq!(r16.result.as_deref(), Some(&expect[..]));
+        assert_eq!(r32.result, r16.result);
+        assert!(r16.report.hbm_bytes < r32.report.hbm_bytes);
+        assert_eq!((r16.report.m, r16.report.k, r16.report.n), (3, 5, 2));
+    }
+
+    #[test]
+    fn in_memory_operands_that_do_not_chain_are_a_usage_error() {
+        let (a, b) = (vec![0.0f32; 6], vec![0.0f32; 8]);
+        let inputs = GemmInputs {
+            a: Operand { rows: 2, cols: 3, values: Cow::Borrowed(&a) },
+            b: Operand { rows: 4, cols: 2, values: Cow::Borrowed(&b) },
+        };
+        let e = crate::gemm::run_with(&gemm_args(&[]), Some(inputs), &Watch::none()).err();
+        assert_eq!(
+            e.map(|e| (e.code, e.message)),
+            Some((
+                crate::error::EXIT_USAGE,
+                "shapes do not chain: A [M, K] is [2, 3] (K = 3) but B [K, N] is [4, 2]".to_string()
+            ))
+        );
+    }
+
+    #[test]
+    fn an_interrupted_gemm_ends_with_the_interrupted_error() {
+        let poll = || true;
+        let e = crate::gemm::run_with(&gemm_args(&["--m", "64", "--k", "64", "--n", "64"]), None, &Watch::new(&poll));
+        assert_eq!(e.err().map(|e| e.code), Some(EXIT_INTERRUPTED));
     }
 
     #[test]
