@@ -4,7 +4,9 @@ import concurrent.futures
 import json
 import pickle
 import signal
+import tempfile
 import threading
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -34,11 +36,12 @@ def test_model_with_simulation_checks_random_inputs():
     assert r.c.shape == (200, 100) and r.check["passed"] is True
 
 
-def test_trace_and_svg(tmp_path):
+def test_trace_and_svg():
     r = ntile.model(256, 256, 256, schedule="hoisted")
-    path = tmp_path / "t.json"
-    r.trace(path)
-    events = json.loads(path.read_text())
+    with tempfile.TemporaryDirectory(prefix="ntile-py-") as tmp:
+        path = Path(tmp) / "t.json"
+        r.trace(path)
+        events = json.loads(path.read_text())
     events = events["traceEvents"] if isinstance(events, dict) else events
     assert any(e.get("ph") == "X" for e in events)
     svg = r._repr_svg_()

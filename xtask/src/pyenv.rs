@@ -68,7 +68,9 @@ impl Env {
         build.args(["develop", "--manifest-path", "python/Cargo.toml"]);
         run(&mut build, "maturin develop --manifest-path python/Cargo.toml")?;
         let mut pytest = self.command(self.python())?;
-        pytest.args(["-m", "pytest", "-q", "python/tests"]).env("PYTHONDONTWRITEBYTECODE", "1");
+        pytest
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "python/tests"])
+            .env("PYTHONDONTWRITEBYTECODE", "1");
         run(&mut pytest, "python -m pytest -q python/tests")
     }
 }
