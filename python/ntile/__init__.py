@@ -200,7 +200,8 @@ class RunResult(NamedTuple):
 
 def _operand(name: str, x: Any) -> Tuple[Tuple[np.ndarray, str, int, int], str]:
     """A 2-D operand as the native layer takes it, and the dtype HBM holds it in."""
-    arr = np.asarray(x)
+    # Nested lists carry no dtype of their own: read them as float32, as a .npy would hold.
+    arr = np.asarray(x) if hasattr(x, "dtype") else np.asarray(x, dtype=np.float32)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
         raise ValueError(f"{name}: expected a non-empty 2-D array, got shape {list(arr.shape)}")
     rows, cols = arr.shape

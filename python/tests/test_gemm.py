@@ -139,3 +139,8 @@ def test_no_simulation_gives_the_model_only(rng):
     r = ntile.gemm(a, a, simulate=False)
     assert r.c is None and r.check is None
     assert r.report["modeled_time_us"] > 0
+
+
+def test_nested_lists_are_read_as_float32():
+    r = ntile.gemm([[1.0, 2.0], [3.0, 4.0]], [[1.0], [0.5]], dtype="fp32")
+    np.testing.assert_array_equal(r.c, np.array([[2.0], [5.0]], dtype=np.float32))
