@@ -6,6 +6,7 @@ import pickle
 import signal
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import ml_dtypes
@@ -142,3 +143,23 @@ def test_cli_runs_any_command(examples):
     assert "ok: kernel gemm_4x16x8" in text
     with pytest.raises(ValueError, match="unrecognized subcommand 'frobnicate'"):
         ntile.cli("frobnicate")
+
+
+def test_the_gil_is_released_while_ntile_works():
+    # The worker announces the call, this thread sleeps briefly and then runs Python again:
+    # with the GIL held for the whole call it could only do so after the call had returned.
+    started = threading.Event()
+    done = []
+
+    def work():
+        started.set()
+        done.append(ntile.model(4096, 4096, 8192, schedule="blocked-mn"))
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    started.wait()
+    time.sleep(0.02)
+    ran_during_the_call = not done
+    worker.join()
+    assert ran_during_the_call
+    assert done[0].report["n"] == 8192
