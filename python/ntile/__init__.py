@@ -90,14 +90,18 @@ class Config:
     lhs_transposed: bool = False
     perf_mode: Optional[str] = None
     sparsity: Optional[str] = None
-    simulate: bool = True
+    simulate: Optional[bool] = None
     check: bool = True
     hw: Optional[Union[PathLike, Mapping[str, Any]]] = None
     flags: Tuple[str, ...] = ()
 
     def kwargs(self) -> Dict[str, Any]:
-        """The fields as keyword arguments."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """The fields as keyword arguments (``simulate=None`` leaves each function's default:
+        :func:`gemm` simulates, :func:`model` does not)."""
+        kw = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if kw["simulate"] is None:
+            del kw["simulate"]
+        return kw
 
     def gemm(self, a: Any, b: Any) -> "GemmResult":
         """:func:`gemm` with this configuration."""

@@ -37,7 +37,8 @@ class Config:
     lhs_transposed: bool
     perf_mode: Optional[str]
     sparsity: Optional[str]
-    simulate: bool
+    simulate: Optional[bool]
+    """None: each function's default (:func:`gemm` simulates, :func:`model` does not)."""
     check: bool
     hw: Optional[Hw]
     flags: Tuple[str, ...]
@@ -51,7 +52,7 @@ class Config:
         lhs_transposed: bool = False,
         perf_mode: Optional[str] = None,
         sparsity: Optional[str] = None,
-        simulate: bool = True,
+        simulate: Optional[bool] = None,
         check: bool = True,
         hw: Optional[Hw] = None,
         flags: Tuple[str, ...] = (),

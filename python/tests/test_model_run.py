@@ -112,7 +112,10 @@ def test_results_and_configs_pickle(rng):
     assert back.svg() == r.svg()
     cfg = ntile.Config(target="trn1", schedule="hoisted")
     assert pickle.loads(pickle.dumps(cfg)) == cfg
-    assert cfg.model(128, 128, 128).report["target"] == "trn1"
+    modeled = cfg.model(128, 128, 128)
+    assert modeled.report["target"] == "trn1" and modeled.c is None
+    x = np.eye(8, dtype=np.float32)
+    np.testing.assert_array_equal(cfg.gemm(x, x).c, x)
 
 
 def _modeled_us(shape):
