@@ -19,12 +19,15 @@ import numpy as np
 from . import _native
 
 __all__ = [
+    "Calibration",
     "CheckFailed",
     "Config",
     "GemmResult",
     "RunResult",
+    "calibrate",
     "cli",
     "gemm",
+    "hw",
     "model",
     "run",
 ]
@@ -461,3 +464,73 @@ def cli(*args: Union[str, "os.PathLike[str]"]) -> str:
     if code == 1:
         raise AssertionError(text)
     return text
+
+
+def hw(target: str = "trn2", *, overrides: Optional[Union[PathLike, Mapping[str, Any]]] = None) -> Dict[str, Any]:
+    """The hardware profile of ``target`` as ``ntile hw show --json`` prints it: every key
+    with its ``value``, ``unit`` and ``source``, with ``overrides`` (a ``--hw`` file's path or
+    the same JSON as a mapping) applied. The dict itself loads back as ``hw=``."""
+    with _HwFile(overrides) as path:
+        extra = [] if path is None else ["--hw", path]
+        return json.loads(cli("hw", "show", "--target", str(target), "--json", *extra))
+
+
+class Calibration(NamedTuple):
+    """What :func:`calibrate` returns."""
+
+    profile: Dict[str, Any]
+    """The fitted profile, in the JSON form ``hw=`` takes."""
+    report: str
+    """What ``ntile calibrate`` printed: each row's modeled and measured time before and
+    after the fit, and the mean absolute percentage error."""
+
+
+_CALIBRATE_COLUMNS = (
+    "m", "k", "n", "dtype", "schedule", "block_m", "block_n", "block_k", "lhs_transposed", "target", "measured_us",
+)
+
+
+def _csv_cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def calibrate(
+    measured: Union[PathLike, Sequence[Mapping[str, Any]]],
+    *,
+    target: str = "trn2",
+    fit: Optional[Sequence[str]] = None,
+    hw: Optional[Union[PathLike, Mapping[str, Any]]] = None,
+) -> Calibration:
+    """Fit hardware profile keys to measured GEMM times, as ``ntile calibrate`` does.
+
+    ``measured`` is the CSV file's path, or its rows as mappings with the columns ``m, k, n,
+    dtype, schedule, block_m, block_n, block_k, lhs_transposed, target, measured_us`` (a
+    missing or None cell is empty). ``fit`` names the keys to fit (default: the CLI's);
+    ``hw`` is the starting profile.
+    """
+    with tempfile.TemporaryDirectory(prefix="ntile-") as tmp, _HwFile(hw) as hw_path:
+        if isinstance(measured, (str, os.PathLike)):
+            csv = os.fspath(measured)
+        else:
+            csv = os.path.join(tmp, "measured.csv")
+            lines = [",".join(_CALIBRATE_COLUMNS)]
+            for row in measured:
+                unknown = set(row) - set(_CALIBRATE_COLUMNS)
+                if unknown:
+                    raise ValueError(f"measured: unknown columns {sorted(unknown)}")
+                lines.append(",".join(_csv_cell(row.get(c)) for c in _CALIBRATE_COLUMNS))
+            with open(csv, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+        out = os.path.join(tmp, "profile.json")
+        argv = ["calibrate", csv, "-o", out, "--target", str(target)]
+        if fit is not None:
+            argv += ["--fit", ",".join(fit)]
+        if hw_path is not None:
+            argv += ["--hw", hw_path]
+        report = cli(*argv)
+        with open(out, encoding="utf-8") as f:
+            return Calibration(json.load(f), report)
