@@ -204,3 +204,38 @@ def cli(*args: PathLike) -> str:
     """Run any ``ntile`` command line in-process (``ntile.cli("verify", "k.pir")``) and return
     what it prints. Raises ``ValueError`` for bad input, ``AssertionError`` when a GEMM's check
     fails (exit code 1)."""
+
+def hw(target: str = "trn2", *, overrides: Optional[Hw] = None) -> Dict[str, Any]:
+    """The hardware profile of ``target`` as ``ntile hw show --json`` prints it: ``{"target":
+    ..., KEY: {"value", "unit", "source", "about"}, ...}``, with ``overrides`` (a ``--hw``
+    file's path or the same JSON as a mapping) applied; the dict loads back as ``hw=``.
+    Needs an ntile with hardware profiles (``ValueError`` otherwise)."""
+
+class Calibration(NamedTuple):
+    """What :func:`calibrate` returns."""
+
+    profile: Dict[str, Any]
+    """The fitted profile, in the JSON form ``hw=`` takes."""
+    report: str
+    """What ``ntile calibrate`` printed: each row's modeled and measured time before and
+    after the fit, and the mean absolute percentage error."""
+
+def calibrate(
+    measured: Union[PathLike, Sequence[Mapping[str, Any]]],
+    *,
+    target: str = "trn2",
+    fit: Optional[Sequence[str]] = None,
+    hw: Optional[Hw] = None,
+) -> Calibration:
+    """Fit hardware profile keys to measured GEMM times, as ``ntile calibrate`` does.
+
+    Args:
+        measured: the CSV file's path, or its rows as mappings with the columns ``m, k, n,
+            dtype, schedule, block_m, block_n, block_k, lhs_transposed, target,
+            measured_us`` (a missing or None cell is empty: the schedule's default blocks).
+        target: target of every row.
+        fit: the profile keys to fit (default: the CLI's).
+        hw: the starting profile.
+
+    Needs an ntile with hardware profiles (``ValueError`` otherwise).
+    """
