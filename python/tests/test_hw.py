@@ -41,7 +41,7 @@ def test_hw_overrides_change_the_model_and_replay():
 def test_calibrate_fits_rows_given_as_dicts():
     rows = []
     for m, k, n, schedule in [(128, 128, 128, "naive"), (256, 512, 512, "hoisted"), (512, 1024, 1024, "blocked-mn")]:
-        us = ntile.model(m, k, n, schedule=schedule, flags=["--hbm-dtype", "bf16", "--out-dtype", "bf16"])
+        us = ntile.model(m, k, n, schedule=schedule, out_dtype="bf16", flags=["--hbm-dtype", "bf16"])
         row = dict(m=m, k=k, n=n, dtype="bf16", schedule=schedule, lhs_transposed=False, target="trn2")
         rows.append({**row, "measured_us": us.report["modeled_time_us"] * 1.5})
     fitted = ntile.calibrate(rows, fit=["dma_fixed_ns"])
