@@ -166,3 +166,12 @@ def test_the_gil_is_released_while_ntile_works():
     worker.join()
     assert ran_during_the_call
     assert done[0].report["n"] == 8192
+
+
+def test_check_failed_carries_the_result_and_pickles():
+    r = ntile.model(64, 64, 64, schedule="naive")
+    r.report = dict(r.report, check={"max_abs_err": 1.0, "max_rel_err": 0.5, "passed": False, "failures": 3})
+    back = pickle.loads(pickle.dumps(ntile.CheckFailed(r)))
+    assert isinstance(back, AssertionError)
+    assert back.result.check["failures"] == 3
+    assert "outside the error bound" in str(back)
