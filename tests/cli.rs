@@ -14,7 +14,7 @@ fn python(script: &str) -> String {
         .arg("-c")
         .arg(script)
         .output()
-        .expect("python3 runs (.ci/run installs numpy and ml-dtypes)");
+        .expect("python3 runs (`cargo xtask ci` puts target/py with numpy and ml-dtypes first in PATH)");
     assert!(o.status.success(), "python failed: {}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

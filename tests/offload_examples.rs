@@ -27,7 +27,7 @@ fn python(script: &str, args: &[String]) -> String {
         .arg(script)
         .args(args)
         .output()
-        .expect("python3 runs (.ci/run installs numpy and ml-dtypes)");
+        .expect("python3 runs (`cargo xtask ci` puts target/py with numpy and ml-dtypes first in PATH)");
     assert!(o.status.success(), "python failed:\n{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

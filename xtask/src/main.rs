@@ -1,7 +1,11 @@
 //! `cargo xtask`: the project's front door for checks and measurements.
 //!
-//! - `cargo xtask ci`: the rust-version check, `cargo fmt --all --check`, `cargo clippy --workspace --all-targets -D
-//!   warnings`, `cargo test --workspace`.
+//! - `cargo xtask ci`: the rust-version check, `cargo fmt --all --check`, `cargo clippy
+//!   --workspace --all-targets -D warnings`, `cargo test --workspace`, then the Python module's
+//!   pytest suite. The Python side needs nothing installed by hand: a virtual environment under
+//!   `target/py` gets numpy, ml-dtypes, maturin and pytest from the package registry (once;
+//!   reused when present), its `bin` goes first in `PATH` for `cargo test` (whose numpy
+//!   cross-checks call `python3`), and `maturin develop` builds the module into it.
 //! - `cargo xtask bench`: run the criterion benches and print the figures a reader needs
 //!   (simulation vs plain GEMM ratio, planning and cycle-model times, the issue-6 suite).
 //! - `cargo xtask suite`: only the suite table (modeled figures; no criterion run).
@@ -16,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+
+mod pyenv;
 
 fn cargo(args: &[&str]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -35,7 +41,9 @@ fn ci() -> Result<()> {
     rust_version_check()?;
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
-    cargo(&["test", "--workspace"])?;
+    let env = pyenv::prepare(&workspace_root())?;
+    env.cargo(&["test", "--workspace"])?;
+    env.python_tests()?;
     Ok(())
 }
 
@@ -246,7 +254,10 @@ fn golden() -> Result<()> {
     {
         eprintln!("$ python3 {}", args.join(" "));
     }
-    let status = Command::new("python3")
+    // The venv of `cargo xtask ci` has numpy and ml-dtypes; else the python3 on PATH.
+    let venv = pyenv::Env::at(&workspace_root());
+    let python = if venv.ready() { venv.python() } else { PathBuf::from("python3") };
+    let status = Command::new(python)
         .args(args)
         .current_dir(workspace_root())
         .status()

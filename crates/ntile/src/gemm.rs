@@ -1,5 +1,6 @@
 //! `ntile gemm`: plan, lower, simulate and check one GEMM, and report on it.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -11,6 +12,7 @@ use penguin::{DType, FunctionView, PerfMode, SparsityPattern, Target};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
+use crate::api::{GemmInputs, Operand, Watch};
 use crate::budget;
 use crate::error::CliError;
 use crate::npy::{self, OutKind};
@@ -302,36 +304,51 @@ fn ms(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
-struct Inputs {
-    a: Vec<f32>,
-    b: Vec<f32>,
+struct Inputs<'a> {
+    a: Cow<'a, [f32]>,
+    b: Cow<'a, [f32]>,
 }
 
-fn resolve_shape(args: &GemmArgs) -> Result<(u64, u64, u64, Option<Inputs>), CliError> {
-    let (Some(lp), Some(rp)) = (&args.lhs, &args.rhs) else {
-        let d = 1024;
-        return Ok((args.m.unwrap_or(d), args.k.unwrap_or(d), args.n.unwrap_or(d), None));
-    };
-    let a = npy::read_f32(lp)?;
-    let b = npy::read_f32(rp)?;
-    let two_d = |arr: &npy::Array, path: &PathBuf| -> Result<(u64, u64), CliError> {
-        match arr.shape[..] {
-            [r, c] if r > 0 && c > 0 => Ok((r, c)),
-            _ => Err(CliError::usage(format!(
-                "{}: expected a non-empty 2-D array, got shape {:?}",
-                path.display(),
-                arr.shape
-            ))),
+fn resolve_shape<'a>(
+    args: &GemmArgs,
+    given: Option<GemmInputs<'a>>,
+) -> Result<(u64, u64, u64, Option<Inputs<'a>>), CliError> {
+    let (a, b, a_name, b_name) = match (given, &args.lhs, &args.rhs) {
+        (Some(g), _, _) => (g.a, g.b, "a".to_string(), "b".to_string()),
+        (None, Some(lp), Some(rp)) => {
+            let operand = |path: &PathBuf| -> Result<(Operand<'a>, String), CliError> {
+                let arr = npy::read_f32(path)?;
+                let name = path.display().to_string();
+                match arr.shape[..] {
+                    [r, c] if r > 0 && c > 0 => Ok((Operand { rows: r, cols: c, values: Cow::Owned(arr.data) }, name)),
+                    _ => Err(CliError::usage(format!(
+                        "{name}: expected a non-empty 2-D array, got shape {:?}",
+                        arr.shape
+                    ))),
+                }
+            };
+            let (a, a_name) = operand(lp)?;
+            let (b, b_name) = operand(rp)?;
+            (a, b, a_name, b_name)
+        }
+        _ => {
+            let d = 1024;
+            return Ok((args.m.unwrap_or(d), args.k.unwrap_or(d), args.n.unwrap_or(d), None));
         }
     };
-    let (ar, ac) = two_d(&a, lp)?;
-    let (br, bc) = two_d(&b, rp)?;
+    for (op, name) in [(&a, &a_name), (&b, &b_name)] {
+        if op.rows == 0 || op.cols == 0 {
+            return Err(CliError::usage(format!("{name}: expected a non-empty 2-D array, got shape {:?}", op.shape())));
+        }
+    }
+    let ((ar, ac), (br, bc)) = ((a.rows, a.cols), (b.rows, b.cols));
     let (m, k) = if args.lhs_transposed { (ac, ar) } else { (ar, ac) };
     if br != k {
         let layout = if args.lhs_transposed { "[K, M]" } else { "[M, K]" };
         return Err(CliError::usage(format!(
             "shapes do not chain: A {layout} is {:?} (K = {k}) but B [K, N] is {:?}",
-            a.shape, b.shape
+            a.shape(),
+            b.shape()
         )));
     }
     for (flag, given, actual) in [("--m", args.m, m), ("--k", args.k, k), ("--n", args.n, bc)] {
@@ -341,7 +358,7 @@ fn resolve_shape(args: &GemmArgs) -> Result<(u64, u64, u64, Option<Inputs>), Cli
             }
         }
     }
-    Ok((m, k, bc, Some(Inputs { a: a.data, b: b.data })))
+    Ok((m, k, bc, Some(Inputs { a: a.values, b: b.values })))
 }
 
 /// Keep the `N` largest magnitudes of every group of `M` along K of a row-major `[m, k]` A.
@@ -369,7 +386,7 @@ fn transpose(a: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 }
 
 /// Seeded uniform inputs in [-1, 1), or small integers 0..16 for uint8 operands.
-fn random_inputs(m: u64, k: u64, n: u64, seed: u64, (lhs, rhs): (DType, DType)) -> Inputs {
+fn random_inputs(m: u64, k: u64, n: u64, seed: u64, (lhs, rhs): (DType, DType)) -> Inputs<'static> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut gen = |len: u64, dtype: DType| {
         (0..len)
@@ -380,7 +397,7 @@ fn random_inputs(m: u64, k: u64, n: u64, seed: u64, (lhs, rhs): (DType, DType)) 
     };
     let a = gen(m * k, lhs);
     let b = gen(k * n, rhs);
-    Inputs { a, b }
+    Inputs { a: Cow::Owned(a), b: Cow::Owned(b) }
 }
 
 /// Refuse flags that would be silently ignored by the others given (exit 2, naming both).
@@ -432,12 +449,18 @@ pub fn validate(args: &GemmArgs) -> Result<(), CliError> {
 
 /// Run `ntile gemm`.
 pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
+    run_with(args, None, &Watch::none())
+}
+
+/// Run `ntile gemm` on operands given in memory (instead of `--lhs`/`--rhs`), stopping with
+/// [`crate::api::interrupted`] when `watch` says so.
+pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'_>) -> Result<Outcome, CliError> {
     validate(args)?;
     let budget = args.max_memory.unwrap_or_else(budget::default_budget);
     if let (Some(a), Some(b)) = (&args.lhs, &args.rhs) {
         budget::check_files(&[a, b], budget)?;
     }
-    let (m, k, n, given) = resolve_shape(args)?;
+    let (m, k, n, given) = resolve_shape(args, inputs)?;
     let dtype = args.dtype.unwrap_or(DType::Bf16);
     let defaults = BlockSizes::for_schedule(args.schedule.unwrap_or_default());
     let cfg = GemmConfig {
@@ -470,7 +493,15 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let (plan, auto) = if cfg.schedule == Schedule::Auto {
         let limits =
             AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
-        let (plan, choice) = plan_gemm_auto_within(&cfg, &limits, codegen::AUTO_SHORTLIST, &mut modeled_ns)?;
+        let mut cost = |p: &GemmPlan| {
+            if watch.stop() {
+                return Err(codegen::CodegenError::Unsupported("interrupted".into()));
+            }
+            modeled_ns(p)
+        };
+        let planned = plan_gemm_auto_within(&cfg, &limits, codegen::AUTO_SHORTLIST, &mut cost);
+        watch.check()?;
+        let (plan, choice) = planned?;
         (plan, Some(choice))
     } else if args.block_m.is_none() && args.block_n.is_none() && args.block_k.is_none() {
         // Default blocks shrink until they fit the target's SBUF.
@@ -480,6 +511,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     };
     let cfg = plan.config.clone();
     wall.plan = ms(t);
+    watch.check()?;
     let t = Instant::now();
     let program = lower(&plan)?;
     wall.lower = ms(t);
@@ -491,7 +523,9 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
             sim::MAX_HBM_BYTES
         )));
     }
+    watch.check()?;
     let cycle = sim::model(&program).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
+    watch.check()?;
     if args.trace.is_some() || args.svg.is_some() || args.svg_grid.is_some() {
         let info = crate::kernel_info::kernel_info(&plan);
         if let Some(path) = &args.trace {
@@ -523,6 +557,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         let stdout = if args.json { json(&report)? } else { summary(&report) };
         return Ok(Outcome { report, stdout, result: None });
     }
+    let from_user = given.is_some();
     let mut inputs = match given {
         Some(i) => i,
         None => random_inputs(m, k, n, args.seed, (cfg.lhs_dtype, cfg.rhs_dtype)),
@@ -530,10 +565,10 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let sparse = match cfg.sparsity {
         Some(p) => {
             if cfg.lhs_transposed {
-                inputs.a = transpose(&inputs.a, k as usize, m as usize);
+                inputs.a = Cow::Owned(transpose(&inputs.a, k as usize, m as usize));
             }
-            if args.lhs.is_none() {
-                prune(&mut inputs.a, m, k, p);
+            if !from_user {
+                prune(inputs.a.to_mut(), m, k, p);
             }
             Some(codegen::SparseA::compress(&inputs.a, m, k, p)?)
         }
@@ -550,7 +585,9 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         None => simulator.write_hbm_f32("a", &inputs.a).map_err(sim_error)?,
     }
     simulator.write_hbm_f32("b", &inputs.b).map_err(sim_error)?;
-    let stats = simulator.run().map_err(sim_error)?;
+    let (simulator, stats) = watch.simulate(simulator)?;
+    let stats = stats.map_err(sim_error)?;
+    watch.check()?;
     if let Some(race) = stats.races.first() {
         return Err(CliError::internal(format!("the simulator found a race in a generated kernel (a bug): {race}")));
     }
@@ -666,7 +703,7 @@ fn sim_error(e: sim::SimError) -> CliError {
     CliError::internal(format!("simulation failed: {e}"))
 }
 
-fn check_result(cfg: &GemmConfig, lhs_transposed: bool, inputs: &Inputs, c: &[f32]) -> Check {
+fn check_result(cfg: &GemmConfig, lhs_transposed: bool, inputs: &Inputs<'_>, c: &[f32]) -> Check {
     let (m, k, n) = (cfg.m as usize, cfg.k as usize, cfg.n as usize);
     let mut a = vec![0.0f64; m * k];
     for (idx, &v) in inputs.a.iter().enumerate() {

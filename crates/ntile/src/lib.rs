@@ -6,6 +6,7 @@
 //! atomically.
 #![deny(missing_docs)]
 
+pub mod api;
 pub mod budget;
 pub mod comments;
 pub mod compile;

@@ -1,0 +1,536 @@
+"""ntile from Python: plan, lower, simulate and model tiled GEMMs on numpy arrays.
+
+The work is done by the same Rust code as the ``ntile`` command line: every keyword argument
+becomes the CLI flag of the same name, the report is the dict of ``ntile gemm --json``, bad
+input raises ``ValueError`` with the CLI's message, and the GIL is released while ntile runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+import ml_dtypes
+import numpy as np
+
+from . import _native
+
+__all__ = [
+    "Calibration",
+    "CheckFailed",
+    "Config",
+    "GemmResult",
+    "RunResult",
+    "calibrate",
+    "cli",
+    "gemm",
+    "hw",
+    "model",
+    "run",
+]
+
+__version__ = _native.__version__
+
+# numpy dtypes whose arrays HBM holds as they are, by ntile dtype name.
+_HBM_DTYPES = {
+    np.dtype(ml_dtypes.bfloat16): "bf16",
+    np.dtype(ml_dtypes.float8_e4m3): "fp8e4m3",
+    np.dtype(ml_dtypes.float8_e4m3fn): "fp8e4m3fn",
+    np.dtype(ml_dtypes.float8_e5m2): "fp8e5m2",
+}
+
+# The numpy dtype of each ntile dtype's values.
+_NUMPY_OF = {
+    "fp32": np.dtype(np.float32),
+    "fp16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "fp8e4m3": np.dtype(ml_dtypes.float8_e4m3),
+    "fp8e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+    "fp8e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    "uint8": np.dtype(np.uint8),
+    "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32),
+}
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class CheckFailed(AssertionError):
+    """The simulated C disagrees with the fp64 reference beyond the error bound.
+
+    ``.result`` holds the :class:`GemmResult` (its ``.check`` says by how much).
+    """
+
+    def __init__(self, result: "GemmResult") -> None:
+        c = result.check or {}
+        super().__init__(
+            "simulated C is outside the error bound: max |err| {}, max rel err {}".format(
+                c.get("max_abs_err"), c.get("max_rel_err")
+            )
+        )
+        self.result = result
+
+    def __reduce__(self):  # pickles with its result (for process pools)
+        return (CheckFailed, (self.result,))
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The keyword arguments of :func:`gemm` and :func:`model` as one picklable value.
+
+    ``cfg.model(m, k, n)`` and ``cfg.gemm(a, b)`` call those functions with it;
+    ``dataclasses.replace(cfg, target="trn1")`` makes a variant.
+    """
+
+    dtype: Optional[str] = None
+    out_dtype: str = "fp32"
+    target: str = "trn2"
+    schedule: str = "auto"
+    block: Optional[Union[Tuple[int, ...], Mapping[str, int]]] = None
+    lhs_transposed: bool = False
+    perf_mode: Optional[str] = None
+    sparsity: Optional[str] = None
+    simulate: Optional[bool] = None
+    check: bool = True
+    hw: Optional[Union[PathLike, Mapping[str, Any]]] = None
+    flags: Tuple[str, ...] = ()
+
+    def kwargs(self) -> Dict[str, Any]:
+        """The fields as keyword arguments (``simulate=None`` leaves each function's default:
+        :func:`gemm` simulates, :func:`model` does not)."""
+        kw = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if kw["simulate"] is None:
+            del kw["simulate"]
+        return kw
+
+    def gemm(self, a: Any, b: Any) -> "GemmResult":
+        """:func:`gemm` with this configuration."""
+        return gemm(a, b, **self.kwargs())
+
+    def model(self, m: int, k: int, n: int) -> "GemmResult":
+        """:func:`model` with this configuration."""
+        return model(m, k, n, **self.kwargs())
+
+
+class GemmResult:
+    """What :func:`gemm` and :func:`model` return.
+
+    Attributes:
+        c: the simulated C as a numpy array (float32, float16, or an ml_dtypes array for a
+            bf16 output), or None when not simulated.
+        report: the ``ntile gemm --json`` report as a dict.
+    """
+
+    def __init__(
+        self,
+        report: Dict[str, Any],
+        c: Optional[np.ndarray],
+        argv: Sequence[str],
+        hw: Optional[Union[PathLike, Mapping[str, Any]]] = None,
+    ) -> None:
+        self.report = report
+        self.c = c
+        self._argv = list(argv)
+        self._hw = dict(hw) if isinstance(hw, Mapping) else (None if hw is None else os.fspath(hw))
+        self._svg: Optional[str] = None
+
+    def _model(self, extra: Sequence[str]) -> None:
+        with _HwFile(self._hw) as hw_path:
+            hw_flag = [] if hw_path is None else ["--hw", hw_path]
+            _native.gemm(self._argv + hw_flag + ["--no-sim"] + list(extra))
+
+    @property
+    def check(self) -> Optional[Dict[str, Any]]:
+        """The check against the fp64 reference (``max_abs_err``, ``max_rel_err``,
+        ``passed``, ...), or None when not simulated."""
+        return self.report.get("check")
+
+    @property
+    def modeled_time_us(self) -> float:
+        """The cycle model's time, in microseconds."""
+        return self.report["modeled_time_us"]
+
+    def trace(self, path: PathLike) -> None:
+        """Write the modeled engine timeline as Chrome/Perfetto trace-event JSON to ``path``.
+
+        The timeline does not depend on the data, so the plan is modeled again (the same
+        flags give the same plan); nothing is simulated.
+        """
+        self._model(["--trace", os.fspath(path)])
+
+    def svg(self) -> str:
+        """The modeled engine timeline as SVG text (computed once, then kept)."""
+        if self._svg is None:
+            with tempfile.TemporaryDirectory(prefix="ntile-") as tmp:
+                path = os.path.join(tmp, "timeline.svg")
+                self._model(["--svg", path])
+                with open(path, encoding="utf-8") as f:
+                    self._svg = f.read()
+        return self._svg
+
+    def _repr_svg_(self) -> str:
+        return self.svg()
+
+    def __repr__(self) -> str:
+        r = self.report
+        check = r.get("check")
+        verdict = "not simulated" if check is None else ("passed" if check.get("passed") else "FAILED")
+        return (
+            f"<ntile.GemmResult {r['m']}x{r['k']}x{r['n']} {r['lhs_dtype']} x {r['rhs_dtype']} -> "
+            f"{r['out_dtype']} on {r['target']}, schedule {r['schedule']}: "
+            f"{r['modeled_time_us']:.1f} us modeled, HFU {r['hfu']:.2f}, check {verdict}>"
+        )
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"report": self.report, "c": self.c, "argv": self._argv, "hw": self._hw, "svg": self._svg}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.report = state["report"]
+        self.c = state["c"]
+        self._argv = state["argv"]
+        self._hw = state["hw"]
+        self._svg = state["svg"]
+
+
+class RunResult(NamedTuple):
+    """What :func:`run` returns: ``outputs, report = ntile.run(...)``."""
+
+    outputs: Dict[str, np.ndarray]
+    """Every output tensor of the kernel (or those asked for), by name."""
+    report: Dict[str, Any]
+    """The cycle model of the kernel (modeled time, HFU, engine busy, HBM bytes), its HBM
+    tensors, and what ``ntile run`` printed (``stdout``)."""
+
+
+def _operand(name: str, x: Any) -> Tuple[Tuple[np.ndarray, str, int, int], str]:
+    """A 2-D operand as the native layer takes it, and the dtype HBM holds it in."""
+    # Nested lists carry no dtype of their own: read them as float32, as a .npy would hold.
+    arr = np.asarray(x) if hasattr(x, "dtype") else np.asarray(x, dtype=np.float32)
+    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"{name}: expected a non-empty 2-D array, got shape {list(arr.shape)}")
+    rows, cols = arr.shape
+    hbm = _HBM_DTYPES.get(arr.dtype)
+    if hbm is not None:
+        # Taken as it is: its bit patterns, viewed as bytes (a copy only if not contiguous).
+        flat = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+        return (flat, hbm, rows, cols), hbm
+    if arr.dtype == np.float32 or arr.dtype == np.float16:
+        # As the CLI reads a .npy: float32 values (float16 widened exactly), stored fp32 in
+        # HBM and cast by the DMA that loads them.
+        flat = np.ascontiguousarray(arr, dtype=np.float32).reshape(-1)
+        return (flat, "fp32", rows, cols), "fp32"
+    if arr.dtype == np.float64:
+        raise ValueError(f"{name}: holds float64; pass it as float32 ({name}.astype(np.float32))")
+    raise ValueError(
+        f"{name}: holds dtype {arr.dtype}; expected float32, float16, or an ml_dtypes "
+        "bfloat16 / float8_e4m3 / float8_e4m3fn / float8_e5m2 array"
+    )
+
+
+def _flags(
+    dtype: Optional[str],
+    out_dtype: str,
+    target: str,
+    schedule: str,
+    block: Optional[Union[Tuple[int, ...], Mapping[str, int]]],
+    lhs_transposed: bool,
+    perf_mode: Optional[str],
+    sparsity: Optional[str],
+    flags: Sequence[str],
+) -> list:
+    argv = ["--out-dtype", str(out_dtype), "--target", str(target), "--schedule", str(schedule)]
+    if dtype is not None:
+        argv += ["--dtype", str(dtype)]
+    if block is not None:
+        if isinstance(block, Mapping):
+            unknown = set(block) - {"m", "n", "k"}
+            if unknown:
+                raise ValueError(f"block: unknown keys {sorted(unknown)} (expected m, n, k)")
+            sizes = [(d, block[d]) for d in ("m", "n", "k") if d in block]
+        else:
+            block = tuple(block)
+            if not 1 <= len(block) <= 3:
+                raise ValueError(f"block: expected (m, n) or (m, n, k), got {block!r}")
+            sizes = list(zip(("m", "n", "k"), block))
+        for d, v in sizes:
+            argv += [f"--block-{d}", str(int(v))]
+    if lhs_transposed:
+        argv.append("--lhs-transposed")
+    if perf_mode is not None:
+        argv += ["--perf-mode", str(perf_mode)]
+    if sparsity is not None:
+        argv += ["--sparsity", str(sparsity)]
+    return argv + [str(f) for f in flags]
+
+
+class _HwFile:
+    """``hw`` as a file path for ``--hw``: a path as given, a mapping written to a temp file."""
+
+    def __init__(self, hw: Optional[Union[PathLike, Mapping[str, Any]]]) -> None:
+        self._tmp: Optional[tempfile.TemporaryDirectory] = None
+        self.path: Optional[str] = None
+        if hw is None:
+            return
+        if isinstance(hw, Mapping):
+            self._tmp = tempfile.TemporaryDirectory(prefix="ntile-")
+            self.path = os.path.join(self._tmp.name, "hw.json")
+            with open(self.path, "w", encoding="utf-8") as f:
+                json.dump(dict(hw), f)
+        else:
+            self.path = os.fspath(hw)
+
+    def __enter__(self) -> Optional[str]:
+        return self.path
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+
+def _to_numpy_c(c: Optional[np.ndarray], report: Dict[str, Any]) -> Optional[np.ndarray]:
+    if c is None:
+        return None
+    c = c.reshape(report["m"], report["n"])
+    want = _NUMPY_OF.get(report["out_dtype"], np.dtype(np.float32))
+    # The simulator's C decoded to float32 is exact, so this cast gives back its bits.
+    return c if want == c.dtype else c.astype(want)
+
+
+def gemm(
+    a: Any,
+    b: Any,
+    *,
+    dtype: Optional[str] = None,
+    out_dtype: str = "fp32",
+    target: str = "trn2",
+    schedule: str = "auto",
+    block: Optional[Union[Tuple[int, ...], Mapping[str, int]]] = None,
+    lhs_transposed: bool = False,
+    perf_mode: Optional[str] = None,
+    sparsity: Optional[str] = None,
+    simulate: bool = True,
+    check: bool = True,
+    hw: Optional[Union[PathLike, Mapping[str, Any]]] = None,
+    flags: Sequence[str] = (),
+) -> GemmResult:
+    """C = A @ B, planned, lowered, simulated byte-exactly and modeled for ``target``.
+
+    See ``ntile/__init__.pyi`` for the full description of every argument.
+    """
+    (op_a, hbm_a), (op_b, hbm_b) = _operand("a", a), _operand("b", b)
+    argv = []
+    if dtype is None:
+        # The matmul dtype of an ml_dtypes operand is its own; float32 operands take the
+        # CLI's default (bf16).
+        if hbm_a != "fp32":
+            argv += ["--lhs-dtype", hbm_a]
+        if hbm_b != "fp32":
+            argv += ["--rhs-dtype", hbm_b]
+    # HBM holds one dtype for A and B: theirs when they agree, else fp32 (every narrow
+    # value is exact in fp32, so the numbers are the same).
+    hbm = hbm_a if hbm_a == hbm_b else "fp32"
+    argv += ["--hbm-dtype", hbm]
+    argv += _flags(dtype, out_dtype, target, schedule, block, lhs_transposed, perf_mode, sparsity, flags)
+    with _HwFile(hw) as hw_path:
+        hw_flag = [] if hw_path is None else ["--hw", hw_path]
+        text, c = _native.gemm(argv + hw_flag + ([] if simulate else ["--no-sim"]), op_a, op_b)
+    report = json.loads(text)
+    shape = ["--m", str(report["m"]), "--k", str(report["k"]), "--n", str(report["n"])]
+    result = GemmResult(report, _to_numpy_c(c, report), shape + argv, hw)
+    if simulate and check and result.check is not None and not result.check.get("passed", True):
+        raise CheckFailed(result)
+    return result
+
+
+def model(
+    m: int,
+    k: int,
+    n: int,
+    *,
+    dtype: Optional[str] = None,
+    out_dtype: str = "fp32",
+    target: str = "trn2",
+    schedule: str = "auto",
+    block: Optional[Union[Tuple[int, ...], Mapping[str, int]]] = None,
+    lhs_transposed: bool = False,
+    perf_mode: Optional[str] = None,
+    sparsity: Optional[str] = None,
+    simulate: bool = False,
+    check: bool = True,
+    hw: Optional[Union[PathLike, Mapping[str, Any]]] = None,
+    flags: Sequence[str] = (),
+) -> GemmResult:
+    """Plan, lower and cycle-model an ``m x k x n`` GEMM without data.
+
+    With ``simulate=True`` it also simulates seeded random inputs and checks them, as
+    ``ntile gemm`` does with no ``--lhs``/``--rhs``.
+    """
+    argv = ["--m", str(int(m)), "--k", str(int(k)), "--n", str(int(n))]
+    argv += _flags(dtype, out_dtype, target, schedule, block, lhs_transposed, perf_mode, sparsity, flags)
+    with _HwFile(hw) as hw_path:
+        hw_flag = [] if hw_path is None else ["--hw", hw_path]
+        text, c = _native.gemm(argv + hw_flag + ([] if simulate else ["--no-sim"]))
+    report = json.loads(text)
+    result = GemmResult(report, _to_numpy_c(c, report), argv, hw)
+    if simulate and check and result.check is not None and not result.check.get("passed", True):
+        raise CheckFailed(result)
+    return result
+
+
+def _is_path(kernel: Any) -> bool:
+    if isinstance(kernel, os.PathLike):
+        return True
+    return isinstance(kernel, str) and "\n" not in kernel and os.path.exists(kernel)
+
+
+def _npy_input(name: str, x: Any) -> np.ndarray:
+    """An input array as ``ntile run`` reads it: narrow floats as their bit patterns."""
+    arr = np.ascontiguousarray(x)
+    hbm = _HBM_DTYPES.get(arr.dtype)
+    if hbm == "bf16":
+        return arr.view(np.uint16)
+    if hbm is not None:
+        return arr.view(np.uint8)
+    return arr
+
+
+def run(
+    kernel: Union[PathLike, str],
+    inputs: Mapping[str, Any],
+    *,
+    target: Optional[str] = None,
+    outputs: Optional[Sequence[str]] = None,
+) -> RunResult:
+    """Simulate a ``.pir``/``.bir`` kernel (a path, or its text) on numpy ``inputs``.
+
+    Returns ``(outputs, report)``: each output tensor as a numpy array of its dtype (ml_dtypes
+    for bf16/fp8), and the cycle model of the program.
+    """
+    with tempfile.TemporaryDirectory(prefix="ntile-") as tmp:
+        if _is_path(kernel):
+            path = os.fspath(kernel)
+            shown = None
+        else:
+            if not isinstance(kernel, str):
+                raise ValueError(f"kernel: expected a path or the kernel's text, got {type(kernel).__name__}")
+            path = os.path.join(tmp, "kernel")
+            shown = "<kernel>"
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(kernel)
+
+        def tidy(e: Exception) -> Exception:
+            if shown is not None:
+                return type(e)(str(e).replace(path, shown))
+            return e
+
+        try:
+            info = json.loads(_native.model_kernel(path, target))
+            tensors = {t["name"]: t for t in info["tensors"]}
+            wanted = list(outputs) if outputs is not None else [t for t in tensors if tensors[t]["role"] == "output"]
+            argv = ["run", path]
+            if target is not None:
+                argv += ["--target", str(target)]
+            for i, (name, x) in enumerate(inputs.items()):
+                p = os.path.join(tmp, f"in{i}.npy")
+                np.save(p, _npy_input(name, x))
+                argv += ["--input", f"{name}={p}"]
+            for i, name in enumerate(wanted):
+                argv += ["--output", f"{name}={os.path.join(tmp, f'out{i}.npy')}"]
+            stdout, _ = _native.cli(argv)
+        except (ValueError, RuntimeError) as e:
+            raise tidy(e) from None
+        result: Dict[str, np.ndarray] = {}
+        for i, name in enumerate(wanted):
+            raw = np.load(os.path.join(tmp, f"out{i}.npy"))
+            want = _NUMPY_OF.get(tensors[name]["dtype"], raw.dtype)
+            result[name] = raw if raw.dtype == want else raw.view(want)
+    if shown is not None:
+        stdout = stdout.replace(path, shown)
+    info["stdout"] = stdout
+    return RunResult(result, info)
+
+
+def cli(*args: Union[str, "os.PathLike[str]"]) -> str:
+    """Run any ``ntile`` command line in-process and return what it prints.
+
+    ``ntile.cli("compile", "k.pir")`` is ``ntile compile k.pir``. Bad input raises
+    ``ValueError``; a GEMM whose check fails (exit code 1) raises :class:`CheckFailed`'s base,
+    ``AssertionError``, with the printed text.
+    """
+    text, code = _native.cli([os.fspath(a) for a in args])
+    if code == 1:
+        raise AssertionError(text)
+    return text
+
+
+def hw(target: str = "trn2", *, overrides: Optional[Union[PathLike, Mapping[str, Any]]] = None) -> Dict[str, Any]:
+    """The hardware profile of ``target`` as ``ntile hw show --json`` prints it: every key
+    with its ``value``, ``unit`` and ``source``, with ``overrides`` (a ``--hw`` file's path or
+    the same JSON as a mapping) applied. The dict itself loads back as ``hw=``."""
+    with _HwFile(overrides) as path:
+        extra = [] if path is None else ["--hw", path]
+        return json.loads(cli("hw", "show", "--target", str(target), "--json", *extra))
+
+
+class Calibration(NamedTuple):
+    """What :func:`calibrate` returns."""
+
+    profile: Dict[str, Any]
+    """The fitted profile, in the JSON form ``hw=`` takes."""
+    report: str
+    """What ``ntile calibrate`` printed: each row's modeled and measured time before and
+    after the fit, and the mean absolute percentage error."""
+
+
+_CALIBRATE_COLUMNS = (
+    "m", "k", "n", "dtype", "schedule", "block_m", "block_n", "block_k", "lhs_transposed", "target", "measured_us",
+)
+
+
+def _csv_cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def calibrate(
+    measured: Union[PathLike, Sequence[Mapping[str, Any]]],
+    *,
+    target: str = "trn2",
+    fit: Optional[Sequence[str]] = None,
+    hw: Optional[Union[PathLike, Mapping[str, Any]]] = None,
+) -> Calibration:
+    """Fit hardware profile keys to measured GEMM times, as ``ntile calibrate`` does.
+
+    ``measured`` is the CSV file's path, or its rows as mappings with the columns ``m, k, n,
+    dtype, schedule, block_m, block_n, block_k, lhs_transposed, target, measured_us`` (a
+    missing or None cell is empty). ``fit`` names the keys to fit (default: the CLI's);
+    ``hw`` is the starting profile.
+    """
+    with tempfile.TemporaryDirectory(prefix="ntile-") as tmp, _HwFile(hw) as hw_path:
+        if isinstance(measured, (str, os.PathLike)):
+            csv = os.fspath(measured)
+        else:
+            csv = os.path.join(tmp, "measured.csv")
+            lines = [",".join(_CALIBRATE_COLUMNS)]
+            for row in measured:
+                unknown = set(row) - set(_CALIBRATE_COLUMNS)
+                if unknown:
+                    raise ValueError(f"measured: unknown columns {sorted(unknown)}")
+                lines.append(",".join(_csv_cell(row.get(c)) for c in _CALIBRATE_COLUMNS))
+            with open(csv, "w", encoding="utf-8") as f:
+                f.write("\n".join(lines) + "\n")
+        out = os.path.join(tmp, "profile.json")
+        argv = ["calibrate", csv, "-o", out, "--target", str(target)]
+        if fit is not None:
+            argv += ["--fit", ",".join(fit)]
+        if hw_path is not None:
+            argv += ["--hw", hw_path]
+        report = cli(*argv)
+        with open(out, encoding="utf-8") as f:
+            return Calibration(json.load(f), report)
