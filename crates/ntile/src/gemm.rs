@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::error::CliError;
 use crate::npy::{self, OutKind};
+use crate::progress::Progress;
 use crate::reference::{self, Check, CheckOptions, Matrix};
 
 /// Where A is transposed.
@@ -353,6 +354,8 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         pe_transpose: args.transpose.map(|t| t == TransposeOn::Pe),
     };
     let mut wall = WallMs::default();
+    let progress = Progress::new(args.quiet, "ntile gemm");
+    progress.phase(if cfg.schedule == Schedule::Auto { "plan (auto search)" } else { "plan" });
     let t = Instant::now();
     let (plan, auto) = if cfg.schedule == Schedule::Auto {
         let (plan, choice) = plan_gemm_auto(&cfg, codegen::AUTO_SHORTLIST, &mut modeled_ns)?;
@@ -366,8 +369,10 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let cfg = plan.config.clone();
     wall.plan = ms(t);
     let t = Instant::now();
+    progress.phase("lower");
     let program = lower(&plan)?;
     wall.lower = ms(t);
+    progress.phase("model");
     let cycle = sim::model(&program).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
     if let Some(path) = &args.trace {
         npy::write_atomic(path, sim::chrome_trace(&program, &cycle).as_bytes())?;
@@ -409,6 +414,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         None => None,
     };
     let t = Instant::now();
+    progress.phase("simulate");
     let mut simulator = sim::Simulator::new(&program);
     match &sparse {
         Some(s) => {
@@ -426,6 +432,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
     wall.simulate = ms(t);
     let t = Instant::now();
+    progress.phase("check");
     // A sparse A was compressed from its [M, K] layout, so the inputs are [M, K] by now.
     let check = (!args.no_check).then(|| check_result(&cfg, cfg.lhs_transposed && sparse.is_none(), &inputs, &c));
     wall.reference = ms(t);
