@@ -225,6 +225,8 @@ pub struct WallMs {
     pub plan: f64,
     /// Lowering and BIR verification.
     pub lower: f64,
+    /// The cycle model of the chosen program.
+    pub model: f64,
     /// Simulation.
     pub simulate: f64,
     /// The fp64 reference.
@@ -373,7 +375,9 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let program = lower(&plan)?;
     wall.lower = ms(t);
     progress.phase("model");
+    let t = Instant::now();
     let cycle = sim::model(&program).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
+    wall.model = ms(t);
     if let Some(path) = &args.trace {
         npy::write_atomic(path, sim::chrome_trace(&program, &cycle).as_bytes())?;
     }
