@@ -125,3 +125,26 @@ fn sweep_bad_rows_exit_2_naming_the_row() {
     assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The PE products run on several threads (matrixmultiply splits each product's output
+/// blocks), which must not change a single bit of C: every element keeps its summation order.
+#[test]
+fn threaded_products_give_the_same_bytes() {
+    let dir = scratch("threads");
+    for dtype in ["fp32", "bf16"] {
+        let mut outs = Vec::new();
+        for threads in ["1", "2", "4"] {
+            let c = dir.join(format!("c{threads}.npy"));
+            let o = std::process::Command::new(env!("CARGO_BIN_EXE_ntile"))
+                .args(["gemm", "--m", "384", "--k", "640", "--n", "1100", "--dtype", dtype, "--schedule", "blocked-mn"])
+                .args(["-o", path_str(&c)])
+                .env("MATMUL_NUM_THREADS", threads)
+                .output()
+                .unwrap();
+            assert_eq!(code(&o), 0, "{dtype} x{threads}: {}", stderr(&o));
+            outs.push(std::fs::read(&c).unwrap());
+        }
+        assert!(outs.iter().all(|o| o == &outs[0]), "{dtype}: thread counts disagree");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
