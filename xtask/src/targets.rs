@@ -172,7 +172,7 @@ pub fn targets(ntile: &Path) -> Result<String> {
     };
     // --no-sim on huge shapes, guarded.
     for (size, ms_target) in [(65536u64, 1000.0), (1048576, 2000.0)] {
-        let args = format!("--m {size} --k {size} --n {size} --schedule blocked-mn --no-sim");
+        let args = format!("--m {size} --k {size} --n {size} --no-sim");
         let r = run(ntile, &args, Some(GUARD_SECONDS))?;
         let mem_target = if size == 65536 { ", < 200 MB" } else { "" };
         out += &match &r.failure {

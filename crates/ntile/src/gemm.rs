@@ -434,14 +434,18 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         return Err(CliError::internal(format!("the simulator found a race in a generated kernel (a bug): {race}")));
     }
     let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
+    let raw = args.output.as_ref().map(|_| simulator.read_hbm_tensor("c")).transpose().map_err(sim_error)?;
+    // The memory images go before the check, which keeps its own copies of the operands.
+    drop(simulator);
+    drop(sparse);
     wall.simulate = ms(t);
     let t = Instant::now();
     progress.phase("check");
     // A sparse A was compressed from its [M, K] layout, so the inputs are [M, K] by now.
-    let check = (!args.no_check).then(|| check_result(&cfg, cfg.lhs_transposed && sparse.is_none(), &inputs, &c));
+    let lhs_transposed = cfg.lhs_transposed && cfg.sparsity.is_none();
+    let check = (!args.no_check).then(|| check_result(&cfg, lhs_transposed, inputs, &c));
     wall.reference = ms(t);
-    if let Some(path) = &args.output {
-        let raw = simulator.read_hbm_tensor("c").map_err(sim_error)?;
+    if let (Some(path), Some(raw)) = (&args.output, raw) {
         let kind = match cfg.out_dtype {
             DType::Fp16 => OutKind::F16,
             DType::Bf16 => OutKind::U16Bits,
@@ -513,18 +517,19 @@ fn sim_error(e: sim::SimError) -> CliError {
     CliError::internal(format!("simulation failed: {e}"))
 }
 
-fn check_result(cfg: &GemmConfig, lhs_transposed: bool, inputs: &Inputs, c: &[f32]) -> Check {
+fn check_result(cfg: &GemmConfig, lhs_transposed: bool, inputs: Inputs, c: &[f32]) -> Check {
     let (m, k, n) = (cfg.m as usize, cfg.k as usize, cfg.n as usize);
     // The operands rounded as the kernel sees them: exact in f32, so the check keeps them in
-    // f32 and widens only the parts it multiplies.
+    // f32 (rounded in place) and widens only the parts it multiplies.
     let round = |dtype: DType, v: f32| reference::round_to(dtype, reference::round_to(cfg.input_dtype, v));
+    let Inputs { a, b } = inputs;
     let a: Vec<f32> = if lhs_transposed {
         // Stored [K, M].
-        (0..m * k).map(|idx| round(cfg.lhs_dtype, inputs.a[(idx % k) * m + idx / k])).collect()
+        (0..m * k).map(|idx| round(cfg.lhs_dtype, a[(idx % k) * m + idx / k])).collect()
     } else {
-        inputs.a.iter().map(|&v| round(cfg.lhs_dtype, v)).collect()
+        a.into_iter().map(|v| round(cfg.lhs_dtype, v)).collect()
     };
-    let b: Vec<f32> = inputs.b.iter().map(|&v| round(cfg.rhs_dtype, v)).collect();
+    let b: Vec<f32> = b.into_iter().map(|v| round(cfg.rhs_dtype, v)).collect();
     let (a, b) = (Matrix { rows: m, cols: k, data: &a }, Matrix { rows: k, cols: n, data: &b });
     reference::check(a, b, c, cfg.k, cfg.out_dtype, CheckOptions::default())
 }

@@ -110,7 +110,9 @@ pub struct Check {
     pub max_err_over_bound: f64,
     /// Whether every element compared is within its bound (or of its reference's class).
     pub passed: bool,
-    /// Elements outside the bound.
+    /// Elements outside the bound among those compared exactly (when more than 64 rows or
+    /// columns are flagged and the first 64 already fail, the rest are not compared, so this
+    /// is then a lower bound).
     pub failures: u64,
     /// Elements compared exactly with the fp64 reference.
     pub checked: u64,
