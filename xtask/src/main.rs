@@ -9,6 +9,8 @@
 //! - `cargo xtask bench`: run the criterion benches and print the figures a reader needs
 //!   (simulation vs plain GEMM ratio, planning and cycle-model times, the issue-6 suite).
 //! - `cargo xtask suite`: only the suite table (modeled figures; no criterion run).
+//! - `cargo xtask targets`: only the issue-13 speed targets (also the end of `bench`): each
+//!   figure beside its target, numpy's one-thread matmul measured in the same run.
 //! - `cargo xtask bless`: rewrite filetest expectations (`NTILE_BLESS=1`).
 //! - `cargo xtask fuzz`: the byte-mutation test of the parsers at 20x its CI size.
 //! - `cargo xtask msrv`: check that the workspace `rust-version` is the oldest toolchain the
@@ -22,6 +24,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 mod pyenv;
+mod targets;
 
 fn cargo(args: &[&str]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -144,6 +147,7 @@ fn bench() -> Result<()> {
     }
     cargo(&["build", "--release", "-p", "ntile"])?;
     out += &suite(&root.join("target/release/ntile"))?;
+    out += &targets::targets(&root.join("target/release/ntile"))?;
     say(&out);
     Ok(())
 }
@@ -273,6 +277,11 @@ fn main() -> Result<()> {
     match task.as_deref() {
         Some("ci") => ci(),
         Some("bench") => bench(),
+        Some("targets") => {
+            cargo(&["build", "--release", "-p", "ntile"])?;
+            say(&targets::targets(&workspace_root().join("target/release/ntile"))?);
+            Ok(())
+        }
         Some("suite") => {
             cargo(&["build", "--release", "-p", "ntile"])?;
             say(&suite(&workspace_root().join("target/release/ntile"))?);
@@ -282,7 +291,9 @@ fn main() -> Result<()> {
         Some("msrv") => rust_version_check(),
         Some("bless") => bless(),
         Some("fuzz") => fuzz(),
-        Some(other) => bail!("unknown task `{other}` (available: ci, bench, suite, bless, fuzz, golden, msrv)"),
-        None => bail!("usage: cargo xtask <ci|bench|suite|bless|fuzz|golden|msrv>"),
+        Some(other) => {
+            bail!("unknown task `{other}` (available: ci, bench, targets, suite, bless, fuzz, golden, msrv)")
+        }
+        None => bail!("usage: cargo xtask <ci|bench|targets|suite|bless|fuzz|golden|msrv>"),
     }
 }

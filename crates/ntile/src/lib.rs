@@ -15,9 +15,11 @@ pub mod fmt;
 pub mod gemm;
 pub mod kernel_info;
 pub mod npy;
+pub mod progress;
 pub mod reference;
 pub mod run;
 mod timing;
+pub mod sweep;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -69,6 +71,8 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     /// Print a .pir, .bir or .json file in canonical form (`-` reads stdin)
     Fmt(fmt::FmtArgs),
+    /// Model every GEMM of a CSV (name,m,k,n or SCALE-Sim's Layer,M,N,K) and print a table
+    Sweep(sweep::SweepArgs),
 }
 
 /// Run a parsed command line: the text for stdout and the exit code.
@@ -86,5 +90,6 @@ pub fn run(cli: &Cli) -> Result<(String, u8), CliError> {
         Command::Run(args) => Ok((run::run(args)?, 0)),
         Command::Verify(args) => Ok((verify::run(args)?, 0)),
         Command::Fmt(args) => Ok((fmt::run(args)?, 0)),
+        Command::Sweep(args) => Ok((sweep::run(args)?, 0)),
     }
 }

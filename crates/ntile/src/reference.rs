@@ -1,94 +1,497 @@
-//! The independent fp64 reference and the SPEC's error bound.
+//! The independent check of a simulated GEMM: an fp64 reference and the SPEC's error bound.
 //!
 //! The reference multiplies the operands *after* rounding them to their matmul dtypes, in
-//! f64 with `matrixmultiply::dgemm` (through `sim::gemm_f64`): a different precision and a
-//! different code path from the simulator's per-tile fp32 products. An element passes when
+//! f64 with `matrixmultiply::dgemm` (through `sim::gemm_f64`, multi-threaded): a different
+//! precision and a different code path from the simulator's per-tile fp32 products. A finite
+//! reference element passes when
 //! `|c - ref| <= 2 * K * eps32 * (|A| @ |B|) + u_out * (|ref| + that bound) + s_out / 2`,
 //! where `eps32 = 2^-23`, `u_out` is the unit roundoff of the output dtype and `s_out` its
 //! smallest subnormal (both 0 for fp32): the SPEC's bound plus the final rounding of a
 //! narrower output, whose error near zero is absolute (half the subnormal spacing), not
-//! relative.
+//! relative. Non-finite elements are compared by class: NaN where the reference is NaN, an
+//! infinity of the same sign where it is infinite, and an infinity of the reference's sign is
+//! also accepted where a finite reference plus its bound reaches past the output dtype's range.
+//!
+//! Small products (at most [`CheckOptions::exact_limit`] multiply-adds) are compared element
+//! by element. Larger ones are compared exactly on sampled rows and columns, and everywhere
+//! through a randomized product check (Freivalds): `C x - A (B x)` and `y^T C - (y^T A) B` for
+//! random sign vectors weighted by the column and row magnitudes. A row or column whose
+//! residual exceeds half its mean per-element bound is then compared exactly, so an element
+//! outside its bound is found unless its bound is far below its row's and column's mean.
+//! FAIL therefore always rests on an exact elementwise comparison: the randomized part only
+//! chooses where to look, at `O(MK + KN + MN)` cost instead of the product's `O(MKN)`.
+
+mod screen;
 
 use penguin::DType;
-use serde::Serialize;
+use rand::seq::index::sample;
+use rand::SeedableRng;
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+
+/// `v` rounded to `dtype` and back (RNE), as `dtype.round_trip(v)`, with fast paths for the
+/// common float types.
+pub fn round_to(dtype: DType, v: f32) -> f32 {
+    match dtype {
+        DType::Fp32 => v,
+        DType::Bf16 => half::bf16::from_f32(v).to_f32(),
+        DType::Fp16 => half::f16::from_f32(v).to_f32(),
+        _ => dtype.round_trip(v),
+    }
+}
+
+/// The per-element bound, as applied.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bound {
+    /// `2 * K * eps32`, the factor of `|A| @ |B|`.
+    pub rel: f64,
+    /// The output dtype's unit roundoff (0 for fp32).
+    pub out_rel: f64,
+    /// Half the output dtype's smallest subnormal (0 for fp32).
+    pub out_abs: f64,
+    /// The output dtype's largest finite value.
+    pub out_max: f64,
+    /// The output dtype.
+    pub out: DType,
+}
+
+impl Bound {
+    /// The bound of a K-long contraction written as `out`.
+    pub fn new(k: u64, out: DType) -> Bound {
+        let (out_rel, out_abs) =
+            if out == DType::Fp32 { (0.0, 0.0) } else { (out.unit_roundoff(), f64::from(out.decode(1)) / 2.0) };
+        Bound { rel: 2.0 * k as f64 * f64::from(f32::EPSILON), out_rel, out_abs, out_max: out.max_value(), out }
+    }
+
+    /// The bound of one element with reference `want` and `mag = (|A| @ |B|)[i, j]`.
+    pub fn at(&self, want: f64, mag: f64) -> f64 {
+        let b = self.rel * mag;
+        b + self.out_rel * (want.abs() + b) + self.out_abs
+    }
+
+    /// `g` with `at(want, mag) <= g * mag + out_abs` for every `|want| <= mag`.
+    fn mag_factor(&self) -> f64 {
+        self.rel * (1.0 + self.out_rel) + self.out_rel
+    }
+
+    /// The formula with its constants, e.g. `2*K*eps32*(|A|@|B|) = 4.883e-4*(|A|@|B|)`.
+    pub fn formula(&self) -> String {
+        let mut s = format!("2*K*eps32*(|A|@|B|) = {:.3e}*(|A|@|B|)", self.rel);
+        if self.out_rel > 0.0 {
+            let out = self.out;
+            s += &format!(
+                " + u_{out}*(|ref| + that) + s_{out}/2 with u_{out} = {:.3e}, s_{out}/2 = {:.3e}",
+                self.out_rel, self.out_abs
+            );
+        }
+        s
+    }
+}
+
+impl Serialize for Bound {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut s = serializer.serialize_struct("Bound", 4)?;
+        s.serialize_field("rel", &self.rel)?;
+        s.serialize_field("out_rel", &self.out_rel)?;
+        s.serialize_field("out_abs", &self.out_abs)?;
+        s.serialize_field("formula", &self.formula())?;
+        s.end()
+    }
+}
 
 /// The outcome of the check.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Check {
-    /// Largest `|c - ref|`.
+    /// Largest `|c - ref|` over the finite elements compared exactly.
     pub max_abs_err: f64,
     /// Largest `|c - ref| / (|A| @ |B|)` (error relative to the dot product's magnitude).
     pub max_rel_err: f64,
-    /// Whether every element is within the bound.
+    /// Largest `|c - ref|` over the element's bound (at most 1 when everything passes).
+    pub max_err_over_bound: f64,
+    /// Whether every element compared is within its bound (or of its reference's class).
     pub passed: bool,
-    /// Elements outside the bound.
+    /// Elements outside the bound among those compared exactly (when more than 64 rows or
+    /// columns are flagged and the first 64 already fail, the rest are not compared, so this
+    /// is then a lower bound).
     pub failures: u64,
+    /// Elements compared exactly with the fp64 reference.
+    pub checked: u64,
+    /// Elements of C.
+    pub elements: u64,
+    /// Elements whose reference is non-finite, compared by class.
+    pub nonfinite: u64,
+    /// `exact` (every element) or `sampled+freivalds` (see the module doc).
+    pub method: &'static str,
+    /// The bound applied.
+    pub bound: Bound,
 }
 
-/// `C = A @ B` and `|A| @ |B|` in f64 for row-major `a` (`m x k`) and `b` (`k x n`).
-pub fn reference(m: usize, k: usize, n: usize, a: &[f64], b: &[f64]) -> (Vec<f64>, Vec<f64>) {
-    let abs_a: Vec<f64> = a.iter().map(|v| v.abs()).collect();
-    let abs_b: Vec<f64> = b.iter().map(|v| v.abs()).collect();
-    (sim::gemm_f64(m, k, n, a, b), sim::gemm_f64(m, k, n, &abs_a, &abs_b))
+impl Check {
+    /// One line saying what was compared and with which bound.
+    pub fn describe(&self) -> String {
+        let what = if self.checked == self.elements {
+            format!("all {} elements", self.elements)
+        } else {
+            format!("{} of {} elements exactly, all by a randomized product check", self.checked, self.elements)
+        };
+        let nonfinite = if self.nonfinite > 0 {
+            format!(" ({} non-finite, compared by class)", self.nonfinite)
+        } else {
+            String::new()
+        };
+        format!("{what}{nonfinite}; bound {}", self.bound.formula())
+    }
 }
 
-/// Compare the simulated `c` against the reference.
-pub fn check(c: &[f32], reference: &[f64], magnitude: &[f64], k: u64, out: DType) -> Check {
-    let eps32 = f64::from(f32::EPSILON);
-    let (u_out, half_subnormal) =
-        if out == DType::Fp32 { (0.0, 0.0) } else { (out.unit_roundoff(), f64::from(out.decode(1)) / 2.0) };
-    let mut result = Check { max_abs_err: 0.0, max_rel_err: 0.0, passed: true, failures: 0 };
-    for ((&got, &want), &mag) in c.iter().zip(reference).zip(magnitude) {
-        let err = (f64::from(got) - want).abs();
-        let bound = 2.0 * k as f64 * eps32 * mag;
-        let bound = bound + u_out * (want.abs() + bound) + half_subnormal;
-        // NaN compares false, so a NaN result counts as a failure.
-        let within = err <= bound;
-        if !within {
-            result.failures += 1;
-            result.passed = false;
+/// How thoroughly [`check`] compares.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckOptions {
+    /// Products of at most this many multiply-adds are compared element by element.
+    pub exact_limit: u64,
+    /// Random rows and columns compared exactly beside the first and last.
+    pub samples: usize,
+    /// Seed of the sampled rows and columns and of the random probes.
+    pub seed: u64,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions { exact_limit: 1 << 27, samples: 8, seed: 0x6e74_696c_6521 }
+    }
+}
+
+/// A row-major `rows x cols` matrix of values exact in f32 (the rounded operands).
+#[derive(Clone, Copy, Debug)]
+pub struct Matrix<'a> {
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// `rows * cols` values.
+    pub data: &'a [f32],
+}
+
+impl Matrix<'_> {
+    fn row(&self, i: usize) -> &[f32] {
+        &self.data[i * self.cols..(i + 1) * self.cols]
+    }
+}
+
+/// The running totals of the elementwise comparison.
+#[derive(Default)]
+struct Tally {
+    max_abs: f64,
+    max_rel: f64,
+    max_ratio: f64,
+    failures: u64,
+    checked: u64,
+    nonfinite: u64,
+}
+
+impl Tally {
+    /// Compare one element; `false` when it is outside its bound or of the wrong class.
+    fn judge(&mut self, bound: &Bound, got: f32, want: f64, mag: f64) -> bool {
+        self.checked += 1;
+        let got = f64::from(got);
+        let ok = if !want.is_finite() {
+            self.nonfinite += 1;
+            // NaN where the reference is NaN, an infinity of the same sign where it is one.
+            if want.is_nan() {
+                got.is_nan()
+            } else {
+                got == want
+            }
+        } else if got.is_infinite() {
+            // A finite reference may round past the output range to an infinity of its sign.
+            got.signum() == want.signum() && want.abs() + bound.at(want, mag) >= bound.out_max
+        } else {
+            let err = (got - want).abs();
+            let limit = bound.at(want, mag);
+            // NaN compares false, so a NaN result fails.
+            let within = err <= limit;
+            if err.is_nan() {
+                self.max_abs = f64::NAN;
+                self.max_rel = f64::NAN;
+                self.max_ratio = f64::NAN;
+            } else {
+                self.max_abs = self.max_abs.max(err);
+                if mag > 0.0 {
+                    self.max_rel = self.max_rel.max(err / mag);
+                }
+                if limit > 0.0 {
+                    self.max_ratio = self.max_ratio.max(err / limit);
+                } else if err > 0.0 {
+                    self.max_ratio = f64::INFINITY;
+                }
+            }
+            within
+        };
+        if !ok {
+            self.failures += 1;
         }
-        if err.is_nan() {
-            result.max_abs_err = f64::NAN;
-            result.max_rel_err = f64::NAN;
-            continue;
-        }
-        result.max_abs_err = result.max_abs_err.max(err);
-        if mag > 0.0 {
-            result.max_rel_err = result.max_rel_err.max(err / mag);
+        ok
+    }
+}
+
+/// Check the simulated `c` (`m x n`) against `a @ b` for the rounded operands `a` (`m x k`)
+/// and `b` (`k x n`); `k_bound` is the contraction length of the bound.
+pub fn check(a: Matrix<'_>, b: Matrix<'_>, c: &[f32], k_bound: u64, out: DType, opts: CheckOptions) -> Check {
+    let (m, k, n) = (a.rows, a.cols, b.cols);
+    let bound = Bound::new(k_bound, out);
+    let mut tally = Tally::default();
+    let work = (m as u64).saturating_mul(k as u64).saturating_mul(n as u64);
+    let method = if work <= opts.exact_limit || m <= 2 || n <= 2 {
+        let rows: Vec<usize> = (0..m).collect();
+        exact_rows(a, b, &rows, |i, j, want, mag| {
+            tally.judge(&bound, c[i * n + j], want, mag);
+        });
+        "exact"
+    } else {
+        sampled(a, b, c, &bound, opts, &mut tally);
+        "sampled+freivalds"
+    };
+    Check {
+        max_abs_err: tally.max_abs,
+        max_rel_err: tally.max_rel,
+        max_err_over_bound: tally.max_ratio,
+        passed: tally.failures == 0,
+        failures: tally.failures,
+        checked: tally.checked,
+        elements: (m * n) as u64,
+        nonfinite: tally.nonfinite,
+        method,
+        bound,
+    }
+}
+
+/// Most flagged rows (and columns) compared before the rest are given up on once some fail.
+const FLAGGED_FIRST: usize = 64;
+
+/// Sampled rows and columns, and those the randomized check flags, compared exactly.
+fn sampled(a: Matrix<'_>, b: Matrix<'_>, c: &[f32], bound: &Bound, opts: CheckOptions, tally: &mut Tally) {
+    let (m, n) = (a.rows, b.cols);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(opts.seed);
+    let pick = |len: usize, rng: &mut rand::rngs::StdRng| {
+        let mut v: Vec<usize> = sample(rng, len, opts.samples.min(len)).into_vec();
+        v.extend([0, len - 1]);
+        v
+    };
+    let mut rows = pick(m, &mut rng);
+    let mut cols = pick(n, &mut rng);
+    // Rows of A and columns of B holding NaN or an infinity make their whole row or column
+    // of C non-finite; they stay out of the probes and are compared exactly instead.
+    let bad_rows: Vec<bool> = (0..m).map(|i| a.row(i).iter().any(|v| !v.is_finite())).collect();
+    let mut bad_cols = vec![false; n];
+    for kk in 0..b.rows {
+        for (flag, v) in bad_cols.iter_mut().zip(b.row(kk)) {
+            *flag |= !v.is_finite();
         }
     }
-    result
+    rows.extend((0..m).filter(|&i| bad_rows[i]));
+    cols.extend((0..n).filter(|&j| bad_cols[j]));
+    let flags = screen::screen(a, b, c, bound, (&bad_rows, &bad_cols), &mut rng);
+    let take = |list: &mut Vec<usize>, flagged: &[usize], limit: usize| {
+        list.extend(flagged.iter().take(limit));
+        list.sort_unstable();
+        list.dedup();
+    };
+    take(&mut rows, &flags.rows, FLAGGED_FIRST);
+    take(&mut cols, &flags.cols, FLAGGED_FIRST);
+    compare(a, b, c, bound, (&rows, &cols), tally);
+    if tally.failures == 0 && (flags.rows.len() > FLAGGED_FIRST || flags.cols.len() > FLAGGED_FIRST) {
+        // Every flag so far was a false alarm: look at the rest too before calling it a PASS.
+        let (done_rows, done_cols) = (rows.clone(), cols.clone());
+        take(&mut rows, &flags.rows, usize::MAX);
+        take(&mut cols, &flags.cols, usize::MAX);
+        let fresh_rows: Vec<usize> = rows.iter().copied().filter(|r| done_rows.binary_search(r).is_err()).collect();
+        let fresh_cols: Vec<usize> = cols.iter().copied().filter(|c| done_cols.binary_search(c).is_err()).collect();
+        // Elements of the rows already done are not compared twice.
+        let mut in_done = vec![false; m];
+        for &r in &done_rows {
+            in_done[r] = true;
+        }
+        exact_rows(a, b, &fresh_rows, |i, j, want, mag| {
+            if done_cols.binary_search(&j).is_err() {
+                tally.judge(bound, c[i * n + j], want, mag);
+            }
+        });
+        let mut in_rows = in_done;
+        for &r in &fresh_rows {
+            in_rows[r] = true;
+        }
+        exact_cols(a, b, &fresh_cols, |i, j, want, mag| {
+            if !in_rows[i] {
+                tally.judge(bound, c[i * n + j], want, mag);
+            }
+        });
+    }
+}
+
+/// Compare every element of the given rows and columns once.
+fn compare(
+    a: Matrix<'_>,
+    b: Matrix<'_>,
+    c: &[f32],
+    bound: &Bound,
+    (rows, cols): (&[usize], &[usize]),
+    tally: &mut Tally,
+) {
+    let n = b.cols;
+    exact_rows(a, b, rows, |i, j, want, mag| {
+        tally.judge(bound, c[i * n + j], want, mag);
+    });
+    let mut in_rows = vec![false; a.rows];
+    for &r in rows {
+        in_rows[r] = true;
+    }
+    exact_cols(a, b, cols, |i, j, want, mag| {
+        if !in_rows[i] {
+            tally.judge(bound, c[i * n + j], want, mag);
+        }
+    });
+}
+
+/// Bytes of f64 scratch per operand block (bounds the memory of the exact products).
+const BLOCK_BYTES: usize = 64 << 20;
+
+/// The f64 copy and its absolute values of the selected rows of `m`.
+fn rows_f64(m: Matrix<'_>, rows: impl Iterator<Item = usize>) -> (Vec<f64>, Vec<f64>) {
+    let mut v = Vec::new();
+    for r in rows {
+        v.extend(m.row(r).iter().map(|&x| f64::from(x)));
+    }
+    let abs = v.iter().map(|x| x.abs()).collect();
+    (v, abs)
+}
+
+/// Rows or columns up to which the exact products run as plain f64 loops; more go through
+/// the packed, multi-threaded `dgemm`.
+const FEW: usize = 64;
+
+/// `visit(i, j, ref, mag)` for every element of the listed rows of `a @ b`.
+fn exact_rows(a: Matrix<'_>, b: Matrix<'_>, rows: &[usize], mut visit: impl FnMut(usize, usize, f64, f64)) {
+    let (k, n) = (a.cols, b.cols);
+    if rows.is_empty() || k == 0 || n == 0 {
+        return;
+    }
+    let (ar, ar_abs) = rows_f64(a, rows.iter().copied());
+    if rows.len() <= FEW {
+        // One sweep of B, each row of it scaled into every listed row's accumulators, split
+        // by columns across the cores.
+        let r = rows.len();
+        let parts = screen::par_rows(n, k * r, |cols| {
+            let w = cols.len();
+            let (mut out, mut mag) = (vec![0f64; r * w], vec![0f64; r * w]);
+            for kk in 0..k {
+                let brow = &b.row(kk)[cols.clone()];
+                for t in 0..r {
+                    let (x, xa) = (ar[t * k + kk], ar_abs[t * k + kk]);
+                    let (o, g) = (&mut out[t * w..(t + 1) * w], &mut mag[t * w..(t + 1) * w]);
+                    for ((o, g), &v) in o.iter_mut().zip(g.iter_mut()).zip(brow) {
+                        let v = f64::from(v);
+                        *o += x * v;
+                        *g += xa * v.abs();
+                    }
+                }
+            }
+            (cols, out, mag)
+        });
+        for (cols, out, mag) in parts {
+            let w = cols.len();
+            for (t, &i) in rows.iter().enumerate() {
+                for (jj, j) in cols.clone().enumerate() {
+                    visit(i, j, out[t * w + jj], mag[t * w + jj]);
+                }
+            }
+        }
+        return;
+    }
+    // Columns of B per block so that a block of B in f64 stays within BLOCK_BYTES.
+    let nb = (BLOCK_BYTES / 8 / k).clamp(64, n.max(64)).min(n);
+    for j0 in (0..n).step_by(nb) {
+        let j1 = (j0 + nb).min(n);
+        let w = j1 - j0;
+        let mut bb = Vec::with_capacity(k * w);
+        for kk in 0..k {
+            bb.extend(b.row(kk)[j0..j1].iter().map(|&x| f64::from(x)));
+        }
+        let bb_abs: Vec<f64> = bb.iter().map(|x| x.abs()).collect();
+        let r = sim::gemm_f64(rows.len(), k, w, &ar, &bb);
+        let mag = sim::gemm_f64(rows.len(), k, w, &ar_abs, &bb_abs);
+        for (t, &i) in rows.iter().enumerate() {
+            for j in 0..w {
+                visit(i, j0 + j, r[t * w + j], mag[t * w + j]);
+            }
+        }
+    }
+}
+
+/// `visit(i, j, ref, mag)` for every element of the listed columns of `a @ b`.
+fn exact_cols(a: Matrix<'_>, b: Matrix<'_>, cols: &[usize], mut visit: impl FnMut(usize, usize, f64, f64)) {
+    let (m, k) = (a.rows, a.cols);
+    if cols.is_empty() || k == 0 || m == 0 {
+        return;
+    }
+    let s = cols.len();
+    if s <= FEW {
+        // The listed columns of B, each contiguous, dotted with every row of A.
+        let mut bt = vec![0f64; s * k];
+        for kk in 0..k {
+            let row = b.row(kk);
+            for (t, &j) in cols.iter().enumerate() {
+                bt[t * k + kk] = f64::from(row[j]);
+            }
+        }
+        let parts = screen::par_rows(m, k * s, |rows| {
+            let mut out = Vec::with_capacity(rows.len() * s);
+            for i in rows {
+                let arow = a.row(i);
+                for t in 0..s {
+                    let (mut o, mut g) = (0f64, 0f64);
+                    for (&x, &v) in arow.iter().zip(&bt[t * k..(t + 1) * k]) {
+                        let p = f64::from(x) * v;
+                        o += p;
+                        g += p.abs();
+                    }
+                    out.push((o, g));
+                }
+            }
+            out
+        })
+        .concat();
+        for i in 0..m {
+            for (t, &j) in cols.iter().enumerate() {
+                let (o, g) = out_at(&parts, i * s + t);
+                visit(i, j, o, g);
+            }
+        }
+        return;
+    }
+    let mut bs = Vec::with_capacity(k * s);
+    for kk in 0..k {
+        let row = b.row(kk);
+        bs.extend(cols.iter().map(|&j| f64::from(row[j])));
+    }
+    let bs_abs: Vec<f64> = bs.iter().map(|x| x.abs()).collect();
+    let mb = (BLOCK_BYTES / 8 / k).clamp(64, m.max(64)).min(m);
+    for i0 in (0..m).step_by(mb) {
+        let i1 = (i0 + mb).min(m);
+        let (ab, ab_abs) = rows_f64(a, i0..i1);
+        let r = sim::gemm_f64(i1 - i0, k, s, &ab, &bs);
+        let mag = sim::gemm_f64(i1 - i0, k, s, &ab_abs, &bs_abs);
+        for i in 0..i1 - i0 {
+            for (t, &j) in cols.iter().enumerate() {
+                visit(i0 + i, j, r[i * s + t], mag[i * s + t]);
+            }
+        }
+    }
+}
+
+/// An element of the concatenated per-chunk results, or NaN (compared as a failure) if a
+/// chunk went missing.
+fn out_at(parts: &[(f64, f64)], at: usize) -> (f64, f64) {
+    parts.get(at).copied().unwrap_or((f64::NAN, f64::NAN))
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reference_matches_hand_product() {
-        let (c, mag) = reference(2, 2, 2, &[1.0, -2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, -8.0]);
-        assert_eq!(c, vec![-9.0, 22.0, 43.0, -14.0]);
-        assert_eq!(mag, vec![19.0, 22.0, 43.0, 50.0]);
-    }
-
-    #[test]
-    fn bound_accepts_rounding_and_rejects_real_errors() {
-        let ok = check(&[1.0 + f32::EPSILON], &[1.0], &[1.0], 1, DType::Fp32);
-        assert!(ok.passed);
-        let bad = check(&[1.001], &[1.0], &[1.0], 128, DType::Fp32);
-        assert!(!bad.passed);
-        assert_eq!(bad.failures, 1);
-        // An fp16 output below the normal range is rounded to a multiple of 2^-24: absolutely,
-        // not relative to its value (1.5 * 2^-24 rounds to 2 * 2^-24, a third off).
-        let tiny = 1.5 * 2f64.powi(-24);
-        let got = DType::Fp16.round_trip(tiny as f32);
-        assert_ne!(f64::from(got), tiny);
-        assert!(check(&[got], &[tiny], &[tiny], 1, DType::Fp16).passed);
-        assert!(!check(&[got + 2.0 * 2f32.powi(-24)], &[tiny], &[tiny], 1, DType::Fp16).passed);
-        let nan = check(&[f32::NAN], &[1.0], &[1.0], 1, DType::Fp32);
-        assert!(!nan.passed);
-        // A bf16 output is allowed its own rounding.
-        assert!(check(&[1.0078125], &[1.0039], &[1.0], 1, DType::Bf16).passed);
-    }
-}
+mod tests;

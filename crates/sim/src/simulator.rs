@@ -135,8 +135,10 @@ struct Machine {
 }
 
 /// Decoded operands kept (a blocked schedule's N block x K chunks of moving tiles and the K
-/// chunks of a stationary m tile, with room to spare).
-const MOVING_CACHE_ENTRIES: usize = 48;
+/// chunks of a stationary m tile, with room to spare: at 48, a 2-tile N block over 16 K
+/// chunks plus its 16 stationary chunks filled the cache exactly and every moving tile was
+/// evicted just before its reuse). At most 96 x 256 KiB.
+const MOVING_CACHE_ENTRIES: usize = 96;
 
 impl Machine {
     /// Forget cached operands that an SBUF write to `ap` may change.
