@@ -479,7 +479,7 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
         lhs_dtype: args.lhs_dtype.unwrap_or(dtype),
         rhs_dtype: args.rhs_dtype.unwrap_or(dtype),
         out_dtype: args.out_dtype.unwrap_or(DType::Fp32),
-        input_dtype: args.hbm_dtype.unwrap_or_else(|| default_hbm_dtype(args, dtype)),
+        input_dtype: args.hbm_dtype.unwrap_or_else(|| default_hbm_dtype(args, dtype, given.is_some())),
         target: args.target.unwrap_or(Target::Trn2),
         schedule: args.schedule.unwrap_or_default(),
         lhs_transposed: args.lhs_transposed,
@@ -633,12 +633,12 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
 }
 
 /// A and B's HBM dtype when `--hbm-dtype` is not given: the matmul dtype (as a real kernel
-/// keeps them), except for float32 `.npy` inputs, mixed operand dtypes and uint8, which are
-/// fp32 in HBM and cast on load.
-fn default_hbm_dtype(args: &GemmArgs, dtype: DType) -> DType {
+/// keeps them), except for float32 operands given as data (`.npy` files or in-memory arrays),
+/// mixed operand dtypes and uint8, which are fp32 in HBM and cast on load.
+fn default_hbm_dtype(args: &GemmArgs, dtype: DType, data_given: bool) -> DType {
     let lhs = args.lhs_dtype.unwrap_or(dtype);
     let rhs = args.rhs_dtype.unwrap_or(dtype);
-    if args.lhs.is_none() && lhs == rhs && lhs.is_float() {
+    if !data_given && lhs == rhs && lhs.is_float() {
         lhs
     } else {
         DType::Fp32

@@ -47,9 +47,9 @@ pub struct SweepArgs {
     /// Loop nest of rows without a schedule column (auto searches per layer)
     #[arg(long, default_value = "auto")]
     pub schedule: Schedule,
-    /// Dtype of A and B in HBM (as `ntile gemm --hbm-dtype`)
-    #[arg(long, default_value = "fp32", value_name = "DTYPE")]
-    pub hbm_dtype: DType,
+    /// Dtype of A and B in HBM (as `ntile gemm --hbm-dtype`) [default: the matmul dtype]
+    #[arg(long, value_name = "DTYPE")]
+    pub hbm_dtype: Option<DType>,
     /// Dtype of C (as `ntile gemm --out-dtype`)
     #[arg(long, default_value = "fp32")]
     pub out_dtype: DType,
@@ -235,7 +235,7 @@ fn model(args: &SweepArgs, layer: &Layer) -> Result<Row, CliError> {
         k: Some(layer.k),
         n: Some(layer.n),
         dtype: Some(dtype),
-        hbm_dtype: Some(args.hbm_dtype),
+        hbm_dtype: args.hbm_dtype,
         out_dtype: Some(args.out_dtype),
         target: Some(args.target),
         schedule: Some(layer.schedule.unwrap_or(args.schedule)),

@@ -9,7 +9,7 @@ fn args() -> SweepArgs {
         target: Target::Trn2,
         dtype: DType::Bf16,
         schedule: Schedule::BlockedMn,
-        hbm_dtype: DType::Fp32,
+        hbm_dtype: None,
         out_dtype: DType::Fp32,
         json: false,
         quiet: true,
