@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use codegen::{plan_gemm, plan_gemm_auto, AutoChoice, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule};
-use penguin::{DType, FunctionView, PerfMode, SparsityPattern, Target};
+use codegen::{plan_gemm, plan_gemm_auto_with, AutoChoice, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule};
+use penguin::{DType, FunctionView, HwProfile, PerfMode, SparsityPattern, Target};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
@@ -133,6 +133,9 @@ pub struct GemmArgs {
     /// Seed of the random inputs
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Override hardware profile keys from a JSON file (see `ntile hw show`)
+    #[arg(long, value_name = "FILE.json", long_help = crate::hw::HW_HELP)]
+    pub hw: Option<PathBuf>,
 }
 
 /// The `--json` report (keys are stable once added).
@@ -346,10 +349,12 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
         order: args.order.unwrap_or_default(),
         pe_transpose: args.transpose.map(|t| t == TransposeOn::Pe),
     };
+    let hw = crate::hw::load_profile(args.hw.as_deref(), cfg.target)?;
     let mut wall = WallMs::default();
     let t = Instant::now();
     let (plan, auto) = if cfg.schedule == Schedule::Auto {
-        let (plan, choice) = plan_gemm_auto(&cfg, codegen::AUTO_SHORTLIST, &mut modeled_ns)?;
+        let mut cost = |plan: &GemmPlan| modeled_ns(plan, &hw);
+        let (plan, choice) = plan_gemm_auto_with(&cfg, &hw, codegen::AUTO_SHORTLIST, &mut cost)?;
         (plan, Some(choice))
     } else if args.block_m.is_none() && args.block_n.is_none() && args.block_k.is_none() {
         // Default blocks shrink until they fit the target's SBUF.
@@ -362,14 +367,15 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
     let t = Instant::now();
     let program = lower(&plan)?;
     wall.lower = ms(t);
-    let cycle = sim::model(&program).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
+    let cycle =
+        sim::model_with(&program, &hw).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
     if let Some(path) = &args.trace {
         npy::write_atomic(path, sim::chrome_trace(&program, &cycle).as_bytes())?;
     }
     if let Some(path) = &args.svg {
         npy::write_atomic(path, sim::timeline_svg(&program, &cycle).as_bytes())?;
     }
-    let modeled = Modeled { program: &program, cycle: &cycle, auto: auto.as_ref() };
+    let modeled = Modeled { program: &program, cycle: &cycle, auto: auto.as_ref(), hw: &hw };
     match args.emit {
         Some(Emit::Penguin) => {
             let report = report_of(&cfg, &plan, &modeled, None, wall);
@@ -438,7 +444,7 @@ pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
 }
 
 /// Verify, lower and verify the BIR of a plan.
-fn lower(plan: &GemmPlan) -> Result<bir::Program, CliError> {
+pub fn lower(plan: &GemmPlan) -> Result<bir::Program, CliError> {
     let verified = penguin::verify(&plan.function)
         .map_err(|e| CliError::internal(format!("generated kernel failed verification (a bug): {e}")))?;
     let program = bir::lower(verified, plan.config.target)?;
@@ -458,9 +464,9 @@ fn lhs_transpose_name(cfg: &GemmConfig) -> &'static str {
 }
 
 /// `auto`'s cost: the cycle model's time and HBM bytes of the lowered candidate.
-fn modeled_ns(plan: &GemmPlan) -> Result<codegen::AutoCost, codegen::CodegenError> {
+pub fn modeled_ns(plan: &GemmPlan, hw: &HwProfile) -> Result<codegen::AutoCost, codegen::CodegenError> {
     let program = lower(plan).map_err(|e| codegen::CodegenError::Unsupported(e.message))?;
-    let report = sim::model(&program).map_err(|e| codegen::CodegenError::Unsupported(e.to_string()))?;
+    let report = sim::model_with(&program, hw).map_err(|e| codegen::CodegenError::Unsupported(e.to_string()))?;
     Ok(codegen::AutoCost { time: report.total_ns, hbm_bytes: report.hbm_bytes })
 }
 
@@ -469,6 +475,7 @@ struct Modeled<'a> {
     program: &'a bir::Program,
     cycle: &'a sim::CycleReport,
     auto: Option<&'a AutoChoice>,
+    hw: &'a HwProfile,
 }
 
 /// `2*M*N*K/sqrt(S) + M*N` words for an SBUF of S words of the operand dtype, in bytes.
@@ -480,15 +487,14 @@ fn io_lower_bound_bytes(cfg: &GemmConfig) -> f64 {
 }
 
 /// Every matmul back to back at `max(N, 64)` TensorE cycles (4x for fp32), in us.
-fn tile_quantized_ideal_us(cfg: &GemmConfig) -> f64 {
-    let info = cfg.target.info();
+fn tile_quantized_ideal_us(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
     let chunks = codegen::k_chunks(cfg).0.len() as f64;
     let mt = cfg.m.div_ceil(codegen::M_TILE) as f64;
     let n_cycles: f64 = (0..cfg.n.div_ceil(codegen::N_TILE))
-        .map(|i| (cfg.n - i * codegen::N_TILE).clamp(64, codegen::N_TILE) as f64)
+        .map(|i| ((cfg.n - i * codegen::N_TILE).min(codegen::N_TILE) as f64).max(hw.mm_min_cycles))
         .sum();
-    let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { 4.0 } else { 1.0 };
-    mt * chunks * n_cycles * fp32 / info.pe_ghz / 1e3
+    let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { hw.mm_fp32_factor } else { 1.0 };
+    mt * chunks * n_cycles * fp32 / hw.pe_ghz / 1e3
 }
 
 #[expect(clippy::needless_pass_by_value, reason = "a map_err adapter")]
@@ -541,7 +547,7 @@ fn report_of(
         hfu: modeled.cycle.hfu(),
         engine_busy: modeled.cycle.engine_busy_summary(),
         io_lower_bound_bytes: io_lower_bound_bytes(cfg),
-        tile_quantized_ideal_us: tile_quantized_ideal_us(cfg),
+        tile_quantized_ideal_us: tile_quantized_ideal_us(cfg, modeled.hw),
         auto: modeled.auto.map(|a| AutoReport {
             evaluated: a.evaluated,
             rejected: a.rejected,

@@ -10,6 +10,7 @@ pub mod compile;
 pub mod error;
 pub mod fmt;
 pub mod gemm;
+pub mod hw;
 pub mod npy;
 pub mod reference;
 pub mod run;
@@ -49,6 +50,8 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     /// Print a .pir, .bir or .json file in canonical form (`-` reads stdin)
     Fmt(fmt::FmtArgs),
+    /// Show a target's hardware profile (the figures the cycle model and planner read)
+    Hw(hw::HwArgs),
 }
 
 /// Run a parsed command line: the text for stdout and the exit code.
@@ -66,5 +69,6 @@ pub fn run(cli: &Cli) -> Result<(String, u8), CliError> {
         Command::Run(args) => Ok((run::run(args)?, 0)),
         Command::Verify(args) => Ok((verify::run(args)?, 0)),
         Command::Fmt(args) => Ok((fmt::run(args)?, 0)),
+        Command::Hw(args) => Ok((hw::run(args)?, 0)),
     }
 }

@@ -59,6 +59,6 @@ pub use simulator::{RunStats, Simulator, MAX_HBM_BYTES};
 mod cycle;
 mod svg;
 mod trace;
-pub use cycle::{model, CycleReport, EngineBusy, Slice};
+pub use cycle::{model, model_with, CycleReport, EngineBusy, Slice};
 pub use svg::timeline_svg;
 pub use trace::chrome_trace;
