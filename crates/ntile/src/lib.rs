@@ -6,6 +6,7 @@
 //! atomically.
 #![deny(missing_docs)]
 
+pub mod calibrate;
 pub mod compile;
 pub mod error;
 pub mod fmt;
@@ -52,6 +53,8 @@ pub enum Command {
     Fmt(fmt::FmtArgs),
     /// Show a target's hardware profile (the figures the cycle model and planner read)
     Hw(hw::HwArgs),
+    /// Fit hardware profile keys to measured GEMM times (CSV) and write the profile
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 /// Run a parsed command line: the text for stdout and the exit code.
@@ -70,5 +73,6 @@ pub fn run(cli: &Cli) -> Result<(String, u8), CliError> {
         Command::Verify(args) => Ok((verify::run(args)?, 0)),
         Command::Fmt(args) => Ok((fmt::run(args)?, 0)),
         Command::Hw(args) => Ok((hw::run(args)?, 0)),
+        Command::Calibrate(args) => Ok((calibrate::run(args)?, 0)),
     }
 }
