@@ -146,7 +146,7 @@ pub fn profile_json(profile: &HwProfile) -> Result<String, CliError> {
         o.insert("value".into(), Value::from(value));
         o.insert("unit".into(), Value::String(info.unit.into()));
         o.insert("source".into(), Value::String(info.source.into()));
-        o.insert("about".into(), Value::String(info.about.into()));
+        o.insert("about".into(), Value::String(info.about.trim().into()));
         map.insert(info.name.into(), Value::Object(o));
     }
     serde_json::to_string_pretty(&Value::Object(map))
