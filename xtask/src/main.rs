@@ -4,7 +4,8 @@
 //!   warnings`, `cargo test --workspace`.
 //! - `cargo xtask bench`: run the criterion benches and print the figures a reader needs
 //!   (simulation vs plain GEMM ratio, planning and cycle-model times, the issue-6 suite).
-//! - `cargo xtask suite`: only the suite table (modeled figures; no criterion run).
+//! - `cargo xtask suite`: only the suite table (modeled figures; no criterion run) and the
+//!   fidelity table (public hardware facts beside what the cycle model gives).
 //! - `cargo xtask bless`: rewrite filetest expectations (`NTILE_BLESS=1`).
 //! - `cargo xtask fuzz`: the byte-mutation test of the parsers at 20x its CI size.
 //! - `cargo xtask golden`: regenerate the committed float-conversion golden vectors in
@@ -14,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+
+mod fidelity;
 
 fn cargo(args: &[&str]) -> Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -135,6 +138,7 @@ fn suite(ntile: &std::path::Path) -> Result<String> {
             v["wall_ms"]["plan"].as_f64().unwrap_or(f64::NAN)
         );
     }
+    out += &fidelity::table(ntile)?;
     Ok(out)
 }
 
