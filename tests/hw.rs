@@ -1,6 +1,6 @@
 //! Hardware profiles end to end: `ntile hw show`, `--hw` overrides and their errors, and
 //! `ntile calibrate` recovering a perturbed profile from "measurements" it generated.
-#![expect(clippy::unwrap_used, clippy::expect_used, reason = "tests assert by unwrapping")]
+#![expect(clippy::unwrap_used, reason = "test helpers assert by unwrapping")]
 
 mod common;
 

@@ -81,7 +81,7 @@ pub struct Fit {
 pub fn run(args: &CalibrateArgs) -> Result<String, CliError> {
     let text = std::fs::read_to_string(&args.measured)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.measured.display())))?;
-    let rows = parse_csv(&text, args.target).map_err(|e| prefix(&args.measured, e))?;
+    let rows = parse_csv(&text, args.target).map_err(|e| prefix(&args.measured, &e))?;
     let start = crate::hw::load_profile(args.hw.as_deref(), args.target)?;
     let fit = calibrate(&rows, &start, &args.fit)?;
     crate::npy::write_atomic(&args.output, crate::hw::profile_json(&fit.profile)?.as_bytes())?;
@@ -90,8 +90,8 @@ pub fn run(args: &CalibrateArgs) -> Result<String, CliError> {
     Ok(s)
 }
 
-fn prefix(path: &Path, e: CliError) -> CliError {
-    CliError { message: format!("{}: {}", path.display(), e.message), ..e }
+fn prefix(path: &Path, e: &CliError) -> CliError {
+    CliError { code: e.code, message: format!("{}: {}", path.display(), e.message) }
 }
 
 /// Parse the measurement CSV (see [`COLUMNS`]); every row's target must be `target`.
@@ -260,16 +260,15 @@ pub fn calibrate(rows: &[Row], start: &HwProfile, keys: &[String]) -> Result<Fit
     Ok(Fit { before_us: model_all(&programs, start)?, after_us: model_all(&programs, &profile)?, profile })
 }
 
+/// Log errors of every row for a parameter vector.
+type Residuals<'a> = dyn Fn(&[f64]) -> Result<Vec<f64>, CliError> + 'a;
+
 fn cost(r: &[f64]) -> f64 {
     r.iter().map(|v| v * v).sum()
 }
 
 /// Bounded Levenberg-Marquardt in log-parameter space with a forward-difference Jacobian.
-fn levenberg_marquardt(
-    params: &[Param],
-    mut x: Vec<f64>,
-    residuals: &dyn Fn(&[f64]) -> Result<Vec<f64>, CliError>,
-) -> Result<Vec<f64>, CliError> {
+fn levenberg_marquardt(params: &[Param], mut x: Vec<f64>, residuals: &Residuals<'_>) -> Result<Vec<f64>, CliError> {
     let clamp = |x: &mut [f64]| {
         for (v, p) in x.iter_mut().zip(params) {
             *v = v.clamp(p.lo, p.hi);
@@ -345,12 +344,14 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
         }
         a.swap(col, pivot);
         b.swap(col, pivot);
-        for i in col + 1..n {
-            let f = a[i][col] / a[col][col];
-            for j in col..n {
-                a[i][j] -= f * a[col][j];
+        let (top, rest) = a.split_at_mut(col + 1);
+        let pivot_row = &top[col];
+        for (i, row) in rest.iter_mut().enumerate() {
+            let f = row[col] / pivot_row[col];
+            for (x, p) in row.iter_mut().zip(pivot_row).skip(col) {
+                *x -= f * p;
             }
-            b[i] -= f * b[col];
+            b[col + 1 + i] -= f * b[col];
         }
     }
     let mut x = vec![0.0; n];
