@@ -160,10 +160,20 @@ pub fn profile_table(profile: &HwProfile) -> String {
         "hardware profile of {} (geometry is fixed; timing keys can be overridden with --hw)\n",
         profile.target
     );
-    s += &format!("{:<28} {:>12} {:<11} {}\n", "key", "value", "unit", "source");
+    s += &format!("{:<28} {:>12} {:<11} {:<17} {}\n", "key", "value", "unit", "range", "source");
     for e in profile.entries() {
-        let mark = if e.fixed { " (fixed)" } else { "" };
-        s += &format!("{:<28} {:>12} {:<11} {}{mark}\n", e.info.name, fmt_value(e.value), e.info.unit, e.info.source);
+        let range = if e.fixed {
+            "fixed".to_string()
+        } else {
+            format!("{}..={}", fmt_value(e.info.min), fmt_value(e.info.max))
+        };
+        s += &format!(
+            "{:<28} {:>12} {:<11} {range:<17} {}\n",
+            e.info.name,
+            fmt_value(e.value),
+            e.info.unit,
+            e.info.source
+        );
     }
     s
 }
