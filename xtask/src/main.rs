@@ -8,7 +8,8 @@
 //!   cross-checks call `python3`), and `maturin develop` builds the module into it.
 //! - `cargo xtask bench`: run the criterion benches and print the figures a reader needs
 //!   (simulation vs plain GEMM ratio, planning and cycle-model times, the issue-6 suite).
-//! - `cargo xtask suite`: only the suite table (modeled figures; no criterion run).
+//! - `cargo xtask suite`: only the suite table (modeled figures; no criterion run) and the
+//!   fidelity table (public hardware facts beside what the cycle model gives).
 //! - `cargo xtask targets`: only the issue-13 speed targets (also the end of `bench`): each
 //!   figure beside its target, numpy's one-thread matmul measured in the same run.
 //! - `cargo xtask bless`: rewrite filetest expectations (`NTILE_BLESS=1`).
@@ -23,6 +24,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
+mod fidelity;
 mod pyenv;
 mod targets;
 
@@ -215,6 +217,7 @@ fn suite(ntile: &std::path::Path) -> Result<String> {
             v["wall_ms"]["plan"].as_f64().unwrap_or(f64::NAN)
         );
     }
+    out += &fidelity::table(ntile)?;
     Ok(out)
 }
 

@@ -46,6 +46,6 @@ pub use gemm::{
 pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions, SingleBuffered};
 pub use offload::{Base, OffloadValue, ShapeBases};
 pub use schedule::{
-    auto_candidates, estimate_ns, plan_gemm, plan_gemm_auto, plan_gemm_auto_within, plan_gemm_fitting, AutoChoice,
-    AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
+    auto_candidates, estimate_ns, estimate_ns_with, plan_gemm, plan_gemm_auto, plan_gemm_auto_with,
+    plan_gemm_auto_within, plan_gemm_fitting, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
 };

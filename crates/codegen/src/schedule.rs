@@ -41,8 +41,8 @@
 //! rotate over the PSUM banks (one bank is kept for the PE transposes when there are any).
 
 use penguin::{
-    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, GeneratedBuilder, InstData, InstTile, Memory, MemsetData,
-    NDTile, PerfMode, TensorCopyData, TensorId, TensorTensorData, TensorTensorOp, TilePosition, TileSize,
+    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, GeneratedBuilder, HwProfile, InstData, InstTile, Memory,
+    MemsetData, NDTile, PerfMode, TensorCopyData, TensorId, TensorTensorData, TensorTensorOp, TilePosition, TileSize,
     TransposeData,
 };
 
@@ -197,19 +197,28 @@ pub const AUTO_SHORTLIST: usize = 8;
 /// share its HBM bandwidth, so traffic saved is bandwidth left to the others).
 pub const AUTO_TIME_TOLERANCE: f64 = 0.005;
 
-/// A quick analytic estimate of a candidate's time in ns, from the same SPEC facts as the
-/// cycle model: a smooth maximum of the PE time (every matmul at `max(N, 64)` cycles), the HBM
-/// time of the bytes the loop nest moves, the DMA engines' data time (16 engines, runs shorter
-/// than 4 KiB per partition proportionally slower) and the DMA queues' fixed cost (1.3 us
-/// per transfer over 16 queues), the PE's transposes of A and the vector engines' copies and
-/// K-block additions. `auto` ranks candidates with it and runs the cycle model on the best few.
+/// A quick analytic estimate of a candidate's time in ns with the target's built-in hardware
+/// profile (see [`estimate_ns_with`]).
 pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
-    let info = cfg.target.info();
+    estimate_ns_with(cfg, &cfg.target.profile())
+}
+
+/// A quick analytic estimate of a candidate's time in ns, from the same [`HwProfile`] figures
+/// as the cycle model: a smooth maximum of the PE time (every matmul at
+/// `max(N, mm_min_cycles)` cycles), the HBM time of the bytes the loop nest moves (in whole
+/// `hbm_burst_bytes` granules per run), the DMA engines' data time (16 engines; a run costs at
+/// least `dma_descriptor_ns`, a DMA transpose runs at its fraction of copy throughput) and the
+/// DMA queues' fixed latency (`dma_fixed_ns` per transfer over 16 queues of
+/// `dma_queue_depth` transfers in flight), the PE's transposes of A and the vector engines'
+/// copies and K-block additions. `auto` ranks candidates with it and runs the cycle model on
+/// the best few.
+pub fn estimate_ns_with(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
     let (mt, nt) = (cfg.m.div_ceil(M_TILE) as f64, cfg.n.div_ceil(N_TILE) as f64);
     let chunks = k_chunks(cfg).0.len() as f64;
-    let n_cycles: f64 = tiles(cfg.n, N_TILE).map(|(_, n)| f64::from(n.max(64))).sum();
-    let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { 4.0 } else { 1.0 };
-    let pe_ns = mt * chunks * n_cycles * fp32 / info.pe_ghz;
+    let mm = |n: f64| n.max(hw.mm_min_cycles);
+    let n_cycles: f64 = tiles(cfg.n, N_TILE).map(|(_, n)| mm(f64::from(n))).sum();
+    let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { hw.mm_fp32_factor } else { 1.0 };
+    let pe_ns = mt * chunks * n_cycles * fp32 / hw.pe_ghz;
     let s_in = f64::from(cfg.input_dtype.size_bytes());
     let (a, b) = ((cfg.m * cfg.k) as f64 * s_in, (cfg.k * cfg.n) as f64 * s_in);
     let (bm, bn) = ((cfg.blocks.m.div_ceil(M_TILE) as f64).min(mt), (cfg.blocks.n.div_ceil(N_TILE) as f64).min(nt));
@@ -226,9 +235,18 @@ pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
         },
         Schedule::BlockedMnk => ((nt / bn).ceil(), (mt / bm).ceil(), bn),
     };
-    let eff = |run_bytes: f64| (run_bytes / 4096.0).clamp(1.0 / 4096.0, 1.0);
-    let a_run = if cfg.lhs_transposed {
-        128.0 * s_in
+    // Engine time per byte relative to peak: a run shorter than the descriptor time's worth
+    // of data costs the descriptor time.
+    let slow = |run_bytes: f64| (hw.dma_descriptor_ns * hw.dma_engine_bytes_per_ns / run_bytes.max(1.0)).max(1.0);
+    // HBM bytes per byte of a run: whole granules.
+    let granules = |run_bytes: f64| {
+        let run = run_bytes.max(1.0);
+        let g = hw.hbm_burst_bytes.max(1.0);
+        (run / g).ceil() * g / run
+    };
+    let dma_transposes = !cfg.lhs_transposed && !cfg.transposes_lhs_on_pe() && cfg.target != penguin::Target::Trn1;
+    let (a_run, a_rate) = if cfg.lhs_transposed {
+        (128.0 * s_in, 1.0)
     } else if cfg.transposes_lhs_on_pe() {
         // Natural rows: whole K stripes, K blocks, or one chunk.
         let run = match cfg.schedule {
@@ -236,16 +254,23 @@ pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
             Schedule::BlockedMnk => cfg.k.min(cfg.blocks.k),
             _ => 128,
         };
-        run as f64 * s_in
-    } else if cfg.target == penguin::Target::Trn1 {
-        s_in
+        (run as f64 * s_in, 1.0)
+    } else if dma_transposes {
+        (128.0 * s_in, hw.dma_transpose_hbm_fraction)
     } else {
-        128.0 * s_in
+        (s_in, 1.0)
+    };
+    // A transposed without a DMA transpose reads runs of 128 contiguous elements from HBM.
+    let a_hbm_run = if dma_transposes || cfg.target == penguin::Target::Trn1 && !cfg.lhs_transposed {
+        a_run.max(128.0 * s_in)
+    } else {
+        a_run
     };
     let b_run = b_wide * N_TILE as f64 * s_in;
     let out = (cfg.m * cfg.n) as f64 * f64::from(cfg.out_dtype.size_bytes());
-    let engines = 16.0 * info.dma_bytes_per_ns;
-    let data_ns = (a * a_times / eff(a_run) + b * b_times / eff(b_run) + out / eff(N_TILE as f64 * 4.0)) / engines;
+    let out_run = N_TILE as f64 * 4.0;
+    let engines = 16.0 * hw.dma_engine_bytes_per_ns;
+    let data_ns = (a * a_times * slow(a_run) / a_rate + b * b_times * slow(b_run) + out * slow(out_run)) / engines;
     // K blocks of blocked-mnk: its block is a whole number of chunks.
     let chunk_len = k_chunks(cfg).0.first().map_or(128, |c| u64::from(c.len).max(1));
     let k_blocks = (chunks / cfg.blocks.k.div_ceil(chunk_len).max(1) as f64).ceil();
@@ -256,19 +281,20 @@ pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
         _ => mt * chunks,
     } * a_times;
     let b_transfers = nt / b_wide * chunks * b_times;
-    let fixed_ns = (a_transfers + b_transfers + mt * nt) * 1300.0 / 16.0;
-    let hbm_ns = (a * a_times + b * b_times + out) / info.hbm_bytes_per_ns;
-    // PE transposes of A (128 cycles per 128 rows of an m tile: one per chunk, two per
+    let fixed_ns = (a_transfers + b_transfers + mt * nt) * hw.dma_fixed_ns / (16.0 * hw.queue_depth() as f64);
+    let hbm_ns = (a * a_times * granules(a_hbm_run) + b * b_times * granules(b_run) + out * granules(out_run))
+        / hw.hbm_bytes_per_ns;
+    // PE transposes of A (128 columns per 128 rows of an m tile: one per chunk, two per
     // double-row chunk; each time A is loaded), and the vector engines: evacuations take turns
     // on ACT and DVE; blocked-mnk adds every K block but the first into its result block on DVE
-    // and POOL in turn (~1 element per cycle + 60 cycles each).
+    // and POOL in turn (`compute_elems_per_cycle` elements per cycle plus the static overhead).
     let per_chunk = if cfg.perf_mode == PerfMode::None { 1.0 } else { 2.0 };
     let transposes_ns =
-        if cfg.transposes_lhs_on_pe() { mt * chunks * per_chunk * a_times * 128.0 / info.pe_ghz } else { 0.0 };
-    let per_tile = |ghz: f64| (N_TILE as f64 + 60.0) / ghz;
+        if cfg.transposes_lhs_on_pe() { mt * chunks * per_chunk * a_times * mm(128.0) / hw.pe_ghz } else { 0.0 };
+    let per_tile = |ghz: f64| (N_TILE as f64 / hw.compute_elems_per_cycle + hw.compute_static_cycles) / ghz;
     let dve_ns = match cfg.schedule {
-        Schedule::BlockedMnk => mt * nt * (k_blocks - 1.0).max(0.0) * per_tile(info.dve_ghz) / 2.0,
-        _ => mt * nt * per_tile(info.dve_ghz) / 2.0,
+        Schedule::BlockedMnk => mt * nt * (k_blocks - 1.0).max(0.0) * per_tile(hw.dve_ghz) / 2.0,
+        _ => mt * nt * per_tile(hw.dve_ghz) / 2.0,
     };
     // A smooth maximum: resources that are nearly as busy as the busiest one stall it now and
     // then, so near-ties rank behind candidates with one clear bottleneck.
@@ -286,20 +312,32 @@ pub fn plan_gemm_auto(
     shortlist: usize,
     cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
 ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
-    plan_gemm_auto_within(cfg, &AutoLimits::default(), shortlist, cost)
+    plan_gemm_auto_with(cfg, &cfg.target.profile(), shortlist, cost)
 }
 
-/// [`plan_gemm_auto`] with a fixed loop order or fixed block sizes: every candidate weighed,
-/// the blocked schedules' defaults included, has them (see [`AutoLimits`]).
+/// [`plan_gemm_auto`] ranking the candidates with [`estimate_ns_with`] under `hw` (the cost
+/// closure should model with the same profile).
+pub fn plan_gemm_auto_with(
+    cfg: &GemmConfig,
+    hw: &HwProfile,
+    shortlist: usize,
+    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
+) -> Result<(GemmPlan, AutoChoice), CodegenError> {
+    plan_gemm_auto_within(cfg, &AutoLimits::default(), hw, shortlist, cost)
+}
+
+/// [`plan_gemm_auto_with`] with a fixed loop order or fixed block sizes: every candidate
+/// weighed, the blocked schedules' defaults included, has them (see [`AutoLimits`]).
 pub fn plan_gemm_auto_within(
     cfg: &GemmConfig,
     limits: &AutoLimits,
+    hw: &HwProfile,
     shortlist: usize,
     cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
 ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
     cfg.validate()?;
     let mut ranked: Vec<(f64, GemmConfig)> =
-        limits.apply_all(&auto_candidates(cfg)).into_iter().map(|c| (estimate_ns(&c), c)).collect();
+        limits.apply_all(&auto_candidates(cfg)).into_iter().map(|c| (estimate_ns_with(&c, hw), c)).collect();
     ranked.sort_by(|x, y| x.0.total_cmp(&y.0));
     let mut weighed: Vec<(GemmPlan, AutoCost)> = Vec::new();
     let mut rejected = 0;

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use codegen::{
     plan_gemm, plan_gemm_auto_within, AutoChoice, AutoLimits, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule,
 };
-use penguin::{DType, FunctionView, PerfMode, SparsityPattern, Target};
+use penguin::{DType, FunctionView, HwProfile, PerfMode, SparsityPattern, Target};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
@@ -156,6 +156,9 @@ pub struct GemmArgs {
     /// many bytes; K, M, G, T suffixes are powers of 1024 [default: half of physical memory]
     #[arg(long, value_name = "BYTES", value_parser = crate::budget::parse_bytes)]
     pub max_memory: Option<u64>,
+    /// Override hardware profile keys from a JSON file (see `ntile hw show`)
+    #[arg(long, value_name = "FILE.json", long_help = crate::hw::HW_HELP)]
+    pub hw: Option<PathBuf>,
 }
 
 /// The `--json` report (keys are stable once added).
@@ -497,6 +500,7 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
     // Shape and dtype limits first: their messages say more than a memory estimate.
     cfg.validate()?;
     budget::check(&cfg, simulate, budget)?;
+    let hw = crate::hw::load_profile(args.hw.as_deref(), cfg.target)?;
     let mut wall = WallMs::default();
     let progress = Progress::new(args.quiet, "ntile gemm");
     progress.phase(if cfg.schedule == Schedule::Auto { "plan (auto search)" } else { "plan" });
@@ -508,9 +512,9 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
             if watch.stop() {
                 return Err(codegen::CodegenError::Unsupported("interrupted".into()));
             }
-            modeled_ns(p)
+            modeled_ns(p, &hw)
         };
-        let planned = plan_gemm_auto_within(&cfg, &limits, codegen::AUTO_SHORTLIST, &mut cost);
+        let planned = plan_gemm_auto_within(&cfg, &limits, &hw, codegen::AUTO_SHORTLIST, &mut cost);
         watch.check()?;
         let (plan, choice) = planned?;
         (plan, Some(choice))
@@ -538,7 +542,8 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
     watch.check()?;
     progress.phase("model");
     let t = Instant::now();
-    let cycle = sim::model(&program).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
+    let cycle =
+        sim::model_with(&program, &hw).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
     wall.model = ms(t);
     watch.check()?;
     if args.trace.is_some() || args.svg.is_some() || args.svg_grid.is_some() {
@@ -555,7 +560,7 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
             npy::write_atomic(path, grid.as_bytes())?;
         }
     }
-    let modeled = Modeled { program: &program, cycle: &cycle, auto: auto.as_ref() };
+    let modeled = Modeled { program: &program, cycle: &cycle, auto: auto.as_ref(), hw: &hw };
     match args.emit {
         Some(Emit::Penguin) => {
             let report = report_of(&cfg, &plan, &modeled, None, wall);
@@ -646,7 +651,7 @@ fn default_hbm_dtype(args: &GemmArgs, dtype: DType, data_given: bool) -> DType {
 }
 
 /// Verify, lower and verify the BIR of a plan.
-fn lower(plan: &GemmPlan) -> Result<bir::Program, CliError> {
+pub fn lower(plan: &GemmPlan) -> Result<bir::Program, CliError> {
     let verified = penguin::verify(&plan.function)
         .map_err(|e| CliError::internal(format!("generated kernel failed verification (a bug): {e}")))?;
     let program = bir::lower(verified, plan.config.target)?;
@@ -666,14 +671,14 @@ fn lhs_transpose_name(cfg: &GemmConfig) -> &'static str {
 }
 
 /// `auto`'s cost: the cycle model's time and HBM bytes of the lowered candidate.
-fn modeled_ns(plan: &GemmPlan) -> Result<codegen::AutoCost, codegen::CodegenError> {
+pub fn modeled_ns(plan: &GemmPlan, hw: &HwProfile) -> Result<codegen::AutoCost, codegen::CodegenError> {
     // A candidate that cannot be lowered or modeled is a bug in ntile, not the user's input.
     let program = lower(plan).map_err(|e| match e.code {
         crate::error::EXIT_INTERNAL => codegen::CodegenError::Internal(e.message),
         _ => codegen::CodegenError::Unsupported(e.message),
     })?;
-    let report =
-        sim::model(&program).map_err(|e| codegen::CodegenError::Internal(format!("cycle model failed: {e}")))?;
+    let report = sim::model_with(&program, hw)
+        .map_err(|e| codegen::CodegenError::Internal(format!("cycle model failed: {e}")))?;
     Ok(codegen::AutoCost { time: report.total_ns, hbm_bytes: report.hbm_bytes })
 }
 
@@ -682,6 +687,7 @@ struct Modeled<'a> {
     program: &'a bir::Program,
     cycle: &'a sim::CycleReport,
     auto: Option<&'a AutoChoice>,
+    hw: &'a HwProfile,
 }
 
 /// Every HBM tensor of the program moved once, in bytes.
@@ -708,15 +714,14 @@ fn bottleneck(program: &bir::Program, cycle: &sim::CycleReport) -> Option<Bottle
 }
 
 /// Every matmul back to back at `max(N, 64)` TensorE cycles (4x for fp32), in us.
-fn tile_quantized_ideal_us(cfg: &GemmConfig) -> f64 {
-    let info = cfg.target.info();
+fn tile_quantized_ideal_us(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
     let chunks = codegen::k_chunks(cfg).0.len() as f64;
     let mt = cfg.m.div_ceil(codegen::M_TILE) as f64;
     let n_cycles: f64 = (0..cfg.n.div_ceil(codegen::N_TILE))
-        .map(|i| (cfg.n - i * codegen::N_TILE).clamp(64, codegen::N_TILE) as f64)
+        .map(|i| ((cfg.n - i * codegen::N_TILE).min(codegen::N_TILE) as f64).max(hw.mm_min_cycles))
         .sum();
-    let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { 4.0 } else { 1.0 };
-    mt * chunks * n_cycles * fp32 / info.pe_ghz / 1e3
+    let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { hw.mm_fp32_factor } else { 1.0 };
+    mt * chunks * n_cycles * fp32 / hw.pe_ghz / 1e3
 }
 
 #[expect(clippy::needless_pass_by_value, reason = "a map_err adapter")]
@@ -790,7 +795,7 @@ fn report_of(
         io_lower_bound_bytes: io_lower_bound_bytes(cfg, hbm_read_once_bytes(modeled.program)),
         hbm_read_once_bytes: hbm_read_once_bytes(modeled.program),
         bottleneck: bottleneck(modeled.program, modeled.cycle),
-        tile_quantized_ideal_us: tile_quantized_ideal_us(cfg),
+        tile_quantized_ideal_us: tile_quantized_ideal_us(cfg, modeled.hw),
         auto: modeled.auto.map(|a| AutoReport {
             evaluated: a.evaluated,
             rejected: a.rejected,

@@ -8,11 +8,13 @@
 
 pub mod api;
 pub mod budget;
+pub mod calibrate;
 pub mod comments;
 pub mod compile;
 pub mod error;
 pub mod fmt;
 pub mod gemm;
+pub mod hw;
 pub mod kernel_info;
 pub mod npy;
 pub mod progress;
@@ -73,6 +75,10 @@ pub enum Command {
     Fmt(fmt::FmtArgs),
     /// Model every GEMM of a CSV (name,m,k,n or SCALE-Sim's Layer,M,N,K) and print a table
     Sweep(sweep::SweepArgs),
+    /// Show a target's hardware profile (the figures the cycle model and planner read)
+    Hw(hw::HwArgs),
+    /// Fit hardware profile keys to measured GEMM times (CSV) and write the profile
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 /// Run a parsed command line: the text for stdout and the exit code.
@@ -91,5 +97,7 @@ pub fn run(cli: &Cli) -> Result<(String, u8), CliError> {
         Command::Verify(args) => Ok((verify::run(args)?, 0)),
         Command::Fmt(args) => Ok((fmt::run(args)?, 0)),
         Command::Sweep(args) => Ok((sweep::run(args)?, 0)),
+        Command::Hw(args) => Ok((hw::run(args)?, 0)),
+        Command::Calibrate(args) => Ok((calibrate::run(args)?, 0)),
     }
 }

@@ -53,6 +53,6 @@ pub use inst::{
     TensorTensorOp, TilePosition, TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
 };
 pub use parse::ParseError;
-pub use target::{Target, TargetInfo};
+pub use target::{HwProfile, Target, TargetInfo};
 pub use tile::{DataTile, IndirectMemrefTileND, InstTile, MemrefTile, MemrefTileND, NDTile, NeuronPSUMTensor, Tile};
 pub use verify::{verify, whole_tile, Verified, MATMULT_RESULT_NOT_PSUM};

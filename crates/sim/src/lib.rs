@@ -60,7 +60,7 @@ mod cycle;
 mod svg;
 mod timeline;
 mod trace;
-pub use cycle::{model, CycleReport, EngineBusy, Slice};
+pub use cycle::{model, model_with, CycleReport, EngineBusy, Slice};
 pub use svg::{tile_grid_svg, timeline_svg, timeline_svg_with};
 pub use timeline::critical::{critical_path, CriticalPath};
 pub use timeline::{Axis, GemmLayout, KernelInfo, SbufBuffer, SourceLines, TensorAxes};

@@ -7,9 +7,11 @@ use codegen::{plan_gemm, GemmConfig, Schedule};
 use penguin::{
     CastMode, DType, Dim, EngineAccumulationType, Memory, PerfMode, Target, TensorTensorOp, TilePosition, TileSize,
 };
-use sim::{chrome_trace, model, CycleReport, SimError};
+use sim::{chrome_trace, model, model_with, CycleReport, SimError};
 
 const DMA_FIXED_NS: f64 = 1300.0;
+/// trn2's per-descriptor time: the data time of a 2 KiB run at 23 B/ns.
+const TRN2_DESCRIPTOR_NS: f64 = 2048.0 / 23.0;
 
 fn assert_close(got: f64, want: f64) {
     assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "got {got}, want {want}");
@@ -346,7 +348,7 @@ fn dma_pays_a_fixed_cost_then_moves_data_at_engine_or_hbm_rate() {
 }
 
 #[test]
-fn dmas_on_different_queues_overlap_and_on_one_queue_serialize() {
+fn dmas_on_different_queues_overlap_and_on_one_queue_keep_several_in_flight() {
     let one = DMA_FIXED_NS + 8.0 * 4096.0 / 23.0;
     // Different queues, different partition groups (engines): fully parallel.
     let mut p = program(Target::Trn2);
@@ -355,11 +357,16 @@ fn dmas_on_different_queues_overlap_and_on_one_queue_serialize() {
     let r = run(&p);
     assert_close(r.total_ns, one);
     assert_close(r.engine_busy_summary().dma, 2.0 / 16.0);
-    // One queue: serial, fixed cost included.
+    // One queue, different engines: both in flight at once, so their fixed latencies overlap.
     let mut p = program(Target::Trn2);
     push(&mut p, Engine::Dma(0), load(0, 8, 2048), &[], None);
     push(&mut p, Engine::Dma(0), load(8, 8, 2048), &[], None);
     let r = run(&p);
+    assert_close(r.total_ns, one);
+    assert_close(r.slices[1].start_ns, 0.0);
+    // With one transfer in flight per queue they serialize, fixed latency included.
+    let serial = penguin::HwProfile { dma_queue_depth: 1.0, ..Target::Trn2.profile() };
+    let r = model_with(&p, &serial).unwrap();
     assert_close(r.total_ns, 2.0 * one);
     assert_close(r.slices[1].start_ns, one);
     // Different queues on the same partitions share their DMA engine: the fixed costs overlap,
@@ -371,33 +378,93 @@ fn dmas_on_different_queues_overlap_and_on_one_queue_serialize() {
 }
 
 #[test]
-fn short_dma_runs_lose_efficiency() {
+fn small_transfers_on_one_queue_overlap_their_fixed_latency_up_to_the_queue_depth() {
+    // Eight one-descriptor loads (one partition of 128 B) on queue 0, each on its own engine.
+    let hw = Target::Trn2.profile();
+    assert_eq!(hw.queue_depth(), 4);
+    let mut p = program(Target::Trn2);
+    for i in 0..8 {
+        push(&mut p, Engine::Dma(0), load(8 * i, 1, 64), &[], None);
+    }
+    let r = run(&p);
+    let each = hw.dma_fixed_ns + hw.dma_descriptor_ns;
+    // Four start at once; the fifth waits for the first to land, and so on.
+    let starts: Vec<f64> = r.slices.iter().map(|s| s.start_ns).collect();
+    for (i, &t) in starts.iter().enumerate() {
+        assert_close(t, if i < 4 { 0.0 } else { each });
+    }
+    assert_close(r.total_ns, 2.0 * each);
+    // Depth 8: all eight overlap.
+    let deep = penguin::HwProfile { dma_queue_depth: 8.0, ..hw };
+    assert_close(model_with(&p, &deep).unwrap().total_ns, each);
+}
+
+#[test]
+fn a_32_kib_single_engine_load_takes_its_data_time_after_the_fixed_latency() {
+    // S9: A[4, 4096] bf16 (32 KiB) HBM -> SBUF runs on one engine; the profile of that
+    // transfer showed 1416 ns of engine activity. Here: 4 runs of 8 KiB, each longer than the
+    // descriptor time's worth, so the engine streams at its 23 B/ns.
+    let hw = Target::Trn2.profile();
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(0), load(0, 4, 4096), &[], None);
+    let r = run(&p);
+    let data = 32768.0 / hw.dma_engine_bytes_per_ns;
+    assert_close(r.total_ns, hw.dma_fixed_ns + data);
+    assert!((data - 1416.0).abs() < 0.01 * 1416.0, "{data}");
+    // Overriding a key changes the figure.
+    let slow = penguin::HwProfile { dma_fixed_ns: 2000.0, ..hw };
+    assert_close(model_with(&p, &slow).unwrap().total_ns, 2000.0 + data);
+}
+
+#[test]
+fn short_dma_runs_cost_a_descriptor_each() {
     let data_ns = |free: u32| {
         let mut p = program(Target::Trn2);
         push(&mut p, Engine::Dma(0), load(0, 8, free), &[], None);
         run(&p).total_ns - DMA_FIXED_NS
     };
     let bytes = |free: u32| 8.0 * 2.0 * f64::from(free);
-    // 4 KiB runs and longer saturate; 2 KiB runs reach half the rate, 512 B an eighth.
+    // Runs of 2 KiB and longer stream at the engine rate; shorter ones cost the descriptor
+    // time each (8 of them on the one engine).
     assert_close(data_ns(4096), bytes(4096) / 23.0);
-    assert_close(data_ns(2048), bytes(2048) / 23.0);
-    assert_close(data_ns(1024), bytes(1024) / (23.0 * 0.5));
-    assert_close(data_ns(256), bytes(256) / (23.0 * 0.125));
-    // A strided HBM row (every other element) has one-element runs.
+    assert_close(data_ns(1024), bytes(1024) / 23.0);
+    assert_close(data_ns(1024), 8.0 * TRN2_DESCRIPTOR_NS);
+    assert_close(data_ns(512), 8.0 * TRN2_DESCRIPTOR_NS);
+    assert_close(data_ns(128), 8.0 * TRN2_DESCRIPTOR_NS);
+    // A strided HBM row (every other element) has one-element runs: 2048 descriptors per
+    // partition.
     let mut p = program(Target::Trn2);
     let mut src = hbm_rows(DType::Bf16, 0, 8, 4096, 2048);
     src.dims = vec![Dim::new(2, 2048)];
     push(&mut p, Engine::Dma(0), dma(sbuf(DType::Bf16, 0, 8, 2048), src), &[], None);
-    assert_close(run(&p).total_ns - DMA_FIXED_NS, bytes(2048) / (23.0 * 2.0 / 4096.0));
+    assert_close(run(&p).total_ns - DMA_FIXED_NS, 8.0 * 2048.0 * TRN2_DESCRIPTOR_NS);
+}
+
+#[test]
+fn hbm_moves_whole_granules() {
+    // 128 partitions of 16 bf16 (32 B runs): HBM moves 64-byte granules, twice the bytes.
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(0), load(0, 128, 16), &[], None);
+    let r = run(&p);
+    assert_eq!(r.hbm_bytes, 128 * 32);
+    // The engines (8 descriptors each) take longer than HBM here.
+    assert_close(r.total_ns, DMA_FIXED_NS + 8.0 * TRN2_DESCRIPTOR_NS);
+    let narrow = penguin::HwProfile { hbm_bytes_per_ns: 1.0, ..Target::Trn2.profile() };
+    assert_close(model_with(&p, &narrow).unwrap().total_ns, DMA_FIXED_NS + 128.0 * 64.0);
 }
 
 #[test]
 fn casting_dma_runs_count_in_the_wider_dtype() {
-    // fp32 HBM rows of 512 elements into bf16: 2 KiB runs at half rate; the engines read fp32.
+    // fp32 HBM rows of 512 elements into bf16: the engines stream fp32, runs of 2 KiB.
     let mut p = program(Target::Trn2);
     let src = hbm_rows(DType::Fp32, 0, 8, 512, 512);
     push(&mut p, Engine::Dma(0), dma(sbuf(DType::Bf16, 0, 8, 512), src), &[], None);
-    assert_close(run(&p).total_ns - DMA_FIXED_NS, 8.0 * 2048.0 / (23.0 * 0.5));
+    assert_close(run(&p).total_ns - DMA_FIXED_NS, 8.0 * 2048.0 / 23.0);
+    // bf16 HBM rows into fp32: the same stream width.
+    let mut p = program(Target::Trn2);
+    let src = hbm_rows(DType::Bf16, 0, 8, 512, 512);
+    push(&mut p, Engine::Dma(0), dma(sbuf(DType::Fp32, 0, 8, 512), src), &[], None);
+    assert_close(run(&p).total_ns - DMA_FIXED_NS, 8.0 * 2048.0 / 23.0);
 }
 
 /// A `[128 (k), 128 (m)]` SBUF tile loaded from a row-major fp32 `[m, k]` HBM matrix:
@@ -419,13 +486,27 @@ fn transposing_load(target: Target) -> f64 {
 
 #[test]
 fn trn1_has_no_dma_transpose() {
-    // trn2: the DMA transposes; runs are the 128 partitions x 4 bytes = 512 B (an eighth).
-    let per_engine = 8.0 * 128.0 * 4.0;
+    // trn2: the DMA transposes; runs are the 128 partitions x 4 bytes = 512 B, so each engine's
+    // 8 x 128 runs cost a descriptor each (more than their data time at 90% of copy rate).
     let trn2 = transposing_load(Target::Trn2);
-    assert_close(trn2, DMA_FIXED_NS + per_engine / (23.0 / 8.0));
-    // trn1: one element per run.
+    assert_close(trn2, DMA_FIXED_NS + 8.0 * TRN2_DESCRIPTOR_NS);
+    let fast = penguin::HwProfile { dma_descriptor_ns: 0.0, ..Target::Trn2.profile() };
+    let mut p = program(Target::Trn2);
+    let src = HwAp {
+        memory: Memory::Hbm,
+        dtype: DType::Fp32,
+        start_partition: 0,
+        num_partitions: 128,
+        partition_stride: 1,
+        byte_offset: 0,
+        dims: vec![Dim::new(128, 128)],
+    };
+    push(&mut p, Engine::Dma(0), dma(sbuf(DType::Bf16, 0, 128, 128), src), &[], None);
+    // Without the descriptor cost: 4 KiB per engine at 90% of 23 B/ns (HBM needs 182 ns).
+    assert_close(model_with(&p, &fast).unwrap().total_ns, DMA_FIXED_NS + 8.0 * 512.0 / (23.0 * 0.9));
+    // trn1: one element per run, 8 x 128 x 128 / 8 of them per engine.
     let trn1 = transposing_load(Target::Trn1);
-    assert_close(trn1, DMA_FIXED_NS + per_engine / (17.0 * 4.0 / 4096.0));
+    assert_close(trn1, DMA_FIXED_NS + 128.0 * 128.0 / 16.0 * (2048.0 / 17.0));
     assert!(trn1 > 50.0 * trn2, "trn1 {trn1} ns vs trn2 {trn2} ns");
 }
 
@@ -453,7 +534,8 @@ fn dma_fma_reads_all_three_operands() {
     push(&mut p, Engine::Dma(0), op, &[], None);
     let r = run(&p);
     assert_eq!(r.hbm_bytes, 0);
-    assert_close(r.total_ns, DMA_FIXED_NS + 3.0 * 8.0 * 4096.0 / 23.0);
+    // Arithmetic in the DMA runs at half the copy rate before trn3.
+    assert_close(r.total_ns, DMA_FIXED_NS + 3.0 * 8.0 * 4096.0 / (23.0 * 0.5));
 }
 
 #[test]
@@ -509,10 +591,11 @@ fn signals_count_in_completion_order_of_a_stream() {
     push(&mut p, Engine::Dve, Op::Memset { dst: sbuf(DType::Fp32, 0, 8, 4), value: 0.0 }, &[(5, 1)], None);
     push(&mut p, Engine::Dve, Op::Memset { dst: sbuf(DType::Fp32, 0, 8, 4), value: 0.0 }, &[(5, 2)], None);
     let r = run(&p);
-    let one = DMA_FIXED_NS + 8.0 * 4096.0 / 23.0;
+    // Both are in flight at once; their data shares the one engine.
+    let data = 8.0 * 4096.0 / 23.0;
     let dve: Vec<_> = r.slices.iter().filter(|s| s.engine == Engine::Dve).collect();
-    assert_close(dve[0].start_ns, one);
-    assert_close(dve[1].start_ns, 2.0 * one);
+    assert_close(dve[0].start_ns, DMA_FIXED_NS + data);
+    assert_close(dve[1].start_ns, DMA_FIXED_NS + 2.0 * data);
 }
 
 #[test]
@@ -621,7 +704,8 @@ fn row_tiles_get_their_own_pe_track() {
 }
 
 /// Every slice starts after the semaphore counts it waits for were reached, engines never
-/// overlap themselves (except the PE's documented overlaps), and the figures are sane.
+/// overlap themselves (except the PE's documented overlaps and the DMA queues' transfers in
+/// flight, at most the queue depth), and the figures are sane.
 fn check_timeline(p: &Program, r: &CycleReport) {
     assert_eq!(r.slices.len(), p.num_insts());
     let mut signals: Vec<Vec<f64>> = vec![Vec::new(); p.semaphores.len()];
@@ -634,6 +718,8 @@ fn check_timeline(p: &Program, r: &CycleReport) {
         v.sort_by(f64::total_cmp);
     }
     let mut last_end = [0.0f64; bir::NUM_ENGINES];
+    let mut in_flight: Vec<Vec<f64>> = vec![Vec::new(); bir::NUM_ENGINES];
+    let depth = p.target.profile().queue_depth();
     for s in &r.slices {
         let inst = &p.streams[s.engine.index()][s.index];
         for w in &inst.waits {
@@ -642,7 +728,12 @@ fn check_timeline(p: &Program, r: &CycleReport) {
             }
         }
         assert!(s.end_ns >= s.start_ns && s.wait_ns >= 0.0 && s.end_ns <= r.total_ns + 1e-9);
-        if s.engine != Engine::Pe {
+        if let Engine::Dma(_) = s.engine {
+            let flight = &mut in_flight[s.engine.index()];
+            flight.retain(|&e| e > s.start_ns + 1e-9);
+            assert!(flight.len() < depth, "{s:?} exceeds the queue depth");
+            flight.push(s.end_ns);
+        } else if s.engine != Engine::Pe {
             assert!(s.start_ns >= last_end[s.engine.index()] - 1e-9, "{:?} overlaps its predecessor", s);
             last_end[s.engine.index()] = s.end_ns;
         }

@@ -1,14 +1,13 @@
-//! The DMA side of the cycle model: per-transfer cost (fixed latency, run efficiency, the
-//! engines that serve its partitions) and the shared servers (the 16 DMA engines and HBM).
+//! The DMA side of the cycle model: what one transfer asks of the DMA engines and HBM
+//! (descriptors, bytes, the engines that serve its partitions), the queues that keep several
+//! transfers in flight, and the shared servers (the 16 DMA engines and HBM).
+//!
+//! Every number comes from the [`HwProfile`]; see the module doc of `cycle` for the model.
 
 use bir::{HwAp, Op};
 use penguin::target::NUM_DMA_QUEUES;
-use penguin::{Memory, Target};
+use penguin::{HwProfile, Memory, Target};
 
-/// Fixed end-to-end cost of one transfer, in ns.
-const FIXED_NS: f64 = 1300.0;
-/// A contiguous run per partition of this many bytes saturates a DMA engine.
-const SATURATING_RUN_BYTES: f64 = 4096.0;
 /// Partitions served by one DMA engine.
 const PARTITIONS_PER_ENGINE: u32 = 8;
 /// DMA engines per core.
@@ -17,12 +16,16 @@ const ENGINES: usize = NUM_DMA_QUEUES as usize;
 /// What one transfer asks of the DMA engines and HBM.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Transfer {
-    /// Bytes the engines read (and so stream).
-    pub(super) read_bytes: u64,
+    /// Bytes the engines stream (each element at the width of its widest operand).
+    pub(super) engine_bytes: f64,
     /// Bytes to or from HBM ([`Op::hbm_bytes`]).
     pub(super) hbm_bytes: u64,
-    /// Bytes of one contiguous run (per partition, per descriptor).
+    /// HBM bytes rounded up to whole access granules, run by run (what HBM's time counts).
+    pub(super) hbm_granule_bytes: f64,
+    /// Bytes of one contiguous run (one descriptor: per partition, per row).
     pub(super) run_bytes: f64,
+    /// The engines' throughput for this kind of transfer as a fraction of a copy's.
+    pub(super) rate: f64,
     /// First engine serving it.
     pub(super) first_engine: usize,
     /// Engines serving it (consecutive, wrapping).
@@ -30,9 +33,24 @@ pub(super) struct Transfer {
 }
 
 impl Transfer {
-    /// Rate efficiency of its runs: linear up to the saturating run.
-    pub(super) fn efficiency(&self) -> f64 {
-        (self.run_bytes / SATURATING_RUN_BYTES).clamp(1.0 / SATURATING_RUN_BYTES, 1.0)
+    /// Descriptors (contiguous runs) in the transfer.
+    pub(super) fn descriptors(&self) -> f64 {
+        (self.engine_bytes / self.run_bytes.max(1.0)).ceil()
+    }
+
+    /// Time one of its engines is busy, in ns: its share of the descriptors, each costing the
+    /// larger of the descriptor time and its run's data time (the engine prepares the next
+    /// descriptor while the current one's data streams).
+    pub(super) fn engine_ns(&self, p: &HwProfile) -> f64 {
+        let engines = self.engines.max(1) as f64;
+        let per_descriptor = (self.descriptors() / engines).ceil() * p.dma_descriptor_ns;
+        let data = self.engine_bytes / engines / (p.dma_engine_bytes_per_ns * self.rate);
+        per_descriptor.max(data)
+    }
+
+    /// Time HBM needs for its bytes, in ns.
+    pub(super) fn hbm_ns(&self, p: &HwProfile) -> f64 {
+        self.hbm_granule_bytes / p.hbm_bytes_per_ns
     }
 }
 
@@ -67,6 +85,19 @@ fn is_transposing(ap: &HwAp) -> bool {
         && inner.is_some_and(|d| d.stride != 1)
 }
 
+/// Bytes contiguous in HBM per run of an HBM operand: along the partition dimension for a
+/// transposing access, the innermost free dimensions otherwise.
+fn hbm_run_bytes(ap: &HwAp) -> u64 {
+    let elems = if is_transposing(ap) { u64::from(ap.num_partitions) } else { contiguous_elems(ap) };
+    elems.max(1).saturating_mul(size(ap))
+}
+
+/// `bytes` of an operand whose runs are `run` bytes long, rounded up to whole HBM granules.
+fn in_granules(bytes: u64, run: u64, granule: f64) -> f64 {
+    let run = run.max(1) as f64;
+    bytes as f64 * ((run / granule).ceil() * granule / run)
+}
+
 /// Whether the target's DMA engines can transpose (NeuronCore-v3 and later).
 fn has_dma_transpose(target: Target) -> bool {
     match target {
@@ -76,34 +107,62 @@ fn has_dma_transpose(target: Target) -> bool {
 }
 
 /// The cost parameters of a DMA op issued on queue `queue`.
-pub(super) fn transfer(op: &Op, queue: u8, target: Target) -> Transfer {
+pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
     let rows = |index: &HwAp| u64::from(index.num_partitions).saturating_mul(index.free_elems());
     let table_bytes =
         |table: &HwAp, index: &HwAp| rows(index).saturating_mul(table.free_elems()).saturating_mul(size(table));
     // Op::hbm_bytes without its allocation: this runs once per DMA of programs with millions.
     let hbm = |ap: &HwAp, bytes: u64| if ap.memory == Memory::Hbm { bytes } else { 0 };
-    let (read_bytes, hbm_bytes, data): (u64, u64, [Option<&HwAp>; 3]) = match op {
-        Op::DmaCopy { dst, src, .. } => {
-            (bytes(src), sum(&[hbm(src, bytes(src)), hbm(dst, bytes(dst))]), [Some(dst), Some(src), None])
+    let granule = p.hbm_burst_bytes.max(1.0);
+    // HBM bytes of an operand moved `times` times, rounded to granules over its runs (a
+    // gathered or scattered table row is one run).
+    let timed = |ap: &HwAp, bytes: u64, run: u64, times: u64| {
+        if ap.memory == Memory::Hbm {
+            in_granules(bytes, run, granule) * times as f64
+        } else {
+            0.0
         }
+    };
+    let row = |table: &HwAp| table.free_elems().saturating_mul(size(table));
+    // (elements streamed, HBM bytes, HBM granule bytes, data operands, arithmetic)
+    let (elems, hbm_bytes, hbm_granule_bytes, data, compute): (u64, u64, f64, [Option<&HwAp>; 3], bool) = match op {
+        Op::DmaCopy { dst, src, .. } => (
+            src.num_elems(),
+            sum(&[hbm(src, bytes(src)), hbm(dst, bytes(dst))]),
+            timed(src, bytes(src), hbm_run_bytes(src), 1) + timed(dst, bytes(dst), hbm_run_bytes(dst), 1),
+            [Some(dst), Some(src), None],
+            false,
+        ),
         Op::DmaFma { dst, src0, src1 } => (
-            sum(&[bytes(src0), bytes(src1), bytes(dst)]),
+            sum(&[src0.num_elems(), src1.num_elems(), dst.num_elems()]),
             sum(&[hbm(src0, bytes(src0)), hbm(src1, bytes(src1)), hbm(dst, bytes(dst)).saturating_mul(2)]),
+            timed(src0, bytes(src0), hbm_run_bytes(src0), 1)
+                + timed(src1, bytes(src1), hbm_run_bytes(src1), 1)
+                + timed(dst, bytes(dst), hbm_run_bytes(dst), 2),
             [Some(dst), Some(src0), Some(src1)],
+            true,
         ),
         Op::DmaGather { dst, table, index } => (
-            sum(&[table_bytes(table, index), bytes(index)]),
+            sum(&[rows(index).saturating_mul(table.free_elems()), index.num_elems()]),
             sum(&[hbm(dst, bytes(dst)), hbm(table, table_bytes(table, index)), hbm(index, bytes(index))]),
+            timed(dst, bytes(dst), hbm_run_bytes(dst), 1)
+                + timed(table, table_bytes(table, index), row(table), 1)
+                + timed(index, bytes(index), hbm_run_bytes(index), 1),
             [Some(dst), Some(table), None],
+            false,
         ),
         Op::DmaScatterAdd { table, src, index } => (
-            sum(&[bytes(src), bytes(index), table_bytes(table, index)]),
+            sum(&[src.num_elems(), index.num_elems(), rows(index).saturating_mul(table.free_elems())]),
             sum(&[
                 hbm(src, bytes(src)),
                 hbm(table, table_bytes(table, index)).saturating_mul(2),
                 hbm(index, bytes(index)),
             ]),
+            timed(src, bytes(src), hbm_run_bytes(src), 1)
+                + timed(table, table_bytes(table, index), row(table), 2)
+                + timed(index, bytes(index), hbm_run_bytes(index), 1),
             [Some(src), Some(table), None],
+            true,
         ),
         // `Replay` keeps other ops off the DMA queues.
         Op::LoadStationary { .. }
@@ -112,14 +171,28 @@ pub(super) fn transfer(op: &Op, queue: u8, target: Target) -> Transfer {
         | Op::Transpose { .. }
         | Op::TensorCopy { .. }
         | Op::TensorTensor { .. }
-        | Op::Memset { .. } => (0, 0, [None, None, None]),
+        | Op::Memset { .. } => (0, 0, 0.0, [None, None, None], false),
     };
+    let writes_transposed = data[0].is_some_and(is_transposing);
     let data = data.into_iter().flatten();
+    // A casting copy converts through its wider side: every element streams at that width.
     let width = data.clone().map(|ap| u64::from(ap.dtype.size_bytes())).max().unwrap_or(1);
-    let run_elems = match data.clone().find(|ap| is_transposing(ap)) {
-        Some(t) if has_dma_transpose(target) => u64::from(t.num_partitions),
+    // A transposing read from HBM is a DMA transpose on trn2/trn3 (runs along the source's
+    // contiguous partitions, at the transpose's fraction of copy throughput); a transposing
+    // write, DMA arithmetic on transposed operands, or trn1 move one element per descriptor.
+    let transposing = data.clone().find(|ap| is_transposing(ap));
+    let dma_transpose = transposing.is_some() && has_dma_transpose(p.target) && !writes_transposed && !compute;
+    let run_elems = match transposing {
+        Some(t) if dma_transpose => u64::from(t.num_partitions),
         Some(_) => 1,
         None => data.clone().map(|ap| contiguous_elems(ap).min(ap.free_elems().max(1))).min().unwrap_or(1),
+    };
+    let rate = if compute {
+        p.dma_compute_fraction
+    } else if dma_transpose {
+        p.dma_transpose_hbm_fraction
+    } else {
+        1.0
     };
     let (first_engine, engines) = match data.clone().find(|ap| ap.memory != Memory::Hbm) {
         Some(on_chip) => {
@@ -135,31 +208,59 @@ pub(super) fn transfer(op: &Op, queue: u8, target: Target) -> Transfer {
             (usize::from(queue) % ENGINES, engines)
         }
     };
-    Transfer { read_bytes, hbm_bytes, run_bytes: (run_elems.max(1) * width) as f64, first_engine, engines }
+    Transfer {
+        engine_bytes: elems as f64 * width as f64,
+        hbm_bytes,
+        hbm_granule_bytes,
+        run_bytes: (run_elems.max(1) * width) as f64,
+        rate,
+        first_engine,
+        engines,
+    }
 }
 
-/// The shared DMA servers: when each DMA engine and HBM are free again.
+/// The shared DMA servers: when each DMA engine and HBM are free again, and the transfers
+/// each queue has in flight.
 #[derive(Clone, Debug)]
 pub(super) struct DmaState {
-    target: Target,
+    profile: HwProfile,
     engine_free: [f64; ENGINES],
     hbm_free: f64,
+    /// Per queue: the ends of its transfers still in flight.
+    in_flight: Vec<Vec<f64>>,
+}
+
+/// What committing one DMA op gave.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Committed {
+    /// When its data has landed (and its semaphore may be signalled).
+    pub(super) end: f64,
+    /// Its HBM bytes.
+    pub(super) hbm_bytes: u64,
+    /// When its queue can start the next transfer.
+    pub(super) queue_free: f64,
 }
 
 impl DmaState {
-    pub(super) fn new(target: Target) -> Self {
-        DmaState { target, engine_free: [0.0; ENGINES], hbm_free: 0.0 }
+    pub(super) fn new(profile: HwProfile) -> Self {
+        DmaState {
+            profile,
+            engine_free: [0.0; ENGINES],
+            hbm_free: 0.0,
+            in_flight: vec![Vec::new(); NUM_DMA_QUEUES as usize],
+        }
     }
 
-    /// Run a DMA op on `queue` from `start`; returns its end and its HBM bytes. Its data
-    /// moves after the fixed cost, through its engines and HBM, each granted in start order.
-    pub(super) fn commit(&mut self, queue: u8, op: &Op, start: f64) -> (f64, u64) {
-        let info = self.target.info();
-        let t = transfer(op, queue, self.target);
-        let data_start = start + FIXED_NS;
+    /// Run a DMA op on `queue` from `start`. Its data moves after the fixed latency, through
+    /// its engines and HBM, each granted in start order; the queue takes its next transfer at
+    /// once unless `dma_queue_depth` transfers are in flight, then when the first of them ends.
+    pub(super) fn commit(&mut self, queue: u8, op: &Op, start: f64) -> Committed {
+        let p = self.profile;
+        let t = transfer(op, queue, &p);
+        let data_start = start + p.dma_fixed_ns;
         let mut end = data_start;
-        if t.read_bytes > 0 {
-            let per_engine = t.read_bytes as f64 / t.engines as f64 / (info.dma_bytes_per_ns * t.efficiency());
+        if t.engine_bytes > 0.0 {
+            let per_engine = t.engine_ns(&p);
             for k in 0..t.engines {
                 let g = (t.first_engine + k) % ENGINES;
                 let done = self.engine_free[g].max(data_start) + per_engine;
@@ -167,11 +268,23 @@ impl DmaState {
                 end = end.max(done);
             }
         }
-        if t.hbm_bytes > 0 {
-            self.hbm_free = self.hbm_free.max(data_start) + t.hbm_bytes as f64 / info.hbm_bytes_per_ns;
+        if t.hbm_granule_bytes > 0.0 {
+            self.hbm_free = self.hbm_free.max(data_start) + t.hbm_ns(&p);
             end = end.max(self.hbm_free);
         }
-        (end, t.hbm_bytes)
+        let queue_free = match self.in_flight.get_mut(usize::from(queue)) {
+            Some(flight) => {
+                flight.retain(|&e| e > start);
+                flight.push(end);
+                if flight.len() >= p.queue_depth() {
+                    flight.iter().copied().fold(f64::INFINITY, f64::min)
+                } else {
+                    start
+                }
+            }
+            None => end,
+        };
+        Committed { end, hbm_bytes: t.hbm_bytes, queue_free }
     }
 }
 

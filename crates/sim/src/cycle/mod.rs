@@ -1,7 +1,8 @@
 //! The cycle model: an event-driven timeline of a BIR program's engine streams, built from
 //! the hardware facts of SPEC section 2 without data.
 //!
-//! [`model`] replays every stream in order, honouring semaphores, and gives each instruction
+//! [`model`] (the target's built-in [`HwProfile`]) or [`model_with`] (any profile) replays
+//! every stream in order, honouring semaphores, and gives each instruction
 //! a start and an end time from per-instruction costs. It needs no memory images and runs in
 //! time linear in the instruction count (a few hundred nanoseconds per instruction).
 //!
@@ -37,30 +38,39 @@
 //!   array is a 4x4 grid of 32x32 cells; an MM occupies the cells of its `tile_position` /
 //!   `tile_size`. The PE issues in order (no instruction starts before the previous PE
 //!   instruction started), but MMs on disjoint cells overlap.
-//! - **DMA** ("a fixed cost of about 1.3 us end to end, transfers on different queues
-//!   overlap"): a transfer occupies its queue for 1.3 us and then for its data time; queues
-//!   run in parallel, transfers within one queue are serial.
-//! - **DMA data time** ("a descriptor moves one contiguous run per partition; runs shorter
-//!   than 2 KiB per partition are inefficient, 4 KiB saturates; the 16 engines each serve 8
-//!   partitions"): the run is the element count contiguous in every data operand, in bytes
-//!   of the widest operand dtype; efficiency is `min(1, run / 4 KiB)` (linear: each run
-//!   occupies an engine for at least the time of 4 KiB, so 2 KiB runs reach half rate). The
-//!   transfer is served by the DMA engines of the 8-partition groups of its on-chip operand
-//!   (HBM-to-HBM transfers: `ceil(rows / 8)` engines starting at the queue's own engine),
-//!   each moving its share of the bytes read at `dma_bytes_per_ns x efficiency`. Each engine
-//!   is a server shared by all queues, granted in start order.
+//! - **DMA** (every figure a key of the [`HwProfile`], with its source): a transfer waits
+//!   `dma_fixed_ns` (descriptor setup, synchronization, semaphore-to-start: ~1.3 us [S11]),
+//!   then its data moves. A queue keeps up to `dma_queue_depth` transfers in flight, so the
+//!   fixed latencies of consecutive transfers on one queue overlap; the next transfer starts
+//!   at once, or when the first in-flight one ends once the queue is full. Queues overlap
+//!   freely; their data shares the engines and HBM.
+//! - **DMA engines** ("a descriptor moves one contiguous run per partition; the 16 engines
+//!   each serve 8 partitions"): the transfer is served by the engines of the 8-partition
+//!   groups of its on-chip operand (HBM-to-HBM: `ceil(rows / 8)` engines from the queue's
+//!   own), each taking an equal share of its descriptors. An engine prepares the next
+//!   descriptor while the current one's data streams, so each costs
+//!   `max(dma_descriptor_ns, run / dma_engine_bytes_per_ns)`; `dma_descriptor_ns` is the data
+//!   time of a 2 KiB run, the run size from which bandwidth approaches peak [S11]. A run is the
+//!   element count contiguous in every data operand, in bytes of the widest operand dtype (a
+//!   casting copy streams each element at the wider width). Each engine is a server shared by
+//!   all queues, granted in start order.
 //! - **Transposing DMA** (an HBM operand whose partition stride is 1 and whose innermost free
-//!   stride is not): on trn2/trn3 the DMA transposes, and the run is the contiguous extent
-//!   along the partition dimension; trn1 has no DMA transpose, so the run is one element.
-//! - **DMA FMA / gather / scatter-add** use the same model. The engines stream every byte they
-//!   read: both factors and the addend of an FMA, the indexed table rows and the indices of a
-//!   gather, the source, indices and table rows of a scatter-add. A gather/scatter run is
-//!   one table row.
+//!   stride is not): a transposing read on trn2/trn3 is a DMA transpose whose run is the
+//!   contiguous extent along the partition dimension, at `dma_transpose_hbm_fraction` of copy
+//!   throughput [S2]; trn1 has none, and a transposing write or DMA arithmetic moves one
+//!   element per descriptor.
+//! - **DMA FMA / gather / scatter-add** use the same model. The engines stream every element
+//!   they read: both factors and the addend of an FMA, the indexed table rows and the indices
+//!   of a gather, the source, indices and table rows of a scatter-add. A gather/scatter run is
+//!   one table row. FMA and scatter-add (arithmetic in the DMA) run at `dma_compute_fraction`
+//!   of copy throughput [S3].
 //! - **HBM** ("HBM bandwidth per core"): one server shared by all queues, granted in start
-//!   order: a transfer's [`Op::hbm_bytes`] occupy it for `bytes / hbm_bytes_per_ns`, and the
-//!   transfer ends no earlier than HBM has served its bytes.
+//!   order: a transfer's [`Op::hbm_bytes`], each run rounded up to whole `hbm_burst_bytes`
+//!   granules, occupy it for `bytes / hbm_bytes_per_ns`; the transfer ends no earlier than HBM
+//!   has served them.
 //! - **ACT / DVE / POOL** ("about one element per partition per cycle with a ~60-cycle static
-//!   overhead"): `60 + F` cycles at the engine's clock, `F` the destination's free size.
+//!   overhead"): `compute_static_cycles + F / compute_elems_per_cycle` cycles at the engine's
+//!   clock, `F` the destination's free size.
 //!   SP (which only memsets) uses the GpSimd clock.
 //!
 //! # Report
@@ -76,16 +86,13 @@ mod dma;
 mod pe;
 
 use bir::{BirInst, Engine, Op, Program, SemId, NUM_ENGINES};
-use penguin::Target;
+use penguin::HwProfile;
 use serde::Serialize;
 
 use crate::error::{InstRef, SimError, Stuck};
 
 use dma::DmaState;
 use pe::PeState;
-
-/// Static overhead of an ACT/DVE/POOL/SP instruction, in that engine's cycles.
-const COMPUTE_STATIC_CYCLES: f64 = 60.0;
 
 /// One executed instruction on the timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -181,7 +188,15 @@ impl CycleReport {
 /// [`SimError::UnknownSemaphore`] for malformed programs (a verified program has none), and
 /// [`SimError::Deadlock`] when some stream waits for a count its semaphore never reaches.
 pub fn model(program: &Program) -> Result<CycleReport, SimError> {
-    Replay::new(program)?.run()
+    model_with(program, &program.target.profile())
+}
+
+/// Model the timeline of a program with the figures of `profile` (e.g. one overridden with
+/// `--hw` or fitted by `ntile calibrate`); the ISA facts (whether the DMA can transpose) stay
+/// those of the program's target. Errors as [`model`].
+pub fn model_with(program: &Program, profile: &HwProfile) -> Result<CycleReport, SimError> {
+    let profile = HwProfile { target: program.target, ..*profile };
+    Replay::new(program, profile)?.run()
 }
 
 /// Where an engine's next instruction stands.
@@ -224,14 +239,14 @@ struct Replay<'p> {
     signals: Vec<Vec<f64>>,
     pe: PeState,
     dma: DmaState,
-    target: Target,
+    profile: HwProfile,
     slices: Vec<Slice>,
     total_ns: f64,
     hbm_bytes: u64,
 }
 
 impl<'p> Replay<'p> {
-    fn new(program: &'p Program) -> Result<Self, SimError> {
+    fn new(program: &'p Program, profile: HwProfile) -> Result<Self, SimError> {
         if program.streams.len() > NUM_ENGINES {
             return Err(SimError::TooManyStreams { streams: program.streams.len(), max: NUM_ENGINES });
         }
@@ -241,9 +256,9 @@ impl<'p> Replay<'p> {
             cursors: vec![Cursor::default(); engines.len()],
             engines,
             signals: vec![Vec::new(); program.semaphores.len()],
-            pe: PeState::default(),
-            dma: DmaState::new(program.target),
-            target: program.target,
+            pe: PeState::new(&profile),
+            dma: DmaState::new(profile),
+            profile,
             slices: Vec::with_capacity(program.num_insts()),
             total_ns: 0.0,
             hbm_bytes: 0,
@@ -353,21 +368,24 @@ impl<'p> Replay<'p> {
         let end = match engine {
             Engine::Pe => {
                 self.hbm_bytes = self.hbm_bytes.saturating_add(inst.op.hbm_bytes());
-                self.pe.commit(&inst.op, start, self.target)
+                let end = self.pe.commit(&inst.op, start);
+                (end, end)
             }
             Engine::Dma(q) => {
-                let (end, hbm_bytes) = self.dma.commit(q, &inst.op, start);
-                self.hbm_bytes = self.hbm_bytes.saturating_add(hbm_bytes);
-                end
+                let c = self.dma.commit(q, &inst.op, start);
+                self.hbm_bytes = self.hbm_bytes.saturating_add(c.hbm_bytes);
+                (c.end, c.queue_free)
             }
             Engine::Act | Engine::Dve | Engine::Pool | Engine::Sp => {
                 self.hbm_bytes = self.hbm_bytes.saturating_add(inst.op.hbm_bytes());
-                start + self.compute_ns(engine, &inst.op)
+                let end = start + self.compute_ns(engine, &inst.op);
+                (end, end)
             }
         };
+        let (end, free_at) = end;
         let cursor = &mut self.cursors[e];
         cursor.next += 1;
-        cursor.free_at = end;
+        cursor.free_at = free_at;
         cursor.retired = cursor.retired.max(end);
         cursor.busy += (end - start.max(cursor.covered_until)).max(0.0);
         cursor.covered_until = cursor.covered_until.max(end);
@@ -386,15 +404,15 @@ impl<'p> Replay<'p> {
         Some((sem, appended))
     }
 
-    /// Time of an ACT/DVE/POOL/SP instruction: one element per partition per cycle plus the
-    /// static overhead.
+    /// Time of an ACT/DVE/POOL/SP instruction: `compute_elems_per_cycle` elements per
+    /// partition per cycle plus the static overhead.
     fn compute_ns(&self, engine: Engine, op: &Op) -> f64 {
-        let info = self.target.info();
+        let p = &self.profile;
         let ghz = match engine {
-            Engine::Act => info.act_ghz,
-            Engine::Dve => info.dve_ghz,
-            Engine::Pe => info.pe_ghz,
-            Engine::Pool | Engine::Sp | Engine::Dma(_) => info.pool_ghz,
+            Engine::Act => p.act_ghz,
+            Engine::Dve => p.dve_ghz,
+            Engine::Pe => p.pe_ghz,
+            Engine::Pool | Engine::Sp | Engine::Dma(_) => p.pool_ghz,
         };
         let elems = match op {
             Op::TensorCopy { dst, .. } | Op::TensorTensor { dst, .. } | Op::Memset { dst, .. } => dst.free_elems(),
@@ -408,7 +426,7 @@ impl<'p> Replay<'p> {
             | Op::DmaGather { .. }
             | Op::DmaScatterAdd { .. } => 0,
         };
-        (COMPUTE_STATIC_CYCLES + elems as f64) / ghz
+        (p.compute_static_cycles + elems as f64 / p.compute_elems_per_cycle) / ghz
     }
 
     fn finish(self) -> Result<CycleReport, SimError> {
@@ -433,7 +451,7 @@ impl<'p> Replay<'p> {
             engine_busy_ns,
             hbm_bytes: self.hbm_bytes,
             matmul_flops: self.pe.flops(),
-            peak_flops_per_ns: self.pe.peak_flops_per_ns(self.target),
+            peak_flops_per_ns: self.pe.peak_flops_per_ns(),
             slices: self.slices,
         })
     }

@@ -3,7 +3,7 @@
 
 use bir::{HwAp, Op};
 use penguin::target::NUM_PARTITIONS;
-use penguin::{PerfMode, Target, TilePosition, TileSize};
+use penguin::{HwProfile, PerfMode, TilePosition, TileSize};
 
 /// PE rows (and columns) per cell of the occupancy grid: the smallest row tile (trn2+).
 const CELL: u32 = 32;
@@ -11,12 +11,18 @@ const CELL: u32 = 32;
 const SIDE: u32 = NUM_PARTITIONS / CELL;
 /// Cells in the grid.
 const CELLS: usize = (SIDE * SIDE) as usize;
-/// A MultiplyMoving issues no faster than this many TensorE cycles.
-const MM_MIN_CYCLES: u32 = 64;
-/// 4-byte (fp32) operands pass through the array at a quarter of the rate.
-const FP32_SLOWDOWN: f64 = 4.0;
-/// A LoadStationary is this many times faster than an MM of the same free size.
-const LS_SPEEDUP: f64 = 4.0;
+/// The profile figures the PE array's timing reads.
+#[derive(Clone, Copy, Debug, Default)]
+struct PeTiming {
+    /// TensorE clock.
+    ghz: f64,
+    /// A MultiplyMoving issues no faster than this many TensorE cycles.
+    mm_min_cycles: f64,
+    /// 4-byte (fp32) operands pass through the array this many times slower.
+    fp32_factor: f64,
+    /// A LoadStationary is this many times faster than an MM of the same free size.
+    ls_speedup: f64,
+}
 
 /// The weights held in (or loading into) a cell.
 #[derive(Clone, Copy, Debug, Default)]
@@ -32,6 +38,7 @@ struct Weights {
 /// Timing state of the PE array.
 #[derive(Clone, Debug, Default)]
 pub(super) struct PeState {
+    timing: PeTiming,
     /// Start of the latest PE instruction (the PE issues in order).
     issue: f64,
     /// When the weight-load port is free.
@@ -82,17 +89,29 @@ fn is_fp32(ap: &HwAp) -> bool {
     ap.dtype.size_bytes() == 4
 }
 
-/// TensorE cycles of an MM (or transpose) streaming `n` moving columns.
-fn mm_cycles(n: u64, fp32: bool) -> f64 {
-    let base = n.max(u64::from(MM_MIN_CYCLES)) as f64;
-    if fp32 {
-        base * FP32_SLOWDOWN
-    } else {
-        base
+impl PeTiming {
+    /// TensorE cycles of an MM (or transpose) streaming `n` moving columns.
+    fn mm_cycles(&self, n: u64, fp32: bool) -> f64 {
+        let base = (n as f64).max(self.mm_min_cycles);
+        if fp32 {
+            base * self.fp32_factor
+        } else {
+            base
+        }
     }
 }
 
 impl PeState {
+    pub(super) fn new(p: &HwProfile) -> Self {
+        let timing = PeTiming {
+            ghz: p.pe_ghz,
+            mm_min_cycles: p.mm_min_cycles,
+            fp32_factor: p.mm_fp32_factor,
+            ls_speedup: p.ls_speedup,
+        };
+        PeState { timing, ..PeState::default() }
+    }
+
     fn max_over(values: &[f64; CELLS], mask: u16) -> f64 {
         each(mask).map(|i| values[i]).fold(0.0, f64::max)
     }
@@ -122,8 +141,8 @@ impl PeState {
     }
 
     /// Run `op` from `start` (at least [`Self::ready`]); returns its end.
-    pub(super) fn commit(&mut self, op: &Op, start: f64, target: Target) -> f64 {
-        let ghz = target.info().pe_ghz;
+    pub(super) fn commit(&mut self, op: &Op, start: f64) -> f64 {
+        let ghz = self.timing.ghz;
         self.issue = start;
         match op {
             Op::LoadStationary { src, perf_mode, tile_position, tile_size } => {
@@ -142,7 +161,7 @@ impl PeState {
                 let first = each(mask).next().unwrap_or(0);
                 let w = self.weights[first];
                 let fp32 = is_fp32(src) || w.fp32;
-                let end = start + mm_cycles(n, fp32) / ghz;
+                let end = start + self.timing.mm_cycles(n, fp32) / ghz;
                 for i in each(mask) {
                     self.cell_free[i] = end;
                     self.shadow_free[i] = start;
@@ -153,7 +172,7 @@ impl PeState {
                 end
             }
             Op::Transpose { src, .. } => {
-                let end = start + mm_cycles(src.free_elems(), is_fp32(src)) / ghz;
+                let end = start + self.timing.mm_cycles(src.free_elems(), is_fp32(src)) / ghz;
                 self.cell_free = [end; CELLS];
                 end
             }
@@ -169,7 +188,7 @@ impl PeState {
 
     /// A LoadStationary of free size `m` into the cells of `mask`.
     fn load(&mut self, m: u64, w: Weights, mask: u16, start: f64, ghz: f64) -> f64 {
-        let end = start + mm_cycles(m, w.fp32) / LS_SPEEDUP / ghz;
+        let end = start + self.timing.mm_cycles(m, w.fp32) / self.timing.ls_speedup / ghz;
         self.port_free = end;
         for i in each(mask) {
             self.weights_ready[i] = end;
@@ -185,7 +204,7 @@ impl PeState {
     }
 
     /// Peak FLOP/ns of the flavour that issued the most FLOPs (bf16 dense if none did).
-    pub(super) fn peak_flops_per_ns(&self, target: Target) -> f64 {
+    pub(super) fn peak_flops_per_ns(&self) -> f64 {
         let mut flavour = 0;
         for (i, &f) in self.flops.iter().enumerate() {
             if f > self.flops[flavour] {
@@ -193,8 +212,8 @@ impl PeState {
             }
         }
         let side = f64::from(NUM_PARTITIONS);
-        let dense = 2.0 * side * side * target.info().pe_ghz;
-        let dtype = if flavour & 1 != 0 { 1.0 / FP32_SLOWDOWN } else { 1.0 };
+        let dense = 2.0 * side * side * self.timing.ghz;
+        let dtype = if flavour & 1 != 0 { 1.0 / self.timing.fp32_factor } else { 1.0 };
         let rows = if flavour & 2 != 0 { 2.0 } else { 1.0 };
         dense * dtype * rows
     }

@@ -1,4 +1,9 @@
-//! Hardware targets and their geometry and timing facts (SPEC section 2).
+//! Hardware targets: their ISA geometry (SPEC section 2) and, in [`profile`], the timing
+//! figures the planner's estimate and the cycle model read.
+
+pub mod profile;
+
+pub use profile::{Entry, HwProfile, KeyInfo, ProfileError, GEOMETRY, KEYS};
 
 use std::fmt;
 use std::str::FromStr;
@@ -30,7 +35,7 @@ pub enum Target {
     Trn3,
 }
 
-/// Per-target facts from SPEC section 2.
+/// Per-target ISA geometry and features from SPEC section 2 (timing lives in [`HwProfile`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TargetInfo {
     /// SBUF partitions.
@@ -41,18 +46,6 @@ pub struct TargetInfo {
     pub psum_num_banks: u32,
     /// PSUM bytes per bank per partition.
     pub psum_par_size_in_bytes: u32,
-    /// TensorE clock in GHz.
-    pub pe_ghz: f64,
-    /// ScalarE clock in GHz.
-    pub act_ghz: f64,
-    /// VectorE clock in GHz.
-    pub dve_ghz: f64,
-    /// GpSimd clock in GHz.
-    pub pool_ghz: f64,
-    /// Bandwidth of one DMA engine in bytes per ns.
-    pub dma_bytes_per_ns: f64,
-    /// HBM bandwidth per core in bytes per ns (GB/s).
-    pub hbm_bytes_per_ns: f64,
     /// Whether `double_row` is supported.
     pub double_row: bool,
     /// Whether the OCP fp8e4m3fn type is accepted.
@@ -72,53 +65,28 @@ impl Target {
             statebuf_par_size_in_bytes: 0,
             psum_num_banks: PSUM_NUM_BANKS,
             psum_par_size_in_bytes: PSUM_BANK_BYTES,
-            pe_ghz: 0.0,
-            act_ghz: 0.0,
-            dve_ghz: 0.0,
-            pool_ghz: 0.0,
-            dma_bytes_per_ns: 0.0,
-            hbm_bytes_per_ns: 0.0,
             double_row: false,
             fp8e4m3fn: false,
             pe_tile_32: false,
         };
         match self {
-            Target::Trn1 => TargetInfo {
-                statebuf_par_size_in_bytes: 192 * 1024,
-                pe_ghz: 2.8,
-                act_ghz: 1.4,
-                dve_ghz: 1.12,
-                pool_ghz: 1.4,
-                dma_bytes_per_ns: 17.0,
-                hbm_bytes_per_ns: 410.0,
-                ..common
-            },
-            Target::Trn2 => TargetInfo {
-                statebuf_par_size_in_bytes: 224 * 1024,
-                pe_ghz: 2.4,
-                act_ghz: 1.2,
-                dve_ghz: 0.96,
-                pool_ghz: 1.2,
-                dma_bytes_per_ns: 23.0,
-                hbm_bytes_per_ns: 360.0,
-                double_row: true,
-                pe_tile_32: true,
-                ..common
-            },
+            Target::Trn1 => TargetInfo { statebuf_par_size_in_bytes: 192 * 1024, ..common },
+            Target::Trn2 => {
+                TargetInfo { statebuf_par_size_in_bytes: 224 * 1024, double_row: true, pe_tile_32: true, ..common }
+            }
             Target::Trn3 => TargetInfo {
                 statebuf_par_size_in_bytes: 256 * 1024,
-                pe_ghz: 2.4,
-                act_ghz: 1.2,
-                dve_ghz: 1.2,
-                pool_ghz: 1.2,
-                dma_bytes_per_ns: 33.0,
-                hbm_bytes_per_ns: 600.0,
                 double_row: true,
                 fp8e4m3fn: true,
                 pe_tile_32: true,
                 ..common
             },
         }
+    }
+
+    /// The built-in hardware profile of the target (see [`HwProfile`]).
+    pub fn profile(self) -> HwProfile {
+        HwProfile::builtin(self)
     }
 
     /// The text name (`trn1`, `trn2`, `trn3`).

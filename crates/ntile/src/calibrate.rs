@@ -1,0 +1,403 @@
+//! `ntile calibrate`: fit hardware profile keys to measured GEMM times.
+//!
+//! Each row of the CSV names a GEMM as `ntile gemm --no-sim` would plan it; it is planned and
+//! lowered once (an `auto` row keeps the kernel `auto` chose under the starting profile: that
+//! is the kernel that was measured), and the cycle model is rerun for every trial profile.
+//! The chosen keys are fitted by bounded Levenberg-Marquardt on the log of modeled over
+//! measured time, in log-parameter space (every key is positive), within each key's range.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use codegen::{plan_gemm, plan_gemm_auto_with, BlockSizes, GemmConfig, GemmPlan, Schedule};
+use penguin::target::{HwProfile, GEOMETRY, KEYS};
+use penguin::{DType, Target};
+
+use crate::error::CliError;
+
+/// The CSV columns, in any order.
+pub const COLUMNS: [&str; 11] =
+    ["m", "k", "n", "dtype", "schedule", "block_m", "block_n", "block_k", "lhs_transposed", "target", "measured_us"];
+
+/// The keys fitted when `--fit` is not given.
+pub const DEFAULT_FIT: &str = "dma_descriptor_ns,dma_fixed_ns,hbm_bytes_per_ns";
+
+/// Flags of `ntile calibrate`.
+#[derive(Args, Clone, Debug)]
+#[command(after_long_help = "\
+MEASURED.csv has a header naming the columns
+  m,k,n,dtype,schedule,block_m,block_n,block_k,lhs_transposed,target,measured_us
+(any order). Each row is a GEMM as `ntile gemm --no-sim` plans it, with A and B stored in
+HBM in `dtype` and C in `dtype` (bf16 for fp8 operands); empty block columns mean the
+schedule's defaults; lhs_transposed is true/false; measured_us is the measured kernel time.
+Every row's modeled and measured times are printed before and after the fit with the mean
+absolute percentage error, and the fitted profile is written (atomically) in the JSON form
+--hw reads.
+
+Example:
+  ntile calibrate measured.csv -o trn2.json --fit dma_descriptor_ns,pe_ghz
+  ntile gemm --m 4096 --k 4096 --n 4096 --hw trn2.json --no-sim")]
+pub struct CalibrateArgs {
+    /// The measurements (CSV)
+    #[arg(value_name = "MEASURED.csv")]
+    pub measured: PathBuf,
+    /// Where to write the fitted profile (JSON)
+    #[arg(short = 'o', long = "output", value_name = "profile.json")]
+    pub output: PathBuf,
+    /// Target of every row: trn1, trn2 or trn3
+    #[arg(long, default_value = "trn2")]
+    pub target: Target,
+    /// Profile keys to fit, comma-separated
+    #[arg(long, value_name = "KEY,KEY...", default_value = DEFAULT_FIT, value_delimiter = ',')]
+    pub fit: Vec<String>,
+    /// Start from this profile (overrides of the built-in one)
+    #[arg(long, value_name = "FILE.json", long_help = crate::hw::HW_HELP)]
+    pub hw: Option<PathBuf>,
+}
+
+/// One measured GEMM.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The GEMM as planned.
+    pub config: GemmConfig,
+    /// No block column was given: default blocks, shrunk to fit.
+    pub default_blocks: bool,
+    /// Measured time in us.
+    pub measured_us: f64,
+}
+
+/// The outcome of a fit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fit {
+    /// The fitted profile.
+    pub profile: HwProfile,
+    /// Modeled time of every row before the fit, in us.
+    pub before_us: Vec<f64>,
+    /// Modeled time of every row after the fit, in us.
+    pub after_us: Vec<f64>,
+}
+
+/// Run `ntile calibrate`.
+pub fn run(args: &CalibrateArgs) -> Result<String, CliError> {
+    let text = std::fs::read_to_string(&args.measured)
+        .map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.measured.display())))?;
+    let rows = parse_csv(&text, args.target).map_err(|e| prefix(&args.measured, &e))?;
+    let start = crate::hw::load_profile(args.hw.as_deref(), args.target)?;
+    let fit = calibrate(&rows, &start, &args.fit)?;
+    crate::npy::write_atomic(&args.output, crate::hw::profile_json(&fit.profile)?.as_bytes())?;
+    let mut s = report(&rows, &fit, &start, &args.fit);
+    s += &format!("wrote {}\n", args.output.display());
+    Ok(s)
+}
+
+fn prefix(path: &Path, e: &CliError) -> CliError {
+    CliError { code: e.code, message: format!("{}: {}", path.display(), e.message) }
+}
+
+/// Parse the measurement CSV (see [`COLUMNS`]); every row's target must be `target`.
+pub fn parse_csv(text: &str, target: Target) -> Result<Vec<Row>, CliError> {
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let Some((_, header)) = lines.next() else {
+        return Err(CliError::usage("no header line (expected the columns m,k,n,dtype,...)"));
+    };
+    let names: Vec<&str> = header.split(',').map(str::trim).collect();
+    let mut index = [0usize; COLUMNS.len()];
+    for (slot, col) in index.iter_mut().zip(COLUMNS) {
+        *slot = names.iter().position(|n| *n == col).ok_or_else(|| {
+            CliError::usage(format!("the header has no column `{col}` (expected {})", COLUMNS.join(",")))
+        })?;
+    }
+    if let Some(extra) = names.iter().find(|n| !COLUMNS.contains(n)) {
+        return Err(CliError::usage(format!(
+            "unknown column `{extra}` in the header (expected {})",
+            COLUMNS.join(",")
+        )));
+    }
+    let mut rows = Vec::new();
+    for (line_no, line) in lines {
+        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
+        let line_no = line_no + 1;
+        if cells.len() != names.len() {
+            return Err(CliError::usage(format!(
+                "line {line_no}: {} cells, but the header has {} columns",
+                cells.len(),
+                names.len()
+            )));
+        }
+        let cell = |c: usize| cells[index[c]];
+        let bad = |c: usize, why: &str| {
+            CliError::usage(format!("line {line_no}, column `{}`: `{}` {why}", COLUMNS[c], cell(c)))
+        };
+        let positive = |c: usize| {
+            cell(c).parse::<u64>().ok().filter(|&v| v > 0).ok_or_else(|| bad(c, "is not a positive integer"))
+        };
+        let block = |c: usize| if cell(c).is_empty() { Ok(None) } else { positive(c).map(Some) };
+        let (m, k, n) = (positive(0)?, positive(1)?, positive(2)?);
+        let dtype: DType = cell(3).parse().map_err(|_| bad(3, "is not a dtype (fp32, bf16, fp16, fp8e4m3, ...)"))?;
+        let schedule: Schedule =
+            cell(4).parse().map_err(|_| bad(4, "is not a schedule (naive, hoisted, blocked-mn, blocked-mnk, auto)"))?;
+        let blocks = [block(5)?, block(6)?, block(7)?];
+        let lhs_transposed = match cell(8) {
+            "true" | "1" => true,
+            "false" | "0" | "" => false,
+            _ => return Err(bad(8, "is not true or false")),
+        };
+        let row_target: Target = cell(9).parse().map_err(|_| bad(9, "is not a target (trn1, trn2, trn3)"))?;
+        if row_target != target {
+            return Err(bad(9, &format!("differs from --target {target} (calibrate one target at a time)")));
+        }
+        let measured_us = cell(10)
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .ok_or_else(|| bad(10, "is not a positive time in us"))?;
+        let defaults = BlockSizes::for_schedule(schedule);
+        let out_dtype = match dtype {
+            DType::Fp32 | DType::Bf16 | DType::Fp16 => dtype,
+            _ => DType::Bf16,
+        };
+        let config = GemmConfig {
+            out_dtype,
+            input_dtype: dtype,
+            schedule,
+            lhs_transposed,
+            blocks: BlockSizes {
+                m: blocks[0].unwrap_or(defaults.m),
+                n: blocks[1].unwrap_or(defaults.n),
+                k: blocks[2].unwrap_or(defaults.k),
+            },
+            ..GemmConfig::new(m, k, n, dtype, target)
+        };
+        config.validate().map_err(|e| CliError::usage(format!("line {line_no}: {e}")))?;
+        rows.push(Row { config, default_blocks: blocks.iter().all(Option::is_none), measured_us });
+    }
+    if rows.is_empty() {
+        return Err(CliError::usage("no measurement rows after the header"));
+    }
+    Ok(rows)
+}
+
+/// Plan and lower a row as `ntile gemm --no-sim` would under `hw`.
+pub fn lower_row(row: &Row, hw: &HwProfile) -> Result<bir::Program, CliError> {
+    let plan: GemmPlan = if row.config.schedule == Schedule::Auto {
+        let mut cost = |plan: &GemmPlan| crate::gemm::modeled_ns(plan, hw);
+        plan_gemm_auto_with(&row.config, hw, codegen::AUTO_SHORTLIST, &mut cost)?.0
+    } else if row.default_blocks {
+        codegen::plan_gemm_fitting(&row.config)?
+    } else {
+        plan_gemm(&row.config)?
+    };
+    crate::gemm::lower(&plan)
+}
+
+/// Modeled time of each lowered program under `hw`, in us.
+fn model_all(programs: &[bir::Program], hw: &HwProfile) -> Result<Vec<f64>, CliError> {
+    programs
+        .iter()
+        .map(|p| {
+            sim::model_with(p, hw)
+                .map(|r| r.total_us())
+                .map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))
+        })
+        .collect()
+}
+
+/// A key to fit: its log-space bounds.
+struct Param {
+    key: &'static str,
+    lo: f64,
+    hi: f64,
+}
+
+fn params(keys: &[String], start: &HwProfile) -> Result<Vec<Param>, CliError> {
+    let mut out: Vec<Param> = Vec::new();
+    for key in keys.iter().map(|k| k.trim()).filter(|k| !k.is_empty()) {
+        if GEOMETRY.iter().any(|g| g.name == key) {
+            return Err(CliError::usage(format!("--fit: `{key}` is fixed by the target's geometry")));
+        }
+        let info = KEYS
+            .iter()
+            .find(|k| k.name == key)
+            .ok_or_else(|| CliError::usage(format!("--fit: unknown hardware profile key `{key}`")))?;
+        if info.whole {
+            return Err(CliError::usage(format!("--fit: `{key}` counts things (a whole number) and cannot be fitted")));
+        }
+        if out.iter().any(|p| p.key == info.name) {
+            return Err(CliError::usage(format!("--fit: `{key}` is named twice")));
+        }
+        let value = start.get(key).unwrap_or(1.0).max(f64::MIN_POSITIVE);
+        // Fit in log space: a zero lower bound becomes a thousandth of the start value.
+        let lo = if info.min > 0.0 { info.min } else { (value * 1e-3).min(info.max) };
+        out.push(Param { key: info.name, lo: lo.ln(), hi: info.max.ln() });
+    }
+    if out.is_empty() {
+        return Err(CliError::usage("--fit names no key"));
+    }
+    Ok(out)
+}
+
+fn with(start: &HwProfile, params: &[Param], x: &[f64]) -> Result<HwProfile, CliError> {
+    let mut p = *start;
+    for (param, &v) in params.iter().zip(x) {
+        let info = KEYS.iter().find(|k| k.name == param.key).map_or(1.0, |k| k.max);
+        p.set(param.key, v.exp().min(info), None).map_err(crate::hw::profile_error)?;
+    }
+    Ok(p)
+}
+
+/// Fit `keys` of `start` to the rows.
+pub fn calibrate(rows: &[Row], start: &HwProfile, keys: &[String]) -> Result<Fit, CliError> {
+    let params = params(keys, start)?;
+    let programs: Vec<bir::Program> = rows.iter().map(|r| lower_row(r, start)).collect::<Result<_, _>>()?;
+    let measured: Vec<f64> = rows.iter().map(|r| r.measured_us).collect();
+    let residuals = |x: &[f64]| -> Result<Vec<f64>, CliError> {
+        let modeled = model_all(&programs, &with(start, &params, x)?)?;
+        Ok(modeled.iter().zip(&measured).map(|(m, t)| (m.max(1e-12) / t).ln()).collect())
+    };
+    let x0: Vec<f64> = params.iter().map(|p| start.get(p.key).unwrap_or(1.0).max(f64::MIN_POSITIVE).ln()).collect();
+    let x = levenberg_marquardt(&params, x0, &residuals)?;
+    let profile = with(start, &params, &x)?;
+    Ok(Fit { before_us: model_all(&programs, start)?, after_us: model_all(&programs, &profile)?, profile })
+}
+
+/// Log errors of every row for a parameter vector.
+type Residuals<'a> = dyn Fn(&[f64]) -> Result<Vec<f64>, CliError> + 'a;
+
+fn cost(r: &[f64]) -> f64 {
+    r.iter().map(|v| v * v).sum()
+}
+
+/// Bounded Levenberg-Marquardt in log-parameter space with a forward-difference Jacobian.
+fn levenberg_marquardt(params: &[Param], mut x: Vec<f64>, residuals: &Residuals<'_>) -> Result<Vec<f64>, CliError> {
+    let clamp = |x: &mut [f64]| {
+        for (v, p) in x.iter_mut().zip(params) {
+            *v = v.clamp(p.lo, p.hi);
+        }
+    };
+    clamp(&mut x);
+    let n = x.len();
+    let mut r = residuals(&x)?;
+    let mut lambda = 1e-2;
+    for _ in 0..60 {
+        let c = cost(&r);
+        if c < 1e-14 {
+            break;
+        }
+        // Forward differences of 0.1% (stepping backwards at an upper bound).
+        let mut jac = vec![vec![0.0; n]; r.len()];
+        for j in 0..n {
+            let h = if x[j] + 1e-3 > params[j].hi { -1e-3 } else { 1e-3 };
+            let mut xh = x.clone();
+            xh[j] += h;
+            let rh = residuals(&xh)?;
+            for (row, (a, b)) in jac.iter_mut().zip(rh.iter().zip(&r)) {
+                row[j] = (a - b) / h;
+            }
+        }
+        let mut jtj = vec![vec![0.0; n]; n];
+        let mut jtr = vec![0.0; n];
+        for (row, ri) in jac.iter().zip(&r) {
+            for a in 0..n {
+                jtr[a] += row[a] * ri;
+                for b in 0..n {
+                    jtj[a][b] += row[a] * row[b];
+                }
+            }
+        }
+        let mut improved = false;
+        while lambda < 1e12 {
+            let mut m = jtj.clone();
+            for (a, row) in m.iter_mut().enumerate() {
+                row[a] += lambda * (row[a] + 1e-9);
+            }
+            let Some(step) = solve(m, jtr.iter().map(|v| -v).collect()) else {
+                lambda *= 4.0;
+                continue;
+            };
+            let mut xn: Vec<f64> = x.iter().zip(&step).map(|(a, b)| a + b).collect();
+            clamp(&mut xn);
+            let rn = residuals(&xn)?;
+            if cost(&rn) < c {
+                let moved = x.iter().zip(&xn).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+                x = xn;
+                r = rn;
+                lambda = (lambda / 3.0).max(1e-9);
+                improved = moved > 1e-9;
+                break;
+            }
+            lambda *= 4.0;
+        }
+        if !improved {
+            break;
+        }
+    }
+    Ok(x)
+}
+
+/// Solve `a x = b` by Gaussian elimination with partial pivoting; `None` when singular.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for col in 0..n {
+        let pivot = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        if a[pivot][col].abs() < 1e-300 {
+            return None;
+        }
+        a.swap(col, pivot);
+        b.swap(col, pivot);
+        let (top, rest) = a.split_at_mut(col + 1);
+        let pivot_row = &top[col];
+        for (i, row) in rest.iter_mut().enumerate() {
+            let f = row[col] / pivot_row[col];
+            for (x, p) in row.iter_mut().zip(pivot_row).skip(col) {
+                *x -= f * p;
+            }
+            b[col + 1 + i] -= f * b[col];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for i in (0..n).rev() {
+        let s: f64 = (i + 1..n).map(|j| a[i][j] * x[j]).sum();
+        x[i] = (b[i] - s) / a[i][i];
+    }
+    Some(x)
+}
+
+/// Mean absolute percentage error of modeled against measured times.
+pub fn mape(modeled: &[f64], measured: &[f64]) -> f64 {
+    let n = modeled.len().max(1) as f64;
+    modeled.iter().zip(measured).map(|(m, t)| ((m - t) / t).abs()).sum::<f64>() / n * 100.0
+}
+
+fn report(rows: &[Row], fit: &Fit, start: &HwProfile, keys: &[String]) -> String {
+    let measured: Vec<f64> = rows.iter().map(|r| r.measured_us).collect();
+    let mut s = format!(
+        "{:>4}  {:<22} {:<12} {:>12} {:>12} {:>12}\n",
+        "row", "m x k x n", "schedule", "measured_us", "before_us", "after_us"
+    );
+    for (i, row) in rows.iter().enumerate() {
+        let c = &row.config;
+        s += &format!(
+            "{:>4}  {:<22} {:<12} {:>12.2} {:>12.2} {:>12.2}\n",
+            i + 1,
+            format!("{}x{}x{}", c.m, c.k, c.n),
+            c.schedule.to_string(),
+            row.measured_us,
+            fit.before_us[i],
+            fit.after_us[i]
+        );
+    }
+    s += &format!(
+        "mean absolute percentage error: before {:.2}%, after {:.2}%\n",
+        mape(&fit.before_us, &measured),
+        mape(&fit.after_us, &measured)
+    );
+    for key in keys.iter().map(|k| k.trim()).filter(|k| !k.is_empty()) {
+        let unit = KEYS.iter().find(|k| k.name == key).map_or("", |k| k.unit);
+        s += &format!(
+            "  {key}: {} -> {} {unit}\n",
+            start.get(key).unwrap_or(f64::NAN),
+            fit.profile.get(key).unwrap_or(f64::NAN)
+        );
+    }
+    s
+}
