@@ -154,3 +154,32 @@ fn bad_measurement_rows_exit_2_naming_the_row_and_column() {
     assert!(stderr(&o).contains("`psum_banks`"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn run_takes_the_same_overrides_as_gemm() {
+    let dir = scratch("hw-run");
+    let kernel = format!("{}/../../examples/gemm_4x16x8.pir", env!("CARGO_MANIFEST_DIR"));
+    let run_us = |hw: Option<&str>| {
+        let mut args = vec!["run", kernel.as_str(), "--no-sim", "--json"];
+        if let Some(h) = hw {
+            args.extend_from_slice(&["--hw", h]);
+        }
+        let o = ntile(&args);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        v["modeled_time_us"].as_f64().unwrap()
+    };
+    let base = run_us(None);
+    // The kernel is a load, a matmul and a store in a row: a fixed DMA latency 1 us shorter
+    // saves it at least twice.
+    let fast = dir.join("fast.json");
+    std::fs::write(&fast, r#"{"dma_fixed_ns": 300}"#).unwrap();
+    let faster = run_us(Some(path_str(&fast)));
+    assert!(base - faster >= 2.0 - 1e-9, "{base} us -> {faster} us");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, r#"{"pe_ghz": 0}"#).unwrap();
+    let o = ntile(&["run", kernel.as_str(), "--no-sim", "--hw", path_str(&bad)]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("`pe_ghz`"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -20,8 +20,8 @@ pub mod npy;
 pub mod progress;
 pub mod reference;
 pub mod run;
-mod timing;
 pub mod sweep;
+mod timing;
 pub mod verify;
 
 use clap::{Parser, Subcommand};

@@ -84,6 +84,9 @@ pub struct RunArgs {
     /// Model the program's timing without simulating it: no input is read, no output written
     #[arg(long)]
     pub no_sim: bool,
+    /// Override hardware profile keys of the cycle model from a JSON file (see `ntile hw show`)
+    #[arg(long, value_name = "FILE.json", long_help = crate::hw::HW_HELP)]
+    pub hw: Option<PathBuf>,
 }
 
 /// An `.npy` file's shape, element type string and raw little-endian element bytes.
@@ -346,8 +349,9 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     for b in &args.outputs {
         tensor(b, "output")?;
     }
+    let hw = crate::hw::load_profile(args.hw.as_deref(), program.target)?;
     if args.no_sim {
-        let cycle = model(&src, &program, &lines)?;
+        let cycle = model(&src, &program, &lines, &hw)?;
         timing::write_timelines(&program, &cycle, args.trace.as_deref(), args.svg.as_deref())?;
         let report = timing::report(&program, &cycle, penguin_instructions, None, Vec::new());
         if args.json {
@@ -402,7 +406,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         let shape = t.shape.clone();
         written.push(Written { name: t.name.clone(), dtype: t.dtype.to_string(), shape, path: b.path.clone() });
     }
-    let cycle = model(&src, &program, &lines)?;
+    let cycle = model(&src, &program, &lines, &hw)?;
     timing::write_timelines(&program, &cycle, args.trace.as_deref(), args.svg.as_deref())?;
     let report = timing::report(&program, &cycle, penguin_instructions, Some(stats.dma_bytes), written);
     if args.json {
@@ -413,8 +417,13 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
 
 /// The cycle model of the program; a program the model cannot replay (a deadlock) is the
 /// user's error, placed on its file line like a simulation error.
-fn model(src: &Source, program: &bir::Program, lines: &SourceLines) -> Result<sim::CycleReport, CliError> {
-    sim::model(program).map_err(|e| {
+fn model(
+    src: &Source,
+    program: &bir::Program,
+    lines: &SourceLines,
+    hw: &penguin::HwProfile,
+) -> Result<sim::CycleReport, CliError> {
+    sim::model_with(program, hw).map_err(|e| {
         let message = sim_message(src, program, lines, &e);
         CliError::usage(message.replacen("simulation failed", "cycle model failed", 1))
     })
