@@ -230,6 +230,13 @@ def _operand(name: str, x: Any) -> Tuple[Tuple[np.ndarray, str, int, int], str]:
     )
 
 
+def _sim_flags(simulate: bool, check: bool) -> list:
+    """``--no-sim`` without a simulation, ``--no-check`` for a simulation left unchecked."""
+    if not simulate:
+        return ["--no-sim"]
+    return [] if check else ["--no-check"]
+
+
 def _flags(
     dtype: Optional[str],
     out_dtype: str,
@@ -336,7 +343,7 @@ def gemm(
     argv += _flags(dtype, out_dtype, target, schedule, block, lhs_transposed, perf_mode, sparsity, flags)
     with _HwFile(hw) as hw_path:
         hw_flag = [] if hw_path is None else ["--hw", hw_path]
-        text, c = _native.gemm(argv + hw_flag + ([] if simulate else ["--no-sim"]), op_a, op_b)
+        text, c = _native.gemm(argv + hw_flag + _sim_flags(simulate, check), op_a, op_b)
     report = json.loads(text)
     shape = ["--m", str(report["m"]), "--k", str(report["k"]), "--n", str(report["n"])]
     result = GemmResult(report, _to_numpy_c(c, report), shape + argv, hw)
@@ -372,7 +379,7 @@ def model(
     argv += _flags(dtype, out_dtype, target, schedule, block, lhs_transposed, perf_mode, sparsity, flags)
     with _HwFile(hw) as hw_path:
         hw_flag = [] if hw_path is None else ["--hw", hw_path]
-        text, c = _native.gemm(argv + hw_flag + ([] if simulate else ["--no-sim"]))
+        text, c = _native.gemm(argv + hw_flag + _sim_flags(simulate, check))
     report = json.loads(text)
     result = GemmResult(report, _to_numpy_c(c, report), argv, hw)
     if simulate and check and result.check is not None and not result.check.get("passed", True):

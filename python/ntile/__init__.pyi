@@ -140,8 +140,9 @@ def gemm(
         sparsity: structured sparsity of A along K (``1:2``, ``2:4``, ``4:8``, ``4:12``,
             ``4:16``); A must already satisfy it.
         simulate: simulate and check (else plan and model only; ``c`` is None).
-        check: raise :class:`CheckFailed` when C is outside the error bound (the check is
-            computed whenever simulating, and always in ``report["check"]``).
+        check: check C against the fp64 reference and raise :class:`CheckFailed` when it
+            is outside the error bound; ``False`` skips the check (``report["check"]`` is
+            None, as with ``ntile gemm --no-check``).
         hw: hardware profile for ``--hw`` (needs an ntile with hardware profiles).
         flags: more ``ntile gemm`` flags, e.g. ``["--order", "n-outer"]``.
 

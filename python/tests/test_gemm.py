@@ -141,6 +141,15 @@ def test_no_simulation_gives_the_model_only(rng):
     assert r.report["modeled_time_us"] > 0
 
 
+def test_check_false_simulates_without_checking(rng):
+    a = rng.standard_normal((64, 96), dtype=np.float32)
+    b = rng.standard_normal((96, 40), dtype=np.float32)
+    r = ntile.gemm(a, b, check=False)
+    assert r.check is None and r.report["check"] is None
+    # The product is still the simulated one.
+    assert_within_bound(r.c, a.astype(BF16), b.astype(BF16))
+
+
 def test_nested_lists_are_read_as_float32():
     r = ntile.gemm([[1.0, 2.0], [3.0, 4.0]], [[1.0], [0.5]], dtype="fp32")
     np.testing.assert_array_equal(r.c, np.array([[2.0], [5.0]], dtype=np.float32))
