@@ -59,8 +59,8 @@ pub struct GemmArgs {
     #[arg(long)]
     pub n: Option<u64>,
     /// Matmul dtype of both operands: fp32, bf16, fp16, fp8e4m3, fp8e5m2, fp8e4m3fn (trn3), or
-    /// uint8 (integer operands, both sides)
-    #[arg(long, default_value = "bf16")]
+    /// uint8 (integer operands, both sides) [default: bf16]
+    #[arg(long)]
     pub dtype: Option<DType>,
     /// Matmul dtype of A (overrides --dtype)
     #[arg(long)]
@@ -452,6 +452,9 @@ pub fn validate(args: &GemmArgs) -> Result<(), CliError> {
             "--schedule blocked-mn",
             "blocked-mn keeps whole K stripes; use --schedule blocked-mnk (or auto) to block K",
         );
+    }
+    if args.dtype.is_some() && args.lhs_dtype.is_some() && args.rhs_dtype.is_some() {
+        return conflict("--dtype", "--lhs-dtype and --rhs-dtype", "those two set both operands' dtypes already");
     }
     if args.transpose.is_some() && args.lhs_transposed && args.sparsity.is_none() {
         return conflict("--transpose", "--lhs-transposed", "A given as [K, M] is not transposed at all");
