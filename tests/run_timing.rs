@@ -89,6 +89,13 @@ fn every_example_is_modeled_without_data() {
         let t: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
         let events = t["traceEvents"].as_array().unwrap();
         assert!(events.iter().any(|e| e["ph"] == "X"), "{name}: no instruction slices in the trace");
+        // Every instruction slice says which line of the file it came from.
+        for e in events.iter().filter(|e| e["ph"] == "X" && e["name"] != "wait") {
+            let source = e["args"]["source"].as_str().unwrap_or_else(|| panic!("{name}: no source in {e}"));
+            let (file, line) = source.rsplit_once(':').unwrap();
+            assert!(file.ends_with(name), "{name}: {source}");
+            assert!(line.parse::<u32>().unwrap() >= 1, "{name}: {source}");
+        }
         assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"), "{name}");
     }
     // The summary follows the first line without --json.

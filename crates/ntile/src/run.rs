@@ -307,8 +307,11 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     }
     let (src, ir) = load_path(&args.file)?;
     let mut penguin_instructions = None;
+    let mut buffers = Vec::new();
     let (program, lines, required): (bir::Program, SourceLines, Vec<String>) = match ir {
         Ir::Penguin(f, fmap) => {
+            // The function names its SBUF allocations; the timeline tracks them by name.
+            buffers = crate::kernel_info::sbuf_buffers(&f);
             let target = args.target.unwrap_or(Target::Trn2);
             let program = compile_function(&src, &f, fmap.as_ref(), target)?;
             let required =
@@ -350,9 +353,17 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         tensor(b, "output")?;
     }
     let hw = crate::hw::load_profile(args.hw.as_deref(), program.target)?;
+    // What the trace and SVG say of each instruction: its file line and the buffers it uses.
+    let info = || sim::KernelInfo {
+        buffers: buffers.clone(),
+        source: Some(crate::kernel_info::source_lines(&src.name, &program, |engine, index| {
+            inst_line(&program, &lines, sim::InstRef { engine, index })
+        })),
+        ..sim::KernelInfo::default()
+    };
     if args.no_sim {
         let cycle = model(&src, &program, &lines, &hw)?;
-        timing::write_timelines(&program, &cycle, args.trace.as_deref(), args.svg.as_deref())?;
+        timing::write_timelines(&program, &cycle, &info(), args.trace.as_deref(), args.svg.as_deref())?;
         let report = timing::report(&program, &cycle, penguin_instructions, None, Vec::new());
         if args.json {
             return timing::json(&report);
@@ -407,7 +418,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         written.push(Written { name: t.name.clone(), dtype: t.dtype.to_string(), shape, path: b.path.clone() });
     }
     let cycle = model(&src, &program, &lines, &hw)?;
-    timing::write_timelines(&program, &cycle, args.trace.as_deref(), args.svg.as_deref())?;
+    timing::write_timelines(&program, &cycle, &info(), args.trace.as_deref(), args.svg.as_deref())?;
     let report = timing::report(&program, &cycle, penguin_instructions, Some(stats.dma_bytes), written);
     if args.json {
         return timing::json(&report);

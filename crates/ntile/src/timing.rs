@@ -92,14 +92,15 @@ pub fn report(
 pub fn write_timelines(
     program: &bir::Program,
     cycle: &sim::CycleReport,
+    info: &sim::KernelInfo,
     trace: Option<&Path>,
     svg: Option<&Path>,
 ) -> Result<(), CliError> {
     if let Some(path) = trace {
-        npy::write_atomic(path, sim::chrome_trace(program, cycle).as_bytes())?;
+        npy::write_atomic(path, sim::chrome_trace_with(program, cycle, info).as_bytes())?;
     }
     if let Some(path) = svg {
-        npy::write_atomic(path, sim::timeline_svg(program, cycle).as_bytes())?;
+        npy::write_atomic(path, sim::timeline_svg_with(program, cycle, info).as_bytes())?;
     }
     Ok(())
 }
