@@ -87,6 +87,10 @@ pub struct RunArgs {
     /// Override hardware profile keys of the cycle model from a JSON file (see `ntile hw show`)
     #[arg(long, value_name = "FILE.json", long_help = crate::hw::HW_HELP)]
     pub hw: Option<PathBuf>,
+    /// Refuse a simulation whose memory images (the program's HBM, SBUF and PSUM) exceed this
+    /// many bytes; K, M, G, T suffixes are powers of 1024 [default: half of physical memory]
+    #[arg(long, value_name = "BYTES", value_parser = crate::budget::parse_bytes)]
+    pub max_memory: Option<u64>,
 }
 
 /// An `.npy` file's shape, element type string and raw little-endian element bytes.
@@ -305,6 +309,11 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
             b.name
         )));
     }
+    if args.no_sim && args.max_memory.is_some() {
+        return Err(CliError::usage(
+            "--max-memory cannot be used with --no-sim: it bounds the simulation's memory images, and --no-sim allocates none",
+        ));
+    }
     let (src, ir) = load_path(&args.file)?;
     let mut penguin_instructions = None;
     let mut buffers = Vec::new();
@@ -387,6 +396,22 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
             src.name,
             program.hbm_size,
             sim::MAX_HBM_BYTES
+        )));
+    }
+    // The simulator allocates the program's whole HBM image and the target's SBUF and PSUM.
+    let budget = args.max_memory.unwrap_or_else(crate::budget::default_budget);
+    let chip = program.target.info();
+    let on_chip = 128 * u64::from(chip.statebuf_par_size_in_bytes)
+        + 128 * u64::from(chip.psum_num_banks) * u64::from(chip.psum_par_size_in_bytes);
+    let images = program.hbm_size.saturating_add(on_chip);
+    if images > budget {
+        return Err(CliError::usage(format!(
+            "{}: simulating it needs about {} of memory images (hbm_size {} bytes plus SBUF and PSUM), over the \
+             memory budget of {}; raise --max-memory BYTES if the machine has the memory, or time it with --no-sim",
+            src.name,
+            crate::budget::human(u128::from(images)),
+            program.hbm_size,
+            crate::budget::human(u128::from(budget))
         )));
     }
     let mut simulator = sim::Simulator::new(&program);
