@@ -168,7 +168,11 @@ fn counters_never_exceed_capacity_and_hbm_adds_up() {
         }
         assert!(peak > 0 && peak <= capacity, "{target} {schedule}: SBUF peak {peak} of {capacity}");
         assert!((1..=8).contains(&psum_max), "{target} {schedule}: {psum_max} PSUM banks");
-        // The rate integrates to the bytes moved.
+        // The rate never exceeds the HBM bandwidth and integrates to the bytes moved.
+        let bandwidth = target.profile().hbm_bytes_per_ns;
+        for &(ts, rate) in &hbm {
+            assert!(rate <= bandwidth * (1.0 + 1e-9), "{target} {schedule}: {rate} GB/s at {ts} us");
+        }
         let total: f64 = hbm.windows(2).map(|w| w[0].1 * (w[1].0 - w[0].0) * 1e3).sum();
         let want = r.hbm_bytes as f64;
         assert!((total - want).abs() <= 1e-6 * want, "{target} {schedule}: {total} vs {want}");

@@ -6,7 +6,7 @@
 //! the per-partition byte span the fill wrote, clipped to the buffer, so a buffer never
 //! counts more than its size. Fills of one buffer never overlap in time: a fill ends no
 //! later than the next one starts. The HBM rate spreads each transfer's HBM bytes evenly
-//! over its modeled duration, in bins.
+//! over its modeled duration, in bins, delivered at no more than the HBM bandwidth.
 
 use bir::{Op, Program};
 use penguin::Memory;
@@ -234,6 +234,23 @@ pub(crate) fn counters(program: &Program, report: &CycleReport, buffers: &[SbufB
             };
             *slot += bytes * share / bin_ns;
         }
+    }
+    // Spreading a transfer over its whole slice can put more bytes in a bin than HBM moves
+    // in that time. Deliver them as a channel of the HBM bandwidth would: what a bin asks
+    // beyond it waits for the next bin, so the track never shows more than the bandwidth and
+    // still integrates to every byte moved.
+    let per_bin = program.target.profile().hbm_bytes_per_ns * bin_ns;
+    let mut waiting = 0.0f64;
+    for slot in &mut hbm {
+        let asked = *slot * bin_ns + waiting;
+        let moved = asked.min(per_bin);
+        waiting = asked - moved;
+        *slot = moved / bin_ns;
+    }
+    if let Some(last) = hbm.last_mut() {
+        // Only a model that moved more bytes than the bandwidth allows in its modeled time
+        // leaves bytes waiting at the end; they are shown in the last bin, not dropped.
+        *last += waiting / bin_ns;
     }
     Counters {
         sbuf: fills(program, report, Memory::Sbuf, &sbuf_regions),
