@@ -1,0 +1,122 @@
+//! A transposed on the PE: natural-layout loads, transposes through PSUM and the queue
+//! that transposes each stripe just in time.
+
+use super::*;
+
+impl Planner<'_> {
+    /// Transpose `chunks` of a natural stripe (held at `nat` from row `k0`) on the PE through
+    /// PSUM, copying chunk `i` to `slot + i * chunk_stride`. In double row each chunk is two
+    /// transposes, one per slot of the `[P, 2, M]` layout (slot `s` of partition `p` holds row
+    /// `k0 + s * P + p`), a slot short of rows zeroed first.
+    pub(super) fn transpose_stripe(
+        &mut self,
+        nat: Slot,
+        k0: u64,
+        slot: Slot,
+        chunk_stride: i64,
+        msz: u32,
+        chunks: &[KChunk],
+    ) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let Some((_, bank)) = self.pe_transpose else { return Ok(()) };
+        for (ci, chunk) in chunks.iter().enumerate() {
+            let at = slot.at(ci as i64 * chunk_stride);
+            for s in 0..self.pack {
+                let rows = chunk.real.saturating_sub(s * chunk.parts).min(chunk.parts);
+                let half = at.offset + i64::from(s) * self.lhs_width() / 2;
+                if self.pack == 2 && rows < chunk.parts {
+                    self.memset_zero(on_chip(at.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, half, msz))?;
+                }
+                if rows == 0 {
+                    continue;
+                }
+                let i = self.transposes;
+                self.transposes += 1;
+                let col = nat.offset + (chunk.k0 + u64::from(s * chunk.parts) - k0) as i64;
+                let src = on_chip(nat.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, msz, col, rows);
+                let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, rows, (i % 4) as i64 * 128, msz);
+                self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src }))?;
+                let dst = on_chip(at.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, rows, half, msz);
+                self.copy(transpose_copy_engine(i), dst, psum)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Load the natural stripes of the next tiles of `pe_seq`, at most two ahead of the
+    /// transposes (there are two natural buffers; a load is emitted after the transposes that
+    /// read its buffer last, so it only waits for them).
+    pub(super) fn pe_prefetch(&mut self) -> Result<(), CodegenError> {
+        let Some((nat, _)) = self.pe_transpose else { return Ok(()) };
+        let cfg = self.cfg;
+        while self.pe_loaded < self.pe_seq.len() && self.pe_loaded < self.pe_done + 2 {
+            let m = self.pe_seq[self.pe_loaded];
+            let at = Slot { tensor: nat[self.pe_loaded % 2], offset: 0, tags: None };
+            self.load_natural(at, m, 0, cfg.k as u32)?;
+            self.pe_loaded += 1;
+        }
+        Ok(())
+    }
+
+    /// Transpose the whole K stripe of the next tile of `pe_seq` (which must be `m`) into
+    /// `slot` with chunks `chunk_stride` apart, just before its first matmul, and prefetch.
+    pub(super) fn pe_transpose_next(
+        &mut self,
+        slot: Slot,
+        chunk_stride: i64,
+        m: (u64, u32),
+    ) -> Result<(), CodegenError> {
+        let Some((nat, _)) = self.pe_transpose else { return Ok(()) };
+        if self.pe_seq.get(self.pe_done) != Some(&m) || self.pe_done >= self.pe_loaded {
+            return Err(CodegenError::BadGemm(format!("PE transpose of m tile {m:?} out of sequence")));
+        }
+        let which = Slot { tensor: nat[self.pe_done % 2], offset: 0, tags: None };
+        self.pe_done += 1;
+        let chunks = self.chunks.clone();
+        self.transpose_stripe(which, 0, slot, chunk_stride, m.1, &chunks)?;
+        self.pe_prefetch()
+    }
+
+    /// Load the natural rows `chunks` of each m tile of `block` into natural buffer `which`,
+    /// tile `t` at `t * width` elements.
+    pub(super) fn load_lhs_natural(
+        &mut self,
+        which: usize,
+        width: i64,
+        chunks: &[KChunk],
+        block: &[(u64, u32)],
+    ) -> Result<(), CodegenError> {
+        let (Some((nat, _)), Some(first), Some(last)) = (self.pe_transpose, chunks.first(), chunks.last()) else {
+            return Ok(());
+        };
+        let (k0, rows) = (first.k0, (last.k0 + u64::from(last.real) - first.k0) as u32);
+        for (t, &m) in block.iter().enumerate() {
+            self.load_natural(Slot { tensor: nat[which], offset: t as i64 * width, tags: None }, m, k0, rows)?;
+        }
+        Ok(())
+    }
+
+    /// Load A's rows of m tile `(m0, msz)`, columns `[k0, k0 + cols)`, in their natural layout
+    /// (contiguous runs along K) at `at`: the source of PE transposes.
+    pub(super) fn load_natural(
+        &mut self,
+        at: Slot,
+        (m0, msz): (u64, u32),
+        k0: u64,
+        cols: u32,
+    ) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let dst = on_chip(at.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, msz, at.offset, cols);
+        self.dma(dst, hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, k0, cols)))
+    }
+}
+
+/// The engine that copies PE transpose `i` out of PSUM: a copy takes longer than the
+/// transpose, so three engines take turns.
+pub(super) fn transpose_copy_engine(i: usize) -> ComputeEngine {
+    match i % 3 {
+        0 => ComputeEngine::Dve,
+        1 => ComputeEngine::Pool,
+        _ => ComputeEngine::Act,
+    }
+}
