@@ -70,7 +70,8 @@ impl Planner<'_> {
             }
         };
         if pe {
-            self.pe_seq = (0..steps.len()).filter(|&i| at(i).4).flat_map(|i| at(i).0.iter().copied()).collect();
+            self.pe_queue
+                .set_order((0..steps.len()).filter(|&i| at(i).4).flat_map(|i| at(i).0.iter().copied()).collect());
             self.pe_prefetch()?;
         }
         let chunks = self.chunks.clone();

@@ -16,7 +16,7 @@ impl Planner<'_> {
         }
         let pe = self.pe_transpose.is_some();
         if pe {
-            self.pe_seq = tiles(self.cfg.m, M_TILE).collect();
+            self.pe_queue.set_order(tiles(self.cfg.m, M_TILE).collect());
             self.pe_prefetch()?;
         }
         self.pipelined(

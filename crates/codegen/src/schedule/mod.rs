@@ -64,6 +64,7 @@ use crate::gemm::{k_chunks, tiles, GemmConfig, GemmPlan, KChunk, LoopOrder, Sche
 use crate::neuron::NeuronCodegen;
 
 use blocked_mnk::mnk_natural_width;
+use pe_transpose::PeQueue;
 
 pub use auto::{
     auto_candidates, estimate_ns, estimate_ns_with, plan_gemm_auto, plan_gemm_auto_with, plan_gemm_auto_within,
@@ -171,12 +172,8 @@ struct Planner<'a> {
     pe_transpose: Option<([TensorId; 2], TensorId)>,
     out: [TensorId; 2],
     transposes: usize,
-    /// The stripe schedules transpose A just in time: the m tiles in the order compute first
-    /// reads them after a (re)load, how many of their natural stripes have been loaded and how
-    /// many transposed.
-    pe_seq: Vec<(u64, u32)>,
-    pe_loaded: usize,
-    pe_done: usize,
+    /// The stripe schedules' queue of just-in-time PE transposes of A.
+    pe_queue: PeQueue,
     groups: usize,
     /// Whether a refilled block whose two slots do not fit may get one.
     allow_single: bool,
@@ -264,9 +261,7 @@ impl<'a> Planner<'a> {
             pe_transpose,
             out,
             transposes: 0,
-            pe_seq: Vec::new(),
-            pe_loaded: 0,
-            pe_done: 0,
+            pe_queue: PeQueue::default(),
             groups: 0,
             allow_single: false,
             single_buffered: crate::SingleBuffered::default(),

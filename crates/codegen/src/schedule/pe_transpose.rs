@@ -3,6 +3,48 @@
 
 use super::*;
 
+/// The just-in-time PE transpose queue of the stripe schedules: the m tiles in the order
+/// compute first reads them after a (re)load, how many of their natural stripes have been
+/// loaded and how many transposed (two natural buffers take turns).
+#[derive(Debug, Default)]
+pub(super) struct PeQueue {
+    order: Vec<(u64, u32)>,
+    loaded: usize,
+    done: usize,
+}
+
+impl PeQueue {
+    /// Set the order in which compute first reads the m tiles.
+    pub(super) fn set_order(&mut self, order: Vec<(u64, u32)>) {
+        self.order = order;
+    }
+
+    /// The next m tile to load and its natural buffer, while fewer than two are ahead of the
+    /// transposes.
+    fn next_load(&self) -> Option<((u64, u32), usize)> {
+        if self.loaded >= self.done + 2 {
+            return None;
+        }
+        self.order.get(self.loaded).map(|&m| (m, self.loaded % 2))
+    }
+
+    /// Record that the tile [`Self::next_load`] gave has been loaded.
+    fn mark_loaded(&mut self) {
+        self.loaded += 1;
+    }
+
+    /// Take `m` for transposing: the natural buffer holding it, or `None` when it is not the
+    /// next loaded tile of the order.
+    fn take(&mut self, m: (u64, u32)) -> Option<usize> {
+        if self.order.get(self.done) != Some(&m) || self.done >= self.loaded {
+            return None;
+        }
+        let buffer = self.done % 2;
+        self.done += 1;
+        Some(buffer)
+    }
+}
+
 impl Planner<'_> {
     /// Transpose `chunks` of a natural stripe (held at `nat` from row `k0`) on the PE through
     /// PSUM, copying chunk `i` to `slot + i * chunk_stride`. In double row each chunk is two
@@ -43,22 +85,21 @@ impl Planner<'_> {
         Ok(())
     }
 
-    /// Load the natural stripes of the next tiles of `pe_seq`, at most two ahead of the
+    /// Load the natural stripes of the next tiles of the queue, at most two ahead of the
     /// transposes (there are two natural buffers; a load is emitted after the transposes that
     /// read its buffer last, so it only waits for them).
     pub(super) fn pe_prefetch(&mut self) -> Result<(), CodegenError> {
         let Some((nat, _)) = self.pe_transpose else { return Ok(()) };
         let cfg = self.cfg;
-        while self.pe_loaded < self.pe_seq.len() && self.pe_loaded < self.pe_done + 2 {
-            let m = self.pe_seq[self.pe_loaded];
-            let at = Slot { tensor: nat[self.pe_loaded % 2], offset: 0, tags: None };
+        while let Some((m, which)) = self.pe_queue.next_load() {
+            let at = Slot { tensor: nat[which], offset: 0, tags: None };
             self.load_natural(at, m, 0, cfg.k as u32)?;
-            self.pe_loaded += 1;
+            self.pe_queue.mark_loaded();
         }
         Ok(())
     }
 
-    /// Transpose the whole K stripe of the next tile of `pe_seq` (which must be `m`) into
+    /// Transpose the whole K stripe of the next tile of the queue (which must be `m`) into
     /// `slot` with chunks `chunk_stride` apart, just before its first matmul, and prefetch.
     pub(super) fn pe_transpose_next(
         &mut self,
@@ -67,11 +108,10 @@ impl Planner<'_> {
         m: (u64, u32),
     ) -> Result<(), CodegenError> {
         let Some((nat, _)) = self.pe_transpose else { return Ok(()) };
-        if self.pe_seq.get(self.pe_done) != Some(&m) || self.pe_done >= self.pe_loaded {
+        let Some(buffer) = self.pe_queue.take(m) else {
             return Err(CodegenError::BadGemm(format!("PE transpose of m tile {m:?} out of sequence")));
-        }
-        let which = Slot { tensor: nat[self.pe_done % 2], offset: 0, tags: None };
-        self.pe_done += 1;
+        };
+        let which = Slot { tensor: nat[buffer], offset: 0, tags: None };
         let chunks = self.chunks.clone();
         self.transpose_stripe(which, 0, slot, chunk_stride, m.1, &chunks)?;
         self.pe_prefetch()
