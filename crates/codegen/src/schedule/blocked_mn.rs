@@ -3,6 +3,18 @@
 
 use super::*;
 
+/// One step of the nest: its m and n blocks, the A and B slots holding them and whether each
+/// must be loaded (it is not still resident).
+#[derive(Clone, Copy)]
+struct Step<'b> {
+    mb: &'b [(u64, u32)],
+    nb: &'b [(u64, u32)],
+    ls: Slot,
+    rs: Slot,
+    fresh_a: bool,
+    fresh_b: bool,
+}
+
 impl Planner<'_> {
     /// Block sizes in tiles: (m tiles, n tiles, k chunks).
     pub(super) fn block_tiles(&self) -> (usize, usize, usize) {
@@ -54,24 +66,38 @@ impl Planner<'_> {
         (self.single_buffered.a_block, self.single_buffered.b_block) =
             if m_outer { (single_outer_for_space, single_inner) } else { (single_inner, single_outer_for_space) };
         let (lslots, rslots) = sides(outer_slots, inner_slots_n);
-        let lhs = self.buffers("a_block", lslots, bm * nk, M_TILE, self.cfg.lhs_dtype, true)?;
-        let rhs = self.buffers("b_block", rslots, bn * nk, N_TILE, self.cfg.rhs_dtype, false)?;
+        let lhs = self.buffers("a_block", lslots, bm * nk, M_TILE, self.cfg.lhs_dtype, Operand::Lhs)?;
+        let rhs = self.buffers("b_block", rslots, bn * nk, N_TILE, self.cfg.rhs_dtype, Operand::Rhs)?;
         let (inner_slot, inner_fresh) = inner_slots(&steps, inner_slots_n);
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
         let outer_fresh = |i: usize| i == 0 || steps[i].0 != steps[i - 1].0;
-        // (m block, n block, A slot, B slot, fresh A, fresh B) of step `i`.
         let at = |i: usize| {
             let (o, ii) = steps[i];
             let inner_s = inner_slot[i];
             if m_outer {
-                (mblocks[o], nblocks[ii], lhs[o % lhs.len()], rhs[inner_s], outer_fresh(i), inner_fresh[i])
+                Step {
+                    mb: mblocks[o],
+                    nb: nblocks[ii],
+                    ls: lhs[o % lhs.len()],
+                    rs: rhs[inner_s],
+                    fresh_a: outer_fresh(i),
+                    fresh_b: inner_fresh[i],
+                }
             } else {
-                (mblocks[ii], nblocks[o], lhs[inner_s], rhs[o % rhs.len()], inner_fresh[i], outer_fresh(i))
+                Step {
+                    mb: mblocks[ii],
+                    nb: nblocks[o],
+                    ls: lhs[inner_s],
+                    rs: rhs[o % rhs.len()],
+                    fresh_a: inner_fresh[i],
+                    fresh_b: outer_fresh(i),
+                }
             }
         };
         if pe {
-            self.pe_queue
-                .set_order((0..steps.len()).filter(|&i| at(i).4).flat_map(|i| at(i).0.iter().copied()).collect());
+            self.pe_queue.set_order(
+                (0..steps.len()).filter(|&i| at(i).fresh_a).flat_map(|i| at(i).mb.iter().copied()).collect(),
+            );
             self.pe_prefetch()?;
         }
         let chunks = self.chunks.clone();
@@ -79,7 +105,8 @@ impl Planner<'_> {
         // A block loaded in program order by its step's compute instead of ahead: A on the PE
         // path, and a single-slot outer or refilled inner block (it may not overwrite the block
         // the previous step still reads).
-        let in_compute = |lhs_side: bool| {
+        let in_compute = |operand: Operand| {
+            let lhs_side = operand == Operand::Lhs;
             let outer_side = lhs_side == m_outer;
             (lhs_side && pe) || (outer_side && single_outer) || (!outer_side && single_inner)
         };
@@ -87,18 +114,18 @@ impl Planner<'_> {
         // `pieces` (the inner block is loaded piece by piece; an outer block with two slots
         // goes with piece 0).
         let ahead = |p: &mut Self, i: usize, (j, pieces): (usize, usize)| -> Result<(), CodegenError> {
-            let (mb, nb, ls, rs, fresh_a, fresh_b) = at(i);
+            let Step { mb, nb, ls, rs, fresh_a, fresh_b } = at(i);
             let (c0, c1) = (j * nk / pieces, (j + 1) * nk / pieces);
             let part = &chunks[c0..c1];
             let outer_ahead = !single_outer && j == 0;
-            if fresh_a && !in_compute(true) {
+            if fresh_a && !in_compute(Operand::Lhs) {
                 if !m_outer {
                     p.load_lhs_block(ls.at((c0 * mb.len()) as i64 * lw), part, mb)?;
                 } else if outer_ahead {
                     p.load_lhs_block(ls, &chunks, mb)?;
                 }
             }
-            if fresh_b && !in_compute(false) {
+            if fresh_b && !in_compute(Operand::Rhs) {
                 if m_outer {
                     p.load_rhs_block(rs.at((c0 * nb.len()) as i64 * rw), part, nb)?;
                 } else if outer_ahead {
@@ -109,11 +136,11 @@ impl Planner<'_> {
         };
         ahead(self, 0, (0, 1))?;
         for i in 0..steps.len() {
-            let (mb, nb, ls, rs, fresh_a, fresh_b) = at(i);
-            if fresh_a && in_compute(true) && !pe {
+            let Step { mb, nb, ls, rs, fresh_a, fresh_b } = at(i);
+            if fresh_a && in_compute(Operand::Lhs) && !pe {
                 self.load_lhs_block(ls, &chunks, mb)?;
             }
-            if fresh_b && in_compute(false) {
+            if fresh_b && in_compute(Operand::Rhs) {
                 self.load_rhs_block(rs, &chunks, nb)?;
             }
             // The next step's loads are spread over this step's m tiles, each piece emitted

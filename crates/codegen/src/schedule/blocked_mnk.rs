@@ -25,8 +25,8 @@ impl Planner<'_> {
         }
         self.single_buffered.a_block = slots.0 == 1;
         self.single_buffered.b_block = slots.1 == 1;
-        let lhs = self.buffers("a_block", slots.0, bm * bk, M_TILE, cfg.lhs_dtype, true)?;
-        let rhs = self.buffers("b_block", slots.1, bn * bk, N_TILE, cfg.rhs_dtype, false)?;
+        let lhs = self.buffers("a_block", slots.0, bm * bk, M_TILE, cfg.lhs_dtype, Operand::Lhs)?;
+        let rhs = self.buffers("b_block", slots.1, bn * bk, N_TILE, cfg.rhs_dtype, Operand::Rhs)?;
         // Two result blocks when they fit, so that the next pair's first partials do not wait
         // for the stores of the last; one otherwise (each partial then waits only for the
         // store of its own tile).

@@ -5,9 +5,16 @@ use super::*;
 
 impl Planner<'_> {
     /// Bytes per partition of each allocation [`Self::buffers`] makes, in its order.
-    pub(super) fn buffer_sizes(&self, count: usize, chunks: usize, free: u64, dtype: DType, lhs: bool) -> Vec<u64> {
+    pub(super) fn buffer_sizes(
+        &self,
+        count: usize,
+        chunks: usize,
+        free: u64,
+        dtype: DType,
+        operand: Operand,
+    ) -> Vec<u64> {
         let width = chunk_width(free, self.pack) as u64 * chunks as u64;
-        let tags = lhs && self.cfg.sparsity.is_some();
+        let tags = operand == Operand::Lhs && self.cfg.sparsity.is_some();
         let slot = [Some(width * u64::from(dtype.size_bytes())), tags.then_some(width * 2)];
         (0..count).flat_map(|_| slot.into_iter().flatten()).collect()
     }
@@ -32,8 +39,8 @@ impl Planner<'_> {
         extra: u64,
     ) -> bool {
         let cfg = self.cfg;
-        let mut sizes = self.buffer_sizes(lslots, lchunks, M_TILE, cfg.lhs_dtype, true);
-        sizes.extend(self.buffer_sizes(rslots, rchunks, N_TILE, cfg.rhs_dtype, false));
+        let mut sizes = self.buffer_sizes(lslots, lchunks, M_TILE, cfg.lhs_dtype, Operand::Lhs);
+        sizes.extend(self.buffer_sizes(rslots, rchunks, N_TILE, cfg.rhs_dtype, Operand::Rhs));
         if extra > 0 {
             sizes.push(extra);
         }
@@ -49,14 +56,14 @@ impl Planner<'_> {
         chunks: usize,
         free: u64,
         dtype: DType,
-        lhs: bool,
+        operand: Operand,
     ) -> Result<Vec<Slot>, CodegenError> {
         let width = chunk_width(free, self.pack) as u64 * chunks as u64;
         let nd = NDTile { partitions: 128, free: vec![width as u32], dtype };
         (0..count)
             .map(|i| {
                 let tensor = self.cg.alloc_sbuf(&format!("{name}{i}"), &nd)?;
-                let tags = if lhs && self.cfg.sparsity.is_some() {
+                let tags = if operand == Operand::Lhs && self.cfg.sparsity.is_some() {
                     let t = NDTile { dtype: DType::Int16, ..nd.clone() };
                     Some(self.cg.alloc_sbuf(&format!("{name}_tags{i}"), &t)?)
                 } else {

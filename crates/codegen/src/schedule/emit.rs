@@ -312,11 +312,11 @@ impl Planner<'_> {
         Ok(())
     }
 
-    /// Load the K stripe of one m tile (`lhs`) or n tile (`rhs`) into a slot, chunk after
+    /// Load the K stripe of one m tile (A^T) or n tile (B) into a slot, chunk after
     /// chunk.
-    pub(super) fn load_stripe(&mut self, slot: Slot, lhs: bool, t: (u64, u32)) -> Result<(), CodegenError> {
+    pub(super) fn load_stripe(&mut self, slot: Slot, operand: Operand, t: (u64, u32)) -> Result<(), CodegenError> {
         let chunks = self.chunks.clone();
-        if lhs {
+        if operand == Operand::Lhs {
             self.load_lhs_block(slot, &chunks, &[t])
         } else {
             self.load_rhs_block(slot, &chunks, &[t])
@@ -332,7 +332,7 @@ impl Planner<'_> {
         chunks: &[KChunk],
         block: &[(u64, u32)],
     ) -> Result<(), CodegenError> {
-        self.load_block(slot, chunks, block, true)
+        self.load_block(slot, chunks, block, Operand::Lhs)
     }
 
     /// Load the given K chunks of a block of n tiles (the moving operand), laid out
@@ -343,7 +343,7 @@ impl Planner<'_> {
         chunks: &[KChunk],
         block: &[(u64, u32)],
     ) -> Result<(), CodegenError> {
-        self.load_block(slot, chunks, block, false)
+        self.load_block(slot, chunks, block, Operand::Rhs)
     }
 
     /// One DMA per chunk covering every tile of the block (longer contiguous runs per
@@ -353,9 +353,10 @@ impl Planner<'_> {
         slot: Slot,
         chunks: &[KChunk],
         block: &[(u64, u32)],
-        lhs: bool,
+        operand: Operand,
     ) -> Result<(), CodegenError> {
         let cfg = self.cfg;
+        let lhs = operand == Operand::Lhs;
         let (width, dtype) = if lhs { (self.lhs_width(), cfg.lhs_dtype) } else { (self.rhs_width(), cfg.rhs_dtype) };
         let wide = self.pack == 1 && cfg.sparsity.is_none() && block.len() > 1;
         for (ci, &chunk) in chunks.iter().enumerate() {

@@ -5,8 +5,8 @@ use super::*;
 impl Planner<'_> {
     pub(super) fn hoisted(&mut self) -> Result<(), CodegenError> {
         let nk = self.chunks.len();
-        let lhs = self.buffers("a_stripe", 2, nk, M_TILE, self.cfg.lhs_dtype, true)?;
-        let rhs = self.buffers("b_stripe", 2, nk, N_TILE, self.cfg.rhs_dtype, false)?;
+        let lhs = self.buffers("a_stripe", 2, nk, M_TILE, self.cfg.lhs_dtype, Operand::Lhs)?;
+        let rhs = self.buffers("b_stripe", 2, nk, N_TILE, self.cfg.rhs_dtype, Operand::Rhs)?;
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
         let mut steps = Vec::new();
         for (mi, m) in tiles(self.cfg.m, M_TILE).enumerate() {
@@ -23,9 +23,9 @@ impl Planner<'_> {
             &steps,
             &mut |p, i, (mi, ni, m, n)| {
                 if ni == 0 && !pe {
-                    p.load_stripe(lhs[mi % 2], true, m)?;
+                    p.load_stripe(lhs[mi % 2], Operand::Lhs, m)?;
                 }
-                p.load_stripe(rhs[i % 2], false, n)
+                p.load_stripe(rhs[i % 2], Operand::Rhs, n)
             },
             &mut |p, i, (mi, ni, m, n)| {
                 let (l, r) = (lhs[mi % 2], rhs[i % 2]);

@@ -147,6 +147,15 @@ impl Slot {
     }
 }
 
+/// Which matmul operand a buffer or a load is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Operand {
+    /// The stationary operand, A^T.
+    Lhs,
+    /// The moving operand, B.
+    Rhs,
+}
+
 /// A stationary operand ready for a matmul.
 struct Lhs {
     tile: InstTile,

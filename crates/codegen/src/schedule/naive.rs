@@ -4,8 +4,8 @@ use super::*;
 
 impl Planner<'_> {
     pub(super) fn naive(&mut self) -> Result<(), CodegenError> {
-        let lhs = self.buffers("lhs_t", 2, 1, M_TILE, self.cfg.lhs_dtype, true)?;
-        let rhs = self.buffers("rhs", 2, 1, N_TILE, self.cfg.rhs_dtype, false)?;
+        let lhs = self.buffers("lhs_t", 2, 1, M_TILE, self.cfg.lhs_dtype, Operand::Lhs)?;
+        let rhs = self.buffers("rhs", 2, 1, N_TILE, self.cfg.rhs_dtype, Operand::Rhs)?;
         let chunks = self.chunks.clone();
         let nk = chunks.len();
         let mut steps = Vec::new();
