@@ -1,7 +1,6 @@
 //! The steps every loop nest emits: operand loads, matmuls into accumulation groups and
 //! evacuations, and the software pipeline that interleaves them.
 
-use super::pe_transpose::transpose_copy_engine;
 use super::*;
 
 impl Planner<'_> {
@@ -117,31 +116,6 @@ impl Planner<'_> {
         let tile =
             self.load_rows(slot, cfg.lhs_dtype, start, chunk, msz, width, &|p, k0, r| p.lhs_src(m0, msz, k0, r))?;
         Ok(Lhs { tile, tags: None })
-    }
-
-    /// trn1: load A[m0.., k0..] in its natural layout (contiguous rows), transpose it on the PE
-    /// into PSUM, and copy the transpose into the stationary slot.
-    pub(super) fn load_lhs_pe_transposed(
-        &mut self,
-        slot: Slot,
-        start: u32,
-        chunk: KChunk,
-        (m0, msz): (u64, u32),
-        nat: [TensorId; 2],
-        bank: TensorId,
-    ) -> Result<Lhs, CodegenError> {
-        let cfg = self.cfg;
-        let i = self.transposes;
-        self.transposes += 1;
-        let natural = on_chip(nat[i % 2], Memory::Sbuf, cfg.lhs_dtype, 0, msz, 0, chunk.real);
-        let src = hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, chunk.k0, chunk.real));
-        self.dma(natural.clone(), src)?;
-        // Four 128-column transpose slots share the bank.
-        let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, chunk.real, (i % 4) as i64 * 128, msz);
-        self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src: natural }))?;
-        let dst = on_chip(slot.tensor, Memory::Sbuf, cfg.lhs_dtype, start, chunk.real, slot.offset, msz);
-        self.copy(transpose_copy_engine(i), dst.clone(), psum)?;
-        Ok(Lhs { tile: dst, tags: None })
     }
 
     /// Load the moving operand of one chunk of n tile `(n0, nsz)`; sparse chunks are zeroed

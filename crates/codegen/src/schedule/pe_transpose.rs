@@ -46,6 +46,31 @@ impl PeQueue {
 }
 
 impl Planner<'_> {
+    /// trn1: load A[m0.., k0..] in its natural layout (contiguous rows), transpose it on the PE
+    /// into PSUM, and copy the transpose into the stationary slot.
+    pub(super) fn load_lhs_pe_transposed(
+        &mut self,
+        slot: Slot,
+        start: u32,
+        chunk: KChunk,
+        (m0, msz): (u64, u32),
+        nat: [TensorId; 2],
+        bank: TensorId,
+    ) -> Result<Lhs, CodegenError> {
+        let cfg = self.cfg;
+        let i = self.transposes;
+        self.transposes += 1;
+        let natural = on_chip(nat[i % 2], Memory::Sbuf, cfg.lhs_dtype, 0, msz, 0, chunk.real);
+        let src = hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, chunk.k0, chunk.real));
+        self.dma(natural.clone(), src)?;
+        // Four 128-column transpose slots share the bank.
+        let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, chunk.real, (i % 4) as i64 * 128, msz);
+        self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src: natural }))?;
+        let dst = on_chip(slot.tensor, Memory::Sbuf, cfg.lhs_dtype, start, chunk.real, slot.offset, msz);
+        self.copy(transpose_copy_engine(i), dst.clone(), psum)?;
+        Ok(Lhs { tile: dst, tags: None })
+    }
+
     /// Transpose `chunks` of a natural stripe (held at `nat` from row `k0`) on the PE through
     /// PSUM, copying chunk `i` to `slot + i * chunk_stride`. In double row each chunk is two
     /// transposes, one per slot of the `[P, 2, M]` layout (slot `s` of partition `p` holds row
@@ -153,7 +178,7 @@ impl Planner<'_> {
 
 /// The engine that copies PE transpose `i` out of PSUM: a copy takes longer than the
 /// transpose, so three engines take turns.
-pub(super) fn transpose_copy_engine(i: usize) -> ComputeEngine {
+fn transpose_copy_engine(i: usize) -> ComputeEngine {
     match i % 3 {
         0 => ComputeEngine::Dve,
         1 => ComputeEngine::Pool,
