@@ -1,6 +1,12 @@
 //! The `auto` schedule: the candidate configurations, their modeled cost and the search.
 
-use super::*;
+use penguin::{DType, HwProfile, PerfMode};
+
+use crate::auto_limits::AutoLimits;
+use crate::error::CodegenError;
+use crate::gemm::{k_chunks, tiles, GemmConfig, GemmPlan, LoopOrder, Schedule, M_TILE, N_TILE};
+
+use super::{plan_buffered, plan_gemm, plan_gemm_fitting};
 
 /// The candidates `auto` considers for a GEMM: every schedule with a few block sizes and
 /// both loop orders.

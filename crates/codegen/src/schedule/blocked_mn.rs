@@ -1,7 +1,10 @@
 //! The `blocked-mn` loop nest: M and N blocks of whole K stripes, the inner block in snake
 //! order.
 
-use super::*;
+use crate::error::CodegenError;
+use crate::gemm::{tiles, LoopOrder, M_TILE, N_TILE};
+
+use super::{inner_slots, snake, Operand, Planner, Slot};
 
 /// One step of the nest: its m and n blocks, the A and B slots holding them and whether each
 /// must be loaded (it is not still resident).

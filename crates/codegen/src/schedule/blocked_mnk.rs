@@ -1,6 +1,13 @@
 //! The `blocked-mnk` loop nest: blocks in M, N and K with an fp32 result block in SBUF.
 
-use super::*;
+use penguin::{
+    AccessPattern, ComputeEngine, DType, InstData, Memory, NDTile, PerfMode, TensorId, TensorTensorData, TensorTensorOp,
+};
+
+use crate::error::CodegenError;
+use crate::gemm::{tiles, GemmConfig, KChunk, LoopOrder, M_TILE, N_TILE};
+
+use super::{hbm, on_chip, Operand, Planner, Slot};
 
 impl Planner<'_> {
     pub(super) fn blocked_mnk(&mut self) -> Result<(), CodegenError> {

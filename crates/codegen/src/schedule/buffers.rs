@@ -1,7 +1,12 @@
 //! SBUF buffers of the loop nests: slot allocation, sizes and whether they fit (the
 //! single-buffering decisions of the planner rest on these).
 
-use super::*;
+use penguin::{DType, NDTile};
+
+use crate::error::CodegenError;
+use crate::gemm::{M_TILE, N_TILE};
+
+use super::{chunk_width, Operand, Planner, Slot};
 
 impl Planner<'_> {
     /// Bytes per partition of each allocation [`Self::buffers`] makes, in its order.

@@ -1,7 +1,18 @@
 //! The steps every loop nest emits: operand loads, matmuls into accumulation groups and
 //! evacuations, and the software pipeline that interleaves them.
 
-use super::*;
+use penguin::{
+    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, InstData, InstTile, Memory, MemsetData, TensorCopyData,
+    TilePosition, TileSize,
+};
+
+use crate::combine::{
+    combine_matmult_tiles, combine_sparse_matmult_tiles, MatMultAccumulation, MatMultSparseSubTile, MatMultSubTile,
+};
+use crate::error::CodegenError;
+use crate::gemm::{KChunk, SparseA};
+
+use super::{hbm, on_chip, Lhs, Operand, Planner, Slot};
 
 impl Planner<'_> {
     /// Move a tile; a load that converts (f32 inputs to the matmul dtype) is an

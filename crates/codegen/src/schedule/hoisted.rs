@@ -1,6 +1,9 @@
 //! The `hoisted` loop nest: whole K stripes of A^T per m tile and of B per n tile.
 
-use super::*;
+use crate::error::CodegenError;
+use crate::gemm::{tiles, M_TILE, N_TILE};
+
+use super::{Operand, Planner};
 
 impl Planner<'_> {
     pub(super) fn hoisted(&mut self) -> Result<(), CodegenError> {

@@ -49,18 +49,10 @@ mod hoisted;
 mod naive;
 mod pe_transpose;
 
-use penguin::{
-    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, GeneratedBuilder, HwProfile, InstData, InstTile, Memory,
-    MemsetData, NDTile, PerfMode, TensorCopyData, TensorId, TensorTensorData, TensorTensorOp, TilePosition, TileSize,
-    TransposeData,
-};
+use penguin::{AccessPattern, DType, GeneratedBuilder, InstTile, Memory, NDTile, PerfMode, TensorId};
 
-use crate::auto_limits::AutoLimits;
-use crate::combine::{
-    combine_matmult_tiles, combine_sparse_matmult_tiles, MatMultAccumulation, MatMultSparseSubTile, MatMultSubTile,
-};
 use crate::error::CodegenError;
-use crate::gemm::{k_chunks, tiles, GemmConfig, GemmPlan, KChunk, LoopOrder, Schedule, SparseA, M_TILE, N_TILE};
+use crate::gemm::{k_chunks, GemmConfig, GemmPlan, KChunk, Schedule, SparseA, M_TILE, N_TILE};
 use crate::neuron::NeuronCodegen;
 
 use blocked_mnk::mnk_natural_width;

@@ -1,6 +1,12 @@
 //! The `naive` loop nest: every (m, n, k) tile loads both operands.
 
-use super::*;
+use penguin::InstTile;
+
+use crate::combine::MatMultAccumulation;
+use crate::error::CodegenError;
+use crate::gemm::{tiles, M_TILE, N_TILE};
+
+use super::{Lhs, Operand, Planner};
 
 impl Planner<'_> {
     pub(super) fn naive(&mut self) -> Result<(), CodegenError> {

@@ -1,7 +1,12 @@
 //! A transposed on the PE: natural-layout loads, transposes through PSUM and the queue
 //! that transposes each stripe just in time.
 
-use super::*;
+use penguin::{AccessPattern, ComputeEngine, DType, InstData, Memory, TensorId, TransposeData};
+
+use crate::error::CodegenError;
+use crate::gemm::KChunk;
+
+use super::{hbm, on_chip, Lhs, Planner, Slot};
 
 /// The just-in-time PE transpose queue of the stripe schedules: the m tiles in the order
 /// compute first reads them after a (re)load, how many of their natural stripes have been
