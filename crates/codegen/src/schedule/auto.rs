@@ -1,0 +1,294 @@
+//! The `auto` schedule: the candidate configurations, their modeled cost and the search.
+
+use penguin::{DType, HwProfile, PerfMode};
+
+use crate::auto_limits::AutoLimits;
+use crate::error::CodegenError;
+use crate::gemm::{k_chunks, tiles, GemmConfig, GemmPlan, LoopOrder, Schedule, M_TILE, N_TILE};
+
+use super::{plan_buffered, plan_gemm, plan_gemm_fitting};
+
+/// The candidates `auto` considers for a GEMM: every schedule with a few block sizes and
+/// both loop orders.
+pub fn auto_candidates(cfg: &GemmConfig) -> Vec<GemmConfig> {
+    let mut out = Vec::new();
+    let with = |schedule, m_tiles: u64, n_tiles: u64, k_tiles: u64, order| GemmConfig {
+        schedule,
+        blocks: crate::gemm::BlockSizes { m: m_tiles * M_TILE, n: n_tiles * N_TILE, k: k_tiles * 128 },
+        order,
+        ..cfg.clone()
+    };
+    out.push(with(Schedule::Naive, 1, 1, 1, LoopOrder::MOuter));
+    out.push(with(Schedule::Hoisted, 1, 1, 1, LoopOrder::MOuter));
+    let mt = cfg.m.div_ceil(M_TILE);
+    let nt = cfg.n.div_ceil(N_TILE);
+    let kt = cfg.k.div_ceil(128);
+    let sizes = |max: u64, options: &[u64]| -> Vec<u64> {
+        let mut v: Vec<u64> = options.iter().map(|&o| o.min(max)).collect();
+        v.dedup();
+        v
+    };
+    for order in [LoopOrder::MOuter, LoopOrder::NOuter] {
+        for &bm in &sizes(mt, &[1, 2, 4, 8, 16]) {
+            for &bn in &sizes(nt, &[1, 2, 4, 8]) {
+                out.push(with(Schedule::BlockedMn, bm, bn, 1, order));
+                for &bk in &sizes(kt, &[4, 8, 16, 32]) {
+                    if bk < kt {
+                        out.push(with(Schedule::BlockedMnk, bm, bn, bk, order));
+                    }
+                }
+            }
+        }
+    }
+    // On trn2/trn3 an A given as [M, K] may be transposed by the DMA or on the PE.
+    if !cfg.lhs_transposed
+        && cfg.sparsity.is_none()
+        && cfg.target != penguin::Target::Trn1
+        && cfg.pe_transpose.is_none()
+    {
+        out = out
+            .into_iter()
+            .flat_map(|c| {
+                [GemmConfig { pe_transpose: Some(false), ..c.clone() }, GemmConfig { pe_transpose: Some(true), ..c }]
+            })
+            .collect();
+    }
+    out.dedup();
+    out
+}
+
+/// What `auto` chose, and how many candidates it weighed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AutoChoice {
+    /// The chosen configuration (schedule, blocks, loop order).
+    pub config: GemmConfig,
+    /// Its modeled cost.
+    pub cost: f64,
+    /// The HBM bytes it moves.
+    pub hbm_bytes: u64,
+    /// Candidates that fit SBUF and were modeled.
+    pub evaluated: usize,
+    /// Candidates refused for SBUF capacity.
+    pub rejected: usize,
+}
+
+/// What `auto` weighs a candidate by.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AutoCost {
+    /// Modeled time (lower is better).
+    pub time: f64,
+    /// HBM bytes moved.
+    pub hbm_bytes: u64,
+}
+
+/// How many candidates `auto` weighs with the cycle model (the best of the estimate's
+/// ranking that fit SBUF).
+pub const AUTO_SHORTLIST: usize = 8;
+
+/// Candidates whose modeled time is within this fraction of the fastest count as equally
+/// fast; among them `auto` keeps the one that moves the fewest HBM bytes (the cores of a chip
+/// share its HBM bandwidth, so traffic saved is bandwidth left to the others).
+pub const AUTO_TIME_TOLERANCE: f64 = 0.005;
+
+/// A quick analytic estimate of a candidate's time in ns with the target's built-in hardware
+/// profile (see [`estimate_ns_with`]).
+pub fn estimate_ns(cfg: &GemmConfig) -> f64 {
+    estimate_ns_with(cfg, &cfg.target.profile())
+}
+
+/// A quick analytic estimate of a candidate's time in ns, from the same [`HwProfile`] figures
+/// as the cycle model: a smooth maximum of the PE time (every matmul at
+/// `max(N, mm_min_cycles)` cycles), the HBM time of the bytes the loop nest moves (in whole
+/// `hbm_burst_bytes` granules per run), the DMA engines' data time (16 engines; a run costs at
+/// least `dma_descriptor_ns`, a DMA transpose runs at its fraction of copy throughput) and the
+/// DMA queues' fixed latency (`dma_fixed_ns` per transfer over 16 queues of
+/// `dma_queue_depth` transfers in flight), the PE's transposes of A and the vector engines'
+/// copies and K-block additions. `auto` ranks candidates with it and runs the cycle model on
+/// the best few.
+pub fn estimate_ns_with(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
+    let (mt, nt) = (cfg.m.div_ceil(M_TILE) as f64, cfg.n.div_ceil(N_TILE) as f64);
+    let chunks = k_chunks(cfg).0.len() as f64;
+    let mm = |n: f64| n.max(hw.mm_min_cycles);
+    let n_cycles: f64 = tiles(cfg.n, N_TILE).map(|(_, n)| mm(f64::from(n))).sum();
+    let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { hw.mm_fp32_factor } else { 1.0 };
+    let pe_ns = mt * chunks * n_cycles * fp32 / hw.pe_ghz;
+    let s_in = f64::from(cfg.input_dtype.size_bytes());
+    let (a, b) = ((cfg.m * cfg.k) as f64 * s_in, (cfg.k * cfg.n) as f64 * s_in);
+    let (bm, bn) = ((cfg.blocks.m.div_ceil(M_TILE) as f64).min(mt), (cfg.blocks.n.div_ceil(N_TILE) as f64).min(nt));
+    // Whole-stripe natural loads of A (PE transposes) in the stripe schedules; per-chunk
+    // loads otherwise.
+    let stripes = matches!(cfg.schedule, Schedule::Hoisted | Schedule::BlockedMn | Schedule::Auto);
+    // (A loads, B loads, B n-tiles per transfer) of each loop nest.
+    let (a_times, b_times, b_wide) = match cfg.schedule {
+        Schedule::Naive => (nt, mt, 1.0),
+        Schedule::Hoisted => (1.0, mt, 1.0),
+        Schedule::BlockedMn | Schedule::Auto => match cfg.order {
+            LoopOrder::MOuter => (1.0, (mt / bm).ceil(), bn),
+            LoopOrder::NOuter => ((nt / bn).ceil(), 1.0, bn),
+        },
+        Schedule::BlockedMnk => ((nt / bn).ceil(), (mt / bm).ceil(), bn),
+    };
+    // Engine time per byte relative to peak: a run shorter than the descriptor time's worth
+    // of data costs the descriptor time.
+    let slow = |run_bytes: f64| (hw.dma_descriptor_ns * hw.dma_engine_bytes_per_ns / run_bytes.max(1.0)).max(1.0);
+    // HBM bytes per byte of a run: whole granules.
+    let granules = |run_bytes: f64| {
+        let run = run_bytes.max(1.0);
+        let g = hw.hbm_burst_bytes.max(1.0);
+        (run / g).ceil() * g / run
+    };
+    let dma_transposes = !cfg.lhs_transposed && !cfg.transposes_lhs_on_pe() && cfg.target != penguin::Target::Trn1;
+    let (a_run, a_rate) = if cfg.lhs_transposed {
+        (128.0 * s_in, 1.0)
+    } else if cfg.transposes_lhs_on_pe() {
+        // Natural rows: whole K stripes, K blocks, or one chunk.
+        let run = match cfg.schedule {
+            _ if stripes => cfg.k,
+            Schedule::BlockedMnk => cfg.k.min(cfg.blocks.k),
+            _ => 128,
+        };
+        (run as f64 * s_in, 1.0)
+    } else if dma_transposes {
+        (128.0 * s_in, hw.dma_transpose_hbm_fraction)
+    } else {
+        (s_in, 1.0)
+    };
+    // A transposed without a DMA transpose reads runs of 128 contiguous elements from HBM.
+    let a_hbm_run = if dma_transposes || cfg.target == penguin::Target::Trn1 && !cfg.lhs_transposed {
+        a_run.max(128.0 * s_in)
+    } else {
+        a_run
+    };
+    let b_run = b_wide * N_TILE as f64 * s_in;
+    let out = (cfg.m * cfg.n) as f64 * f64::from(cfg.out_dtype.size_bytes());
+    let out_run = N_TILE as f64 * 4.0;
+    let engines = 16.0 * hw.dma_engine_bytes_per_ns;
+    let data_ns = (a * a_times * slow(a_run) / a_rate + b * b_times * slow(b_run) + out * slow(out_run)) / engines;
+    // K blocks of blocked-mnk: its block is a whole number of chunks.
+    let chunk_len = k_chunks(cfg).0.first().map_or(128, |c| u64::from(c.len).max(1));
+    let k_blocks = (chunks / cfg.blocks.k.div_ceil(chunk_len).max(1) as f64).ceil();
+    // Natural loads of A for PE transposes: a whole stripe, or a K block, per m tile.
+    let a_transfers = match (cfg.transposes_lhs_on_pe(), cfg.schedule) {
+        (true, _) if stripes => mt,
+        (true, Schedule::BlockedMnk) => mt * k_blocks,
+        _ => mt * chunks,
+    } * a_times;
+    let b_transfers = nt / b_wide * chunks * b_times;
+    let fixed_ns = (a_transfers + b_transfers + mt * nt) * hw.dma_fixed_ns / (16.0 * hw.queue_depth() as f64);
+    let hbm_ns = (a * a_times * granules(a_hbm_run) + b * b_times * granules(b_run) + out * granules(out_run))
+        / hw.hbm_bytes_per_ns;
+    // PE transposes of A (128 columns per 128 rows of an m tile: one per chunk, two per
+    // double-row chunk; each time A is loaded), and the vector engines: evacuations take turns
+    // on ACT and DVE; blocked-mnk adds every K block but the first into its result block on DVE
+    // and POOL in turn (`compute_elems_per_cycle` elements per cycle plus the static overhead).
+    let per_chunk = if cfg.perf_mode == PerfMode::None { 1.0 } else { 2.0 };
+    let transposes_ns =
+        if cfg.transposes_lhs_on_pe() { mt * chunks * per_chunk * a_times * mm(128.0) / hw.pe_ghz } else { 0.0 };
+    let per_tile = |ghz: f64| (N_TILE as f64 / hw.compute_elems_per_cycle + hw.compute_static_cycles) / ghz;
+    let dve_ns = match cfg.schedule {
+        Schedule::BlockedMnk => mt * nt * (k_blocks - 1.0).max(0.0) * per_tile(hw.dve_ghz) / 2.0,
+        _ => mt * nt * per_tile(hw.dve_ghz) / 2.0,
+    };
+    // A smooth maximum: resources that are nearly as busy as the busiest one stall it now and
+    // then, so near-ties rank behind candidates with one clear bottleneck.
+    let parts = [pe_ns + transposes_ns, hbm_ns, data_ns, fixed_ns, dve_ns];
+    let top = parts.iter().copied().fold(0.0, f64::max).max(1.0);
+    top * parts.iter().map(|t| (t / top).powi(8)).sum::<f64>().powf(1.0 / 8.0)
+}
+
+/// Plan with `auto`: weigh with `cost` (the cycle model in practice) the blocked schedules
+/// with their default blocks and the best `shortlist` candidates of [`auto_candidates`] by
+/// [`estimate_ns`] that fit SBUF. The fewest HBM bytes among those within
+/// [`AUTO_TIME_TOLERANCE`] of the fastest wins.
+pub fn plan_gemm_auto(
+    cfg: &GemmConfig,
+    shortlist: usize,
+    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
+) -> Result<(GemmPlan, AutoChoice), CodegenError> {
+    plan_gemm_auto_with(cfg, &cfg.target.profile(), shortlist, cost)
+}
+
+/// [`plan_gemm_auto`] ranking the candidates with [`estimate_ns_with`] under `hw` (the cost
+/// closure should model with the same profile).
+pub fn plan_gemm_auto_with(
+    cfg: &GemmConfig,
+    hw: &HwProfile,
+    shortlist: usize,
+    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
+) -> Result<(GemmPlan, AutoChoice), CodegenError> {
+    plan_gemm_auto_within(cfg, &AutoLimits::default(), hw, shortlist, cost)
+}
+
+/// [`plan_gemm_auto_with`] with a fixed loop order or fixed block sizes: every candidate
+/// weighed, the blocked schedules' defaults included, has them (see [`AutoLimits`]).
+pub fn plan_gemm_auto_within(
+    cfg: &GemmConfig,
+    limits: &AutoLimits,
+    hw: &HwProfile,
+    shortlist: usize,
+    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
+) -> Result<(GemmPlan, AutoChoice), CodegenError> {
+    cfg.validate()?;
+    let mut ranked: Vec<(f64, GemmConfig)> =
+        limits.apply_all(&auto_candidates(cfg)).into_iter().map(|c| (estimate_ns_with(&c, hw), c)).collect();
+    ranked.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let mut weighed: Vec<(GemmPlan, AutoCost)> = Vec::new();
+    let mut rejected = 0;
+    let mut last_err = None;
+    // Weigh a planned candidate; one that does not fit SBUF is counted and skipped.
+    let mut weigh = |planned: Result<GemmPlan, CodegenError>,
+                     weighed: &mut Vec<(GemmPlan, AutoCost)>|
+     -> Result<(), CodegenError> {
+        match planned {
+            Ok(plan) => {
+                let c = cost(&plan)?;
+                weighed.push((plan, c));
+            }
+            Err(e @ CodegenError::SbufCapacity { .. }) => {
+                rejected += 1;
+                last_err = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    };
+    // The blocked schedules with their default blocks (what `--schedule blocked-mn` and
+    // `--schedule blocked-mnk` plan) are always weighed, so `auto` is never slower than them
+    // for want of looking.
+    for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk] {
+        let anchor = GemmConfig { schedule, blocks: crate::gemm::BlockSizes::for_schedule(schedule), ..cfg.clone() };
+        let Some(anchor) = limits.apply(&anchor) else { continue };
+        // Fixed blocks are the user's: planned as given, not shrunk to fit.
+        let planned = if limits.block_m.is_some() || limits.block_n.is_some() || limits.block_k.is_some() {
+            plan_gemm(&anchor)
+        } else {
+            plan_gemm_fitting(&anchor)
+        };
+        weigh(planned, &mut weighed)?;
+    }
+    let anchors = weighed.len();
+    for (_, cand) in ranked {
+        if weighed.len() >= anchors.saturating_add(shortlist.max(1)) {
+            break;
+        }
+        if weighed.iter().any(|(p, _)| p.config == cand) {
+            continue;
+        }
+        // Candidates keep two slots per refilled block (the shortlist has smaller blocks).
+        weigh(plan_buffered(&cand, false), &mut weighed)?;
+    }
+    let evaluated = weighed.len();
+    let fastest = weighed.iter().map(|(_, c)| c.time).fold(f64::INFINITY, f64::min);
+    let best = weighed
+        .into_iter()
+        .filter(|(_, c)| c.time <= fastest * (1.0 + AUTO_TIME_TOLERANCE))
+        .min_by(|(_, x), (_, y)| x.hbm_bytes.cmp(&y.hbm_bytes).then(x.time.total_cmp(&y.time)));
+    match best {
+        Some((plan, c)) => {
+            let choice =
+                AutoChoice { config: plan.config.clone(), cost: c.time, hbm_bytes: c.hbm_bytes, evaluated, rejected };
+            Ok((plan, choice))
+        }
+        None => Err(last_err.unwrap_or_else(|| CodegenError::BadGemm("auto found no schedule".into()))),
+    }
+}

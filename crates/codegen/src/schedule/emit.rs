@@ -1,0 +1,372 @@
+//! The steps every loop nest emits: operand loads, matmuls into accumulation groups and
+//! evacuations, and the software pipeline that interleaves them.
+
+use penguin::{
+    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, InstData, InstTile, Memory, MemsetData, TensorCopyData,
+    TilePosition, TileSize,
+};
+
+use crate::combine::{
+    combine_matmult_tiles, combine_sparse_matmult_tiles, MatMultAccumulation, MatMultSparseSubTile, MatMultSubTile,
+};
+use crate::error::CodegenError;
+use crate::gemm::{KChunk, SparseA};
+
+use super::{hbm, on_chip, Lhs, Operand, Planner, Slot};
+
+impl Planner<'_> {
+    /// Move a tile; a load that converts (f32 inputs to the matmul dtype) is an
+    /// `OffloadedMemCast` executed on the DMA queues.
+    pub(super) fn dma(&mut self, dst: InstTile, src: InstTile) -> Result<(), CodegenError> {
+        if dst.dtype != src.dtype && src.memory == Memory::Hbm {
+            self.cg.offloaded_memcast_inst(dst, src, penguin::CastMode::Rne)?;
+        } else {
+            self.cg.process_new_neuroninst(InstData::DmaCopy(DmaCopyData {
+                dst,
+                src,
+                cast: penguin::CastMode::Rne,
+            }))?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn memset_zero(&mut self, dst: InstTile) -> Result<(), CodegenError> {
+        self.cg.process_new_neuroninst(InstData::Memset(MemsetData {
+            engine: ComputeEngine::Pool,
+            dst,
+            value: 0.0,
+        }))?;
+        Ok(())
+    }
+
+    pub(super) fn copy(&mut self, engine: ComputeEngine, dst: InstTile, src: InstTile) -> Result<(), CodegenError> {
+        self.cg.process_new_neuroninst(InstData::TensorCopy(TensorCopyData { engine, dst, src }))?;
+        Ok(())
+    }
+
+    /// The A^T window of dense rows `[k0, k0 + rows)` and columns `[m0, m0 + msz)` in HBM.
+    pub(super) fn lhs_src(&self, m0: u64, msz: u32, k0: u64, rows: u32) -> InstTile {
+        let ap = if self.cfg.lhs_transposed {
+            AccessPattern::hbm_rows(self.cfg.m, k0, rows, m0, msz)
+        } else {
+            AccessPattern::hbm_cols(self.cfg.k, m0, msz, k0, rows)
+        };
+        hbm(self.a, self.cfg.input_dtype, ap)
+    }
+
+    pub(super) fn rhs_src(&self, n0: u64, nsz: u32, k0: u64, rows: u32) -> InstTile {
+        hbm(self.b, self.cfg.input_dtype, AccessPattern::hbm_rows(self.cfg.n, k0, rows, n0, nsz))
+    }
+
+    /// The operand view of a loaded chunk: `parts` partitions from `start` and either one run
+    /// of `free` elements or (double row) `[2, free]` with slots `width / 2` apart.
+    pub(super) fn view(&self, slot: Slot, dtype: DType, start: u32, parts: u32, free: u32, width: i64) -> InstTile {
+        let dims =
+            if self.pack == 2 { vec![Dim::new(width / 2, 2), Dim::new(1, free)] } else { vec![Dim::new(1, free)] };
+        let ap =
+            AccessPattern { start_partition: start, partitions: Dim::new(1, parts), offset: slot.offset, free: dims };
+        InstTile { tensor: slot.tensor, memory: Memory::Sbuf, dtype, ap }
+    }
+
+    /// Load dense rows of one chunk (`src(k0, rows)`) into a slot: plain at partitions
+    /// `start..`, or double row with slot `s` of partition `p` holding row `k0 + s * P + p`
+    /// and missing rows zeroed first.
+    #[expect(clippy::too_many_arguments, reason = "a buffer slot, the chunk and the source window")]
+    pub(super) fn load_rows(
+        &mut self,
+        slot: Slot,
+        dtype: DType,
+        start: u32,
+        chunk: KChunk,
+        free: u32,
+        width: i64,
+        src: &dyn Fn(&Self, u64, u32) -> InstTile,
+    ) -> Result<InstTile, CodegenError> {
+        if self.pack == 1 {
+            let dst = on_chip(slot.tensor, Memory::Sbuf, dtype, start, chunk.real, slot.offset, free);
+            self.dma(dst, src(self, chunk.k0, chunk.real))?;
+            return Ok(self.view(slot, dtype, start, chunk.real, free, width));
+        }
+        for s in 0..2u32 {
+            let rows = chunk.real.saturating_sub(s * chunk.parts).min(chunk.parts);
+            let half = slot.offset + i64::from(s) * width / 2;
+            if rows < chunk.parts {
+                self.memset_zero(on_chip(slot.tensor, Memory::Sbuf, dtype, 0, chunk.parts, half, free))?;
+            }
+            if rows > 0 {
+                let dst = on_chip(slot.tensor, Memory::Sbuf, dtype, 0, rows, half, free);
+                self.dma(dst, src(self, chunk.k0 + u64::from(s * chunk.parts), rows))?;
+            }
+        }
+        Ok(self.view(slot, dtype, 0, chunk.parts, free, width))
+    }
+
+    /// Load the stationary operand of one chunk of m tile `(m0, msz)`.
+    pub(super) fn load_lhs(
+        &mut self,
+        slot: Slot,
+        start: u32,
+        chunk: KChunk,
+        (m0, msz): (u64, u32),
+    ) -> Result<Lhs, CodegenError> {
+        let cfg = self.cfg;
+        if let (Some(pattern), Some(a_tags), Some(tags_buf)) = (cfg.sparsity, self.a_tags, slot.tags) {
+            let cols = SparseA::cols(cfg.k, pattern);
+            let kc0 = chunk.k0 / u64::from(pattern.m) * u64::from(pattern.n);
+            let src = AccessPattern::hbm_cols(cols, m0, msz, kc0, chunk.parts);
+            let st = on_chip(slot.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, slot.offset, msz);
+            self.dma(st.clone(), hbm(self.a, cfg.input_dtype, src.clone()))?;
+            let tags = on_chip(tags_buf, Memory::Sbuf, DType::Int16, 0, chunk.parts, slot.offset, msz);
+            self.dma(tags.clone(), hbm(a_tags, DType::Int16, src))?;
+            return Ok(Lhs { tile: st, tags: Some(tags) });
+        }
+        if let Some((nat, bank)) = self.pe_transpose {
+            return self.load_lhs_pe_transposed(slot, start, chunk, (m0, msz), nat, bank);
+        }
+        let width = self.lhs_width();
+        let tile =
+            self.load_rows(slot, cfg.lhs_dtype, start, chunk, msz, width, &|p, k0, r| p.lhs_src(m0, msz, k0, r))?;
+        Ok(Lhs { tile, tags: None })
+    }
+
+    /// Load the moving operand of one chunk of n tile `(n0, nsz)`; sparse chunks are zeroed
+    /// first when they run past K (their tags may point at padded rows).
+    pub(super) fn load_rhs(
+        &mut self,
+        slot: Slot,
+        start: u32,
+        chunk: KChunk,
+        (n0, nsz): (u64, u32),
+    ) -> Result<InstTile, CodegenError> {
+        let cfg = self.cfg;
+        if cfg.sparsity.is_some() {
+            let mv = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.len, slot.offset, nsz);
+            if chunk.real < chunk.len {
+                self.memset_zero(mv.clone())?;
+            }
+            let part = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.real, slot.offset, nsz);
+            self.dma(part, self.rhs_src(n0, nsz, chunk.k0, chunk.real))?;
+            return Ok(mv);
+        }
+        let width = self.rhs_width();
+        self.load_rows(slot, cfg.rhs_dtype, start, chunk, nsz, width, &|p, k0, r| p.rhs_src(n0, nsz, k0, r))
+    }
+
+    /// Open the accumulation group of the next output tile.
+    pub(super) fn open_group(
+        &mut self,
+        msz: u32,
+        nsz: u32,
+        k_len: u64,
+    ) -> Result<(MatMultAccumulation, InstTile, u32), CodegenError> {
+        let bank = self.psum_banks[self.groups % self.psum_banks.len()];
+        let pos = (self.groups as u32 % self.pe_positions) * self.pe_rows;
+        self.groups += 1;
+        let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, msz, 0, nsz);
+        let acc = if self.pack == 2 {
+            MatMultAccumulation::open_double_row(psum.clone(), k_len as u32)?
+        } else {
+            MatMultAccumulation::open(psum.clone(), k_len as u32)?
+        };
+        Ok((acc, psum, pos))
+    }
+
+    /// One K sub-tile into an open group; `k_base` is where the group's K range starts.
+    #[expect(clippy::too_many_arguments, reason = "the group, both operands and the chunk's place in K")]
+    pub(super) fn matmul(
+        &mut self,
+        acc: &mut MatMultAccumulation,
+        psum: &InstTile,
+        lhs: Lhs,
+        rhs: InstTile,
+        chunk: KChunk,
+        k_base: u64,
+        pos: u32,
+    ) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let k_start = (chunk.k0 - k_base) as u32;
+        if let (Some(pattern), Some(tags)) = (cfg.sparsity, lhs.tags) {
+            let sub = MatMultSparseSubTile {
+                dst: psum.clone(),
+                stationary: lhs.tile,
+                moving: rhs,
+                tags,
+                pattern,
+                k_start,
+                tile_position: vec![0, 0],
+                tile_size: vec![128, 128],
+            };
+            let mm = combine_sparse_matmult_tiles(acc, sub)?;
+            self.cg.process_new_neuroninst(InstData::MatMultSparse(mm))?;
+            return Ok(());
+        }
+        let sub = MatMultSubTile {
+            dst: psum.clone(),
+            stationary: lhs.tile,
+            moving: rhs,
+            k_start,
+            k_len: if self.pack == 2 { chunk.len } else { chunk.real },
+            perf_mode: cfg.perf_mode,
+            tile_position: TilePosition { row: pos, col: 0 },
+            tile_size: TileSize { rows: self.pe_rows, cols: 128 },
+        };
+        let mm = combine_matmult_tiles(acc, sub)?;
+        self.cg.process_new_neuroninst(InstData::MatMult(mm))?;
+        Ok(())
+    }
+
+    pub(super) fn evac_engine(&self, n: usize) -> ComputeEngine {
+        if n.is_multiple_of(2) {
+            ComputeEngine::Act
+        } else {
+            ComputeEngine::Dve
+        }
+    }
+
+    /// Copy a stopped group from PSUM to SBUF (casting to the output dtype) and store it.
+    pub(super) fn evacuate(
+        &mut self,
+        psum: InstTile,
+        (m0, msz): (u64, u32),
+        (n0, nsz): (u64, u32),
+    ) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let n = self.groups;
+        let out = on_chip(self.out[n % 2], Memory::Sbuf, cfg.out_dtype, 0, msz, 0, nsz);
+        self.copy(self.evac_engine(n), out.clone(), psum)?;
+        self.dma(hbm(self.c, cfg.out_dtype, AccessPattern::hbm_rows(cfg.n, m0, msz, n0, nsz)), out)
+    }
+
+    /// Run every K chunk of one output tile from loaded operands.
+    pub(super) fn tile_group(
+        &mut self,
+        lhs: &dyn Fn(usize) -> Slot,
+        rhs: &dyn Fn(usize) -> Slot,
+        m: (u64, u32),
+        n: (u64, u32),
+    ) -> Result<(), CodegenError> {
+        let (mut acc, psum, pos) = self.open_group(m.1, n.1, self.k_total)?;
+        for (ci, chunk) in self.chunks.clone().into_iter().enumerate() {
+            let (st, mv) = self.loaded_views(lhs(ci), rhs(ci), chunk, m.1, n.1)?;
+            self.matmul(&mut acc, &psum, st, mv, chunk, 0, pos)?;
+        }
+        self.evacuate(psum, m, n)
+    }
+
+    /// Views of operands already loaded by `load_lhs` / `load_rhs` at these slots.
+    pub(super) fn loaded_views(
+        &self,
+        l: Slot,
+        r: Slot,
+        chunk: KChunk,
+        msz: u32,
+        nsz: u32,
+    ) -> Result<(Lhs, InstTile), CodegenError> {
+        let cfg = self.cfg;
+        if cfg.sparsity.is_some() {
+            let tags = l.tags.map(|t| on_chip(t, Memory::Sbuf, DType::Int16, 0, chunk.parts, l.offset, msz));
+            let st = on_chip(l.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, l.offset, msz);
+            let mv = on_chip(r.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.len, r.offset, nsz);
+            return Ok((Lhs { tile: st, tags }, mv));
+        }
+        let parts = if self.pack == 2 { chunk.parts } else { chunk.real };
+        let st = self.view(l, cfg.lhs_dtype, 0, parts, msz, self.lhs_width());
+        let mv = self.view(r, cfg.rhs_dtype, 0, parts, nsz, self.rhs_width());
+        Ok((Lhs { tile: st, tags: None }, mv))
+    }
+
+    /// Emit `steps` software-pipelined: the loads of step `i + 1` are emitted before the
+    /// compute of step `i`, so with two buffer slots the DMA queues fill one slot while the
+    /// PE works on the other (the queues are in order: a load emitted after a compute step
+    /// could not start before that step's stores).
+    pub(super) fn pipelined<S: Copy>(
+        &mut self,
+        steps: &[S],
+        load: &mut dyn FnMut(&mut Self, usize, S) -> Result<(), CodegenError>,
+        compute: &mut dyn FnMut(&mut Self, usize, S) -> Result<(), CodegenError>,
+    ) -> Result<(), CodegenError> {
+        if let Some(&first) = steps.first() {
+            load(self, 0, first)?;
+        }
+        for (i, &step) in steps.iter().enumerate() {
+            if let Some(&next) = steps.get(i + 1) {
+                load(self, i + 1, next)?;
+            }
+            compute(self, i, step)?;
+        }
+        Ok(())
+    }
+
+    /// Load the K stripe of one m tile (A^T) or n tile (B) into a slot, chunk after
+    /// chunk.
+    pub(super) fn load_stripe(&mut self, slot: Slot, operand: Operand, t: (u64, u32)) -> Result<(), CodegenError> {
+        let chunks = self.chunks.clone();
+        if operand == Operand::Lhs {
+            self.load_lhs_block(slot, &chunks, &[t])
+        } else {
+            self.load_rhs_block(slot, &chunks, &[t])
+        }
+    }
+
+    /// Load the given K chunks of a block of m tiles (the stationary operand), laid out
+    /// `[chunk][tile]` from `slot` (A transposed on the PE is loaded by the schedules
+    /// themselves, in its natural layout).
+    pub(super) fn load_lhs_block(
+        &mut self,
+        slot: Slot,
+        chunks: &[KChunk],
+        block: &[(u64, u32)],
+    ) -> Result<(), CodegenError> {
+        self.load_block(slot, chunks, block, Operand::Lhs)
+    }
+
+    /// Load the given K chunks of a block of n tiles (the moving operand), laid out
+    /// `[chunk][tile]` from `slot`.
+    pub(super) fn load_rhs_block(
+        &mut self,
+        slot: Slot,
+        chunks: &[KChunk],
+        block: &[(u64, u32)],
+    ) -> Result<(), CodegenError> {
+        self.load_block(slot, chunks, block, Operand::Rhs)
+    }
+
+    /// One DMA per chunk covering every tile of the block (longer contiguous runs per
+    /// partition) when the operand is plain, one load per tile and chunk otherwise.
+    pub(super) fn load_block(
+        &mut self,
+        slot: Slot,
+        chunks: &[KChunk],
+        block: &[(u64, u32)],
+        operand: Operand,
+    ) -> Result<(), CodegenError> {
+        let cfg = self.cfg;
+        let lhs = operand == Operand::Lhs;
+        let (width, dtype) = if lhs { (self.lhs_width(), cfg.lhs_dtype) } else { (self.rhs_width(), cfg.rhs_dtype) };
+        let wide = self.pack == 1 && cfg.sparsity.is_none() && block.len() > 1;
+        for (ci, &chunk) in chunks.iter().enumerate() {
+            let base = slot.at((ci * block.len()) as i64 * width);
+            if wide {
+                let first = block[0].0;
+                let total: u32 = block.iter().map(|t| t.1).sum();
+                let dst = on_chip(base.tensor, Memory::Sbuf, dtype, 0, chunk.real, base.offset, total);
+                let src = if lhs {
+                    self.lhs_src(first, total, chunk.k0, chunk.real)
+                } else {
+                    self.rhs_src(first, total, chunk.k0, chunk.real)
+                };
+                self.dma(dst, src)?;
+            } else {
+                for (t, &tile) in block.iter().enumerate() {
+                    let at = base.at(t as i64 * width);
+                    if lhs {
+                        self.load_lhs(at, 0, chunk, tile)?;
+                    } else {
+                        self.load_rhs(at, 0, chunk, tile)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

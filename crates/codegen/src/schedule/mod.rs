@@ -1,0 +1,386 @@
+//! The GEMM loop nests: how output tiles, K sub-tiles and operand loads are ordered, and
+//! which SBUF buffers hold the operands.
+//!
+//! Every schedule emits the same kinds of steps, so they differ only in reuse:
+//! - **load**: a DMA brings an operand tile from HBM into an SBUF buffer; when it converts to
+//!   the matmul dtype it is an `OffloadedMemCast` spread over the DMA queues. A^T comes from
+//!   A `[M, K]` by a transposing access pattern (trn2/trn3), or by a natural-layout load and PE
+//!   transposes through PSUM (trn1, or `pe_transpose` elsewhere) unless A is given as `[K, M]`;
+//! - **matmul**: one K sub-tile into the output tile's PSUM accumulation group
+//!   (`combine_*_matmult_tiles` gives START / ACCU / STOP);
+//! - **evacuate**: copy the stopped group from PSUM to SBUF on ACT or DVE (casting to the
+//!   output dtype) and DMA it to HBM.
+//!
+//! The loop nests:
+//! - `naive`: for each m tile, n tile: for each k tile load the A^T tile and the B tile (two
+//!   rotating buffers each), matmul; evacuate.
+//! - `hoisted`: for each m tile load its whole K stripe of A^T once; for each n tile load its
+//!   whole K stripe of B; run the K matmuls; evacuate.
+//! - `blocked-mn`: for each M block load the A^T stripes of its tiles; for each N block load
+//!   the B stripes of its tiles; for every (m, n) pair in the blocks run its K matmuls;
+//!   evacuate. The loop order picks which block loop is outside; the inner loop runs in snake
+//!   order and a block still resident in either of its two slots is not loaded again.
+//! - `blocked-mnk`: blocks in all three; for each (M block, N block) keep an fp32 result
+//!   block in SBUF; for each K block load the A^T and B blocks, accumulate each tile's K-block
+//!   partial in PSUM and add it into the result block on VectorE and GpSimd in turn; store the
+//!   block once (the store DMA casts to the output dtype).
+//!
+//! A buffer refilled inside a loop has two slots, so the DMA queues can fill the next slot
+//! while the PE works on the other (double buffering): the dependency edges (and so the
+//! semaphores) only order a refill after the last read of the same slot. The exceptions have
+//! one: a lone block (loaded once), blocked-mn's outer block when two do not fit SBUF (its
+//! reload waits for the last reads of the previous one), an outer A transposed on the PE,
+//! blocked-mnk's result block when two do not fit, and, with explicit blocks, any refilled
+//! block whose two slots do not fit SBUF (the inner block first, then the outer one; see
+//! [`plan_gemm`]). A single-slot block is loaded by its step's compute, after the previous
+//! step's last reads. blocked-mn emits its next inner block in K pieces between the current
+//! step's m tiles (the queues run in order: a whole block queued at once would hold back loads
+//! the current step still needs). A transposed on the PE is
+//! transposed just before its first matmul: hoisted and blocked-mn prefetch its natural stripes
+//! two ahead, blocked-mnk loads the natural K block of the next step ahead. Accumulation groups
+//! rotate over the PSUM banks (one bank is kept for the PE transposes when there are any).
+
+mod auto;
+mod blocked_mn;
+mod blocked_mnk;
+mod buffers;
+mod emit;
+mod hoisted;
+mod naive;
+mod pe_transpose;
+
+use penguin::{AccessPattern, DType, GeneratedBuilder, InstTile, Memory, NDTile, PerfMode, TensorId};
+
+use crate::error::CodegenError;
+use crate::gemm::{k_chunks, GemmConfig, GemmPlan, KChunk, Schedule, SparseA, M_TILE, N_TILE};
+use crate::neuron::NeuronCodegen;
+
+use blocked_mnk::mnk_natural_width;
+use pe_transpose::PeQueue;
+
+pub use auto::{
+    auto_candidates, estimate_ns, estimate_ns_with, plan_gemm_auto, plan_gemm_auto_with, plan_gemm_auto_within,
+    AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
+};
+
+/// Plan, emit and verify a GEMM kernel with the configured schedule.
+///
+/// `auto` needs a cost model; without one it plans `blocked-mn` (see [`plan_gemm_auto`]).
+/// A blocked schedule's refilled block whose two slots do not fit SBUF gets one slot (the
+/// inner block first, then the outer one), reported in [`crate::CodegenStats::single_buffered`].
+pub fn plan_gemm(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
+    plan_buffered(cfg, true)
+}
+
+/// [`plan_gemm`], single-buffering blocks that do not fit twice only when `single` is set
+/// (otherwise they fail with [`CodegenError::SbufCapacity`], as shrinking the blocks wants).
+fn plan_buffered(cfg: &GemmConfig, single: bool) -> Result<GemmPlan, CodegenError> {
+    cfg.validate()?;
+    let mut p = Planner::new(cfg)?;
+    p.allow_single = single;
+    match cfg.schedule {
+        Schedule::Naive => p.naive()?,
+        Schedule::Hoisted => p.hoisted()?,
+        Schedule::BlockedMn | Schedule::Auto => p.blocked_mn()?,
+        Schedule::BlockedMnk => p.blocked_mnk()?,
+    }
+    let single_buffered = p.single_buffered;
+    let mut cg = p.cg;
+    cg.finalize_kernel()?;
+    let stats = crate::CodegenStats { single_buffered, ..cg.stats() };
+    let function = cg.finalize()?;
+    Ok(GemmPlan { function, stats, config: cfg.clone() })
+}
+
+/// Plan with the configured blocks, or, when they do not fit SBUF, with the largest smaller
+/// blocks that do (halving N, then M, then K blocks): what default block sizes should do.
+/// Blocks are single-buffered only when no blocking fits with two slots.
+pub fn plan_gemm_fitting(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
+    match plan_shrinking(cfg, false) {
+        Err(CodegenError::SbufCapacity { .. }) => plan_shrinking(cfg, true),
+        other => other,
+    }
+}
+
+/// [`plan_gemm_fitting`] with or without single buffering.
+fn plan_shrinking(cfg: &GemmConfig, single: bool) -> Result<GemmPlan, CodegenError> {
+    let mut c = cfg.clone();
+    loop {
+        match plan_buffered(&c, single) {
+            Err(e @ CodegenError::SbufCapacity { .. }) => {
+                let b = &mut c.blocks;
+                if b.n > N_TILE {
+                    b.n = (b.n / 2).max(N_TILE);
+                } else if b.m > M_TILE {
+                    b.m = (b.m / 2).max(M_TILE);
+                } else if b.k > 128 && c.schedule == Schedule::BlockedMnk {
+                    b.k = (b.k / 2).max(128);
+                } else {
+                    return Err(e);
+                }
+            }
+            other => return other,
+        }
+    }
+}
+
+/// A place in an SBUF buffer: the tensor and the element offset inside each partition.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    tensor: TensorId,
+    offset: i64,
+    /// The int16 tag twin of a sparse stationary buffer.
+    tags: Option<TensorId>,
+}
+
+impl Slot {
+    fn at(self, elems: i64) -> Slot {
+        Slot { offset: self.offset + elems, ..self }
+    }
+}
+
+/// Which matmul operand a buffer or a load is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Operand {
+    /// The stationary operand, A^T.
+    Lhs,
+    /// The moving operand, B.
+    Rhs,
+}
+
+/// A stationary operand ready for a matmul.
+struct Lhs {
+    tile: InstTile,
+    tags: Option<InstTile>,
+}
+
+struct Planner<'a> {
+    cg: NeuronCodegen<GeneratedBuilder>,
+    cfg: &'a GemmConfig,
+    a: TensorId,
+    a_tags: Option<TensorId>,
+    b: TensorId,
+    c: TensorId,
+    pack: u32,
+    chunks: Vec<KChunk>,
+    k_total: u64,
+    /// PE rows per matmul and how many row groups rotate (row tiling for small K).
+    pe_rows: u32,
+    pe_positions: u32,
+    psum_banks: Vec<TensorId>,
+    /// A transposed on the PE (see [`GemmConfig::transposes_lhs_on_pe`]): the two
+    /// natural-layout buffers and the PSUM bank for the transposes.
+    pe_transpose: Option<([TensorId; 2], TensorId)>,
+    out: [TensorId; 2],
+    transposes: usize,
+    /// The stripe schedules' queue of just-in-time PE transposes of A.
+    pe_queue: PeQueue,
+    groups: usize,
+    /// Whether a refilled block whose two slots do not fit may get one.
+    allow_single: bool,
+    /// The blocks that got one slot for SBUF capacity.
+    single_buffered: crate::SingleBuffered,
+}
+
+/// Elements per partition one K chunk of an operand occupies in a buffer.
+fn chunk_width(free: u64, pack: u32) -> i64 {
+    (free * u64::from(pack)) as i64
+}
+
+fn on_chip(tensor: TensorId, memory: Memory, dtype: DType, start: u32, parts: u32, offset: i64, free: u32) -> InstTile {
+    InstTile { tensor, memory, dtype, ap: AccessPattern::on_chip(start, parts, offset, free) }
+}
+
+fn hbm(tensor: TensorId, dtype: DType, ap: AccessPattern) -> InstTile {
+    InstTile { tensor, memory: Memory::Hbm, dtype, ap }
+}
+
+impl<'a> Planner<'a> {
+    fn new(cfg: &'a GemmConfig) -> Result<Self, CodegenError> {
+        let mut cg = NeuronCodegen::new(GeneratedBuilder::new("gemm"), cfg.target, "gemm");
+        let (a, a_tags) = match cfg.sparsity {
+            Some(p) => {
+                let shape = vec![cfg.m, SparseA::cols(cfg.k, p)];
+                (cg.add_input("a", shape.clone(), cfg.input_dtype)?, Some(cg.add_input("a_tags", shape, DType::Int16)?))
+            }
+            None => (cg.add_input("a", cfg.lhs_shape(), cfg.input_dtype)?, None),
+        };
+        let b = cg.add_input("b", vec![cfg.k, cfg.n], cfg.input_dtype)?;
+        let c = cg.add_output("c", vec![cfg.m, cfg.n], cfg.out_dtype)?;
+        let pack = if cfg.perf_mode == PerfMode::DoubleRow { 2 } else { 1 };
+        let (chunks, k_total) = k_chunks(cfg);
+        let dense = cfg.perf_mode == PerfMode::None && cfg.sparsity.is_none();
+        // Row tiling rotates operands over partition groups, which the naive schedule's
+        // per-step loads can follow; the stripe schedules keep operands at partition 0.
+        let naive = cfg.schedule == Schedule::Naive;
+        let (pe_rows, pe_positions) = if !naive {
+            (128, 1)
+        } else if dense && cfg.k <= 32 && cfg.target.info().pe_tile_32 {
+            (32, 4)
+        } else if dense && cfg.k <= 64 {
+            (64, 2)
+        } else {
+            (128, 1)
+        };
+        let out_nd = NDTile { partitions: 128, free: vec![N_TILE as u32], dtype: cfg.out_dtype };
+        let out = [cg.alloc_sbuf("out0", &out_nd)?, cg.alloc_sbuf("out1", &out_nd)?];
+        let needs_pe_transpose = cfg.transposes_lhs_on_pe();
+        let banks = cfg.target.info().psum_num_banks;
+        let group_banks = if needs_pe_transpose { banks - 1 } else { banks };
+        let psum_banks =
+            (0..group_banks).map(|b| cg.alloc_psum_bank(&format!("psum{b}"), b, 128)).collect::<Result<_, _>>()?;
+        let pe_transpose = if needs_pe_transpose {
+            // The stripe schedules load a whole K stripe of A in its natural layout at once,
+            // `blocked-mnk` the K block of each m tile of its M block.
+            let width = match cfg.schedule {
+                Schedule::Naive => 128,
+                Schedule::BlockedMnk => {
+                    let tiles = cfg.blocks.m.div_ceil(M_TILE).clamp(1, cfg.m.div_ceil(M_TILE));
+                    (u64::from(mnk_natural_width(cfg)) * tiles) as u32
+                }
+                _ => cfg.k as u32,
+            };
+            let nd = NDTile { partitions: 128, free: vec![width], dtype: cfg.lhs_dtype };
+            let nat = [cg.alloc_sbuf("a_nat0", &nd)?, cg.alloc_sbuf("a_nat1", &nd)?];
+            Some((nat, cg.alloc_psum_bank("psum_transpose", banks - 1, 128)?))
+        } else {
+            None
+        };
+        Ok(Planner {
+            cg,
+            cfg,
+            a,
+            a_tags,
+            b,
+            c,
+            pack,
+            chunks,
+            k_total,
+            pe_rows,
+            pe_positions,
+            psum_banks,
+            pe_transpose,
+            out,
+            transposes: 0,
+            pe_queue: PeQueue::default(),
+            groups: 0,
+            allow_single: false,
+            single_buffered: crate::SingleBuffered::default(),
+        })
+    }
+}
+
+/// The (outer, inner) steps of two nested loops in snake order: the inner loop runs backwards
+/// on odd outer iterations, so the inner blocks still resident at the end of one outer
+/// iteration start the next.
+fn snake(outer: usize, inner: usize) -> Vec<(usize, usize)> {
+    (0..outer).flat_map(|o| (0..inner).map(move |j| (o, if o % 2 == 1 { inner - 1 - j } else { j }))).collect()
+}
+
+/// The slot (of `slots`, one or two) holding each step's inner block, and whether the step
+/// must load it: a block still resident in a slot is used again; otherwise it goes to the
+/// slot the previous step did not use (whose last reader is the step before that), or to the
+/// only slot.
+fn inner_slots(steps: &[(usize, usize)], slots: usize) -> (Vec<usize>, Vec<bool>) {
+    let mut resident: [Option<usize>; 2] = [None, None];
+    let slots = slots.clamp(1, 2);
+    let mut prev = 1;
+    steps
+        .iter()
+        .map(|&(_, ii)| {
+            let (slot, fresh) = match resident[..slots].iter().position(|r| *r == Some(ii)) {
+                Some(s) => (s, false),
+                None => {
+                    let s = if slots == 1 { 0 } else { 1 - prev };
+                    resident[s] = Some(ii);
+                    (s, true)
+                }
+            };
+            prev = slot;
+            (slot, fresh)
+        })
+        .unzip()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gemm::BlockSizes;
+    use penguin::Target;
+
+    #[test]
+    fn snake_runs_odd_outer_iterations_backwards() {
+        assert_eq!(snake(3, 2), vec![(0, 0), (0, 1), (1, 1), (1, 0), (2, 0), (2, 1)]);
+        assert_eq!(snake(2, 1), vec![(0, 0), (1, 0)]);
+        assert!(snake(0, 4).is_empty());
+    }
+
+    #[test]
+    fn resident_inner_blocks_are_not_loaded_again() {
+        // Three outer x three inner: the two blocks left at the end of an outer iteration
+        // start the next one.
+        let (slots, fresh) = inner_slots(&snake(3, 3), 2);
+        assert_eq!(slots, vec![0, 1, 0, 0, 1, 0, 0, 1, 0]);
+        assert_eq!(fresh, vec![true, true, true, false, false, true, false, false, true]);
+        // A single inner block is loaded once.
+        let (slots, fresh) = inner_slots(&snake(4, 1), 1);
+        assert_eq!((slots, fresh), (vec![0; 4], vec![true, false, false, false]));
+        // One slot: only the block the previous step used is still resident.
+        let (slots, fresh) = inner_slots(&snake(3, 3), 1);
+        assert_eq!(slots, vec![0; 9]);
+        assert_eq!(fresh, vec![true, true, true, false, true, true, false, true, true]);
+    }
+
+    /// Two candidates of equal modeled time: the one that moves fewer HBM bytes wins; a
+    /// leaner one that is slower than the tolerance does not.
+    #[test]
+    fn auto_prefers_fewer_hbm_bytes_among_equally_fast_candidates() {
+        let cfg = GemmConfig::new(512, 256, 2048, DType::Bf16, Target::Trn2);
+        for (slowdown, lean_wins) in [(1.0 + AUTO_TIME_TOLERANCE / 2.0, true), (1.0 + 2.0 * AUTO_TIME_TOLERANCE, false)]
+        {
+            // The lean candidate (the largest M block) is `slowdown` slower.
+            let mut cost = |plan: &GemmPlan| -> Result<AutoCost, CodegenError> {
+                let lean = plan.config.schedule == Schedule::BlockedMn && plan.config.blocks.m >= 512;
+                let time = if lean { 1000.0 * slowdown } else { 1000.0 };
+                Ok(AutoCost { time, hbm_bytes: if lean { 1 } else { 2 } })
+            };
+            let (plan, choice) = plan_gemm_auto(&cfg, usize::MAX, &mut cost).unwrap();
+            let lean = plan.config.schedule == Schedule::BlockedMn && plan.config.blocks.m >= 512;
+            assert_eq!(lean, lean_wins, "slowdown {slowdown}: chose {:?}", plan.config.blocks);
+            assert_eq!(choice.hbm_bytes, if lean_wins { 1 } else { 2 });
+            assert!(choice.evaluated > 2);
+        }
+    }
+
+    /// The blocked schedules at their default blocks are always weighed, however the
+    /// estimate ranks them: a cost that only they win is found.
+    #[test]
+    fn auto_weighs_the_blocked_defaults() {
+        let cfg = GemmConfig::new(2048, 1024, 4096, DType::Bf16, Target::Trn2);
+        for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk] {
+            let defaults = BlockSizes::for_schedule(schedule);
+            let mut cost = |plan: &GemmPlan| -> Result<AutoCost, CodegenError> {
+                let wanted = plan.config.schedule == schedule && plan.config.blocks == defaults;
+                Ok(AutoCost { time: if wanted { 1.0 } else { 2.0 }, hbm_bytes: 0 })
+            };
+            // The estimate alone would not have picked it.
+            let top = auto_candidates(&cfg).into_iter().min_by(|x, y| estimate_ns(x).total_cmp(&estimate_ns(y)));
+            assert!(top.is_some_and(|t| (t.schedule, t.blocks) != (schedule, defaults)));
+            let (plan, choice) = plan_gemm_auto(&cfg, 1, &mut cost).unwrap();
+            assert_eq!((plan.config.schedule, plan.config.blocks), (schedule, defaults));
+            assert_eq!(choice.evaluated, 3, "two defaults and a shortlist of one");
+        }
+    }
+
+    /// The estimate charges blocked-mnk's K-block additions: with the same blocks, more K
+    /// blocks never estimate faster.
+    #[test]
+    fn estimate_charges_k_block_additions() {
+        let mut cfg = GemmConfig::new(2048, 11008, 4096, DType::Bf16, Target::Trn2);
+        cfg.schedule = Schedule::BlockedMnk;
+        cfg.blocks = BlockSizes { m: 256, n: 4096, k: 128 };
+        let small = estimate_ns(&cfg);
+        cfg.blocks.k = 1024;
+        assert!(estimate_ns(&cfg) < small);
+    }
+}
