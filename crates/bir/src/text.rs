@@ -13,7 +13,7 @@
 //! AP = MEMORY.DTYPE[pSTART:COUNT:STRIDE @BYTE_OFFSET [STRIDE, NUM]...]
 //! ```
 //!
-//! Numbers are limited as in the `.pir` format ([`penguin::parse::MAX_EXTENT`]): HBM tensors
+//! Numbers are limited as in the `.pir` format ([`penguin::text::lexer::MAX_EXTENT`]): HBM tensors
 //! and byte offsets below 2^48, access-pattern walks within 2^48 elements ([`check_limits`]).
 //!
 //! Instructions belong to the stream section above them, in order; the optional `N:` is the
@@ -24,8 +24,8 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Write as _};
 
-use penguin::parse::{numbered_lines, split_comment, tensor_limit, walk_limit, Cursor, ParseError, MAX_EXTENT};
-use penguin::print::quote;
+use penguin::text::lexer::{numbered_lines, split_comment, tensor_limit, walk_limit, Cursor, ParseError, MAX_EXTENT};
+use penguin::text::print::quote;
 use penguin::{DType, InstId, Memory, Target};
 
 use crate::program::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program, SemId, Wait};
