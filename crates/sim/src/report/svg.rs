@@ -23,13 +23,13 @@ use std::fmt::{self, Display, Write};
 use bir::{Engine, Op, Program};
 
 use crate::cycle::{CycleReport, Slice};
-use crate::timeline::counters::counters;
-use crate::timeline::grid::{finish_times, grid_width, write_grid, GRID_STYLE};
-use crate::timeline::kind::Kind;
-use crate::timeline::labels::{labels, Name, SliceLabel};
-use crate::timeline::occupancy::{self, write_occupancy, OCCUPANCY_STYLE};
-use crate::timeline::KernelInfo;
-use crate::trace::us;
+use crate::report::timeline::counters::counters;
+use crate::report::timeline::grid::{finish_times, grid_width, write_grid, GRID_STYLE};
+use crate::report::timeline::kind::Kind;
+use crate::report::timeline::labels::{labels, Name, SliceLabel};
+use crate::report::timeline::occupancy::{self, write_occupancy, OCCUPANCY_STYLE};
+use crate::report::timeline::KernelInfo;
+use crate::report::trace::us;
 
 /// Width of the whole document, in pixels.
 const WIDTH: usize = 1600;
@@ -522,7 +522,7 @@ mod tests {
     use penguin::{CastMode, DType, Dim, EngineAccumulationType, Memory, PerfMode, Target, TilePosition, TileSize};
 
     fn small_program() -> Program {
-        let f = penguin::parse::parse(include_str!("../../../examples/gemm_4x16x8.pir")).unwrap();
+        let f = penguin::parse::parse(include_str!("../../../../examples/gemm_4x16x8.pir")).unwrap();
         let verified = penguin::verify(&f).unwrap();
         bir::lower(verified, Target::Trn2).unwrap()
     }
