@@ -112,7 +112,7 @@ fn rust_version_check() -> Result<()> {
 }
 
 fn bench() -> Result<()> {
-    cargo(&["bench", "-p", "sim", "--bench", "sim", "--bench", "cycle"])?;
+    cargo(&["bench", "-p", "ntile", "--bench", "sim", "--bench", "cycle"])?;
     cargo(&["bench", "-p", "penguin", "--bench", "parse"])?;
     let root = workspace_root();
     let criterion = root.join("target/criterion");

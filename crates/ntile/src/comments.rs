@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use penguin::parse::{numbered_lines, split_comment};
+use penguin::text::lexer::{numbered_lines, split_comment};
 
 /// The comments attached to one source line of code.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

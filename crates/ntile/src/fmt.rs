@@ -9,7 +9,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use penguin::parse::{numbered_lines, split_comment};
+use penguin::text::lexer::{numbered_lines, split_comment};
 use penguin::{Function, VerifierErrors};
 
 use crate::error::CliError;

@@ -6,7 +6,7 @@
 
 use crate::ap::Region;
 use crate::entity::{InstId, TensorId};
-use crate::function::TensorData;
+use crate::function::{Function, FunctionView, TensorData};
 use crate::inst::{Access, Dep, DepKind, InstData};
 
 #[derive(Clone, Debug, Default)]
@@ -84,4 +84,19 @@ impl DepTracker {
         }
         deps
     }
+}
+
+/// The incoming edges of every instruction, computed by [`DepTracker`] in program order.
+pub fn compute_deps(func: &Function) -> Vec<Vec<Dep>> {
+    let mut deps = vec![Vec::new(); func.insts.len()];
+    let mut seen = vec![false; func.insts.len()];
+    let mut tracker = DepTracker::new();
+    for &id in &func.layout {
+        let (Some(inst), Some(done)) = (func.insts.get(id.index()), seen.get_mut(id.index())) else { continue };
+        if std::mem::replace(done, true) {
+            continue;
+        }
+        deps[id.index()] = tracker.process(id, inst, |t| func.tensor(t));
+    }
+    deps
 }

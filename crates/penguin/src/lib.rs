@@ -33,9 +33,8 @@ mod error;
 mod function;
 mod inst;
 pub mod json_f64;
-pub mod parse;
-pub mod print;
 pub mod target;
+pub mod text;
 pub mod tile;
 pub mod verify;
 
@@ -52,7 +51,20 @@ pub use inst::{
     OffloadedMemCastData, OffloadedMemCpyData, PerfMode, SparsityPattern, TensorCopyData, TensorTensorData,
     TensorTensorOp, TilePosition, TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
 };
-pub use parse::ParseError;
 pub use target::{HwProfile, Target, TargetInfo};
+pub use text::lexer::ParseError;
 pub use tile::{DataTile, IndirectMemrefTileND, InstTile, MemrefTile, MemrefTileND, NDTile, NeuronPSUMTensor, Tile};
 pub use verify::{verify, whole_tile, Verified, MATMULT_RESULT_NOT_PSUM};
+
+/// The `.pir` parser and the line scanner, at their former path (see [`text::parse`] and
+/// [`text::lexer`]).
+pub mod parse {
+    pub use crate::deps::compute_deps;
+    pub use crate::text::lexer::*;
+    pub use crate::text::parse::*;
+}
+
+/// The `.pir` printer, at its former path (see [`text::print`]).
+pub mod print {
+    pub use crate::text::print::*;
+}

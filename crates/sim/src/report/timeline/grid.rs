@@ -14,8 +14,8 @@ use bir::Program;
 use super::labels::SliceLabel;
 use super::{labels::Name, Axis, GemmLayout};
 use crate::cycle::CycleReport;
-use crate::svg::Escaped;
-use crate::trace::us;
+use crate::report::svg::Escaped;
+use crate::report::trace::us;
 
 /// Most cells drawn; larger grids merge squares of tiles into one cell.
 pub(crate) const MAX_CELLS: u64 = 16_384;

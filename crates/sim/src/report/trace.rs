@@ -28,10 +28,10 @@ use bir::{BirInst, Engine, Op, Program, NUM_ENGINES};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use crate::cycle::{CycleReport, Slice};
-use crate::timeline::counters::{counters, Counters};
-use crate::timeline::flows::{flows, Flow};
-use crate::timeline::labels::{labels, Names, SliceLabel};
-use crate::timeline::{KernelInfo, SbufBuffer};
+use crate::report::timeline::counters::{counters, Counters};
+use crate::report::timeline::flows::{flows, Flow};
+use crate::report::timeline::labels::{labels, Names, SliceLabel};
+use crate::report::timeline::{KernelInfo, SbufBuffer};
 
 /// PE array cells per side (32-row/column granularity of row and column tiles).
 const PE_SIDE: u32 = 4;

@@ -10,7 +10,7 @@ use std::fmt::{self, Write};
 
 use super::counters::Fill;
 use super::SbufBuffer;
-use crate::svg::Escaped;
+use crate::report::svg::Escaped;
 
 /// Height of the plot area.
 const PANEL_H: f64 = 160.0;

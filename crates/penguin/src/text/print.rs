@@ -1,4 +1,4 @@
-//! The `.pir` text form of a function (its grammar is in [`crate::parse`], which reads it
+//! The `.pir` text form of a function (its grammar is in [`crate::text::parse`], which reads it
 //! back), and a printer that puts verifier errors beside the lines they concern.
 //!
 //! ```text
@@ -19,15 +19,15 @@
 use std::fmt::{self, Write as _};
 
 use crate::ap::AccessPattern;
+use crate::deps::compute_deps;
 use crate::entity::{InstId, TensorId};
 use crate::error::{Entity, VerifierErrors};
 use crate::function::{Function, FunctionView, TensorData};
 use crate::inst::InstData;
-use crate::parse::compute_deps;
 use crate::tile::InstTile;
 use crate::verify::is_identifier;
 
-/// `s` as a double-quoted string that [`crate::parse::Cursor::string`] reads back.
+/// `s` as a double-quoted string that [`crate::text::lexer::Cursor::string`] reads back.
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');

@@ -1,0 +1,329 @@
+//! Tests of the `.pir` parser.
+
+use super::*;
+use crate::ap::Dim;
+
+const GEMM: &str = "\
+; C[4, 8] = A[4, 16] @ B[16, 8] in two K sub-tiles.
+kernel gemm_4x16x8
+inputs t0, t1
+outputs t2
+tensor t0 \"a\" hbm fp32 [4, 16]
+tensor t1 \"b\" hbm fp32 [16, 8]
+tensor t2 \"c\" hbm fp32 [4, 8]
+tensor t3 \"at\" sbuf bf16 [8, 8] @0
+tensor t4 \"bs\" sbuf bf16 [8, 16] @16
+tensor t5 \"acc\" psum fp32 [4, 8] @0
+tensor t6 \"cs\" sbuf fp32 [4, 8] @48
+i0 = dma_copy dst=t3{p0[1, 8] +0 [1, 4]} src=t0{p0[1, 8] +0 [16, 4]}
+i1 = dma_copy dst=t3{p0[1, 8] +4 [1, 4]} src=t0{p0[1, 8] +8 [16, 4]}
+i2 = dma_copy dst=t4{p0[1, 8] +0 [1, 8]} src=t1{p0[8, 8] +0 [1, 8]}
+i3 = dma_copy dst=t4{p0[1, 8] +8 [1, 8]} src=t1{p0[8, 8] +64 [1, 8]}
+i4 = matmult acc=start dst=t5{p0[1, 4] +0 [1, 8]} stationary=t3{p0[1, 8] +0 [1, 4]} moving=t4{p0[1, 8] +0 [1, 8]}
+i5 = matmult acc=stop dst=t5{p0[1, 4] +0 [1, 8]} stationary=t3{p0[1, 8] +4 [1, 4]} moving=t4{p0[1, 8] +8 [1, 8]}
+i6 = tensor_copy engine=act dst=t6{p0[1, 4] +0 [1, 8]} src=t5{p0[1, 4] +0 [1, 8]}
+i7 = dma_copy dst=t2{p0[8, 4] +0 [1, 8]} src=t6{p0[1, 4] +0 [1, 8]}   ; store C
+";
+
+#[test]
+fn hand_written_gemm_parses_verifies_and_round_trips() {
+    let f = parse(GEMM).unwrap();
+    crate::verify(&f).unwrap();
+    assert_eq!(f.inputs, vec![TensorId(0), TensorId(1)]);
+    // No `after(...)` anywhere: the edges are computed.
+    assert_eq!(
+        f.deps[4],
+        vec![Dep { from: InstId(0), kind: DepKind::Raw }, Dep { from: InstId(2), kind: DepKind::Raw }]
+    );
+    assert_eq!(f.deps[5].iter().map(|d| d.from.0).collect::<Vec<_>>(), vec![4, 1, 3]);
+    let printed = f.to_string();
+    assert_eq!(parse(&printed).unwrap(), f, "{printed}");
+    assert_eq!(parse(&printed).unwrap().to_string(), printed);
+}
+
+#[test]
+fn explicit_edges_are_kept_as_written() {
+    let text = GEMM.replace("i1 = dma_copy", "i1 = dma_copy after()").replace("; store C", "after(i6 war)");
+    let f = parse(&text).unwrap();
+    assert!(f.deps[4].is_empty());
+    assert_eq!(f.deps[7], vec![Dep { from: InstId(6), kind: DepKind::War }]);
+}
+
+#[test]
+fn a_function_without_edges_prints_an_empty_after() {
+    let mut f = parse(GEMM).unwrap();
+    f.deps.iter_mut().for_each(Vec::clear);
+    let printed = f.to_string();
+    assert!(
+        printed.contains("i0 = dma_copy cast=rne dst=t3{p0[1, 8] +0 [1, 4]} src=t0{p0[1, 8] +0 [16, 4]} after()\n"),
+        "{printed}"
+    );
+    assert_eq!(parse(&printed).unwrap(), f);
+}
+
+#[test]
+fn out_of_order_layout_and_odd_tiles_round_trip() {
+    let mut f = parse(GEMM).unwrap();
+    f.layout.swap(0, 1);
+    f.kernel_name = "not an identifier".into();
+    f.debug_kernel_function_name = Some("tab\there \"q\" \u{1} é".into());
+    if let InstData::DmaCopy(d) = &mut f.insts[0] {
+        d.src.dtype = DType::Int16;
+        d.src.ap.offset = -3;
+        d.src.tensor = TensorId(40);
+    }
+    f.layout.push(InstId(9));
+    f.layout.push(InstId(0));
+    let printed = f.to_string();
+    assert!(printed.contains("layout i1, i0, i2"), "{printed}");
+    assert!(printed.contains("src=t40:hbm:int16{p0[1, 8] -3 [16, 4]}"), "{printed}");
+    assert_eq!(parse(&printed).unwrap(), f, "{printed}");
+}
+
+#[track_caller]
+fn err(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn errors_say_where_and_what_was_expected() {
+    assert_eq!(err(""), "1:1: expected `kernel NAME`, found end of file");
+    assert_eq!(err("tensor t0 \"a\" hbm fp32 [1]"), "1:1: expected `kernel NAME` as the first line, found `tensor`");
+    assert_eq!(
+        err("kernel k\ntensor t1 \"a\" hbm fp32 [1]"),
+        "2:8: expected `t0` (tensors are numbered in order from t0), found `t1`"
+    );
+    assert_eq!(
+        err("kernel k\ntensor t0 \"a\" dram fp32 [1]"),
+        "2:15: expected a memory (hbm, sbuf or psum), found `dram`"
+    );
+    assert!(err("kernel k\ntensor t0 \"a\" hbm fp64 [1]").starts_with("2:19: unknown dtype `fp64`"));
+    assert_eq!(err("kernel k\ntensor t0 \"a\" hbm fp32 [1, ]"), "2:28: expected a dimension size, found `]`");
+    assert_eq!(err("kernel k\ntensor t0 \"a\" hbm fp32 [1] extra"), "2:28: expected end of line, found `extra`");
+    assert_eq!(err("kernel k\ntensor t0 \"a"), "2:11: unterminated string (expected a closing `\"`)");
+    let base = "kernel k\ntensor t0 \"x\" sbuf fp32 [4, 4]\n";
+    assert_eq!(
+        err(&format!("{base}i0 = memset engine=pool value=1 dst=t0{{p0[1, 4] +0 [1, 4]")),
+        "3:58: expected `}`, found end of line"
+    );
+    assert_eq!(
+        err(&format!("{base}i0 = memset engine=gpu value=1 dst=t0{{p0[1, 4] +0 [1, 4]}}")),
+        "3:13: unknown engine `gpu` (expected act, dve or pool)"
+    );
+    assert_eq!(
+        err(&format!("{base}i0 = memset engine=dve dst=t0{{p0[1, 4] +0 [1, 4]}}")),
+        "3:6: memset needs `value=`"
+    );
+    assert_eq!(err(&format!("{base}i0 = memset engine=dve value=1 value=2")), "3:32: `value=` is given twice");
+    assert_eq!(
+        err(&format!("{base}i0 = memset engine=dve value=1 dst=t1{{p0[1, 4] +0 [1, 4]}}")),
+        "3:36: operand t1 names no tensor (declare `tensor t1` or state it as `t1:MEMORY:DTYPE{...}`)"
+    );
+    assert_eq!(
+        err(&format!("{base}i1 = memset engine=dve value=1 dst=t0{{p0[1, 4] +0 [1, 4]}}")),
+        "3:1: instruction ids must be dense from i0, but i0 is missing (found i1)"
+    );
+    let m = "i0 = memset engine=dve value=1 dst=t0{p0[1, 4] +0 [1, 4]}\n";
+    assert_eq!(err(&format!("{base}{m}\n{m}")), "5:1: i0 is defined twice (first on line 3)");
+    assert_eq!(err("kernel k\nkernel j"), "2:1: a second `kernel` line (the first is line 1)");
+    assert_eq!(err("kernel k\n  frob"), "2:3: expected a line starting with `kernel`, `debug_name`, `inputs`, `outputs`, `layout`, `tensor` or `iN =`, found `frob`");
+    assert_eq!(
+        err("kernel k\ni0 = memset after(i1 wax)"),
+        "2:22: expected a dependency kind (raw, war or waw), found `wax`"
+    );
+    assert_eq!(
+        err("kernel k\ntensor t0 \"a\" hbm fp32 [99999999999999999999]"),
+        "2:25: a dimension size `99999999999999999999` is out of range"
+    );
+}
+
+#[test]
+fn comments_and_strings() {
+    assert_eq!(split_comment("a \"b;c\" ; d"), ("a \"b;c\" ", Some(" d")));
+    assert_eq!(split_comment("a \"b\\\";c\" d"), ("a \"b\\\";c\" d", None));
+    let f = parse("kernel \"x;y\" ; comment\n\n; only a comment\r\n").unwrap();
+    assert_eq!(f.kernel_name, "x;y");
+}
+
+/// An `inputs` line of about 10 MB: `count` ids, then `tail`.
+fn long_inputs_line(count: u32, tail: &str) -> String {
+    let mut text = String::from("kernel k\ninputs t0");
+    for i in 1..count {
+        text.push_str(", t");
+        text.push_str(&i.to_string());
+    }
+    text.push_str(tail);
+    text
+}
+
+#[test]
+fn a_ten_megabyte_line_parses_in_linear_time() {
+    let count = 1_200_000;
+    let text = long_inputs_line(count, "");
+    assert!(text.len() > 10_000_000, "{}", text.len());
+    let started = std::time::Instant::now();
+    let f = parse(&text).unwrap();
+    // Counting columns from the line start for every token took hours here; linear
+    // scanning takes well under a second in release and a few seconds in a debug build.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(f.inputs.len(), count as usize);
+    assert_eq!(f.inputs.last(), Some(&TensorId(count - 1)));
+}
+
+#[test]
+fn columns_stay_exact_far_into_a_line_and_after_backtracking() {
+    let text = long_inputs_line(1000, ", tx");
+    let line = text.lines().nth(1).unwrap();
+    let col = line.chars().count() - 1;
+    assert_eq!(err(&text), format!("2:{col}: expected a tensor id `tN`, found `tx`"));
+    // Multi-byte characters count as one column each, also after a long line.
+    let text = format!("kernel \"{}\"\ninputs t0 é", "é".repeat(5000));
+    assert_eq!(err(&text), "2:11: expected end of line, found `é`");
+    let text = format!("kernel \"{}\" junk", "é".repeat(5000));
+    assert_eq!(err(&text), "1:5011: expected end of line, found `junk`");
+}
+
+#[test]
+fn many_keys_on_one_line_are_checked_in_linear_time() {
+    let mut text = String::from("kernel k\ni0 = memset");
+    for i in 0..200_000 {
+        text.push_str(&format!(" k{i}=1"));
+    }
+    text.push_str(" k7=2");
+    let col = text.lines().nth(1).unwrap().len() - 3;
+    assert_eq!(err(&text), format!("2:{col}: `k7=` is given twice"));
+}
+
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::dtype::CastMode;
+    use crate::inst::*;
+
+    fn memory() -> impl Strategy<Value = Memory> {
+        prop_oneof![Just(Memory::Hbm), Just(Memory::Sbuf), Just(Memory::Psum)]
+    }
+
+    fn dtype() -> impl Strategy<Value = DType> {
+        proptest::sample::select(DType::ALL.to_vec())
+    }
+
+    fn dim() -> impl Strategy<Value = Dim> {
+        (-300i64..300, 0u32..200).prop_map(|(stride, num)| Dim { stride, num })
+    }
+
+    fn tile() -> impl Strategy<Value = InstTile> {
+        (0u32..8, memory(), dtype(), 0u32..130, dim(), -50i64..5000, proptest::collection::vec(dim(), 0..6)).prop_map(
+            |(t, memory, dtype, start_partition, partitions, offset, free)| InstTile {
+                tensor: TensorId(t),
+                memory,
+                dtype,
+                ap: AccessPattern { start_partition, partitions, offset, free },
+            },
+        )
+    }
+
+    fn inst() -> impl Strategy<Value = InstData> {
+        let acc = proptest::option::of((0u8..8).prop_map(EngineAccumulationType::from_bits_truncate));
+        let pos = (0u32..200, 0u32..200).prop_map(|(row, col)| TilePosition { row, col });
+        let size = (0u32..200, 0u32..200).prop_map(|(rows, cols)| TileSize { rows, cols });
+        let engine = prop_oneof![Just(ComputeEngine::Act), Just(ComputeEngine::Dve), Just(ComputeEngine::Pool)];
+        let cast = prop_oneof![Just(CastMode::Rne), Just(CastMode::Saturate)];
+        let perf = prop_oneof![Just(PerfMode::None), Just(PerfMode::DoubleRow), Just(PerfMode::DoubleRowGen3)];
+        let value = prop_oneof![any::<f64>().prop_filter("not NaN (NaN != NaN)", |v| !v.is_nan()), -4.0f64..4.0];
+        let tiles = proptest::collection::vec(tile(), 4);
+        (0usize..14, tiles, acc, pos, size, engine, cast, perf, value, 0usize..5, 0usize..3).prop_map(
+            |(kind, t, acc, tile_position, tile_size, engine, cast, perf_mode, value, pattern, op)| {
+                let [a, b, c, d]: [InstTile; 4] = t.try_into().unwrap();
+                match kind {
+                    0 => InstData::MatMult(MatMultData {
+                        dst: a,
+                        stationary: b,
+                        moving: c,
+                        perf_mode,
+                        tile_position,
+                        tile_size,
+                        acc,
+                    }),
+                    1 => InstData::MatMultSparse(MatMultSparseData {
+                        dst: a,
+                        stationary: b,
+                        moving: c,
+                        tags: d,
+                        pattern: SparsityPattern::SUPPORTED[pattern],
+                        tile_position,
+                        tile_size,
+                        acc,
+                    }),
+                    2 => InstData::DmaCopy(DmaCopyData { dst: a, src: b, cast }),
+                    3 => InstData::TensorCopy(TensorCopyData { engine, dst: a, src: b }),
+                    4 => InstData::Memset(MemsetData { engine, dst: a, value }),
+                    5 => InstData::TensorTensor(TensorTensorData {
+                        engine,
+                        op: [TensorTensorOp::Add, TensorTensorOp::Mul, TensorTensorOp::Max][op],
+                        dst: a,
+                        lhs: b,
+                        rhs: c,
+                    }),
+                    6 => InstData::TiledOffloadedFma(OffloadedFmaData { dst: a, src0: b, src1: c }),
+                    7 => InstData::OffloadedFma(OffloadedFmaData { dst: a, src0: b, src1: c }),
+                    8 => InstData::TiledOffloadedMemCpy(OffloadedMemCpyData { dst: a, src: b }),
+                    9 => InstData::OffloadedMemCpy(OffloadedMemCpyData { dst: a, src: b }),
+                    10 => InstData::OffloadedMemCast(OffloadedMemCastData { dst: a, src: b, cast }),
+                    11 => InstData::Transpose(TransposeData { dst: a, src: b }),
+                    12 => InstData::DmaGather(DmaGatherData { dst: a, table: b, index: c }),
+                    _ => InstData::DmaScatterAdd(DmaScatterAddData { table: a, src: b, index: c }),
+                }
+            },
+        )
+    }
+
+    fn tensor() -> impl Strategy<Value = TensorData> {
+        ("\\PC{0,12}", memory(), dtype(), proptest::collection::vec(0u64..300, 0..4), proptest::option::of(0u64..70000))
+            .prop_map(|(name, memory, dtype, shape, address)| TensorData { name, shape, dtype, memory, address })
+    }
+
+    fn dep() -> impl Strategy<Value = Dep> {
+        (0u32..12, prop_oneof![Just(DepKind::Raw), Just(DepKind::War), Just(DepKind::Waw)])
+            .prop_map(|(from, kind)| Dep { from: InstId(from), kind })
+    }
+
+    prop_compose! {
+        fn function()(
+            name in "\\PC{0,10}",
+            debug in proptest::option::of("[ -~]{0,10}"),
+            tensors in proptest::collection::vec(tensor(), 0..8),
+            insts in proptest::collection::vec((inst(), proptest::collection::vec(dep(), 0..3)), 0..10),
+            edges in any::<bool>(),
+            layout in proptest::option::of(proptest::collection::vec((0u32..12).prop_map(InstId), 0..12)),
+            inputs in proptest::collection::vec((0u32..10).prop_map(TensorId), 0..3),
+            outputs in proptest::collection::vec((0u32..10).prop_map(TensorId), 0..3),
+        ) -> Function {
+            let mut f = Function::new(name);
+            f.debug_kernel_function_name = debug;
+            for t in tensors {
+                let _ = f.add_tensor(t);
+            }
+            for (inst, deps) in insts {
+                f.push_inst(inst, if edges { deps } else { Vec::new() });
+            }
+            if let Some(layout) = layout {
+                f.layout = layout;
+            }
+            f.inputs = inputs;
+            f.outputs = outputs;
+            f
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn every_function_round_trips_through_text(f in function()) {
+            let text = f.to_string();
+            let back = parse(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+            prop_assert_eq!(&back, &f, "{}", text);
+            prop_assert_eq!(back.to_string(), text);
+        }
+    }
+}
