@@ -4,9 +4,8 @@
 
 mod common;
 
-use common::{code, ntile, scratch, stderr};
+use common::{code, ntile, scratch, stderr, write_f32_npy};
 
-use std::path::Path;
 use std::process::Command;
 
 fn python(script: &str) -> String {
@@ -44,22 +43,6 @@ fn bad_flags_exit_2_with_a_message() {
         assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
     }
-}
-
-fn write_f32_npy(path: &Path, shape: &[usize], data: &[f32]) {
-    let mut header = format!(
-        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}), }}",
-        shape.iter().map(|d| format!("{d},")).collect::<String>()
-    );
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend((header.len() as u16).to_le_bytes());
-    bytes.extend(header.as_bytes());
-    bytes.extend(data.iter().flat_map(|v| v.to_le_bytes()));
-    std::fs::write(path, bytes).unwrap();
 }
 
 #[test]

@@ -4,25 +4,7 @@
 
 mod common;
 
-use common::{code, ntile, path_str, scratch, stderr, stdout};
-
-use std::path::Path;
-
-fn write_f32_npy(path: &Path, shape: &[usize], data: &[f32]) {
-    let mut header = format!(
-        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}), }}",
-        shape.iter().map(|d| format!("{d},")).collect::<String>()
-    );
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend((header.len() as u16).to_le_bytes());
-    bytes.extend(header.as_bytes());
-    bytes.extend(data.iter().flat_map(|v| v.to_le_bytes()));
-    std::fs::write(path, bytes).unwrap();
-}
+use common::{code, ntile, path_str, scratch, stderr, stdout, write_f32_npy};
 
 /// Deterministic values in [-1, 1).
 fn values(len: usize, seed: usize) -> Vec<f32> {

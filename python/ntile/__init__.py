@@ -230,6 +230,13 @@ def _operand(name: str, x: Any) -> Tuple[Tuple[np.ndarray, str, int, int], str]:
     )
 
 
+def _checked(result: "GemmResult", check: bool) -> "GemmResult":
+    """The result, or :class:`CheckFailed` when it was checked and is outside the bound."""
+    if check and result.check is not None and not result.check.get("passed", True):
+        raise CheckFailed(result)
+    return result
+
+
 def _sim_flags(simulate: bool, check: bool) -> list:
     """``--no-sim`` without a simulation, ``--no-check`` for a simulation left unchecked."""
     if not simulate:
@@ -347,9 +354,7 @@ def gemm(
     report = json.loads(text)
     shape = ["--m", str(report["m"]), "--k", str(report["k"]), "--n", str(report["n"])]
     result = GemmResult(report, _to_numpy_c(c, report), shape + argv, hw)
-    if simulate and check and result.check is not None and not result.check.get("passed", True):
-        raise CheckFailed(result)
-    return result
+    return _checked(result, simulate and check)
 
 
 def model(
@@ -382,9 +387,7 @@ def model(
         text, c = _native.gemm(argv + hw_flag + _sim_flags(simulate, check))
     report = json.loads(text)
     result = GemmResult(report, _to_numpy_c(c, report), argv, hw)
-    if simulate and check and result.check is not None and not result.check.get("passed", True):
-        raise CheckFailed(result)
-    return result
+    return _checked(result, simulate and check)
 
 
 def _is_path(kernel: Any) -> bool:

@@ -76,3 +76,20 @@ impl Drop for Scratch {
 pub fn path_str(p: &Path) -> &str {
     p.to_str().expect("temporary paths are UTF-8")
 }
+
+/// Write a little-endian float32 `.npy` file of `shape` (version 1.0 header, C order).
+pub fn write_f32_npy(path: &Path, shape: &[usize], data: &[f32]) {
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}), }}",
+        shape.iter().map(|d| format!("{d},")).collect::<String>()
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(data.iter().flat_map(|v| v.to_le_bytes()));
+    std::fs::write(path, bytes).unwrap();
+}
