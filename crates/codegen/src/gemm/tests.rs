@@ -1,0 +1,112 @@
+//! Unit tests of `gemm.rs`.
+
+use penguin::{EngineAccumulationType as Acc, FunctionView, InstData, TensorId};
+
+use super::*;
+use crate::schedule::plan_gemm;
+
+#[test]
+fn ragged_tiles_cover_the_range() {
+    let t: Vec<_> = tiles(300, 128).collect();
+    assert_eq!(t, vec![(0, 128), (128, 128), (256, 44)]);
+    assert_eq!(tiles(1, 128).collect::<Vec<_>>(), vec![(0, 1)]);
+}
+
+#[test]
+fn naive_plan_counts() {
+    let plan = plan_gemm(&GemmConfig::new(300, 1000, 777, DType::Bf16, Target::Trn2)).unwrap();
+    // 3 m tiles x 2 n tiles x 8 k tiles.
+    assert_eq!(plan.stats.matmuls, 48);
+    assert_eq!(plan.stats.psum_groups, 6);
+    assert_eq!(plan.stats.max_live_psum_groups, 1);
+    let f = &plan.function;
+    let starts = f
+        .layout()
+        .iter()
+        .filter_map(|&i| match f.inst(i) {
+            Some(InstData::MatMult(m)) => Some(m.flags()),
+            _ => None,
+        })
+        .filter(|fl| fl.contains(Acc::START))
+        .count();
+    assert_eq!(starts, 6);
+    assert_eq!(f.outputs, vec![TensorId(2)]);
+}
+
+#[test]
+fn fp8e4m3fn_is_refused_before_trn3() {
+    let mut cfg = GemmConfig::new(4, 4, 4, DType::Fp8e4m3fn, Target::Trn2);
+    assert!(matches!(plan_gemm(&cfg), Err(CodegenError::BadGemm(m)) if m.contains("only supported on trn3")));
+    cfg.target = Target::Trn3;
+    assert!(plan_gemm(&cfg).is_ok());
+}
+
+#[test]
+fn zero_sized_gemm_is_refused() {
+    let cfg = GemmConfig::new(0, 4, 4, DType::Bf16, Target::Trn2);
+    assert_eq!(plan_gemm(&cfg).unwrap_err().to_string(), "m = 0 is out of range (1..=1048576)");
+}
+
+#[test]
+fn double_row_halves_the_matmuls_and_is_refused_on_trn1() {
+    let mut cfg = GemmConfig::new(128, 1000, 512, DType::Fp8e4m3, Target::Trn2);
+    cfg.perf_mode = PerfMode::DoubleRow;
+    let plan = plan_gemm(&cfg).unwrap();
+    assert_eq!(plan.stats.matmuls, 4);
+    let (chunks, total) = k_chunks(&cfg);
+    assert_eq!(total, 1000);
+    assert_eq!(chunks.last(), Some(&KChunk { k0: 768, len: 232, parts: 116, real: 232 }));
+    cfg.k = 7;
+    assert_eq!(k_chunks(&cfg), (vec![KChunk { k0: 0, len: 8, parts: 4, real: 7 }], 8));
+    plan_gemm(&cfg).unwrap();
+    cfg.target = Target::Trn1;
+    assert_eq!(plan_gemm(&cfg).unwrap_err().to_string(), "perf_mode=`double_row` is not supported on trn1");
+    cfg.target = Target::Trn2;
+    cfg.perf_mode = PerfMode::DoubleRowGen3;
+    assert_eq!(plan_gemm(&cfg).unwrap_err().to_string(), "perf_mode=`double_row_gen3` is not supported on trn2");
+    cfg.perf_mode = PerfMode::DoubleRow;
+    cfg.lhs_dtype = DType::Bf16;
+    assert_eq!(plan_gemm(&cfg).unwrap_err().to_string(), crate::combine::DOUBLE_ROW_FP8_ONLY);
+}
+
+#[test]
+fn double_row_positions_pair_k_and_k_plus_p() {
+    assert_eq!(double_row_position(0, 256), (0, 0));
+    assert_eq!(double_row_position(128, 256), (0, 1));
+    assert_eq!(double_row_position(255, 256), (127, 1));
+    assert_eq!(double_row_position(5, 8), (1, 1));
+}
+
+#[test]
+fn sparse_compression_layout_and_errors() {
+    let p = SparsityPattern { n: 2, m: 4 };
+    let a = [0.0, 3.0, 0.0, 5.0, 7.0, 0.0, 0.0, 0.0, 1.0, 2.0];
+    let s = SparseA::compress(&a, 1, 10, p).unwrap();
+    assert_eq!(s.values, vec![3.0, 5.0, 7.0, 0.0, 1.0, 2.0]);
+    assert_eq!(s.tags, vec![1, 3, 0, 1, 0, 1]);
+    assert_eq!(s.decompress(), a.to_vec());
+    let bad = [1.0, 1.0, 1.0, 0.0];
+    assert_eq!(
+        SparseA::compress(&bad, 1, 4, p).unwrap_err().to_string(),
+        "A does not satisfy 2:4 sparsity: row 0, K group 0 (columns 0..4) has 3 non-zeros"
+    );
+}
+
+#[test]
+fn small_k_uses_pe_row_tiling() {
+    let plan = plan_gemm(&GemmConfig::new(256, 20, 1024, DType::Bf16, Target::Trn2)).unwrap();
+    let positions: Vec<(u32, u32)> = plan
+        .function
+        .insts
+        .iter()
+        .filter_map(|i| match i {
+            InstData::MatMult(m) => Some((m.tile_position.row, m.tile_size.rows)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(positions, vec![(0, 32), (32, 32), (64, 32), (96, 32)]);
+    let mut cfg = GemmConfig::new(256, 20, 1024, DType::Bf16, Target::Trn1);
+    cfg.lhs_transposed = true;
+    let plan = plan_gemm(&cfg).unwrap();
+    assert!(plan.function.insts.iter().any(|i| matches!(i, InstData::MatMult(m) if m.tile_position.row == 64)));
+}
