@@ -1,0 +1,287 @@
+//! Loops in BIR streams: a body repeated `trips` times whose parameters advance by a fixed
+//! step each iteration, as real instruction streams loop instead of unrolling.
+//!
+//! A [`LoopedProgram`] has the header of a [`Program`] (HBM layout, semaphores, target) and
+//! one stream of [`Item`]s per engine. An item is an instruction or a [`Loop`]; loops nest.
+//!
+//! # Parameters
+//! What may change from one iteration to the next are an item's *parameters*, in this order
+//! ([`params`]):
+//! - for an instruction: for each access pattern in [`crate::Op::aps`] order, its
+//!   `byte_offset` then its `start_partition`; then the `value` of each wait in order;
+//! - for a loop: the parameters of its body items, in order (the loop's own step is fixed).
+//!
+//! Iteration `k` of a loop (`0 <= k < trips`) is its body with every parameter advanced by
+//! `k * step[j]`. Everything else (op kind, attributes, dims, dtypes, memories, semaphores,
+//! signals, origins) is the same in every iteration. Signals need no step: a signal adds one
+//! each time its instruction completes, so a wait on "the i-th completion" grows with `k`.
+//!
+//! [`LoopedProgram::expand`] gives the unrolled [`Program`] (the meaning of a looped one).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::BirError;
+use crate::program::{BirInst, Engine, Program, NUM_ENGINES};
+
+/// One entry of a looped stream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Item {
+    /// One instruction.
+    Inst(BirInst),
+    /// A repeated body.
+    Loop(Loop),
+}
+
+/// `trips` repetitions of `body`, iteration `k` advanced by `k * step`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Loop {
+    /// Iterations (at least 1).
+    pub trips: u32,
+    /// The repeated items.
+    pub body: Vec<Item>,
+    /// Per-iteration increment of each body parameter, in [`params`] order
+    /// (`step.len() == param_count(&body)`).
+    pub step: Vec<i64>,
+}
+
+/// A program whose streams may loop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoopedProgram {
+    /// Everything but the streams (its `streams` are empty).
+    pub header: Program,
+    /// Streams, indexed by [`Engine::index`].
+    pub streams: Vec<Vec<Item>>,
+}
+
+/// The number of parameters of one instruction.
+pub fn inst_param_count(inst: &BirInst) -> usize {
+    2 * inst.op.aps().len() + inst.waits.len()
+}
+
+/// The number of parameters of a sequence of items.
+pub fn param_count(items: &[Item]) -> usize {
+    items
+        .iter()
+        .map(|it| match it {
+            Item::Inst(i) => inst_param_count(i),
+            Item::Loop(l) => param_count(&l.body),
+        })
+        .sum()
+}
+
+/// Append the parameters of one instruction to `out`.
+pub fn push_inst_params(inst: &BirInst, out: &mut Vec<i64>) {
+    for (_, ap) in inst.op.aps() {
+        out.push(i64::try_from(ap.byte_offset).unwrap_or(i64::MAX));
+        out.push(i64::from(ap.start_partition));
+    }
+    out.extend(inst.waits.iter().map(|w| i64::from(w.value)));
+}
+
+/// The parameters of a sequence of items, in order.
+pub fn params(items: &[Item]) -> Vec<i64> {
+    let mut out = Vec::with_capacity(param_count(items));
+    fn walk(items: &[Item], out: &mut Vec<i64>) {
+        for it in items {
+            match it {
+                Item::Inst(i) => push_inst_params(i, out),
+                Item::Loop(l) => walk(&l.body, out),
+            }
+        }
+    }
+    walk(items, &mut out);
+    out
+}
+
+/// `inst` with its parameters advanced by `delta` (one entry per parameter); `None` when a
+/// parameter leaves its range (a negative offset, a partition or wait value past `u32`).
+pub fn advance_inst(inst: &BirInst, delta: &[i64]) -> Option<BirInst> {
+    let mut out = inst.clone();
+    let mut d = delta.iter().copied();
+    let mut aps: Vec<&mut crate::HwAp> = match &mut out.op {
+        crate::Op::LoadStationary { src, .. } => vec![src],
+        crate::Op::LoadStationarySparse { src, tags, .. } => vec![src, tags],
+        crate::Op::MultiplyMoving { dst, src, .. }
+        | crate::Op::Transpose { dst, src }
+        | crate::Op::DmaCopy { dst, src, .. }
+        | crate::Op::TensorCopy { dst, src } => vec![dst, src],
+        crate::Op::DmaFma { dst, src0, src1 } => vec![dst, src0, src1],
+        crate::Op::DmaGather { dst, table, index } => vec![dst, table, index],
+        crate::Op::DmaScatterAdd { table, src, index } => vec![table, src, index],
+        crate::Op::TensorTensor { dst, lhs, rhs, .. } => vec![dst, lhs, rhs],
+        crate::Op::Memset { dst, .. } => vec![dst],
+    };
+    for ap in &mut aps {
+        let off = i128::from(ap.byte_offset) + i128::from(d.next()?);
+        ap.byte_offset = u64::try_from(off).ok()?;
+        let part = i64::from(ap.start_partition).checked_add(d.next()?)?;
+        ap.start_partition = u32::try_from(part).ok()?;
+    }
+    for w in &mut out.waits {
+        let v = i64::from(w.value).checked_add(d.next()?)?;
+        w.value = u32::try_from(v).ok()?;
+    }
+    Some(out)
+}
+
+/// Call `f` on every instruction of `items` in execution order, with parameters advanced by
+/// `base` (one entry per parameter of `items`); stops at the first `Err`.
+pub fn for_each_inst<E>(
+    items: &[Item],
+    base: &[i64],
+    f: &mut dyn FnMut(BirInst) -> Result<(), E>,
+    out_of_range: &dyn Fn() -> E,
+) -> Result<(), E> {
+    let mut at = 0;
+    for it in items {
+        match it {
+            Item::Inst(i) => {
+                let n = inst_param_count(i);
+                let inst = advance_inst(i, &base[at..at + n]).ok_or_else(out_of_range)?;
+                f(inst)?;
+                at += n;
+            }
+            Item::Loop(l) => {
+                let n = param_count(&l.body);
+                let mut delta = base[at..at + n].to_vec();
+                for k in 0..l.trips {
+                    if k > 0 {
+                        for (d, s) in delta.iter_mut().zip(&l.step) {
+                            *d = d.checked_add(*s).ok_or_else(out_of_range)?;
+                        }
+                    }
+                    for_each_inst(&l.body, &delta, f, out_of_range)?;
+                }
+                at += n;
+            }
+        }
+    }
+    Ok(())
+}
+
+impl LoopedProgram {
+    /// A looped program with no loops: every instruction of `p` as an [`Item::Inst`].
+    pub fn from_program(p: &Program) -> Self {
+        let mut header = p.clone();
+        header.streams = vec![Vec::new(); NUM_ENGINES];
+        let streams = p.streams.iter().map(|s| s.iter().cloned().map(Item::Inst).collect()).collect();
+        LoopedProgram { header, streams }
+    }
+
+    /// The items of an engine's stream.
+    pub fn stream(&self, e: Engine) -> &[Item] {
+        self.streams.get(e.index()).map_or(&[], Vec::as_slice)
+    }
+
+    /// Instructions the unrolled program has, saturating at `u64::MAX`.
+    pub fn unrolled_len(&self) -> u64 {
+        fn count(items: &[Item]) -> u64 {
+            items
+                .iter()
+                .map(|it| match it {
+                    Item::Inst(_) => 1,
+                    Item::Loop(l) => u64::from(l.trips).saturating_mul(count(&l.body)),
+                })
+                .fold(0, u64::saturating_add)
+        }
+        self.streams.iter().map(|s| count(s)).fold(0, u64::saturating_add)
+    }
+
+    /// The unrolled program. Fails when an iteration moves a parameter out of its range or a
+    /// loop's step does not match its body.
+    pub fn expand(&self) -> Result<Program, BirError> {
+        let mut p = self.header.clone();
+        p.streams = vec![Vec::new(); NUM_ENGINES];
+        for (e, items) in self.streams.iter().enumerate() {
+            check_steps(items)?;
+            let out = &mut p.streams[e];
+            let zero = vec![0; param_count(items)];
+            for_each_inst(
+                items,
+                &zero,
+                &mut |i| {
+                    out.push(i);
+                    Ok(())
+                },
+                &|| BirError::Verify(vec![format!("a loop on {} moves a parameter out of range", engine_name(e))]),
+            )?;
+        }
+        Ok(p)
+    }
+}
+
+fn engine_name(e: usize) -> String {
+    Engine::from_index(e).map_or_else(|| format!("stream {e}"), |e| e.name())
+}
+
+/// Every loop in `items` has at least one trip and one step per body parameter.
+fn check_steps(items: &[Item]) -> Result<(), BirError> {
+    for it in items {
+        if let Item::Loop(l) = it {
+            if l.trips == 0 {
+                return Err(BirError::Verify(vec!["a loop has 0 trips".into()]));
+            }
+            let n = param_count(&l.body);
+            if l.step.len() != n {
+                return Err(BirError::Verify(vec![format!(
+                    "a loop's step has {} entries but its body has {n} parameters",
+                    l.step.len()
+                )]));
+            }
+            check_steps(&l.body)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::program::{test_ap, Op, SemId, Wait};
+    use penguin::{Dim, Memory};
+
+    fn copy(off: u64, wait: Option<u32>) -> BirInst {
+        BirInst {
+            op: Op::DmaCopy {
+                dst: test_ap(Memory::Sbuf, 0, 4, 1, off, vec![Dim::new(1, 8)]),
+                src: test_ap(Memory::Hbm, 0, 4, 8, 1024 + off, vec![Dim::new(1, 8)]),
+                cast: penguin::CastMode::Rne,
+            },
+            waits: wait.map(|value| Wait { sem: SemId(0), value }).into_iter().collect(),
+            signal: Some(SemId(1)),
+            origin: None,
+        }
+    }
+
+    #[test]
+    fn expand_advances_offsets_and_waits_per_iteration() {
+        let mut p = Program::new("k", penguin::Target::Trn2);
+        p.semaphores = vec!["a".into(), "b".into()];
+        let mut lp = LoopedProgram::from_program(&p);
+        let body = vec![Item::Inst(copy(0, Some(1)))];
+        // dst offset +32, dst partition 0, src offset +32, src partition 0, wait +1.
+        lp.streams[Engine::Dma(0).index()] = vec![Item::Loop(Loop { trips: 3, body, step: vec![32, 0, 32, 0, 1] })];
+        assert_eq!(lp.unrolled_len(), 3);
+        let x = lp.expand().unwrap();
+        let want: Vec<BirInst> = (0..3).map(|k| copy(32 * k, Some(1 + k as u32))).collect();
+        assert_eq!(x.stream(Engine::Dma(0)), want.as_slice());
+        // A nested loop: 2 x the 3-trip loop, the outer one moving the inner body by 96.
+        let inner = lp.streams[Engine::Dma(0).index()].clone();
+        lp.streams[Engine::Dma(0).index()] =
+            vec![Item::Loop(Loop { trips: 2, body: inner, step: vec![96, 0, 96, 0, 3] })];
+        let x = lp.expand().unwrap();
+        let want: Vec<BirInst> = (0..6).map(|k| copy(32 * k, Some(1 + k as u32))).collect();
+        assert_eq!(x.stream(Engine::Dma(0)), want.as_slice());
+    }
+
+    #[test]
+    fn expand_refuses_bad_steps() {
+        let p = Program::new("k", penguin::Target::Trn2);
+        let mut lp = LoopedProgram::from_program(&p);
+        let body = vec![Item::Inst(copy(0, None))];
+        lp.streams[0] = vec![Item::Loop(Loop { trips: 2, body: body.clone(), step: vec![1] })];
+        assert!(matches!(lp.expand(), Err(BirError::Verify(_))));
+        lp.streams[0] = vec![Item::Loop(Loop { trips: 2, body, step: vec![-64, 0, 0, 0] })];
+        assert!(matches!(lp.expand(), Err(BirError::Verify(_))));
+    }
+}
