@@ -46,10 +46,10 @@ pub use entity::{InstId, Memory, TensorId};
 pub use error::{Entity, PenguinError, VerifierError, VerifierErrors};
 pub use function::{Function, FunctionView, TensorData};
 pub use inst::{
-    parse_pe_attributes, pe_attributes, Access, ComputeEngine, Dep, DepKind, DmaCopyData, DmaGatherData,
-    DmaScatterAddData, EngineAccumulationType, InstData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData,
-    OffloadedMemCastData, OffloadedMemCpyData, PerfMode, SparsityPattern, TensorCopyData, TensorTensorData,
-    TensorTensorOp, TilePosition, TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
+    parse_pe_attributes, pe_attributes, Access, AttrError, ComputeEngine, Dep, DepKind, DmaCopyData, DmaGatherData,
+    DmaScatterAddData, EngineAccumulationType, InstData, InstKind, MatMultData, MatMultSparseData, MemsetData,
+    OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, PerfMode, SparsityPattern, TensorCopyData,
+    TensorTensorData, TensorTensorOp, TilePosition, TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
 };
 pub use target::{HwProfile, Target, TargetInfo};
 pub use text::lexer::ParseError;

@@ -340,14 +340,15 @@ pub fn parse_with_source_map(text: &str) -> Result<(Function, SourceMap), ParseE
             operands.push((name, InstTile { tensor: t.tensor, memory, dtype, ap: t.ap }));
         }
         let attrs: Vec<(String, String)> = p.attrs.iter().map(|(_, k, v)| (k.clone(), v.clone())).collect();
-        let inst = InstData::from_parts(&p.opcode, &attrs, operands).map_err(|message| {
-            // Point at the attribute the message names, if any.
-            let col = p
-                .attrs
-                .iter()
-                .find(|(_, k, v)| message.contains(&format!("`{v}`")) || message.contains(&format!("`{k}")))
+        let inst = InstData::from_parts(&p.opcode, &attrs, operands).map_err(|e| {
+            // Point at the attribute written with the key the error names; errors about an
+            // operand, a missing attribute or the opcode point at the opcode.
+            let col = e
+                .key
+                .as_deref()
+                .and_then(|key| p.attrs.iter().find(|(_, k, _)| k == key))
                 .map_or(p.opcode_col, |(col, _, _)| *col);
-            ParseError { line: p.line, col, message }
+            ParseError { line: p.line, col, message: e.message }
         })?;
         func.insts.push(inst);
         func.deps.push(p.deps.unwrap_or_default());

@@ -138,6 +138,29 @@ fn errors_say_where_and_what_was_expected() {
 }
 
 #[test]
+fn instruction_errors_point_at_the_key_they_name() {
+    let base = "kernel k\ntensor t0 \"x\" psum fp32 [4, 4]\ntensor t1 \"y\" sbuf bf16 [4, 4]\n";
+    let ops = "dst=t0{p0[1, 4] +0 [1, 4]} stationary=t1{p0[1, 4] +0 [1, 4]} moving=t1{p0[1, 4] +0 [1, 4]}";
+    // The column comes from the error's key, not from searching its message: the flag named
+    // in this message is not the attribute's whole value.
+    assert_eq!(
+        err(&format!("{base}i0 = matmult pos=0,0 acc=start|bogus {ops}")),
+        "4:22: unknown accumulation flag `bogus` (expected start, accu, stop)"
+    );
+    assert_eq!(
+        err(&format!("{base}i0 = matmult value=x,y pos=x,y {ops}")),
+        "4:24: `pos=x,y` must be two numbers `a,b`"
+    );
+    assert_eq!(err(&format!("{base}i0 = matmult acc=start dst=3")), "4:24: matmult needs operand `dst=`");
+    // Errors about an operand or a missing attribute point at the opcode.
+    assert_eq!(
+        err(&format!("{base}i0 = matmult acc=start {ops} tags=t1{{p0[1, 4] +0 [1, 4]}}")),
+        "4:6: matmult has no operand `tags`"
+    );
+    assert_eq!(err(&format!("{base}i0 = matmult_sparse {ops}")), "4:6: matmult_sparse needs operand `tags=`");
+}
+
+#[test]
 fn comments_and_strings() {
     assert_eq!(split_comment("a \"b;c\" ; d"), ("a \"b;c\" ", Some(" d")));
     assert_eq!(split_comment("a \"b\\\";c\" d"), ("a \"b\\\";c\" d", None));

@@ -1,0 +1,286 @@
+//! The payloads of Penguin's instructions and the value types of their attributes (engine,
+//! sparsity pattern, elementwise operation).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::CastMode;
+use crate::tile::InstTile;
+
+use super::pe::{EngineAccumulationType, PerfMode, TilePosition, TileSize};
+
+/// `dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]`, accumulated in PSUM fp32.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatMultData {
+    /// PSUM result, `M` partitions x `N` fp32.
+    pub dst: InstTile,
+    /// Stationary operand (weights), `K` partitions x `M`.
+    pub stationary: InstTile,
+    /// Moving operand, `K` partitions x `N`.
+    pub moving: InstTile,
+    /// PE performance mode.
+    pub perf_mode: PerfMode,
+    /// Position on the PE array.
+    pub tile_position: TilePosition,
+    /// Size on the PE array.
+    pub tile_size: TileSize,
+    /// Accumulation flags; `None` behaves as `START | STOP`.
+    pub acc: Option<EngineAccumulationType>,
+}
+
+impl MatMultData {
+    /// The effective flags (`None` is a complete single-pass group).
+    pub fn flags(&self) -> EngineAccumulationType {
+        self.acc.unwrap_or(EngineAccumulationType::START | EngineAccumulationType::STOP)
+    }
+}
+
+/// A DMA transfer from `src` to `dst`, converting the dtype when they differ.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DmaCopyData {
+    /// Destination.
+    pub dst: InstTile,
+    /// Source.
+    pub src: InstTile,
+    /// How a narrowing conversion rounds.
+    pub cast: CastMode,
+}
+
+/// The compute engine that runs an elementwise instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ComputeEngine {
+    /// ScalarE (activation engine).
+    Act,
+    /// VectorE.
+    Dve,
+    /// GpSimd.
+    Pool,
+}
+
+impl ComputeEngine {
+    /// The text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ComputeEngine::Act => "act",
+            ComputeEngine::Dve => "dve",
+            ComputeEngine::Pool => "pool",
+        }
+    }
+}
+
+impl fmt::Display for ComputeEngine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An on-chip copy (typically PSUM -> SBUF), converting the dtype when they differ.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorCopyData {
+    /// The engine.
+    pub engine: ComputeEngine,
+    /// Destination.
+    pub dst: InstTile,
+    /// Source.
+    pub src: InstTile,
+}
+
+/// Fill an on-chip tile with one value (converted to the tile's dtype).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemsetData {
+    /// The engine.
+    pub engine: ComputeEngine,
+    /// Destination.
+    pub dst: InstTile,
+    /// The value (NaN and infinities travel through JSON as strings).
+    #[serde(with = "crate::json_f64")]
+    pub value: f64,
+}
+
+/// An `N:M` structured-sparsity pattern along K: at most `n` non-zeros in every `m`
+/// consecutive contraction elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct SparsityPattern {
+    /// Non-zeros kept per group.
+    pub n: u32,
+    /// Group length.
+    pub m: u32,
+}
+
+impl SparsityPattern {
+    /// The patterns the hardware supports.
+    pub const SUPPORTED: [SparsityPattern; 5] = [
+        SparsityPattern { n: 1, m: 2 },
+        SparsityPattern { n: 2, m: 4 },
+        SparsityPattern { n: 4, m: 8 },
+        SparsityPattern { n: 4, m: 12 },
+        SparsityPattern { n: 4, m: 16 },
+    ];
+
+    /// Whether this pattern is one of [`Self::SUPPORTED`].
+    pub fn is_supported(self) -> bool {
+        Self::SUPPORTED.contains(&self)
+    }
+}
+
+impl fmt::Display for SparsityPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.n, self.m)
+    }
+}
+
+/// The error for a malformed sparsity pattern.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown sparsity pattern `{0}` (expected one of 1:2, 2:4, 4:8, 4:12, 4:16)")]
+pub struct UnknownSparsity(pub String);
+
+impl FromStr for SparsityPattern {
+    type Err = UnknownSparsity;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || UnknownSparsity(s.to_string());
+        let (n, m) = s.split_once(':').ok_or_else(bad)?;
+        let p = SparsityPattern { n: n.trim().parse().map_err(|_| bad())?, m: m.trim().parse().map_err(|_| bad())? };
+        if p.is_supported() {
+            Ok(p)
+        } else {
+            Err(bad())
+        }
+    }
+}
+
+/// A structured-sparse matmul: the stationary operand holds only the kept elements of each
+/// `N:M` group along K, and `tags` (int16, same shape) gives each kept element's position
+/// inside its group. `dst[m, n] (+)= sum_k' stationary[k', m] * moving[(k' / N) * M + tags[k', m], n]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatMultSparseData {
+    /// PSUM result, `M` partitions x `N` fp32.
+    pub dst: InstTile,
+    /// Compressed stationary operand, `K * N / M` partitions x `M`.
+    pub stationary: InstTile,
+    /// Moving operand, `K` partitions x `N`.
+    pub moving: InstTile,
+    /// int16 positions of the kept elements, shaped like `stationary`.
+    pub tags: InstTile,
+    /// The pattern.
+    pub pattern: SparsityPattern,
+    /// Position on the PE array.
+    pub tile_position: TilePosition,
+    /// Size on the PE array.
+    pub tile_size: TileSize,
+    /// Accumulation flags; `None` behaves as `START | STOP`.
+    pub acc: Option<EngineAccumulationType>,
+}
+
+/// An elementwise binary operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TensorTensorOp {
+    /// `lhs + rhs`.
+    Add,
+    /// `lhs * rhs`.
+    Mul,
+    /// `max(lhs, rhs)`.
+    Max,
+}
+
+impl TensorTensorOp {
+    /// The text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TensorTensorOp::Add => "add",
+            TensorTensorOp::Mul => "mul",
+            TensorTensorOp::Max => "max",
+        }
+    }
+}
+
+/// `dst = lhs op rhs` elementwise on chip, computed in fp32 and rounded once to dst's dtype.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorTensorData {
+    /// The engine.
+    pub engine: ComputeEngine,
+    /// The operation.
+    pub op: TensorTensorOp,
+    /// Destination.
+    pub dst: InstTile,
+    /// Left operand.
+    pub lhs: InstTile,
+    /// Right operand.
+    pub rhs: InstTile,
+}
+
+/// `dst = src0 * src1 + dst` on a DMA queue, computed in fp32 and rounded once to dst's dtype.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OffloadedFmaData {
+    /// Destination (also the addend).
+    pub dst: InstTile,
+    /// First factor.
+    pub src0: InstTile,
+    /// Second factor.
+    pub src1: InstTile,
+}
+
+/// A copy executed by a DMA queue as offloaded compute.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OffloadedMemCpyData {
+    /// Destination.
+    pub dst: InstTile,
+    /// Source.
+    pub src: InstTile,
+}
+
+/// A copy with dtype conversion executed by a DMA queue.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OffloadedMemCastData {
+    /// Destination (its dtype is the target type).
+    pub dst: InstTile,
+    /// Source.
+    pub src: InstTile,
+    /// Rounding of the conversion.
+    pub cast: CastMode,
+}
+
+/// A PE transpose through PSUM: `dst[j, i] = src[i, j]` (fp32 in PSUM).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TransposeData {
+    /// PSUM result, `F` partitions x `P`.
+    pub dst: InstTile,
+    /// SBUF source, `P` partitions x `F`.
+    pub src: InstTile,
+}
+
+/// A DMA gather: `dst[i, :] = table[index[i], :]` (an `IndirectMemrefTileND` read).
+///
+/// `table`'s partition dimension spans every row of the table (its `num` is the bound an
+/// index must stay below); `index` is an int32 tile with one entry per gathered row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DmaGatherData {
+    /// Destination in SBUF, one partition per gathered row.
+    pub dst: InstTile,
+    /// The HBM table.
+    pub table: InstTile,
+    /// int32 row indices.
+    pub index: InstTile,
+}
+
+/// A DMA scatter-add: `table[index[i], :] += src[i, :]` (an `IndirectMemrefTileND` write).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DmaScatterAddData {
+    /// The HBM table.
+    pub table: InstTile,
+    /// Source rows in SBUF.
+    pub src: InstTile,
+    /// int32 row indices.
+    pub index: InstTile,
+}
+
+impl MatMultSparseData {
+    /// The effective flags (`None` is a complete single-pass group).
+    pub fn flags(&self) -> EngineAccumulationType {
+        self.acc.unwrap_or(EngineAccumulationType::START | EngineAccumulationType::STOP)
+    }
+}

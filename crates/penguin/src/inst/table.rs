@@ -1,0 +1,219 @@
+//! The machinery behind Penguin's instruction table ([`inst_kinds!`], invoked once in
+//! `kinds.rs`): from each kind's row it derives [`InstData`](super::InstData),
+//! [`InstKind`](super::InstKind) and every mechanical function over them (opcode, operands
+//! with their access, operand names, attributes, accumulation, building from text parts).
+//!
+//! A row is `Kind(Payload) = "opcode" { field: operand(Role), field: attr("key"), ... }`, the
+//! fields in the order the text parser reads them (the struct literal's order). An operand's
+//! text name is its field name; its role is `Read`, `Write`, `ReadWrite` or `Accumulate`
+//! (written when the payload's `flags()` has START, read and written otherwise). An
+//! attribute's type says how it prints and parses (its `AttrValue` impl).
+
+/// Split a row's fields into operands `(field Role)` and attributes `(field "key")`, in order,
+/// and hand both lists to `$cb!($args... [operands] [attributes])`.
+macro_rules! select_fields {
+    ($cb:ident!($($args:tt)*) [$($ops:tt)*] [$($attrs:tt)*]) => {
+        $cb!($($args)* [$($ops)*] [$($attrs)*])
+    };
+    ($cb:ident!($($args:tt)*) [$($ops:tt)*] [$($attrs:tt)*] $f:ident: operand($r:ident), $($rest:tt)*) => {
+        select_fields!($cb!($($args)*) [$($ops)* ($f $r)] [$($attrs)*] $($rest)*)
+    };
+    ($cb:ident!($($args:tt)*) [$($ops:tt)*] [$($attrs:tt)*] $f:ident: attr($k:literal), $($rest:tt)*) => {
+        select_fields!($cb!($($args)*) [$($ops)*] [$($attrs)* ($f $k)] $($rest)*)
+    };
+}
+
+/// The operand names of a row.
+macro_rules! operand_names_of {
+    ([$(($f:ident $r:ident))*] [$($attrs:tt)*]) => {
+        &[$(stringify!($f)),*]
+    };
+}
+
+/// The attribute keys of a row.
+macro_rules! attribute_keys_of {
+    ([$($ops:tt)*] [$(($f:ident $k:literal))*]) => {
+        &[$($k),*]
+    };
+}
+
+/// What an operand of role `$r` does to its tile, for payload `$p`.
+macro_rules! role_access {
+    (Read $p:ident) => {
+        $crate::inst::Access::Read
+    };
+    (Write $p:ident) => {
+        $crate::inst::Access::Write
+    };
+    (ReadWrite $p:ident) => {
+        $crate::inst::Access::ReadWrite
+    };
+    (Accumulate $p:ident) => {
+        $crate::inst::acc_access($p.flags())
+    };
+}
+
+/// The operands of payload `$p` with their access.
+macro_rules! operands_of {
+    ($p:ident [$(($f:ident $r:ident))*] [$($attrs:tt)*]) => {
+        vec![$((&$p.$f, role_access!($r $p))),*]
+    };
+}
+
+/// The operands of payload `$p`, mutably.
+macro_rules! operands_mut_of {
+    ($p:ident [$(($f:ident $r:ident))*] [$($attrs:tt)*]) => {
+        vec![$(&mut $p.$f),*]
+    };
+}
+
+/// The printed attributes of payload `$p`.
+macro_rules! attributes_of {
+    ($p:ident [$($ops:tt)*] []) => {{
+        let _ = $p;
+        Vec::new()
+    }};
+    ($p:ident [$($ops:tt)*] [$(($f:ident $k:literal))+]) => {
+        [$(($k, $crate::inst::attr::AttrValue::print(&$p.$f))),+]
+            .into_iter()
+            .filter_map(|(k, v)| v.map(|v| (k, v)))
+            .collect()
+    };
+}
+
+/// The accumulating operand of payload `$p` (its first `Accumulate` operand) and its flags.
+macro_rules! accumulation_of {
+    ($p:ident [] [$($attrs:tt)*]) => {{
+        let _ = $p;
+        None
+    }};
+    ($p:ident [($f:ident Accumulate) $($rest:tt)*] [$($attrs:tt)*]) => {
+        Some((&$p.$f, $p.flags()))
+    };
+    ($p:ident [($f:ident $r:ident) $($rest:tt)*] [$($attrs:tt)*]) => {
+        accumulation_of!($p [$($rest)*] [$($attrs)*])
+    };
+}
+
+/// One field's value, read from the text parts.
+macro_rules! parse_field {
+    ($parts:ident, $f:ident, operand($r:ident)) => {
+        $parts.take(stringify!($f))
+    };
+    ($parts:ident, $f:ident, attr($k:literal)) => {
+        $crate::inst::attr::AttrValue::parse($k, &$parts)
+    };
+}
+
+/// Declare Penguin's instruction kinds: one row per kind (see the module documentation).
+macro_rules! inst_kinds {
+    ($(
+        $(#[doc = $doc:literal])*
+        $kind:ident($payload:ident) = $name:literal {
+            $($field:ident: $what:ident($arg:tt)),* $(,)?
+        }
+    ),* $(,)?) => {
+        /// A Penguin instruction.
+        #[derive(Clone, Debug, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+        pub enum InstData {
+            $($(#[doc = $doc])* $kind($payload),)*
+        }
+
+        /// The kind of a Penguin instruction: its opcode, without operands or attributes.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum InstKind {
+            $($(#[doc = $doc])* $kind,)*
+        }
+
+        impl InstKind {
+            /// Every kind, in the order of the table.
+            pub const ALL: &'static [InstKind] = &[$(InstKind::$kind),*];
+
+            /// The opcode name in the text format.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(InstKind::$kind => $name,)*
+                }
+            }
+
+            /// The kind whose opcode name is `name`.
+            pub fn from_name(name: &str) -> Option<InstKind> {
+                Self::ALL.iter().copied().find(|k| k.name() == name)
+            }
+
+            /// The text-format names of the operands, in the order of [`InstData::operands`].
+            pub fn operand_names(self) -> &'static [&'static str] {
+                match self {
+                    $(InstKind::$kind => select_fields!(operand_names_of!() [] [] $($field: $what($arg),)*),)*
+                }
+            }
+
+            /// The text-format keys of the attributes, in the order they are printed.
+            pub fn attribute_keys(self) -> &'static [&'static str] {
+                match self {
+                    $(InstKind::$kind => select_fields!(attribute_keys_of!() [] [] $($field: $what($arg),)*),)*
+                }
+            }
+        }
+
+        impl InstData {
+            /// The instruction's kind.
+            pub fn kind(&self) -> InstKind {
+                match self {
+                    $(InstData::$kind(_) => InstKind::$kind,)*
+                }
+            }
+
+            /// Every operand with what the instruction does to it, destination first.
+            pub fn operands(&self) -> Vec<(&$crate::tile::InstTile, $crate::inst::Access)> {
+                match self {
+                    $(InstData::$kind(p) => select_fields!(operands_of!(p) [] [] $($field: $what($arg),)*),)*
+                }
+            }
+
+            /// Mutable access to every operand, in the order of [`Self::operands`].
+            pub fn operands_mut(&mut self) -> Vec<&mut $crate::tile::InstTile> {
+                match self {
+                    $(InstData::$kind(p) => select_fields!(operands_mut_of!(p) [] [] $($field: $what($arg),)*),)*
+                }
+            }
+
+            /// The instruction's attributes (everything but operands) as text-format `key=value`s.
+            pub fn attributes(&self) -> Vec<(&'static str, String)> {
+                match self {
+                    $(InstData::$kind(p) => select_fields!(attributes_of!(p) [] [] $($field: $what($arg),)*),)*
+                }
+            }
+
+            /// The PSUM tile a matmul accumulates into, with its effective flags; `None` for an
+            /// instruction that does not accumulate.
+            pub fn accumulation(&self) -> Option<(&$crate::tile::InstTile, $crate::inst::EngineAccumulationType)> {
+                match self {
+                    $(InstData::$kind(p) => select_fields!(accumulation_of!(p) [] [] $($field: $what($arg),)*),)*
+                }
+            }
+
+            /// Build an instruction from its text-format parts: the opcode, its `key=value`
+            /// attributes (as [`Self::attributes`] prints them) and its named operands (as
+            /// [`Self::operand_names`] names them). The error says what is missing or
+            /// malformed and names the attribute or operand it is about.
+            pub fn from_parts(
+                opcode: &str,
+                attrs: &[(String, String)],
+                operands: Vec<(String, $crate::tile::InstTile)>,
+            ) -> Result<InstData, $crate::inst::AttrError> {
+                let mut parts = $crate::inst::attr::Parts::new(opcode, attrs, operands)?;
+                let kind = InstKind::from_name(opcode).ok_or_else(|| {
+                    $crate::inst::AttrError::general(format!("unknown instruction `{opcode}`"))
+                })?;
+                let inst = match kind {
+                    $(InstKind::$kind => InstData::$kind($payload {
+                        $($field: parse_field!(parts, $field, $what($arg))?,)*
+                    }),)*
+                };
+                parts.finish(kind.attribute_keys())?;
+                Ok(inst)
+            }
+        }
+    };
+}

@@ -1,0 +1,233 @@
+//! Unit tests of the instruction table and the payloads' text form.
+
+use super::*;
+use crate::ap::AccessPattern;
+use crate::dtype::CastMode;
+use crate::dtype::DType;
+use crate::entity::{Memory, TensorId};
+use crate::tile::InstTile;
+
+fn t(id: u32) -> InstTile {
+    InstTile { tensor: TensorId(id), memory: Memory::Sbuf, dtype: DType::Fp32, ap: AccessPattern::on_chip(0, 4, 0, 8) }
+}
+
+fn every_kind() -> Vec<InstData> {
+    let fma = OffloadedFmaData { dst: t(0), src0: t(1), src1: t(2) };
+    let cpy = OffloadedMemCpyData { dst: t(0), src: t(1) };
+    vec![
+        InstData::MatMult(MatMultData {
+            dst: t(0),
+            stationary: t(1),
+            moving: t(2),
+            perf_mode: PerfMode::DoubleRow,
+            tile_position: TilePosition { row: 64, col: 0 },
+            tile_size: TileSize { rows: 64, cols: 128 },
+            acc: Some(EngineAccumulationType::ACCU | EngineAccumulationType::STOP),
+        }),
+        InstData::MatMultSparse(MatMultSparseData {
+            dst: t(0),
+            stationary: t(1),
+            moving: t(2),
+            tags: t(3),
+            pattern: SparsityPattern { n: 4, m: 12 },
+            tile_position: TilePosition::default(),
+            tile_size: TileSize::default(),
+            acc: None,
+        }),
+        InstData::DmaCopy(DmaCopyData { dst: t(0), src: t(1), cast: CastMode::Saturate }),
+        InstData::TensorCopy(TensorCopyData { engine: ComputeEngine::Dve, dst: t(0), src: t(1) }),
+        InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst: t(0), value: -1.25 }),
+        InstData::TensorTensor(TensorTensorData {
+            engine: ComputeEngine::Act,
+            op: TensorTensorOp::Max,
+            dst: t(0),
+            lhs: t(1),
+            rhs: t(2),
+        }),
+        InstData::TiledOffloadedFma(fma.clone()),
+        InstData::TiledOffloadedMemCpy(cpy.clone()),
+        InstData::OffloadedFma(fma),
+        InstData::OffloadedMemCpy(cpy),
+        InstData::OffloadedMemCast(OffloadedMemCastData { dst: t(0), src: t(1), cast: CastMode::Rne }),
+        InstData::Transpose(TransposeData { dst: t(0), src: t(1) }),
+        InstData::DmaGather(DmaGatherData { dst: t(0), table: t(1), index: t(2) }),
+        InstData::DmaScatterAdd(DmaScatterAddData { table: t(0), src: t(1), index: t(2) }),
+    ]
+}
+
+#[test]
+fn from_parts_inverts_attributes_and_operands() {
+    for inst in every_kind() {
+        let attrs: Vec<(String, String)> = inst.attributes().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let ops: Vec<(String, InstTile)> = inst
+            .operands()
+            .into_iter()
+            .zip(inst.operand_names())
+            .map(|((t, _), n)| (n.to_string(), t.clone()))
+            .collect();
+        assert_eq!(InstData::from_parts(inst.opcode(), &attrs, ops), Ok(inst.clone()), "{}", inst.opcode());
+    }
+}
+
+#[test]
+fn from_parts_names_what_is_wrong() {
+    let err = |opcode: &str, attrs: &[(&str, &str)], operands: &[&str]| {
+        let attrs: Vec<(String, String)> = attrs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let operands = operands.iter().enumerate().map(|(i, n)| (n.to_string(), t(i as u32))).collect();
+        let e = InstData::from_parts(opcode, &attrs, operands).unwrap_err();
+        (e.key, e.message)
+    };
+    let at = |key: &str, message: &str| (Some(key.to_string()), message.to_string());
+    assert_eq!(err("matmult", &[], &["dst"]), at("stationary", "matmult needs operand `stationary=`"));
+    assert_eq!(
+        err("memset", &[("engine", "gpu")], &[]),
+        at("engine", "unknown engine `gpu` (expected act, dve or pool)")
+    );
+    assert_eq!(err("memset", &[("engine", "dve")], &["dst"]), at("value", "memset needs `value=`"));
+    assert_eq!(
+        err("memset", &[("engine", "dve"), ("value", "x")], &["dst"]),
+        at("value", "memset value `x` is not a number")
+    );
+    assert_eq!(
+        err("tensor_tensor", &[("engine", "dve"), ("op", "sub")], &[]),
+        at("op", "unknown tensor_tensor op `sub` (expected add, mul or max)")
+    );
+    assert_eq!(
+        err("dma_copy", &[("cast", "floor")], &["dst", "src"]),
+        at("cast", "unknown cast mode `floor` (expected rne or saturate)")
+    );
+    assert_eq!(
+        err("matmult_sparse", &[("pattern", "3:4")], &["dst", "stationary", "moving", "tags"]),
+        at("pattern", "unknown sparsity pattern `3:4` (expected one of 1:2, 2:4, 4:8, 4:12, 4:16)")
+    );
+    assert_eq!(
+        err("dma_copy", &[("speed", "fast")], &["dst", "src"]),
+        at("speed", "dma_copy has no attribute `speed`")
+    );
+    assert_eq!(err("transpose", &[], &["dst", "src", "moving"]), at("moving", "transpose has no operand `moving`"));
+    assert_eq!(err("jump", &[], &[]), (None, "unknown instruction `jump`".to_string()));
+    // The PE attributes are checked for every opcode, before the opcode itself.
+    assert_eq!(err("jump", &[("pos", "1")], &[]), at("pos", "`pos=1` must be two numbers `a,b`"));
+    assert_eq!(err("matmult", &[("perf", "turbo")], &[]).0, Some("perf".to_string()));
+    assert_eq!(
+        err("matmult", &[("acc", "start|bogus")], &[]),
+        at("acc", "unknown accumulation flag `bogus` (expected start, accu, stop)")
+    );
+    // Callers whose errors are strings keep the message.
+    assert_eq!(String::from(AttrError::at("k", "m")), "m");
+}
+
+/// A value for every attribute key of the table (a new key needs one here).
+fn sample_value(key: &str) -> Option<&'static str> {
+    let samples = [
+        ("perf", "double_row"),
+        ("pos", "64,0"),
+        ("size", "64,128"),
+        ("acc", "accu|stop"),
+        ("pattern", "4:12"),
+        ("cast", "saturate"),
+        ("engine", "dve"),
+        ("value", "-1.25"),
+        ("op", "max"),
+    ];
+    samples.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+}
+
+#[test]
+fn every_kind_name_round_trips_through_the_table() {
+    for (i, &kind) in InstKind::ALL.iter().enumerate() {
+        assert_eq!(InstKind::from_name(kind.name()), Some(kind));
+        assert!(InstKind::ALL[..i].iter().all(|k| k.name() != kind.name()), "{} is declared twice", kind.name());
+    }
+    assert_eq!(InstKind::from_name("jump"), None);
+    let kinds: Vec<InstKind> = every_kind().iter().map(InstData::kind).collect();
+    assert_eq!(kinds, InstKind::ALL, "every_kind() builds one instruction of each kind, in table order");
+    for inst in every_kind() {
+        assert_eq!(inst.opcode(), inst.kind().name());
+        assert_eq!(inst.operand_names(), inst.kind().operand_names());
+        let printed: Vec<&str> = inst.attributes().iter().map(|(k, _)| *k).collect();
+        assert!(printed.iter().all(|k| inst.kind().attribute_keys().contains(k)), "{}", inst.opcode());
+    }
+}
+
+#[test]
+fn every_kinds_operand_and_attribute_names_are_what_from_parts_accepts() {
+    for &kind in InstKind::ALL {
+        let name = kind.name();
+        let attrs: Vec<(String, String)> = kind
+            .attribute_keys()
+            .iter()
+            .map(|k| sample_value(k).map(|v| (k.to_string(), v.to_string())).ok_or(*k))
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|k| panic!("no sample value for attribute `{k}` of {name}"));
+        let operands: Vec<(String, InstTile)> =
+            kind.operand_names().iter().enumerate().map(|(i, n)| (n.to_string(), t(i as u32))).collect();
+        let mut inst = InstData::from_parts(name, &attrs, operands.clone()).unwrap();
+        assert_eq!(inst.kind(), kind);
+        // Every attribute is printed back (all were given) with the value it was given.
+        let printed: Vec<(String, String)> = inst.attributes().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        assert_eq!(printed, attrs, "{name}");
+        // Operands come back in the order of their names, mutable ones too.
+        let tensors: Vec<u32> = inst.operands().iter().map(|(t, _)| t.tensor.0).collect();
+        assert_eq!(tensors, (0..operands.len() as u32).collect::<Vec<_>>(), "{name}");
+        for (i, tile) in inst.operands_mut().into_iter().enumerate() {
+            tile.tensor = TensorId(10 + i as u32);
+        }
+        let tensors: Vec<u32> = inst.operands().iter().map(|(t, _)| t.tensor.0).collect();
+        assert_eq!(tensors, (10..10 + operands.len() as u32).collect::<Vec<_>>(), "{name}");
+        // Each operand is required, by its name.
+        for (i, (n, _)) in operands.iter().enumerate() {
+            let mut fewer = operands.clone();
+            fewer.remove(i);
+            let e = InstData::from_parts(name, &attrs, fewer).unwrap_err();
+            assert_eq!((e.key.as_deref(), e.message), (Some(n.as_str()), format!("{name} needs operand `{n}=`")));
+        }
+        // Any other operand or attribute name is refused, by its name.
+        let mut more = operands.clone();
+        more.push(("extra".into(), t(9)));
+        let e = InstData::from_parts(name, &attrs, more).unwrap_err();
+        assert_eq!((e.key.as_deref(), e.message), (Some("extra"), format!("{name} has no operand `extra`")));
+        let mut more = attrs.clone();
+        more.push(("extra".into(), "1".into()));
+        let e = InstData::from_parts(name, &more, operands.clone()).unwrap_err();
+        assert_eq!((e.key.as_deref(), e.message), (Some("extra"), format!("{name} has no attribute `extra`")));
+        // A missing attribute either takes its default or is named.
+        for (i, (k, _)) in attrs.iter().enumerate() {
+            let mut fewer = attrs.clone();
+            fewer.remove(i);
+            match InstData::from_parts(name, &fewer, operands.clone()) {
+                Ok(i) => assert_eq!(i.kind(), kind),
+                Err(e) => assert_eq!((e.key.as_deref(), e.message), (Some(k.as_str()), format!("{name} needs `{k}=`"))),
+            }
+        }
+    }
+}
+
+#[test]
+fn only_matmuls_accumulate_into_their_result() {
+    for inst in every_kind() {
+        let got = inst.accumulation().map(|(t, flags)| (t.tensor, flags));
+        let want = match &inst {
+            InstData::MatMult(m) => Some((m.dst.tensor, m.flags())),
+            InstData::MatMultSparse(m) => Some((m.dst.tensor, m.flags())),
+            InstData::DmaCopy(_)
+            | InstData::TensorCopy(_)
+            | InstData::Memset(_)
+            | InstData::TensorTensor(_)
+            | InstData::TiledOffloadedFma(_)
+            | InstData::TiledOffloadedMemCpy(_)
+            | InstData::OffloadedFma(_)
+            | InstData::OffloadedMemCpy(_)
+            | InstData::OffloadedMemCast(_)
+            | InstData::Transpose(_)
+            | InstData::DmaGather(_)
+            | InstData::DmaScatterAdd(_) => None,
+        };
+        assert_eq!(got, want, "{}", inst.opcode());
+        // The accumulating operand's access follows its flags.
+        if let Some((_, flags)) = got {
+            let access = inst.operands()[0].1;
+            assert_eq!(access == Access::Write, flags.contains(EngineAccumulationType::START));
+        }
+    }
+}
