@@ -20,15 +20,8 @@ fn naive_plan_counts() {
     assert_eq!(plan.stats.psum_groups, 6);
     assert_eq!(plan.stats.max_live_psum_groups, 1);
     let f = &plan.function;
-    let starts = f
-        .layout()
-        .iter()
-        .filter_map(|&i| match f.inst(i) {
-            Some(InstData::MatMult(m)) => Some(m.flags()),
-            _ => None,
-        })
-        .filter(|fl| fl.contains(Acc::START))
-        .count();
+    let starts =
+        f.layout().iter().filter_map(|&i| f.inst(i)?.accumulation()).filter(|(_, fl)| fl.contains(Acc::START)).count();
     assert_eq!(starts, 6);
     assert_eq!(f.outputs, vec![TensorId(2)]);
 }
@@ -99,10 +92,7 @@ fn small_k_uses_pe_row_tiling() {
         .function
         .insts
         .iter()
-        .filter_map(|i| match i {
-            InstData::MatMult(m) => Some((m.tile_position.row, m.tile_size.rows)),
-            _ => None,
-        })
+        .filter_map(|i| if let InstData::MatMult(m) = i { Some((m.tile_position.row, m.tile_size.rows)) } else { None })
         .collect();
     assert_eq!(positions, vec![(0, 32), (32, 32), (64, 32), (96, 32)]);
     let mut cfg = GemmConfig::new(256, 20, 1024, DType::Bf16, Target::Trn1);

@@ -256,50 +256,71 @@ mod props {
         let perf = prop_oneof![Just(PerfMode::None), Just(PerfMode::DoubleRow), Just(PerfMode::DoubleRowGen3)];
         let value = prop_oneof![any::<f64>().prop_filter("not NaN (NaN != NaN)", |v| !v.is_nan()), -4.0f64..4.0];
         let tiles = proptest::collection::vec(tile(), 4);
-        (0usize..14, tiles, acc, pos, size, engine, cast, perf, value, 0usize..5, 0usize..3).prop_map(
-            |(kind, t, acc, tile_position, tile_size, engine, cast, perf_mode, value, pattern, op)| {
-                let [a, b, c, d]: [InstTile; 4] = t.try_into().unwrap();
-                match kind {
-                    0 => InstData::MatMult(MatMultData {
-                        dst: a,
-                        stationary: b,
-                        moving: c,
-                        perf_mode,
-                        tile_position,
-                        tile_size,
-                        acc,
-                    }),
-                    1 => InstData::MatMultSparse(MatMultSparseData {
-                        dst: a,
-                        stationary: b,
-                        moving: c,
-                        tags: d,
-                        pattern: SparsityPattern::SUPPORTED[pattern],
-                        tile_position,
-                        tile_size,
-                        acc,
-                    }),
-                    2 => InstData::DmaCopy(DmaCopyData { dst: a, src: b, cast }),
-                    3 => InstData::TensorCopy(TensorCopyData { engine, dst: a, src: b }),
-                    4 => InstData::Memset(MemsetData { engine, dst: a, value }),
-                    5 => InstData::TensorTensor(TensorTensorData {
-                        engine,
-                        op: [TensorTensorOp::Add, TensorTensorOp::Mul, TensorTensorOp::Max][op],
-                        dst: a,
-                        lhs: b,
-                        rhs: c,
-                    }),
-                    6 => InstData::TiledOffloadedFma(OffloadedFmaData { dst: a, src0: b, src1: c }),
-                    7 => InstData::OffloadedFma(OffloadedFmaData { dst: a, src0: b, src1: c }),
-                    8 => InstData::TiledOffloadedMemCpy(OffloadedMemCpyData { dst: a, src: b }),
-                    9 => InstData::OffloadedMemCpy(OffloadedMemCpyData { dst: a, src: b }),
-                    10 => InstData::OffloadedMemCast(OffloadedMemCastData { dst: a, src: b, cast }),
-                    11 => InstData::Transpose(TransposeData { dst: a, src: b }),
-                    12 => InstData::DmaGather(DmaGatherData { dst: a, table: b, index: c }),
-                    _ => InstData::DmaScatterAdd(DmaScatterAddData { table: a, src: b, index: c }),
-                }
-            },
+        (
+            proptest::sample::select(InstKind::ALL),
+            tiles,
+            acc,
+            pos,
+            size,
+            engine,
+            cast,
+            perf,
+            value,
+            0usize..5,
+            0usize..3,
         )
+            .prop_map(
+                |(kind, t, acc, tile_position, tile_size, engine, cast, perf_mode, value, pattern, op)| {
+                    let [a, b, c, d]: [InstTile; 4] = t.try_into().unwrap();
+                    match kind {
+                        InstKind::MatMult => InstData::MatMult(MatMultData {
+                            dst: a,
+                            stationary: b,
+                            moving: c,
+                            perf_mode,
+                            tile_position,
+                            tile_size,
+                            acc,
+                        }),
+                        InstKind::MatMultSparse => InstData::MatMultSparse(MatMultSparseData {
+                            dst: a,
+                            stationary: b,
+                            moving: c,
+                            tags: d,
+                            pattern: SparsityPattern::SUPPORTED[pattern],
+                            tile_position,
+                            tile_size,
+                            acc,
+                        }),
+                        InstKind::DmaCopy => InstData::DmaCopy(DmaCopyData { dst: a, src: b, cast }),
+                        InstKind::TensorCopy => InstData::TensorCopy(TensorCopyData { engine, dst: a, src: b }),
+                        InstKind::Memset => InstData::Memset(MemsetData { engine, dst: a, value }),
+                        InstKind::TensorTensor => InstData::TensorTensor(TensorTensorData {
+                            engine,
+                            op: [TensorTensorOp::Add, TensorTensorOp::Mul, TensorTensorOp::Max][op],
+                            dst: a,
+                            lhs: b,
+                            rhs: c,
+                        }),
+                        InstKind::TiledOffloadedFma => {
+                            InstData::TiledOffloadedFma(OffloadedFmaData { dst: a, src0: b, src1: c })
+                        }
+                        InstKind::OffloadedFma => InstData::OffloadedFma(OffloadedFmaData { dst: a, src0: b, src1: c }),
+                        InstKind::TiledOffloadedMemCpy => {
+                            InstData::TiledOffloadedMemCpy(OffloadedMemCpyData { dst: a, src: b })
+                        }
+                        InstKind::OffloadedMemCpy => InstData::OffloadedMemCpy(OffloadedMemCpyData { dst: a, src: b }),
+                        InstKind::OffloadedMemCast => {
+                            InstData::OffloadedMemCast(OffloadedMemCastData { dst: a, src: b, cast })
+                        }
+                        InstKind::Transpose => InstData::Transpose(TransposeData { dst: a, src: b }),
+                        InstKind::DmaGather => InstData::DmaGather(DmaGatherData { dst: a, table: b, index: c }),
+                        InstKind::DmaScatterAdd => {
+                            InstData::DmaScatterAdd(DmaScatterAddData { table: a, src: b, index: c })
+                        }
+                    }
+                },
+            )
     }
 
     fn tensor() -> impl Strategy<Value = TensorData> {
