@@ -1,4 +1,4 @@
-//! The machinery behind Penguin's instruction table ([`inst_kinds!`], invoked once in
+//! The machinery behind Penguin's instruction table (`inst_kinds!`, invoked once in
 //! `kinds.rs`): from each kind's row it derives [`InstData`](super::InstData),
 //! [`InstKind`](super::InstKind) and every mechanical function over them (opcode, operands
 //! with their access, operand names, attributes, accumulation, building from text parts).
