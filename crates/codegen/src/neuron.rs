@@ -313,7 +313,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// The seed's `process_new_neuroninst`: read the instruction's kind, dispatch (the matmul
     /// family checks its PSUM result and accumulation-group budget), normalize its operands
     /// with [`Self::combine_tiles`], wire its dependency edges ([`Self::process_dep_edges`]),
-    /// then [`Self::insert`] it.
+    /// then `insert` it (the only way an instruction reaches the base builder).
     pub fn process_new_neuroninst(&mut self, mut inst: InstData) -> Result<InstId, CodegenError> {
         match &mut inst {
             InstData::MatMult(m) => {
