@@ -8,8 +8,8 @@
 //! `combine_tiles` checks against the other operands, is `rows` partitions of a row each.
 
 use penguin::{
-    AccessPattern, DType, Dim, DmaGatherData, IndirectMemrefTileND, InstData, InstId, InstTile, IrBuilder, Memory,
-    TensorData, Tile,
+    AccessPattern, DType, Dim, DmaGatherData, FunctionView, IndirectMemrefTileND, InstData, InstId, InstTile,
+    IrBuilder, Memory, TensorData, Tile,
 };
 
 use crate::error::CodegenError;
@@ -76,10 +76,8 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     pub fn dma_gather_inst(&mut self, dst: &Tile, src: &IndirectMemrefTileND) -> Result<InstId, CodegenError> {
         let c = self.combine_tiles(&[dst.clone(), Tile::IndirectMemrefND(src.clone())])?;
         let index = self
-            .function()
-            .tensors
-            .get_index(src.index.index())
-            .map(|(_, t)| t)
+            .view()
+            .tensor(src.index)
             .ok_or_else(|| CodegenError::BadOperand(format!("index tensor {} does not exist", src.index)))?;
         let index = index_tile(src, index)?;
         let [dst, table] = [c[0].clone(), c[1].clone()];
@@ -117,8 +115,8 @@ mod tests {
         let (mut cg, dst, src) = lookup();
         let id = cg.dma_gather_inst(&dst, &src).unwrap();
         let example = penguin::parse::parse(include_str!("../../../examples/gather.pir")).unwrap();
-        assert_eq!(cg.function().insts[id.index()], example.insts[0]);
-        let InstData::DmaGather(g) = &cg.function().insts[id.index()] else { panic!("not a gather") };
+        assert_eq!(cg.function().inst(id), example.layout().first().and_then(|&i| example.inst(i)));
+        let Some(InstData::DmaGather(g)) = cg.function().inst(id) else { panic!("not a gather") };
         assert_eq!(g.table.ap.partitions, Dim { stride: 64, num: 1000 });
     }
 

@@ -4,10 +4,12 @@
 //! points under their seed names: [`NeuronCodegen::combine_tiles`] (operand normalizer),
 //! [`NeuronCodegen::get_sb_and_psum_shape`] (tile geometry),
 //! [`NeuronCodegen::process_new_neuroninst`] (the per-instruction hook, with
-//! [`NeuronCodegen::process_dep_edges`] and [`NeuronCodegen::insert`]),
+//! [`NeuronCodegen::process_dep_edges`] and the private `insert`, which nothing else reaches),
 //! [`NeuronCodegen::finalize_kernel`] and [`NeuronCodegen::finalize`]. The matmul combine
 //! tier is free functions ([`combine_matmult_tiles`]), as in the seed. The GEMM planner
-//! ([`plan_gemm`]) is the main emitter.
+//! ([`plan_gemm`]) is the main emitter; it is generic over the base builder
+//! ([`plan_gemm_with_builder`]), and its other entry points are wrappers that use
+//! [`penguin::GeneratedBuilder`].
 //!
 //! Invariants: every instruction goes through `process_new_neuroninst`, so every operand is
 //! canonical and every overlap between instructions is a dependency edge; at most 8
@@ -47,5 +49,6 @@ pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions, SingleBuffered};
 pub use offload::{Base, OffloadValue, ShapeBases};
 pub use schedule::{
     auto_candidates, estimate_ns, estimate_ns_with, plan_gemm, plan_gemm_auto, plan_gemm_auto_with,
-    plan_gemm_auto_within, plan_gemm_fitting, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
+    plan_gemm_auto_with_builder, plan_gemm_auto_within, plan_gemm_fitting, plan_gemm_fitting_with_builder,
+    plan_gemm_with_builder, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
 };

@@ -3,8 +3,8 @@
 //! PSUM allocators.
 
 use penguin::{
-    verify::is_identifier, AccessPattern, DType, DepTracker, EngineAccumulationType, Function, InstData, InstId,
-    InstTile, IrBuilder, Memory, NDTile, Target, TensorData, TensorId, Tile,
+    verify::is_identifier, AccessPattern, DType, DepTracker, EngineAccumulationType, Function, FunctionView, InstData,
+    InstId, InstTile, IrBuilder, Memory, NDTile, Target, TensorData, TensorId, Tile,
 };
 
 use crate::error::CodegenError;
@@ -94,6 +94,11 @@ impl<B: IrBuilder> NeuronCodegen<B> {
         self.base.function()
     }
 
+    /// The function built so far, as codegen itself reads it: only through [`FunctionView`].
+    pub(crate) fn view(&self) -> &impl FunctionView {
+        self.base.function()
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> CodegenStats {
         self.stats
@@ -107,7 +112,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// Declare an HBM kernel input.
     pub fn add_input(&mut self, name: &str, shape: Vec<u64>, dtype: DType) -> Result<TensorId, CodegenError> {
         let id = self.add_hbm(name, shape, dtype)?;
-        let mut inputs = self.base.function().inputs.clone();
+        let mut inputs = self.view().inputs().to_vec();
         inputs.push(id);
         self.base.set_inputs(inputs);
         Ok(id)
@@ -254,12 +259,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     }
 
     fn tensor(&self, id: TensorId) -> Result<&TensorData, CodegenError> {
-        self.base
-            .function()
-            .tensors
-            .get_index(id.index())
-            .map(|(_, t)| t)
-            .ok_or_else(|| CodegenError::BadOperand(format!("operand tensor {id} does not exist")))
+        self.view().tensor(id).ok_or_else(|| CodegenError::BadOperand(format!("operand tensor {id} does not exist")))
     }
 
     fn inst_tile(&self, tensor: TensorId, ap: &AccessPattern, want: &[Memory]) -> Result<InstTile, CodegenError> {
@@ -313,7 +313,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// The seed's `process_new_neuroninst`: read the instruction's kind, dispatch (the matmul
     /// family checks its PSUM result and accumulation-group budget), normalize its operands
     /// with [`Self::combine_tiles`], wire its dependency edges ([`Self::process_dep_edges`]),
-    /// then [`Self::insert`] it.
+    /// then `insert` it (the only way an instruction reaches the base builder).
     pub fn process_new_neuroninst(&mut self, mut inst: InstData) -> Result<InstId, CodegenError> {
         match &mut inst {
             InstData::MatMult(m) => {
@@ -426,7 +426,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
 
     /// Materialize a broadcast scalar (see [`Self::combine_tiles`]).
     fn memset_broadcast_tile(&mut self, value: f64, shape: &NDTile) -> Result<InstTile, CodegenError> {
-        let name = format!("broadcast{}", self.base.function().tensors.len());
+        let name = format!("broadcast{}", self.view().num_tensors());
         let scalar = NDTile { partitions: shape.partitions, free: vec![1], dtype: shape.dtype };
         let tensor = self.alloc_sbuf(&name, &scalar)?;
         let dst = InstTile {
@@ -435,9 +435,12 @@ impl<B: IrBuilder> NeuronCodegen<B> {
             dtype: shape.dtype,
             ap: AccessPattern::on_chip(0, shape.partitions, 0, 1),
         };
-        let memset = InstData::Memset(penguin::MemsetData { engine: penguin::ComputeEngine::Pool, dst, value });
-        let deps = self.process_dep_edges(&memset);
-        self.insert(memset, deps);
+        // Its operand is already canonical, so this only wires its edges and inserts it.
+        self.process_new_neuroninst(InstData::Memset(penguin::MemsetData {
+            engine: penguin::ComputeEngine::Pool,
+            dst,
+            value,
+        }))?;
         let free = shape.free.iter().map(|&n| penguin::Dim::new(0, n)).collect();
         let ap =
             AccessPattern { start_partition: 0, partitions: penguin::Dim::new(1, shape.partitions), offset: 0, free };
@@ -471,13 +474,14 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// The seed's `process_dep_edges`: RAW/WAR/WAW edges from earlier instructions whose tiles
     /// overlap this one's.
     pub fn process_dep_edges(&mut self, inst: &InstData) -> Vec<penguin::Dep> {
-        let next = InstId(self.base.function().insts.len() as u32);
         let func = self.base.function();
-        self.deps.process(next, inst, |t| func.tensors.get_index(t.index()).map(|(_, d)| d))
+        let next = InstId(func.num_insts() as u32);
+        self.deps.process(next, inst, |t| func.tensor(t))
     }
 
-    /// The seed's `insert`: append to the function and record its dependency edges.
-    pub fn insert(&mut self, inst: InstData, deps: Vec<penguin::Dep>) -> InstId {
+    /// The seed's `insert`: append to the function and record its dependency edges. Private:
+    /// every instruction reaches it through [`Self::process_new_neuroninst`].
+    fn insert(&mut self, inst: InstData, deps: Vec<penguin::Dep>) -> InstId {
         self.base.insert(inst, deps)
     }
 
@@ -485,7 +489,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// differs from the name opened, `Unsupported kernel name <name>` when not an
     /// identifier), set the outputs, stamp `debug_kernel_function_name`.
     pub fn finalize_kernel(&mut self) -> Result<&Function, CodegenError> {
-        let found = self.base.function().kernel_name.clone();
+        let found = self.view().kernel_name().to_string();
         if !is_identifier(&found) {
             return Err(CodegenError::UnsupportedKernelName(found));
         }

@@ -9,8 +9,8 @@
 //! rows of the tensor's row length from element `base.offset`, `cols` elements each.
 
 use penguin::{
-    AccessPattern, CastMode, InstData, InstId, InstTile, IrBuilder, OffloadedFmaData, OffloadedMemCastData,
-    OffloadedMemCpyData, TensorId,
+    AccessPattern, CastMode, FunctionView, InstData, InstId, InstTile, IrBuilder, OffloadedFmaData,
+    OffloadedMemCastData, OffloadedMemCpyData, TensorId,
 };
 
 use crate::error::CodegenError;
@@ -80,10 +80,8 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// The window of `tensor` at `base` with the bundle's shape.
     fn window(&self, tensor: TensorId, [rows, cols]: [u32; 2], base: Base) -> Result<InstTile, CodegenError> {
         let t = self
-            .function()
-            .tensors
-            .get_index(tensor.index())
-            .map(|(_, t)| t)
+            .view()
+            .tensor(tensor)
             .ok_or_else(|| CodegenError::BadOperand(format!("operand tensor {tensor} does not exist")))?;
         let ap = if t.memory.is_on_chip() {
             AccessPattern::on_chip(base.partition, rows, base.offset, cols)
@@ -149,10 +147,9 @@ impl<B: IrBuilder> NeuronCodegen<B> {
 
     fn whole(&self, tensor: TensorId) -> Result<InstTile, CodegenError> {
         let t = self
-            .function()
-            .tensors
-            .get_index(tensor.index())
-            .map(|(_, t)| t.clone())
+            .view()
+            .tensor(tensor)
+            .cloned()
             .ok_or_else(|| CodegenError::BadOperand(format!("operand tensor {tensor} does not exist")))?;
         if t.memory != penguin::Memory::Hbm {
             return Err(CodegenError::BadOperand(format!("untiled offloaded operand `{}` must be in hbm", t.name)));
@@ -183,7 +180,7 @@ mod tests {
         let (mut c, [a, b, d]) = cg();
         let bundle = [OffloadValue::Tensor(a), OffloadValue::Tensor(b), OffloadValue::Tensor(d), sb(3)];
         let id = c.tiled_offloaded_fma_inst(&bundle).unwrap();
-        let InstData::TiledOffloadedFma(f) = &c.function().insts[id.index()] else { panic!("not an FMA") };
+        let Some(InstData::TiledOffloadedFma(f)) = c.function().inst(id) else { panic!("not an FMA") };
         assert_eq!((f.src0.tensor, f.src1.tensor, f.dst.tensor), (a, b, d));
         assert_eq!(f.dst.ap.shape(), vec![128, 64]);
     }

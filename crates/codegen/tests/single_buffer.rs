@@ -5,11 +5,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests assert on values")]
 
 use codegen::{plan_gemm, plan_gemm_fitting, BlockSizes, CodegenError, GemmConfig, GemmPlan, LoopOrder, Schedule};
-use penguin::{DType, Target};
+use penguin::{DType, FunctionView, Target, TensorId};
 
 /// The SBUF tensors of a plan whose names start with `prefix`.
 fn buffers(plan: &GemmPlan, prefix: &str) -> Vec<String> {
-    plan.function.tensors.keys().filter(|n| n.starts_with(prefix)).cloned().collect()
+    let f = &plan.function;
+    (0..f.num_tensors())
+        .filter_map(|i| f.tensor(TensorId::from_index(i)?))
+        .map(|t| t.name.clone())
+        .filter(|n| n.starts_with(prefix))
+        .collect()
 }
 
 fn config(m: u64, k: u64, n: u64, schedule: Schedule, blocks: (u64, u64, u64), order: LoopOrder) -> GemmConfig {

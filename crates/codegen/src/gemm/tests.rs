@@ -23,7 +23,7 @@ fn naive_plan_counts() {
     let starts =
         f.layout().iter().filter_map(|&i| f.inst(i)?.accumulation()).filter(|(_, fl)| fl.contains(Acc::START)).count();
     assert_eq!(starts, 6);
-    assert_eq!(f.outputs, vec![TensorId(2)]);
+    assert_eq!(f.outputs(), [TensorId(2)]);
 }
 
 #[test]
@@ -88,15 +88,16 @@ fn sparse_compression_layout_and_errors() {
 #[test]
 fn small_k_uses_pe_row_tiling() {
     let plan = plan_gemm(&GemmConfig::new(256, 20, 1024, DType::Bf16, Target::Trn2)).unwrap();
-    let positions: Vec<(u32, u32)> = plan
-        .function
-        .insts
+    let f = &plan.function;
+    let positions: Vec<(u32, u32)> = f
+        .layout()
         .iter()
-        .filter_map(|i| if let InstData::MatMult(m) = i { Some((m.tile_position.row, m.tile_size.rows)) } else { None })
+        .filter_map(|&i| if let Some(InstData::MatMult(m)) = f.inst(i) { Some((m.tile_position.row, m.tile_size.rows)) } else { None })
         .collect();
     assert_eq!(positions, vec![(0, 32), (32, 32), (64, 32), (96, 32)]);
     let mut cfg = GemmConfig::new(256, 20, 1024, DType::Bf16, Target::Trn1);
     cfg.lhs_transposed = true;
     let plan = plan_gemm(&cfg).unwrap();
-    assert!(plan.function.insts.iter().any(|i| matches!(i, InstData::MatMult(m) if m.tile_position.row == 64)));
+    let f = &plan.function;
+    assert!(f.layout().iter().any(|&i| matches!(f.inst(i), Some(InstData::MatMult(m)) if m.tile_position.row == 64)));
 }

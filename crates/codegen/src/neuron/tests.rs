@@ -94,7 +94,9 @@ fn a_broadcast_operand_becomes_a_memset_broadcast_tile() {
         .unwrap();
     assert_eq!(tiles[1].ap.free, vec![Dim::new(0, 32)]);
     let f = c.function();
-    assert!(matches!(&f.insts[0], InstData::Memset(m) if m.value == 2.5 && m.dst.tensor == tiles[1].tensor));
+    assert!(
+        matches!(f.layout().first().and_then(|&i| f.inst(i)), Some(InstData::Memset(m)) if m.value == 2.5 && m.dst.tensor == tiles[1].tensor)
+    );
     // The broadcast view takes part in the shape check like any operand.
     let narrow = NDTile { partitions: 64, free: vec![16], dtype: DType::Fp32 };
     let err =

@@ -1,12 +1,12 @@
 //! The `auto` schedule: the candidate configurations, their modeled cost and the search.
 
-use penguin::{DType, HwProfile, PerfMode};
+use penguin::{DType, HwProfile, IrBuilder, PerfMode};
 
 use crate::auto_limits::AutoLimits;
 use crate::error::CodegenError;
 use crate::gemm::{k_chunks, tiles, GemmConfig, GemmPlan, LoopOrder, Schedule, M_TILE, N_TILE};
 
-use super::{plan_buffered, plan_gemm, plan_gemm_fitting};
+use super::{generated, plan_buffered, plan_gemm_fitting_with_builder, plan_gemm_with_builder};
 
 /// The candidates `auto` considers for a GEMM: every schedule with a few block sizes and
 /// both loop orders.
@@ -228,6 +228,19 @@ pub fn plan_gemm_auto_within(
     shortlist: usize,
     cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
 ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
+    plan_gemm_auto_with_builder(cfg, limits, hw, shortlist, cost, &mut generated)
+}
+
+/// [`plan_gemm_auto_within`] over any base builder (see [`super::plan_gemm_with_builder`]):
+/// every candidate planned opens a fresh one.
+pub fn plan_gemm_auto_with_builder<B: IrBuilder>(
+    cfg: &GemmConfig,
+    limits: &AutoLimits,
+    hw: &HwProfile,
+    shortlist: usize,
+    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
+    new_base: &mut dyn FnMut(&str) -> B,
+) -> Result<(GemmPlan, AutoChoice), CodegenError> {
     cfg.validate()?;
     let mut ranked: Vec<(f64, GemmConfig)> =
         limits.apply_all(&auto_candidates(cfg)).into_iter().map(|c| (estimate_ns_with(&c, hw), c)).collect();
@@ -260,9 +273,9 @@ pub fn plan_gemm_auto_within(
         let Some(anchor) = limits.apply(&anchor) else { continue };
         // Fixed blocks are the user's: planned as given, not shrunk to fit.
         let planned = if limits.block_m.is_some() || limits.block_n.is_some() || limits.block_k.is_some() {
-            plan_gemm(&anchor)
+            plan_gemm_with_builder(&anchor, new_base)
         } else {
-            plan_gemm_fitting(&anchor)
+            plan_gemm_fitting_with_builder(&anchor, new_base)
         };
         weigh(planned, &mut weighed)?;
     }
@@ -275,7 +288,7 @@ pub fn plan_gemm_auto_within(
             continue;
         }
         // Candidates keep two slots per refilled block (the shortlist has smaller blocks).
-        weigh(plan_buffered(&cand, false), &mut weighed)?;
+        weigh(plan_buffered(&cand, false, new_base), &mut weighed)?;
     }
     let evaluated = weighed.len();
     let fastest = weighed.iter().map(|(_, c)| c.time).fold(f64::INFINITY, f64::min);

@@ -1,6 +1,8 @@
 //! The `blocked-mn` loop nest: M and N blocks of whole K stripes, the inner block in snake
 //! order.
 
+use penguin::IrBuilder;
+
 use crate::error::CodegenError;
 use crate::gemm::{tiles, LoopOrder, M_TILE, N_TILE};
 
@@ -18,7 +20,7 @@ struct Step<'b> {
     fresh_b: bool,
 }
 
-impl Planner<'_> {
+impl<B: IrBuilder> Planner<'_, B> {
     /// Block sizes in tiles: (m tiles, n tiles, k chunks).
     pub(super) fn block_tiles(&self) -> (usize, usize, usize) {
         let b = self.cfg.blocks;

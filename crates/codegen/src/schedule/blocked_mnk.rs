@@ -1,7 +1,8 @@
 //! The `blocked-mnk` loop nest: blocks in M, N and K with an fp32 result block in SBUF.
 
 use penguin::{
-    AccessPattern, ComputeEngine, DType, InstData, Memory, NDTile, PerfMode, TensorId, TensorTensorData, TensorTensorOp,
+    AccessPattern, ComputeEngine, DType, InstData, IrBuilder, Memory, NDTile, PerfMode, TensorId, TensorTensorData,
+    TensorTensorOp,
 };
 
 use crate::error::CodegenError;
@@ -9,7 +10,7 @@ use crate::gemm::{tiles, GemmConfig, KChunk, LoopOrder, M_TILE, N_TILE};
 
 use super::{hbm, on_chip, Operand, Planner, Slot};
 
-impl Planner<'_> {
+impl<B: IrBuilder> Planner<'_, B> {
     pub(super) fn blocked_mnk(&mut self) -> Result<(), CodegenError> {
         let cfg = self.cfg;
         let (bm, bn, bk) = self.block_tiles();

@@ -1,14 +1,14 @@
 //! SBUF buffers of the loop nests: slot allocation, sizes and whether they fit (the
 //! single-buffering decisions of the planner rest on these).
 
-use penguin::{DType, NDTile};
+use penguin::{DType, IrBuilder, NDTile};
 
 use crate::error::CodegenError;
 use crate::gemm::{M_TILE, N_TILE};
 
 use super::{chunk_width, Operand, Planner, Slot};
 
-impl Planner<'_> {
+impl<B: IrBuilder> Planner<'_, B> {
     /// Bytes per partition of each allocation [`Self::buffers`] makes, in its order.
     pub(super) fn buffer_sizes(
         &self,

@@ -2,8 +2,8 @@
 //! evacuations, and the software pipeline that interleaves them.
 
 use penguin::{
-    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, InstData, InstTile, Memory, MemsetData, TensorCopyData,
-    TilePosition, TileSize,
+    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, InstData, InstTile, IrBuilder, Memory, MemsetData,
+    TensorCopyData, TilePosition, TileSize,
 };
 
 use crate::combine::{
@@ -14,7 +14,7 @@ use crate::gemm::{KChunk, SparseA};
 
 use super::{hbm, on_chip, Lhs, Operand, Planner, Slot};
 
-impl Planner<'_> {
+impl<B: IrBuilder> Planner<'_, B> {
     /// Move a tile; a load that converts (f32 inputs to the matmul dtype) is an
     /// `OffloadedMemCast` executed on the DMA queues.
     pub(super) fn dma(&mut self, dst: InstTile, src: InstTile) -> Result<(), CodegenError> {

@@ -1,11 +1,13 @@
 //! The `hoisted` loop nest: whole K stripes of A^T per m tile and of B per n tile.
 
+use penguin::IrBuilder;
+
 use crate::error::CodegenError;
 use crate::gemm::{tiles, M_TILE, N_TILE};
 
 use super::{Operand, Planner};
 
-impl Planner<'_> {
+impl<B: IrBuilder> Planner<'_, B> {
     pub(super) fn hoisted(&mut self) -> Result<(), CodegenError> {
         let nk = self.chunks.len();
         let lhs = self.buffers("a_stripe", 2, nk, M_TILE, self.cfg.lhs_dtype, Operand::Lhs)?;

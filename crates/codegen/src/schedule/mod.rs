@@ -49,7 +49,7 @@ mod hoisted;
 mod naive;
 mod pe_transpose;
 
-use penguin::{AccessPattern, DType, GeneratedBuilder, InstTile, Memory, NDTile, PerfMode, TensorId};
+use penguin::{AccessPattern, DType, GeneratedBuilder, InstTile, IrBuilder, Memory, NDTile, PerfMode, TensorId};
 
 use crate::error::CodegenError;
 use crate::gemm::{k_chunks, GemmConfig, GemmPlan, KChunk, Schedule, SparseA, M_TILE, N_TILE};
@@ -59,9 +59,17 @@ use blocked_mnk::mnk_natural_width;
 use pe_transpose::PeQueue;
 
 pub use auto::{
-    auto_candidates, estimate_ns, estimate_ns_with, plan_gemm_auto, plan_gemm_auto_with, plan_gemm_auto_within,
-    AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
+    auto_candidates, estimate_ns, estimate_ns_with, plan_gemm_auto, plan_gemm_auto_with, plan_gemm_auto_with_builder,
+    plan_gemm_auto_within, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
 };
+
+/// The name of every kernel the planner opens.
+const KERNEL_NAME: &str = "gemm";
+
+/// The default base builder: a [`GeneratedBuilder`] for a kernel named `name`.
+fn generated(name: &str) -> GeneratedBuilder {
+    GeneratedBuilder::new(name)
+}
 
 /// Plan, emit and verify a GEMM kernel with the configured schedule.
 ///
@@ -69,14 +77,29 @@ pub use auto::{
 /// A blocked schedule's refilled block whose two slots do not fit SBUF gets one slot (the
 /// inner block first, then the outer one), reported in [`crate::CodegenStats::single_buffered`].
 pub fn plan_gemm(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
-    plan_buffered(cfg, true)
+    plan_gemm_with_builder(cfg, &mut generated)
+}
+
+/// [`plan_gemm`] over any base builder: the planner opens its kernel with
+/// `new_base(kernel_name)`, which must return an empty builder for a kernel of that name, and
+/// [`NeuronCodegen`] drives it (every instruction through `process_new_neuroninst`); the plan's
+/// function is what the builder's `finalize` returns.
+pub fn plan_gemm_with_builder<B: IrBuilder>(
+    cfg: &GemmConfig,
+    new_base: &mut dyn FnMut(&str) -> B,
+) -> Result<GemmPlan, CodegenError> {
+    plan_buffered(cfg, true, new_base)
 }
 
 /// [`plan_gemm`], single-buffering blocks that do not fit twice only when `single` is set
 /// (otherwise they fail with [`CodegenError::SbufCapacity`], as shrinking the blocks wants).
-fn plan_buffered(cfg: &GemmConfig, single: bool) -> Result<GemmPlan, CodegenError> {
+fn plan_buffered<B: IrBuilder>(
+    cfg: &GemmConfig,
+    single: bool,
+    new_base: &mut dyn FnMut(&str) -> B,
+) -> Result<GemmPlan, CodegenError> {
     cfg.validate()?;
-    let mut p = Planner::new(cfg)?;
+    let mut p = Planner::new(cfg, new_base(KERNEL_NAME))?;
     p.allow_single = single;
     match cfg.schedule {
         Schedule::Naive => p.naive()?,
@@ -96,17 +119,30 @@ fn plan_buffered(cfg: &GemmConfig, single: bool) -> Result<GemmPlan, CodegenErro
 /// blocks that do (halving N, then M, then K blocks): what default block sizes should do.
 /// Blocks are single-buffered only when no blocking fits with two slots.
 pub fn plan_gemm_fitting(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
-    match plan_shrinking(cfg, false) {
-        Err(CodegenError::SbufCapacity { .. }) => plan_shrinking(cfg, true),
+    plan_gemm_fitting_with_builder(cfg, &mut generated)
+}
+
+/// [`plan_gemm_fitting`] over any base builder (see [`plan_gemm_with_builder`]): each
+/// attempt opens a fresh one.
+pub fn plan_gemm_fitting_with_builder<B: IrBuilder>(
+    cfg: &GemmConfig,
+    new_base: &mut dyn FnMut(&str) -> B,
+) -> Result<GemmPlan, CodegenError> {
+    match plan_shrinking(cfg, false, new_base) {
+        Err(CodegenError::SbufCapacity { .. }) => plan_shrinking(cfg, true, new_base),
         other => other,
     }
 }
 
 /// [`plan_gemm_fitting`] with or without single buffering.
-fn plan_shrinking(cfg: &GemmConfig, single: bool) -> Result<GemmPlan, CodegenError> {
+fn plan_shrinking<B: IrBuilder>(
+    cfg: &GemmConfig,
+    single: bool,
+    new_base: &mut dyn FnMut(&str) -> B,
+) -> Result<GemmPlan, CodegenError> {
     let mut c = cfg.clone();
     loop {
-        match plan_buffered(&c, single) {
+        match plan_buffered(&c, single, new_base) {
             Err(e @ CodegenError::SbufCapacity { .. }) => {
                 let b = &mut c.blocks;
                 if b.n > N_TILE {
@@ -154,8 +190,9 @@ struct Lhs {
     tags: Option<InstTile>,
 }
 
-struct Planner<'a> {
-    cg: NeuronCodegen<GeneratedBuilder>,
+/// The state of one GEMM being planned over the base builder `B`.
+struct Planner<'a, B: IrBuilder> {
+    cg: NeuronCodegen<B>,
     cfg: &'a GemmConfig,
     a: TensorId,
     a_tags: Option<TensorId>,
@@ -195,9 +232,9 @@ fn hbm(tensor: TensorId, dtype: DType, ap: AccessPattern) -> InstTile {
     InstTile { tensor, memory: Memory::Hbm, dtype, ap }
 }
 
-impl<'a> Planner<'a> {
-    fn new(cfg: &'a GemmConfig) -> Result<Self, CodegenError> {
-        let mut cg = NeuronCodegen::new(GeneratedBuilder::new("gemm"), cfg.target, "gemm");
+impl<'a, B: IrBuilder> Planner<'a, B> {
+    fn new(cfg: &'a GemmConfig, base: B) -> Result<Self, CodegenError> {
+        let mut cg = NeuronCodegen::new(base, cfg.target, KERNEL_NAME);
         let (a, a_tags) = match cfg.sparsity {
             Some(p) => {
                 let shape = vec![cfg.m, SparseA::cols(cfg.k, p)];

@@ -1,6 +1,6 @@
 //! The `naive` loop nest: every (m, n, k) tile loads both operands.
 
-use penguin::InstTile;
+use penguin::{InstTile, IrBuilder};
 
 use crate::combine::MatMultAccumulation;
 use crate::error::CodegenError;
@@ -8,7 +8,7 @@ use crate::gemm::{tiles, M_TILE, N_TILE};
 
 use super::{Lhs, Operand, Planner};
 
-impl Planner<'_> {
+impl<B: IrBuilder> Planner<'_, B> {
     pub(super) fn naive(&mut self) -> Result<(), CodegenError> {
         let lhs = self.buffers("lhs_t", 2, 1, M_TILE, self.cfg.lhs_dtype, Operand::Lhs)?;
         let rhs = self.buffers("rhs", 2, 1, N_TILE, self.cfg.rhs_dtype, Operand::Rhs)?;

@@ -1,7 +1,7 @@
 //! A transposed on the PE: natural-layout loads, transposes through PSUM and the queue
 //! that transposes each stripe just in time.
 
-use penguin::{AccessPattern, ComputeEngine, DType, InstData, Memory, TensorId, TransposeData};
+use penguin::{AccessPattern, ComputeEngine, DType, InstData, IrBuilder, Memory, TensorId, TransposeData};
 
 use crate::error::CodegenError;
 use crate::gemm::KChunk;
@@ -50,7 +50,7 @@ impl PeQueue {
     }
 }
 
-impl Planner<'_> {
+impl<B: IrBuilder> Planner<'_, B> {
     /// trn1: load A[m0.., k0..] in its natural layout (contiguous rows), transpose it on the PE
     /// into PSUM, and copy the transpose into the stationary slot.
     pub(super) fn load_lhs_pe_transposed(

@@ -1,6 +1,7 @@
 //! The trace and SVG in a kernel author's terms: every wait paired with the signal that
 //! released it, counters within capacity, tiles and K steps on every slice, and the tile
-//! grid coloured in the modeled finish order.
+//! grid coloured in the modeled finish order. The GEMMs are planned by codegen, so these
+//! tests live here rather than in sim (which does not depend on codegen).
 #![expect(clippy::unwrap_used, clippy::expect_used, reason = "test helpers: unwrapping is how they assert")]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
