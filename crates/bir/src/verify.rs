@@ -320,4 +320,25 @@ mod tests {
         let errs = errors(Engine::Pe, sparse);
         assert!(errs.iter().any(|e| e.contains("tags must be int16")), "{errs:?}");
     }
+
+    #[test]
+    fn errors_carry_the_instruction_they_are_about() {
+        let mut p = Program::new("k", Target::Trn2);
+        p.semaphores.push("never".into());
+        let dst = ap(Memory::Sbuf, 0, 1, 1, 0, vec![Dim::new(1, 4)]);
+        let memset =
+            |waits| BirInst { op: Op::Memset { dst: dst.clone(), value: 0.0 }, waits, signal: None, origin: None };
+        p.streams[Engine::Pe.index()].push(memset(Vec::new()));
+        let Err(BirError::Verify(errs)) = verify_program(&p) else { panic!("expected verifier errors") };
+        let at = InstRef { engine: Engine::Pe, index: 0 };
+        assert_eq!(errs, [VerifyError::inst(at, "memset", "memset cannot run on pe")]);
+        assert_eq!(errs[0].to_string(), "pe[0] memset: memset cannot run on pe");
+        // A deadlock is about the program as a whole.
+        p.streams[Engine::Pe.index()].clear();
+        p.streams[Engine::Dve.index()]
+            .push(memset(vec![crate::program::Wait { sem: crate::program::SemId(0), value: 1 }]));
+        let Err(BirError::Verify(errs)) = verify_program(&p) else { panic!("expected verifier errors") };
+        assert_eq!(errs, [VerifyError::program("deadlock: streams wait forever at dve[0]")]);
+        assert_eq!(errs[0].to_string(), "deadlock: streams wait forever at dve[0]");
+    }
 }

@@ -5,7 +5,7 @@
 //! attrs [field, ...] { fields }`: `aps` lists the access-pattern fields in text order with
 //! what the op does with each, `attrs` the attribute fields in text order (an attribute's
 //! key is its type's; see `op_table.rs`). The fields keep their declaration order in the
-//! JSON form, and `from_parts` reads them in that order.
+//! JSON form, and `from_parts` reads them in that order (attributes with a default first).
 
 use serde::{Deserialize, Serialize};
 
@@ -165,8 +165,11 @@ mod tests {
     use super::*;
     use crate::program::OpPart;
 
-    /// The text-format parts of an op, as the parser hands them to `from_parts`.
-    fn parts(op: &Op) -> (Vec<(String, String)>, Vec<(String, HwAp)>) {
+    /// An op's attributes and access patterns, as the parser hands them to `from_parts`.
+    type TextParts = (Vec<(String, String)>, Vec<(String, HwAp)>);
+
+    /// The text-format parts of an op.
+    fn parts(op: &Op) -> TextParts {
         let attrs = op.attributes().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
         let aps = op.aps().into_iter().map(|(n, ap)| (n.to_string(), ap.clone())).collect();
         (attrs, aps)

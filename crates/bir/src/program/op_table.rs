@@ -168,6 +168,10 @@ impl<'a> Parts<'a> {
 /// A field of an op as the text format sees it: an access pattern (named like the field)
 /// or an attribute (named by its type's [`Attr::KEY`]).
 pub(super) trait Field: Sized {
+    /// Whether the field is an attribute with a default: such fields are read (and their
+    /// values checked) before the others, which are read in declaration order.
+    const OPTIONAL: bool = false;
+
     /// Read the field from the parts.
     fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError>;
 
@@ -208,6 +212,8 @@ impl Field for HwAp {
 }
 
 impl Field for PerfMode {
+    const OPTIONAL: bool = true;
+
     fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
         Ok(parts.pe.perf_mode)
     }
@@ -227,6 +233,8 @@ impl Attr for PerfMode {
 }
 
 impl Field for TilePosition {
+    const OPTIONAL: bool = true;
+
     fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
         Ok(parts.pe.tile_position)
     }
@@ -246,6 +254,8 @@ impl Attr for TilePosition {
 }
 
 impl Field for TileSize {
+    const OPTIONAL: bool = true;
+
     fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
         Ok(parts.pe.tile_size)
     }
@@ -306,6 +316,8 @@ impl Attr for SparsityPattern {
 }
 
 impl Field for CastMode {
+    const OPTIONAL: bool = true;
+
     fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
         match parts.attr(Self::KEY) {
             None | Some("rne") => Ok(CastMode::Rne),
@@ -382,7 +394,8 @@ impl Attr for f64 {
 /// Declare every op kind once: its variant with documented fields (access patterns are the
 /// `HwAp` fields), text name, engine class, access-pattern roles and printed attribute
 /// order. Derives the enum, `name`, `engine_class`, `aps`, `aps_mut`, `ap_roles`,
-/// `attributes`, `from_parts` and (in tests) one example op per kind.
+/// `attributes`, `from_parts` (optional attributes first, then the fields in declaration
+/// order) and (in tests) one example op per kind.
 macro_rules! declare_ops {
     (
         $(
@@ -452,7 +465,17 @@ macro_rules! declare_ops {
                 let mut parts = Parts::new(name, attrs, aps)?;
                 let p = &mut parts;
                 let op = match p.name() {
-                    $( $name => Op::$V { $( $f: <$ty as Field>::take(p, stringify!($f))? ),* }, )*
+                    $( $name => {
+                        $( let $f = if <$ty as Field>::OPTIONAL {
+                            Some(<$ty as Field>::take(p, stringify!($f))?)
+                        } else {
+                            None
+                        }; )*
+                        Op::$V { $( $f: match $f {
+                            Some(v) => v,
+                            None => <$ty as Field>::take(p, stringify!($f))?,
+                        } ),* }
+                    } )*
                     other => return Err(FromPartsError::opcode(format!("unknown BIR op `{other}`"))),
                 };
                 let known: Vec<&str> = op.attributes().iter().map(|(k, _)| *k).collect();
