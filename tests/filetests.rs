@@ -187,9 +187,9 @@ fn verify_errors(path: &Path, body: &str) -> Vec<(usize, String)> {
             Ok(()) => Vec::new(),
             Err(bir::BirError::Verify(errors)) => errors
                 .iter()
-                .map(|e| match bir::text::locate(e) {
-                    Some((at, msg)) => (map.line_of(at).unwrap_or(first), msg.to_string()),
-                    None => (first, e.clone()),
+                .map(|e| match e.at {
+                    Some(at) => (map.line_of(bir::text::Line::Inst(at)).unwrap_or(first), e.message.clone()),
+                    None => (first, e.to_string()),
                 })
                 .collect(),
             Err(other) => vec![(first, other.to_string())],

@@ -1,8 +1,10 @@
 //! The bir crate's errors.
 
+use std::fmt;
+
 use penguin::InstId;
 
-use crate::program::Engine;
+use crate::program::{Engine, InstRef};
 
 /// The message the seed gives for an access pattern with more dimensions than the engine
 /// supports.
@@ -49,7 +51,46 @@ pub enum BirError {
     /// Bug: the verified function broke an invariant the lowering relies on.
     #[error("internal error: {0}")]
     Internal(String),
-    /// User error: the BIR verifier rejected the program (each line is one error).
-    #[error("BIR verifier: {}", .0.join("; "))]
-    Verify(Vec<String>),
+    /// User error: the BIR verifier rejected the program (every broken rule).
+    #[error("BIR verifier: {}", join(.0))]
+    Verify(Vec<VerifyError>),
+}
+
+/// One broken rule of the BIR verifier: the instruction it is about, if any, and what is
+/// wrong. Prints as `pe[3] multiply_moving: message`, or the bare message for the program as
+/// a whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyError {
+    /// The instruction concerned; `None` for the program as a whole.
+    pub at: Option<InstRef>,
+    /// The opcode name of the instruction at `at`, printed after its position (empty when
+    /// `at` is `None`).
+    pub opcode: &'static str,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl VerifyError {
+    /// An error about the instruction at `at`, whose opcode name is `opcode`.
+    pub fn inst(at: InstRef, opcode: &'static str, message: impl Into<String>) -> Self {
+        VerifyError { at: Some(at), opcode, message: message.into() }
+    }
+
+    /// An error about the program as a whole.
+    pub fn program(message: impl Into<String>) -> Self {
+        VerifyError { at: None, opcode: "", message: message.into() }
+    }
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.at {
+            Some(at) => write!(f, "{at} {}: {}", self.opcode, self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+fn join(errors: &[VerifyError]) -> String {
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 }

@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::BirError;
+use crate::error::{BirError, VerifyError};
 use crate::program::{BirInst, Engine, Program, NUM_ENGINES};
 
 /// One entry of a looped stream.
@@ -203,7 +203,12 @@ impl LoopedProgram {
                     out.push(i);
                     Ok(())
                 },
-                &|| BirError::Verify(vec![format!("a loop on {} moves a parameter out of range", engine_name(e))]),
+                &|| {
+                    BirError::Verify(vec![VerifyError::program(format!(
+                        "a loop on {} moves a parameter out of range",
+                        engine_name(e)
+                    ))])
+                },
             )?;
         }
         Ok(p)
@@ -219,14 +224,14 @@ fn check_steps(items: &[Item]) -> Result<(), BirError> {
     for it in items {
         if let Item::Loop(l) = it {
             if l.trips == 0 {
-                return Err(BirError::Verify(vec!["a loop has 0 trips".into()]));
+                return Err(BirError::Verify(vec![VerifyError::program("a loop has 0 trips")]));
             }
             let n = param_count(&l.body);
             if l.step.len() != n {
-                return Err(BirError::Verify(vec![format!(
+                return Err(BirError::Verify(vec![VerifyError::program(format!(
                     "a loop's step has {} entries but its body has {n} parameters",
                     l.step.len()
-                )]));
+                ))]));
             }
             check_steps(&l.body)?;
         }

@@ -31,32 +31,52 @@
 
 use penguin::{DType, Memory};
 
-use crate::error::{BirError, TOO_MANY_STRIDES};
-use crate::program::{Engine, HwAp, Op, Program};
+use crate::error::{BirError, VerifyError, TOO_MANY_STRIDES};
+use crate::program::{Engine, HwAp, InstRef, Op, Program};
+
+/// The errors found so far, each about one instruction or the program.
+#[derive(Default)]
+struct Errors(Vec<VerifyError>);
+
+/// The instruction being checked: where it is and its opcode name.
+#[derive(Clone, Copy)]
+struct At {
+    inst: InstRef,
+    opcode: &'static str,
+}
+
+impl Errors {
+    fn push(&mut self, at: At, message: impl Into<String>) {
+        self.0.push(VerifyError::inst(at.inst, at.opcode, message));
+    }
+}
 
 /// Verify a program, collecting every error.
 pub fn verify_program(p: &Program) -> Result<(), BirError> {
-    let mut errors = Vec::new();
+    let mut errors = Errors::default();
     let sbuf_cap = i128::from(p.target.info().statebuf_par_size_in_bytes);
     for e in Engine::all() {
         let mut stationary_k: Option<u64> = None;
         for (n, inst) in p.stream(e).iter().enumerate() {
-            let at = format!("{e}[{n}] {}", inst.op.name());
+            let at = At { inst: InstRef { engine: e, index: n }, opcode: inst.op.name() };
             if !inst.op.engine_class().contains(e) {
-                errors.push(format!("{at}: {} cannot run on {e}", inst.op.name()));
+                errors.push(at, format!("{} cannot run on {e}", inst.op.name()));
             }
             for (ap, _) in inst.op.accesses() {
-                check_ap(&mut errors, &at, e, ap, sbuf_cap, p.hbm_size);
+                check_ap(&mut errors, at, e, ap, sbuf_cap, p.hbm_size);
             }
-            let same = |errors: &mut Vec<String>, a: &HwAp, b: &HwAp| {
+            let same = |errors: &mut Errors, a: &HwAp, b: &HwAp| {
                 if a.num_partitions != b.num_partitions || a.free_elems() != b.free_elems() {
-                    errors.push(format!(
-                        "{at}: shape mismatch: {} x {} vs {} x {}",
-                        a.num_partitions,
-                        a.free_elems(),
-                        b.num_partitions,
-                        b.free_elems()
-                    ));
+                    errors.push(
+                        at,
+                        format!(
+                            "shape mismatch: {} x {} vs {} x {}",
+                            a.num_partitions,
+                            a.free_elems(),
+                            b.num_partitions,
+                            b.free_elems()
+                        ),
+                    );
                 }
             };
             match &inst.op {
@@ -64,30 +84,30 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
                 Op::LoadStationarySparse { src, tags, pattern, .. } => {
                     same(&mut errors, src, tags);
                     if tags.dtype != DType::Int16 {
-                        errors.push(format!("{at}: tags must be int16, not {}", tags.dtype));
+                        errors.push(at, format!("tags must be int16, not {}", tags.dtype));
                     }
                     stationary_k = Some(u64::from(src.num_partitions / pattern.n.max(1)) * u64::from(pattern.m));
                 }
                 Op::MultiplyMoving { dst, src, .. } => {
                     match stationary_k {
-                        None => errors.push(format!("{at}: no LoadStationary before it")),
+                        None => errors.push(at, "no LoadStationary before it"),
                         Some(k) if k != u64::from(src.num_partitions) => {
-                            errors.push(format!("{at}: K = {} but the loaded stationary has {k}", src.num_partitions));
+                            errors.push(at, format!("K = {} but the loaded stationary has {k}", src.num_partitions));
                         }
                         Some(_) => {}
                     }
                     if dst.memory != Memory::Psum || dst.dtype != DType::Fp32 {
-                        errors.push(format!("{at}: result must be fp32 in psum, not {} {}", dst.dtype, dst.memory));
+                        errors.push(at, format!("result must be fp32 in psum, not {} {}", dst.dtype, dst.memory));
                     }
                 }
                 Op::Transpose { dst, src } => {
                     if u64::from(dst.num_partitions) != src.free_elems()
                         || dst.free_elems() != u64::from(src.num_partitions)
                     {
-                        errors.push(format!("{at}: result is not the transpose of the source"));
+                        errors.push(at, "result is not the transpose of the source");
                     }
                     if dst.memory != Memory::Psum || dst.dtype != DType::Fp32 {
-                        errors.push(format!("{at}: result must be fp32 in psum, not {} {}", dst.dtype, dst.memory));
+                        errors.push(at, format!("result must be fp32 in psum, not {} {}", dst.dtype, dst.memory));
                     }
                 }
                 Op::DmaCopy { dst, src, .. } | Op::TensorCopy { dst, src } => same(&mut errors, dst, src),
@@ -101,29 +121,30 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
                 }
                 Op::DmaGather { dst: rows, table, index } | Op::DmaScatterAdd { src: rows, table, index } => {
                     if index.dtype != DType::Int32 {
-                        errors.push(format!("{at}: index must be int32, not {}", index.dtype));
+                        errors.push(at, format!("index must be int32, not {}", index.dtype));
                     }
                     if u64::from(rows.num_partitions) != index.num_elems() || rows.free_elems() != table.free_elems() {
-                        errors.push(format!("{at}: one row of the table per index entry is expected"));
+                        errors.push(at, "one row of the table per index entry is expected");
                     }
                 }
                 Op::Memset { .. } => {}
             }
             for w in &inst.waits {
                 if w.sem.0 as usize >= p.semaphores.len() {
-                    errors.push(format!("{at}: waits on {}, which does not exist", w.sem));
+                    errors.push(at, format!("waits on {}, which does not exist", w.sem));
                 }
             }
             if let Some(s) = inst.signal {
                 if s.0 as usize >= p.semaphores.len() {
-                    errors.push(format!("{at}: signals {s}, which does not exist"));
+                    errors.push(at, format!("signals {s}, which does not exist"));
                 }
             }
         }
     }
+    let mut errors = errors.0;
     if errors.is_empty() {
         if let Some(stuck) = find_deadlock(p) {
-            errors.push(stuck);
+            errors.push(VerifyError::program(stuck));
         }
     }
     if errors.is_empty() {
@@ -133,40 +154,42 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
     }
 }
 
-fn check_ap(errors: &mut Vec<String>, at: &str, e: Engine, ap: &HwAp, sbuf_cap: i128, hbm_size: u64) {
+fn check_ap(errors: &mut Errors, at: At, e: Engine, ap: &HwAp, sbuf_cap: i128, hbm_size: u64) {
     if ap.dims.len() > e.max_free_dims() {
-        errors.push(format!(
-            "{at}: {TOO_MANY_STRIDES} ({} free dimensions, {e} supports {})",
-            ap.dims.len(),
-            e.max_free_dims()
-        ));
+        errors.push(
+            at,
+            format!("{TOO_MANY_STRIDES} ({} free dimensions, {e} supports {})", ap.dims.len(), e.max_free_dims()),
+        );
     }
     if ap.num_partitions == 0 || ap.dims.iter().any(|d| d.num == 0) {
-        errors.push(format!("{at}: empty access pattern"));
+        errors.push(at, "empty access pattern");
         return;
     }
     if ap.num_elems().saturating_mul(u64::from(ap.dtype.size_bytes())) > i64::MAX as u64 {
-        errors.push(format!(
-            "{at}: too many elements ({} partitions x {} per partition of {}; at most 2^63 - 1 bytes)",
-            ap.num_partitions,
-            ap.free_elems(),
-            ap.dtype
-        ));
+        errors.push(
+            at,
+            format!(
+                "too many elements ({} partitions x {} per partition of {}; at most 2^63 - 1 bytes)",
+                ap.num_partitions,
+                ap.free_elems(),
+                ap.dtype
+            ),
+        );
     }
     // Exact bounds: a hostile stride, count or offset must not wrap into range.
     let [p0, p1, lo, hi] = ap.byte_region_wide();
     match ap.memory {
         Memory::Hbm => {
             if lo < 0 || hi > i128::from(hbm_size) {
-                errors.push(format!("{at}: hbm bytes {lo}..{hi} outside the {hbm_size} bytes of HBM"));
+                errors.push(at, format!("hbm bytes {lo}..{hi} outside the {hbm_size} bytes of HBM"));
             }
         }
         Memory::Sbuf | Memory::Psum => {
             if p0 < 0 {
-                errors.push(format!("{at}: partitions {p0}..{p1} below partition 0"));
+                errors.push(at, format!("partitions {p0}..{p1} below partition 0"));
             }
             if p1 > i128::from(penguin::target::NUM_PARTITIONS) {
-                errors.push(format!("{at}: partitions {p0}..{p1} beyond 128"));
+                errors.push(at, format!("partitions {p0}..{p1} beyond 128"));
             }
             let cap = if ap.memory == Memory::Sbuf {
                 sbuf_cap
@@ -174,17 +197,20 @@ fn check_ap(errors: &mut Vec<String>, at: &str, e: Engine, ap: &HwAp, sbuf_cap: 
                 i128::from(penguin::target::PSUM_NUM_BANKS * penguin::target::PSUM_BANK_BYTES)
             };
             if lo < 0 || hi > cap {
-                errors.push(format!("{at}: {} bytes {lo}..{hi} outside the {cap} bytes per partition", ap.memory));
+                errors.push(at, format!("{} bytes {lo}..{hi} outside the {cap} bytes per partition", ap.memory));
             }
             let bank = i128::from(penguin::target::PSUM_BANK_BYTES);
             if ap.memory == Memory::Psum && lo >= 0 && hi > lo && lo / bank != (hi - 1) / bank {
-                errors.push(format!("{at}: psum bytes {lo}..{hi} cross a bank boundary"));
+                errors.push(at, format!("psum bytes {lo}..{hi} cross a bank boundary"));
             }
             if e.is_compute() && !partition_start_ok(ap.start_partition, ap.num_partitions) {
-                errors.push(format!(
-                    "{at}: {} partitions cannot start at partition {} (partition start rule)",
-                    ap.num_partitions, ap.start_partition
-                ));
+                errors.push(
+                    at,
+                    format!(
+                        "{} partitions cannot start at partition {} (partition start rule)",
+                        ap.num_partitions, ap.start_partition
+                    ),
+                );
             }
         }
     }
@@ -228,7 +254,10 @@ fn find_deadlock(p: &Program) -> Option<String> {
         .iter()
         .enumerate()
         .filter(|(e, s)| pc[*e] < s.len())
-        .map(|(e, _)| format!("{}[{}]", Engine::from_index(e).map_or("?".into(), |x| x.name()), pc[e]))
+        .map(|(e, _)| match Engine::from_index(e) {
+            Some(engine) => InstRef { engine, index: pc[e] }.to_string(),
+            None => format!("?[{}]", pc[e]),
+        })
         .collect();
     (!stuck.is_empty()).then(|| format!("deadlock: streams wait forever at {}", stuck.join(", ")))
 }
@@ -248,7 +277,7 @@ mod tests {
         p.hbm_size = 1 << 20;
         p.streams[engine.index()].push(BirInst { op, waits: Vec::new(), signal: None, origin: None });
         match verify_program(&p) {
-            Err(BirError::Verify(errors)) => errors,
+            Err(BirError::Verify(errors)) => errors.iter().map(ToString::to_string).collect(),
             other => panic!("expected verifier errors, got {other:?}"),
         }
     }
@@ -290,5 +319,26 @@ mod tests {
         };
         let errs = errors(Engine::Pe, sparse);
         assert!(errs.iter().any(|e| e.contains("tags must be int16")), "{errs:?}");
+    }
+
+    #[test]
+    fn errors_carry_the_instruction_they_are_about() {
+        let mut p = Program::new("k", Target::Trn2);
+        p.semaphores.push("never".into());
+        let dst = ap(Memory::Sbuf, 0, 1, 1, 0, vec![Dim::new(1, 4)]);
+        let memset =
+            |waits| BirInst { op: Op::Memset { dst: dst.clone(), value: 0.0 }, waits, signal: None, origin: None };
+        p.streams[Engine::Pe.index()].push(memset(Vec::new()));
+        let Err(BirError::Verify(errs)) = verify_program(&p) else { panic!("expected verifier errors") };
+        let at = InstRef { engine: Engine::Pe, index: 0 };
+        assert_eq!(errs, [VerifyError::inst(at, "memset", "memset cannot run on pe")]);
+        assert_eq!(errs[0].to_string(), "pe[0] memset: memset cannot run on pe");
+        // A deadlock is about the program as a whole.
+        p.streams[Engine::Pe.index()].clear();
+        p.streams[Engine::Dve.index()]
+            .push(memset(vec![crate::program::Wait { sem: crate::program::SemId(0), value: 1 }]));
+        let Err(BirError::Verify(errs)) = verify_program(&p) else { panic!("expected verifier errors") };
+        assert_eq!(errs, [VerifyError::program("deadlock: streams wait forever at dve[0]")]);
+        assert_eq!(errs[0].to_string(), "deadlock: streams wait forever at dve[0]");
     }
 }

@@ -191,11 +191,11 @@ pub fn bir_errors(
     p: &bir::Program,
     map: Option<&bir::text::SourceMap>,
     what: &str,
-    errors: &[String],
+    errors: &[bir::VerifyError],
 ) -> CliError {
     let mut msg = format!("{}: {what}: {} error(s)\n", src.name, errors.len());
     for e in errors {
-        let line = bir::text::locate(e).and_then(|(at, _)| map.and_then(|m| m.line_of(at)));
+        let line = e.at.and_then(|at| map.and_then(|m| m.line_of(bir::text::Line::Inst(at))));
         match line {
             Some(line) => msg += &format!("{}:{line}: {e}\n", src.name),
             None => msg += &format!("{}: {e}\n", src.name),

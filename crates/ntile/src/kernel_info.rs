@@ -125,7 +125,9 @@ mod tests {
     fn source_lines_follow_a_bir_files_source_map() {
         let text = include_str!("../../../examples/gemm_4x16x8.bir");
         let Ok((program, map)) = bir::text::parse_with_source_map(text) else { panic!("the example parses") };
-        let src = source_lines("gemm.bir", &program, |e, i| map.line_of(bir::text::Line::Inst(e, i)));
+        let src = source_lines("gemm.bir", &program, |e, i| {
+            map.line_of(bir::text::Line::Inst(bir::InstRef { engine: e, index: i }))
+        });
         assert_eq!(src.lines.len(), program.streams.len());
         let pe = &src.lines[bir::Engine::Pe.index()];
         assert_eq!(pe.len(), program.stream(bir::Engine::Pe).len());

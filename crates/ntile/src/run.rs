@@ -249,7 +249,7 @@ fn failing_insts(e: &sim::SimError) -> Vec<sim::InstRef> {
 /// Penguin instruction it was lowered from in a `.pir` file.
 fn inst_line(program: &bir::Program, lines: &SourceLines, at: sim::InstRef) -> Option<usize> {
     match lines {
-        SourceLines::Bir(map) => map.as_ref()?.line_of(bir::text::Line::Inst(at.engine, at.index)),
+        SourceLines::Bir(map) => map.as_ref()?.line_of(bir::text::Line::Inst(at)),
         SourceLines::Penguin(map) => {
             let id = program.streams.get(at.engine.index())?.get(at.index)?.origin?;
             map.as_ref()?.line_of(penguin::Entity::Inst(id))
@@ -264,7 +264,12 @@ fn sim_message(src: &Source, program: &bir::Program, lines: &SourceLines, e: &si
     let message = e.to_string();
     let (line, message) = match lines {
         SourceLines::Bir(map) => {
-            (bir::text::locate(&message).and_then(|(at, _)| map.as_ref().and_then(|m| m.line_of(at))), message)
+            // The failing instruction's own line; a deadlock names several and gets none.
+            let at = match e {
+                sim::SimError::Deadlock { .. } => None,
+                _ => failing_insts(e).first().copied(),
+            };
+            (at.and_then(|at| map.as_ref()?.line_of(bir::text::Line::Inst(at))), message)
         }
         SourceLines::Penguin(map) => {
             let origin = |at: sim::InstRef| {

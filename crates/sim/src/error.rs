@@ -2,23 +2,11 @@
 
 use std::fmt;
 
-use bir::{Engine, SemId};
+use bir::SemId;
 use penguin::Memory;
 
-/// A position in a program: an engine's stream and an index into it; prints as `pe[3]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-pub struct InstRef {
-    /// The engine whose stream holds the instruction.
-    pub engine: Engine,
-    /// Index in that stream.
-    pub index: usize,
-}
-
-impl fmt::Display for InstRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}[{}]", self.engine, self.index)
-    }
-}
+// The position of an instruction, shared with bir's verifier and text format.
+pub use bir::InstRef;
 
 /// Where one stream of a deadlocked program stopped: the first wait that never held.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use penguin::text::lexer::{numbered_lines, split_comment, tensor_limit, walk_lim
 use penguin::{DType, InstId, Memory, Target};
 
 use super::print::Line;
-use crate::program::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program, SemId, Wait};
+use crate::program::{BirInst, Engine, HbmRole, HbmTensor, HwAp, InstRef, Op, OpPart, Program, SemId, Wait};
 
 /// Where each line of a parsed program was written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -41,7 +41,7 @@ pub fn check_limits(p: &Program) -> Result<(), (Line, String)> {
     for e in Engine::all() {
         for (n, inst) in p.stream(e).iter().enumerate() {
             if let Some(m) = inst.op.aps().into_iter().find_map(|(_, ap)| ap_limit(ap)) {
-                return Err((Line::Inst(e, n), m));
+                return Err((Line::Inst(InstRef { engine: e, index: n }), m));
             }
         }
     }
@@ -164,12 +164,15 @@ fn inst<'a>(c: &mut Cursor<'a>, index: usize) -> Result<BirInst, ParseError> {
         }
     }
     let plain: Vec<(String, String)> = attrs.iter().map(|(_, k, v)| (k.clone(), v.clone())).collect();
-    let op = Op::from_parts(opcode, &plain, aps).map_err(|message| {
-        let col = attrs
-            .iter()
-            .find(|(_, k, v)| message.contains(&format!("`{v}`")) || message.contains(&format!("`{k}")))
-            .map_or(op_col, |(col, _, _)| *col);
-        c.error_at(col, message)
+    // An error is placed at the `key=` it names when that was written as an attribute, else
+    // at the opcode.
+    let op = Op::from_parts(opcode, &plain, aps).map_err(|e| {
+        let key = match &e.part {
+            OpPart::Attribute(key) | OpPart::AccessPattern(key) => Some(key.as_str()),
+            OpPart::Opcode => None,
+        };
+        let col = attrs.iter().find(|(_, k, _)| Some(k.as_str()) == key).map_or(op_col, |(col, _, _)| *col);
+        c.error_at(col, e.message)
     })?;
     Ok(BirInst { op, waits: waits.unwrap_or_default(), signal, origin })
 }
@@ -203,7 +206,7 @@ pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseEr
             let index = p.streams[e.index()].len();
             let i = inst(&mut c, index)?;
             p.streams[e.index()].push(i);
-            map.lines.insert(Line::Inst(e, index), line_no);
+            map.lines.insert(Line::Inst(InstRef { engine: e, index }), line_no);
             c.expect_end()?;
             continue;
         };

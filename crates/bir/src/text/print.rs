@@ -4,7 +4,8 @@ use std::fmt::{self, Write as _};
 
 use penguin::text::print::quote;
 
-use crate::program::{BirInst, Engine, HbmRole, HwAp, Program, SemId};
+use crate::error::VerifyError;
+use crate::program::{BirInst, Engine, HbmRole, HwAp, InstRef, Program, SemId};
 
 /// `MEMORY.DTYPE[pSTART:COUNT:STRIDE @BYTE_OFFSET [STRIDE, NUM]...]`.
 pub fn ap_text(ap: &HwAp) -> String {
@@ -52,8 +53,8 @@ pub enum Line {
     Sem(SemId),
     /// A `stream` header.
     Stream(Engine),
-    /// An instruction: its engine and index in the stream.
-    Inst(Engine, usize),
+    /// An instruction.
+    Inst(InstRef),
 }
 
 impl fmt::Display for Line {
@@ -63,7 +64,7 @@ impl fmt::Display for Line {
             Line::Hbm(i) => write!(f, "hbm tensor {i}"),
             Line::Sem(s) => write!(f, "{s}"),
             Line::Stream(e) => write!(f, "stream {e}"),
-            Line::Inst(e, n) => write!(f, "{e}[{n}]"),
+            Line::Inst(at) => write!(f, "{at}"),
         }
     }
 }
@@ -95,7 +96,7 @@ pub fn lines(p: &Program) -> Vec<(Line, String)> {
         }
         out.push((Line::Stream(e), format!("stream {e}:")));
         for (n, i) in stream.iter().enumerate() {
-            out.push((Line::Inst(e, n), format!("  {n}: {}", inst_text(i))));
+            out.push((Line::Inst(InstRef { engine: e, index: n }), format!("  {n}: {}", inst_text(i))));
         }
     }
     out
@@ -110,28 +111,23 @@ impl fmt::Display for Program {
     }
 }
 
-/// Where a verifier message points: the instruction named by its `engine[n]` prefix.
-pub fn locate(message: &str) -> Option<(Line, &str)> {
-    let (head, rest) = message.split_once(": ")?;
-    let at = head.split_whitespace().next()?;
-    let (engine, index) = at.strip_suffix(']')?.split_once('[')?;
-    let engine = Engine::all().find(|e| e.name() == engine)?;
-    Some((Line::Inst(engine, index.parse().ok()?), rest))
+/// The line a verifier error belongs beside: its instruction's, or the `program` line.
+pub fn error_line(e: &VerifyError) -> Line {
+    e.at.map_or(Line::Program, Line::Inst)
 }
 
-/// The program's text with every verifier message printed under the instruction it names
-/// as `; error: ...` (messages that name no instruction go under the `program` line).
-pub fn print_with_errors(p: &Program, errors: &[String]) -> String {
-    let located: Vec<(Line, &str)> = errors.iter().map(|e| locate(e).unwrap_or((Line::Program, e.as_str()))).collect();
+/// The program's text with every verifier error printed under the instruction it is about
+/// as `; error: ...` (errors about the program as a whole go under the `program` line).
+pub fn print_with_errors(p: &Program, errors: &[VerifyError]) -> String {
     let mut s = String::new();
     let mut printed = vec![false; errors.len()];
     for (line, text) in lines(p) {
         s.push_str(&text);
         s.push('\n');
-        for (i, (at, msg)) in located.iter().enumerate() {
-            if *at == line && !printed[i] {
+        for (i, e) in errors.iter().enumerate() {
+            if error_line(e) == line && !printed[i] {
                 printed[i] = true;
-                let _ = writeln!(s, "; error: {msg}");
+                let _ = writeln!(s, "; error: {}", e.message);
             }
         }
     }

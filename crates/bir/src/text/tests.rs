@@ -205,3 +205,27 @@ proptest! {
         prop_assert_eq!(back.to_string(), text);
     }
 }
+
+#[test]
+fn op_errors_point_at_the_part_they_name() {
+    let s = "program k target=trn2\nstream dma0:\n";
+    let copy = "dma_copy cast=rne dst=sbuf.fp32[p0:1:1 @0] src=hbm.fp32[p0:1:1 @0]";
+    // An unknown key is placed at itself, even when another attribute's value spells it.
+    assert_eq!(err(&format!("{s}{copy} rne=rne")), "3:68: dma_copy has no attribute `rne`");
+    // A cast with a default is checked before the access patterns.
+    assert_eq!(
+        err(&format!("{s}dma_copy cast=bogus src=hbm.fp32[p0:1:1 @0]")),
+        "3:10: unknown cast mode `bogus` (expected rne or saturate)"
+    );
+    assert_eq!(err(&format!("{s}dma_copy src=hbm.fp32[p0:1:1 @0]")), "3:1: dma_copy needs access pattern `dst=`");
+    let pe = "program k target=trn2\nstream pe:\n";
+    let mm = "multiply_moving dst=psum.fp32[p0:1:1 @0] src=sbuf.fp32[p0:1:1 @0]";
+    // A malformed PE attribute is placed at its key, found without reading the message.
+    assert_eq!(
+        err(&format!("{pe}{mm} acc=start|foo")),
+        "3:67: unknown accumulation flag `foo` (expected start, accu, stop)"
+    );
+    assert_eq!(err(&format!("{pe}{mm}")), "3:1: multiply_moving needs `acc=`");
+    let unknown = mm.replacen("multiply_moving", "multiply_mover", 1);
+    assert_eq!(err(&format!("{pe}{unknown} acc=start")), "3:1: unknown BIR op `multiply_mover`");
+}

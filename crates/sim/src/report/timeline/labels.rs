@@ -245,7 +245,14 @@ pub(crate) fn accumulates(op: &Op) -> bool {
     match op {
         Op::MultiplyMoving { acc, .. } => !acc.contains(EngineAccumulationType::START),
         Op::DmaFma { .. } | Op::DmaScatterAdd { .. } => true,
-        _ => false,
+        Op::LoadStationary { .. }
+        | Op::LoadStationarySparse { .. }
+        | Op::Transpose { .. }
+        | Op::DmaCopy { .. }
+        | Op::DmaGather { .. }
+        | Op::TensorCopy { .. }
+        | Op::TensorTensor { .. }
+        | Op::Memset { .. } => false,
     }
 }
 
@@ -255,7 +262,14 @@ fn cell(op: &Op) -> Option<(u32, u32)> {
         Op::LoadStationary { tile_position: p, .. }
         | Op::LoadStationarySparse { tile_position: p, .. }
         | Op::MultiplyMoving { tile_position: p, .. } => Some((p.row, p.col)),
-        _ => None,
+        Op::Transpose { .. }
+        | Op::DmaCopy { .. }
+        | Op::DmaFma { .. }
+        | Op::DmaGather { .. }
+        | Op::DmaScatterAdd { .. }
+        | Op::TensorCopy { .. }
+        | Op::TensorTensor { .. }
+        | Op::Memset { .. } => None,
     }
 }
 
@@ -358,7 +372,14 @@ fn label_one(
                 push_read(&mut label, Name::Weights);
             }
         }
-        _ => {}
+        Op::Transpose { .. }
+        | Op::DmaCopy { .. }
+        | Op::DmaFma { .. }
+        | Op::DmaGather { .. }
+        | Op::DmaScatterAdd { .. }
+        | Op::TensorCopy { .. }
+        | Op::TensorTensor { .. }
+        | Op::Memset { .. } => {}
     }
     let mut tile = read;
     for (ap, written) in op.accesses() {
@@ -379,7 +400,17 @@ fn label_one(
                 loads.push((dst.clone(), src.clone()));
                 Some(loads.len() - 1)
             }
-            _ => None,
+            Op::LoadStationary { .. }
+            | Op::LoadStationarySparse { .. }
+            | Op::MultiplyMoving { .. }
+            | Op::Transpose { .. }
+            | Op::DmaCopy { .. }
+            | Op::DmaFma { .. }
+            | Op::DmaGather { .. }
+            | Op::DmaScatterAdd { .. }
+            | Op::TensorCopy { .. }
+            | Op::TensorTensor { .. }
+            | Op::Memset { .. } => None,
         };
         let mut new = Record { psum: ap.memory == Memory::Psum, p0, p1, b0, b1, tile, copy };
         if accumulates(op) {

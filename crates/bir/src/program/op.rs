@@ -1,0 +1,271 @@
+//! BIR's operation kinds, each declared once (see `declare_ops!`): adding a kind is one
+//! entry here plus the code that gives it meaning (verifier, lowering, simulator, cycle model).
+//!
+//! An entry reads `Variant = "text_name", EngineClass, aps [field: ApRole, ...],
+//! attrs [field, ...] { fields }`: `aps` lists the access-pattern fields in text order with
+//! what the op does with each, `attrs` the attribute fields in text order (an attribute's
+//! key is its type's; see `op_table.rs`). The fields keep their declaration order in the
+//! JSON form, and `from_parts` reads them in that order (attributes with a default first).
+
+use serde::{Deserialize, Serialize};
+
+use penguin::{
+    CastMode, EngineAccumulationType, Memory, PerfMode, SparsityPattern, TensorTensorOp, TilePosition, TileSize,
+};
+
+use super::ap::HwAp;
+use super::engine::EngineClass;
+use super::op_table::{attr_pair, declare_ops, ApRole, Field, FromPartsError, Parts};
+
+declare_ops! {
+    /// Load the stationary operand (`K` partitions x `M`, or `[P, 2, M]` in double row) into
+    /// the PE array.
+    LoadStationary = "load_stationary", Pe, aps [src: Read], attrs [perf_mode, tile_position, tile_size] {
+        /// The weights.
+        src: HwAp,
+        /// Perf mode.
+        perf_mode: PerfMode,
+        /// Array position.
+        tile_position: TilePosition,
+        /// Array size.
+        tile_size: TileSize,
+    }
+    /// Load a compressed structured-sparse stationary operand with its int16 tags.
+    LoadStationarySparse = "load_stationary_sparse", Pe, aps [src: Read, tags: Read],
+        attrs [pattern, tile_position, tile_size] {
+        /// The kept weights, `K'` partitions x `M`.
+        src: HwAp,
+        /// Their positions inside each group of `pattern.m`.
+        tags: HwAp,
+        /// The pattern.
+        pattern: SparsityPattern,
+        /// Array position.
+        tile_position: TilePosition,
+        /// Array size.
+        tile_size: TileSize,
+    }
+    /// Stream the moving operand through the array into PSUM.
+    MultiplyMoving = "multiply_moving", Pe, aps [dst: Write, src: Read],
+        attrs [perf_mode, tile_position, tile_size, acc] {
+        /// PSUM result (`M` partitions x `N` fp32).
+        dst: HwAp,
+        /// Moving operand (`K` partitions x `N`, or `[P, 2, N]` in double row).
+        src: HwAp,
+        /// Accumulation flags.
+        acc: EngineAccumulationType,
+        /// Perf mode.
+        perf_mode: PerfMode,
+        /// Array position.
+        tile_position: TilePosition,
+        /// Array size.
+        tile_size: TileSize,
+    }
+    /// PE transpose: `dst[j, i] = src[i, j]` into PSUM (fp32).
+    Transpose = "transpose", Pe, aps [dst: Write, src: Read], attrs [] {
+        /// PSUM result.
+        dst: HwAp,
+        /// SBUF source.
+        src: HwAp,
+    }
+    /// A DMA transfer with dtype conversion.
+    DmaCopy = "dma_copy", Dma, aps [dst: Write, src: Read], attrs [cast] {
+        /// Destination.
+        dst: HwAp,
+        /// Source.
+        src: HwAp,
+        /// Rounding of a narrowing conversion.
+        cast: CastMode,
+    }
+    /// Offloaded fused multiply-add on a DMA queue: `dst = src0 * src1 + dst` in fp32, rounded
+    /// once to dst's dtype.
+    DmaFma = "dma_fma", Dma, aps [dst: Update, src0: Read, src1: Read], attrs [] {
+        /// Destination and addend.
+        dst: HwAp,
+        /// First factor.
+        src0: HwAp,
+        /// Second factor.
+        src1: HwAp,
+    }
+    /// DMA gather: `dst[i, :] = table[index[i], :]`; the table's partition count is the bound.
+    DmaGather = "dma_gather", Dma, aps [dst: Write, table: TableRead, index: Index], attrs [] {
+        /// Destination rows.
+        dst: HwAp,
+        /// The table (one partition per table row).
+        table: HwAp,
+        /// int32 row indices.
+        index: HwAp,
+    }
+    /// DMA scatter-add: `table[index[i], :] += src[i, :]`.
+    DmaScatterAdd = "dma_scatter_add", Dma, aps [table: TableUpdate, src: Read, index: Index], attrs [] {
+        /// The table.
+        table: HwAp,
+        /// Source rows.
+        src: HwAp,
+        /// int32 row indices.
+        index: HwAp,
+    }
+    /// An on-chip copy with dtype conversion (ACT/DVE/POOL).
+    TensorCopy = "tensor_copy", Compute, aps [dst: Write, src: Read], attrs [] {
+        /// Destination.
+        dst: HwAp,
+        /// Source.
+        src: HwAp,
+    }
+    /// Elementwise `dst = lhs op rhs` in fp32, rounded once (ACT/DVE/POOL).
+    TensorTensor = "tensor_tensor", Compute, aps [dst: Write, lhs: Read, rhs: Read], attrs [op] {
+        /// The operation.
+        op: TensorTensorOp,
+        /// Destination.
+        dst: HwAp,
+        /// Left operand.
+        lhs: HwAp,
+        /// Right operand.
+        rhs: HwAp,
+    }
+    /// Fill with a value (ACT/DVE/POOL/SP).
+    Memset = "memset", ComputeOrSp, aps [dst: Write], attrs [value] {
+        /// Destination.
+        dst: HwAp,
+        /// The value (NaN and infinities travel through JSON as strings).
+        #[serde(with = "penguin::json_f64")]
+        value: f64,
+    }
+}
+
+impl Op {
+    /// Bytes this op moves to or from HBM (each element counted at its HBM dtype; a
+    /// read-modify-write counts twice, a table only the rows its index names), saturating at
+    /// `u64::MAX`.
+    pub fn hbm_bytes(&self) -> u64 {
+        let aps = self.ap_roles();
+        let rows = aps.iter().find(|(_, _, role)| *role == ApRole::Index).map(|(_, ap, _)| ap.num_elems());
+        aps.iter()
+            .filter(|(_, ap, _)| ap.memory == Memory::Hbm)
+            .map(|(_, ap, role)| {
+                let moved = match rows {
+                    Some(rows) if role.is_indexed() => rows.saturating_mul(ap.free_elems()),
+                    Some(_) | None => ap.num_elems(),
+                };
+                let size = u64::from(ap.dtype.size_bytes());
+                moved.saturating_mul(size).saturating_mul(if role.is_update() { 2 } else { 1 })
+            })
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Every access pattern with whether it is written (a read-modify-write counts as written).
+    pub fn accesses(&self) -> Vec<(&HwAp, bool)> {
+        self.ap_roles().into_iter().map(|(_, ap, role)| (ap, role.writes())).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+    use crate::program::OpPart;
+
+    /// An op's attributes and access patterns, as the parser hands them to `from_parts`.
+    type TextParts = (Vec<(String, String)>, Vec<(String, HwAp)>);
+
+    /// The text-format parts of an op.
+    fn parts(op: &Op) -> TextParts {
+        let attrs = op.attributes().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        let aps = op.aps().into_iter().map(|(n, ap)| (n.to_string(), ap.clone())).collect();
+        (attrs, aps)
+    }
+
+    #[test]
+    fn every_kind_round_trips_through_its_text_parts() {
+        let ops = Op::examples();
+        assert_eq!(ops.len(), 11);
+        let names: HashSet<&str> = ops.iter().map(Op::name).collect();
+        assert_eq!(names.len(), ops.len(), "two kinds share a name");
+        for op in &ops {
+            let (attrs, aps) = parts(op);
+            assert_eq!(Op::from_parts(op.name(), &attrs, aps).as_ref(), Ok(op), "{}", op.name());
+        }
+        let (attrs, aps) = parts(&ops[0]);
+        let unknown = Op::from_parts("no_such_op", &attrs, aps).map(|_| ()).unwrap_err();
+        assert_eq!(unknown.part, OpPart::Opcode);
+        assert_eq!(unknown.message, "unknown BIR op `no_such_op`");
+    }
+
+    #[test]
+    fn every_access_pattern_of_every_kind_is_required_and_named() {
+        for op in Op::examples() {
+            let (attrs, aps) = parts(&op);
+            for (i, (name, _)) in aps.iter().enumerate() {
+                let mut fewer = aps.clone();
+                fewer.remove(i);
+                let e = Op::from_parts(op.name(), &attrs, fewer).map(|_| ()).unwrap_err();
+                assert_eq!(e.part, OpPart::AccessPattern(name.clone()));
+                assert_eq!(e.message, format!("{} needs access pattern `{name}=`", op.name()));
+            }
+            let mut more = aps.clone();
+            more.push(("extra".into(), aps[0].1.clone()));
+            let e = Op::from_parts(op.name(), &attrs, more).map(|_| ()).unwrap_err();
+            assert_eq!(e.part, OpPart::AccessPattern("extra".into()));
+            let mut odd = attrs.clone();
+            odd.push(("extra".into(), "1".into()));
+            let e = Op::from_parts(op.name(), &odd, aps).map(|_| ()).unwrap_err();
+            assert_eq!(
+                (e.part, e.message),
+                (OpPart::Attribute("extra".into()), format!("{} has no attribute `extra`", op.name()))
+            );
+        }
+    }
+
+    #[test]
+    fn aps_and_aps_mut_agree() {
+        for mut op in Op::examples() {
+            for (i, (_, ap)) in op.aps_mut().into_iter().enumerate() {
+                ap.byte_offset = 64 * i as u64;
+            }
+            let names: Vec<&str> = op.aps().iter().map(|(n, _)| *n).collect();
+            let offsets: Vec<u64> = op.aps().iter().map(|(_, ap)| ap.byte_offset).collect();
+            let mut copy = op.clone();
+            let names_mut: Vec<&str> = copy.aps_mut().iter().map(|(n, _)| *n).collect();
+            let roles: Vec<&str> = op.ap_roles().iter().map(|(n, _, _)| *n).collect();
+            assert_eq!((&names_mut, &roles), (&names, &names), "{}", op.name());
+            assert_eq!(offsets, (0..names.len() as u64).map(|i| 64 * i).collect::<Vec<_>>(), "{}", op.name());
+        }
+    }
+
+    #[test]
+    fn a_malformed_attribute_names_its_key() {
+        let op = Op::examples().remove(2);
+        let (mut attrs, aps) = parts(&op);
+        for (key, bad, message) in [
+            ("pos", "1", "`pos=1` must be two numbers `a,b`"),
+            ("acc", "start|sideways", "unknown accumulation flag `sideways` (expected start, accu, stop)"),
+        ] {
+            let saved = attrs.clone();
+            if let Some(a) = attrs.iter_mut().find(|(k, _)| k == key) {
+                a.1 = bad.into();
+            }
+            let e = Op::from_parts(op.name(), &attrs, aps.clone()).map(|_| ()).unwrap_err();
+            assert_eq!((e.part, e.message.as_str()), (OpPart::Attribute(key.into()), message));
+            attrs = saved;
+        }
+    }
+
+    #[test]
+    fn hbm_bytes_count_updates_twice_and_tables_by_index() {
+        let hbm = |parts: u32, elems: u32| {
+            crate::program::test_ap(Memory::Hbm, 0, parts, i64::from(elems), 0, vec![penguin::Dim::new(1, elems)])
+        };
+        let sbuf = |parts: u32, elems: u32| {
+            crate::program::test_ap(Memory::Sbuf, 0, parts, 1, 0, vec![penguin::Dim::new(1, elems)])
+        };
+        let fma = Op::DmaFma { dst: hbm(2, 8), src0: hbm(2, 8), src1: sbuf(2, 8) };
+        assert_eq!(fma.hbm_bytes(), 2 * 64 + 64);
+        // A 100-row table, 3 rows named: 3 rows of 8 fp32, the int32 index read too.
+        let gather = Op::DmaGather { dst: sbuf(3, 8), table: hbm(100, 8), index: hbm(1, 3) };
+        assert_eq!(gather.hbm_bytes(), 3 * 32 + 12);
+        let scatter = Op::DmaScatterAdd { table: hbm(100, 8), src: sbuf(3, 8), index: sbuf(1, 3) };
+        assert_eq!(scatter.hbm_bytes(), 2 * 3 * 32);
+        let written: Vec<bool> = scatter.accesses().iter().map(|(_, w)| *w).collect();
+        assert_eq!(written, [true, false, false]);
+    }
+}

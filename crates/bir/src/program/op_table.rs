@@ -1,0 +1,495 @@
+//! The machinery behind [`Op`](super::Op)'s table of kinds: the `declare_ops!` macro that
+//! derives the mechanical functions from one declaration per kind, how each field type
+//! reads and prints in the text format, and the typed error of [`Op::from_parts`](super::Op::from_parts).
+
+use penguin::{CastMode, EngineAccumulationType, PerfMode, SparsityPattern, TensorTensorOp, TilePosition, TileSize};
+
+use super::ap::HwAp;
+
+/// What an access pattern of an op does with its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ApRole {
+    /// Read.
+    Read,
+    /// Written (replaced).
+    Write,
+    /// Read, then written (an addend that receives the sum).
+    Update,
+    /// int32 row indices into a table (read).
+    Index,
+    /// A table read one row per index entry.
+    TableRead,
+    /// A table added into one row per index entry.
+    TableUpdate,
+}
+
+impl ApRole {
+    /// Whether the op writes the pattern's bytes (a read-modify-write counts as written).
+    pub fn writes(self) -> bool {
+        match self {
+            ApRole::Write | ApRole::Update | ApRole::TableUpdate => true,
+            ApRole::Read | ApRole::Index | ApRole::TableRead => false,
+        }
+    }
+
+    /// Whether the op reads the bytes it writes.
+    pub fn is_update(self) -> bool {
+        match self {
+            ApRole::Update | ApRole::TableUpdate => true,
+            ApRole::Read | ApRole::Write | ApRole::Index | ApRole::TableRead => false,
+        }
+    }
+
+    /// Whether only the rows named by the op's index are touched.
+    pub fn is_indexed(self) -> bool {
+        match self {
+            ApRole::TableRead | ApRole::TableUpdate => true,
+            ApRole::Read | ApRole::Write | ApRole::Update | ApRole::Index => false,
+        }
+    }
+}
+
+/// The part of an instruction's text an error of [`Op::from_parts`](super::Op::from_parts)
+/// is about.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum OpPart {
+    /// The opcode.
+    Opcode,
+    /// The attribute with this key (given or missing).
+    Attribute(String),
+    /// The access pattern with this name (given or missing).
+    AccessPattern(String),
+}
+
+/// Why text-format parts do not make an op: the part concerned and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct FromPartsError {
+    /// The part the message is about.
+    pub part: OpPart,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl FromPartsError {
+    pub(super) fn opcode(message: String) -> Self {
+        FromPartsError { part: OpPart::Opcode, message }
+    }
+
+    pub(super) fn attribute(key: &str, message: String) -> Self {
+        FromPartsError { part: OpPart::Attribute(key.to_string()), message }
+    }
+
+    pub(super) fn access_pattern(name: &str, message: String) -> Self {
+        FromPartsError { part: OpPart::AccessPattern(name.to_string()), message }
+    }
+}
+
+/// The PE attributes every op shares in the text format (`perf`, `pos`, `size`, `acc`),
+/// read once before the op's own fields.
+struct PeAttrs {
+    perf_mode: PerfMode,
+    tile_position: TilePosition,
+    tile_size: TileSize,
+    acc: Option<EngineAccumulationType>,
+}
+
+/// The PE attributes' keys, in the order penguin checks them.
+const PE_KEYS: [&str; 4] = ["pos", "size", "perf", "acc"];
+
+/// Read the PE attributes with penguin's parser (the one place that calls it: a change of
+/// its error type is a change here). The key of a malformed one is found by reading each
+/// key alone, never from the message.
+fn pe_attributes<'a>(attr: &impl Fn(&str) -> Option<&'a str>) -> Result<PeAttrs, FromPartsError> {
+    match penguin::parse_pe_attributes(attr) {
+        Ok((perf_mode, tile_position, tile_size, acc)) => Ok(PeAttrs { perf_mode, tile_position, tile_size, acc }),
+        Err(message) => {
+            let alone = |key: &str| penguin::parse_pe_attributes(|k| if k == key { attr(k) } else { None }).is_err();
+            Err(match PE_KEYS.into_iter().find(|k| alone(k)) {
+                Some(key) => FromPartsError::attribute(key, message),
+                None => FromPartsError::opcode(message),
+            })
+        }
+    }
+}
+
+/// The text-format parts of one instruction, consumed field by field while building its op.
+pub(super) struct Parts<'a> {
+    /// The opcode.
+    name: &'a str,
+    attrs: &'a [(String, String)],
+    /// The access patterns not taken yet.
+    aps: Vec<(String, Option<HwAp>)>,
+    pe: PeAttrs,
+}
+
+impl<'a> Parts<'a> {
+    /// The parts of an instruction; the PE attributes are read (and checked) here.
+    pub(super) fn new(
+        name: &'a str,
+        attrs: &'a [(String, String)],
+        aps: Vec<(String, HwAp)>,
+    ) -> Result<Self, FromPartsError> {
+        let pe = pe_attributes(&|key: &str| attrs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str()))?;
+        Ok(Parts { name, attrs, aps: aps.into_iter().map(|(n, a)| (n, Some(a))).collect(), pe })
+    }
+
+    /// The opcode.
+    pub(super) fn name(&self) -> &'a str {
+        self.name
+    }
+
+    fn attr(&self, key: &str) -> Option<&'a str> {
+        self.attrs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// An attribute that must be given.
+    fn required(&self, key: &str) -> Result<&'a str, FromPartsError> {
+        self.attr(key).ok_or_else(|| self.missing(key))
+    }
+
+    /// The error for a required attribute that is not given.
+    fn missing(&self, key: &str) -> FromPartsError {
+        FromPartsError::attribute(key, format!("{} needs `{key}=`", self.name))
+    }
+
+    /// After the op is built: no access pattern or attribute may be left over.
+    pub(super) fn finish(self, known_attrs: &[&str]) -> Result<(), FromPartsError> {
+        if let Some((n, _)) = self.aps.iter().find(|(_, a)| a.is_some()) {
+            return Err(FromPartsError::access_pattern(n, format!("{} has no access pattern `{n}`", self.name)));
+        }
+        if let Some((k, _)) = self.attrs.iter().find(|(k, _)| !known_attrs.contains(&k.as_str())) {
+            return Err(FromPartsError::attribute(k, format!("{} has no attribute `{k}`", self.name)));
+        }
+        Ok(())
+    }
+}
+
+/// A field of an op as the text format sees it: an access pattern (named like the field)
+/// or an attribute (named by its type's [`Attr::KEY`]).
+pub(super) trait Field: Sized {
+    /// Whether the field is an attribute with a default: such fields are read (and their
+    /// values checked) before the others, which are read in declaration order.
+    const OPTIONAL: bool = false;
+
+    /// Read the field from the parts.
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError>;
+
+    /// A value for tests, different from the text format's default.
+    #[cfg(test)]
+    fn example() -> Self;
+}
+
+/// An attribute field: printed as `KEY=VALUE`.
+pub(super) trait Attr {
+    /// The text-format key.
+    const KEY: &'static str;
+
+    /// The text-format value.
+    fn value(&self) -> String;
+}
+
+/// An attribute as its text-format `(key, value)`.
+pub(super) fn attr_pair<A: Attr>(a: &A) -> (&'static str, String) {
+    (A::KEY, a.value())
+}
+
+impl Field for HwAp {
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
+        let name = parts.name;
+        parts
+            .aps
+            .iter_mut()
+            .find(|(n, a)| n == field && a.is_some())
+            .and_then(|(_, a)| a.take())
+            .ok_or_else(|| FromPartsError::access_pattern(field, format!("{name} needs access pattern `{field}=`")))
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        super::test_ap(penguin::Memory::Sbuf, 0, 4, 1, 0, vec![penguin::Dim::new(1, 8)])
+    }
+}
+
+impl Field for PerfMode {
+    const OPTIONAL: bool = true;
+
+    fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
+        Ok(parts.pe.perf_mode)
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        PerfMode::DoubleRow
+    }
+}
+
+impl Attr for PerfMode {
+    const KEY: &'static str = "perf";
+
+    fn value(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl Field for TilePosition {
+    const OPTIONAL: bool = true;
+
+    fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
+        Ok(parts.pe.tile_position)
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        TilePosition { row: 32, col: 64 }
+    }
+}
+
+impl Attr for TilePosition {
+    const KEY: &'static str = "pos";
+
+    fn value(&self) -> String {
+        format!("{},{}", self.row, self.col)
+    }
+}
+
+impl Field for TileSize {
+    const OPTIONAL: bool = true;
+
+    fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
+        Ok(parts.pe.tile_size)
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        TileSize { rows: 64, cols: 32 }
+    }
+}
+
+impl Attr for TileSize {
+    const KEY: &'static str = "size";
+
+    fn value(&self) -> String {
+        format!("{},{}", self.rows, self.cols)
+    }
+}
+
+impl Field for EngineAccumulationType {
+    fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
+        parts.pe.acc.ok_or_else(|| parts.missing(Self::KEY))
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        EngineAccumulationType::START | EngineAccumulationType::STOP
+    }
+}
+
+impl Attr for EngineAccumulationType {
+    const KEY: &'static str = "acc";
+
+    fn value(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl Field for SparsityPattern {
+    fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
+        parts
+            .required(Self::KEY)?
+            .parse()
+            .map_err(|e: penguin::UnknownSparsity| FromPartsError::attribute(Self::KEY, e.to_string()))
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        SparsityPattern { n: 2, m: 4 }
+    }
+}
+
+impl Attr for SparsityPattern {
+    const KEY: &'static str = "pattern";
+
+    fn value(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl Field for CastMode {
+    const OPTIONAL: bool = true;
+
+    fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
+        match parts.attr(Self::KEY) {
+            None | Some("rne") => Ok(CastMode::Rne),
+            Some("saturate") => Ok(CastMode::Saturate),
+            Some(other) => Err(FromPartsError::attribute(
+                Self::KEY,
+                format!("unknown cast mode `{other}` (expected rne or saturate)"),
+            )),
+        }
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        CastMode::Saturate
+    }
+}
+
+impl Attr for CastMode {
+    const KEY: &'static str = "cast";
+
+    fn value(&self) -> String {
+        self.name().to_string()
+    }
+}
+
+impl Field for TensorTensorOp {
+    fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
+        match parts.required(Self::KEY)? {
+            "add" => Ok(TensorTensorOp::Add),
+            "mul" => Ok(TensorTensorOp::Mul),
+            "max" => Ok(TensorTensorOp::Max),
+            other => Err(FromPartsError::attribute(
+                Self::KEY,
+                format!("unknown tensor_tensor op `{other}` (expected add, mul or max)"),
+            )),
+        }
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        TensorTensorOp::Max
+    }
+}
+
+impl Attr for TensorTensorOp {
+    const KEY: &'static str = "op";
+
+    fn value(&self) -> String {
+        self.name().to_string()
+    }
+}
+
+/// A memset's fill value (the only `f64` field of any op).
+impl Field for f64 {
+    fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
+        let v = parts.required(Self::KEY)?;
+        v.parse().map_err(|_| FromPartsError::attribute(Self::KEY, format!("memset value `{v}` is not a number")))
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        -1.25
+    }
+}
+
+impl Attr for f64 {
+    const KEY: &'static str = "value";
+
+    fn value(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// Declare every op kind once: its variant with documented fields (access patterns are the
+/// `HwAp` fields), text name, engine class, access-pattern roles and printed attribute
+/// order. Derives the enum, `name`, `engine_class`, `aps`, `aps_mut`, `ap_roles`,
+/// `attributes`, `from_parts` (optional attributes first, then the fields in declaration
+/// order) and (in tests) one example op per kind.
+macro_rules! declare_ops {
+    (
+        $(
+            $(#[$vmeta:meta])*
+            $V:ident = $name:literal, $class:ident, aps [$($ap:ident: $role:ident),*], attrs [$($attr:ident),*] {
+                $( $(#[$fmeta:meta])* $f:ident : $ty:ty ),* $(,)?
+            }
+        )*
+    ) => {
+        /// A BIR operation.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+        pub enum Op {
+            $( $(#[$vmeta])* $V { $( $(#[$fmeta])* $f: $ty ),* }, )*
+        }
+
+        impl Op {
+            /// The text name.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( Op::$V { .. } => $name, )*
+                }
+            }
+
+            /// The engines that can run this op.
+            pub fn engine_class(&self) -> EngineClass {
+                match self {
+                    $( Op::$V { .. } => EngineClass::$class, )*
+                }
+            }
+
+            /// The named access patterns, destination first (the text format's `name=ap` list).
+            pub fn aps(&self) -> Vec<(&'static str, &HwAp)> {
+                match self {
+                    $( Op::$V { $($ap,)* .. } => vec![$((stringify!($ap), $ap)),*], )*
+                }
+            }
+
+            /// [`Self::aps`], mutable, in the same order.
+            pub fn aps_mut(&mut self) -> Vec<(&'static str, &mut HwAp)> {
+                match self {
+                    $( Op::$V { $($ap,)* .. } => vec![$((stringify!($ap), $ap)),*], )*
+                }
+            }
+
+            /// [`Self::aps`] with what the op does with each.
+            pub fn ap_roles(&self) -> Vec<(&'static str, &HwAp, ApRole)> {
+                match self {
+                    $( Op::$V { $($ap,)* .. } => vec![$((stringify!($ap), $ap, ApRole::$role)),*], )*
+                }
+            }
+
+            /// The attributes other than access patterns, as text-format `key=value`s.
+            pub fn attributes(&self) -> Vec<(&'static str, String)> {
+                match self {
+                    $( Op::$V { $($attr,)* .. } => vec![$(attr_pair($attr)),*], )*
+                }
+            }
+
+            /// Build an op from its text-format parts (the inverse of [`Self::name`],
+            /// [`Self::attributes`] and [`Self::aps`]); the error names the part that is
+            /// missing, unknown or malformed.
+            pub fn from_parts(
+                name: &str,
+                attrs: &[(String, String)],
+                aps: Vec<(String, HwAp)>,
+            ) -> Result<Op, FromPartsError> {
+                let mut parts = Parts::new(name, attrs, aps)?;
+                let p = &mut parts;
+                let op = match p.name() {
+                    $( $name => {
+                        $( let $f = if <$ty as Field>::OPTIONAL {
+                            Some(<$ty as Field>::take(p, stringify!($f))?)
+                        } else {
+                            None
+                        }; )*
+                        Op::$V { $( $f: match $f {
+                            Some(v) => v,
+                            None => <$ty as Field>::take(p, stringify!($f))?,
+                        } ),* }
+                    } )*
+                    other => return Err(FromPartsError::opcode(format!("unknown BIR op `{other}`"))),
+                };
+                let known: Vec<&str> = op.attributes().iter().map(|(k, _)| *k).collect();
+                parts.finish(&known)?;
+                Ok(op)
+            }
+
+            /// One op of every kind, each field a non-default value.
+            #[cfg(test)]
+            pub(crate) fn examples() -> Vec<Op> {
+                vec![$( Op::$V { $( $f: <$ty as Field>::example() ),* } ),*]
+            }
+        }
+    };
+}
+
+pub(super) use declare_ops;
