@@ -94,22 +94,13 @@ struct PeAttrs {
     acc: Option<EngineAccumulationType>,
 }
 
-/// The PE attributes' keys, in the order penguin checks them.
-const PE_KEYS: [&str; 4] = ["pos", "size", "perf", "acc"];
-
-/// Read the PE attributes with penguin's parser (the one place that calls it: a change of
-/// its error type is a change here). The key of a malformed one is found by reading each
-/// key alone, never from the message.
+/// Read the PE attributes with penguin's parser (the one place that calls it), whose typed
+/// error names the key it is about.
 fn pe_attributes<'a>(attr: &impl Fn(&str) -> Option<&'a str>) -> Result<PeAttrs, FromPartsError> {
     match penguin::parse_pe_attributes(attr) {
         Ok((perf_mode, tile_position, tile_size, acc)) => Ok(PeAttrs { perf_mode, tile_position, tile_size, acc }),
-        Err(message) => {
-            let alone = |key: &str| penguin::parse_pe_attributes(|k| if k == key { attr(k) } else { None }).is_err();
-            Err(match PE_KEYS.into_iter().find(|k| alone(k)) {
-                Some(key) => FromPartsError::attribute(key, message),
-                None => FromPartsError::opcode(message),
-            })
-        }
+        Err(penguin::AttrError { key: Some(key), message }) => Err(FromPartsError::attribute(&key, message)),
+        Err(penguin::AttrError { key: None, message }) => Err(FromPartsError::opcode(message)),
     }
 }
 

@@ -92,7 +92,13 @@ fn small_k_uses_pe_row_tiling() {
     let positions: Vec<(u32, u32)> = f
         .layout()
         .iter()
-        .filter_map(|&i| if let Some(InstData::MatMult(m)) = f.inst(i) { Some((m.tile_position.row, m.tile_size.rows)) } else { None })
+        .filter_map(|&i| {
+            if let Some(InstData::MatMult(m)) = f.inst(i) {
+                Some((m.tile_position.row, m.tile_size.rows))
+            } else {
+                None
+            }
+        })
         .collect();
     assert_eq!(positions, vec![(0, 32), (32, 32), (64, 32), (96, 32)]);
     let mut cfg = GemmConfig::new(256, 20, 1024, DType::Bf16, Target::Trn1);
