@@ -18,8 +18,11 @@
 //! as no engine leaves its loop and no blocked engine's wait comes true, adding `k x T` to
 //! every time and `k x` the advance to every count, and replays the rest.
 //!
-//! Times compare within `1e-9` of the current time (their rounding differs from period to
-//! period), so the jump is exact up to floating-point rounding.
+//! Times compare within `1e-9` relative (their rounding differs from period to period), so
+//! the jump is exact up to floating-point rounding. One limit of that: when two engines'
+//! starts tie exactly, the unrolled replay orders them by rounding noise, which can flip
+//! after many periods and settle into another steady state with the same total time but
+//! different busy times; the jump keeps the order the checked periods had.
 
 use std::collections::HashMap;
 

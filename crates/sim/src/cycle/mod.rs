@@ -5,6 +5,8 @@
 //! every stream in order, honouring semaphores, and gives each instruction
 //! a start and an end time from per-instruction costs. It needs no memory images and runs in
 //! time linear in the instruction count (a few hundred nanoseconds per instruction).
+//! [`model_looped`] gives the same figures for a [`bir::LoopedProgram`] without unrolling it,
+//! jumping over the repeating periods of its steady state (see the `looped` module).
 //!
 //! # Scheduling
 //! - Streams are in order. An instruction starts at the later of the time its engine can
