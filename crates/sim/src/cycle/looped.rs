@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use bir::{Item, LoopedProgram, SemId};
 use penguin::HwProfile;
 
-use super::source::{Looped, Source};
+use super::source::Looped;
 use super::{CycleReport, NoObserver, Observer, Replay};
 use crate::error::{InstRef, SimError};
 
@@ -123,7 +123,7 @@ impl Snapshot {
         for log in &r.signals {
             later(&log.times, &mut key);
         }
-        key.extend((0..r.cursors.len()).map(|e| u64::from(r.src.peek(e).is_none())));
+        key.extend((0..r.cursors.len()).map(|e| u64::from(r.inst(e).is_none())));
         Snapshot {
             now,
             rel: times.iter().map(|&t| (t - now).max(0.0)).collect(),
@@ -263,7 +263,7 @@ impl Steady {
                     }
                 }
                 Progress::Still => {
-                    let Some(inst) = r.src.peek(e) else { continue };
+                    let Some(inst) = r.inst(e) else { continue };
                     let mut blocked = false;
                     for w in &inst.waits {
                         match r.reached(w.sem, w.value) {

@@ -210,6 +210,8 @@ pub fn model_with(program: &Program, profile: &HwProfile) -> Result<CycleReport,
 /// Something the replay consults before each commit (the steady-state extrapolation of
 /// looped programs); the unrolled replay uses [`NoObserver`], which compiles to nothing.
 trait Observer<S> {
+    /// Whether the replay needs to call it (false: the call is compiled out).
+    const ACTIVE: bool = true;
     /// Engine `e` is about to start its next instruction at `start` (the earliest start of
     /// every engine). Returns whether the observer moved the replay state (then every
     /// engine's state is re-read and the next commit chosen again).
@@ -220,6 +222,7 @@ trait Observer<S> {
 struct NoObserver;
 
 impl<S> Observer<S> for NoObserver {
+    const ACTIVE: bool = false;
     #[inline(always)]
     fn before_commit(&mut self, _: &mut Replay<S>, _: usize, _: f64) -> Result<bool, SimError> {
         Ok(false)
@@ -241,13 +244,11 @@ impl SemLog {
         self.dropped + self.times.len() as u64
     }
 
-    #[inline]
+    #[inline(always)]
     fn reached(&self, value: u32) -> Option<f64> {
-        let i = u64::from(value) - 1;
-        if i < self.dropped {
-            Some(self.dropped_at)
-        } else {
-            self.times.get(usize::try_from(i - self.dropped).ok()?).copied()
+        match (u64::from(value) - 1).checked_sub(self.dropped) {
+            Some(i) => self.times.get(usize::try_from(i).ok()?).copied(),
+            None => Some(self.dropped_at),
         }
     }
 
@@ -310,7 +311,7 @@ struct Replay<S> {
     hbm_bytes: u64,
 }
 
-/// Signal logs longer than this are pruned when slices are not kept.
+/// Signal logs of a lazy source longer than this are pruned when slices are not kept.
 const PRUNE_AT: usize = 256;
 
 impl<S: Source> Replay<S> {
@@ -336,7 +337,7 @@ impl<S: Source> Replay<S> {
 
     #[inline]
     fn inst(&self, e: usize) -> Option<&BirInst> {
-        self.src.peek(e)
+        self.src.peek(e, self.cursors.get(e)?.next)
     }
 
     /// The time semaphore `sem` reached `value`, if it has.
@@ -345,12 +346,18 @@ impl<S: Source> Replay<S> {
         if value == 0 {
             return Some(0.0);
         }
-        self.signals.get(sem.0 as usize)?.reached(value)
+        let log = self.signals.get(sem.0 as usize)?;
+        if !S::LAZY {
+            // An unrolled replay keeps every signal.
+            return log.times.get(value as usize - 1).copied();
+        }
+        log.reached(value)
     }
 
     /// Check engine `e`'s next instruction before it is first considered: its engine and its
     /// semaphores. (The model reads each instruction only when it gets there: the programs
     /// it is for are too large for a separate validation pass.)
+    #[inline(always)]
     fn check(&self, e: usize) -> Result<(), SimError> {
         let Some(inst) = self.inst(e) else { return Ok(()) };
         let engine = self.engines[e];
@@ -367,6 +374,7 @@ impl<S: Source> Replay<S> {
 
     /// Where engine `e`'s next instruction stands: finished, blocked on a semaphore, or
     /// ready to start at a time.
+    #[inline(always)]
     fn state(&self, e: usize) -> State {
         let Some(inst) = self.inst(e) else { return State::Finished };
         let mut sem_ready = 0.0f64;
@@ -391,7 +399,7 @@ impl<S: Source> Replay<S> {
     /// programs) cannot move a count that was already reached, so it only wakes engines
     /// blocked on that semaphore; one that lands earlier re-evaluates every engine waiting
     /// on it.
-    fn run(mut self, observer: &mut impl Observer<S>) -> Result<CycleReport, SimError> {
+    fn run<O: Observer<S>>(mut self, observer: &mut O) -> Result<CycleReport, SimError> {
         let n = self.engines.len();
         let mut states = Vec::with_capacity(n);
         for e in 0..n {
@@ -408,15 +416,17 @@ impl<S: Source> Replay<S> {
                 }
             }
             let Some((e, cand)) = best else { break };
-            if observer.before_commit(&mut self, e, cand.start)? {
+            if O::ACTIVE && observer.before_commit(&mut self, e, cand.start)? {
                 for (o, st) in states.iter_mut().enumerate() {
                     *st = self.state(o);
                 }
                 continue;
             }
             let signalled = self.commit(e, cand);
-            let at = InstRef { engine: self.engines[e], index: self.cursors[e].next };
-            self.src.advance(e, at)?;
+            if S::LAZY {
+                let at = InstRef { engine: self.engines[e], index: self.cursors[e].next };
+                self.src.advance(e, at)?;
+            }
             self.check(e)?;
             states[e] = self.state(e);
             if let Some((sem, appended)) = signalled {
@@ -439,10 +449,11 @@ impl<S: Source> Replay<S> {
 
     /// Run engine `e`'s next instruction from `cand.start`; returns the semaphore it signalled
     /// and whether the signal landed after all earlier ones of that semaphore.
+    #[inline(always)]
     fn commit(&mut self, e: usize, cand: Candidate) -> Option<(SemId, bool)> {
         let engine = self.engines[e];
         let index = self.cursors[e].next;
-        let inst = self.src.peek(e)?;
+        let inst = self.src.peek(e, index)?;
         let signal = inst.signal;
         let start = cand.start;
         let end = match engine {
@@ -484,7 +495,7 @@ impl<S: Source> Replay<S> {
             let at = times.partition_point(|&t| t <= retired);
             times.insert(at, retired);
         }
-        if !self.keep_slices && times.len() > PRUNE_AT {
+        if S::LAZY && !self.keep_slices && times.len() > PRUNE_AT {
             log.prune(start);
         }
         Some((sem, appended))

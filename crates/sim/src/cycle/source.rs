@@ -11,41 +11,42 @@ use crate::error::{InstRef, SimError};
 
 /// A source of per-engine instruction streams, read in order.
 pub(super) trait Source {
+    /// Whether [`Source::advance`] does anything (false: the replay's count is the position).
+    const LAZY: bool;
     /// Streams (engines) the source has.
     fn streams(&self) -> usize;
-    /// The next instruction of stream `e`, if it has one left.
-    fn peek(&self, e: usize) -> Option<&BirInst>;
+    /// The next instruction of stream `e` (after `done` instructions of it), if it has one
+    /// left.
+    fn peek(&self, e: usize, done: usize) -> Option<&BirInst>;
     /// Move stream `e` past its next instruction; `at` names that instruction for errors.
     fn advance(&mut self, e: usize, at: InstRef) -> Result<(), SimError>;
 }
 
-/// The streams of an unrolled program.
+/// The streams of an unrolled program (the replay's own count of committed instructions
+/// is the position).
 pub(super) struct Flat<'p> {
     program: &'p Program,
-    next: Vec<usize>,
 }
 
 impl<'p> Flat<'p> {
     pub(super) fn new(program: &'p Program) -> Self {
-        Flat { program, next: vec![0; program.streams.len()] }
+        Flat { program }
     }
 }
 
 impl Source for Flat<'_> {
+    const LAZY: bool = false;
     fn streams(&self) -> usize {
         self.program.streams.len()
     }
 
-    #[inline]
-    fn peek(&self, e: usize) -> Option<&BirInst> {
-        self.program.streams.get(e)?.get(*self.next.get(e)?)
+    #[inline(always)]
+    fn peek(&self, e: usize, done: usize) -> Option<&BirInst> {
+        self.program.streams.get(e)?.get(done)
     }
 
-    #[inline]
-    fn advance(&mut self, e: usize, _at: InstRef) -> Result<(), SimError> {
-        if let Some(n) = self.next.get_mut(e) {
-            *n += 1;
-        }
+    #[inline(always)]
+    fn advance(&mut self, _e: usize, _at: InstRef) -> Result<(), SimError> {
         Ok(())
     }
 }
@@ -219,11 +220,12 @@ impl<'p> Cursor<'p> {
 }
 
 impl Source for Looped<'_> {
+    const LAZY: bool = true;
     fn streams(&self) -> usize {
         self.cursors.len()
     }
 
-    fn peek(&self, e: usize) -> Option<&BirInst> {
+    fn peek(&self, e: usize, _done: usize) -> Option<&BirInst> {
         self.cursors.get(e)?.current.as_deref()
     }
 
