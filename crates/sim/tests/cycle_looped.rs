@@ -435,3 +435,23 @@ fn loops_that_move_partitions_match_the_unrolled_model() {
         vec![Item::Loop(Loop { trips: 640, body: vec![q1], step: vec![0, 0, 128, 0, 1] })];
     check_against_unrolled(&lp, &Target::Trn2.profile());
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 32, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// Random pipelines (length, inner loop, tile width, queue depth, HBM rate): the looped
+    /// model gives the unrolled figures.
+    #[test]
+    fn looped_and_unrolled_pipelines_agree(
+        trips in 1u32..160,
+        inner in 1u32..5,
+        n in proptest::sample::select(vec![64u32, 128, 200, 384, 512]),
+        depth in 1u32..5,
+        hbm_rate in 50.0f64..500.0,
+    ) {
+        let mut profile = Target::Trn2.profile();
+        profile.dma_queue_depth = f64::from(depth);
+        profile.hbm_bytes_per_ns = hbm_rate;
+        check_against_unrolled(&pipeline(trips, inner, n), &profile);
+    }
+}
