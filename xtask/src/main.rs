@@ -142,6 +142,9 @@ fn bench() -> Result<()> {
             out += &format!("cycle model 4096x8192x8192 {name}: {t:.1} ms\n");
         }
     }
+    if let Some(t) = mean_ms("cycle_model_looped", "pipeline_1m_steps") {
+        out += &format!("cycle model of a looped 1M-step pipeline (8M unrolled instructions): {t:.2} ms\n");
+    }
     for name in ["inputs_line_10mb", "memset_lines_100k"] {
         if let Some(t) = mean_ms("parse_pir", name) {
             out += &format!("parse .pir {name}: {t:.1} ms\n");

@@ -1,7 +1,8 @@
 //! Benchmarks of the cycle model on the lowered programs of a 4096x8192x8192 bf16 GEMM
 //! (`--lhs-transposed`, trn2) under the fixed schedules, of the trace export of the
 //! blocked-mn one, and of `auto`'s whole search on an 8192^3 bf16 GEMM (rank, plan, lower and
-//! cycle-model its shortlist). Each program's size and modeled figures are printed once.
+//! cycle-model its shortlist), and of the looped cycle model on a pipeline of a million
+//! steps. Each program's size and modeled figures are printed once.
 #![expect(
     clippy::unwrap_used,
     clippy::print_stderr,
@@ -95,5 +96,85 @@ fn bench_auto(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_model, bench_auto);
+/// A looped GEMM-like pipeline of `trips` steps: queue 0 loads an operand tile per step
+/// (double-buffered), the PE loads weights and runs 4 MultiplyMovings, ACT evacuates PSUM and
+/// queue 1 stores; each loop waits on the previous stage's count.
+fn pipeline(trips: u32) -> bir::LoopedProgram {
+    use bir::{BirInst, Engine, HwAp, Item, Loop, Op, SemId, Wait};
+    use penguin::{CastMode, Dim, EngineAccumulationType, Memory, PerfMode, TilePosition, TileSize};
+    let chip = |memory, dtype, offset, free| HwAp {
+        memory,
+        dtype,
+        start_partition: 0,
+        num_partitions: 128,
+        partition_stride: 1,
+        byte_offset: offset,
+        dims: vec![Dim::new(1, free)],
+    };
+    let hbm =
+        |offset| HwAp { memory: Memory::Hbm, partition_stride: 8192, ..chip(Memory::Hbm, DType::Bf16, offset, 512) };
+    let sb = |offset, free| chip(Memory::Sbuf, DType::Bf16, offset, free);
+    let inst = |op, waits: &[(u32, u32)], signal: Option<u32>| {
+        let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: v }).collect();
+        Item::Inst(BirInst { op, waits, signal: signal.map(SemId), origin: None })
+    };
+    let (tile_position, tile_size) = (TilePosition { row: 0, col: 0 }, TileSize { rows: 128, cols: 128 });
+    let ls = Op::LoadStationary { src: sb(0, 128), perf_mode: PerfMode::None, tile_position, tile_size };
+    let mm = Op::MultiplyMoving {
+        dst: chip(Memory::Psum, DType::Fp32, 0, 512),
+        src: sb(1024, 512),
+        acc: EngineAccumulationType::START | EngineAccumulationType::STOP,
+        perf_mode: PerfMode::None,
+        tile_position,
+        tile_size,
+    };
+    let load = |offset| Op::DmaCopy { dst: sb(1024, 512), src: hbm(offset), cast: CastMode::Rne };
+    let store = Op::DmaCopy { dst: hbm(1 << 40), src: sb(0, 512), cast: CastMode::Rne };
+    let evac = Op::TensorCopy { dst: sb(0, 512), src: chip(Memory::Psum, DType::Fp32, 0, 512) };
+    let looped = |trips, body: Vec<Item>, step| Item::Loop(Loop { trips, body, step });
+    let mut p = bir::Program::new("pipeline", Target::Trn2);
+    p.hbm_size = 1 << 48;
+    p.semaphores = ["loaded", "freed", "evacuated", "stored"].map(String::from).to_vec();
+    let mut lp = bir::LoopedProgram::from_program(&p);
+    lp.streams[Engine::Dma(0).index()] = vec![
+        inst(load(0), &[], Some(0)),
+        looped(trips - 1, vec![inst(load(1024), &[(1, 0)], Some(0))], vec![0, 0, 1024, 0, 1]),
+    ];
+    let mms = vec![inst(mm.clone(), &[], None)];
+    lp.streams[Engine::Pe.index()] = vec![looped(
+        trips,
+        vec![inst(ls, &[(0, 1), (2, 0)], None), looped(3, mms, vec![0; 4]), inst(mm, &[], Some(1))],
+        vec![0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0],
+    )];
+    lp.streams[Engine::Act.index()] = vec![looped(trips, vec![inst(evac, &[(1, 1)], Some(2))], vec![0, 0, 0, 0, 1])];
+    lp.streams[Engine::Dma(1).index()] =
+        vec![looped(trips, vec![inst(store, &[(2, 1)], Some(3))], vec![2048, 0, 0, 0, 1])];
+    lp
+}
+
+/// `model_looped` on a million-step pipeline (8 million unrolled instructions).
+fn bench_looped(c: &mut Criterion) {
+    let lp = pipeline(1_000_000);
+    let hw = Target::Trn2.profile();
+    let r = sim::model_looped(&lp, &hw).unwrap();
+    let small = pipeline(1000);
+    let unrolled = sim::model(&small.expand().unwrap()).unwrap();
+    let looped = sim::model_looped(&small, &hw).unwrap();
+    eprintln!(
+        "looped pipeline: {} unrolled instructions, modeled {:.1} us, hfu {:.3}; at 1000 steps looped {:.3} us vs unrolled {:.3} us",
+        lp.unrolled_len(),
+        r.total_us(),
+        r.hfu(),
+        looped.total_us(),
+        unrolled.total_us()
+    );
+    let mut group = c.benchmark_group("cycle_model_looped");
+    group.sample_size(10).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
+    group.bench_function("pipeline_1m_steps", |bench| {
+        bench.iter(|| black_box(sim::model_looped(black_box(&lp), &hw).unwrap().total_ns));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_model, bench_auto, bench_looped);
 criterion_main!(benches);

@@ -58,7 +58,10 @@ pub use race::{Race, RaceAccess, MAX_REPORTED_RACES};
 pub use simulator::{RunStats, Simulator, MAX_HBM_BYTES};
 mod cycle;
 mod report;
-pub use cycle::{model, model_with, CycleReport, EngineBusy, Slice};
+pub use cycle::{
+    model, model_looped, model_looped_default, model_looped_with, model_with, CycleReport, EngineBusy, LoopedOptions,
+    Slice,
+};
 pub use report::svg::{tile_grid_svg, timeline_svg, timeline_svg_with};
 pub use report::timeline::critical::{critical_path, CriticalPath};
 pub use report::timeline::{Axis, GemmLayout, KernelInfo, SbufBuffer, SourceLines, TensorAxes};

@@ -288,6 +288,27 @@ impl DmaState {
     }
 }
 
+impl DmaState {
+    /// The DMA engines' and HBM's free times, in a fixed order (for the steady-state check).
+    pub(super) fn times(&self, out: &mut Vec<f64>) {
+        out.extend(self.engine_free.iter().copied());
+        out.push(self.hbm_free);
+    }
+
+    /// Per queue: the ends of its transfers in flight.
+    pub(super) fn in_flight(&self) -> &[Vec<f64>] {
+        &self.in_flight
+    }
+
+    /// Move every time of the state by `dt`.
+    pub(super) fn shift(&mut self, dt: f64) {
+        self.hbm_free += dt;
+        for t in self.engine_free.iter_mut().chain(self.in_flight.iter_mut().flatten()) {
+            *t += dt;
+        }
+    }
+}
+
 /// A saturating sum of byte counts (hostile programs must not overflow the model).
 fn sum(parts: &[u64]) -> u64 {
     parts.iter().fold(0u64, |a, &b| a.saturating_add(b))

@@ -5,6 +5,8 @@
 //! every stream in order, honouring semaphores, and gives each instruction
 //! a start and an end time from per-instruction costs. It needs no memory images and runs in
 //! time linear in the instruction count (a few hundred nanoseconds per instruction).
+//! [`model_looped`] gives the same figures for a [`bir::LoopedProgram`] without unrolling it,
+//! jumping over the repeating periods of its steady state (see the `looped` module).
 //!
 //! # Scheduling
 //! - Streams are in order. An instruction starts at the later of the time its engine can
@@ -83,7 +85,9 @@
 //! matmul flavour that issued the most FLOPs in the program (bf16 dense if it has none).
 
 mod dma;
+mod looped;
 mod pe;
+mod source;
 
 use bir::{BirInst, Engine, Op, Program, SemId, NUM_ENGINES};
 use penguin::HwProfile;
@@ -93,6 +97,9 @@ use crate::error::{InstRef, SimError, Stuck};
 
 use dma::DmaState;
 use pe::PeState;
+use source::{Flat, Source};
+
+pub use looped::{model_looped, model_looped_default, model_looped_with, LoopedOptions};
 
 /// One executed instruction on the timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -196,7 +203,64 @@ pub fn model(program: &Program) -> Result<CycleReport, SimError> {
 /// those of the program's target. Errors as [`model`].
 pub fn model_with(program: &Program, profile: &HwProfile) -> Result<CycleReport, SimError> {
     let profile = HwProfile { target: program.target, ..*profile };
-    Replay::new(program, profile)?.run()
+    let replay = Replay::new(Flat::new(program), program.semaphores.len(), profile, true, program.num_insts())?;
+    replay.run(&mut NoObserver)
+}
+
+/// Something the replay consults before each commit (the steady-state extrapolation of
+/// looped programs); the unrolled replay uses [`NoObserver`], which compiles to nothing.
+trait Observer<S> {
+    /// Whether the replay needs to call it (false: the call is compiled out).
+    const ACTIVE: bool = true;
+    /// Engine `e` is about to start its next instruction at `start` (the earliest start of
+    /// every engine). Returns whether the observer moved the replay state (then every
+    /// engine's state is re-read and the next commit chosen again).
+    fn before_commit(&mut self, r: &mut Replay<S>, e: usize, start: f64) -> Result<bool, SimError>;
+}
+
+/// The observer that does nothing.
+struct NoObserver;
+
+impl<S> Observer<S> for NoObserver {
+    const ACTIVE: bool = false;
+    #[inline(always)]
+    fn before_commit(&mut self, _: &mut Replay<S>, _: usize, _: f64) -> Result<bool, SimError> {
+        Ok(false)
+    }
+}
+
+/// The signals of one semaphore: the times it was signalled, sorted (count `v` is reached
+/// at entry `v - 1`). Without slices, entries no future start can tell apart (at or before
+/// the current time) are dropped from the front, keeping their number and the latest time.
+#[derive(Clone, Debug, Default)]
+struct SemLog {
+    dropped: u64,
+    dropped_at: f64,
+    times: Vec<f64>,
+}
+
+impl SemLog {
+    fn count(&self) -> u64 {
+        self.dropped + self.times.len() as u64
+    }
+
+    #[inline(always)]
+    fn reached(&self, value: u32) -> Option<f64> {
+        match (u64::from(value) - 1).checked_sub(self.dropped) {
+            Some(i) => self.times.get(usize::try_from(i).ok()?).copied(),
+            None => Some(self.dropped_at),
+        }
+    }
+
+    /// Drop the entries at or before `now`.
+    fn prune(&mut self, now: f64) {
+        let n = self.times.partition_point(|&t| t <= now);
+        if n > 0 {
+            self.dropped_at = self.times[n - 1];
+            self.dropped += n as u64;
+            self.times.drain(..n);
+        }
+    }
 }
 
 /// Where an engine's next instruction stands.
@@ -231,55 +295,69 @@ struct Cursor {
     covered_until: f64,
 }
 
-struct Replay<'p> {
-    program: &'p Program,
+struct Replay<S> {
+    src: S,
     engines: Vec<Engine>,
     cursors: Vec<Cursor>,
-    /// Per semaphore: the times it was signalled, sorted (count `v` is reached at entry `v - 1`).
-    signals: Vec<Vec<f64>>,
+    /// Per semaphore: its signals.
+    signals: Vec<SemLog>,
     pe: PeState,
     dma: DmaState,
     profile: HwProfile,
+    /// Keep one [`Slice`] per instruction (and every signal time, for exact `wait_ns`).
+    keep_slices: bool,
     slices: Vec<Slice>,
     total_ns: f64,
     hbm_bytes: u64,
 }
 
-impl<'p> Replay<'p> {
-    fn new(program: &'p Program, profile: HwProfile) -> Result<Self, SimError> {
-        if program.streams.len() > NUM_ENGINES {
-            return Err(SimError::TooManyStreams { streams: program.streams.len(), max: NUM_ENGINES });
+/// Signal logs of a lazy source longer than this are pruned when slices are not kept.
+const PRUNE_AT: usize = 256;
+
+impl<S: Source> Replay<S> {
+    fn new(src: S, semaphores: usize, profile: HwProfile, keep_slices: bool, insts: usize) -> Result<Self, SimError> {
+        if src.streams() > NUM_ENGINES {
+            return Err(SimError::TooManyStreams { streams: src.streams(), max: NUM_ENGINES });
         }
-        let engines: Vec<Engine> = Engine::all().take(program.streams.len()).collect();
+        let engines: Vec<Engine> = Engine::all().take(src.streams()).collect();
         Ok(Replay {
-            program,
+            src,
             cursors: vec![Cursor::default(); engines.len()],
             engines,
-            signals: vec![Vec::new(); program.semaphores.len()],
+            signals: vec![SemLog::default(); semaphores],
             pe: PeState::new(&profile),
             dma: DmaState::new(profile),
             profile,
-            slices: Vec::with_capacity(program.num_insts()),
+            keep_slices,
+            slices: Vec::with_capacity(if keep_slices { insts } else { 0 }),
             total_ns: 0.0,
             hbm_bytes: 0,
         })
     }
 
-    fn inst(&self, e: usize) -> Option<&'p BirInst> {
-        self.program.streams.get(e)?.get(self.cursors.get(e)?.next)
+    #[inline]
+    fn inst(&self, e: usize) -> Option<&BirInst> {
+        self.src.peek(e, self.cursors.get(e)?.next)
     }
 
     /// The time semaphore `sem` reached `value`, if it has.
+    #[inline]
     fn reached(&self, sem: SemId, value: u32) -> Option<f64> {
         if value == 0 {
             return Some(0.0);
         }
-        self.signals.get(sem.0 as usize)?.get(value as usize - 1).copied()
+        let log = self.signals.get(sem.0 as usize)?;
+        if !S::LAZY {
+            // An unrolled replay keeps every signal.
+            return log.times.get(value as usize - 1).copied();
+        }
+        log.reached(value)
     }
 
     /// Check engine `e`'s next instruction before it is first considered: its engine and its
     /// semaphores. (The model reads each instruction only when it gets there: the programs
     /// it is for are too large for a separate validation pass.)
+    #[inline(always)]
     fn check(&self, e: usize) -> Result<(), SimError> {
         let Some(inst) = self.inst(e) else { return Ok(()) };
         let engine = self.engines[e];
@@ -296,6 +374,7 @@ impl<'p> Replay<'p> {
 
     /// Where engine `e`'s next instruction stands: finished, blocked on a semaphore, or
     /// ready to start at a time.
+    #[inline(always)]
     fn state(&self, e: usize) -> State {
         let Some(inst) = self.inst(e) else { return State::Finished };
         let mut sem_ready = 0.0f64;
@@ -320,7 +399,7 @@ impl<'p> Replay<'p> {
     /// programs) cannot move a count that was already reached, so it only wakes engines
     /// blocked on that semaphore; one that lands earlier re-evaluates every engine waiting
     /// on it.
-    fn run(mut self) -> Result<CycleReport, SimError> {
+    fn run<O: Observer<S>>(mut self, observer: &mut O) -> Result<CycleReport, SimError> {
         let n = self.engines.len();
         let mut states = Vec::with_capacity(n);
         for e in 0..n {
@@ -337,7 +416,17 @@ impl<'p> Replay<'p> {
                 }
             }
             let Some((e, cand)) = best else { break };
+            if O::ACTIVE && observer.before_commit(&mut self, e, cand.start)? {
+                for (o, st) in states.iter_mut().enumerate() {
+                    *st = self.state(o);
+                }
+                continue;
+            }
             let signalled = self.commit(e, cand);
+            if S::LAZY {
+                let at = InstRef { engine: self.engines[e], index: self.cursors[e].next };
+                self.src.advance(e, at)?;
+            }
             self.check(e)?;
             states[e] = self.state(e);
             if let Some((sem, appended)) = signalled {
@@ -360,10 +449,12 @@ impl<'p> Replay<'p> {
 
     /// Run engine `e`'s next instruction from `cand.start`; returns the semaphore it signalled
     /// and whether the signal landed after all earlier ones of that semaphore.
+    #[inline(always)]
     fn commit(&mut self, e: usize, cand: Candidate) -> Option<(SemId, bool)> {
         let engine = self.engines[e];
         let index = self.cursors[e].next;
-        let inst = &self.program.streams[e][index];
+        let inst = self.src.peek(e, index)?;
+        let signal = inst.signal;
         let start = cand.start;
         let end = match engine {
             Engine::Pe => {
@@ -391,15 +482,21 @@ impl<'p> Replay<'p> {
         cursor.covered_until = cursor.covered_until.max(end);
         let retired = cursor.retired;
         self.total_ns = self.total_ns.max(retired);
-        self.slices.push(Slice { engine, index, start_ns: start, end_ns: end, wait_ns: cand.wait_ns });
-        let sem = inst.signal?;
-        let times = self.signals.get_mut(sem.0 as usize)?;
+        if self.keep_slices {
+            self.slices.push(Slice { engine, index, start_ns: start, end_ns: end, wait_ns: cand.wait_ns });
+        }
+        let sem = signal?;
+        let log = self.signals.get_mut(sem.0 as usize)?;
+        let times = &mut log.times;
         let appended = times.last().is_none_or(|&t| t <= retired);
         if appended {
             times.push(retired);
         } else {
             let at = times.partition_point(|&t| t <= retired);
             times.insert(at, retired);
+        }
+        if S::LAZY && !self.keep_slices && times.len() > PRUNE_AT {
+            log.prune(start);
         }
         Some((sem, appended))
     }
@@ -435,7 +532,8 @@ impl<'p> Replay<'p> {
                 let inst = self.inst(e)?;
                 let at = InstRef { engine: self.engines[e], index: self.cursors[e].next };
                 let w = inst.waits.iter().find(|w| self.reached(w.sem, w.value).is_none())?;
-                let current = self.signals.get(w.sem.0 as usize).map_or(0, Vec::len) as u32;
+                let count = self.signals.get(w.sem.0 as usize).map_or(0, SemLog::count);
+                let current = u32::try_from(count).unwrap_or(u32::MAX);
                 Some(Stuck { at, sem: w.sem, needed: w.value, current })
             })
             .collect();

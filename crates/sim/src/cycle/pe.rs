@@ -198,6 +198,38 @@ impl PeState {
         end
     }
 
+    /// Every time of the state, in a fixed order (for the steady-state check).
+    pub(super) fn times(&self, out: &mut Vec<f64>) {
+        out.extend([self.issue, self.port_free]);
+        out.extend(self.cell_free.iter().chain(&self.shadow_free).chain(&self.weights_ready));
+    }
+
+    /// The loaded weights of every cell, as numbers (for the steady-state check).
+    pub(super) fn weights_key(&self, out: &mut Vec<u64>) {
+        out.extend(self.weights.iter().map(|w| u64::from(w.rows) << 2 | u64::from(w.fp32) << 1 | u64::from(w.sparse)));
+    }
+
+    /// Move every time of the state by `dt`.
+    pub(super) fn shift(&mut self, dt: f64) {
+        self.issue += dt;
+        self.port_free += dt;
+        for t in self.cell_free.iter_mut().chain(&mut self.shadow_free).chain(&mut self.weights_ready) {
+            *t += dt;
+        }
+    }
+
+    /// FLOPs issued so far per flavour.
+    pub(super) fn flops_parts(&self) -> [f64; 4] {
+        self.flops
+    }
+
+    /// Add `times` x `delta` to the FLOPs of each flavour.
+    pub(super) fn add_flops(&mut self, delta: &[f64; 4], times: f64) {
+        for (f, d) in self.flops.iter_mut().zip(delta) {
+            *f += d * times;
+        }
+    }
+
     /// Matmul FLOPs issued so far.
     pub(super) fn flops(&self) -> f64 {
         self.flops.iter().sum()

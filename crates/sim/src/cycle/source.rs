@@ -1,0 +1,238 @@
+//! Where the cycle model's replay reads instructions from: the streams of an unrolled
+//! [`Program`] (borrowed, nothing copied), or the streams of a [`LoopedProgram`] walked
+//! lazily, one cursor per engine holding a frame per open loop.
+
+use std::borrow::Cow;
+
+use bir::looped::{advance_inst, param_count};
+use bir::{BirInst, Engine, Item, LoopedProgram, Program};
+
+use crate::error::{InstRef, SimError};
+
+/// A source of per-engine instruction streams, read in order.
+pub(super) trait Source {
+    /// Whether [`Source::advance`] does anything (false: the replay's count is the position).
+    const LAZY: bool;
+    /// Streams (engines) the source has.
+    fn streams(&self) -> usize;
+    /// The next instruction of stream `e` (after `done` instructions of it), if it has one
+    /// left.
+    fn peek(&self, e: usize, done: usize) -> Option<&BirInst>;
+    /// Move stream `e` past its next instruction; `at` names that instruction for errors.
+    fn advance(&mut self, e: usize, at: InstRef) -> Result<(), SimError>;
+}
+
+/// The streams of an unrolled program (the replay's own count of committed instructions
+/// is the position).
+pub(super) struct Flat<'p> {
+    program: &'p Program,
+}
+
+impl<'p> Flat<'p> {
+    pub(super) fn new(program: &'p Program) -> Self {
+        Flat { program }
+    }
+}
+
+impl Source for Flat<'_> {
+    const LAZY: bool = false;
+    fn streams(&self) -> usize {
+        self.program.streams.len()
+    }
+
+    #[inline(always)]
+    fn peek(&self, e: usize, done: usize) -> Option<&BirInst> {
+        self.program.streams.get(e)?.get(done)
+    }
+
+    #[inline(always)]
+    fn advance(&mut self, _e: usize, _at: InstRef) -> Result<(), SimError> {
+        Ok(())
+    }
+}
+
+/// One open level of a looped stream: the items being walked and where in them.
+#[derive(Clone, Debug)]
+pub(super) struct Frame<'p> {
+    /// The items of this level (the stream, or a loop's body).
+    items: &'p [Item],
+    /// The loop's step (empty for the stream itself).
+    step: &'p [i64],
+    /// The loop's trips (1 for the stream itself).
+    pub(super) trips: u32,
+    /// The current iteration.
+    pub(super) iter: u32,
+    /// Index of the current item.
+    pub(super) pos: usize,
+    /// Parameter offset of the current item within `items`.
+    at: usize,
+    /// Parameter advance of `items` in this iteration (empty: all zero, the stream itself).
+    base: Vec<i64>,
+}
+
+/// One engine's cursor into a looped stream.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Cursor<'p> {
+    /// Open levels, outermost (the stream) first.
+    pub(super) frames: Vec<Frame<'p>>,
+    /// The next instruction, with its parameters advanced.
+    current: Option<Cow<'p, BirInst>>,
+}
+
+/// The streams of a looped program, each walked by a [`Cursor`].
+pub(super) struct Looped<'p> {
+    pub(super) cursors: Vec<Cursor<'p>>,
+}
+
+/// A loop whose step does not fit its body, or an iteration that moves a parameter out of
+/// range, reported at the instruction the model was about to read.
+fn bad_loop(at: InstRef, what: &str) -> SimError {
+    SimError::BadOperand { at, detail: format!("loop: {what}") }
+}
+
+impl<'p> Looped<'p> {
+    pub(super) fn new(lp: &'p LoopedProgram) -> Result<Self, SimError> {
+        let mut cursors = Vec::with_capacity(lp.streams.len());
+        for (e, items) in lp.streams.iter().enumerate() {
+            let top = Frame { items, step: &[], trips: 1, iter: 0, pos: 0, at: 0, base: Vec::new() };
+            let mut c = Cursor { frames: vec![top], current: None };
+            c.settle(at(e, 0))?;
+            cursors.push(c);
+        }
+        Ok(Looped { cursors })
+    }
+}
+
+fn at(e: usize, index: usize) -> InstRef {
+    InstRef { engine: Engine::from_index(e).unwrap_or(Engine::Pe), index }
+}
+
+impl<'p> Cursor<'p> {
+    /// Walk forward from the current item to the next instruction (entering loops, starting
+    /// their next iteration or leaving them) and materialize it; `None` at the stream's end.
+    fn settle(&mut self, at: InstRef) -> Result<(), SimError> {
+        loop {
+            let depth = self.frames.len();
+            let Some(f) = self.frames.last_mut() else {
+                self.current = None;
+                return Ok(());
+            };
+            if let Some(item) = f.items.get(f.pos) {
+                match item {
+                    Item::Inst(i) => {
+                        self.current = Some(if f.base.is_empty() {
+                            Cow::Borrowed(i)
+                        } else {
+                            let n = bir::looped::inst_param_count(i);
+                            let delta =
+                                f.base.get(f.at..f.at + n).ok_or_else(|| bad_loop(at, "bad parameter count"))?;
+                            Cow::Owned(
+                                advance_inst(i, delta)
+                                    .ok_or_else(|| bad_loop(at, "an iteration moves a parameter out of its range"))?,
+                            )
+                        });
+                        return Ok(());
+                    }
+                    Item::Loop(l) => {
+                        let n = param_count(&l.body);
+                        if l.trips == 0 {
+                            return Err(bad_loop(at, "a loop has 0 trips"));
+                        }
+                        if l.step.len() != n {
+                            return Err(bad_loop(
+                                at,
+                                &format!("a step has {} entries but its body has {n} parameters", l.step.len()),
+                            ));
+                        }
+                        let base = if f.base.is_empty() {
+                            vec![0; n]
+                        } else {
+                            f.base.get(f.at..f.at + n).ok_or_else(|| bad_loop(at, "bad parameter count"))?.to_vec()
+                        };
+                        let child =
+                            Frame { items: &l.body, step: &l.step, trips: l.trips, iter: 0, pos: 0, at: 0, base };
+                        self.frames.push(child);
+                    }
+                }
+            } else if f.iter + 1 < f.trips {
+                f.iter += 1;
+                f.pos = 0;
+                f.at = 0;
+                for (b, s) in f.base.iter_mut().zip(f.step) {
+                    *b = b.checked_add(*s).ok_or_else(|| bad_loop(at, "a parameter overflows"))?;
+                }
+            } else if depth == 1 {
+                self.current = None;
+                return Ok(());
+            } else {
+                let n = f.base.len();
+                self.frames.pop();
+                if let Some(parent) = self.frames.last_mut() {
+                    parent.pos += 1;
+                    parent.at += n;
+                }
+            }
+        }
+    }
+
+    /// Move past the current instruction.
+    fn step(&mut self, at: InstRef) -> Result<(), SimError> {
+        if let (Some(f), Some(cur)) = (self.frames.last_mut(), &self.current) {
+            f.pos += 1;
+            f.at += bir::looped::inst_param_count(cur);
+        }
+        self.settle(at)
+    }
+
+    /// Whether the next instruction is the first of an iteration of a top-level loop: the
+    /// cursor is inside such a loop and every open level below the stream is at its start.
+    pub(super) fn at_top_iteration_start(&self) -> bool {
+        self.current.is_some()
+            && self.frames.len() >= 2
+            && self.frames[1..].iter().enumerate().all(|(i, f)| f.pos == 0 && (i == 0 || f.iter == 0))
+    }
+
+    /// Jump `iters` iterations ahead in the loop of level `level` (its inner levels keep
+    /// their positions), then re-read the current instruction.
+    pub(super) fn jump(&mut self, level: usize, iters: u32, at: InstRef) -> Result<(), SimError> {
+        let overflow = || bad_loop(at, "a parameter overflows");
+        let Some(f) = self.frames.get_mut(level) else { return Ok(()) };
+        f.iter = f.iter.checked_add(iters).filter(|&i| i < f.trips).ok_or_else(overflow)?;
+        let k = i64::from(iters);
+        let mut delta: Vec<i64> =
+            f.step.iter().map(|s| s.checked_mul(k).ok_or_else(overflow)).collect::<Result<_, _>>()?;
+        let mut lvl = level;
+        while let Some(f) = self.frames.get_mut(lvl) {
+            for (b, d) in f.base.iter_mut().zip(&delta) {
+                *b = b.checked_add(*d).ok_or_else(overflow)?;
+            }
+            let (from, n) = (f.at, self.frames.get(lvl + 1).map_or(0, |c| c.base.len()));
+            delta = delta.get(from..from + n).map(<[i64]>::to_vec).unwrap_or_default();
+            lvl += 1;
+        }
+        self.settle(at)
+    }
+
+    /// The loop of level `level`: its body and step.
+    pub(super) fn level_body(&self, level: usize) -> Option<(&'p [Item], &'p [i64])> {
+        self.frames.get(level).map(|f| (f.items, f.step))
+    }
+}
+
+impl Source for Looped<'_> {
+    const LAZY: bool = true;
+    fn streams(&self) -> usize {
+        self.cursors.len()
+    }
+
+    fn peek(&self, e: usize, _done: usize) -> Option<&BirInst> {
+        self.cursors.get(e)?.current.as_deref()
+    }
+
+    fn advance(&mut self, e: usize, at: InstRef) -> Result<(), SimError> {
+        match self.cursors.get_mut(e) {
+            Some(c) => c.step(at),
+            None => Ok(()),
+        }
+    }
+}
