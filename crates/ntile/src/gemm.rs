@@ -461,7 +461,7 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
     };
     let t = Instant::now();
     progress.phase("simulate");
-    let mut simulator = sim::Simulator::new(&program);
+    let mut simulator = crate::threads::simulator(&program)?;
     match &sparse {
         Some(s) => {
             simulator.write_hbm_f32("a", &s.values).map_err(sim_error)?;

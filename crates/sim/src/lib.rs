@@ -55,7 +55,7 @@ pub use error::{InstRef, SimError, Stuck};
 pub use gemm::{gemm_f32, gemm_f64};
 pub use memory::MAX_ACCESS_ELEMS;
 pub use race::{Race, RaceAccess, MAX_REPORTED_RACES};
-pub use simulator::{RunStats, Simulator, MAX_HBM_BYTES};
+pub use simulator::{RunStats, Simulator, MAX_HBM_BYTES, MAX_THREADS};
 mod cycle;
 mod report;
 pub use cycle::{model, model_with, CycleReport, EngineBusy, Slice};

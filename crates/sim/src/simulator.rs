@@ -1,5 +1,7 @@
 //! The functional simulator: memory images, the PE array, PSUM groups and the scheduler.
 
+use std::sync::Arc;
+
 use bir::{Engine, HwAp, Op, Program, NUM_ENGINES};
 use penguin::target::NUM_PARTITIONS;
 use penguin::{CastMode, DType, Memory, PerfMode};
@@ -11,15 +13,20 @@ use crate::memory::{Images, Walk, PSUM_PARTITION_BYTES};
 use crate::race::{join, Clock, Race, RaceLog};
 
 mod dataflow;
+mod deferred;
 mod pe;
 
 use dataflow::Elementwise;
+use deferred::{Deferred, JobQueue};
 
 /// The largest HBM image the simulator allocates (4 GiB).
 pub const MAX_HBM_BYTES: u64 = 1 << 32;
 
 /// Elements converted per step of a casting or same-memory copy (bounds the scratch space).
 const CHUNK: usize = 4096;
+
+/// The most threads a run uses.
+pub const MAX_THREADS: usize = 64;
 
 /// Instructions between two prunings of the race log.
 const PRUNE_EVERY: u32 = 64;
@@ -47,7 +54,8 @@ pub struct RunStats {
 /// The weights held by the PE array after a LoadStationary.
 struct Stationary {
     perf_mode: PerfMode,
-    packed: PackedStationary,
+    /// Shared with the products still being computed on other threads.
+    packed: Arc<PackedStationary>,
 }
 
 /// Reusable buffers of the hot paths.
@@ -129,9 +137,12 @@ struct Machine {
     /// pattern; an SBUF write that overlaps one drops it. Blocked schedules stream the same
     /// moving tile against several stationary tiles and the same stationary tile against the
     /// n tiles of a block, and decoding each once saves most of the decode time.
-    moving_cache: Vec<(HwAp, Vec<f32>)>,
+    moving_cache: Vec<(HwAp, Arc<Vec<f32>>)>,
     /// The cache entry holding the moving operand just prepared, if it is there.
     moving_hit: Option<usize>,
+    /// Products computed on worker threads, during a [`Simulator::run`] with more than one
+    /// thread; `None` computes each product where its matmul issues.
+    deferred: Option<Deferred>,
 }
 
 /// Decoded operands kept (a blocked schedule's N block x K chunks of moving tiles and the K
@@ -151,6 +162,45 @@ impl Machine {
             let (q0, q1, clo, chi) = c.byte_region();
             !(p0 < q1 && q0 < p1 && lo < chi && clo < hi)
         });
+    }
+}
+
+impl Machine {
+    /// Add the pending products that write PSUM bytes `ap` may touch (and those before
+    /// them) into PSUM, so the access sees what a serial run would.
+    fn settle(&mut self, ap: &HwAp) {
+        let Machine { deferred: Some(d), images, .. } = self else { return };
+        d.settle(ap.byte_region(), &mut |dst, start, product| write_product(&mut images.psum, dst, start, product));
+    }
+
+    /// Add every pending product into PSUM.
+    fn settle_all(&mut self) {
+        let Machine { deferred: Some(d), images, .. } = self else { return };
+        d.settle_all(&mut |dst, start, product| write_product(&mut images.psum, dst, start, product));
+    }
+}
+
+/// Write a PE product into its PSUM result pattern `dw` (fp32): replace the values on
+/// `START`, else add to them in fp32.
+fn write_product(psum: &mut [u8], dw: &Walk, start: bool, product: &[f32]) {
+    let mut pos = 0;
+    for run in dw.runs() {
+        let Some(out) = product.get(pos..pos + run.len) else { return };
+        if start {
+            encode_run(DType::Fp32, CastMode::Rne, out, psum, run);
+        } else if run.contiguous(4) {
+            for (word, v) in psum[run.span(4)].chunks_exact_mut(4).zip(out) {
+                let old = f32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+                word.copy_from_slice(&(old + v).to_le_bytes());
+            }
+        } else {
+            for (j, v) in out.iter().enumerate() {
+                let a = run.at(j);
+                let old = f32::from_le_bytes([psum[a], psum[a + 1], psum[a + 2], psum[a + 3]]);
+                psum[a..a + 4].copy_from_slice(&(old + v).to_le_bytes());
+            }
+        }
+        pos += run.len;
     }
 }
 
@@ -198,6 +248,8 @@ pub struct Simulator {
     races: Vec<Race>,
     /// Why the HBM image could not be allocated, reported by every later call.
     alloc_error: Option<SimError>,
+    /// Threads a run computes PE products on.
+    threads: usize,
 }
 
 /// Bytes per partition of the SBUF image: the target's capacity, or less when no access of
@@ -247,10 +299,24 @@ impl Simulator {
                 double_row_ok: program.target.info().double_row,
                 moving_cache: Vec::new(),
                 moving_hit: None,
+                deferred: None,
             },
             races: Vec::new(),
             alloc_error,
+            threads: std::thread::available_parallelism().map_or(1, |t| t.get()).min(MAX_THREADS),
         }
+    }
+
+    /// Compute PE products on `threads` threads (at least 1; 1 computes each product where
+    /// its matmul issues). The default is the number of cores, at most [`MAX_THREADS`].
+    /// The results are the same bytes for any number.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.clamp(1, MAX_THREADS);
+    }
+
+    /// The number of threads a run uses (see [`set_threads`](Simulator::set_threads)).
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// The program being simulated.
@@ -340,10 +406,35 @@ impl Simulator {
     /// Engines are visited round-robin, each running as far as its waits allow. Races do
     /// not stop the run; they are returned in [`RunStats::races`] and kept for
     /// [`races`](Simulator::races).
+    ///
+    /// With more than one thread (see [`set_threads`](Simulator::set_threads)) the PE
+    /// products are computed on worker threads while the scheduler goes on; the results,
+    /// statistics, races and errors are the same as with one.
     pub fn run(&mut self) -> Result<RunStats, SimError> {
         if let Some(e) = &self.alloc_error {
             return Err(e.clone());
         }
+        if self.threads <= 1 {
+            return self.run_streams();
+        }
+        let queue = Arc::new(JobQueue::default());
+        std::thread::scope(|s| {
+            for i in 1..self.threads {
+                let q = Arc::clone(&queue);
+                // A worker that cannot be started leaves its share to the others and to
+                // the scheduling thread, which computes whatever no worker has taken.
+                let _ = std::thread::Builder::new().name(format!("sim-pe-{i}")).spawn_scoped(s, move || q.work());
+            }
+            self.machine.deferred = Some(Deferred::new(Arc::clone(&queue)));
+            let result = self.run_streams();
+            self.machine.settle_all();
+            self.machine.deferred = None;
+            queue.close();
+            result
+        })
+    }
+
+    fn run_streams(&mut self) -> Result<RunStats, SimError> {
         let streams = &self.program.streams;
         if streams.len() > NUM_ENGINES {
             return Err(SimError::TooManyStreams { streams: streams.len(), max: NUM_ENGINES });
@@ -487,9 +578,17 @@ impl Machine {
             return Err(SimError::WrongEngine { at: cx.at, op: op.name() });
         }
         self.moving_hit = None;
+        // A matmul's own result is queued behind the pending products instead of settled.
+        let result = match op {
+            Op::MultiplyMoving { dst, .. } => Some(dst),
+            _ => None,
+        };
         for (ap, written) in op.accesses() {
             if written {
                 self.invalidate(ap);
+            }
+            if ap.memory == Memory::Psum && !result.is_some_and(|d| std::ptr::eq(d, ap)) {
+                self.settle(ap);
             }
         }
         match op {
