@@ -170,6 +170,22 @@ impl Decoder for I32Dec {
     }
 }
 
+/// Contiguous fp32: whole 4-byte words, so the loop vectorises.
+fn decode_f32_contiguous(bytes: &[u8], out: &mut [f32]) {
+    let (words, _) = bytes.as_chunks::<4>();
+    for (o, w) in out.iter_mut().zip(words) {
+        *o = f32::from_le_bytes(*w);
+    }
+}
+
+/// Contiguous fp32: whole 4-byte words, so the loop vectorises.
+fn encode_f32_contiguous(src: &[f32], bytes: &mut [u8]) {
+    let (words, _) = bytes.as_chunks_mut::<4>();
+    for (w, x) in words.iter_mut().zip(src) {
+        *w = x.to_le_bytes();
+    }
+}
+
 #[inline(always)]
 fn decode_with<D: Decoder>(d: D, mem: &[u8], run: Run, out: &mut [f32]) {
     if run.contiguous(D::SIZE) {
@@ -188,6 +204,7 @@ fn decode_with<D: Decoder>(d: D, mem: &[u8], run: Run, out: &mut [f32]) {
 pub(crate) fn decode_run(dtype: DType, mem: &[u8], run: Run, out: &mut [f32]) {
     let out = &mut out[..run.len];
     match dtype {
+        DType::Fp32 if run.contiguous(4) => decode_f32_contiguous(&mem[run.span(4)], out),
         DType::Fp32 => decode_with(F32Dec, mem, run, out),
         DType::Bf16 if run.contiguous(2) => decode_bf16_contiguous(&mem[run.span(2)], out),
         DType::Bf16 => decode_with(Bf16Dec, mem, run, out),
@@ -257,6 +274,7 @@ fn encode_with<E: Encoder>(e: E, src: &[f32], mem: &mut [u8], run: Run) {
 pub(crate) fn encode_run(dtype: DType, mode: CastMode, src: &[f32], mem: &mut [u8], run: Run) {
     let src = &src[..run.len];
     match (dtype, mode) {
+        (DType::Fp32, _) if run.contiguous(4) => encode_f32_contiguous(src, &mut mem[run.span(4)]),
         (DType::Fp32, _) => encode_with(F32Enc, src, mem, run),
         (DType::Bf16, CastMode::Rne) => encode_with(Bf16RneEnc, src, mem, run),
         (DType::Bf16 | DType::Fp16 | DType::Int16, _) => {

@@ -189,9 +189,10 @@ fn write_product(psum: &mut [u8], dw: &Walk, start: bool, product: &[f32]) {
         if start {
             encode_run(DType::Fp32, CastMode::Rne, out, psum, run);
         } else if run.contiguous(4) {
-            for (word, v) in psum[run.span(4)].chunks_exact_mut(4).zip(out) {
-                let old = f32::from_le_bytes([word[0], word[1], word[2], word[3]]);
-                word.copy_from_slice(&(old + v).to_le_bytes());
+            // Whole 4-byte words, so the loop vectorises.
+            let (words, _) = psum[run.span(4)].as_chunks_mut::<4>();
+            for (word, v) in words.iter_mut().zip(out) {
+                *word = (f32::from_le_bytes(*word) + v).to_le_bytes();
             }
         } else {
             for (j, v) in out.iter().enumerate() {
