@@ -14,10 +14,12 @@ use crate::race::{join, Clock, Race, RaceLog};
 
 mod dataflow;
 mod deferred;
+mod groups;
 mod pe;
 
 use dataflow::Elementwise;
-use deferred::{Deferred, JobQueue};
+use deferred::{write_product, Deferred, JobQueue};
+use groups::Groups;
 
 /// The largest HBM image the simulator allocates (4 GiB).
 pub const MAX_HBM_BYTES: u64 = 1 << 32;
@@ -69,63 +71,6 @@ struct Scratch {
     product: Vec<f32>,
 }
 
-/// PSUM accumulation-group state per fp32 word: open between START and STOP.
-struct Groups {
-    open: Vec<bool>,
-    open_words: usize,
-}
-
-impl Groups {
-    fn word(addr: usize) -> usize {
-        addr / 4
-    }
-
-    /// The first byte of a run of `size`-byte elements that lies in an open word.
-    fn find_open(&self, run: Run, size: usize) -> Option<usize> {
-        if run.contiguous(size) {
-            let bytes = run.span(size);
-            let words = Self::word(bytes.start)..Self::word(bytes.end - 1) + 1;
-            let w = words.start + self.open[words].iter().position(|&o| o)?;
-            return Some((w * 4).max(bytes.start));
-        }
-        (0..run.len).map(|j| run.at(j)).find(|&a| (Self::word(a)..=Self::word(a + size - 1)).any(|w| self.open[w]))
-    }
-
-    fn set(&mut self, word: usize, open: bool) {
-        if self.open[word] != open {
-            self.open[word] = open;
-            if open {
-                self.open_words += 1;
-            } else {
-                self.open_words -= 1;
-            }
-        }
-    }
-
-    /// Open or close the words `[w0, w1)`.
-    fn set_range(&mut self, w0: usize, w1: usize, open: bool) {
-        let words = &mut self.open[w0..w1];
-        let were_open = words.iter().filter(|&&o| o).count();
-        words.fill(open);
-        self.open_words = self.open_words - were_open + if open { w1 - w0 } else { 0 };
-    }
-
-    /// Open or close every word of a run of `size`-byte elements.
-    fn set_run(&mut self, run: Run, size: usize, open: bool) {
-        if run.contiguous(size) {
-            let bytes = run.span(size);
-            self.set_range(Self::word(bytes.start), Self::word(bytes.end - 1) + 1, open);
-            return;
-        }
-        for j in 0..run.len {
-            let a = run.at(j);
-            for w in Self::word(a)..=Self::word(a + size - 1) {
-                self.set(w, open);
-            }
-        }
-    }
-}
-
 /// Everything an instruction can change, apart from the scheduler's own state.
 struct Machine {
     images: Images,
@@ -162,46 +107,6 @@ impl Machine {
             let (q0, q1, clo, chi) = c.byte_region();
             !(p0 < q1 && q0 < p1 && lo < chi && clo < hi)
         });
-    }
-}
-
-impl Machine {
-    /// Add the pending products that write PSUM bytes `ap` may touch (and those before
-    /// them) into PSUM, so the access sees what a serial run would.
-    fn settle(&mut self, ap: &HwAp) {
-        let Machine { deferred: Some(d), images, .. } = self else { return };
-        d.settle(ap.byte_region(), &mut |dst, start, product| write_product(&mut images.psum, dst, start, product));
-    }
-
-    /// Add every pending product into PSUM.
-    fn settle_all(&mut self) {
-        let Machine { deferred: Some(d), images, .. } = self else { return };
-        d.settle_all(&mut |dst, start, product| write_product(&mut images.psum, dst, start, product));
-    }
-}
-
-/// Write a PE product into its PSUM result pattern `dw` (fp32): replace the values on
-/// `START`, else add to them in fp32.
-fn write_product(psum: &mut [u8], dw: &Walk, start: bool, product: &[f32]) {
-    let mut pos = 0;
-    for run in dw.runs() {
-        let Some(out) = product.get(pos..pos + run.len) else { return };
-        if start {
-            encode_run(DType::Fp32, CastMode::Rne, out, psum, run);
-        } else if run.contiguous(4) {
-            // Whole 4-byte words, so the loop vectorises.
-            let (words, _) = psum[run.span(4)].as_chunks_mut::<4>();
-            for (word, v) in words.iter_mut().zip(out) {
-                *word = (f32::from_le_bytes(*word) + v).to_le_bytes();
-            }
-        } else {
-            for (j, v) in out.iter().enumerate() {
-                let a = run.at(j);
-                let old = f32::from_le_bytes([psum[a], psum[a + 1], psum[a + 2], psum[a + 3]]);
-                psum[a..a + 4].copy_from_slice(&(old + v).to_le_bytes());
-            }
-        }
-        pos += run.len;
     }
 }
 

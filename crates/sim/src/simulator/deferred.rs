@@ -15,6 +15,10 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
+use bir::HwAp;
+use penguin::{CastMode, DType};
+
+use crate::convert::encode_run;
 use crate::gemm::{matmul_tn, PackedStationary};
 use crate::memory::Walk;
 
@@ -207,5 +211,45 @@ impl Deferred {
             apply(&p.dst, p.start, &product);
             self.free.push(product);
         }
+    }
+}
+
+impl super::Machine {
+    /// Add the pending products that write PSUM bytes `ap` may touch (and those before
+    /// them) into PSUM, so the access sees what a serial run would.
+    pub(super) fn settle(&mut self, ap: &HwAp) {
+        let super::Machine { deferred: Some(d), images, .. } = self else { return };
+        d.settle(ap.byte_region(), &mut |dst, start, product| write_product(&mut images.psum, dst, start, product));
+    }
+
+    /// Add every pending product into PSUM.
+    pub(super) fn settle_all(&mut self) {
+        let super::Machine { deferred: Some(d), images, .. } = self else { return };
+        d.settle_all(&mut |dst, start, product| write_product(&mut images.psum, dst, start, product));
+    }
+}
+
+/// Write a PE product into its PSUM result pattern `dw` (fp32): replace the values on
+/// `START`, else add to them in fp32.
+pub(super) fn write_product(psum: &mut [u8], dw: &Walk, start: bool, product: &[f32]) {
+    let mut pos = 0;
+    for run in dw.runs() {
+        let Some(out) = product.get(pos..pos + run.len) else { return };
+        if start {
+            encode_run(DType::Fp32, CastMode::Rne, out, psum, run);
+        } else if run.contiguous(4) {
+            // Whole 4-byte words, so the loop vectorises.
+            let (words, _) = psum[run.span(4)].as_chunks_mut::<4>();
+            for (word, v) in words.iter_mut().zip(out) {
+                *word = (f32::from_le_bytes(*word) + v).to_le_bytes();
+            }
+        } else {
+            for (j, v) in out.iter().enumerate() {
+                let a = run.at(j);
+                let old = f32::from_le_bytes([psum[a], psum[a + 1], psum[a + 2], psum[a + 3]]);
+                psum[a..a + 4].copy_from_slice(&(old + v).to_le_bytes());
+            }
+        }
+        pos += run.len;
     }
 }
