@@ -287,6 +287,68 @@ pub(crate) fn encode_run(dtype: DType, mode: CastMode, src: &[f32], mem: &mut [u
     }
 }
 
+/// Elements from which [`encode_all`] and [`decode_all`] split the work over threads.
+const PARALLEL_ELEMS: usize = 1 << 20;
+
+/// Elements per thread for `len` elements: `len` when one thread does them all.
+fn piece(len: usize) -> usize {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(8);
+    if threads < 2 || len < PARALLEL_ELEMS {
+        len.max(1)
+    } else {
+        len.div_ceil(threads)
+    }
+}
+
+/// Encode `src` into the contiguous elements `bytes` of `dtype` (rounding `mode`), on
+/// several threads when large.
+pub(crate) fn encode_all(dtype: DType, mode: CastMode, src: &[f32], bytes: &mut [u8]) {
+    let size = dtype.size_bytes() as usize;
+    let len = src.len().min(bytes.len() / size);
+    let whole = |src: &[f32], bytes: &mut [u8]| {
+        encode_run(dtype, mode, src, bytes, Run { start: 0, len: src.len(), step: size as i64 });
+    };
+    let chunk = piece(len);
+    if chunk >= len {
+        whole(&src[..len], bytes);
+        return;
+    }
+    let started = std::thread::scope(|s| {
+        src[..len].chunks(chunk).zip(bytes.chunks_mut(chunk * size)).all(|(v, b)| {
+            let whole = &whole;
+            std::thread::Builder::new().spawn_scoped(s, move || whole(v, b)).is_ok()
+        })
+    });
+    if !started {
+        // A thread could not be started: everything on this one.
+        whole(&src[..len], bytes);
+    }
+}
+
+/// Decode the contiguous elements `bytes` of `dtype` into `out`, on several threads when
+/// large.
+pub(crate) fn decode_all(dtype: DType, bytes: &[u8], out: &mut [f32]) {
+    let size = dtype.size_bytes() as usize;
+    let len = out.len().min(bytes.len() / size);
+    let whole = |bytes: &[u8], out: &mut [f32]| {
+        decode_run(dtype, bytes, Run { start: 0, len: out.len(), step: size as i64 }, out);
+    };
+    let chunk = piece(len);
+    if chunk >= len {
+        whole(bytes, &mut out[..len]);
+        return;
+    }
+    let started = std::thread::scope(|s| {
+        bytes.chunks(chunk * size).zip(out[..len].chunks_mut(chunk)).all(|(b, v)| {
+            let whole = &whole;
+            std::thread::Builder::new().spawn_scoped(s, move || whole(b, v)).is_ok()
+        })
+    });
+    if !started {
+        whole(bytes, &mut out[..len]);
+    }
+}
+
 /// Copy the elements of `src` to `dst` unchanged (same element size `N`), either memory.
 #[inline(always)]
 fn move_with<const N: usize>(src_mem: &[u8], src: Run, dst_mem: &mut [u8], dst: Run) {
@@ -387,6 +449,24 @@ mod tests {
         }
         v.extend([0.0, -0.0, 1.0, 240.0, 448.0, 57344.0, 65504.0, 1e30, -1e30, 3.5, 2.5, 255.5, -32768.5]);
         v
+    }
+
+    #[test]
+    fn whole_tensor_conversions_on_threads_match_one_run() {
+        let base = sample_f32();
+        let values: Vec<f32> = (0..PARALLEL_ELEMS * 3 + 7).map(|i| base[i % base.len()]).collect();
+        for d in [DType::Bf16, DType::Fp32, DType::Fp8e4m3] {
+            let size = d.size_bytes() as usize;
+            let run = Run { start: 0, len: values.len(), step: size as i64 };
+            let (mut one, mut all) = (vec![0u8; values.len() * size], vec![0u8; values.len() * size]);
+            encode_run(d, CastMode::Rne, &values, &mut one, run);
+            encode_all(d, CastMode::Rne, &values, &mut all);
+            assert!(one == all, "{d}: encode");
+            let (mut back_one, mut back_all) = (vec![0f32; values.len()], vec![1f32; values.len()]);
+            decode_run(d, &one, run, &mut back_one);
+            decode_all(d, &one, &mut back_all);
+            assert!(back_one.iter().zip(&back_all).all(|(a, b)| a.to_bits() == b.to_bits()), "{d}: decode");
+        }
     }
 
     #[test]

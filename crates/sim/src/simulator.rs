@@ -6,7 +6,7 @@ use bir::{Engine, HwAp, Op, Program, NUM_ENGINES};
 use penguin::target::NUM_PARTITIONS;
 use penguin::{CastMode, DType, Memory, PerfMode};
 
-use crate::convert::{decode_run, encode_run, Run};
+use crate::convert::{decode_all, encode_all};
 use crate::error::{InstRef, SimError, Stuck};
 use crate::gemm::PackedStationary;
 use crate::memory::{Images, Walk, PSUM_PARTITION_BYTES};
@@ -286,8 +286,7 @@ impl Simulator {
                 unit: "elements",
             });
         }
-        let run = Run { start: range.start as i64, len: elems, step: size as i64 };
-        encode_run(dtype, CastMode::Rne, values, &mut self.machine.images.hbm, run);
+        encode_all(dtype, CastMode::Rne, values, &mut self.machine.images.hbm[range]);
         Ok(())
     }
 
@@ -302,8 +301,7 @@ impl Simulator {
         let (dtype, range) = self.tensor_range(name)?;
         let size = dtype.size_bytes() as usize;
         let mut out = vec![0f32; range.len() / size];
-        let run = Run { start: range.start as i64, len: out.len(), step: size as i64 };
-        decode_run(dtype, &self.machine.images.hbm, run, &mut out);
+        decode_all(dtype, &self.machine.images.hbm[range], &mut out);
         Ok(out)
     }
 
