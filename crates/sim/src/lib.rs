@@ -17,6 +17,10 @@
 //!   [`SimError::ReadOpenGroup`].
 //! - Results are deterministic and independent of the host CPU and of the stream order
 //!   chosen (for race-free programs); races are reported in [`RunStats::races`], not fatal.
+//! - PE products run on worker threads ([`Simulator::set_threads`], default every core)
+//!   while the scheduler goes on, and land in PSUM in program order before anything else
+//!   touches their bytes: bytes, statistics, races and errors are those of one thread, for
+//!   every program.
 //!
 //! ```
 //! use bir::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program};
