@@ -105,18 +105,11 @@ fn bf16_bits_to_f32(h: u32) -> f32 {
     f32::from_bits((h | nan << 6) << 16)
 }
 
-/// Contiguous bf16: four elements per 64-bit load.
+/// Contiguous bf16: whole 2-byte elements, so the loop vectorises.
 fn decode_bf16_contiguous(bytes: &[u8], out: &mut [f32]) {
-    let mut quads = bytes.chunks_exact(8);
-    let mut outs = out.chunks_exact_mut(4);
-    for (q, o) in (&mut quads).zip(&mut outs) {
-        let v = u64::from_le_bytes([q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]]);
-        for (i, x) in o.iter_mut().enumerate() {
-            *x = bf16_bits_to_f32((v >> (16 * i)) as u32 & 0xffff);
-        }
-    }
-    for (b, x) in quads.remainder().chunks_exact(2).zip(outs.into_remainder()) {
-        *x = Bf16Dec.dec(b);
+    let (halves, _) = bytes.as_chunks::<2>();
+    for (x, h) in out.iter_mut().zip(halves) {
+        *x = bf16_bits_to_f32(u32::from(u16::from_le_bytes(*h)));
     }
 }
 
@@ -241,7 +234,29 @@ impl Encoder for Bf16RneEnc {
     const SIZE: usize = 2;
     #[inline(always)]
     fn enc(self, x: f32, out: &mut [u8]) {
-        out[..2].copy_from_slice(&penguin::dtype::bf16_bits(x, CastMode::Rne).to_le_bytes());
+        out[..2].copy_from_slice(&bf16_rne_bits(x).to_le_bytes());
+    }
+}
+
+/// `penguin::dtype::bf16_bits(x, CastMode::Rne)` without branches (so loops vectorise):
+/// round to nearest even on the upper 16 bits; NaN becomes the quiet NaN of its sign.
+#[inline(always)]
+fn bf16_rne_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let rounded = (b.wrapping_add(0x7FFF + ((b >> 16) & 1)) >> 16) as u16;
+    let nan = ((b >> 16) as u16 & 0x8000) | 0x7fc0;
+    if b & 0x7FFF_FFFF > 0x7F80_0000 {
+        nan
+    } else {
+        rounded
+    }
+}
+
+/// Contiguous bf16 RNE: whole 2-byte elements, so the loop vectorises.
+fn encode_bf16_rne_contiguous(src: &[f32], bytes: &mut [u8]) {
+    let (halves, _) = bytes.as_chunks_mut::<2>();
+    for (h, x) in halves.iter_mut().zip(src) {
+        *h = bf16_rne_bits(*x).to_le_bytes();
     }
 }
 
@@ -276,6 +291,7 @@ pub(crate) fn encode_run(dtype: DType, mode: CastMode, src: &[f32], mem: &mut [u
     match (dtype, mode) {
         (DType::Fp32, _) if run.contiguous(4) => encode_f32_contiguous(src, &mut mem[run.span(4)]),
         (DType::Fp32, _) => encode_with(F32Enc, src, mem, run),
+        (DType::Bf16, CastMode::Rne) if run.contiguous(2) => encode_bf16_rne_contiguous(src, &mut mem[run.span(2)]),
         (DType::Bf16, CastMode::Rne) => encode_with(Bf16RneEnc, src, mem, run),
         (DType::Bf16 | DType::Fp16 | DType::Int16, _) => {
             encode_with(GenericEnc::<2>(dtype, mode), src, mem, run);
