@@ -205,6 +205,11 @@ impl Deferred {
     }
 
     fn apply_first(&mut self, count: usize, apply: Apply<'_>) {
+        // Compute whatever no worker has started before waiting for any of them, so this
+        // thread never idles while products it needs are still queued.
+        for p in self.pending.iter().take(count) {
+            p.slot.run();
+        }
         for _ in 0..count {
             let Some(p) = self.pending.pop_front() else { return };
             let product = p.slot.take();
