@@ -22,9 +22,11 @@ use crate::convert::encode_run;
 use crate::gemm::{matmul_tn, PackedStationary};
 use crate::memory::Walk;
 
-/// Products pending at most; beyond it the oldest is applied first (bounds memory: each
-/// pending product holds its operands and a result of up to 256 KiB).
-const MAX_PENDING: usize = 24;
+/// Products pending at most; beyond it the oldest is applied first. It bounds memory (each
+/// pending product holds its operands and a result of up to 256 KiB: at most 64 MiB) and
+/// lets the PE run far enough ahead that the workers stay busy while the scheduling thread
+/// moves data (at 24, the scheduling thread computed most products itself).
+const MAX_PENDING: usize = 128;
 
 /// One product to compute: `W^T @ X` with `X` `[w.k, n]`.
 struct Job {
