@@ -260,3 +260,65 @@ pub(super) fn write_product(psum: &mut [u8], dw: &Walk, start: bool, product: &[
         pos += run.len;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{Images, PSUM_PARTITION_BYTES};
+    use penguin::{Dim, Memory};
+
+    /// Far more products than may be pending, all accumulating into one PSUM region with
+    /// values whose fp32 sum depends on the order: the deferred run (one worker plus this
+    /// thread) leaves the bytes of applying them one by one.
+    #[test]
+    fn more_products_than_the_limit_land_in_issue_order() {
+        let mut images = Images {
+            hbm: Vec::new(),
+            sbuf: Vec::new(),
+            psum: vec![0; 128 * PSUM_PARTITION_BYTES],
+            sbuf_partition_bytes: 0,
+        };
+        let ap = HwAp {
+            memory: Memory::Psum,
+            dtype: DType::Fp32,
+            start_partition: 0,
+            num_partitions: 2,
+            partition_stride: 1,
+            byte_offset: 8,
+            dims: vec![Dim::new(1, 3)],
+        };
+        let dst = Walk::new(&ap, &images).unwrap();
+        let count = MAX_PENDING * 2 + 7;
+        let operands: Vec<(Arc<PackedStationary>, Arc<Vec<f32>>)> = (0..count)
+            .map(|i| {
+                let mut w = PackedStationary::default();
+                let scale = if i % 3 == 0 { 1.0e8 } else { 1.0 + i as f32 / 7.0 };
+                w.hold(1, 2, &mut vec![scale, -scale * 0.5]);
+                (Arc::new(w), Arc::new(vec![1.0, -3.0, 0.25 * i as f32]))
+            })
+            .collect();
+        let mut serial = images.psum.clone();
+        for (i, (w, x)) in operands.iter().enumerate() {
+            let mut out = Vec::new();
+            matmul_tn(w, 3, x, &mut Vec::new(), &mut out);
+            write_product(&mut serial, &dst, i == 0, &out);
+        }
+        let queue = Arc::new(JobQueue::default());
+        std::thread::scope(|s| {
+            let q = Arc::clone(&queue);
+            s.spawn(move || q.work());
+            let mut d = Deferred::new(Arc::clone(&queue));
+            let psum = &mut images.psum;
+            for (i, (w, x)) in operands.iter().enumerate() {
+                d.submit(Arc::clone(w), Arc::clone(x), 3, dst.clone(), i == 0, &mut |dw, start, p| {
+                    write_product(psum, dw, start, p);
+                });
+                assert!(d.pending.len() <= MAX_PENDING);
+            }
+            d.settle_all(&mut |dw, start, p| write_product(psum, dw, start, p));
+            queue.close();
+        });
+        assert!(images.psum == serial);
+        assert_ne!(serial.iter().filter(|&&b| b != 0).count(), 0);
+    }
+}
