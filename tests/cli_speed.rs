@@ -108,8 +108,8 @@ fn sweep_bad_rows_exit_2_naming_the_row() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The PE products run on several threads (matrixmultiply splits each product's output
-/// blocks), which must not change a single bit of C: every element keeps its summation order.
+/// The PE products run on several threads (`NTILE_THREADS`, default every core), which must
+/// not change a single bit of C: every product is the same and lands in PSUM in program order.
 #[test]
 fn threaded_products_give_the_same_bytes() {
     let dir = scratch("threads");
@@ -120,7 +120,7 @@ fn threaded_products_give_the_same_bytes() {
             let o = std::process::Command::new(env!("CARGO_BIN_EXE_ntile"))
                 .args(["gemm", "--m", "384", "--k", "640", "--n", "1100", "--dtype", dtype, "--schedule", "blocked-mn"])
                 .args(["-o", path_str(&c)])
-                .env("MATMUL_NUM_THREADS", threads)
+                .env("NTILE_THREADS", threads)
                 .output()
                 .unwrap();
             assert_eq!(code(&o), 0, "{dtype} x{threads}: {}", stderr(&o));

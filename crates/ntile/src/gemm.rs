@@ -16,6 +16,7 @@ use crate::npy::{self, OutKind};
 use crate::progress::Progress;
 use crate::reference::{self, Check, CheckOptions, Matrix};
 
+mod random;
 mod report;
 
 use report::{json, report_of, Modeled};
@@ -261,6 +262,12 @@ fn transpose(a: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 
 /// Seeded uniform inputs in [-1, 1), or small integers 0..16 for uint8 operands.
 fn random_inputs(m: u64, k: u64, n: u64, seed: u64, (lhs, rhs): (DType, DType)) -> Inputs<'static> {
+    if lhs != DType::Uint8 && rhs != DType::Uint8 {
+        // The same stream, drawn on every core.
+        let a = random::uniform(seed, 0, (m * k) as usize);
+        let b = random::uniform(seed, m * k, (k * n) as usize);
+        return Inputs { a: Cow::Owned(a), b: Cow::Owned(b) };
+    }
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let mut gen = |len: u64, dtype: DType| {
         (0..len)
@@ -461,7 +468,7 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
     };
     let t = Instant::now();
     progress.phase("simulate");
-    let mut simulator = sim::Simulator::new(&program);
+    let mut simulator = crate::threads::simulator(&program)?;
     match &sparse {
         Some(s) => {
             simulator.write_hbm_f32("a", &s.values).map_err(sim_error)?;
@@ -563,11 +570,11 @@ fn check_result(cfg: &GemmConfig, lhs_transposed: bool, inputs: Inputs<'_>, c: &
         (0..m * k).map(|idx| round(cfg.lhs_dtype, a[(idx % k) * m + idx / k])).collect()
     } else {
         let mut a = a.into_owned();
-        a.iter_mut().for_each(|v| *v = round(cfg.lhs_dtype, *v));
+        reference::round_all(&mut a, cfg.input_dtype, cfg.lhs_dtype);
         a
     };
     let mut b = b.into_owned();
-    b.iter_mut().for_each(|v| *v = round(cfg.rhs_dtype, *v));
+    reference::round_all(&mut b, cfg.input_dtype, cfg.rhs_dtype);
     let (a, b) = (Matrix { rows: m, cols: k, data: &a }, Matrix { rows: k, cols: n, data: &b });
     reference::check(a, b, c, cfg.k, cfg.out_dtype, CheckOptions::default())
 }

@@ -21,6 +21,7 @@ pub mod progress;
 pub mod reference;
 pub mod run;
 pub mod sweep;
+pub mod threads;
 mod timing;
 pub mod verify;
 

@@ -34,9 +34,32 @@ use serde::{Serialize, Serializer};
 pub fn round_to(dtype: DType, v: f32) -> f32 {
     match dtype {
         DType::Fp32 => v,
-        DType::Bf16 => half::bf16::from_f32(v).to_f32(),
+        DType::Bf16 => bf16_round(v),
         DType::Fp16 => half::f16::from_f32(v).to_f32(),
         _ => dtype.round_trip(v),
+    }
+}
+
+/// `v` rounded to bfloat16 (RNE) and back, as `half::bf16::from_f32(v).to_f32()` (NaN stays
+/// NaN, quieted), without branches so that loops over it vectorise.
+fn bf16_round(v: f32) -> f32 {
+    let x = v.to_bits();
+    let rounded = x.wrapping_add(0x7FFF + ((x >> 16) & 1)) & 0xFFFF_0000;
+    let nan = (x & 0xFFFF_0000) | 0x0040_0000;
+    f32::from_bits(if x & 0x7FFF_FFFF > 0x7F80_0000 { nan } else { rounded })
+}
+
+/// Round every value to `first`, then to `then` (each [`round_to`]); one pass when they are
+/// the same dtype (rounding twice to one dtype changes nothing).
+pub fn round_all(values: &mut [f32], first: DType, then: DType) {
+    let pass = |values: &mut [f32], dtype: DType| match dtype {
+        DType::Fp32 => {}
+        DType::Bf16 => values.iter_mut().for_each(|v| *v = bf16_round(*v)),
+        _ => values.iter_mut().for_each(|v| *v = round_to(dtype, *v)),
+    };
+    pass(values, first);
+    if then != first {
+        pass(values, then);
     }
 }
 
@@ -434,27 +457,31 @@ fn exact_cols(a: Matrix<'_>, b: Matrix<'_>, cols: &[usize], mut visit: impl FnMu
     }
     let s = cols.len();
     if s <= FEW {
-        // The listed columns of B, each contiguous, dotted with every row of A.
-        let mut bt = vec![0f64; s * k];
-        for kk in 0..k {
+        // The listed columns of B side by side (`[k, s]`), so that every row of A updates
+        // all `s` accumulators per step: independent sums the compiler vectorises, each
+        // still summed in k order.
+        let mut bt = vec![0f64; k * s];
+        for (kk, dst) in bt.chunks_exact_mut(s).enumerate() {
             let row = b.row(kk);
-            for (t, &j) in cols.iter().enumerate() {
-                bt[t * k + kk] = f64::from(row[j]);
+            for (d, &j) in dst.iter_mut().zip(cols) {
+                *d = f64::from(row[j]);
             }
         }
         let parts = screen::par_rows(m, k * s, |rows| {
             let mut out = Vec::with_capacity(rows.len() * s);
+            let (mut o, mut g) = (vec![0f64; s], vec![0f64; s]);
             for i in rows {
-                let arow = a.row(i);
-                for t in 0..s {
-                    let (mut o, mut g) = (0f64, 0f64);
-                    for (&x, &v) in arow.iter().zip(&bt[t * k..(t + 1) * k]) {
-                        let p = f64::from(x) * v;
-                        o += p;
-                        g += p.abs();
+                o.fill(0.0);
+                g.fill(0.0);
+                for (&x, brow) in a.row(i).iter().zip(bt.chunks_exact(s)) {
+                    let x = f64::from(x);
+                    for ((o, g), &v) in o.iter_mut().zip(g.iter_mut()).zip(brow) {
+                        let p = x * v;
+                        *o += p;
+                        *g += p.abs();
                     }
-                    out.push((o, g));
                 }
+                out.extend(o.iter().copied().zip(g.iter().copied()));
             }
             out
         })

@@ -419,7 +419,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
             crate::budget::human(u128::from(budget))
         )));
     }
-    let mut simulator = sim::Simulator::new(&program);
+    let mut simulator = crate::threads::simulator(&program)?;
     for b in &args.inputs {
         write_input(&mut simulator, tensor(b, "input")?, b)?;
     }

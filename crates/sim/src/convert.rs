@@ -105,18 +105,11 @@ fn bf16_bits_to_f32(h: u32) -> f32 {
     f32::from_bits((h | nan << 6) << 16)
 }
 
-/// Contiguous bf16: four elements per 64-bit load.
+/// Contiguous bf16: whole 2-byte elements, so the loop vectorises.
 fn decode_bf16_contiguous(bytes: &[u8], out: &mut [f32]) {
-    let mut quads = bytes.chunks_exact(8);
-    let mut outs = out.chunks_exact_mut(4);
-    for (q, o) in (&mut quads).zip(&mut outs) {
-        let v = u64::from_le_bytes([q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]]);
-        for (i, x) in o.iter_mut().enumerate() {
-            *x = bf16_bits_to_f32((v >> (16 * i)) as u32 & 0xffff);
-        }
-    }
-    for (b, x) in quads.remainder().chunks_exact(2).zip(outs.into_remainder()) {
-        *x = Bf16Dec.dec(b);
+    let (halves, _) = bytes.as_chunks::<2>();
+    for (x, h) in out.iter_mut().zip(halves) {
+        *x = bf16_bits_to_f32(u32::from(u16::from_le_bytes(*h)));
     }
 }
 
@@ -170,6 +163,22 @@ impl Decoder for I32Dec {
     }
 }
 
+/// Contiguous fp32: whole 4-byte words, so the loop vectorises.
+fn decode_f32_contiguous(bytes: &[u8], out: &mut [f32]) {
+    let (words, _) = bytes.as_chunks::<4>();
+    for (o, w) in out.iter_mut().zip(words) {
+        *o = f32::from_le_bytes(*w);
+    }
+}
+
+/// Contiguous fp32: whole 4-byte words, so the loop vectorises.
+fn encode_f32_contiguous(src: &[f32], bytes: &mut [u8]) {
+    let (words, _) = bytes.as_chunks_mut::<4>();
+    for (w, x) in words.iter_mut().zip(src) {
+        *w = x.to_le_bytes();
+    }
+}
+
 #[inline(always)]
 fn decode_with<D: Decoder>(d: D, mem: &[u8], run: Run, out: &mut [f32]) {
     if run.contiguous(D::SIZE) {
@@ -188,6 +197,7 @@ fn decode_with<D: Decoder>(d: D, mem: &[u8], run: Run, out: &mut [f32]) {
 pub(crate) fn decode_run(dtype: DType, mem: &[u8], run: Run, out: &mut [f32]) {
     let out = &mut out[..run.len];
     match dtype {
+        DType::Fp32 if run.contiguous(4) => decode_f32_contiguous(&mem[run.span(4)], out),
         DType::Fp32 => decode_with(F32Dec, mem, run, out),
         DType::Bf16 if run.contiguous(2) => decode_bf16_contiguous(&mem[run.span(2)], out),
         DType::Bf16 => decode_with(Bf16Dec, mem, run, out),
@@ -224,7 +234,29 @@ impl Encoder for Bf16RneEnc {
     const SIZE: usize = 2;
     #[inline(always)]
     fn enc(self, x: f32, out: &mut [u8]) {
-        out[..2].copy_from_slice(&penguin::dtype::bf16_bits(x, CastMode::Rne).to_le_bytes());
+        out[..2].copy_from_slice(&bf16_rne_bits(x).to_le_bytes());
+    }
+}
+
+/// `penguin::dtype::bf16_bits(x, CastMode::Rne)` without branches (so loops vectorise):
+/// round to nearest even on the upper 16 bits; NaN becomes the quiet NaN of its sign.
+#[inline(always)]
+fn bf16_rne_bits(x: f32) -> u16 {
+    let b = x.to_bits();
+    let rounded = (b.wrapping_add(0x7FFF + ((b >> 16) & 1)) >> 16) as u16;
+    let nan = ((b >> 16) as u16 & 0x8000) | 0x7fc0;
+    if b & 0x7FFF_FFFF > 0x7F80_0000 {
+        nan
+    } else {
+        rounded
+    }
+}
+
+/// Contiguous bf16 RNE: whole 2-byte elements, so the loop vectorises.
+fn encode_bf16_rne_contiguous(src: &[f32], bytes: &mut [u8]) {
+    let (halves, _) = bytes.as_chunks_mut::<2>();
+    for (h, x) in halves.iter_mut().zip(src) {
+        *h = bf16_rne_bits(*x).to_le_bytes();
     }
 }
 
@@ -257,7 +289,9 @@ fn encode_with<E: Encoder>(e: E, src: &[f32], mem: &mut [u8], run: Run) {
 pub(crate) fn encode_run(dtype: DType, mode: CastMode, src: &[f32], mem: &mut [u8], run: Run) {
     let src = &src[..run.len];
     match (dtype, mode) {
+        (DType::Fp32, _) if run.contiguous(4) => encode_f32_contiguous(src, &mut mem[run.span(4)]),
         (DType::Fp32, _) => encode_with(F32Enc, src, mem, run),
+        (DType::Bf16, CastMode::Rne) if run.contiguous(2) => encode_bf16_rne_contiguous(src, &mut mem[run.span(2)]),
         (DType::Bf16, CastMode::Rne) => encode_with(Bf16RneEnc, src, mem, run),
         (DType::Bf16 | DType::Fp16 | DType::Int16, _) => {
             encode_with(GenericEnc::<2>(dtype, mode), src, mem, run);
@@ -266,6 +300,68 @@ pub(crate) fn encode_run(dtype: DType, mode: CastMode, src: &[f32], mem: &mut [u
             encode_with(GenericEnc::<1>(dtype, mode), src, mem, run);
         }
         (DType::Int32, _) => encode_with(GenericEnc::<4>(dtype, mode), src, mem, run),
+    }
+}
+
+/// Elements from which [`encode_all`] and [`decode_all`] split the work over threads.
+const PARALLEL_ELEMS: usize = 1 << 20;
+
+/// Elements per thread for `len` elements: `len` when one thread does them all.
+fn piece(len: usize) -> usize {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(8);
+    if threads < 2 || len < PARALLEL_ELEMS {
+        len.max(1)
+    } else {
+        len.div_ceil(threads)
+    }
+}
+
+/// Encode `src` into the contiguous elements `bytes` of `dtype` (rounding `mode`), on
+/// several threads when large.
+pub(crate) fn encode_all(dtype: DType, mode: CastMode, src: &[f32], bytes: &mut [u8]) {
+    let size = dtype.size_bytes() as usize;
+    let len = src.len().min(bytes.len() / size);
+    let whole = |src: &[f32], bytes: &mut [u8]| {
+        encode_run(dtype, mode, src, bytes, Run { start: 0, len: src.len(), step: size as i64 });
+    };
+    let chunk = piece(len);
+    if chunk >= len {
+        whole(&src[..len], bytes);
+        return;
+    }
+    let started = std::thread::scope(|s| {
+        src[..len].chunks(chunk).zip(bytes.chunks_mut(chunk * size)).all(|(v, b)| {
+            let whole = &whole;
+            std::thread::Builder::new().spawn_scoped(s, move || whole(v, b)).is_ok()
+        })
+    });
+    if !started {
+        // A thread could not be started: everything on this one.
+        whole(&src[..len], bytes);
+    }
+}
+
+/// Decode the contiguous elements `bytes` of `dtype` into `out`, on several threads when
+/// large.
+pub(crate) fn decode_all(dtype: DType, bytes: &[u8], out: &mut [f32]) {
+    let size = dtype.size_bytes() as usize;
+    let len = out.len().min(bytes.len() / size);
+    let whole = |bytes: &[u8], out: &mut [f32]| {
+        decode_run(dtype, bytes, Run { start: 0, len: out.len(), step: size as i64 }, out);
+    };
+    let chunk = piece(len);
+    if chunk >= len {
+        whole(bytes, &mut out[..len]);
+        return;
+    }
+    let started = std::thread::scope(|s| {
+        bytes.chunks(chunk * size).zip(out[..len].chunks_mut(chunk)).all(|(b, v)| {
+            let whole = &whole;
+            std::thread::Builder::new().spawn_scoped(s, move || whole(b, v)).is_ok()
+        })
+    });
+    if !started {
+        whole(bytes, &mut out[..len]);
     }
 }
 
@@ -369,6 +465,24 @@ mod tests {
         }
         v.extend([0.0, -0.0, 1.0, 240.0, 448.0, 57344.0, 65504.0, 1e30, -1e30, 3.5, 2.5, 255.5, -32768.5]);
         v
+    }
+
+    #[test]
+    fn whole_tensor_conversions_on_threads_match_one_run() {
+        let base = sample_f32();
+        let values: Vec<f32> = (0..PARALLEL_ELEMS * 3 + 7).map(|i| base[i % base.len()]).collect();
+        for d in [DType::Bf16, DType::Fp32, DType::Fp8e4m3] {
+            let size = d.size_bytes() as usize;
+            let run = Run { start: 0, len: values.len(), step: size as i64 };
+            let (mut one, mut all) = (vec![0u8; values.len() * size], vec![0u8; values.len() * size]);
+            encode_run(d, CastMode::Rne, &values, &mut one, run);
+            encode_all(d, CastMode::Rne, &values, &mut all);
+            assert!(one == all, "{d}: encode");
+            let (mut back_one, mut back_all) = (vec![0f32; values.len()], vec![1f32; values.len()]);
+            decode_run(d, &one, run, &mut back_one);
+            decode_all(d, &one, &mut back_all);
+            assert!(back_one.iter().zip(&back_all).all(|(a, b)| a.to_bits() == b.to_bits()), "{d}: decode");
+        }
     }
 
     #[test]

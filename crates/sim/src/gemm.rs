@@ -1,5 +1,6 @@
 //! The PE array's arithmetic: `out[M, N] = W^T @ X` in fp32, W `[K, M]` and X `[K, N]`,
-//! through `matrixmultiply` (a well-kept packed GEMM with runtime SIMD dispatch).
+//! through `matrixmultiply` (a well-kept packed GEMM with runtime SIMD dispatch), one thread
+//! per product: the simulator runs independent products on several threads itself.
 //!
 //! `matrixmultiply`'s entry points take raw pointers, so this module holds the workspace's one
 //! `unsafe` call, behind safe functions that check every slice length and stride first. The
@@ -61,12 +62,40 @@ pub fn gemm_f32(m: usize, k: usize, n: usize, a: &[f32], b: &[f32]) -> Vec<f32> 
     c
 }
 
+/// Multiply-adds from which [`gemm_f64`] splits a product over threads.
+const PARALLEL_F64_MACS: usize = 1 << 22;
+
 /// `c = a @ b` for row-major f64 matrices (`a` is `m x k`, `b` is `k x n`): the fp64
-/// reference product of the command-line checks.
+/// reference product of the command-line checks. Large products are split by rows over the
+/// cores (each element's summation is the same either way).
 pub fn gemm_f64(m: usize, k: usize, n: usize, a: &[f64], b: &[f64]) -> Vec<f64> {
     let mut c = vec![0.0; m * n];
     if m == 0 || k == 0 || n == 0 || a.len() < m * k || b.len() < k * n {
         return c;
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(8);
+    if threads < 2 || m < 2 * threads || m * k * n < PARALLEL_F64_MACS {
+        dgemm_rows(m, k, n, a, b, &mut c);
+        return c;
+    }
+    let rows = m.div_ceil(threads);
+    let started = std::thread::scope(|s| {
+        a[..m * k].chunks(rows * k).zip(c.chunks_mut(rows * n)).all(|(a, c)| {
+            let r = c.len() / n;
+            std::thread::Builder::new().spawn_scoped(s, move || dgemm_rows(r, k, n, a, b, c)).is_ok()
+        })
+    });
+    if !started {
+        // A thread could not be started: the whole product on this one.
+        dgemm_rows(m, k, n, a, b, &mut c);
+    }
+    c
+}
+
+/// `c = a @ b` on this thread; the extents were checked by [`gemm_f64`].
+fn dgemm_rows(m: usize, k: usize, n: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
+    if a.len() < m * k || b.len() < k * n || c.len() < m * n {
+        return;
     }
     #[expect(unsafe_code, reason = "matrixmultiply takes raw pointers; extents are checked above")]
     // SAFETY: a holds m*k, b holds k*n and c holds m*n elements, laid out row-major with the
@@ -89,7 +118,6 @@ pub fn gemm_f64(m: usize, k: usize, n: usize, a: &[f64], b: &[f64]) -> Vec<f64> 
             1,
         );
     }
-    c
 }
 
 #[expect(clippy::too_many_arguments, reason = "a GEMM call: three matrices with strides")]

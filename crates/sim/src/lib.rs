@@ -17,6 +17,10 @@
 //!   [`SimError::ReadOpenGroup`].
 //! - Results are deterministic and independent of the host CPU and of the stream order
 //!   chosen (for race-free programs); races are reported in [`RunStats::races`], not fatal.
+//! - PE products run on worker threads ([`Simulator::set_threads`], default every core)
+//!   while the scheduler goes on, and land in PSUM in program order before anything else
+//!   touches their bytes: bytes, statistics, races and errors are those of one thread, for
+//!   every program.
 //!
 //! ```
 //! use bir::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program};
@@ -55,7 +59,7 @@ pub use error::{InstRef, SimError, Stuck};
 pub use gemm::{gemm_f32, gemm_f64};
 pub use memory::MAX_ACCESS_ELEMS;
 pub use race::{Race, RaceAccess, MAX_REPORTED_RACES};
-pub use simulator::{RunStats, Simulator, MAX_HBM_BYTES};
+pub use simulator::{RunStats, Simulator, MAX_HBM_BYTES, MAX_THREADS};
 mod cycle;
 mod report;
 pub use cycle::{

@@ -1,25 +1,34 @@
 //! The functional simulator: memory images, the PE array, PSUM groups and the scheduler.
 
+use std::sync::Arc;
+
 use bir::{Engine, HwAp, Op, Program, NUM_ENGINES};
 use penguin::target::NUM_PARTITIONS;
 use penguin::{CastMode, DType, Memory, PerfMode};
 
-use crate::convert::{decode_run, encode_run, Run};
+use crate::convert::{decode_all, encode_all};
 use crate::error::{InstRef, SimError, Stuck};
 use crate::gemm::PackedStationary;
 use crate::memory::{Images, Walk, PSUM_PARTITION_BYTES};
 use crate::race::{join, Clock, Race, RaceLog};
 
 mod dataflow;
+mod deferred;
+mod groups;
 mod pe;
 
 use dataflow::Elementwise;
+use deferred::{write_product, Deferred, JobQueue};
+use groups::Groups;
 
 /// The largest HBM image the simulator allocates (4 GiB).
 pub const MAX_HBM_BYTES: u64 = 1 << 32;
 
 /// Elements converted per step of a casting or same-memory copy (bounds the scratch space).
 const CHUNK: usize = 4096;
+
+/// The most threads a run uses.
+pub const MAX_THREADS: usize = 64;
 
 /// Instructions between two prunings of the race log.
 const PRUNE_EVERY: u32 = 64;
@@ -47,7 +56,8 @@ pub struct RunStats {
 /// The weights held by the PE array after a LoadStationary.
 struct Stationary {
     perf_mode: PerfMode,
-    packed: PackedStationary,
+    /// Shared with the products still being computed on other threads.
+    packed: Arc<PackedStationary>,
 }
 
 /// Reusable buffers of the hot paths.
@@ -61,63 +71,6 @@ struct Scratch {
     product: Vec<f32>,
 }
 
-/// PSUM accumulation-group state per fp32 word: open between START and STOP.
-struct Groups {
-    open: Vec<bool>,
-    open_words: usize,
-}
-
-impl Groups {
-    fn word(addr: usize) -> usize {
-        addr / 4
-    }
-
-    /// The first byte of a run of `size`-byte elements that lies in an open word.
-    fn find_open(&self, run: Run, size: usize) -> Option<usize> {
-        if run.contiguous(size) {
-            let bytes = run.span(size);
-            let words = Self::word(bytes.start)..Self::word(bytes.end - 1) + 1;
-            let w = words.start + self.open[words].iter().position(|&o| o)?;
-            return Some((w * 4).max(bytes.start));
-        }
-        (0..run.len).map(|j| run.at(j)).find(|&a| (Self::word(a)..=Self::word(a + size - 1)).any(|w| self.open[w]))
-    }
-
-    fn set(&mut self, word: usize, open: bool) {
-        if self.open[word] != open {
-            self.open[word] = open;
-            if open {
-                self.open_words += 1;
-            } else {
-                self.open_words -= 1;
-            }
-        }
-    }
-
-    /// Open or close the words `[w0, w1)`.
-    fn set_range(&mut self, w0: usize, w1: usize, open: bool) {
-        let words = &mut self.open[w0..w1];
-        let were_open = words.iter().filter(|&&o| o).count();
-        words.fill(open);
-        self.open_words = self.open_words - were_open + if open { w1 - w0 } else { 0 };
-    }
-
-    /// Open or close every word of a run of `size`-byte elements.
-    fn set_run(&mut self, run: Run, size: usize, open: bool) {
-        if run.contiguous(size) {
-            let bytes = run.span(size);
-            self.set_range(Self::word(bytes.start), Self::word(bytes.end - 1) + 1, open);
-            return;
-        }
-        for j in 0..run.len {
-            let a = run.at(j);
-            for w in Self::word(a)..=Self::word(a + size - 1) {
-                self.set(w, open);
-            }
-        }
-    }
-}
-
 /// Everything an instruction can change, apart from the scheduler's own state.
 struct Machine {
     images: Images,
@@ -129,9 +82,12 @@ struct Machine {
     /// pattern; an SBUF write that overlaps one drops it. Blocked schedules stream the same
     /// moving tile against several stationary tiles and the same stationary tile against the
     /// n tiles of a block, and decoding each once saves most of the decode time.
-    moving_cache: Vec<(HwAp, Vec<f32>)>,
+    moving_cache: Vec<(HwAp, Arc<Vec<f32>>)>,
     /// The cache entry holding the moving operand just prepared, if it is there.
     moving_hit: Option<usize>,
+    /// Products computed on worker threads, during a [`Simulator::run`] with more than one
+    /// thread; `None` computes each product where its matmul issues.
+    deferred: Option<Deferred>,
 }
 
 /// Decoded operands kept (a blocked schedule's N block x K chunks of moving tiles and the K
@@ -198,6 +154,8 @@ pub struct Simulator {
     races: Vec<Race>,
     /// Why the HBM image could not be allocated, reported by every later call.
     alloc_error: Option<SimError>,
+    /// Threads a run computes PE products on.
+    threads: usize,
 }
 
 /// Bytes per partition of the SBUF image: the target's capacity, or less when no access of
@@ -247,10 +205,24 @@ impl Simulator {
                 double_row_ok: program.target.info().double_row,
                 moving_cache: Vec::new(),
                 moving_hit: None,
+                deferred: None,
             },
             races: Vec::new(),
             alloc_error,
+            threads: std::thread::available_parallelism().map_or(1, |t| t.get()).min(MAX_THREADS),
         }
+    }
+
+    /// Compute PE products on `threads` threads (at least 1; 1 computes each product where
+    /// its matmul issues). The default is the number of cores, at most [`MAX_THREADS`].
+    /// The results are the same bytes for any number.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.clamp(1, MAX_THREADS);
+    }
+
+    /// The number of threads a run uses (see [`set_threads`](Simulator::set_threads)).
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// The program being simulated.
@@ -314,8 +286,7 @@ impl Simulator {
                 unit: "elements",
             });
         }
-        let run = Run { start: range.start as i64, len: elems, step: size as i64 };
-        encode_run(dtype, CastMode::Rne, values, &mut self.machine.images.hbm, run);
+        encode_all(dtype, CastMode::Rne, values, &mut self.machine.images.hbm[range]);
         Ok(())
     }
 
@@ -330,8 +301,7 @@ impl Simulator {
         let (dtype, range) = self.tensor_range(name)?;
         let size = dtype.size_bytes() as usize;
         let mut out = vec![0f32; range.len() / size];
-        let run = Run { start: range.start as i64, len: out.len(), step: size as i64 };
-        decode_run(dtype, &self.machine.images.hbm, run, &mut out);
+        decode_all(dtype, &self.machine.images.hbm[range], &mut out);
         Ok(out)
     }
 
@@ -340,10 +310,35 @@ impl Simulator {
     /// Engines are visited round-robin, each running as far as its waits allow. Races do
     /// not stop the run; they are returned in [`RunStats::races`] and kept for
     /// [`races`](Simulator::races).
+    ///
+    /// With more than one thread (see [`set_threads`](Simulator::set_threads)) the PE
+    /// products are computed on worker threads while the scheduler goes on; the results,
+    /// statistics, races and errors are the same as with one.
     pub fn run(&mut self) -> Result<RunStats, SimError> {
         if let Some(e) = &self.alloc_error {
             return Err(e.clone());
         }
+        if self.threads <= 1 {
+            return self.run_streams();
+        }
+        let queue = Arc::new(JobQueue::default());
+        std::thread::scope(|s| {
+            for i in 1..self.threads {
+                let q = Arc::clone(&queue);
+                // A worker that cannot be started leaves its share to the others and to
+                // the scheduling thread, which computes whatever no worker has taken.
+                let _ = std::thread::Builder::new().name(format!("sim-pe-{i}")).spawn_scoped(s, move || q.work());
+            }
+            self.machine.deferred = Some(Deferred::new(Arc::clone(&queue)));
+            let result = self.run_streams();
+            self.machine.settle_all();
+            self.machine.deferred = None;
+            queue.close();
+            result
+        })
+    }
+
+    fn run_streams(&mut self) -> Result<RunStats, SimError> {
         let streams = &self.program.streams;
         if streams.len() > NUM_ENGINES {
             return Err(SimError::TooManyStreams { streams: streams.len(), max: NUM_ENGINES });
@@ -487,9 +482,17 @@ impl Machine {
             return Err(SimError::WrongEngine { at: cx.at, op: op.name() });
         }
         self.moving_hit = None;
+        // A matmul's own result is queued behind the pending products instead of settled.
+        let result = match op {
+            Op::MultiplyMoving { dst, .. } => Some(dst),
+            _ => None,
+        };
         for (ap, written) in op.accesses() {
             if written {
                 self.invalidate(ap);
+            }
+            if ap.memory == Memory::Psum && !result.is_some_and(|d| std::ptr::eq(d, ap)) {
+                self.settle(ap);
             }
         }
         match op {

@@ -221,3 +221,39 @@ fn a_wrong_block_fails_every_element_of_it_in_the_count() {
     let r = check(mat(m, k, &a), mat(k, n, &b), &c, k as u64, DType::Fp32, sampled_opts(5));
     assert_eq!((r.passed, r.failures), (false, 12));
 }
+
+#[test]
+fn bf16_rounding_matches_half_bit_for_bit() {
+    let edges = [
+        0u32,
+        0x8000_0000,
+        0x0000_8000,
+        0x0001_8000,
+        0x0000_7FFF,
+        0x0001_0000,
+        0x3F80_8000,
+        0x3F81_8000,
+        0x7F7F_FFFF,
+        0x7F7F_8000,
+        0x7F80_0000,
+        0xFF80_0000,
+        0x7F80_0001,
+        0x7FC0_0000,
+        0xFFFF_FFFF,
+        0x7FFF_8000,
+        0x0000_0001,
+        0x807F_FFFF,
+    ];
+    // Every 65521st bit pattern (a prime stride: all low-half bit patterns occur) and the edges.
+    for x in (0..=u32::MAX).step_by(65_521).chain(edges) {
+        let v = f32::from_bits(x);
+        let want = half::bf16::from_f32(v).to_f32();
+        assert_eq!(bf16_round(v).to_bits(), want.to_bits(), "{x:#010x}");
+        assert_eq!(round_to(DType::Bf16, v).to_bits(), want.to_bits(), "{x:#010x}");
+    }
+    let mut v: Vec<f32> = (0..1000u32).map(|i| f32::from_bits(i.wrapping_mul(0x9E37_79B9))).collect();
+    let mut twice = v.clone();
+    round_all(&mut v, DType::Bf16, DType::Fp8e4m3);
+    twice.iter_mut().for_each(|x| *x = DType::Fp8e4m3.round_trip(half::bf16::from_f32(*x).to_f32()));
+    assert!(v.iter().zip(&twice).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())));
+}

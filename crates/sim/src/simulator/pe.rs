@@ -5,10 +5,12 @@ use bir::HwAp;
 use penguin::target::{MAX_MOVING_FREE, MAX_STATIONARY_FREE, NUM_PARTITIONS};
 use penguin::{CastMode, DType, EngineAccumulationType as Acc, Memory, PerfMode, SparsityPattern, TileSize};
 
-use super::{psum_position, Cx, Groups, Machine, Scratch, Stationary};
+use std::sync::Arc;
+
+use super::{psum_position, write_product, Cx, Groups, Machine, Scratch, Stationary};
 use crate::convert::{decode_run, encode_run};
 use crate::error::{InstRef, SimError};
-use crate::gemm::matmul_tn;
+use crate::gemm::{matmul_tn, PackedStationary};
 use crate::memory::Walk;
 
 /// Most partitions and free elements per partition a PE operand may have.
@@ -79,7 +81,7 @@ impl Machine {
                     if self.moving_cache.len() >= super::MOVING_CACHE_ENTRIES {
                         self.moving_cache.remove(0);
                     }
-                    self.moving_cache.push((ap.clone(), std::mem::take(rows)));
+                    self.moving_cache.push((ap.clone(), Arc::new(std::mem::take(rows))));
                     self.moving_hit = Some(self.moving_cache.len() - 1);
                 }
                 Ok((p, f))
@@ -140,12 +142,12 @@ impl Machine {
                 ),
             });
         }
-        let mut packed = self.stationary.take().map(|s| s.packed).unwrap_or_default();
+        let mut packed = reusable(&mut self.stationary);
         match self.moving_hit.take().and_then(|i| self.moving_cache.get(i)) {
             Some((_, rows)) => packed.copy_from(k, m, rows),
             None => packed.hold(k, m, &mut self.scratch.f32_b),
         }
-        self.stationary = Some(Stationary { perf_mode, packed });
+        self.stationary = Some(Stationary { perf_mode, packed: Arc::new(packed) });
         Ok(())
     }
 
@@ -208,9 +210,9 @@ impl Machine {
                 dense[((kk / n) * group + *t as usize) * m + j] += v;
             }
         }
-        let mut packed = self.stationary.take().map(|s| s.packed).unwrap_or_default();
+        let mut packed = reusable(&mut self.stationary);
         packed.hold(k, m, dense);
-        self.stationary = Some(Stationary { perf_mode: PerfMode::None, packed });
+        self.stationary = Some(Stationary { perf_mode: PerfMode::None, packed: Arc::new(packed) });
         Ok(())
     }
 
@@ -299,32 +301,27 @@ impl Machine {
         let Some(st) = &self.stationary else {
             return Err(SimError::NoStationary { at });
         };
-        let Scratch { f32_b: x, xpack, product, .. } = &mut self.scratch;
-        // The moving operand is in the decode cache (no copy) or in the scratch rows.
-        let x: &[f32] = match self.moving_hit.take().and_then(|i| self.moving_cache.get(i)) {
-            Some((_, data)) => data,
-            None => x,
-        };
-        matmul_tn(&st.packed, n, x, xpack, product);
-        let psum = &mut self.images.psum;
-        let mut pos = 0;
-        for run in dw.runs() {
-            let out = &product[pos..pos + run.len];
-            if start {
-                encode_run(DType::Fp32, CastMode::Rne, out, psum, run);
-            } else if run.contiguous(4) {
-                for (word, v) in psum[run.span(4)].chunks_exact_mut(4).zip(out) {
-                    let old = f32::from_le_bytes([word[0], word[1], word[2], word[3]]);
-                    word.copy_from_slice(&(old + v).to_le_bytes());
-                }
-            } else {
-                for (j, v) in out.iter().enumerate() {
-                    let a = run.at(j);
-                    let old = f32::from_le_bytes([psum[a], psum[a + 1], psum[a + 2], psum[a + 3]]);
-                    psum[a..a + 4].copy_from_slice(&(old + v).to_le_bytes());
-                }
-            }
-            pos += run.len;
+        let hit = self.moving_hit.take().and_then(|i| self.moving_cache.get(i));
+        if let Some(deferred) = &mut self.deferred {
+            // The moving operand is shared from the decode cache, or moved out of the
+            // scratch rows (the next decode allocates new ones).
+            let x = match hit {
+                Some((_, data)) => Arc::clone(data),
+                None => Arc::new(std::mem::take(&mut self.scratch.f32_b)),
+            };
+            let psum = &mut self.images.psum;
+            deferred.submit(Arc::clone(&st.packed), x, n, dw.clone(), start, &mut |dst, start, product| {
+                write_product(psum, dst, start, product);
+            });
+        } else {
+            let Scratch { f32_b: x, xpack, product, .. } = &mut self.scratch;
+            // The moving operand is in the decode cache (no copy) or in the scratch rows.
+            let x: &[f32] = match hit {
+                Some((_, data)) => data,
+                None => x,
+            };
+            matmul_tn(&st.packed, n, x, xpack, product);
+            write_product(&mut self.images.psum, &dw, start, product);
         }
         if start || stop {
             for run in dw.runs() {
@@ -362,6 +359,12 @@ impl Machine {
         self.stationary = None;
         Ok(())
     }
+}
+
+/// The stationary buffer to load into: the current one when no pending product still uses
+/// it, else a new one.
+fn reusable(stationary: &mut Option<Stationary>) -> PackedStationary {
+    stationary.take().and_then(|s| Arc::try_unwrap(s.packed).ok()).unwrap_or_default()
 }
 
 impl Groups {

@@ -1,0 +1,31 @@
+//! How many threads the simulator computes PE products on: every core, or the
+//! `NTILE_THREADS` environment variable (a positive integer; 1 runs the simulation on one
+//! thread). The simulated bytes are the same for any number.
+
+use crate::CliError;
+
+/// The environment variable that sets the simulator's threads.
+pub const THREADS_VAR: &str = "NTILE_THREADS";
+
+/// A simulator for `program` with the threads `NTILE_THREADS` asks for (the default: all
+/// cores); a value that is not a positive integer is a usage error naming it.
+pub fn simulator(program: &bir::Program) -> Result<sim::Simulator, CliError> {
+    let mut s = sim::Simulator::new(program);
+    if let Some(threads) = threads_from_env()? {
+        s.set_threads(threads);
+    }
+    Ok(s)
+}
+
+/// The value of `NTILE_THREADS`, if set.
+fn threads_from_env() -> Result<Option<usize>, CliError> {
+    let Some(v) = std::env::var_os(THREADS_VAR) else { return Ok(None) };
+    let text = v.to_string_lossy();
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=sim::MAX_THREADS).contains(&n) => Ok(Some(n)),
+        _ => Err(CliError::usage(format!(
+            "{THREADS_VAR}={text} is not a thread count (an integer from 1 to {})",
+            sim::MAX_THREADS
+        ))),
+    }
+}

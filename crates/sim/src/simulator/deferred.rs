@@ -1,0 +1,324 @@
+//! Deferred PE products: the scheduler hands each matmul's product to a pool of worker
+//! threads and goes on; the products are added into PSUM in program order, and before any
+//! other instruction touches the PSUM bytes a pending product writes.
+//!
+//! Everything a later instruction can observe happens in the serial order: operands are
+//! decoded when the matmul issues (a later SBUF write cannot change them), accumulation
+//! groups and the race detector are updated at issue, and the products that write
+//! overlapping PSUM bytes are applied in issue order. Only the arithmetic of `W^T @ X`, a
+//! pure function of its operands, runs elsewhere, with the same kernel as the serial path,
+//! so the bytes are identical to a one-thread run for every program, racy or not.
+//!
+//! The thread that schedules also computes: when it needs a product that no worker has
+//! started, it computes it itself, so `threads` threads work in all (`threads - 1` workers).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use bir::HwAp;
+use penguin::{CastMode, DType};
+
+use crate::convert::encode_run;
+use crate::gemm::{matmul_tn, PackedStationary};
+use crate::memory::Walk;
+
+/// Products pending at most; beyond it the oldest is applied first. It bounds memory (each
+/// pending product holds its operands and a result of up to 256 KiB: at most 64 MiB) and
+/// lets the PE run far enough ahead that the workers stay busy while the scheduling thread
+/// moves data (at 24, the scheduling thread computed most products itself).
+const MAX_PENDING: usize = 128;
+
+/// One product to compute: `W^T @ X` with `X` `[w.k, n]`.
+struct Job {
+    w: Arc<PackedStationary>,
+    x: Arc<Vec<f32>>,
+    n: usize,
+    /// A recycled buffer for the result.
+    out: Vec<f32>,
+}
+
+impl Job {
+    fn compute(mut self) -> Vec<f32> {
+        matmul_tn(&self.w, self.n, &self.x, &mut Vec::new(), &mut self.out);
+        self.out
+    }
+}
+
+enum State {
+    Queued(Job),
+    Running,
+    Done(Vec<f32>),
+    /// The result was taken.
+    Taken,
+}
+
+/// Where one product is computed and picked up.
+struct Slot {
+    state: Mutex<State>,
+    done: Condvar,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned lock only means a thread panicked while holding it; the data is still whole.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Slot {
+    /// Compute the product if nobody has started it.
+    fn run(&self) {
+        let job = {
+            let mut state = lock(&self.state);
+            match std::mem::replace(&mut *state, State::Running) {
+                State::Queued(job) => job,
+                other => {
+                    *state = other;
+                    return;
+                }
+            }
+        };
+        let out = job.compute();
+        *lock(&self.state) = State::Done(out);
+        self.done.notify_all();
+    }
+
+    /// The product, computed here when no worker has started it, else waited for.
+    fn take(&self) -> Vec<f32> {
+        self.run();
+        let mut state = lock(&self.state);
+        loop {
+            match std::mem::replace(&mut *state, State::Taken) {
+                State::Done(out) => return out,
+                State::Running => {
+                    *state = State::Running;
+                    state = self.done.wait(state).unwrap_or_else(PoisonError::into_inner);
+                }
+                // Only the scheduler takes, once; a queued job was run just above.
+                State::Queued(job) => {
+                    drop(state);
+                    return job.compute();
+                }
+                State::Taken => return Vec::new(),
+            }
+        }
+    }
+}
+
+/// The jobs waiting for a worker.
+#[derive(Default)]
+pub(crate) struct JobQueue {
+    jobs: Mutex<(VecDeque<Arc<Slot>>, bool)>,
+    ready: Condvar,
+}
+
+impl JobQueue {
+    /// A worker's loop: run queued jobs until the queue is closed and empty.
+    pub fn work(&self) {
+        loop {
+            let slot = {
+                let mut q = lock(&self.jobs);
+                loop {
+                    if let Some(slot) = q.0.pop_front() {
+                        break slot;
+                    }
+                    if q.1 {
+                        return;
+                    }
+                    q = self.ready.wait(q).unwrap_or_else(PoisonError::into_inner);
+                }
+            };
+            slot.run();
+        }
+    }
+
+    /// Stop the workers once the queue is empty.
+    pub fn close(&self) {
+        lock(&self.jobs).1 = true;
+        self.ready.notify_all();
+    }
+
+    fn push(&self, slot: Arc<Slot>) {
+        lock(&self.jobs).0.push_back(slot);
+        self.ready.notify_one();
+    }
+}
+
+/// A product not yet added into PSUM.
+struct Pending {
+    slot: Arc<Slot>,
+    /// The PSUM result pattern (checked at issue).
+    dst: Walk,
+    /// `START`: the product replaces the PSUM values instead of adding to them.
+    start: bool,
+}
+
+/// The scheduler's side: products in issue order.
+pub(crate) struct Deferred {
+    queue: Arc<JobQueue>,
+    pending: VecDeque<Pending>,
+    /// Result buffers to reuse.
+    free: Vec<Vec<f32>>,
+}
+
+/// A PSUM write of a product: `psum[dst] = product` (`start`) or `psum[dst] += product`.
+pub(crate) type Apply<'a> = &'a mut dyn FnMut(&Walk, bool, &[f32]);
+
+impl Deferred {
+    /// Products go to `queue`'s workers.
+    pub fn new(queue: Arc<JobQueue>) -> Deferred {
+        Deferred { queue, pending: VecDeque::new(), free: Vec::new() }
+    }
+
+    /// Queue `W^T @ X` for the PSUM pattern `dst`; applies the oldest product first when
+    /// too many are pending.
+    pub fn submit(
+        &mut self,
+        w: Arc<PackedStationary>,
+        x: Arc<Vec<f32>>,
+        n: usize,
+        dst: Walk,
+        start: bool,
+        apply: Apply<'_>,
+    ) {
+        if self.pending.len() >= MAX_PENDING {
+            self.apply_first(1, apply);
+        }
+        let out = self.free.pop().unwrap_or_default();
+        let slot = Arc::new(Slot { state: Mutex::new(State::Queued(Job { w, x, n, out })), done: Condvar::new() });
+        self.queue.push(Arc::clone(&slot));
+        self.pending.push_back(Pending { slot, dst, start });
+    }
+
+    /// Apply every pending product up to the last one whose PSUM bytes overlap partitions
+    /// `[p0, p1)` x bytes `[lo, hi)` (earlier ones first, so overlapping products keep their
+    /// order).
+    pub fn settle(&mut self, (p0, p1, lo, hi): (u32, u32, i64, i64), apply: Apply<'_>) {
+        let last = self
+            .pending
+            .iter()
+            .rposition(|p| p.dst.region.is_some_and(|b| b.p0 < p1 && p0 < b.p1 && b.lo() < hi && lo < b.hi()));
+        if let Some(last) = last {
+            self.apply_first(last + 1, apply);
+        }
+    }
+
+    /// Apply every pending product.
+    pub fn settle_all(&mut self, apply: Apply<'_>) {
+        self.apply_first(self.pending.len(), apply);
+    }
+
+    fn apply_first(&mut self, count: usize, apply: Apply<'_>) {
+        // Compute whatever no worker has started before waiting for any of them, so this
+        // thread never idles while products it needs are still queued.
+        for p in self.pending.iter().take(count) {
+            p.slot.run();
+        }
+        for _ in 0..count {
+            let Some(p) = self.pending.pop_front() else { return };
+            let product = p.slot.take();
+            apply(&p.dst, p.start, &product);
+            self.free.push(product);
+        }
+    }
+}
+
+impl super::Machine {
+    /// Add the pending products that write PSUM bytes `ap` may touch (and those before
+    /// them) into PSUM, so the access sees what a serial run would.
+    pub(super) fn settle(&mut self, ap: &HwAp) {
+        let super::Machine { deferred: Some(d), images, .. } = self else { return };
+        d.settle(ap.byte_region(), &mut |dst, start, product| write_product(&mut images.psum, dst, start, product));
+    }
+
+    /// Add every pending product into PSUM.
+    pub(super) fn settle_all(&mut self) {
+        let super::Machine { deferred: Some(d), images, .. } = self else { return };
+        d.settle_all(&mut |dst, start, product| write_product(&mut images.psum, dst, start, product));
+    }
+}
+
+/// Write a PE product into its PSUM result pattern `dw` (fp32): replace the values on
+/// `START`, else add to them in fp32.
+pub(super) fn write_product(psum: &mut [u8], dw: &Walk, start: bool, product: &[f32]) {
+    let mut pos = 0;
+    for run in dw.runs() {
+        let Some(out) = product.get(pos..pos + run.len) else { return };
+        if start {
+            encode_run(DType::Fp32, CastMode::Rne, out, psum, run);
+        } else if run.contiguous(4) {
+            // Whole 4-byte words, so the loop vectorises.
+            let (words, _) = psum[run.span(4)].as_chunks_mut::<4>();
+            for (word, v) in words.iter_mut().zip(out) {
+                *word = (f32::from_le_bytes(*word) + v).to_le_bytes();
+            }
+        } else {
+            for (j, v) in out.iter().enumerate() {
+                let a = run.at(j);
+                let old = f32::from_le_bytes([psum[a], psum[a + 1], psum[a + 2], psum[a + 3]]);
+                psum[a..a + 4].copy_from_slice(&(old + v).to_le_bytes());
+            }
+        }
+        pos += run.len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{Images, PSUM_PARTITION_BYTES};
+    use penguin::{Dim, Memory};
+
+    /// Far more products than may be pending, all accumulating into one PSUM region with
+    /// values whose fp32 sum depends on the order: the deferred run (one worker plus this
+    /// thread) leaves the bytes of applying them one by one.
+    #[test]
+    fn more_products_than_the_limit_land_in_issue_order() {
+        let mut images = Images {
+            hbm: Vec::new(),
+            sbuf: Vec::new(),
+            psum: vec![0; 128 * PSUM_PARTITION_BYTES],
+            sbuf_partition_bytes: 0,
+        };
+        let ap = HwAp {
+            memory: Memory::Psum,
+            dtype: DType::Fp32,
+            start_partition: 0,
+            num_partitions: 2,
+            partition_stride: 1,
+            byte_offset: 8,
+            dims: vec![Dim::new(1, 3)],
+        };
+        let dst = Walk::new(&ap, &images).unwrap();
+        let count = MAX_PENDING * 2 + 7;
+        let operands: Vec<(Arc<PackedStationary>, Arc<Vec<f32>>)> = (0..count)
+            .map(|i| {
+                let mut w = PackedStationary::default();
+                let scale = if i % 3 == 0 { 1.0e8 } else { 1.0 + i as f32 / 7.0 };
+                w.hold(1, 2, &mut vec![scale, -scale * 0.5]);
+                (Arc::new(w), Arc::new(vec![1.0, -3.0, 0.25 * i as f32]))
+            })
+            .collect();
+        let mut serial = images.psum.clone();
+        for (i, (w, x)) in operands.iter().enumerate() {
+            let mut out = Vec::new();
+            matmul_tn(w, 3, x, &mut Vec::new(), &mut out);
+            write_product(&mut serial, &dst, i == 0, &out);
+        }
+        let queue = Arc::new(JobQueue::default());
+        std::thread::scope(|s| {
+            let q = Arc::clone(&queue);
+            s.spawn(move || q.work());
+            let mut d = Deferred::new(Arc::clone(&queue));
+            let psum = &mut images.psum;
+            for (i, (w, x)) in operands.iter().enumerate() {
+                d.submit(Arc::clone(w), Arc::clone(x), 3, dst.clone(), i == 0, &mut |dw, start, p| {
+                    write_product(psum, dw, start, p);
+                });
+                assert!(d.pending.len() <= MAX_PENDING);
+            }
+            d.settle_all(&mut |dw, start, p| write_product(psum, dw, start, p));
+            queue.close();
+        });
+        assert!(images.psum == serial);
+        assert_ne!(serial.iter().filter(|&&b| b != 0).count(), 0);
+    }
+}
