@@ -20,6 +20,10 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod roll;
+
+pub use roll::roll;
+
 use crate::error::BirError;
 use crate::program::{BirInst, Engine, Program, NUM_ENGINES};
 

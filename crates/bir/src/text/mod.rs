@@ -25,10 +25,14 @@
 //! Lines are read with penguin's shared scanner ([`penguin::text::lexer`]); [`print`] writes
 //! the format and [`parse`] reads it back.
 
+pub mod loops;
 pub mod parse;
+pub mod parse_loops;
 pub mod print;
 
+pub use loops::*;
 pub use parse::*;
+pub use parse_loops::*;
 pub use print::*;
 
 #[cfg(test)]
