@@ -197,3 +197,7 @@ impl std::fmt::Display for LoopedProgram {
         f.write_str(&print_looped(self))
     }
 }
+
+#[cfg(test)]
+#[path = "loops_tests.rs"]
+mod tests;

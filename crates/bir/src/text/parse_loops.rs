@@ -172,13 +172,15 @@ fn take_terms(line_no: usize, code: &str) -> Result<(Vec<Term<'_>>, String), Par
                     (true, Some(b'p'), Some(b'[')) => Slot::Partition(key),
                     (true, Some(b'@'), _) => Slot::Offset(key),
                     (true, Some(b'='), Some(b'>')) if in_wait => Slot::Wait(waits - 1),
-                    _ => return Err(err(
-                        i,
-                        format!(
+                    _ => {
+                        return Err(err(
+                            i,
+                            format!(
                             "a loop index term (`{}`) may only follow a start partition, a byte offset or a wait value",
                             &code[i..d1]
                         ),
-                    )),
+                        ))
+                    }
                 }
             }
         };
