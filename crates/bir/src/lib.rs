@@ -28,7 +28,7 @@ pub mod text;
 mod verify;
 
 pub use error::{BirError, TOO_MANY_STRIDES};
-pub use looped::{roll, Item, Loop, LoopedProgram};
+pub use looped::{roll, verify_looped, Item, Loop, LoopError, LoopedProgram};
 pub use lower::{extract_offloaded_memcpy_shape_bases, lower};
 pub use program::{BirInst, Engine, EngineClass, HbmRole, HbmTensor, HwAp, Op, Program, SemId, Wait, NUM_ENGINES};
 pub use verify::{partition_start_ok, verify_program};
