@@ -116,6 +116,8 @@ pub enum Ir {
     Penguin(Function, Option<penguin::parse::SourceMap>),
     /// A BIR program.
     Bir(bir::Program, Option<bir::text::SourceMap>),
+    /// A BIR program with loops.
+    BirLooped(bir::LoopedProgram, Option<bir::text::LoopSourceMap>),
 }
 
 /// Parse a source in its format.
@@ -129,10 +131,7 @@ pub fn load(src: &Source) -> Result<Ir, CliError> {
             let (f, map) = penguin::parse::parse_with_source_map(&src.text).map_err(located)?;
             Ir::Penguin(f, Some(map))
         }
-        Format::BirText => {
-            let (p, map) = bir::text::parse_with_source_map(&src.text).map_err(located)?;
-            Ir::Bir(p, Some(map))
-        }
+        Format::BirText => crate::looped::load_bir_text(src)?,
         Format::PenguinJson => {
             let f: Function = serde_json::from_str(&src.text).map_err(json)?;
             penguin::parse::check_limits(&f).map_err(|(e, m)| CliError::usage(format!("{}: {e}: {m}", src.name)))?;
@@ -247,6 +246,12 @@ pub fn run(args: &FmtArgs) -> Result<String, CliError> {
             let lines = bir::text::lines(p).into_iter().map(|(at, text)| (map.line_of(at), text));
             crate::comments::with_comments(&src.text, lines.collect())
         }
+        (Ir::BirLooped(p, None), false) => p.to_string(),
+        (Ir::BirLooped(p, Some(map)), false) => {
+            let lines = bir::text::looped_lines(p).into_iter().map(|(at, text)| (map.line_of(at), text));
+            crate::comments::with_comments(&src.text, lines.collect())
+        }
+        (Ir::BirLooped(p, _), true) => to_json(p)?,
         (Ir::Penguin(f, _), true) => to_json(f)?,
         (Ir::Bir(p, _), true) => to_json(p)?,
     };

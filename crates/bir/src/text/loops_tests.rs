@@ -3,7 +3,7 @@
 use penguin::{Dim, Memory, Target};
 use proptest::prelude::*;
 
-use super::super::{parse, parse_looped, parse_looped_with_source_map, print_looped, LoopLine};
+use super::super::{parse, parse_looped, parse_looped_with_source_map, print_looped, Line, LoopLine};
 use crate::looped::{param_count, Item, Loop, LoopedProgram};
 use crate::program::{test_ap, BirInst, Engine, Op, Program, SemId, Wait};
 
@@ -65,6 +65,12 @@ fn loops_print_with_affine_terms_and_parse_back() {
     assert_eq!(map.unrolled_line(&lp, Engine::Dma(0), 5), Some(7));
     assert_eq!(map.unrolled_line(&lp, Engine::Dma(0), 7), Some(9));
     assert_eq!(map.unrolled_line(&lp, Engine::Dma(0), 9), None);
+    let full = map.unrolled(&lp);
+    let lines: Vec<Option<usize>> = (0..10).map(|n| full.line_of(Line::Inst(Engine::Dma(0), n))).collect();
+    let want = [5, 7, 9, 9, 9, 7, 9, 9, 9].map(Some);
+    assert_eq!(lines[..9], want);
+    assert_eq!(lines[9], None);
+    assert_eq!(full.line_of(Line::Sem(SemId(1))), Some(3));
 }
 
 #[test]

@@ -13,6 +13,7 @@ use penguin::text::lexer::{numbered_lines, split_comment, Cursor, ParseError, MA
 use penguin::Memory;
 
 use super::loops::LoopLine;
+use super::parse::SourceMap;
 use super::parse::{inst, parse_with_source_map};
 use super::print::Line;
 use crate::looped::{Item, Loop, LoopedProgram};
@@ -34,6 +35,12 @@ impl LoopSourceMap {
     /// The line of instruction `n` of engine `e`'s unrolled stream: the line of the
     /// instruction it is an iteration of.
     pub fn unrolled_line(&self, lp: &LoopedProgram, e: Engine, n: u64) -> Option<usize> {
+        self.line_of(Self::unrolled_at(lp, e, n)?)
+    }
+
+    /// The printed line of instruction `n` of engine `e`'s unrolled stream (the instruction
+    /// it is an iteration of).
+    pub fn unrolled_at(lp: &LoopedProgram, e: Engine, n: u64) -> Option<LoopLine> {
         fn find(items: &[Item], start: u64, n: u64) -> Option<u64> {
             let mut at = start;
             for it in items {
@@ -57,7 +64,55 @@ impl LoopSourceMap {
             None
         }
         let first = find(lp.stream(e), 0, n)?;
-        self.line_of(LoopLine::Plain(Line::Inst(e, usize::try_from(first).ok()?)))
+        Some(LoopLine::Plain(Line::Inst(e, usize::try_from(first).ok()?)))
+    }
+
+    /// The source map of the expansion: the header lines, and every unrolled instruction on
+    /// the line of the instruction it is an iteration of. Takes time linear in the unrolled
+    /// size.
+    pub fn unrolled(&self, lp: &LoopedProgram) -> SourceMap {
+        fn walk(
+            items: &[Item],
+            e: Engine,
+            first: &mut usize,
+            at: &mut usize,
+            map: &LoopSourceMap,
+            out: &mut SourceMap,
+        ) {
+            for it in items {
+                match it {
+                    Item::Inst(_) => {
+                        if let Some(line) = map.line_of(LoopLine::Plain(Line::Inst(e, *first))) {
+                            out.lines.insert(Line::Inst(e, *at), line);
+                        }
+                        *first += 1;
+                        *at += 1;
+                    }
+                    Item::Loop(l) => {
+                        let start = *first;
+                        for _ in 0..l.trips {
+                            *first = start;
+                            walk(&l.body, e, first, at, map, out);
+                        }
+                        let body = *first - start;
+                        *first = start + body * l.trips as usize;
+                    }
+                }
+            }
+        }
+        let mut out = SourceMap::default();
+        for (l, n) in &self.lines {
+            if let LoopLine::Plain(p) = l {
+                if !matches!(p, Line::Inst(..)) {
+                    out.lines.insert(*p, *n);
+                }
+            }
+        }
+        for e in Engine::all() {
+            let (mut first, mut at) = (0, 0);
+            walk(lp.stream(e), e, &mut first, &mut at, self, &mut out);
+        }
+        out
     }
 }
 
@@ -412,7 +467,7 @@ pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedProgram, LoopSo
             w => {
                 // The header parser refused instructions outside a stream section.
                 let Some(e) = s.current else { continue };
-                if w.as_deref() == Some("loop") {
+                if w == Some("loop") {
                     s.open(c, line_no)?;
                 } else if c.peek() == Some('}') {
                     s.close(e, c, line_no)?;
