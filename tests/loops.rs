@@ -126,4 +126,10 @@ fn a_rolled_file_runs_verifies_and_formats_like_its_unrolled_twin() {
     let o = ntile(&["fmt", path_str(&lf), "--json"]);
     let back: bir::LoopedProgram = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(back, bir::text::parse_looped(&looped).unwrap());
+    // ... which reads back as the looped program.
+    let json = dir.join("g.json");
+    std::fs::write(&json, stdout(&o)).unwrap();
+    let o = ntile(&["fmt", path_str(&json)]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(stdout(&o), looped);
 }

@@ -138,7 +138,16 @@ pub fn load(src: &Source) -> Result<Ir, CliError> {
             Ir::Penguin(f, None)
         }
         Format::BirJson => {
-            let p: bir::Program = serde_json::from_str(&src.text).map_err(json)?;
+            let p: bir::Program = match serde_json::from_str(&src.text) {
+                Ok(p) => p,
+                // A looped program's JSON (`ntile fmt F.bir --json` of a file with loops).
+                Err(e) => match serde_json::from_str::<bir::LoopedProgram>(&src.text) {
+                    Ok(lp) if lp.streams.len() == bir::NUM_ENGINES && lp.header.streams.len() == bir::NUM_ENGINES => {
+                        return Ok(Ir::BirLooped(lp, None));
+                    }
+                    _ => return Err(json(e)),
+                },
+            };
             bir::text::check_limits(&p).map_err(|(at, m)| CliError::usage(format!("{}: {at}: {m}", src.name)))?;
             if p.streams.len() != bir::NUM_ENGINES {
                 let n = p.streams.len();

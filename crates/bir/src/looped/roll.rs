@@ -163,6 +163,11 @@ fn diff(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
     a.iter().zip(b).map(|(x, y)| y.checked_sub(*x)).collect()
 }
 
+/// Whether `b - a` fits an `i64` for every parameter.
+fn steppable(a: &[i64], b: &[i64]) -> bool {
+    a.iter().zip(b).all(|(x, y)| y.checked_sub(*x).is_some())
+}
+
 /// Whether `c - b == b - a` for every parameter (no overflow).
 fn same_step(a: &[i64], b: &[i64], c: &[i64]) -> bool {
     a.iter().zip(b).zip(c).all(|((x, y), z)| match (y.checked_sub(*x), z.checked_sub(*y)) {
@@ -181,7 +186,7 @@ fn roll_period(level: &mut Level, p: usize, shapes: &mut Shapes) -> bool {
     // run_a[j]: consecutive j' >= j with equal shapes at j' and j' + p (and a step that fits).
     let mut run_a = vec![0usize; n - p + 1];
     for j in (0..n - p).rev() {
-        let ok = shape[j] == shape[j + p] && diff(&params[j], &params[j + p]).is_some();
+        let ok = shape[j] == shape[j + p] && steppable(&params[j], &params[j + p]);
         run_a[j] = if ok { run_a[j + 1] + 1 } else { 0 };
     }
     // run_b[j]: consecutive j' >= j whose step from block to block stays the same.
