@@ -170,6 +170,18 @@ fn annotate(body: &str, errors: &[(usize, String)]) -> String {
     out
 }
 
+/// A located BIR verifier message without its `engine[n] opcode: ` prefix (the filetest
+/// annotation already sits on that instruction's line).
+fn strip_position(msg: &str) -> &str {
+    let located = msg.split_once(' ').and_then(|(at, rest)| {
+        let (engine, index) = at.strip_suffix(']')?.split_once('[')?;
+        let ok = engine.chars().all(|c| c.is_ascii_alphanumeric()) && index.parse::<usize>().is_ok();
+        let (opcode, m) = rest.split_once(": ")?;
+        (ok && opcode.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(m)
+    });
+    located.unwrap_or(msg)
+}
+
 fn is_bir(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "bir")
 }
@@ -177,6 +189,31 @@ fn is_bir(path: &Path) -> bool {
 /// The verifier's errors for a body, each with the line it concerns.
 fn verify_errors(path: &Path, body: &str) -> Vec<(usize, String)> {
     let syntax = |e: penguin::ParseError| vec![(e.line, format!("syntax: {}: {}", e.col, e.message))];
+    if is_bir(path) && bir::text::parse(body).is_err() {
+        // A program with loops: structural errors on their loop or instruction line, engine
+        // rules' errors on the line of the instruction they are an iteration of.
+        let (lp, map) = match bir::text::parse_looped_with_source_map(body) {
+            Ok(x) => x,
+            Err(e) => return syntax(e),
+        };
+        let first = map.line_of(bir::text::LoopLine::Plain(bir::text::Line::Program)).unwrap_or(1);
+        let Err(errors) = bir::verify_looped(&lp) else { return Vec::new() };
+        let src = ntile::fmt::Source { name: "f".into(), extension: "bir".into(), text: body.into() };
+        let message = ntile::looped::looped_errors(&src, &lp, Some(&map), &errors).message;
+        return message
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .map(|l| {
+                let rest = l.strip_prefix("f:").unwrap_or(l);
+                let (line, msg) = match rest.split_once(": ") {
+                    Some((n, m)) if n.parse::<usize>().is_ok() => (n.parse().unwrap_or(first), m),
+                    _ => (first, rest.strip_prefix(' ').unwrap_or(rest)),
+                };
+                (line, strip_position(msg).to_string())
+            })
+            .collect();
+    }
     if is_bir(path) {
         let (p, map) = match bir::text::parse_with_source_map(body) {
             Ok(x) => x,
@@ -230,7 +267,11 @@ fn input_values(spec: &str, len: usize) -> Result<Vec<f32>, String> {
 }
 
 fn run_text(path: &Path, header: &Header, body: &str) -> Result<String, String> {
-    let (program, outputs) = if is_bir(path) {
+    let (program, outputs) = if is_bir(path) && bir::text::parse(body).is_err() {
+        let lp = bir::text::parse_looped(body).map_err(|e| format!("syntax: {e}"))?;
+        bir::verify_looped(&lp).map_err(|e| format!("{e:?}"))?;
+        (lp.expand().map_err(|e| e.to_string())?, None)
+    } else if is_bir(path) {
         let p = bir::text::parse(body).map_err(|e| format!("syntax: {e}"))?;
         bir::verify_program(&p).map_err(|e| e.to_string())?;
         (p, None)
@@ -271,7 +312,19 @@ fn run_text(path: &Path, header: &Header, body: &str) -> Result<String, String> 
 }
 
 fn roundtrip_text(path: &Path, body: &str) -> Result<String, String> {
-    if is_bir(path) {
+    if is_bir(path) && bir::text::parse(body).is_err() {
+        let p = bir::text::parse_looped(body).map_err(|e| format!("syntax: {e}"))?;
+        let text = p.to_string();
+        let back = bir::text::parse_looped(&text).map_err(|e| format!("the print does not parse: {e}\n{text}"))?;
+        if back != p {
+            return Err(format!("the print parses to a different program:\n{text}"));
+        }
+        let json = serde_json::to_string(&p).map_err(|e| e.to_string())?;
+        if serde_json::from_str::<bir::LoopedProgram>(&json).map_err(|e| e.to_string())? != p {
+            return Err("the JSON parses to a different program".into());
+        }
+        Ok(text)
+    } else if is_bir(path) {
         let p = bir::text::parse(body).map_err(|e| format!("syntax: {e}"))?;
         let text = p.to_string();
         let back = bir::text::parse(&text).map_err(|e| format!("the print does not parse: {e}\n{text}"))?;

@@ -187,6 +187,20 @@ fn check(name: &str, extension: &str, bytes: Vec<u8>, simulate: bool) {
                 Ok(()) => {}
             }
         }
+        Ir::BirLooped(lp, map) => {
+            let printed = lp.to_string();
+            let back = bir::text::parse_looped(&printed)
+                .unwrap_or_else(|e| panic!("the print does not parse: {e}\n{printed}"));
+            assert_eq!(back.to_string(), printed, "print(parse(print(p))) differs");
+            match bir::verify_looped(&lp) {
+                Err(errors) => located(name, &ntile::looped::looped_errors(&src, &lp, map.as_ref(), &errors)),
+                Ok(()) if simulate && lp.unrolled_len() < 1 << 16 => match lp.expand() {
+                    Ok(p) => run(&p),
+                    Err(e) => panic!("a verified looped program does not expand: {e}"),
+                },
+                Ok(()) => {}
+            }
+        }
     }
 }
 
@@ -221,7 +235,7 @@ fn mutated_files_never_panic() {
         }) {
             Ok(Ir::Penguin(f, _)) => serde_json::to_vec(&f).ok(),
             Ok(Ir::Bir(p, _)) => serde_json::to_vec(&p).ok(),
-            Err(_) => None,
+            Ok(Ir::BirLooped(..)) | Err(_) => None,
         };
         let mut inputs: Vec<(String, Vec<u8>)> =
             (0..text_mutants).map(|_| (ext.clone(), mutate(&mut rng, &original))).collect();

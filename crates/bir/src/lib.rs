@@ -28,7 +28,7 @@ pub mod text;
 mod verify;
 
 pub use error::{BirError, VerifyError, TOO_MANY_STRIDES};
-pub use looped::{Item, Loop, LoopedProgram};
+pub use looped::{roll, verify_looped, Item, Loop, LoopError, LoopedProgram};
 pub use lower::{extract_offloaded_memcpy_shape_bases, lower};
 pub use program::{
     ApRole, BirInst, Engine, EngineClass, FromPartsError, HbmRole, HbmTensor, HwAp, InstRef, Op, OpPart, Program,

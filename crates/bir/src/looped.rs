@@ -20,6 +20,12 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod roll;
+pub mod verify;
+
+pub use roll::roll;
+pub use verify::{verify_looped, LoopAt, LoopError};
+
 use crate::error::{BirError, VerifyError};
 use crate::program::{BirInst, Engine, Program, NUM_ENGINES};
 

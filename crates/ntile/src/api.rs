@@ -214,6 +214,15 @@ pub fn model_kernel(path: &Path, target: Option<Target>) -> Result<KernelReport,
             crate::verify::check_program(&src, &p, map.as_ref(), "BIR verifier")?;
             p
         }
+        Ir::BirLooped(lp, map) => {
+            if let Some(t) = target.filter(|t| *t != lp.header.target) {
+                return Err(CliError::usage(format!(
+                    "{}: the program is for {}, but the target given is {t}",
+                    src.name, lp.header.target
+                )));
+            }
+            crate::looped::unroll(&src, &lp, map.as_ref())?.0
+        }
     };
     let cycle = sim::model(&program).map_err(|e| CliError::usage(format!("{}: cycle model: {e}", src.name)))?;
     let tensors = program

@@ -116,6 +116,8 @@ pub enum Ir {
     Penguin(Function, Option<penguin::parse::SourceMap>),
     /// A BIR program.
     Bir(bir::Program, Option<bir::text::SourceMap>),
+    /// A BIR program with loops.
+    BirLooped(bir::LoopedProgram, Option<bir::text::LoopSourceMap>),
 }
 
 /// Parse a source in its format.
@@ -129,17 +131,23 @@ pub fn load(src: &Source) -> Result<Ir, CliError> {
             let (f, map) = penguin::parse::parse_with_source_map(&src.text).map_err(located)?;
             Ir::Penguin(f, Some(map))
         }
-        Format::BirText => {
-            let (p, map) = bir::text::parse_with_source_map(&src.text).map_err(located)?;
-            Ir::Bir(p, Some(map))
-        }
+        Format::BirText => crate::looped::load_bir_text(src)?,
         Format::PenguinJson => {
             let f: Function = serde_json::from_str(&src.text).map_err(json)?;
             penguin::parse::check_limits(&f).map_err(|(e, m)| CliError::usage(format!("{}: {e}: {m}", src.name)))?;
             Ir::Penguin(f, None)
         }
         Format::BirJson => {
-            let p: bir::Program = serde_json::from_str(&src.text).map_err(json)?;
+            let p: bir::Program = match serde_json::from_str(&src.text) {
+                Ok(p) => p,
+                // A looped program's JSON (`ntile fmt F.bir --json` of a file with loops).
+                Err(e) => match serde_json::from_str::<bir::LoopedProgram>(&src.text) {
+                    Ok(lp) if lp.streams.len() == bir::NUM_ENGINES && lp.header.streams.len() == bir::NUM_ENGINES => {
+                        return Ok(Ir::BirLooped(lp, None));
+                    }
+                    _ => return Err(json(e)),
+                },
+            };
             bir::text::check_limits(&p).map_err(|(at, m)| CliError::usage(format!("{}: {at}: {m}", src.name)))?;
             if p.streams.len() != bir::NUM_ENGINES {
                 let n = p.streams.len();
@@ -247,6 +255,12 @@ pub fn run(args: &FmtArgs) -> Result<String, CliError> {
             let lines = bir::text::lines(p).into_iter().map(|(at, text)| (map.line_of(at), text));
             crate::comments::with_comments(&src.text, lines.collect())
         }
+        (Ir::BirLooped(p, None), false) => p.to_string(),
+        (Ir::BirLooped(p, Some(map)), false) => {
+            let lines = bir::text::looped_lines(p).into_iter().map(|(at, text)| (map.line_of(at), text));
+            crate::comments::with_comments(&src.text, lines.collect())
+        }
+        (Ir::BirLooped(p, _), true) => to_json(p)?,
         (Ir::Penguin(f, _), true) => to_json(f)?,
         (Ir::Bir(p, _), true) => to_json(p)?,
     };

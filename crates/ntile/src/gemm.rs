@@ -36,8 +36,11 @@ pub enum TransposeOn {
 pub enum Emit {
     /// The verified Penguin function.
     Penguin,
-    /// The lowered BIR program.
+    /// The lowered BIR program with its repeated bodies rolled into loops (`bir::roll`;
+    /// without the `origin(iN)` of each instruction, which changes every iteration).
     Bir,
+    /// The lowered BIR program, one line per instruction, with origins.
+    BirUnrolled,
 }
 
 /// Flags of `ntile gemm`.
@@ -439,6 +442,10 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
             return Ok(Outcome { report, stdout: plan.function.to_string(), result: None });
         }
         Some(Emit::Bir) => {
+            let report = report_of(&cfg, &plan, &modeled, None, wall);
+            return Ok(Outcome { report, stdout: crate::looped::rolled_text(&program), result: None });
+        }
+        Some(Emit::BirUnrolled) => {
             let report = report_of(&cfg, &plan, &modeled, None, wall);
             return Ok(Outcome { report, stdout: program.to_string(), result: None });
         }

@@ -16,6 +16,7 @@ pub mod fmt;
 pub mod gemm;
 pub mod hw;
 pub mod kernel_info;
+pub mod looped;
 pub mod npy;
 pub mod progress;
 pub mod reference;

@@ -344,6 +344,18 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
             let required = p.hbm.iter().filter(|t| t.role == bir::HbmRole::Input).map(|t| t.name.clone()).collect();
             (p, SourceLines::Bir(bmap), required)
         }
+        Ir::BirLooped(lp, lmap) => {
+            if let Some(t) = args.target.filter(|t| *t != lp.header.target) {
+                return Err(CliError::usage(format!(
+                    "{}: the program is for {}, but --target says {t}",
+                    src.name, lp.header.target
+                )));
+            }
+            // Verified looped, then run unrolled: the same as its unrolled twin.
+            let (p, bmap) = crate::looped::unroll(&src, &lp, lmap.as_ref())?;
+            let required = p.hbm.iter().filter(|t| t.role == bir::HbmRole::Input).map(|t| t.name.clone()).collect();
+            (p, SourceLines::Bir(bmap), required)
+        }
     };
     let names: Vec<&str> = program.hbm.iter().map(|t| t.name.as_str()).collect();
     let tensor = |b: &Binding, flag: &str| {

@@ -47,6 +47,18 @@ pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
                 p.streams.iter().filter(|s| !s.is_empty()).count()
             ))
         }
+        Ir::BirLooped(p, map) => {
+            crate::looped::check_looped(&src, p, map.as_ref())?;
+            Ok(format!(
+                "{}: ok: program {} for {} ({} instructions unrolled, {} loops, on {} streams)\n",
+                src.name,
+                p.header.kernel_name,
+                p.header.target,
+                p.unrolled_len(),
+                bir::text::looped_lines(p).iter().filter(|(l, _)| matches!(l, bir::text::LoopLine::Open(..))).count(),
+                p.streams.iter().filter(|s| !s.is_empty()).count()
+            ))
+        }
     }
 }
 

@@ -51,6 +51,7 @@
 mod convert;
 mod error;
 mod gemm;
+mod looped;
 mod memory;
 mod race;
 mod simulator;

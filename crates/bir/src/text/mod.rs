@@ -22,13 +22,20 @@
 //! operand names are those of [`Op::name`](crate::program::Op::name), [`Op::attributes`](crate::program::Op::attributes) and
 //! [`Op::aps`](crate::program::Op::aps).
 //!
+//! A stream may also loop (`loop iD xT {` ... `}`, parameters with `+C*iD` terms): the syntax
+//! is in [`loops`], printed by [`print_looped`] and read by [`parse_looped`].
+//!
 //! Lines are read with penguin's shared scanner ([`penguin::text::lexer`]); [`print`] writes
 //! the format and [`parse`] reads it back.
 
+pub mod loops;
 pub mod parse;
+pub mod parse_loops;
 pub mod print;
 
+pub use loops::*;
 pub use parse::*;
+pub use parse_loops::*;
 pub use print::*;
 
 #[cfg(test)]

@@ -98,7 +98,7 @@ fn engine(c: &mut Cursor<'_>) -> Result<Engine, ParseError> {
 }
 
 /// `[N:] OPCODE KEY=VALUE ... OPERAND=AP ... [wait(...)] [signal(...)] [origin(...)]`.
-fn inst<'a>(c: &mut Cursor<'a>, index: usize) -> Result<BirInst, ParseError> {
+pub(crate) fn inst<'a>(c: &mut Cursor<'a>, index: usize) -> Result<BirInst, ParseError> {
     let mut probe = c.clone();
     if let Ok(n) = probe.int::<u64>("an index") {
         let col = c.col();

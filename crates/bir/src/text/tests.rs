@@ -157,7 +157,7 @@ fn op() -> impl Strategy<Value = Op> {
     )
 }
 
-fn inst() -> impl Strategy<Value = BirInst> {
+pub(super) fn inst() -> impl Strategy<Value = BirInst> {
     let wait = (0u32..30, any::<u32>()).prop_map(|(s, value)| Wait { sem: SemId(s), value });
     (op(), proptest::collection::vec(wait, 0..3), proptest::option::of(0u32..30), proptest::option::of(any::<u32>()))
         .prop_map(|(op, waits, signal, origin)| BirInst {

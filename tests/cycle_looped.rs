@@ -4,12 +4,13 @@
 //! steady state of loops far too long to unroll to the closed form `prologue + trips x period`.
 #![expect(clippy::unwrap_used, reason = "test helpers: unwrapping is how they assert")]
 
-mod common;
+#[path = "../crates/sim/tests/common/gemm.rs"]
+mod hand_gemm;
 
 use bir::looped::{advance_inst, push_inst_params};
 use bir::{BirInst, Engine, HwAp, Item, Loop, LoopedProgram, Op, Program, SemId, Wait};
 use codegen::{plan_gemm, GemmConfig, Schedule};
-use common::gemm::{gemm_program, GemmSpec};
+use hand_gemm::{gemm_program, GemmSpec};
 use penguin::{
     CastMode, DType, Dim, EngineAccumulationType, HwProfile, Memory, PerfMode, Target, TilePosition, TileSize,
 };

@@ -1,0 +1,273 @@
+//! The verifier of looped programs ([`verify_looped`]).
+//!
+//! Rules, in order:
+//! 1. **Structure**: every loop has at least one trip, a non-empty body, and one step per
+//!    parameter of its body ([`LoopError::ZeroTrips`], [`LoopError::EmptyBody`],
+//!    [`LoopError::StepLength`]).
+//! 2. **Parameters in range in every iteration**: a parameter is affine in the loop indices,
+//!    so its least and greatest values over the iteration box are at its corners, and checking
+//!    them is exact: byte offsets stay in `0..2^63` (a parameter is an `i64`), start
+//!    partitions and wait values in `0..2^32` ([`LoopError::ParamOutOfRange`]).
+//! 3. **Engine rules** ([`crate::verify_program`]'s): when the unrolled program has at most
+//!    [`MAX_EXPANDED`] instructions, on the expansion itself, so every rule is checked
+//!    exactly, deadlock freedom included. A larger program is not expanded (its size could
+//!    be anything up to 2^48 instructions per stream); its *corner program* is checked
+//!    instead: every loop run for its first and last trip only, with the waits left out (so
+//!    no deadlock is reported; the semaphores waited on are checked to exist). Bounds, shapes
+//!    and engines are then checked exactly (bounds are monotone in the parameters, the rest
+//!    does not change between iterations); the partition start rule only at the corners, and
+//!    deadlock freedom not at all.
+//!
+//! Positions: in the corner program's messages, instructions are named by their place in the
+//! corner program. Otherwise an instruction is named by its engine and its index in the unrolled stream,
+//! as in [`crate::verify_program`]'s messages (`dma0[37]`); a loop by its engine, the
+//! unrolled index of its first instruction and its depth.
+
+use std::fmt;
+
+use super::{inst_param_count, param_count, Item, Loop, LoopedProgram};
+use crate::error::{BirError, VerifyError};
+use crate::program::{BirInst, Engine, InstRef, Program, NUM_ENGINES};
+
+/// Up to this many unrolled instructions, the engine rules are checked on the expansion.
+/// (A `BirInst` takes a few hundred bytes: 2^21 of them fit in well under a GB.)
+pub const MAX_EXPANDED: u64 = 1 << 21;
+
+/// Where a loop is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LoopAt {
+    /// Its engine.
+    pub engine: Engine,
+    /// The unrolled index of its first instruction.
+    pub first: u64,
+    /// Its depth (0 for a loop at the top of its stream; its index is `i{depth}`).
+    pub depth: usize,
+}
+
+impl fmt::Display for LoopAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}] loop i{}", self.engine, self.first, self.depth)
+    }
+}
+
+/// A looped program the verifier rejects.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LoopError {
+    /// A loop with no trips.
+    #[error("{at}: a loop needs at least 1 trip")]
+    ZeroTrips {
+        /// The loop.
+        at: LoopAt,
+    },
+    /// A loop with nothing in it.
+    #[error("{at}: the body is empty")]
+    EmptyBody {
+        /// The loop.
+        at: LoopAt,
+    },
+    /// A step that does not match the body.
+    #[error("{at}: the step has {step} entries but the body has {params} parameters")]
+    StepLength {
+        /// The loop.
+        at: LoopAt,
+        /// Entries of the step.
+        step: usize,
+        /// Parameters of the body.
+        params: usize,
+    },
+    /// A parameter that leaves its range in some iteration.
+    #[error("{engine}[{index}] {op}: {param} takes values {lo}..={hi} over the loop iterations, outside 0..={max}")]
+    ParamOutOfRange {
+        /// The engine.
+        engine: Engine,
+        /// The unrolled index of the instruction's first iteration.
+        index: u64,
+        /// The op name.
+        op: &'static str,
+        /// Which parameter (`dst byte offset`, `wait 0`).
+        param: String,
+        /// Least value over the iterations.
+        lo: i128,
+        /// Greatest value.
+        hi: i128,
+        /// The largest the parameter may be.
+        max: i128,
+    },
+    /// The unrolled (or corner) program breaks an engine rule.
+    #[error("{0}")]
+    Program(BirError),
+}
+
+/// Verify a looped program (see the module doc); every structural error, or the engine
+/// rules' error.
+pub fn verify_looped(lp: &LoopedProgram) -> Result<(), Vec<LoopError>> {
+    let mut errors = Vec::new();
+    for e in Engine::all() {
+        let mut w = Walk { e, index: 0, box_: Vec::new(), errors: &mut errors };
+        w.items(lp.stream(e));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let checked = if lp.unrolled_len() <= MAX_EXPANDED {
+        lp.expand().and_then(|p| crate::verify_program(&p))
+    } else {
+        corner_program(lp).and_then(|p| crate::verify_program(&p))
+    };
+    checked.map_err(|e| vec![LoopError::Program(e)])
+}
+
+/// The structural walk of one stream.
+struct Walk<'a> {
+    e: Engine,
+    index: u64,
+    /// The enclosing loops: (trips, step, how far into the step the walk has come).
+    box_: Vec<(u32, &'a [i64], usize)>,
+    errors: &'a mut Vec<LoopError>,
+}
+
+impl<'a> Walk<'a> {
+    fn items(&mut self, items: &'a [Item]) {
+        for it in items {
+            match it {
+                Item::Inst(i) => self.inst(i),
+                Item::Loop(l) => self.a_loop(l),
+            }
+        }
+    }
+
+    fn a_loop(&mut self, l: &'a Loop) {
+        let at = LoopAt { engine: self.e, first: self.index, depth: self.box_.len() };
+        let params = param_count(&l.body);
+        let mut ok = true;
+        if l.trips == 0 {
+            self.errors.push(LoopError::ZeroTrips { at });
+            ok = false;
+        }
+        if l.body.is_empty() {
+            self.errors.push(LoopError::EmptyBody { at });
+        }
+        if l.step.len() != params {
+            self.errors.push(LoopError::StepLength { at, step: l.step.len(), params });
+            ok = false;
+        }
+        let start = self.index;
+        if ok {
+            self.box_.push((l.trips, &l.step, 0));
+            self.items(&l.body);
+            self.box_.pop();
+        } else {
+            // Keep the enclosing loops' step positions right.
+            for (_, _, at) in &mut self.box_ {
+                *at += params;
+            }
+            self.index += count(&l.body);
+        }
+        let body = self.index - start;
+        self.index = start.saturating_add(body.saturating_mul(u64::from(l.trips)));
+    }
+
+    fn inst(&mut self, i: &BirInst) {
+        let n = inst_param_count(i);
+        let mut base = Vec::with_capacity(n);
+        super::push_inst_params(i, &mut base);
+        let aps = i.op.aps();
+        for (q, &b) in base.iter().enumerate() {
+            let (mut lo, mut hi) = (i128::from(b), i128::from(b));
+            for (trips, step, at) in &self.box_ {
+                let s = i128::from(step.get(at + q).copied().unwrap_or(0)) * (i128::from(*trips) - 1);
+                if s < 0 {
+                    lo += s;
+                } else {
+                    hi += s;
+                }
+            }
+            let (param, max) = if q < 2 * aps.len() {
+                let name = aps[q / 2].0;
+                if q % 2 == 0 {
+                    (format!("{name} byte offset"), i128::from(i64::MAX))
+                } else {
+                    (format!("{name} start partition"), i128::from(u32::MAX))
+                }
+            } else {
+                (format!("wait {}", q - 2 * aps.len()), i128::from(u32::MAX))
+            };
+            if lo < 0 || hi > max {
+                self.errors.push(LoopError::ParamOutOfRange {
+                    engine: self.e,
+                    index: self.index,
+                    op: i.op.name(),
+                    param,
+                    lo,
+                    hi,
+                    max,
+                });
+            }
+        }
+        for (_, _, at) in &mut self.box_ {
+            *at += n;
+        }
+        self.index += 1;
+    }
+}
+
+fn count(items: &[Item]) -> u64 {
+    items
+        .iter()
+        .map(|it| match it {
+            Item::Inst(_) => 1,
+            Item::Loop(l) => u64::from(l.trips).saturating_mul(count(&l.body)),
+        })
+        .fold(0, u64::saturating_add)
+}
+
+/// Every loop run for its first and last trip, without waits (see the module doc).
+fn corner_program(lp: &LoopedProgram) -> Result<Program, BirError> {
+    fn corners(items: &[Item]) -> Vec<Item> {
+        items
+            .iter()
+            .map(|it| match it {
+                Item::Inst(i) => Item::Inst(i.clone()),
+                Item::Loop(l) => {
+                    let body = corners(&l.body);
+                    if l.trips <= 2 {
+                        Item::Loop(Loop { trips: l.trips, body, step: l.step.clone() })
+                    } else {
+                        // Trips 0 and T-1: one step of (T-1) times the step.
+                        let t = i64::from(l.trips - 1);
+                        let step = l.step.iter().map(|s| s.saturating_mul(t)).collect();
+                        Item::Loop(Loop { trips: 2, body, step })
+                    }
+                }
+            })
+            .collect()
+    }
+    let mut c = lp.clone();
+    for s in &mut c.streams {
+        *s = corners(s);
+    }
+    let mut p = c.expand()?;
+    let sems = p.semaphores.len();
+    let mut missing = Vec::new();
+    for (e, s) in p.streams.iter_mut().enumerate().take(NUM_ENGINES) {
+        for (n, i) in s.iter_mut().enumerate() {
+            if let Some(w) = i.waits.iter().find(|w| w.sem.0 as usize >= sems) {
+                let msg = format!("waits on {}, which does not exist", w.sem);
+                missing.push(match Engine::from_index(e) {
+                    Some(engine) => VerifyError::inst(InstRef { engine, index: n }, i.op.name(), msg),
+                    None => VerifyError::program(format!("stream {e}[{n}] {}: {msg}", i.op.name())),
+                });
+            }
+            i.waits.clear();
+        }
+    }
+    if missing.is_empty() {
+        Ok(p)
+    } else {
+        Err(BirError::Verify(missing))
+    }
+}
+
+#[cfg(test)]
+#[path = "verify_tests.rs"]
+mod tests;

@@ -1,0 +1,206 @@
+//! Loops in the `.bir` text: printing a [`LoopedProgram`] and parsing it back.
+//!
+//! A stream section may hold loops around its instructions:
+//!
+//! ```text
+//! stream dma0:
+//!   0: memset value=0 dst=sbuf.fp32[p0:128:1 @0 [1, 8]]
+//!   loop i0 x32 {
+//!     1: dma_copy cast=rne dst=sbuf.bf16[p0:128:1 @4096+512*i0 [1, 256]] src=hbm.bf16[p0:128:1 @0+65536*i0 [1, 256]] wait(s3>=5+1*i0) signal(s4)
+//!     loop i1 x4 {
+//!       2: memset value=0 dst=sbuf.fp32[p0+32*i1:32:1 @64*i0 [1, 8]]
+//!     }
+//!   }
+//! ```
+//!
+//! - `loop iD xT {` opens a loop of `T` trips (`1 <= T < 2^32`) whose index is `iD`, `D` its
+//!   depth (`i0` outermost); a line `}` closes the innermost open loop. Bodies are indented
+//!   two spaces per level and may not be empty.
+//! - A *parameter* (a start partition `pN`, a byte offset `@N`, a wait value `sK>=N`) may be
+//!   followed by terms `+C*iD` / `-C*iD`: its value in iteration `(i0, i1, ...)` of the
+//!   enclosing loops is the number plus each coefficient times its index. The coefficient of
+//!   `iD` is the loop's per-iteration step of that parameter. An index must belong to an
+//!   enclosing loop, and appear at most once per parameter. `+iD` means `+1*iD`.
+//! - The optional `N:` before an instruction is the index in the unrolled stream of its first
+//!   iteration (all indices 0).
+//! - Nothing else changes from one iteration to the next (see [`crate::looped`]).
+//!
+//! A stream without loops prints exactly as in an unrolled program; a program without loops
+//! is the same text in both forms. The unrolled size of a stream is limited to 2^48
+//! instructions ([`penguin::text::lexer::MAX_EXTENT`]).
+
+use std::fmt::Write as _;
+
+use super::print::{lines, Line};
+use crate::looped::{Item, Loop, LoopedProgram};
+use crate::program::{BirInst, Engine, HwAp, InstRef};
+
+/// What a line of looped text prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LoopLine {
+    /// A line of the unrolled format: header lines, stream headers, and instructions (by
+    /// engine and the unrolled index of their first iteration).
+    Plain(Line),
+    /// `loop iD xT {`: engine, unrolled index of its first instruction, depth.
+    Open(Engine, u64, usize),
+    /// The `}` of that loop.
+    Close(Engine, u64, usize),
+}
+
+/// `+C*iD` terms of one parameter (coefficient per loop level, outermost first).
+fn terms(coefs: &[i64]) -> String {
+    let mut s = String::new();
+    for (d, &c) in coefs.iter().enumerate() {
+        if c != 0 {
+            let sign = if c < 0 { '-' } else { '+' };
+            let _ = write!(s, "{sign}{}*i{d}", c.unsigned_abs());
+        }
+    }
+    s
+}
+
+/// An access pattern with its parameters' terms (`part` and `off` coefficients).
+fn ap_text(ap: &HwAp, part: &[i64], off: &[i64]) -> String {
+    let mut s = format!(
+        "{}.{}[p{}{}:{}:{} @{}{}",
+        ap.memory,
+        ap.dtype,
+        ap.start_partition,
+        terms(part),
+        ap.num_partitions,
+        ap.partition_stride,
+        ap.byte_offset,
+        terms(off)
+    );
+    for d in &ap.dims {
+        let _ = write!(s, " {d}");
+    }
+    s.push(']');
+    s
+}
+
+/// One instruction whose parameters have the given coefficients (`coefs[q]` for parameter
+/// `q`, in [`crate::looped::params`] order); with no loops, the same as
+/// [`super::inst_text`].
+pub fn inst_text_looped(i: &BirInst, coefs: &[Vec<i64>]) -> String {
+    let none: Vec<i64> = Vec::new();
+    let coef = |q: usize| coefs.get(q).unwrap_or(&none).as_slice();
+    let mut s = String::from(i.op.name());
+    for (key, value) in i.op.attributes() {
+        let _ = write!(s, " {key}={value}");
+    }
+    let aps = i.op.aps();
+    for (a, (name, ap)) in aps.iter().enumerate() {
+        let _ = write!(s, " {name}={}", ap_text(ap, coef(2 * a + 1), coef(2 * a)));
+    }
+    if !i.waits.is_empty() {
+        let base = 2 * aps.len();
+        let waits: Vec<String> = i
+            .waits
+            .iter()
+            .enumerate()
+            .map(|(k, w)| format!("{}>={}{}", w.sem, w.value, terms(coef(base + k))))
+            .collect();
+        let _ = write!(s, " wait({})", waits.join(", "));
+    }
+    if let Some(sig) = i.signal {
+        let _ = write!(s, " signal({sig})");
+    }
+    if let Some(o) = i.origin {
+        let _ = write!(s, " origin({o})");
+    }
+    s
+}
+
+/// Instructions of `items` unrolled, saturating.
+fn unrolled(items: &[Item]) -> u64 {
+    items
+        .iter()
+        .map(|it| match it {
+            Item::Inst(_) => 1,
+            Item::Loop(l) => u64::from(l.trips).saturating_mul(unrolled(&l.body)),
+        })
+        .fold(0, u64::saturating_add)
+}
+
+/// The enclosing loops' steps, each with how far into it the walk has come.
+struct Walk<'a> {
+    e: Engine,
+    steps: Vec<(&'a [i64], usize)>,
+    index: u64,
+    out: Vec<(LoopLine, String)>,
+}
+
+impl<'a> Walk<'a> {
+    fn items(&mut self, items: &'a [Item]) {
+        for it in items {
+            let indent = "  ".repeat(self.steps.len() + 1);
+            match it {
+                Item::Inst(i) => {
+                    let n = crate::looped::inst_param_count(i);
+                    let coefs: Vec<Vec<i64>> = (0..n)
+                        .map(|q| self.steps.iter().map(|(s, at)| s.get(at + q).copied().unwrap_or(0)).collect())
+                        .collect();
+                    for (_, at) in &mut self.steps {
+                        *at += n;
+                    }
+                    let text = format!("{indent}{}: {}", self.index, inst_text_looped(i, &coefs));
+                    self.out.push((
+                        LoopLine::Plain(Line::Inst(InstRef { engine: self.e, index: self.index as usize })),
+                        text,
+                    ));
+                    self.index = self.index.saturating_add(1);
+                }
+                Item::Loop(l) => self.a_loop(l, &indent),
+            }
+        }
+    }
+
+    fn a_loop(&mut self, l: &'a Loop, indent: &str) {
+        let (start, depth) = (self.index, self.steps.len());
+        self.out.push((LoopLine::Open(self.e, start, depth), format!("{indent}loop i{depth} x{} {{", l.trips)));
+        self.steps.push((&l.step, 0));
+        self.items(&l.body);
+        self.steps.pop();
+        self.index = start.saturating_add(unrolled(&l.body).saturating_mul(u64::from(l.trips)));
+        self.out.push((LoopLine::Close(self.e, start, depth), format!("{indent}}}")));
+    }
+}
+
+/// The looped program's lines, each with what it prints.
+pub fn looped_lines(lp: &LoopedProgram) -> Vec<(LoopLine, String)> {
+    let mut header = lp.header.clone();
+    header.streams = vec![Vec::new(); crate::NUM_ENGINES];
+    let mut out: Vec<(LoopLine, String)> = lines(&header).into_iter().map(|(l, s)| (LoopLine::Plain(l), s)).collect();
+    for e in Engine::all() {
+        let items = lp.stream(e);
+        if items.is_empty() {
+            continue;
+        }
+        out.push((LoopLine::Plain(Line::Stream(e)), format!("stream {e}:")));
+        let mut w = Walk { e, steps: Vec::new(), index: 0, out };
+        w.items(items);
+        out = w.out;
+    }
+    out
+}
+
+/// The `.bir` text of a looped program.
+pub fn print_looped(lp: &LoopedProgram) -> String {
+    let mut s = String::new();
+    for (_, line) in looped_lines(lp) {
+        s.push_str(&line);
+        s.push('\n');
+    }
+    s
+}
+
+impl std::fmt::Display for LoopedProgram {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&print_looped(self))
+    }
+}
+
+#[cfg(test)]
+#[path = "loops_tests.rs"]
+mod tests;

@@ -1,0 +1,154 @@
+//! Looped BIR in the CLI: the rolled form `ntile gemm --emit bir` prints, and `.bir` files
+//! with loops as `ntile run`, `verify` and `fmt` read them.
+//!
+//! A `.bir` text is read by the unrolled parser first (so a file without loops reads, and
+//! fails, exactly as before) and by the looped parser when that fails. `ntile run` expands a
+//! looped program (up to [`MAX_RUN_UNROLLED`] instructions) after verifying it, and runs
+//! the expansion, so a looped file and its unrolled twin give the same results and report.
+
+use bir::text::{Line, LoopLine, LoopSourceMap};
+use bir::{LoopError, LoopedProgram};
+
+use crate::error::CliError;
+use crate::fmt::{Ir, Source};
+
+/// The most unrolled instructions `ntile run` expands a looped program to.
+pub const MAX_RUN_UNROLLED: u64 = 1 << 26;
+
+/// `p` without the Penguin origin of each instruction: an origin changes from one iteration
+/// to the next but is no loop parameter, so it would keep every loop from rolling.
+pub fn without_origins(p: &bir::Program) -> bir::Program {
+    let mut p = p.clone();
+    p.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+    p
+}
+
+/// `p`'s repeated bodies rolled into loops (origins dropped).
+pub fn rolled(p: &bir::Program) -> LoopedProgram {
+    bir::roll(&without_origins(p))
+}
+
+/// The `.bir` text of `p` with its repeated bodies rolled into loops (origins dropped).
+pub fn rolled_text(p: &bir::Program) -> String {
+    rolled(p).to_string()
+}
+
+/// Whether a text uses loop syntax (a `loop` or `}` line).
+fn has_loop_lines(text: &str) -> bool {
+    text.lines().any(|l| {
+        let t = l.trim_start();
+        t.starts_with('}') || t.strip_prefix("loop").is_some_and(|r| r.starts_with([' ', '\t']))
+    })
+}
+
+/// Parse `.bir` text: unrolled when it can be, looped otherwise.
+pub fn load_bir_text(src: &Source) -> Result<Ir, CliError> {
+    let located = |e: penguin::ParseError| CliError::usage(format!("{}:{e}", src.name));
+    match bir::text::parse_with_source_map(&src.text) {
+        Ok((p, map)) => Ok(Ir::Bir(p, Some(map))),
+        Err(plain) => match bir::text::parse_looped_with_source_map(&src.text) {
+            Ok((lp, map)) => Ok(Ir::BirLooped(lp, Some(map))),
+            Err(looped) => Err(located(if has_loop_lines(&src.text) { looped } else { plain })),
+        },
+    }
+}
+
+/// The file line a looped verifier error concerns.
+fn error_line(map: &LoopSourceMap, e: &LoopError) -> Option<(LoopLine, usize)> {
+    let at = match e {
+        LoopError::ZeroTrips { at } | LoopError::EmptyBody { at } | LoopError::StepLength { at, .. } => {
+            LoopLine::Open(at.engine, at.first, at.depth)
+        }
+        LoopError::ParamOutOfRange { engine, index, .. } => {
+            LoopLine::Plain(Line::Inst(bir::InstRef { engine: *engine, index: usize::try_from(*index).ok()? }))
+        }
+        LoopError::Program(_) => return None,
+    };
+    Some((at, map.line_of(at)?))
+}
+
+/// Each message of a looped verifier failure, with the printed line it belongs to.
+fn messages(
+    lp: &LoopedProgram,
+    map: Option<&LoopSourceMap>,
+    errors: &[LoopError],
+) -> Vec<(Option<(LoopLine, usize)>, String)> {
+    // Positions in the engine rules' messages are unrolled; they name lines only when the
+    // program was small enough to be checked unrolled.
+    let unrolled = lp.unrolled_len() <= bir::looped::verify::MAX_EXPANDED;
+    let mut out = Vec::new();
+    for e in errors {
+        match e {
+            LoopError::Program(bir::BirError::Verify(msgs)) => {
+                for m in msgs {
+                    let at = m.at.zip(map).filter(|_| unrolled).and_then(|(at, map)| {
+                        let key = LoopSourceMap::unrolled_at(lp, at.engine, at.index as u64)?;
+                        Some((key, map.line_of(key)?))
+                    });
+                    out.push((at, m.to_string()));
+                }
+            }
+            other => out.push((map.and_then(|m| error_line(m, other)), other.to_string())),
+        }
+    }
+    out
+}
+
+/// A looped verifier failure: each error with its file line, then the program with each
+/// error printed under the line it concerns.
+pub fn looped_errors(src: &Source, lp: &LoopedProgram, map: Option<&LoopSourceMap>, errors: &[LoopError]) -> CliError {
+    let located = messages(lp, map, errors);
+    let mut msg = format!("{}: BIR verifier: {} error(s)\n", src.name, located.len());
+    for (at, m) in &located {
+        match at {
+            Some((_, line)) => msg += &format!("{}:{line}: {m}\n", src.name),
+            None => msg += &format!("{}: {m}\n", src.name),
+        }
+    }
+    msg += "\n";
+    let mut printed = vec![false; located.len()];
+    for (line, text) in bir::text::looped_lines(lp) {
+        msg += &text;
+        msg.push('\n');
+        for (i, (at, m)) in located.iter().enumerate() {
+            if !printed[i] && at.is_some_and(|(l, _)| l == line) {
+                printed[i] = true;
+                msg += &format!("; error: {m}\n");
+            }
+        }
+    }
+    for (i, (_, m)) in located.iter().enumerate() {
+        if !printed[i] {
+            msg += &format!("; error: {m}\n");
+        }
+    }
+    CliError::usage(msg.trim_end().to_string())
+}
+
+/// Verify a looped program; its errors are the user's.
+pub fn check_looped(src: &Source, lp: &LoopedProgram, map: Option<&LoopSourceMap>) -> Result<(), CliError> {
+    bir::verify_looped(lp).map_err(|errors| looped_errors(src, lp, map, &errors))
+}
+
+/// Verify and expand a looped program for a run, with the source map of the expansion.
+pub fn unroll(
+    src: &Source,
+    lp: &LoopedProgram,
+    map: Option<&LoopSourceMap>,
+) -> Result<(bir::Program, Option<bir::text::SourceMap>), CliError> {
+    check_looped(src, lp, map)?;
+    let n = lp.unrolled_len();
+    if n > MAX_RUN_UNROLLED {
+        return Err(CliError::usage(format!(
+            "{}: the program unrolls to {n} instructions, more than the {MAX_RUN_UNROLLED} a run expands",
+            src.name
+        )));
+    }
+    let p = lp.expand().map_err(|e| CliError::usage(format!("{}: {e}", src.name)))?;
+    let map = map.map(|m| m.unrolled(lp));
+    if n > bir::looped::verify::MAX_EXPANDED {
+        // Too large for the looped verifier to expand, but expanded now: every rule on it.
+        crate::verify::check_program(src, &p, map.as_ref(), "BIR verifier")?;
+    }
+    Ok((p, map))
+}

@@ -1,0 +1,134 @@
+//! Looped BIR end to end: generated GEMM programs roll losslessly, and their looped and
+//! unrolled forms simulate to the same bytes and model to the same time; a rolled `.bir`
+//! file runs, verifies and formats like its unrolled twin.
+#![expect(clippy::unwrap_used, reason = "tests assert by panicking")]
+
+mod common;
+
+use common::{code, ntile, path_str, scratch, stdout, write_f32_npy};
+
+use codegen::{plan_gemm, GemmConfig, Schedule};
+use penguin::{DType, Target};
+use proptest::prelude::*;
+
+fn config() -> impl Strategy<Value = GemmConfig> {
+    let dtype = proptest::sample::select(vec![DType::Fp32, DType::Bf16, DType::Fp16, DType::Fp8e4m3]);
+    let schedule =
+        proptest::sample::select(vec![Schedule::Naive, Schedule::Hoisted, Schedule::BlockedMn, Schedule::BlockedMnk]);
+    let target = proptest::sample::select(vec![Target::Trn1, Target::Trn2]);
+    (1u64..300, 1u64..700, 1u64..1100, dtype, schedule, target, any::<bool>()).prop_map(
+        |(m, k, n, dtype, schedule, target, lhs_transposed)| {
+            let mut cfg = GemmConfig::new(m, k, n, dtype, target);
+            cfg.schedule = schedule;
+            cfg.lhs_transposed = lhs_transposed;
+            cfg
+        },
+    )
+}
+
+/// C's bytes after simulating `p` on fixed inputs.
+fn simulate(p: &bir::Program, m: u64, k: u64, n: u64) -> Vec<u8> {
+    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 23) as f32 - 11.0) / 8.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 19) as f32 - 9.0) / 4.0).collect();
+    let mut sim = sim::Simulator::new(p);
+    sim.write_hbm_f32("a", &a).unwrap();
+    sim.write_hbm_f32("b", &b).unwrap();
+    let stats = sim.run().unwrap();
+    assert!(stats.races.is_empty());
+    sim.read_hbm_tensor("c").unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// The property: unrolled and looped forms of the same program give identical
+    /// simulated bytes and modeled times within 0.1%.
+    #[test]
+    fn looped_and_unrolled_programs_simulate_and_model_the_same(cfg in config()) {
+        let plan = plan_gemm(&cfg).map_err(|e| TestCaseError::fail(format!("{cfg:?}: {e}")))?;
+        let program = ntile::gemm::lower(&plan).unwrap();
+        // Lossless with origins (which keep most loops from forming) and without.
+        prop_assert_eq!(&bir::roll(&program).expand().unwrap(), &program);
+        let bare = ntile::looped::without_origins(&program);
+        let looped = bir::roll(&bare);
+        prop_assert_eq!(&looped.expand().unwrap(), &bare);
+        prop_assert_eq!(&bir::text::parse_looped(&looped.to_string()).unwrap(), &looped);
+        prop_assert_eq!(bir::verify_looped(&looped), Ok(()));
+
+        let unrolled = looped.expand().unwrap();
+        prop_assert_eq!(simulate(&program, cfg.m, cfg.k, cfg.n), simulate(&unrolled, cfg.m, cfg.k, cfg.n));
+
+        let t_unrolled = sim::model(&program).unwrap().total_ns;
+        // The looped form is modeled without expanding it (steady-state extrapolation on).
+        let t_looped = sim::model_looped_default(&looped).unwrap().total_ns;
+        prop_assert!((t_looped - t_unrolled).abs() <= 1e-3 * t_unrolled, "{} vs {}", t_looped, t_unrolled);
+    }
+}
+
+#[test]
+fn a_rolled_file_runs_verifies_and_formats_like_its_unrolled_twin() {
+    let dir = scratch("loops");
+    let shape = ["--m", "512", "--k", "512", "--n", "1024", "--schedule", "blocked-mnk"];
+    let emit = |what: &str| {
+        let o = ntile(&[&["gemm"][..], &shape, &["--emit", what]].concat());
+        assert_eq!(code(&o), 0, "{}", common::stderr(&o));
+        stdout(&o)
+    };
+    let (looped, flat) = (emit("bir"), emit("bir-unrolled"));
+    assert!(looped.contains("  loop i0 x") && looped.contains("*i0"), "{looped}");
+    assert!(!flat.contains("loop i0"));
+    assert!(looped.lines().count() + 40 < flat.lines().count(), "{looped}");
+    // The looped text is the roll of the unrolled one, origins dropped.
+    let unrolled = bir::text::parse(&flat).unwrap();
+    assert_eq!(looped, ntile::looped::rolled_text(&unrolled));
+    let (lf, ff) = (dir.join("g.bir"), dir.join("flat.bir"));
+    std::fs::write(&lf, &looped).unwrap();
+    std::fs::write(&ff, &flat).unwrap();
+
+    let (a, b) = (dir.join("a.npy"), dir.join("b.npy"));
+    write_f32_npy(&a, &[512, 512], &(0..512 * 512).map(|i| (i % 13) as f32 / 8.0 - 0.7).collect::<Vec<_>>());
+    write_f32_npy(&b, &[512, 1024], &(0..512 * 1024).map(|i| (i % 7) as f32 / 4.0 - 0.6).collect::<Vec<_>>());
+    let run = |file: &std::path::Path, out: &str| {
+        let c = dir.join(out);
+        let ins = [format!("a={}", path_str(&a)), format!("b={}", path_str(&b)), format!("c={}", path_str(&c))];
+        let o = ntile(&["run", path_str(file), "--input", &ins[0], "--input", &ins[1], "-o", &ins[2], "--json"]);
+        assert_eq!(code(&o), 0, "{}", common::stderr(&o));
+        let mut report: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        // Only the output paths differ.
+        report["outputs"][0]["path"] = serde_json::Value::Null;
+        (report, std::fs::read(c).unwrap())
+    };
+    let (looped_report, looped_c) = run(&lf, "c1.npy");
+    let (flat_report, flat_c) = run(&ff, "c2.npy");
+    assert_eq!(looped_c, flat_c);
+    assert_eq!(looped_report, flat_report);
+    assert_eq!(looped_report["bir_instructions"], serde_json::json!(unrolled.num_insts()));
+
+    let o = ntile(&["verify", path_str(&lf)]);
+    assert_eq!(code(&o), 0);
+    let loops = looped.lines().filter(|l| l.trim_start().starts_with("loop ")).count();
+    let streams = looped.lines().filter(|l| l.starts_with("stream ")).count();
+    let want = format!(
+        "{}: ok: program gemm for trn2 ({} instructions unrolled, {loops} loops, on {streams} streams)\n",
+        path_str(&lf),
+        unrolled.num_insts()
+    );
+    assert_eq!(stdout(&o), want);
+
+    // fmt keeps comments beside their lines and is idempotent.
+    let commented = looped.replacen("  loop i0", "; the first loop\n  loop i0", 1).replacen(" {\n", " { ; opens\n", 1);
+    std::fs::write(&lf, &commented).unwrap();
+    let o = ntile(&["fmt", path_str(&lf)]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(stdout(&o), commented);
+    // And converts to JSON (the looped program's own).
+    let o = ntile(&["fmt", path_str(&lf), "--json"]);
+    let back: bir::LoopedProgram = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(back, bir::text::parse_looped(&looped).unwrap());
+    // ... which reads back as the looped program.
+    let json = dir.join("g.json");
+    std::fs::write(&json, stdout(&o)).unwrap();
+    let o = ntile(&["fmt", path_str(&json)]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(stdout(&o), looped);
+}
