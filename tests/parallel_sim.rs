@@ -53,7 +53,7 @@ fn assert_same(program: &Program, what: &str) {
 
 /// The BIR ntile generates for `args`.
 fn program(args: &GemmArgs) -> Program {
-    let out = gemm::run(&GemmArgs { emit: Some(Emit::Bir), ..args.clone() }).unwrap();
+    let out = gemm::run(&GemmArgs { emit: Some(Emit::BirUnrolled), ..args.clone() }).unwrap();
     bir::text::parse(&out.stdout).unwrap()
 }
 
