@@ -3,27 +3,16 @@
 //! depth, and the trace has one track per used engine. They live here rather than in sim,
 //! which does not depend on codegen; the single-instruction tests stay in
 //! `crates/sim/tests/cycle.rs`.
-#![expect(clippy::unwrap_used, clippy::expect_used, reason = "test helpers: unwrapping is how they assert")]
+#![expect(clippy::unwrap_used, reason = "test helpers: unwrapping is how they assert")]
+
+#[path = "../crates/sim/tests/common/trace.rs"]
+mod trace;
 
 use bir::{Engine, Program};
 use codegen::{plan_gemm, GemmConfig, Schedule};
 use penguin::{DType, Target};
-use sim::{chrome_trace, model, CycleReport};
-
-fn trace_json(p: &Program, r: &CycleReport) -> serde_json::Value {
-    serde_json::from_str(&chrome_trace(p, r)).expect("the trace is valid JSON")
-}
-
-fn thread_names(trace: &serde_json::Value) -> Vec<String> {
-    let events = trace["traceEvents"].as_array().unwrap();
-    let mut names: Vec<String> = events
-        .iter()
-        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
-        .map(|e| e["args"]["name"].as_str().unwrap().to_string())
-        .collect();
-    names.sort();
-    names
-}
+use sim::{model, CycleReport};
+use trace::{thread_names, trace_json};
 
 /// Every slice starts after the semaphore counts it waits for were reached, engines never
 /// overlap themselves (except the PE's documented overlaps and the DMA queues' transfers in

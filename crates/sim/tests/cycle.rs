@@ -1,12 +1,16 @@
 //! Cycle model tests: exact times of single instructions from SPEC section 2's formulas,
 //! overlap and serialization rules, semaphores, HFU, and the Chrome trace export.
-#![expect(clippy::unwrap_used, clippy::expect_used, reason = "test helpers: unwrapping is how they assert")]
+#![expect(clippy::unwrap_used, reason = "test helpers: unwrapping is how they assert")]
+
+#[path = "common/trace.rs"]
+mod trace;
 
 use bir::{BirInst, Engine, HwAp, Op, Program, SemId, Wait};
 use penguin::{
     CastMode, DType, Dim, EngineAccumulationType, Memory, PerfMode, Target, TensorTensorOp, TilePosition, TileSize,
 };
-use sim::{chrome_trace, model, model_with, CycleReport, SimError};
+use sim::{model, model_with, CycleReport, SimError};
+use trace::{thread_names, trace_json};
 
 const DMA_FIXED_NS: f64 = 1300.0;
 /// trn2's per-descriptor time: the data time of a 2 KiB run at 23 B/ns.
@@ -637,21 +641,6 @@ fn malformed_programs_are_errors() {
     assert!(matches!(model(&p), Err(SimError::TooManyStreams { .. })));
     let empty = model(&program(Target::Trn2)).unwrap();
     assert_eq!((empty.total_ns, empty.hfu(), empty.busy_fraction(Engine::Pe)), (0.0, 0.0, 0.0));
-}
-
-fn trace_json(p: &Program, r: &CycleReport) -> serde_json::Value {
-    serde_json::from_str(&chrome_trace(p, r)).expect("the trace is valid JSON")
-}
-
-fn thread_names(trace: &serde_json::Value) -> Vec<String> {
-    let events = trace["traceEvents"].as_array().unwrap();
-    let mut names: Vec<String> = events
-        .iter()
-        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
-        .map(|e| e["args"]["name"].as_str().unwrap().to_string())
-        .collect();
-    names.sort();
-    names
 }
 
 #[test]
