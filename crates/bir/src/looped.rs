@@ -18,6 +18,7 @@
 //!
 //! [`LoopedProgram::expand`] gives the unrolled [`Program`] (the meaning of a looped one).
 
+use penguin::looped::StepError;
 use serde::{Deserialize, Serialize};
 
 pub mod roll;
@@ -29,25 +30,25 @@ pub use verify::{verify_looped, LoopAt, LoopError};
 use crate::error::{BirError, VerifyError};
 use crate::program::{BirInst, Engine, Program, NUM_ENGINES};
 
-/// One entry of a looped stream.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Item {
-    /// One instruction.
-    Inst(BirInst),
-    /// A repeated body.
-    Loop(Loop),
-}
+/// One entry of a looped stream (see [`penguin::looped::Item`]).
+pub type Item = penguin::looped::Item<BirInst>;
 
-/// `trips` repetitions of `body`, iteration `k` advanced by `k * step`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Loop {
-    /// Iterations (at least 1).
-    pub trips: u32,
-    /// The repeated items.
-    pub body: Vec<Item>,
-    /// Per-iteration increment of each body parameter, in [`params`] order
-    /// (`step.len() == param_count(&body)`).
-    pub step: Vec<i64>,
+/// `trips` repetitions of `body`, iteration `k` advanced by `k * step` (see
+/// [`penguin::looped::Loop`]).
+pub type Loop = penguin::looped::Loop<BirInst>;
+
+impl penguin::looped::Stepped for BirInst {
+    fn param_count(&self) -> usize {
+        inst_param_count(self)
+    }
+
+    fn push_params(&self, out: &mut Vec<i64>) {
+        push_inst_params(self, out);
+    }
+
+    fn advance(&self, delta: &[i64]) -> Option<Self> {
+        advance_inst(self, delta)
+    }
 }
 
 /// A program whose streams may loop.
@@ -66,13 +67,7 @@ pub fn inst_param_count(inst: &BirInst) -> usize {
 
 /// The number of parameters of a sequence of items.
 pub fn param_count(items: &[Item]) -> usize {
-    items
-        .iter()
-        .map(|it| match it {
-            Item::Inst(i) => inst_param_count(i),
-            Item::Loop(l) => param_count(&l.body),
-        })
-        .sum()
+    penguin::looped::param_count(items)
 }
 
 /// Append the parameters of one instruction to `out`.
@@ -86,17 +81,7 @@ pub fn push_inst_params(inst: &BirInst, out: &mut Vec<i64>) {
 
 /// The parameters of a sequence of items, in order.
 pub fn params(items: &[Item]) -> Vec<i64> {
-    let mut out = Vec::with_capacity(param_count(items));
-    fn walk(items: &[Item], out: &mut Vec<i64>) {
-        for it in items {
-            match it {
-                Item::Inst(i) => push_inst_params(i, out),
-                Item::Loop(l) => walk(&l.body, out),
-            }
-        }
-    }
-    walk(items, &mut out);
-    out
+    penguin::looped::params(items)
 }
 
 /// `inst` with its parameters advanced by `delta` (one entry per parameter); `None` when a
@@ -138,31 +123,20 @@ pub fn for_each_inst<E>(
     f: &mut dyn FnMut(BirInst) -> Result<(), E>,
     out_of_range: &dyn Fn() -> E,
 ) -> Result<(), E> {
-    let mut at = 0;
-    for it in items {
-        match it {
-            Item::Inst(i) => {
-                let n = inst_param_count(i);
-                let inst = advance_inst(i, &base[at..at + n]).ok_or_else(out_of_range)?;
-                f(inst)?;
-                at += n;
-            }
-            Item::Loop(l) => {
-                let n = param_count(&l.body);
-                let mut delta = base[at..at + n].to_vec();
-                for k in 0..l.trips {
-                    if k > 0 {
-                        for (d, s) in delta.iter_mut().zip(&l.step) {
-                            *d = d.checked_add(*s).ok_or_else(out_of_range)?;
-                        }
-                    }
-                    for_each_inst(&l.body, &delta, f, out_of_range)?;
-                }
-                at += n;
-            }
+    /// The caller's error, or a parameter out of range.
+    enum Stop<E> {
+        Range,
+        Caller(E),
+    }
+    impl<E> From<StepError> for Stop<E> {
+        fn from(_: StepError) -> Self {
+            Stop::Range
         }
     }
-    Ok(())
+    penguin::looped::for_each_inst(items, base, &mut |i| f(i).map_err(Stop::Caller)).map_err(|e| match e {
+        Stop::Range => out_of_range(),
+        Stop::Caller(e) => e,
+    })
 }
 
 impl LoopedProgram {
@@ -181,16 +155,7 @@ impl LoopedProgram {
 
     /// Instructions the unrolled program has, saturating at `u64::MAX`.
     pub fn unrolled_len(&self) -> u64 {
-        fn count(items: &[Item]) -> u64 {
-            items
-                .iter()
-                .map(|it| match it {
-                    Item::Inst(_) => 1,
-                    Item::Loop(l) => u64::from(l.trips).saturating_mul(count(&l.body)),
-                })
-                .fold(0, u64::saturating_add)
-        }
-        self.streams.iter().map(|s| count(s)).fold(0, u64::saturating_add)
+        self.streams.iter().map(|s| penguin::looped::unrolled_len(s)).fold(0, u64::saturating_add)
     }
 
     /// The unrolled program. Fails when an iteration moves a parameter out of its range or a
@@ -227,22 +192,7 @@ fn engine_name(e: usize) -> String {
 
 /// Every loop in `items` has at least one trip and one step per body parameter.
 fn check_steps(items: &[Item]) -> Result<(), BirError> {
-    for it in items {
-        if let Item::Loop(l) = it {
-            if l.trips == 0 {
-                return Err(BirError::Verify(vec![VerifyError::program("a loop has 0 trips")]));
-            }
-            let n = param_count(&l.body);
-            if l.step.len() != n {
-                return Err(BirError::Verify(vec![VerifyError::program(format!(
-                    "a loop's step has {} entries but its body has {n} parameters",
-                    l.step.len()
-                ))]));
-            }
-            check_steps(&l.body)?;
-        }
-    }
-    Ok(())
+    penguin::looped::check_steps(items).map_err(|e| BirError::Verify(vec![VerifyError::program(e.to_string())]))
 }
 
 #[cfg(test)]

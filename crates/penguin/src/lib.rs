@@ -33,6 +33,7 @@ mod error;
 mod function;
 mod inst;
 pub mod json_f64;
+pub mod looped;
 pub mod target;
 pub mod text;
 pub mod tile;
@@ -51,6 +52,7 @@ pub use inst::{
     OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, PerfMode, SparsityPattern, TensorCopyData,
     TensorTensorData, TensorTensorOp, TilePosition, TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
 };
+pub use looped::{LoopedFunction, PirInst};
 pub use target::{HwProfile, Target, TargetInfo};
 pub use text::lexer::ParseError;
 pub use tile::{DataTile, IndirectMemrefTileND, InstTile, MemrefTile, MemrefTileND, NDTile, NeuronPSUMTensor, Tile};

@@ -1,0 +1,232 @@
+//! Loops over instruction sequences, shared by both IRs: a body repeated `trips` times whose
+//! parameters advance by a fixed step each iteration, as real instruction streams loop
+//! instead of unrolling.
+//!
+//! The machinery here is generic over the instruction type: anything [`Stepped`] (it can
+//! list its *parameters*, the integers that may change from one iteration to the next, and
+//! return a copy advanced by a delta) can be looped. Penguin's instructions are looped as
+//! [`PirInst`] in a [`LoopedFunction`]; BIR's engine instructions in `bir::LoopedProgram`.
+//!
+//! Iteration `k` of a [`Loop`] (`0 <= k < trips`) is its body with every parameter advanced
+//! by `k * step[j]`. A loop's parameters are those of its body items, in order (the loop's
+//! own step is fixed); [`params`] lists them. Everything that is not a parameter is the same
+//! in every iteration.
+
+use serde::{Deserialize, Serialize};
+
+mod function;
+
+pub use function::{LoopedFunction, PirInst};
+
+/// An instruction whose parameters can be stepped from one loop iteration to the next.
+pub trait Stepped: Clone {
+    /// How many parameters it has.
+    fn param_count(&self) -> usize;
+    /// Append its parameters, in their fixed order, to `out`.
+    fn push_params(&self, out: &mut Vec<i64>);
+    /// A copy with each parameter advanced by the matching entry of `delta`
+    /// (`delta.len() == self.param_count()`); `None` when one leaves its range.
+    fn advance(&self, delta: &[i64]) -> Option<Self>;
+}
+
+/// One entry of a looped sequence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Item<I> {
+    /// One instruction.
+    Inst(I),
+    /// A repeated body.
+    Loop(Loop<I>),
+}
+
+/// `trips` repetitions of `body`, iteration `k` advanced by `k * step`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Loop<I> {
+    /// Iterations (at least 1).
+    pub trips: u32,
+    /// The repeated items.
+    pub body: Vec<Item<I>>,
+    /// Per-iteration increment of each body parameter, in [`params`] order
+    /// (`step.len() == param_count(&body)`).
+    pub step: Vec<i64>,
+}
+
+/// Why a looped sequence does not expand.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StepError {
+    /// A loop with no iterations.
+    #[error("a loop has 0 trips")]
+    ZeroTrips,
+    /// A loop whose step does not have one entry per body parameter.
+    #[error("a loop's step has {got} entries but its body has {want} parameters")]
+    StepLength {
+        /// Entries of the step.
+        got: usize,
+        /// Parameters of the body.
+        want: usize,
+    },
+    /// An iteration moves a parameter out of its range.
+    #[error("a loop moves a parameter out of range")]
+    OutOfRange,
+}
+
+/// The number of parameters of a sequence of items.
+pub fn param_count<I: Stepped>(items: &[Item<I>]) -> usize {
+    items
+        .iter()
+        .map(|it| match it {
+            Item::Inst(i) => i.param_count(),
+            Item::Loop(l) => param_count(&l.body),
+        })
+        .sum()
+}
+
+/// The parameters of a sequence of items, in order.
+pub fn params<I: Stepped>(items: &[Item<I>]) -> Vec<i64> {
+    fn walk<I: Stepped>(items: &[Item<I>], out: &mut Vec<i64>) {
+        for it in items {
+            match it {
+                Item::Inst(i) => i.push_params(out),
+                Item::Loop(l) => walk(&l.body, out),
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(param_count(items));
+    walk(items, &mut out);
+    out
+}
+
+/// Instructions the unrolled sequence has, saturating at `u64::MAX`.
+pub fn unrolled_len<I>(items: &[Item<I>]) -> u64 {
+    items
+        .iter()
+        .map(|it| match it {
+            Item::Inst(_) => 1,
+            Item::Loop(l) => u64::from(l.trips).saturating_mul(unrolled_len(&l.body)),
+        })
+        .fold(0, u64::saturating_add)
+}
+
+/// Every loop in `items` has at least one trip and one step entry per body parameter.
+pub fn check_steps<I: Stepped>(items: &[Item<I>]) -> Result<(), StepError> {
+    for it in items {
+        if let Item::Loop(l) = it {
+            if l.trips == 0 {
+                return Err(StepError::ZeroTrips);
+            }
+            let want = param_count(&l.body);
+            if l.step.len() != want {
+                return Err(StepError::StepLength { got: l.step.len(), want });
+            }
+            check_steps(&l.body)?;
+        }
+    }
+    Ok(())
+}
+
+/// Call `f` on every instruction of `items` in execution order, with parameters advanced by
+/// `base` (one entry per parameter of `items`); stops at the first `Err`. Run
+/// [`check_steps`] first: a step of the wrong length is reported as
+/// [`StepError::OutOfRange`] here.
+pub fn for_each_inst<I: Stepped, E: From<StepError>>(
+    items: &[Item<I>],
+    base: &[i64],
+    f: &mut dyn FnMut(I) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut at = 0;
+    for it in items {
+        let n = match it {
+            Item::Inst(i) => i.param_count(),
+            Item::Loop(l) => param_count(&l.body),
+        };
+        let delta = base.get(at..at + n).ok_or(StepError::OutOfRange)?;
+        match it {
+            Item::Inst(i) => f(i.advance(delta).ok_or(StepError::OutOfRange)?)?,
+            Item::Loop(l) => {
+                if l.step.len() != n {
+                    return Err(StepError::OutOfRange.into());
+                }
+                let mut delta = delta.to_vec();
+                for k in 0..l.trips {
+                    if k > 0 {
+                        for (d, s) in delta.iter_mut().zip(&l.step) {
+                            *d = d.checked_add(*s).ok_or(StepError::OutOfRange)?;
+                        }
+                    }
+                    for_each_inst(&l.body, &delta, f)?;
+                }
+            }
+        }
+        at += n;
+    }
+    Ok(())
+}
+
+/// Every instruction of `items`, unrolled (after [`check_steps`]).
+pub fn expand_items<I: Stepped>(items: &[Item<I>]) -> Result<Vec<I>, StepError> {
+    check_steps(items)?;
+    let mut out = Vec::new();
+    let zero = vec![0; param_count(items)];
+    for_each_inst(items, &zero, &mut |i| {
+        out.push(i);
+        Ok::<(), StepError>(())
+    })?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A test instruction: a name and one parameter that must stay in `0..=100`.
+    #[derive(Clone, Debug, PartialEq)]
+    struct T(&'static str, i64);
+
+    impl Stepped for T {
+        fn param_count(&self) -> usize {
+            1
+        }
+        fn push_params(&self, out: &mut Vec<i64>) {
+            out.push(self.1);
+        }
+        fn advance(&self, delta: &[i64]) -> Option<Self> {
+            let v = self.1.checked_add(*delta.first()?)?;
+            (0..=100).contains(&v).then_some(T(self.0, v))
+        }
+    }
+
+    #[test]
+    fn nested_loops_expand_with_their_steps() {
+        // outer x2 { a(0 + 10*i0); inner x3 { b(1 + 10*i0 + 2*i1) } }; c(99)
+        let inner = Item::Loop(Loop { trips: 3, body: vec![Item::Inst(T("b", 1))], step: vec![2] });
+        let items = vec![
+            Item::Loop(Loop { trips: 2, body: vec![Item::Inst(T("a", 0)), inner], step: vec![10, 10] }),
+            Item::Inst(T("c", 99)),
+        ];
+        assert_eq!(param_count(&items), 3);
+        assert_eq!(params(&items), vec![0, 1, 99]);
+        assert_eq!(unrolled_len(&items), 9);
+        let got = expand_items(&items).unwrap();
+        let want = vec![
+            T("a", 0),
+            T("b", 1),
+            T("b", 3),
+            T("b", 5),
+            T("a", 10),
+            T("b", 11),
+            T("b", 13),
+            T("b", 15),
+            T("c", 99),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn bad_loops_are_refused() {
+        let zero = vec![Item::Loop(Loop { trips: 0, body: vec![Item::Inst(T("a", 0))], step: vec![1] })];
+        assert_eq!(expand_items(&zero), Err(StepError::ZeroTrips));
+        let short = vec![Item::Loop(Loop { trips: 2, body: vec![Item::Inst(T("a", 0))], step: vec![] })];
+        assert_eq!(expand_items(&short), Err(StepError::StepLength { got: 0, want: 1 }));
+        let far = vec![Item::Loop(Loop { trips: 3, body: vec![Item::Inst(T("a", 0))], step: vec![60] })];
+        assert_eq!(expand_items(&far), Err(StepError::OutOfRange));
+    }
+}

@@ -1,0 +1,213 @@
+//! Penguin functions whose program order may loop: [`LoopedFunction`] and its instruction,
+//! [`PirInst`].
+//!
+//! # Parameters of a Penguin instruction
+//! In this order: for each operand in [`InstData::operands`] order, its access pattern's
+//! element `offset` then its `start_partition`; then the `from` index of each dependency edge
+//! in order. Instructions are numbered by their place in the unrolled program order, so an
+//! edge to "the same instruction one iteration back" advances with the loop like an address.
+
+use serde::{Deserialize, Serialize};
+
+use super::{check_steps, expand_items, unrolled_len, Item, StepError, Stepped};
+use crate::entity::InstId;
+use crate::function::{Function, FunctionView};
+use crate::inst::{Dep, InstData};
+
+/// One Penguin instruction with its incoming dependency edges (each `from` is a place in
+/// the unrolled program order, earlier than the instruction's own).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PirInst {
+    /// The instruction.
+    pub data: InstData,
+    /// Its incoming edges.
+    pub deps: Vec<Dep>,
+}
+
+impl Stepped for PirInst {
+    fn param_count(&self) -> usize {
+        2 * self.data.operands().len() + self.deps.len()
+    }
+
+    fn push_params(&self, out: &mut Vec<i64>) {
+        for (tile, _) in self.data.operands() {
+            out.push(tile.ap.offset);
+            out.push(i64::from(tile.ap.start_partition));
+        }
+        out.extend(self.deps.iter().map(|d| i64::from(d.from.0)));
+    }
+
+    fn advance(&self, delta: &[i64]) -> Option<Self> {
+        let mut out = self.clone();
+        let mut d = delta.iter().copied();
+        for tile in out.data.operands_mut() {
+            tile.ap.offset = tile.ap.offset.checked_add(d.next()?)?;
+            let part = i64::from(tile.ap.start_partition).checked_add(d.next()?)?;
+            tile.ap.start_partition = u32::try_from(part).ok()?;
+        }
+        for dep in &mut out.deps {
+            let from = i64::from(dep.from.0).checked_add(d.next()?)?;
+            dep.from = InstId(u32::try_from(from).ok()?);
+        }
+        Some(out)
+    }
+}
+
+/// A Penguin function whose program order may loop.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoopedFunction {
+    /// Everything but the instructions (its `insts`, `layout` and `deps` are empty).
+    pub header: Function,
+    /// Program order.
+    pub body: Vec<Item<PirInst>>,
+}
+
+/// Why a [`LoopedFunction`] does not expand.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    /// A loop's trips or step are malformed, or move a parameter out of range.
+    #[error(transparent)]
+    Step(#[from] StepError),
+    /// An edge points at the instruction itself or later.
+    #[error("instruction i{at} depends on i{from}, which does not come before it")]
+    ForwardEdge {
+        /// The instruction's place in the unrolled order.
+        at: u32,
+        /// Where its edge points.
+        from: u32,
+    },
+    /// More instructions than ids.
+    #[error("the unrolled function has {0} instructions, more than ids can number")]
+    TooLong(u64),
+}
+
+impl LoopedFunction {
+    /// A looped function with no loops: every instruction of `f` in program order, edges
+    /// renumbered to places in that order (edges to instructions outside it are dropped).
+    pub fn from_function(f: &Function) -> Self {
+        let mut place = vec![u32::MAX; f.insts.len()];
+        for (at, id) in f.layout.iter().enumerate() {
+            if let Some(p) = place.get_mut(id.index()) {
+                *p = at as u32;
+            }
+        }
+        let body = f
+            .layout
+            .iter()
+            .filter_map(|&id| {
+                let data = f.inst(id)?.clone();
+                let deps = f
+                    .deps(id)
+                    .iter()
+                    .filter_map(|d| {
+                        let from = *place.get(d.from.index())?;
+                        (from != u32::MAX).then_some(Dep { from: InstId(from), kind: d.kind })
+                    })
+                    .collect();
+                Some(Item::Inst(PirInst { data, deps }))
+            })
+            .collect();
+        let mut header = f.clone();
+        header.insts.clear();
+        header.layout.clear();
+        header.deps.clear();
+        LoopedFunction { header, body }
+    }
+
+    /// Instructions the unrolled function has, saturating at `u64::MAX`.
+    pub fn unrolled_len(&self) -> u64 {
+        unrolled_len(&self.body)
+    }
+
+    /// The unrolled function (instruction `i` is the `i`-th of the unrolled program order).
+    pub fn expand(&self) -> Result<Function, ExpandError> {
+        check_steps(&self.body)?;
+        let n = self.unrolled_len();
+        if n > u64::from(u32::MAX) {
+            return Err(ExpandError::TooLong(n));
+        }
+        let mut f = self.header.clone();
+        f.insts.clear();
+        f.layout.clear();
+        f.deps.clear();
+        for inst in expand_items(&self.body)? {
+            let at = f.insts.len() as u32;
+            if let Some(d) = inst.deps.iter().find(|d| d.from.0 >= at) {
+                return Err(ExpandError::ForwardEdge { at, from: d.from.0 });
+            }
+            f.push_inst(inst.data, inst.deps);
+        }
+        Ok(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::looped::Loop;
+    use crate::{whole_tile, ComputeEngine, DType, DepKind, Memory, MemsetData, TensorData};
+
+    /// A function with one SBUF tensor `[128, 256]` fp32 and no instructions, and a memset
+    /// of its 64 elements at `offset` in each partition.
+    fn fixture() -> (Function, impl Fn(i64) -> InstData) {
+        let mut f = Function::new("fill");
+        let t = TensorData {
+            name: "x".into(),
+            shape: vec![128, 256],
+            dtype: DType::Fp32,
+            memory: Memory::Sbuf,
+            address: Some(0),
+        };
+        let id = f.add_tensor(t.clone()).unwrap();
+        let tile = whole_tile(id, &t);
+        let memset = move |offset: i64| {
+            let mut dst = tile.clone();
+            dst.ap.offset = offset;
+            dst.ap.free = vec![crate::Dim::new(1, 64)];
+            InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst, value: 0.0 })
+        };
+        (f, memset)
+    }
+
+    #[test]
+    fn a_loop_steps_offsets_and_edges() {
+        let (header, memset) = fixture();
+        let waw = |from| vec![Dep { from: InstId(from), kind: DepKind::Waw }];
+        // memset @0; loop x3 { memset @64+64*i0 after(i0+1*i0) }
+        let body = vec![
+            Item::Inst(PirInst { data: memset(0), deps: vec![] }),
+            Item::Loop(crate::looped::Loop {
+                trips: 3,
+                body: vec![Item::Inst(PirInst { data: memset(64), deps: waw(0) })],
+                step: vec![64, 0, 1],
+            }),
+        ];
+        let lf = LoopedFunction { header: header.clone(), body };
+        assert_eq!(lf.unrolled_len(), 4);
+        let f = lf.expand().unwrap();
+        let mut want = header;
+        want.push_inst(memset(0), vec![]);
+        for k in 0..3u32 {
+            want.push_inst(memset(64 * (i64::from(k) + 1)), waw(k));
+        }
+        assert_eq!(f, want);
+        // Wrapping an unrolled function and expanding it gives it back.
+        assert_eq!(LoopedFunction::from_function(&f).expand(), Ok(f));
+    }
+
+    #[test]
+    fn edges_must_point_backwards() {
+        let (header, memset) = fixture();
+        // The second trip's edge would point at itself.
+        let body = vec![Item::Loop(Loop {
+            trips: 2,
+            body: vec![Item::Inst(PirInst {
+                data: memset(0),
+                deps: vec![Dep { from: InstId(0), kind: DepKind::Waw }],
+            })],
+            step: vec![64, 0, 2],
+        })];
+        let lf = LoopedFunction { header, body };
+        assert_eq!(lf.expand(), Err(ExpandError::ForwardEdge { at: 0, from: 0 }));
+    }
+}
