@@ -161,7 +161,7 @@ impl<'a> Walk<'a> {
             for (_, _, at) in &mut self.box_ {
                 *at += params;
             }
-            self.index += count(&l.body);
+            self.index += penguin::looped::unrolled_len(&l.body);
         }
         let body = self.index - start;
         self.index = start.saturating_add(body.saturating_mul(u64::from(l.trips)));
@@ -209,16 +209,6 @@ impl<'a> Walk<'a> {
         }
         self.index += 1;
     }
-}
-
-fn count(items: &[Item]) -> u64 {
-    items
-        .iter()
-        .map(|it| match it {
-            Item::Inst(_) => 1,
-            Item::Loop(l) => u64::from(l.trips).saturating_mul(count(&l.body)),
-        })
-        .fold(0, u64::saturating_add)
 }
 
 /// Every loop run for its first and last trip, without waits (see the module doc).

@@ -112,17 +112,6 @@ pub fn inst_text_looped(i: &BirInst, coefs: &[Vec<i64>]) -> String {
     s
 }
 
-/// Instructions of `items` unrolled, saturating.
-fn unrolled(items: &[Item]) -> u64 {
-    items
-        .iter()
-        .map(|it| match it {
-            Item::Inst(_) => 1,
-            Item::Loop(l) => u64::from(l.trips).saturating_mul(unrolled(&l.body)),
-        })
-        .fold(0, u64::saturating_add)
-}
-
 /// The enclosing loops' steps, each with how far into it the walk has come.
 struct Walk<'a> {
     e: Engine,
@@ -162,7 +151,7 @@ impl<'a> Walk<'a> {
         self.steps.push((&l.step, 0));
         self.items(&l.body);
         self.steps.pop();
-        self.index = start.saturating_add(unrolled(&l.body).saturating_mul(u64::from(l.trips)));
+        self.index = start.saturating_add(penguin::looped::unrolled_len(&l.body).saturating_mul(u64::from(l.trips)));
         self.out.push((LoopLine::Close(self.e, start, depth), format!("{indent}}}")));
     }
 }

@@ -52,7 +52,7 @@ impl LoopSourceMap {
                         at += 1;
                     }
                     Item::Loop(l) => {
-                        let body = count(&l.body);
+                        let body = penguin::looped::unrolled_len(&l.body);
                         let all = body.saturating_mul(u64::from(l.trips));
                         if n >= at && n - at < all && body > 0 {
                             return find(&l.body, at, at + (n - at) % body);
@@ -116,16 +116,6 @@ impl LoopSourceMap {
         }
         out
     }
-}
-
-fn count(items: &[Item]) -> u64 {
-    items
-        .iter()
-        .map(|it| match it {
-            Item::Inst(_) => 1,
-            Item::Loop(l) => u64::from(l.trips).saturating_mul(count(&l.body)),
-        })
-        .fold(0, u64::saturating_add)
 }
 
 /// Parse looped `.bir` text.
