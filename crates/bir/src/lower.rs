@@ -18,6 +18,10 @@ use penguin::{
 use crate::error::BirError;
 use crate::program::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program, SemId, Wait, NUM_ENGINES};
 
+mod looped;
+
+pub use looped::{lower_looped, LowerLoopedError, MAX_LOWER_UNROLLED};
+
 /// Bytes an offloaded op's piece should carry at least (see `spread`).
 const SPREAD_PIECE_BYTES: u64 = 64 * 1024;
 

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 mod function;
 
-pub use function::{LoopedFunction, PirInst};
+pub use function::{ExpandError, LoopedFunction, PirInst};
 
 /// An instruction whose parameters can be stepped from one loop iteration to the next.
 pub trait Stepped: Clone {

@@ -68,10 +68,14 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
             *slot = Some(f.producer);
         }
     }
-    let mut at: std::collections::HashMap<(usize, usize), usize> = std::collections::HashMap::new();
+    // The slice of each (engine, stream index), densely: a walk step looks up a few of them.
+    let mut slice_of: Vec<Vec<usize>> = program.streams.iter().map(|s| vec![usize::MAX; s.len()]).collect();
     for (i, s) in report.slices.iter().enumerate() {
-        at.insert((s.engine.index(), s.index), i);
+        if let Some(slot) = slice_of.get_mut(s.engine.index()).and_then(|v| v.get_mut(s.index)) {
+            *slot = i;
+        }
     }
+    let at = |e: usize, index: usize| slice_of.get(e).and_then(|v| v.get(index)).copied().filter(|&i| i != usize::MAX);
     let last = report.slices.iter().enumerate().max_by(|a, b| a.1.end_ns.total_cmp(&b.1.end_ns)).map(|(i, _)| i);
     let mut t = report.total_ns;
     let mut cur = last;
@@ -98,10 +102,10 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
             // What the engine was busy with: of the few instructions before it in its stream
             // (the PE overlaps weight loads with matmuls), the one that ended last by its start.
             (1..=LOOKBACK)
-                .filter_map(|back| at.get(&(s.engine.index(), s.index.checked_sub(back)?)).copied())
+                .filter_map(|back| at(s.engine.index(), s.index.checked_sub(back)?))
                 .filter(|&j| report.slices[j].end_ns <= s.start_ns + 1e-6)
                 .max_by(|&a, &b| report.slices[a].end_ns.total_cmp(&report.slices[b].end_ns))
-                .or_else(|| s.index.checked_sub(1).and_then(|p| at.get(&(s.engine.index(), p)).copied()))
+                .or_else(|| s.index.checked_sub(1).and_then(|p| at(s.engine.index(), p)))
         };
         if let Some(next) = cur {
             if report.slices[next].start_ns > s.start_ns {

@@ -1,0 +1,138 @@
+//! Lowering a looped Penguin function ([`penguin::LoopedFunction`]) to a looped BIR program.
+//!
+//! The function is expanded, verified and lowered as an unrolled one would be, and the
+//! lowered program is rolled again ([`crate::roll`]), so the result is exactly what lowering
+//! the unrolled twin and rolling it gives: `lower_looped(lf)?.expand()` is `lower` of
+//! `lf.expand()` with the Penguin origins dropped (an origin names a different instruction
+//! in every iteration, so it is no loop parameter and would keep every loop from rolling).
+//!
+//! Cost and limit: time and memory grow with the unrolled size, which is capped at
+//! [`MAX_LOWER_UNROLLED`] instructions. Lowering the body once needs semaphore counts that
+//! advance with the loop (the waits of iteration `k` are affine in `k` only once every
+//! engine's signals per iteration are known), and is not done yet.
+
+use penguin::looped::ExpandError;
+use penguin::{LoopedFunction, Target, VerifierErrors};
+
+use super::lower;
+use crate::error::BirError;
+use crate::looped::LoopedProgram;
+
+/// The most unrolled instructions [`lower_looped`] expands a function to (each takes a few
+/// hundred bytes through lowering: 2^24 stay within a few GB).
+pub const MAX_LOWER_UNROLLED: u64 = 1 << 24;
+
+/// Why a looped function does not lower.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum LowerLoopedError {
+    /// The function unrolls to more instructions than the lowering expands.
+    #[error("the function unrolls to {got} instructions, more than the {max} a looped lowering expands")]
+    TooLong {
+        /// Unrolled instructions of the function.
+        got: u64,
+        /// [`MAX_LOWER_UNROLLED`].
+        max: u64,
+    },
+    /// A loop does not expand (malformed trips or steps, a parameter out of range, a
+    /// forward edge).
+    #[error(transparent)]
+    Expand(#[from] ExpandError),
+    /// The expansion breaks a Penguin verifier rule.
+    #[error("Penguin verifier: {0}")]
+    Verify(VerifierErrors),
+    /// The lowering of the expansion failed.
+    #[error(transparent)]
+    Lower(#[from] BirError),
+}
+
+/// Lower a looped function for a target (see the module doc).
+pub fn lower_looped(func: &LoopedFunction, target: Target) -> Result<LoopedProgram, LowerLoopedError> {
+    let got = func.unrolled_len();
+    if got > MAX_LOWER_UNROLLED {
+        return Err(LowerLoopedError::TooLong { got, max: MAX_LOWER_UNROLLED });
+    }
+    let f = func.expand()?;
+    let verified = penguin::verify(&f).map_err(LowerLoopedError::Verify)?;
+    let mut p = lower(verified, target)?;
+    p.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+    Ok(crate::roll(&p))
+}
+
+#[cfg(test)]
+mod tests {
+    use penguin::looped::{Item, Loop};
+    use penguin::{verify, whole_tile, ComputeEngine, DType, Function, InstData, Memory, MemsetData, TensorData};
+
+    use super::*;
+
+    /// A function of `n` memsets, each on the next 8 columns of one SBUF tensor.
+    fn fills(n: usize) -> (Function, InstData) {
+        let mut f = Function::new("fills");
+        let t = TensorData {
+            name: "x".into(),
+            shape: vec![128, 8 * n as u64],
+            dtype: DType::Fp32,
+            memory: Memory::Sbuf,
+            address: Some(0),
+        };
+        let id = f.add_tensor(t.clone()).unwrap();
+        let mut tile = whole_tile(id, &t);
+        tile.ap.free.last_mut().unwrap().num = 8;
+        let first = InstData::Memset(MemsetData { engine: ComputeEngine::Dve, dst: tile, value: 2.0 });
+        for k in 0..n {
+            let mut inst = first.clone();
+            inst.operands_mut()[0].ap.offset = 8 * k as i64;
+            f.push_inst(inst, vec![]);
+        }
+        (f, first)
+    }
+
+    #[test]
+    fn a_looped_function_lowers_to_the_rolled_lowering_of_its_expansion() {
+        let (f, first) = fills(6);
+        let mut lf = LoopedFunction::from_function(&f);
+        lf.body = vec![Item::Loop(Loop {
+            trips: 6,
+            body: vec![Item::Inst(penguin::PirInst { data: first, deps: vec![] })],
+            step: vec![8, 0],
+        })];
+        assert_eq!(lf.expand().unwrap(), f);
+        let lp = lower_looped(&lf, Target::Trn2).unwrap();
+        let dve = lp.stream(crate::Engine::Dve);
+        assert!(matches!(dve, [Item::Loop(l)] if l.trips == 6), "{dve:?}");
+        let mut unrolled = lower(verify(&f).unwrap(), Target::Trn2).unwrap();
+        unrolled.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+        assert_eq!(lp.expand().unwrap(), unrolled);
+    }
+
+    #[test]
+    fn a_loop_that_breaks_a_rule_is_refused_with_the_verifier_error() {
+        let (f, first) = fills(6);
+        let mut lf = LoopedFunction::from_function(&f);
+        // Seven trips: the last memset writes past the end of the tensor.
+        lf.body = vec![Item::Loop(Loop {
+            trips: 7,
+            body: vec![Item::Inst(penguin::PirInst { data: first, deps: vec![] })],
+            step: vec![8, 0],
+        })];
+        let err = lower_looped(&lf, Target::Trn2).unwrap_err();
+        assert!(matches!(&err, LowerLoopedError::Verify(_)), "{err}");
+        lf.body = vec![Item::Loop(Loop { trips: 0, body: vec![], step: vec![] })];
+        let err = lower_looped(&lf, Target::Trn2).unwrap_err();
+        assert_eq!(err, LowerLoopedError::Expand(ExpandError::Step(penguin::looped::StepError::ZeroTrips)));
+    }
+
+    #[test]
+    fn a_function_too_long_to_expand_is_refused_before_expanding() {
+        let (f, first) = fills(1);
+        let mut lf = LoopedFunction::from_function(&f);
+        let inner = Item::Loop(Loop {
+            trips: 1 << 13,
+            body: vec![Item::Inst(penguin::PirInst { data: first, deps: vec![] })],
+            step: vec![0, 0],
+        });
+        lf.body = vec![Item::Loop(Loop { trips: 1 << 12, body: vec![inner], step: vec![0, 0] })];
+        let err = lower_looped(&lf, Target::Trn2).unwrap_err();
+        assert_eq!(err, LowerLoopedError::TooLong { got: 1 << 25, max: MAX_LOWER_UNROLLED });
+    }
+}
