@@ -5,6 +5,12 @@ use std::process::ExitCode;
 
 use clap::Parser as _;
 
+/// mimalloc instead of the system allocator: planning and lowering make and drop millions of
+/// small instruction records, and the simulator's worker threads allocate decode buffers
+/// concurrently, both of which the system allocator serves slowly.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = match ntile::Cli::try_parse() {
         Ok(cli) => cli,
