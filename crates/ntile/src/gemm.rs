@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use codegen::{plan_gemm, plan_gemm_auto_within, AutoLimits, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule};
+use codegen::{plan_gemm, plan_gemm_auto_parallel, AutoLimits, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule};
 use penguin::{DType, HwProfile, PerfMode, SparsityPattern, Target};
 use rand::{Rng, SeedableRng};
 
@@ -383,13 +383,14 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
     let (plan, auto) = if cfg.schedule == Schedule::Auto {
         let limits =
             AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
-        let mut cost = |p: &GemmPlan| {
+        let cost = |p: &GemmPlan| {
             if watch.stop() {
                 return Err(codegen::CodegenError::Unsupported("interrupted".into()));
             }
             modeled_ns(p, &hw)
         };
-        let planned = plan_gemm_auto_within(&cfg, &limits, &hw, codegen::AUTO_SHORTLIST, &mut cost);
+        let threads = crate::threads::threads()?;
+        let planned = plan_gemm_auto_parallel(&cfg, &limits, &hw, codegen::AUTO_SHORTLIST, threads, &cost);
         watch.check()?;
         let (plan, choice) = planned?;
         (plan, Some(choice))

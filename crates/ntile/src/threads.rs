@@ -1,6 +1,6 @@
-//! How many threads the simulator computes PE products on: every core, or the
-//! `NTILE_THREADS` environment variable (a positive integer; 1 runs the simulation on one
-//! thread). The simulated bytes are the same for any number.
+//! How many threads the simulator computes PE products on, and `auto` weighs candidates on:
+//! every core, or the `NTILE_THREADS` environment variable (a positive integer; 1 runs on one
+//! thread). The simulated bytes and the schedule chosen are the same for any number.
 
 use crate::CliError;
 
@@ -15,6 +15,12 @@ pub fn simulator(program: &bir::Program) -> Result<sim::Simulator, CliError> {
         s.set_threads(threads);
     }
     Ok(s)
+}
+
+/// The threads `NTILE_THREADS` asks for, or every core (at most [`sim::MAX_THREADS`]).
+pub fn threads() -> Result<usize, CliError> {
+    let cores = std::thread::available_parallelism().map_or(1, |t| t.get()).min(sim::MAX_THREADS);
+    Ok(threads_from_env()?.unwrap_or(cores))
 }
 
 /// The value of `NTILE_THREADS`, if set.

@@ -241,6 +241,98 @@ pub fn plan_gemm_auto_with_builder<B: IrBuilder>(
     cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
     new_base: &mut dyn FnMut(&str) -> B,
 ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
+    search(cfg, limits, hw, shortlist, 1, &mut |jobs| {
+        jobs.iter().map(|job| weigh(job.plan(new_base), &mut *cost)).collect()
+    })
+}
+
+/// [`plan_gemm_auto_within`] weighing up to `threads` candidates at once, each planned,
+/// lowered and costed on a thread of its own. The candidates weighed, and so the choice, are
+/// exactly the sequential search's: a batch never holds more candidates than the shortlist
+/// still needs, and its results are taken in rank order. Peak memory grows with `threads`
+/// (each holds one planned candidate in flight).
+pub fn plan_gemm_auto_parallel(
+    cfg: &GemmConfig,
+    limits: &AutoLimits,
+    hw: &HwProfile,
+    shortlist: usize,
+    threads: usize,
+    cost: &(dyn Fn(&GemmPlan) -> Result<AutoCost, CodegenError> + Sync),
+) -> Result<(GemmPlan, AutoChoice), CodegenError> {
+    search(cfg, limits, hw, shortlist, threads.max(1), &mut |jobs| {
+        if jobs.len() == 1 {
+            return jobs.iter().map(|job| weigh(job.plan(&mut generated), &mut |p| cost(p))).collect();
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                jobs.iter().map(|job| scope.spawn(move || weigh(job.plan(&mut generated), &mut |p| cost(p)))).collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(CodegenError::Internal("an auto candidate's thread panicked".into())))
+                })
+                .collect()
+        })
+    })
+}
+
+/// One candidate of the search and how it is planned.
+enum Job {
+    /// A blocked schedule at its default blocks: shrunk to fit SBUF unless `fixed` (the
+    /// user's blocks are planned as given).
+    Anchor { cfg: GemmConfig, fixed: bool },
+    /// A shortlisted candidate: planned as given, two slots per refilled block.
+    Candidate(GemmConfig),
+}
+
+impl Job {
+    fn plan<B: IrBuilder>(&self, new_base: &mut dyn FnMut(&str) -> B) -> Result<GemmPlan, CodegenError> {
+        match self {
+            Job::Anchor { cfg, fixed: true } => plan_gemm_with_builder(cfg, new_base),
+            Job::Anchor { cfg, fixed: false } => plan_gemm_fitting_with_builder(cfg, new_base),
+            // Candidates keep two slots per refilled block (the shortlist has smaller blocks).
+            Job::Candidate(cfg) => plan_buffered(cfg, false, new_base),
+        }
+    }
+}
+
+/// A weighed candidate, or one that does not fit SBUF (counted and skipped).
+enum Weighed {
+    Plan(Box<GemmPlan>, AutoCost),
+    Rejected(CodegenError),
+}
+
+/// Cost a planned candidate; one that does not fit SBUF is rejected, any other error stops
+/// the search.
+fn weigh(
+    planned: Result<GemmPlan, CodegenError>,
+    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
+) -> Result<Weighed, CodegenError> {
+    match planned {
+        Ok(plan) => {
+            let c = cost(&plan)?;
+            Ok(Weighed::Plan(Box::new(plan), c))
+        }
+        Err(e @ CodegenError::SbufCapacity { .. }) => Ok(Weighed::Rejected(e)),
+        Err(e) => Err(e),
+    }
+}
+
+/// Weighs a batch of jobs: one result per job, in order.
+type WeighAll<'a> = dyn FnMut(&[Job]) -> Vec<Result<Weighed, CodegenError>> + 'a;
+
+/// The search: weigh the anchors, then the best-estimated candidates in rank order until the
+/// shortlist is full, `batch` jobs at a time through `weigh_all` (which returns one result per
+/// job, in order), and choose among them.
+fn search(
+    cfg: &GemmConfig,
+    limits: &AutoLimits,
+    hw: &HwProfile,
+    shortlist: usize,
+    batch: usize,
+    weigh_all: &mut WeighAll<'_>,
+) -> Result<(GemmPlan, AutoChoice), CodegenError> {
     cfg.validate()?;
     let mut ranked: Vec<(f64, GemmConfig)> =
         limits.apply_all(&auto_candidates(cfg)).into_iter().map(|c| (estimate_ns_with(&c, hw), c)).collect();
@@ -248,47 +340,51 @@ pub fn plan_gemm_auto_with_builder<B: IrBuilder>(
     let mut weighed: Vec<(GemmPlan, AutoCost)> = Vec::new();
     let mut rejected = 0;
     let mut last_err = None;
-    // Weigh a planned candidate; one that does not fit SBUF is counted and skipped.
-    let mut weigh = |planned: Result<GemmPlan, CodegenError>,
-                     weighed: &mut Vec<(GemmPlan, AutoCost)>|
+    let mut take = |results: Vec<Result<Weighed, CodegenError>>,
+                    weighed: &mut Vec<(GemmPlan, AutoCost)>|
      -> Result<(), CodegenError> {
-        match planned {
-            Ok(plan) => {
-                let c = cost(&plan)?;
-                weighed.push((plan, c));
+        for r in results {
+            match r? {
+                Weighed::Plan(plan, c) => weighed.push((*plan, c)),
+                Weighed::Rejected(e) => {
+                    rejected += 1;
+                    last_err = Some(e);
+                }
             }
-            Err(e @ CodegenError::SbufCapacity { .. }) => {
-                rejected += 1;
-                last_err = Some(e);
-            }
-            Err(e) => return Err(e),
         }
         Ok(())
     };
     // The blocked schedules with their default blocks (what `--schedule blocked-mn` and
     // `--schedule blocked-mnk` plan) are always weighed, so `auto` is never slower than them
     // for want of looking.
-    for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk] {
-        let anchor = GemmConfig { schedule, blocks: crate::gemm::BlockSizes::for_schedule(schedule), ..cfg.clone() };
-        let Some(anchor) = limits.apply(&anchor) else { continue };
-        // Fixed blocks are the user's: planned as given, not shrunk to fit.
-        let planned = if limits.block_m.is_some() || limits.block_n.is_some() || limits.block_k.is_some() {
-            plan_gemm_with_builder(&anchor, new_base)
-        } else {
-            plan_gemm_fitting_with_builder(&anchor, new_base)
-        };
-        weigh(planned, &mut weighed)?;
+    let fixed = limits.block_m.is_some() || limits.block_n.is_some() || limits.block_k.is_some();
+    let anchors: Vec<Job> = [Schedule::BlockedMn, Schedule::BlockedMnk]
+        .into_iter()
+        .filter_map(|schedule| {
+            let anchor =
+                GemmConfig { schedule, blocks: crate::gemm::BlockSizes::for_schedule(schedule), ..cfg.clone() };
+            Some(Job::Anchor { cfg: limits.apply(&anchor)?, fixed })
+        })
+        .collect();
+    for jobs in anchors.chunks(batch.max(1)) {
+        take(weigh_all(jobs), &mut weighed)?;
     }
-    let anchors = weighed.len();
-    for (_, cand) in ranked {
-        if weighed.len() >= anchors.saturating_add(shortlist.max(1)) {
-            break;
+    let quota = weighed.len().saturating_add(shortlist.max(1));
+    let mut ranked = ranked.into_iter().map(|(_, c)| c).peekable();
+    while weighed.len() < quota && ranked.peek().is_some() {
+        // No more jobs than the shortlist still needs, so the same candidates are weighed
+        // whatever the batch.
+        let room = (quota - weighed.len()).min(batch.max(1));
+        let mut jobs = Vec::with_capacity(room);
+        for cand in ranked.by_ref() {
+            if !weighed.iter().any(|(p, _)| p.config == cand) {
+                jobs.push(Job::Candidate(cand));
+                if jobs.len() == room {
+                    break;
+                }
+            }
         }
-        if weighed.iter().any(|(p, _)| p.config == cand) {
-            continue;
-        }
-        // Candidates keep two slots per refilled block (the shortlist has smaller blocks).
-        weigh(plan_buffered(&cand, false, new_base), &mut weighed)?;
+        take(weigh_all(&jobs), &mut weighed)?;
     }
     let evaluated = weighed.len();
     let fastest = weighed.iter().map(|(_, c)| c.time).fold(f64::INFINITY, f64::min);

@@ -59,8 +59,8 @@ use blocked_mnk::mnk_natural_width;
 use pe_transpose::PeQueue;
 
 pub use auto::{
-    auto_candidates, estimate_ns, estimate_ns_with, plan_gemm_auto, plan_gemm_auto_with, plan_gemm_auto_with_builder,
-    plan_gemm_auto_within, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
+    auto_candidates, estimate_ns, estimate_ns_with, plan_gemm_auto, plan_gemm_auto_parallel, plan_gemm_auto_with,
+    plan_gemm_auto_with_builder, plan_gemm_auto_within, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
 };
 
 /// The name of every kernel the planner opens.
@@ -387,6 +387,47 @@ mod tests {
             assert_eq!(choice.hbm_bytes, if lean_wins { 1 } else { 2 });
             assert!(choice.evaluated > 2);
         }
+    }
+
+    /// Weighing candidates on threads weighs the same ones and chooses the same plan as the
+    /// sequential search, for any thread count, with candidates that do not fit SBUF among them.
+    #[test]
+    fn parallel_auto_weighs_and_chooses_as_the_sequential_search() {
+        // Cost: the estimate with a twist that depends on the blocks, so the choice is not the
+        // estimate's first; HBM bytes from the blocks, so ties are broken.
+        let cost = |plan: &GemmPlan| -> Result<AutoCost, CodegenError> {
+            let c = &plan.config;
+            let twist = 1.0 + ((c.blocks.m / M_TILE + 3 * c.blocks.n / N_TILE + c.blocks.k / 128) % 7) as f64 / 10.0;
+            Ok(AutoCost { time: estimate_ns(c) * twist, hbm_bytes: c.blocks.m + c.blocks.n })
+        };
+        let mut rejections = 0;
+        for ((m, k, n), shortlist) in [((512, 256, 2048), 5), ((1024, 16384, 512), usize::MAX), ((256, 16384, 8192), 5)]
+        {
+            let cfg = GemmConfig::new(m, k, n, DType::Bf16, Target::Trn2);
+            let limits = crate::AutoLimits::default();
+            let hw = cfg.target.profile();
+            let (seq_plan, seq) = plan_gemm_auto_within(&cfg, &limits, &hw, shortlist, &mut |p| cost(p)).unwrap();
+            rejections += seq.rejected;
+            for threads in [1, 2, 3, 8] {
+                let (plan, choice) = plan_gemm_auto_parallel(&cfg, &limits, &hw, shortlist, threads, &cost).unwrap();
+                assert_eq!(choice, seq, "{m}x{k}x{n} on {threads} threads");
+                assert!(plan.function == seq_plan.function, "{m}x{k}x{n} on {threads} threads: another plan");
+            }
+        }
+        assert!(rejections > 0, "no candidate was rejected for SBUF capacity");
+        // The first error in rank order stops the search, as it does sequentially.
+        let cfg = GemmConfig::new(1024, 1024, 1024, DType::Bf16, Target::Trn2);
+        let failing = |plan: &GemmPlan| -> Result<AutoCost, CodegenError> {
+            match plan.config.schedule {
+                Schedule::Naive | Schedule::Hoisted => Err(CodegenError::BadGemm(format!("{:?}", plan.config.blocks))),
+                _ => cost(plan),
+            }
+        };
+        let hw = cfg.target.profile();
+        let limits = crate::AutoLimits::default();
+        let seq = plan_gemm_auto_within(&cfg, &limits, &hw, usize::MAX, &mut |p| failing(p)).err();
+        assert!(matches!(seq, Some(CodegenError::BadGemm(_))), "{seq:?}");
+        assert_eq!(plan_gemm_auto_parallel(&cfg, &limits, &hw, usize::MAX, 4, &failing).err(), seq);
     }
 
     /// The blocked schedules at their default blocks are always weighed, however the
