@@ -15,8 +15,12 @@
 use serde::{Deserialize, Serialize};
 
 mod function;
+pub mod roll;
+// pub mod verify;
 
-pub use function::{LoopedFunction, PirInst};
+pub use function::{ExpandError, LoopedFunction, PirInst, PirShape};
+pub use roll::{roll_items, Rolled};
+// VERIFY
 
 /// An instruction whose parameters can be stepped from one loop iteration to the next.
 pub trait Stepped: Clone {
