@@ -14,13 +14,15 @@
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(test)]
+mod fixture;
 mod function;
 pub mod roll;
-// pub mod verify;
+pub mod verify;
 
 pub use function::{ExpandError, LoopedFunction, PirInst, PirShape};
 pub use roll::{roll_items, Rolled};
-// VERIFY
+pub use verify::{verify_looped, LoopAt, LoopError};
 
 /// An instruction whose parameters can be stepped from one loop iteration to the next.
 pub trait Stepped: Clone {

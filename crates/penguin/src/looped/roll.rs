@@ -244,3 +244,7 @@ fn same_step(a: &[i64], b: &[i64], c: &[i64]) -> bool {
         _ => false,
     })
 }
+
+#[cfg(test)]
+#[path = "roll_tests.rs"]
+mod tests;
