@@ -297,8 +297,8 @@ fn params_kept(items: &[Item<PirInst>]) -> Vec<bool> {
         for it in items {
             match it {
                 Item::Inst(i) => {
-                    out.extend(std::iter::repeat(true).take(2 * i.data.operands().len()));
-                    out.extend(std::iter::repeat(false).take(i.deps.len()));
+                    out.extend(std::iter::repeat_n(true, 2 * i.data.operands().len()));
+                    out.extend(std::iter::repeat_n(false, i.deps.len()));
                 }
                 Item::Loop(l) => walk(&l.body, out),
             }
