@@ -11,6 +11,10 @@
 //! by `k * step[j]`. A loop's parameters are those of its body items, in order (the loop's
 //! own step is fixed); [`params`] lists them. Everything that is not a parameter is the same
 //! in every iteration.
+//!
+//! [`roll`] finds the loops in an unrolled sequence of any [`Rolled`] instruction type
+//! ([`LoopedFunction::roll`] for a Penguin function); [`verify`] checks a looped Penguin
+//! function ([`verify_looped`]).
 
 use serde::{Deserialize, Serialize};
 

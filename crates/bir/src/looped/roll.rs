@@ -1,26 +1,13 @@
 //! The roll pass: find the loops in a fully unrolled [`Program`].
 //!
-//! The algorithm is Penguin's generic one ([`penguin::looped::roll`]), run on each engine
-//! stream on its own, bottom up. An item's *shape* is everything but
-//! its parameters (see [`super`]): for an instruction, the instruction with every byte offset,
-//! start partition and wait value set to 0; for a loop, its trip count, its step and the
-//! shapes of its body. A run of `T >= 2` consecutive blocks of `P` items is rolled into one
-//! [`Loop`](super::Loop) when the blocks have the same shapes item by item and every parameter advances by
-//! the same amount from one block to the next (that amount is the loop's step).
-//!
-//! Rounds try periods in increasing order (1 to 8, then every distance at which an item's
-//! shape next recurs, up to [`MAX_PERIOD`]) and roll, left to right and greedily (the most
-//! trips at each start), every run of the first period that has one; then a new round
-//! starts on the shorter stream. Short periods first makes inner loops form before the loops
-//! around them, which then roll as items of their own (loops of loops). Items that fit no
-//! run (irregular prologues and epilogues, a block whose step breaks) stay as they are.
+//! The algorithm is Penguin's generic one ([`penguin::looped::roll`], which documents its
+//! periods, rounds, [`MAX_PERIOD`] and cost), run on each engine stream on its own with one
+//! [`Roller`] interning the shapes of every stream. A BIR instruction's shape ([`BirShape`])
+//! is the instruction with every byte offset, start partition and wait value set to 0 (see
+//! [`super`] for its parameters).
 //!
 //! Rolling never changes the meaning: `roll(p).expand() == p` for every program. An
 //! instruction whose byte offset does not fit an `i64` parameter never joins a loop.
-//!
-//! Cost: a round is linear in the items for each period it tries, and there are about as
-//! many rounds as distinct (nesting level, period) pairs, so the pass is about linear in the
-//! instruction count.
 
 use std::hash::{Hash, Hasher};
 
