@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test helpers assert on values")]
 
 use codegen::{plan_gemm, BlockSizes, GemmConfig, LoopOrder, Schedule};
-use penguin::looped::Item;
+use penguin::looped::{verify_looped_within, Item};
 use penguin::{verify_looped, DType, FunctionView, LoopedFunction, PerfMode, SparsityPattern, Target};
 use proptest::prelude::*;
 
@@ -43,6 +43,9 @@ fn roll_checked(cfg: &GemmConfig) -> Result<Option<LoopedFunction>, TestCaseErro
     let back = lf.expand();
     prop_assert_eq!(back.as_ref(), Ok(f));
     prop_assert_eq!(verify_looped(&lf), Ok(()));
+    // The corner function (each loop's first and last trip), used past MAX_EXPANDED
+    // instructions, passes too.
+    prop_assert_eq!(verify_looped_within(&lf, 0), Ok(()));
     Ok(Some(lf))
 }
 
@@ -131,5 +134,20 @@ fn multi_tile_plans_roll_to_short_bodies() {
         let lf = roll_checked(&cfg).unwrap().unwrap();
         let got = (lf.unrolled_len(), lf.body.len(), depth(&lf.body));
         assert_eq!(got, (insts, items, nest), "{m}x{k}x{n} {}", schedule.name());
+    }
+}
+
+#[test]
+fn a_step_that_leaves_a_tensor_is_caught_by_both_verifier_paths() {
+    let cfg = GemmConfig::new(2048, 2048, 2048, DType::Bf16, Target::Trn2);
+    let mut lf = roll_checked(&cfg).unwrap().unwrap();
+    // The first top-level loop's first parameter is an operand offset: move it by 1M elements
+    // a trip, past the end of every tensor from the second trip on.
+    let Some(Item::Loop(l)) = lf.body.iter_mut().find(|it| matches!(it, Item::Loop(_))) else { panic!("no loop") };
+    l.step[0] += 1 << 20;
+    for max_expanded in [penguin::looped::verify::MAX_EXPANDED, 0] {
+        let errors = verify_looped_within(&lf, max_expanded).unwrap_err();
+        assert!(!errors.is_empty());
+        assert!(errors.iter().all(|e| matches!(e, penguin::looped::LoopError::Function(_))), "{errors:?}");
     }
 }

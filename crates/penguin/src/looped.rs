@@ -26,7 +26,7 @@ pub mod verify;
 
 pub use function::{ExpandError, LoopedFunction, PirInst, PirShape};
 pub use roll::{roll_items, Rolled};
-pub use verify::{verify_looped, LoopAt, LoopError};
+pub use verify::{verify_looped, verify_looped_within, LoopAt, LoopError};
 
 /// An instruction whose parameters can be stepped from one loop iteration to the next.
 pub trait Stepped: Clone {

@@ -124,6 +124,13 @@ pub enum LoopError {
 /// Verify a looped function (see the module doc); every structural and parameter error, or
 /// else every function rule's error.
 pub fn verify_looped(lf: &LoopedFunction) -> Result<(), Vec<LoopError>> {
+    verify_looped_within(lf, MAX_EXPANDED)
+}
+
+/// [`verify_looped`] expanding only functions of at most `max_expanded` unrolled
+/// instructions (larger ones are checked on their corner function; 0 always checks the
+/// corner function).
+pub fn verify_looped_within(lf: &LoopedFunction, max_expanded: u64) -> Result<(), Vec<LoopError>> {
     let mut errors = Vec::new();
     let mut w = Walk { index: 0, box_: Vec::new(), errors: &mut errors };
     w.items(&lf.body);
@@ -134,7 +141,7 @@ pub fn verify_looped(lf: &LoopedFunction) -> Result<(), Vec<LoopError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    let f = if n <= MAX_EXPANDED { lf.expand() } else { corner_function(lf).expand() };
+    let f = if n <= max_expanded { lf.expand() } else { corner_function(lf).expand() };
     let f = f.map_err(|e| vec![LoopError::Expand(e)])?;
     match crate::verify(&f) {
         Ok(_) => Ok(()),
