@@ -14,6 +14,7 @@ use std::hash::{Hash, Hasher};
 use penguin::looped::roll::{zeroed, Roller};
 use penguin::looped::Rolled;
 
+// The tests build the loops they expect through `super::*`.
 #[cfg(test)]
 use super::Loop;
 use super::{Item, LoopedProgram};

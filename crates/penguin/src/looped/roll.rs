@@ -14,10 +14,11 @@
 //! loops around them, which then roll as items of their own (loops of loops). Items that fit
 //! no run (irregular prologues and epilogues, a block whose step breaks) stay as they are.
 //!
-//! Rolling never changes the meaning: `expand_items(&roll_items(s)) == Ok(s)` for every
-//! sequence `s` (each instruction's `advance` by the step reproduces the next block exactly,
-//! because the shapes are equal and the step is the difference of the parameters). An
-//! instruction whose shape is `None` never joins a loop.
+//! Rolling never changes the meaning: [`expand_items`](super::expand_items) of
+//! `roll_items(s)` gives back exactly the instructions of `s`, for every sequence `s` of
+//! instructions (advancing a block by the step reproduces the next block exactly, because
+//! the shapes are equal and the step is the difference of the parameters). An instruction
+//! whose shape is `None` never joins a loop.
 //!
 //! Cost: a round is linear in the items for each period it tries, and there are about as
 //! many rounds as distinct (nesting level, period) pairs, so the pass is about linear in the
