@@ -52,7 +52,7 @@ pub use inst::{
     OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, PerfMode, SparsityPattern, TensorCopyData,
     TensorTensorData, TensorTensorOp, TilePosition, TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
 };
-pub use looped::{LoopedFunction, PirInst};
+pub use looped::{verify_looped, LoopedFunction, PirInst};
 pub use target::{HwProfile, Target, TargetInfo};
 pub use text::lexer::ParseError;
 pub use tile::{DataTile, IndirectMemrefTileND, InstTile, MemrefTile, MemrefTileND, NDTile, NeuronPSUMTensor, Tile};

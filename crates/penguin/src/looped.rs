@@ -11,12 +11,22 @@
 //! by `k * step[j]`. A loop's parameters are those of its body items, in order (the loop's
 //! own step is fixed); [`params`] lists them. Everything that is not a parameter is the same
 //! in every iteration.
+//!
+//! [`roll`] finds the loops in an unrolled sequence of any [`Rolled`] instruction type
+//! ([`LoopedFunction::roll`] for a Penguin function); [`verify`] checks a looped Penguin
+//! function ([`verify_looped`]).
 
 use serde::{Deserialize, Serialize};
 
+#[cfg(test)]
+mod fixture;
 mod function;
+pub mod roll;
+pub mod verify;
 
-pub use function::{ExpandError, LoopedFunction, PirInst};
+pub use function::{ExpandError, LoopedFunction, PirInst, PirShape};
+pub use roll::{roll_items, Rolled};
+pub use verify::{verify_looped, verify_looped_within, LoopAt, LoopError};
 
 /// An instruction whose parameters can be stepped from one loop iteration to the next.
 pub trait Stepped: Clone {

@@ -7,8 +7,11 @@
 //! in order. Instructions are numbered by their place in the unrolled program order, so an
 //! edge to "the same instruction one iteration back" advances with the loop like an address.
 
+use std::hash::{Hash, Hasher};
+
 use serde::{Deserialize, Serialize};
 
+use super::roll::{roll_items, zeroed, Rolled};
 use super::{check_steps, expand_items, unrolled_len, Item, StepError, Stepped};
 use crate::entity::InstId;
 use crate::function::{Function, FunctionView};
@@ -50,6 +53,35 @@ impl Stepped for PirInst {
             dep.from = InstId(u32::try_from(from).ok()?);
         }
         Some(out)
+    }
+}
+
+/// The shape of a Penguin instruction (see [`Rolled`]): the instruction with every operand
+/// offset, start partition and edge `from` set to 0. Hashes its kind, operands and edges.
+#[derive(Clone, Debug)]
+pub struct PirShape(pub PirInst);
+
+impl PartialEq for PirShape {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Hash for PirShape {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.0.data.kind().hash(h);
+        for (tile, _) in self.0.data.operands() {
+            tile.hash(h);
+        }
+        self.0.deps.hash(h);
+    }
+}
+
+impl Rolled for PirInst {
+    type Shape = PirShape;
+
+    fn shape(&self) -> Option<PirShape> {
+        zeroed(self).map(PirShape)
     }
 }
 
@@ -112,6 +144,15 @@ impl LoopedFunction {
         header.layout.clear();
         header.deps.clear();
         LoopedFunction { header, body }
+    }
+
+    /// `f` with its program order rolled into loops (see [`super::roll`]):
+    /// `LoopedFunction::roll(f).expand()` is `f` with its instructions renumbered in program
+    /// order (so `f` itself when its arena is in program order, as a planned function's is).
+    pub fn roll(f: &Function) -> Self {
+        let mut lf = LoopedFunction::from_function(f);
+        lf.body = roll_items(std::mem::take(&mut lf.body));
+        lf
     }
 
     /// Instructions the unrolled function has, saturating at `u64::MAX`.
