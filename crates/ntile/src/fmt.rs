@@ -118,22 +118,24 @@ pub enum Ir {
     Bir(bir::Program, Option<bir::text::SourceMap>),
     /// A BIR program with loops.
     BirLooped(bir::LoopedProgram, Option<bir::text::LoopSourceMap>),
+    /// A Penguin function with loops.
+    PenguinLooped(penguin::LoopedFunction, Option<penguin::text::LoopSourceMap>),
 }
 
 /// Parse a source in its format.
 pub fn load(src: &Source) -> Result<Ir, CliError> {
-    let located = |e: penguin::ParseError| CliError::usage(format!("{}:{e}", src.name));
     let json = |e: serde_json::Error| {
         CliError::usage(format!("{}:{}:{}: invalid JSON: {e}", src.name, e.line(), e.column().max(1)))
     };
     Ok(match detect(src)? {
-        Format::PenguinText => {
-            let (f, map) = penguin::parse::parse_with_source_map(&src.text).map_err(located)?;
-            Ir::Penguin(f, Some(map))
-        }
+        Format::PenguinText => crate::looped_pir::load_pir_text(src)?,
         Format::BirText => crate::looped::load_bir_text(src)?,
         Format::PenguinJson => {
-            let f: Function = serde_json::from_str(&src.text).map_err(json)?;
+            let f: Function = match serde_json::from_str(&src.text) {
+                Ok(f) => f,
+                // A looped function's JSON (`ntile fmt F.pir --json` of a file with loops).
+                Err(e) => return crate::looped_pir::from_json(src, &src.text).unwrap_or_else(|| Err(json(e))),
+            };
             penguin::parse::check_limits(&f).map_err(|(e, m)| CliError::usage(format!("{}: {e}: {m}", src.name)))?;
             Ir::Penguin(f, None)
         }
@@ -261,6 +263,18 @@ pub fn run(args: &FmtArgs) -> Result<String, CliError> {
             crate::comments::with_comments(&src.text, lines.collect())
         }
         (Ir::BirLooped(p, _), true) => to_json(p)?,
+        (Ir::PenguinLooped(f, None), false) => f.to_string(),
+        (Ir::PenguinLooped(f, Some(map)), false) => {
+            let lines = penguin::text::looped_lines(f).into_iter().map(|(at, text)| {
+                let line = match at {
+                    penguin::text::LoopLine::Plain(penguin::Entity::Function) => None,
+                    other => map.line_of(other),
+                };
+                (line, text)
+            });
+            crate::comments::with_comments(&src.text, lines.collect())
+        }
+        (Ir::PenguinLooped(f, _), true) => to_json(f)?,
         (Ir::Penguin(f, _), true) => to_json(f)?,
         (Ir::Bir(p, _), true) => to_json(p)?,
     };
