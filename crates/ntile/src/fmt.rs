@@ -3,7 +3,8 @@
 //!
 //! The kind of a file is its extension (`.pir`, `.bir`, `.json`) or else its first keyword
 //! (`kernel`, `program`, or `{` for JSON). Every failure names the file, and the line and
-//! column where the text says them.
+//! column where the text says them. Text with loops is read as a looped program or function
+//! ([`crate::looped`], [`crate::looped_pir`]) when the unrolled parser refuses it.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};

@@ -9,9 +9,9 @@
 //! line of the instruction it concerns (the line of the looped instruction it is an iteration
 //! of).
 
-use penguin::looped::{expand_items, for_each_inst, StepError};
+use penguin::looped::{expand_items, for_each_inst, Item, StepError};
 use penguin::text::{LoopLine, LoopSourceMap};
-use penguin::{Entity, Function, LoopedFunction, VerifierErrors};
+use penguin::{Entity, Function, LoopedFunction, PirInst, VerifierErrors};
 
 use crate::error::CliError;
 use crate::fmt::{Ir, Source};
@@ -32,26 +32,35 @@ pub fn load_pir_text(src: &Source) -> Result<Ir, CliError> {
     }
 }
 
-/// A looped function from JSON (`ntile fmt F.pir --json` of a file with loops), checked
-/// against the text format's limits.
+/// A looped function from JSON (`ntile fmt F.pir --json` of a file with loops), checked as
+/// the text parser checks it: well-formed loops (at least one trip and one item, a step entry
+/// per parameter) and the text format's limits on every instruction.
 pub fn from_json(src: &Source, text: &str) -> Option<Result<Ir, CliError>> {
     let lf: LoopedFunction = serde_json::from_str(text).ok()?;
+    let bad = |m: String| Some(Err(CliError::usage(format!("{}: {m}", src.name))));
+    if let Err(e) = penguin::looped::check_steps(&lf.body) {
+        return bad(e.to_string());
+    }
     let mut f = lf.header.clone();
-    let mut stack: Vec<&[penguin::looped::Item<penguin::PirInst>]> = vec![&lf.body];
+    let mut stack: Vec<&[Item<PirInst>]> = vec![&lf.body];
     while let Some(items) = stack.pop() {
         for it in items {
             match it {
-                penguin::looped::Item::Inst(i) => {
+                Item::Inst(i) => {
                     f.push_inst(i.data.clone(), Vec::new());
                 }
-                penguin::looped::Item::Loop(l) => stack.push(&l.body),
+                Item::Loop(l) if l.body.is_empty() => return bad("a loop has an empty body".into()),
+                Item::Loop(l) => stack.push(&l.body),
             }
         }
     }
-    let checked = penguin::parse::check_limits(&f)
-        .map_err(|(_, m)| CliError::usage(format!("{}: {m}", src.name)))
-        .map(|()| Ir::PenguinLooped(lf, None));
-    Some(checked)
+    if lf.unrolled_len() > penguin::text::lexer::MAX_EXTENT {
+        return bad(format!("the function unrolls to {} instructions, more than 2^48", lf.unrolled_len()));
+    }
+    if let Err((_, m)) = penguin::parse::check_limits(&f) {
+        return bad(m);
+    }
+    Some(Ok(Ir::PenguinLooped(lf, None)))
 }
 
 /// The line an entity of the expansion was written on.
