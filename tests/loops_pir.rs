@@ -76,6 +76,15 @@ fn looped() -> String {
     format!("{HEADER}{LOOPED}")
 }
 
+/// The looped text without its comments.
+fn canonical() -> String {
+    looped()
+        .lines()
+        .filter(|l| !l.starts_with(';'))
+        .map(|l| format!("{}\n", l.split(" ;").next().unwrap_or(l)))
+        .collect()
+}
+
 #[test]
 fn the_looped_text_is_its_unrolled_twin() {
     let lf = penguin::text::parse_looped(&looped()).unwrap();
@@ -143,7 +152,7 @@ fn a_looped_pir_runs_verifies_compiles_and_formats_like_its_unrolled_twin() {
         .filter(|l| !l.starts_with(';'))
         .map(|l| format!("{}\n", l.split(" ;").next().unwrap()))
         .collect();
-    assert_eq!(stdout(&o), plain);
+    assert_eq!(stdout(&o), canonical());
     // The unrolled twin formats as before: computed edges, no loops.
     let o = ntile(&["fmt", path_str(&ff)]);
     assert!(!stdout(&o).contains("loop") && stdout(&o).contains("after(i2 raw, i0 raw)"));
@@ -194,5 +203,32 @@ fn malformed_loops_and_bad_iterations_name_the_line() {
     assert_eq!(
         fails("verify", &looped().replace("dst=t6{p0[1, 4]", "dst=t6{p0-1*i0[1, 4]")),
         "error: bad.pir:20: i12: a loop moves a parameter of this instruction out of range\n"
+    );
+}
+
+#[test]
+fn looped_json_is_checked_like_the_text() {
+    let dir = scratch("loops-pir-json");
+    let lf = penguin::text::parse_looped(&looped()).unwrap();
+    let json = serde_json::to_string_pretty(&lf).unwrap();
+    let fmt = |text: &str| {
+        let file = dir.join("f.json");
+        std::fs::write(&file, text).unwrap();
+        let o = ntile(&["fmt", path_str(&file)]);
+        (code(&o), stdout(&o), stderr(&o).replace(path_str(&file), "f.json"))
+    };
+    let plain: String = looped()
+        .lines()
+        .filter(|l| !l.starts_with(';'))
+        .map(|l| format!("{}\n", l.split(" ;").next().unwrap()))
+        .collect();
+    assert_eq!(fmt(&json), (0, canonical(), String::new()));
+    // A loop of no trips, a tensor listed under another name: refused, not printed.
+    let zero = json.replacen("\"trips\": 4", "\"trips\": 0", 1);
+    assert_eq!(fmt(&zero), (2, String::new(), "error: f.json: a loop has 0 trips\n".to_string()));
+    let renamed = json.replacen("\"name\": \"b\"", "\"name\": \"a\"", 1);
+    assert_eq!(
+        fmt(&renamed),
+        (2, String::new(), "error: f.json: t1: the tensor listed as \"b\" is named \"a\"\n".to_string())
     );
 }

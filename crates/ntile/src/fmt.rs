@@ -138,6 +138,7 @@ pub fn load(src: &Source) -> Result<Ir, CliError> {
                 Err(e) => return crate::looped_pir::from_json(src, &src.text).unwrap_or_else(|| Err(json(e))),
             };
             penguin::parse::check_limits(&f).map_err(|(e, m)| CliError::usage(format!("{}: {e}: {m}", src.name)))?;
+            check_tensor_names(src, &f)?;
             Ir::Penguin(f, None)
         }
         Format::BirJson => {
@@ -159,6 +160,20 @@ pub fn load(src: &Source) -> Result<Ir, CliError> {
             Ir::Bir(p, None)
         }
     })
+}
+
+/// Every tensor of a function from JSON is listed under its own name (the text names each
+/// tensor once, so a function whose keys and names differ would not print back).
+pub fn check_tensor_names(src: &Source, f: &Function) -> Result<(), CliError> {
+    match f.tensors.iter().enumerate().find(|(_, (key, t))| **key != t.name) {
+        Some((i, (key, t))) => Err(CliError::usage(format!(
+            "{}: {}: the tensor listed as {key:?} is named {:?}",
+            src.name,
+            penguin::TensorId(i as u32),
+            t.name
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Read and parse a file.

@@ -60,7 +60,7 @@ pub fn from_json(src: &Source, text: &str) -> Option<Result<Ir, CliError>> {
     if let Err((_, m)) = penguin::parse::check_limits(&f) {
         return bad(m);
     }
-    Some(Ok(Ir::PenguinLooped(lf, None)))
+    Some(crate::fmt::check_tensor_names(src, &f).map(|()| Ir::PenguinLooped(lf, None)))
 }
 
 /// The line an entity of the expansion was written on.
