@@ -147,11 +147,6 @@ fn a_looped_pir_runs_verifies_compiles_and_formats_like_its_unrolled_twin() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let o = ntile(&["fmt", path_str(&json)]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let plain: String = looped()
-        .lines()
-        .filter(|l| !l.starts_with(';'))
-        .map(|l| format!("{}\n", l.split(" ;").next().unwrap()))
-        .collect();
     assert_eq!(stdout(&o), canonical());
     // The unrolled twin formats as before: computed edges, no loops.
     let o = ntile(&["fmt", path_str(&ff)]);
@@ -217,11 +212,6 @@ fn looped_json_is_checked_like_the_text() {
         let o = ntile(&["fmt", path_str(&file)]);
         (code(&o), stdout(&o), stderr(&o).replace(path_str(&file), "f.json"))
     };
-    let plain: String = looped()
-        .lines()
-        .filter(|l| !l.starts_with(';'))
-        .map(|l| format!("{}\n", l.split(" ;").next().unwrap()))
-        .collect();
     assert_eq!(fmt(&json), (0, canonical(), String::new()));
     // A loop of no trips, a tensor listed under another name: refused, not printed.
     let zero = json.replacen("\"trips\": 4", "\"trips\": 0", 1);
