@@ -9,6 +9,8 @@
 //! line of the instruction it concerns (the line of the looped instruction it is an iteration
 //! of).
 
+use std::collections::HashMap;
+
 use penguin::looped::{expand_items, for_each_inst, Item, StepError};
 use penguin::text::{LoopLine, LoopSourceMap};
 use penguin::{Entity, Function, LoopedFunction, PirInst, VerifierErrors};
@@ -63,59 +65,52 @@ pub fn from_json(src: &Source, text: &str) -> Option<Result<Ir, CliError>> {
     Some(crate::fmt::check_tensor_names(src, &f).map(|()| Ir::PenguinLooped(lf, None)))
 }
 
-/// The line an entity of the expansion was written on.
-fn entity_line(lf: &LoopedFunction, map: &LoopSourceMap, e: Entity) -> Option<(LoopLine, usize)> {
-    let at = match e {
-        Entity::Inst(i) => LoopSourceMap::unrolled_at(lf, u64::from(i.0))?,
-        other => LoopLine::Plain(other),
-    };
-    Some((at, map.line_of(at)?))
+/// The printed line an entity of the expansion belongs to (an instruction: the looped
+/// instruction it is an iteration of).
+fn entity_at(lf: &LoopedFunction, e: Entity) -> Option<LoopLine> {
+    match e {
+        Entity::Inst(i) => LoopSourceMap::unrolled_at(lf, u64::from(i.0)),
+        other => Some(LoopLine::Plain(other)),
+    }
 }
 
 /// A Penguin verifier failure of a looped function's expansion: each error with its file
-/// line, then the looped function with each error printed under the line it concerns.
+/// line, then the looped function with each error printed under the line it concerns
+/// (errors about the function as a whole under its `kernel` line).
 pub fn looped_errors(
     src: &Source,
     lf: &LoopedFunction,
     map: Option<&LoopSourceMap>,
     errors: &VerifierErrors,
 ) -> CliError {
-    let located: Vec<(Option<(LoopLine, usize)>, String)> = errors
-        .0
-        .iter()
-        .map(|e| (map.and_then(|m| entity_line(lf, m, e.entity)), format!("{}: {}", e.entity, e.message)))
-        .collect();
-    let mut msg = format!("{}: {} verifier error(s)\n", src.name, located.len());
-    for (at, m) in &located {
-        match at {
-            Some((_, line)) => msg += &format!("{}:{line}: {m}\n", src.name),
+    let mut msg = format!("{}: {} verifier error(s)\n", src.name, errors.0.len());
+    let mut under: HashMap<LoopLine, Vec<String>> = HashMap::new();
+    let mut unplaced = Vec::new();
+    for e in &errors.0 {
+        let m = format!("{}: {}", e.entity, e.message);
+        let at = entity_at(lf, e.entity);
+        match at.zip(map).and_then(|(at, map)| map.line_of(at)) {
+            Some(line) => msg += &format!("{}:{line}: {m}\n", src.name),
             None => msg += &format!("{}: {m}\n", src.name),
+        }
+        match at {
+            Some(at) => under.entry(at).or_default().push(m),
+            None => unplaced.push(m),
         }
     }
     msg += "\n";
-    let mut printed = vec![false; located.len()];
-    // Errors about the function as a whole go under its first (`kernel`) line.
     for (line, text) in penguin::text::looped_lines(lf) {
         msg += &text;
         msg.push('\n');
-        for (i, (at, m)) in located.iter().enumerate() {
-            let here = match at {
-                Some((l, _)) => *l == line,
-                None => errors.0.get(i).is_some_and(|e| match e.entity {
-                    Entity::Inst(id) => LoopSourceMap::unrolled_at(lf, u64::from(id.0)) == Some(line),
-                    other => LoopLine::Plain(other) == line,
-                }),
-            };
-            if !printed[i] && here {
-                printed[i] = true;
-                msg += &format!("; error: {m}\n");
-            }
-        }
-    }
-    for (i, (_, m)) in located.iter().enumerate() {
-        if !printed[i] {
+        // `remove`: the header's lines are all `Entity::Function`; the first takes them.
+        for m in under.remove(&line).unwrap_or_default() {
             msg += &format!("; error: {m}\n");
         }
+    }
+    // Lines not printed (none, for a function the verifier names rightly), in error order.
+    let left = errors.0.iter().filter_map(|e| under.remove(&entity_at(lf, e.entity)?)).flatten();
+    for m in left.chain(unplaced) {
+        msg += &format!("; error: {m}\n");
     }
     CliError::usage(msg.trim_end().to_string())
 }
