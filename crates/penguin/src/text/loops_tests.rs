@@ -299,3 +299,18 @@ fn the_documented_example_parses_and_prints_back() {
     assert_eq!(lf.to_string(), doc);
     assert_eq!(lf.expand().unwrap().insts.len(), 13);
 }
+
+proptest! {
+    /// Without loops, the looped text is the unrolled text, and reads back to the same.
+    #[test]
+    fn a_function_in_program_order_prints_as_unrolled(mut f in props::function()) {
+        f.layout = (0..f.insts.len() as u32).map(InstId).collect();
+        let n = f.insts.len() as u32;
+        f.deps.iter_mut().for_each(|d| d.retain(|d| d.from.0 < n));
+        let lf = LoopedFunction::from_function(&f);
+        let text = f.to_string();
+        prop_assert_eq!(lf.to_string(), text.clone());
+        let back = parse_looped(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
+        prop_assert_eq!(back, lf);
+    }
+}
