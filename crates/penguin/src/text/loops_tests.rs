@@ -309,7 +309,7 @@ proptest! {
         f.deps.iter_mut().for_each(|d| d.retain(|d| d.from.0 < n));
         let lf = LoopedFunction::from_function(&f);
         let text = f.to_string();
-        prop_assert_eq!(lf.to_string(), text.clone());
+        prop_assert_eq!(&lf.to_string(), &text);
         let back = parse_looped(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         prop_assert_eq!(back, lf);
     }
