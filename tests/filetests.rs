@@ -24,6 +24,10 @@
 //! - `run`: lower if needed, simulate; expect each printed tensor's values row by row (or
 //!   `error: ...`).
 //!
+//! A `.bir` or `.pir` file with loops (`loop iD xT {` ... `}`) is read by the looped parser
+//! when the unrolled one refuses it; a looped function is verified, lowered and run on its
+//! expansion, its errors on the line of the looped instruction they are an iteration of.
+//!
 //! `NTILE_BLESS=1 cargo test -p ntile --test filetests` rewrites the expectations from what
 //! the code does now (`cargo xtask bless`); review the diff before committing it.
 #![expect(clippy::unwrap_used, clippy::expect_used, reason = "test helpers assert by panicking")]
@@ -186,6 +190,28 @@ fn is_bir(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "bir")
 }
 
+/// A `.pir` body with loops: the unrolled parser refuses it and it has loop lines (so a
+/// file without loops keeps the unrolled parser's messages).
+fn is_looped_pir(path: &Path, body: &str) -> bool {
+    !is_bir(path)
+        && penguin::parse::parse(body).is_err()
+        && body.lines().any(|l| {
+            let t = l.trim_start();
+            t.starts_with('}') || t.starts_with("loop ")
+        })
+}
+
+/// A `.pir` body's function: unrolled, or a looped one expanded and verified as `ntile`
+/// does it (the error is `ntile`'s message, with the file named `f`).
+fn pir_function(path: &Path, body: &str) -> Result<penguin::Function, String> {
+    if !is_looped_pir(path, body) {
+        return penguin::parse::parse(body).map_err(|e| format!("syntax: {e}"));
+    }
+    let (lf, map) = penguin::text::parse_looped_with_source_map(body).map_err(|e| format!("syntax: {e}"))?;
+    let src = ntile::fmt::Source { name: "f".into(), extension: "pir".into(), text: body.into() };
+    Ok(ntile::looped_pir::unroll(&src, &lf, Some(&map)).map_err(|e| e.message)?.0)
+}
+
 /// The verifier's errors for a body, each with the line it concerns.
 fn verify_errors(path: &Path, body: &str) -> Vec<(usize, String)> {
     let syntax = |e: penguin::ParseError| vec![(e.line, format!("syntax: {}: {}", e.col, e.message))];
@@ -211,6 +237,34 @@ fn verify_errors(path: &Path, body: &str) -> Vec<(usize, String)> {
                     _ => (first, rest.strip_prefix(' ').unwrap_or(rest)),
                 };
                 (line, strip_position(msg).to_string())
+            })
+            .collect();
+    }
+    if is_looped_pir(path, body) {
+        // A function with loops: each error on the line of the looped instruction it is an
+        // iteration of, as `ntile verify` reports it.
+        let (lf, map) = match penguin::text::parse_looped_with_source_map(body) {
+            Ok(x) => x,
+            Err(e) => return syntax(e),
+        };
+        let first = map.line_of(penguin::text::LoopLine::Plain(penguin::Entity::Function)).unwrap_or(1);
+        let src = ntile::fmt::Source { name: "f".into(), extension: "pir".into(), text: body.into() };
+        let Err(e) = ntile::looped_pir::unroll(&src, &lf, Some(&map)) else { return Vec::new() };
+        let mut lines = e.message.lines();
+        let head = lines.next().unwrap_or_default();
+        let located: Vec<&str> = if head.ends_with("verifier error(s)") {
+            lines.take_while(|l| !l.is_empty()).collect()
+        } else {
+            vec![head]
+        };
+        return located
+            .iter()
+            .map(|l| {
+                let rest = l.strip_prefix("f:").unwrap_or(l);
+                match rest.split_once(": ") {
+                    Some((n, m)) if n.parse::<usize>().is_ok() => (n.parse().unwrap_or(first), m.to_string()),
+                    _ => (first, rest.trim_start().to_string()),
+                }
             })
             .collect();
     }
@@ -245,8 +299,8 @@ fn verify_errors(path: &Path, body: &str) -> Vec<(usize, String)> {
     }
 }
 
-fn lower_text(body: &str, target: Target) -> Result<bir::Program, String> {
-    let f = penguin::parse::parse(body).map_err(|e| format!("syntax: {e}"))?;
+fn lower_text(path: &Path, body: &str, target: Target) -> Result<bir::Program, String> {
+    let f = pir_function(path, body)?;
     let verified = penguin::verify(&f).map_err(|e| e.to_string())?;
     let program = bir::lower(verified, target).map_err(|e| e.to_string())?;
     bir::verify_program(&program).map_err(|e| e.to_string())?;
@@ -276,10 +330,10 @@ fn run_text(path: &Path, header: &Header, body: &str) -> Result<String, String> 
         bir::verify_program(&p).map_err(|e| e.to_string())?;
         (p, None)
     } else {
-        let f = penguin::parse::parse(body).map_err(|e| format!("syntax: {e}"))?;
+        let f = pir_function(path, body)?;
         let names: Vec<String> =
             f.outputs.iter().filter_map(|&t| penguin::FunctionView::tensor(&f, t)).map(|t| t.name.clone()).collect();
-        (lower_text(body, header.target)?, Some(names))
+        (lower_text(path, body, header.target)?, Some(names))
     };
     let mut sim = sim::Simulator::new(&program);
     for (name, spec) in &header.inputs {
@@ -336,6 +390,18 @@ fn roundtrip_text(path: &Path, body: &str) -> Result<String, String> {
             return Err("the JSON parses to a different program".into());
         }
         Ok(text)
+    } else if is_looped_pir(path, body) {
+        let f = penguin::text::parse_looped(body).map_err(|e| format!("syntax: {e}"))?;
+        let text = f.to_string();
+        let back = penguin::text::parse_looped(&text).map_err(|e| format!("the print does not parse: {e}\n{text}"))?;
+        if back != f {
+            return Err(format!("the print parses to a different function:\n{text}"));
+        }
+        let json = serde_json::to_string(&f).map_err(|e| e.to_string())?;
+        if serde_json::from_str::<penguin::LoopedFunction>(&json).map_err(|e| e.to_string())? != f {
+            return Err("the JSON parses to a different function".into());
+        }
+        Ok(text)
     } else {
         let f = penguin::parse::parse(body).map_err(|e| format!("syntax: {e}"))?;
         let text = f.to_string();
@@ -383,7 +449,7 @@ fn run_file(path: &Path) -> Result<Option<String>, String> {
         return Err(format!("expected errors:\n{}actual errors:\n{}", show(&expected), show(&actual)));
     }
     let actual = match t.header.kind {
-        Kind::Lower => match lower_text(&t.body, t.header.target) {
+        Kind::Lower => match lower_text(path, &t.body, t.header.target) {
             Ok(p) => p.to_string(),
             Err(e) => format!("error: {e}\n"),
         },

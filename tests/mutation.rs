@@ -187,6 +187,23 @@ fn check(name: &str, extension: &str, bytes: Vec<u8>, simulate: bool) {
                 Ok(()) => {}
             }
         }
+        Ir::PenguinLooped(lf, map) => {
+            let printed = lf.to_string();
+            let back = penguin::text::parse_looped(&printed)
+                .unwrap_or_else(|e| panic!("the print does not parse: {e}\n{printed}"));
+            assert_eq!(back.to_string(), printed, "print(parse(print(f))) differs");
+            if lf.unrolled_len() < 1 << 16 {
+                match ntile::looped_pir::unroll(&src, &lf, map.as_ref()) {
+                    Err(e) => located(name, &e),
+                    Ok((f, _)) => {
+                        let lowered = penguin::verify(&f).ok().and_then(|v| bir::lower(v, penguin::Target::Trn2).ok());
+                        if let Some(p) = lowered.filter(|p| bir::verify_program(p).is_ok() && simulate) {
+                            run(&p);
+                        }
+                    }
+                }
+            }
+        }
         Ir::BirLooped(lp, map) => {
             let printed = lp.to_string();
             let back = bir::text::parse_looped(&printed)
@@ -235,7 +252,7 @@ fn mutated_files_never_panic() {
         }) {
             Ok(Ir::Penguin(f, _)) => serde_json::to_vec(&f).ok(),
             Ok(Ir::Bir(p, _)) => serde_json::to_vec(&p).ok(),
-            Ok(Ir::BirLooped(..)) | Err(_) => None,
+            Ok(Ir::BirLooped(..) | Ir::PenguinLooped(..)) | Err(_) => None,
         };
         let mut inputs: Vec<(String, Vec<u8>)> =
             (0..text_mutants).map(|_| (ext.clone(), mutate(&mut rng, &original))).collect();

@@ -200,7 +200,7 @@ pub struct KernelReport {
 /// `path` and run the cycle model on it.
 pub fn model_kernel(path: &Path, target: Option<Target>) -> Result<KernelReport, CliError> {
     let (src, ir) = load_path(path)?;
-    let program = match ir {
+    let program = match crate::looped_pir::expand_ir(&src, ir)? {
         Ir::Penguin(f, map) => {
             crate::compile::compile_function(&src, &f, map.as_ref(), target.unwrap_or(Target::Trn2))?
         }
@@ -214,6 +214,7 @@ pub fn model_kernel(path: &Path, target: Option<Target>) -> Result<KernelReport,
             crate::verify::check_program(&src, &p, map.as_ref(), "BIR verifier")?;
             p
         }
+        Ir::PenguinLooped(..) => return Err(CliError::internal("a looped function was not expanded")),
         Ir::BirLooped(lp, map) => {
             if let Some(t) = target.filter(|t| *t != lp.header.target) {
                 return Err(CliError::usage(format!(

@@ -66,6 +66,7 @@ pub fn compile_function(
 /// Run `ntile compile`.
 pub fn run(args: &CompileArgs) -> Result<String, CliError> {
     let (src, ir) = load_path(&args.file)?;
+    let ir = crate::looped_pir::expand_ir(&src, ir)?;
     let Ir::Penguin(f, map) = &ir else {
         return Err(CliError::usage(format!(
             "{}: is a BIR program; `ntile compile` takes a Penguin function (.pir). Use `ntile verify` or `ntile run` on BIR",

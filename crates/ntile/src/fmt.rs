@@ -3,7 +3,8 @@
 //!
 //! The kind of a file is its extension (`.pir`, `.bir`, `.json`) or else its first keyword
 //! (`kernel`, `program`, or `{` for JSON). Every failure names the file, and the line and
-//! column where the text says them.
+//! column where the text says them. Text with loops is read as a looped program or function
+//! ([`crate::looped`], [`crate::looped_pir`]) when the unrolled parser refuses it.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -118,23 +119,26 @@ pub enum Ir {
     Bir(bir::Program, Option<bir::text::SourceMap>),
     /// A BIR program with loops.
     BirLooped(bir::LoopedProgram, Option<bir::text::LoopSourceMap>),
+    /// A Penguin function with loops.
+    PenguinLooped(penguin::LoopedFunction, Option<penguin::text::LoopSourceMap>),
 }
 
 /// Parse a source in its format.
 pub fn load(src: &Source) -> Result<Ir, CliError> {
-    let located = |e: penguin::ParseError| CliError::usage(format!("{}:{e}", src.name));
     let json = |e: serde_json::Error| {
         CliError::usage(format!("{}:{}:{}: invalid JSON: {e}", src.name, e.line(), e.column().max(1)))
     };
     Ok(match detect(src)? {
-        Format::PenguinText => {
-            let (f, map) = penguin::parse::parse_with_source_map(&src.text).map_err(located)?;
-            Ir::Penguin(f, Some(map))
-        }
+        Format::PenguinText => crate::looped_pir::load_pir_text(src)?,
         Format::BirText => crate::looped::load_bir_text(src)?,
         Format::PenguinJson => {
-            let f: Function = serde_json::from_str(&src.text).map_err(json)?;
+            let f: Function = match serde_json::from_str(&src.text) {
+                Ok(f) => f,
+                // A looped function's JSON (`ntile fmt F.pir --json` of a file with loops).
+                Err(e) => return crate::looped_pir::from_json(src, &src.text).unwrap_or_else(|| Err(json(e))),
+            };
             penguin::parse::check_limits(&f).map_err(|(e, m)| CliError::usage(format!("{}: {e}: {m}", src.name)))?;
+            check_tensor_names(src, &f)?;
             Ir::Penguin(f, None)
         }
         Format::BirJson => {
@@ -156,6 +160,20 @@ pub fn load(src: &Source) -> Result<Ir, CliError> {
             Ir::Bir(p, None)
         }
     })
+}
+
+/// Every tensor of a function from JSON is listed under its own name (the text names each
+/// tensor once, so a function whose keys and names differ would not print back).
+pub fn check_tensor_names(src: &Source, f: &Function) -> Result<(), CliError> {
+    match f.tensors.iter().enumerate().find(|(_, (key, t))| **key != t.name) {
+        Some((i, (key, t))) => Err(CliError::usage(format!(
+            "{}: {}: the tensor listed as {key:?} is named {:?}",
+            src.name,
+            penguin::TensorId(i as u32),
+            t.name
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Read and parse a file.
@@ -261,6 +279,18 @@ pub fn run(args: &FmtArgs) -> Result<String, CliError> {
             crate::comments::with_comments(&src.text, lines.collect())
         }
         (Ir::BirLooped(p, _), true) => to_json(p)?,
+        (Ir::PenguinLooped(f, None), false) => f.to_string(),
+        (Ir::PenguinLooped(f, Some(map)), false) => {
+            let lines = penguin::text::looped_lines(f).into_iter().map(|(at, text)| {
+                let line = match at {
+                    penguin::text::LoopLine::Plain(penguin::Entity::Function) => None,
+                    other => map.line_of(other),
+                };
+                (line, text)
+            });
+            crate::comments::with_comments(&src.text, lines.collect())
+        }
+        (Ir::PenguinLooped(f, _), true) => to_json(f)?,
         (Ir::Penguin(f, _), true) => to_json(f)?,
         (Ir::Bir(p, _), true) => to_json(p)?,
     };

@@ -17,6 +17,7 @@ pub mod gemm;
 pub mod hw;
 pub mod kernel_info;
 pub mod looped;
+pub mod looped_pir;
 pub mod npy;
 pub mod progress;
 pub mod reference;

@@ -34,7 +34,7 @@ pub fn rolled_text(p: &bir::Program) -> String {
 }
 
 /// Whether a text uses loop syntax (a `loop` or `}` line).
-fn has_loop_lines(text: &str) -> bool {
+pub(crate) fn has_loop_lines(text: &str) -> bool {
     text.lines().any(|l| {
         let t = l.trim_start();
         t.starts_with('}') || t.strip_prefix("loop").is_some_and(|r| r.starts_with([' ', '\t']))

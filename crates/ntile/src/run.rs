@@ -320,6 +320,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         ));
     }
     let (src, ir) = load_path(&args.file)?;
+    let ir = crate::looped_pir::expand_ir(&src, ir)?;
     let mut penguin_instructions = None;
     let mut buffers = Vec::new();
     let (program, lines, required): (bir::Program, SourceLines, Vec<String>) = match ir {
@@ -344,6 +345,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
             let required = p.hbm.iter().filter(|t| t.role == bir::HbmRole::Input).map(|t| t.name.clone()).collect();
             (p, SourceLines::Bir(bmap), required)
         }
+        Ir::PenguinLooped(..) => return Err(CliError::internal("a looped function was not expanded")),
         Ir::BirLooped(lp, lmap) => {
             if let Some(t) = args.target.filter(|t| *t != lp.header.target) {
                 return Err(CliError::usage(format!(

@@ -47,6 +47,17 @@ pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
                 p.streams.iter().filter(|s| !s.is_empty()).count()
             ))
         }
+        Ir::PenguinLooped(lf, map) => {
+            let (f, _) = crate::looped_pir::unroll(&src, lf, map.as_ref())?;
+            Ok(format!(
+                "{}: ok: kernel {} ({} tensors, {} instructions unrolled, {} loops)\n",
+                src.name,
+                f.kernel_name,
+                f.tensors.len(),
+                f.layout.len(),
+                crate::looped_pir::loop_count(lf)
+            ))
+        }
         Ir::BirLooped(p, map) => {
             crate::looped::check_looped(&src, p, map.as_ref())?;
             Ok(format!(

@@ -205,6 +205,49 @@ fn inst_body<'a>(c: &mut Cursor<'a>, id: InstId) -> Result<PendingInst, ParseErr
     }
     Ok(inst)
 }
+/// An instruction's operands resolved against `func`'s tensors, and the instruction built
+/// (with its `after(...)` list, if it has one).
+fn resolve(p: PendingInst, func: &Function) -> Result<(InstData, Option<Vec<Dep>>), ParseError> {
+    let mut operands = Vec::with_capacity(p.operands.len());
+    for (_, name, t) in p.operands {
+        let (memory, dtype) = match (t.stated, func.tensor(t.tensor)) {
+            (Some(s), _) => s,
+            (None, Some(td)) => (td.memory, td.dtype),
+            (None, None) => {
+                let message = format!(
+                    "operand {} names no tensor (declare `tensor {}` or state it as `{}:MEMORY:DTYPE{{...}}`)",
+                    t.tensor, t.tensor, t.tensor
+                );
+                return Err(ParseError { line: p.line, col: t.col, message });
+            }
+        };
+        operands.push((name, InstTile { tensor: t.tensor, memory, dtype, ap: t.ap }));
+    }
+    let attrs: Vec<(String, String)> = p.attrs.iter().map(|(_, k, v)| (k.clone(), v.clone())).collect();
+    let inst = InstData::from_parts(&p.opcode, &attrs, operands).map_err(|e| {
+        // Point at the attribute written with the key the error names; errors about an
+        // operand, a missing attribute or the opcode point at the opcode.
+        let col = e
+            .key
+            .as_deref()
+            .and_then(|key| p.attrs.iter().find(|(_, k, _)| k == key))
+            .map_or(p.opcode_col, |(col, _, _)| *col);
+        ParseError { line: p.line, col, message: e.message }
+    })?;
+    Ok((inst, p.deps))
+}
+
+/// One instruction line after its `iN =` (the looped parser's hook): the instruction, with
+/// its operands resolved against `func`'s tensors, and its `after(...)` list if it has one.
+pub(crate) fn inst_after_id(
+    c: &mut Cursor<'_>,
+    id: InstId,
+    func: &Function,
+) -> Result<(InstData, Option<Vec<Dep>>), ParseError> {
+    let p = inst_body(c, id)?;
+    resolve(p, func)
+}
+
 /// Parse a `.pir` text, also returning the line of every entity.
 pub fn parse_with_source_map(text: &str) -> Result<(Function, SourceMap), ParseError> {
     let mut func = Function::default();
@@ -324,34 +367,9 @@ pub fn parse_with_source_map(text: &str) -> Result<(Function, SourceMap), ParseE
     let any_after = pending.iter().any(|p| p.deps.is_some());
     for p in pending {
         map.insts.push(p.line);
-        let mut operands = Vec::with_capacity(p.operands.len());
-        for (_, name, t) in p.operands {
-            let (memory, dtype) = match (t.stated, func.tensor(t.tensor)) {
-                (Some(s), _) => s,
-                (None, Some(td)) => (td.memory, td.dtype),
-                (None, None) => {
-                    let message = format!(
-                        "operand {} names no tensor (declare `tensor {}` or state it as `{}:MEMORY:DTYPE{{...}}`)",
-                        t.tensor, t.tensor, t.tensor
-                    );
-                    return Err(ParseError { line: p.line, col: t.col, message });
-                }
-            };
-            operands.push((name, InstTile { tensor: t.tensor, memory, dtype, ap: t.ap }));
-        }
-        let attrs: Vec<(String, String)> = p.attrs.iter().map(|(_, k, v)| (k.clone(), v.clone())).collect();
-        let inst = InstData::from_parts(&p.opcode, &attrs, operands).map_err(|e| {
-            // Point at the attribute written with the key the error names; errors about an
-            // operand, a missing attribute or the opcode point at the opcode.
-            let col = e
-                .key
-                .as_deref()
-                .and_then(|key| p.attrs.iter().find(|(_, k, _)| k == key))
-                .map_or(p.opcode_col, |(col, _, _)| *col);
-            ParseError { line: p.line, col, message: e.message }
-        })?;
+        let (inst, deps) = resolve(p, &func)?;
         func.insts.push(inst);
-        func.deps.push(p.deps.unwrap_or_default());
+        func.deps.push(deps.unwrap_or_default());
     }
     func.layout = layout.unwrap_or(textual);
     if !any_after {
@@ -362,4 +380,4 @@ pub fn parse_with_source_map(text: &str) -> Result<(Function, SourceMap), ParseE
 
 #[cfg(test)]
 #[path = "parse_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -217,7 +217,7 @@ fn many_keys_on_one_line_are_checked_in_linear_time() {
     assert_eq!(err(&text), format!("2:{col}: `k7=` is given twice"));
 }
 
-mod props {
+pub(crate) mod props {
     use proptest::prelude::*;
 
     use super::*;
@@ -247,7 +247,7 @@ mod props {
         )
     }
 
-    fn inst() -> impl Strategy<Value = InstData> {
+    pub(crate) fn inst() -> impl Strategy<Value = InstData> {
         let acc = proptest::option::of((0u8..8).prop_map(EngineAccumulationType::from_bits_truncate));
         let pos = (0u32..200, 0u32..200).prop_map(|(row, col)| TilePosition { row, col });
         let size = (0u32..200, 0u32..200).prop_map(|(rows, cols)| TileSize { rows, cols });
@@ -334,7 +334,7 @@ mod props {
     }
 
     prop_compose! {
-        fn function()(
+        pub(crate) fn function()(
             name in "\\PC{0,10}",
             debug in proptest::option::of("[ -~]{0,10}"),
             tensors in proptest::collection::vec(tensor(), 0..8),

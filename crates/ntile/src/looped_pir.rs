@@ -1,0 +1,198 @@
+//! Looped Penguin functions in the CLI: `.pir` files with loops as `ntile fmt`, `verify`,
+//! `run` and `compile` read them.
+//!
+//! A `.pir` text is read by the unrolled parser first (so a file without loops reads, and
+//! fails, exactly as before) and by the looped parser when that fails. `fmt` prints a looped
+//! function back rolled; the other commands expand it (up to [`MAX_RUN_UNROLLED`]
+//! instructions), verify the expansion with [`penguin::verify`] and go on with it, so a
+//! looped file and its unrolled twin give the same results. A verifier error names the file
+//! line of the instruction it concerns (the line of the looped instruction it is an iteration
+//! of).
+
+use std::collections::HashMap;
+
+use penguin::looped::{expand_items, for_each_inst, Item, StepError};
+use penguin::text::{LoopLine, LoopSourceMap};
+use penguin::{Entity, Function, LoopedFunction, PirInst, VerifierErrors};
+
+use crate::error::CliError;
+use crate::fmt::{Ir, Source};
+use crate::looped::has_loop_lines;
+
+/// The most unrolled instructions a looped function is expanded to.
+pub const MAX_RUN_UNROLLED: u64 = 1 << 24;
+
+/// Parse `.pir` text: unrolled when it can be, looped otherwise.
+pub fn load_pir_text(src: &Source) -> Result<Ir, CliError> {
+    let located = |e: penguin::ParseError| CliError::usage(format!("{}:{e}", src.name));
+    match penguin::parse::parse_with_source_map(&src.text) {
+        Ok((f, map)) => Ok(Ir::Penguin(f, Some(map))),
+        Err(plain) => match penguin::text::parse_looped_with_source_map(&src.text) {
+            Ok((lf, map)) => Ok(Ir::PenguinLooped(lf, Some(map))),
+            Err(looped) => Err(located(if has_loop_lines(&src.text) { looped } else { plain })),
+        },
+    }
+}
+
+/// A looped function from JSON (`ntile fmt F.pir --json` of a file with loops), checked as
+/// the text parser checks it: well-formed loops (at least one trip and one item, a step entry
+/// per parameter) and the text format's limits on every instruction.
+pub fn from_json(src: &Source, text: &str) -> Option<Result<Ir, CliError>> {
+    let lf: LoopedFunction = serde_json::from_str(text).ok()?;
+    let bad = |m: String| Some(Err(CliError::usage(format!("{}: {m}", src.name))));
+    if let Err(e) = penguin::looped::check_steps(&lf.body) {
+        return bad(e.to_string());
+    }
+    let mut f = lf.header.clone();
+    let mut stack: Vec<&[Item<PirInst>]> = vec![&lf.body];
+    while let Some(items) = stack.pop() {
+        for it in items {
+            match it {
+                Item::Inst(i) => {
+                    f.push_inst(i.data.clone(), Vec::new());
+                }
+                Item::Loop(l) if l.body.is_empty() => return bad("a loop has an empty body".into()),
+                Item::Loop(l) => stack.push(&l.body),
+            }
+        }
+    }
+    if lf.unrolled_len() > penguin::text::lexer::MAX_EXTENT {
+        return bad(format!("the function unrolls to {} instructions, more than 2^48", lf.unrolled_len()));
+    }
+    if let Err((_, m)) = penguin::parse::check_limits(&f) {
+        return bad(m);
+    }
+    Some(crate::fmt::check_tensor_names(src, &f).map(|()| Ir::PenguinLooped(lf, None)))
+}
+
+/// The printed line an entity of the expansion belongs to (an instruction: the looped
+/// instruction it is an iteration of).
+fn entity_at(lf: &LoopedFunction, e: Entity) -> Option<LoopLine> {
+    match e {
+        Entity::Inst(i) => LoopSourceMap::unrolled_at(lf, u64::from(i.0)),
+        other => Some(LoopLine::Plain(other)),
+    }
+}
+
+/// A Penguin verifier failure of a looped function's expansion: each error with its file
+/// line, then the looped function with each error printed under the line it concerns
+/// (errors about the function as a whole under its `kernel` line).
+pub fn looped_errors(
+    src: &Source,
+    lf: &LoopedFunction,
+    map: Option<&LoopSourceMap>,
+    errors: &VerifierErrors,
+) -> CliError {
+    let mut msg = format!("{}: {} verifier error(s)\n", src.name, errors.0.len());
+    let mut under: HashMap<LoopLine, Vec<String>> = HashMap::new();
+    let mut unplaced = Vec::new();
+    for e in &errors.0 {
+        let m = format!("{}: {}", e.entity, e.message);
+        let at = entity_at(lf, e.entity);
+        match at.zip(map).and_then(|(at, map)| map.line_of(at)) {
+            Some(line) => msg += &format!("{}:{line}: {m}\n", src.name),
+            None => msg += &format!("{}: {m}\n", src.name),
+        }
+        match at {
+            Some(at) => under.entry(at).or_default().push(m),
+            None => unplaced.push(m),
+        }
+    }
+    msg += "\n";
+    for (line, text) in penguin::text::looped_lines(lf) {
+        msg += &text;
+        msg.push('\n');
+        // `remove`: the header's lines are all `Entity::Function`; the first takes them.
+        for m in under.remove(&line).unwrap_or_default() {
+            msg += &format!("; error: {m}\n");
+        }
+    }
+    // Lines not printed (none, for a function the verifier names rightly), in error order.
+    let left = errors.0.iter().filter_map(|e| under.remove(&entity_at(lf, e.entity)?)).flatten();
+    for m in left.chain(unplaced) {
+        msg += &format!("; error: {m}\n");
+    }
+    CliError::usage(msg.trim_end().to_string())
+}
+
+/// Where the expansion of `lf` leaves a parameter's range: the unrolled index of the first
+/// instruction that does not expand.
+fn first_out_of_range(lf: &LoopedFunction) -> u64 {
+    let zero = vec![0; penguin::looped::param_count(&lf.body)];
+    let mut count = 0u64;
+    let _ = for_each_inst(&lf.body, &zero, &mut |_| {
+        count += 1;
+        Ok::<(), StepError>(())
+    });
+    count
+}
+
+/// Expand a looped function (up to [`MAX_RUN_UNROLLED`] instructions) and verify the
+/// expansion; returns it with its source map (every instruction on the line of the looped
+/// instruction it is an iteration of).
+pub fn unroll(
+    src: &Source,
+    lf: &LoopedFunction,
+    map: Option<&LoopSourceMap>,
+) -> Result<(Function, Option<penguin::parse::SourceMap>), CliError> {
+    let n = lf.unrolled_len();
+    if n > MAX_RUN_UNROLLED {
+        return Err(CliError::usage(format!(
+            "{}: the function unrolls to {n} instructions, more than the {MAX_RUN_UNROLLED} ntile expands",
+            src.name
+        )));
+    }
+    let at_line = |i: u64| match map.and_then(|m| m.unrolled_line(lf, i)) {
+        Some(line) => format!("{}:{line}", src.name),
+        None => src.name.clone(),
+    };
+    // As `LoopedFunction::expand`, with the line of the instruction that does not expand.
+    let insts = expand_items(&lf.body).map_err(|e| match e {
+        StepError::OutOfRange => {
+            let i = first_out_of_range(lf);
+            CliError::usage(format!("{}: i{i}: a loop moves a parameter of this instruction out of range", at_line(i)))
+        }
+        other => CliError::usage(format!("{}: {other}", src.name)),
+    })?;
+    let mut f = lf.header.clone();
+    f.insts.clear();
+    f.layout.clear();
+    f.deps.clear();
+    for inst in insts {
+        let at = f.insts.len() as u32;
+        if let Some(d) = inst.deps.iter().find(|d| d.from.0 >= at) {
+            return Err(CliError::usage(format!(
+                "{}: instruction i{at} depends on {}, which does not come before it",
+                at_line(u64::from(at)),
+                d.from
+            )));
+        }
+        f.push_inst(inst.data, inst.deps);
+    }
+    if let Err((e, m)) = penguin::parse::check_limits(&f) {
+        let line = match e {
+            Entity::Inst(i) => at_line(u64::from(i.0)),
+            _ => src.name.clone(),
+        };
+        return Err(CliError::usage(format!("{line}: {e}: {m}")));
+    }
+    penguin::verify(&f).map_err(|e| looped_errors(src, lf, map, &e))?;
+    let map = map.map(|m| m.unrolled(lf));
+    Ok((f, map))
+}
+
+/// `ir` with a looped function expanded (and verified); any other IR as it is.
+pub fn expand_ir(src: &Source, ir: Ir) -> Result<Ir, CliError> {
+    match ir {
+        Ir::PenguinLooped(lf, map) => {
+            let (f, map) = unroll(src, &lf, map.as_ref())?;
+            Ok(Ir::Penguin(f, map))
+        }
+        other => Ok(other),
+    }
+}
+
+/// The number of loops of a looped function.
+pub fn loop_count(lf: &LoopedFunction) -> usize {
+    penguin::text::looped_lines(lf).iter().filter(|(l, _)| matches!(l, LoopLine::Open(..))).count()
+}
