@@ -132,3 +132,41 @@ fn a_rolled_file_runs_verifies_and_formats_like_its_unrolled_twin() {
     assert_eq!(code(&o), 0);
     assert_eq!(stdout(&o), looped);
 }
+
+/// `--emit penguin` prints the planned function rolled into loops: it parses back, expands to
+/// `--emit penguin-unrolled` exactly, lowers (looped) to the rolled lowering of the unrolled
+/// function, and `ntile run` times both files the same.
+#[test]
+fn emit_penguin_prints_the_plan_rolled_and_it_lowers_and_runs_like_the_unrolled_one() {
+    let dir = scratch("loops_pir_emit");
+    let shape = ["--m", "256", "--k", "4096", "--n", "1024", "--schedule", "naive"];
+    let emit = |what: &str| {
+        let o = ntile(&[&["gemm"][..], &shape, &["--emit", what]].concat());
+        assert_eq!(code(&o), 0, "{}", common::stderr(&o));
+        stdout(&o)
+    };
+    let (looped, flat) = (emit("penguin"), emit("penguin-unrolled"));
+    assert!(looped.contains("\nloop i0 x") && looped.contains("*i0"), "{looped}");
+    assert!(!flat.contains("loop i0"));
+    assert!(3 * looped.lines().count() < flat.lines().count(), "{looped}");
+    let f = penguin::parse::parse(&flat).unwrap();
+    let lf = penguin::text::parse_looped(&looped).unwrap();
+    assert_eq!(lf.expand().unwrap(), f);
+    assert_eq!(lf, penguin::LoopedFunction::roll(&f));
+    // Lowering the looped function is rolling the lowering of the unrolled one.
+    let lp = bir::lower_looped(&lf, Target::Trn2).unwrap();
+    let program = bir::lower(penguin::verify(&f).unwrap(), Target::Trn2).unwrap();
+    assert_eq!(lp, ntile::looped::rolled(&program));
+    assert_eq!(lp.expand().unwrap(), ntile::looped::without_origins(&program));
+
+    let run = |text: &str, name: &str| {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        let o = ntile(&["run", path_str(&file), "--no-sim", "--json"]);
+        assert_eq!(code(&o), 0, "{}", common::stderr(&o));
+        serde_json::from_str::<serde_json::Value>(&stdout(&o)).unwrap()
+    };
+    let (a, b) = (run(&looped, "g.pir"), run(&flat, "flat.pir"));
+    assert_eq!(a, b);
+    assert_eq!(a["bir_instructions"], serde_json::json!(program.num_insts()));
+}

@@ -325,6 +325,15 @@ pub struct GemmPlan {
     pub config: GemmConfig,
 }
 
+impl GemmPlan {
+    /// The function with its repeated bodies rolled into loops ([`penguin::LoopedFunction::roll`]):
+    /// the loop nest the schedule walks, with per-trip offset and edge steps. Expanding it
+    /// gives [`Self::function`] back exactly.
+    pub fn looped(&self) -> penguin::LoopedFunction {
+        penguin::LoopedFunction::roll(&self.function)
+    }
+}
+
 /// `[start, start + len)` pieces of `0..total` of at most `tile` each.
 pub(crate) fn tiles(total: u64, tile: u64) -> impl Iterator<Item = (u64, u32)> {
     (0..total.div_ceil(tile)).map(move |i| (i * tile, (tile.min(total - i * tile)) as u32))

@@ -34,8 +34,11 @@ pub enum TransposeOn {
 /// Which IR `--emit` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Emit {
-    /// The verified Penguin function.
+    /// The verified Penguin function with its repeated bodies rolled into loops
+    /// (`LoopedFunction::roll`: the schedule's loop nest, offsets and edges stepping per trip).
     Penguin,
+    /// The verified Penguin function, one line per instruction.
+    PenguinUnrolled,
     /// The lowered BIR program with its repeated bodies rolled into loops (`bir::roll`;
     /// without the `origin(iN)` of each instruction, which changes every iteration).
     Bir,
@@ -439,6 +442,10 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
     let modeled = Modeled { program: &program, cycle: &cycle, auto: auto.as_ref(), hw: &hw };
     match args.emit {
         Some(Emit::Penguin) => {
+            let report = report_of(&cfg, &plan, &modeled, None, wall);
+            return Ok(Outcome { report, stdout: plan.looped().to_string(), result: None });
+        }
+        Some(Emit::PenguinUnrolled) => {
             let report = report_of(&cfg, &plan, &modeled, None, wall);
             return Ok(Outcome { report, stdout: plan.function.to_string(), result: None });
         }
