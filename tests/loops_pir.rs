@@ -134,6 +134,10 @@ fn a_looped_pir_runs_verifies_compiles_and_formats_like_its_unrolled_twin() {
         format!("{}: ok: kernel gemm_16x16x8 (7 tensors, 26 instructions unrolled, 1 loops)\n", path_str(&lf));
     assert_eq!(stdout(&o), verdict);
 
+    // The Python API's cycle model reads it too: the twin's report.
+    let model = |file: &std::path::Path| serde_json::to_value(ntile::api::model_kernel(file, None).unwrap()).unwrap();
+    assert_eq!(model(&lf), model(&ff));
+
     // `compile` lowers the expansion: the same BIR as the twin's.
     let compiled = |file: &std::path::Path| stdout(&ntile(&["compile", path_str(file)]));
     assert_eq!(compiled(&lf), compiled(&ff));
