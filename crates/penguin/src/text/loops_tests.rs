@@ -240,6 +240,24 @@ fn loop_syntax_errors_name_line_and_column() {
     );
 }
 
+#[test]
+fn a_line_of_many_terms_parses_in_linear_time() {
+    // Each term's column was counted from the line start, and each term compared with every
+    // earlier one: quadratic, hours for this line. Linear, it takes a moment.
+    let count = 200_000;
+    let deps: Vec<String> = (0..count).map(|_| "i0+1*i0 raw".to_string()).collect();
+    let text = format!(
+        "kernel k\ntensor t0 \"x\" sbuf fp32 [128, 512] @0\ni0 = memset engine=pool value=0 \
+         dst=t0{{p0[1, 32] +0 [1, 64]}}\nloop i0 x2 {{\n  i1 = memset engine=pool value=0 dst=t0{{p0[1, 32] +0 [1, 64]}} \
+         after({})\n}}\n",
+        deps.join(", ")
+    );
+    let lf = parse_looped(&text).unwrap();
+    let Item::Loop(l) = &lf.body[1] else { unreachable!() };
+    assert_eq!(l.step.len(), 2 + count);
+    assert!(l.step[2..].iter().all(|&s| s == 1));
+}
+
 /// Random looped bodies: instructions of the text format's strategy inside random loops.
 fn items(depth: u32) -> BoxedStrategy<Vec<Item<PirInst>>> {
     let deps = proptest::collection::vec(
