@@ -4,7 +4,7 @@
 //! A `.pir` text is read by the unrolled parser first (so a file without loops reads, and
 //! fails, exactly as before) and by the looped parser when that fails. `fmt` prints a looped
 //! function back rolled; the other commands expand it (up to [`MAX_RUN_UNROLLED`]
-//! instructions), verify the expansion with [`penguin::verify`] and go on with it, so a
+//! instructions), verify the expansion with [`penguin::verify()`] and go on with it, so a
 //! looped file and its unrolled twin give the same results. A verifier error names the file
 //! line of the instruction it concerns (the line of the looped instruction it is an iteration
 //! of).
