@@ -179,6 +179,10 @@ fn loop_syntax_errors_name_line_and_column() {
             format!("{head}loop i0 x4294967295 {{\nloop i1 x4294967295 {{\n  {inst}\n}}\n}}\n"),
             "3:1: the function unrolls to 18446744065119617025 instructions, more than 2^48",
         ),
+        (
+            format!("{head}{}", (0..65).map(|d| format!("loop i{d} x1 {{\n")).collect::<String>()),
+            "67:1: loops nest at most 64 deep",
+        ),
         (format!("{head}loop i1 x2 {{\n"), "3:6: expected loop index `i0` (indices are numbered by depth), found `i1`"),
         (format!("{head}loop i0 2 {{\n"), "3:9: expected a trip count `xT`, found `2`"),
         (format!("{head}loop i0 x2\n"), "3:11: expected `{`, found end of line"),

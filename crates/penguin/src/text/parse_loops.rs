@@ -18,6 +18,9 @@ use crate::error::Entity;
 use crate::function::Function;
 use crate::looped::{unrolled_len, Item, Loop, LoopedFunction, PirInst, Stepped};
 
+/// How deep loops may nest (the walks over a looped function recurse once per level).
+pub const MAX_LOOP_DEPTH: usize = 64;
+
 /// Where each line of a parsed looped function was written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LoopSourceMap {
@@ -305,6 +308,9 @@ impl Body {
     fn open(&mut self, mut c: Cursor<'_>, line_no: usize) -> Result<(), ParseError> {
         let (col, _) = c.expect_word("`loop`")?;
         let depth = self.frames.len();
+        if depth >= MAX_LOOP_DEPTH {
+            return Err(c.error_at(col, format!("loops nest at most {MAX_LOOP_DEPTH} deep")));
+        }
         let (icol, id) = c.id('i', "a loop index `iD`")?;
         if id as usize != depth {
             return Err(c.error_at(
