@@ -198,6 +198,11 @@ fn malformed_loops_and_bad_iterations_name_the_line() {
         fails("run", &looped().replace("i2+6*i0 raw", "i2+7*i0 raw")),
         "error: bad.pir:18: instruction i16 depends on i16, which does not come before it\n"
     );
+    // Too large to expand.
+    assert_eq!(
+        fails("run", &looped().replace("x4 {", "x5000000 {")),
+        "error: bad.pir: the function unrolls to 30000002 instructions, more than the 4194304 ntile expands\n"
+    );
     // A partition stepped below 0.
     assert_eq!(
         fails("verify", &looped().replace("dst=t6{p0[1, 4]", "dst=t6{p0-1*i0[1, 4]")),

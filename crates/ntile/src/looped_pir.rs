@@ -19,8 +19,9 @@ use crate::error::CliError;
 use crate::fmt::{Ir, Source};
 use crate::looped::has_loop_lines;
 
-/// The most unrolled instructions a looped function is expanded to.
-pub const MAX_RUN_UNROLLED: u64 = 1 << 24;
+/// The most unrolled instructions a looped function is expanded to (about 4 million: an
+/// unrolled Penguin instruction with its edges takes a few hundred bytes).
+pub const MAX_RUN_UNROLLED: u64 = 1 << 22;
 
 /// Parse `.pir` text: unrolled when it can be, looped otherwise.
 pub fn load_pir_text(src: &Source) -> Result<Ir, CliError> {
