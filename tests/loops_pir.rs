@@ -134,6 +134,10 @@ fn a_looped_pir_runs_verifies_compiles_and_formats_like_its_unrolled_twin() {
         format!("{}: ok: kernel gemm_16x16x8 (7 tensors, 26 instructions unrolled, 1 loops)\n", path_str(&lf));
     assert_eq!(stdout(&o), verdict);
 
+    // The Python API's cycle model reads it too: the twin's report.
+    let model = |file: &std::path::Path| serde_json::to_value(ntile::api::model_kernel(file, None).unwrap()).unwrap();
+    assert_eq!(model(&lf), model(&ff));
+
     // `compile` lowers the expansion: the same BIR as the twin's.
     let compiled = |file: &std::path::Path| stdout(&ntile(&["compile", path_str(file)]));
     assert_eq!(compiled(&lf), compiled(&ff));
@@ -193,6 +197,11 @@ fn malformed_loops_and_bad_iterations_name_the_line() {
     assert_eq!(
         fails("run", &looped().replace("i2+6*i0 raw", "i2+7*i0 raw")),
         "error: bad.pir:18: instruction i16 depends on i16, which does not come before it\n"
+    );
+    // Too large to expand.
+    assert_eq!(
+        fails("run", &looped().replace("x4 {", "x5000000 {")),
+        "error: bad.pir: the function unrolls to 30000002 instructions, more than the 4194304 ntile expands\n"
     );
     // A partition stepped below 0.
     assert_eq!(

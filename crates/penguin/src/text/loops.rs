@@ -16,7 +16,7 @@
 //! ```
 //!
 //! - `loop iD xT {` opens a loop of `T` trips (`1 <= T < 2^32`) whose index is `iD`, `D` its
-//!   depth (`i0` outermost); a line `}` closes the innermost open loop. Bodies are indented
+//!   depth (`i0` outermost, at most 64 deep); a line `}` closes the innermost open loop. Bodies are indented
 //!   two spaces per level and may not be empty.
 //! - A *parameter* (a tile's start partition `pN`, its element offset `+N` / `-N`, a
 //!   dependency's instruction `iN` in `after(...)`) may be followed by terms `+C*iD` /

@@ -179,6 +179,10 @@ fn loop_syntax_errors_name_line_and_column() {
             format!("{head}loop i0 x4294967295 {{\nloop i1 x4294967295 {{\n  {inst}\n}}\n}}\n"),
             "3:1: the function unrolls to 18446744065119617025 instructions, more than 2^48",
         ),
+        (
+            format!("{head}{}", (0..65).map(|d| format!("loop i{d} x1 {{\n")).collect::<String>()),
+            "67:1: loops nest at most 64 deep",
+        ),
         (format!("{head}loop i1 x2 {{\n"), "3:6: expected loop index `i0` (indices are numbered by depth), found `i1`"),
         (format!("{head}loop i0 2 {{\n"), "3:9: expected a trip count `xT`, found `2`"),
         (format!("{head}loop i0 x2\n"), "3:11: expected `{`, found end of line"),
@@ -238,6 +242,24 @@ fn loop_syntax_errors_name_line_and_column() {
         err(&body(&inst.replace("dst=t0", "dst=t9"))),
         "4:39: operand t9 names no tensor (declare `tensor t9` or state it as `t9:MEMORY:DTYPE{...}`)"
     );
+}
+
+#[test]
+fn a_line_of_many_terms_parses_in_linear_time() {
+    // Each term's column was counted from the line start, and each term compared with every
+    // earlier one: quadratic, hours for this line. Linear, it takes a moment.
+    let count = 200_000;
+    let deps: Vec<String> = (0..count).map(|_| "i0+1*i0 raw".to_string()).collect();
+    let text = format!(
+        "kernel k\ntensor t0 \"x\" sbuf fp32 [128, 512] @0\ni0 = memset engine=pool value=0 \
+         dst=t0{{p0[1, 32] +0 [1, 64]}}\nloop i0 x2 {{\n  i1 = memset engine=pool value=0 dst=t0{{p0[1, 32] +0 [1, 64]}} \
+         after({})\n}}\n",
+        deps.join(", ")
+    );
+    let lf = parse_looped(&text).unwrap();
+    let Item::Loop(l) = &lf.body[1] else { unreachable!() };
+    assert_eq!(l.step.len(), 2 + count);
+    assert!(l.step[2..].iter().all(|&s| s == 1));
 }
 
 /// Random looped bodies: instructions of the text format's strategy inside random loops.

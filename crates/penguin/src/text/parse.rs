@@ -19,6 +19,9 @@
 //! KIND  = raw | war | waw                                        (default raw)
 //! ```
 //!
+//! The same text may loop its instructions (`loop iD xT {` ... `}`, parameters with `+C*iD`
+//! terms): that syntax is in [`crate::text::loops`] and read by [`crate::text::parse_looped`].
+//!
 //! Tensor ids are numbered `t0, t1, ...` in the order of their lines; instruction ids must be
 //! dense from `i0` but may appear in any order (the line order is the program order unless a
 //! `layout` line says otherwise). Attribute and operand names are those of

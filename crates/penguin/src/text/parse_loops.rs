@@ -7,7 +7,7 @@
 //! (replaced by spaces, so columns stay exact) before the instruction itself is read by the
 //! unrolled parser's instruction reader.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::lexer::{numbered_lines, split_comment, Cursor, ParseError, MAX_EXTENT};
 use super::loops::LoopLine;
@@ -17,6 +17,9 @@ use crate::entity::InstId;
 use crate::error::Entity;
 use crate::function::Function;
 use crate::looped::{unrolled_len, Item, Loop, LoopedFunction, PirInst, Stepped};
+
+/// How deep loops may nest (the walks over a looped function recurse once per level).
+pub const MAX_LOOP_DEPTH: usize = 64;
 
 /// Where each line of a parsed looped function was written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -100,19 +103,19 @@ pub fn parse_looped(text: &str) -> Result<LoopedFunction, ParseError> {
 }
 
 /// Which parameter a term belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Slot<'a> {
     Partition(&'a str),
     Offset(&'a str),
     Dep(usize),
 }
 
-/// One `+C*iD` term: its parameter, loop depth, coefficient and column.
+/// One `+C*iD` term: its parameter, loop depth, coefficient and byte position.
 struct Term<'a> {
     slot: Slot<'a>,
     depth: usize,
     coef: i64,
-    col: usize,
+    pos: usize,
 }
 
 fn is_word(b: u8) -> bool {
@@ -166,13 +169,19 @@ fn slot_before<'a>(b: &[u8], p: usize, s: &Scan<'a>) -> Option<Slot<'a>> {
     None
 }
 
+/// The column of byte `pos` of `code` (counted only for an error, so a line of many terms
+/// is read in linear time).
+fn col(code: &str, pos: usize) -> usize {
+    code.get(..pos).map_or(pos, |s| s.chars().count()) + 1
+}
+
 /// The terms of an instruction line, and the line with them blanked.
 fn take_terms(line_no: usize, code: &str) -> Result<(Vec<Term<'_>>, String), ParseError> {
     let b = code.as_bytes();
-    let col = |pos: usize| code[..pos].chars().count() + 1;
-    let err = |pos: usize, m: String| ParseError { line: line_no, col: col(pos), message: m };
+    let err = |pos: usize, m: String| ParseError { line: line_no, col: col(code, pos), message: m };
     let mut blanked = b.to_vec();
     let mut terms: Vec<Term<'_>> = Vec::new();
+    let mut seen = HashSet::new();
     let mut s = Scan::default();
     let mut last_end: Option<(usize, Slot<'_>)> = None;
     let mut i = 0;
@@ -244,10 +253,10 @@ fn take_terms(line_no: usize, code: &str) -> Result<(Vec<Term<'_>>, String), Par
                 )
             })?,
         };
-        if terms.iter().any(|t| t.slot == slot && t.depth == depth) {
+        if !seen.insert((slot, depth)) {
             return Err(err(i, format!("`i{depth}` appears twice in one parameter")));
         }
-        terms.push(Term { slot, depth, coef, col: col(i) });
+        terms.push(Term { slot, depth, coef, pos: i });
         blanked[i..d1].fill(b' ');
         last_end = Some((d1, slot));
         i = d1;
@@ -299,6 +308,9 @@ impl Body {
     fn open(&mut self, mut c: Cursor<'_>, line_no: usize) -> Result<(), ParseError> {
         let (col, _) = c.expect_word("`loop`")?;
         let depth = self.frames.len();
+        if depth >= MAX_LOOP_DEPTH {
+            return Err(c.error_at(col, format!("loops nest at most {MAX_LOOP_DEPTH} deep")));
+        }
         let (icol, id) = c.id('i', "a loop index `iD`")?;
         if id as usize != depth {
             return Err(c.error_at(
@@ -375,7 +387,7 @@ impl Body {
         let depth = self.frames.len();
         let mut coefs = vec![vec![0i64; depth]; inst.param_count()];
         for t in &terms {
-            let at = |m: String| ParseError { line: line_no, col: t.col, message: m };
+            let at = |m: String| ParseError { line: line_no, col: col(code, t.pos), message: m };
             let q = match t.slot {
                 Slot::Partition(k) | Slot::Offset(k) => {
                     let a = names
