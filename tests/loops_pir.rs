@@ -231,3 +231,37 @@ fn looped_json_is_checked_like_the_text() {
         (2, String::new(), "error: f.json: t1: the tensor listed as \"b\" is named \"a\"\n".to_string())
     );
 }
+
+/// A looped function too large to expand is verified without expanding it: a valid one is
+/// accepted at once, one whose last trip leaves its tensor is refused with exit 2.
+#[test]
+fn a_function_too_large_to_expand_is_verified_by_its_loops() {
+    let dir = scratch("loops_pir_large");
+    let trips = 2 * ntile::looped_pir::MAX_RUN_UNROLLED;
+    let text = |offset: &str| {
+        format!(
+            "kernel big\ntensor t0 \"x\" sbuf fp32 [128, 8] @0\nloop i0 x{trips} {{\n  i0 = memset engine=dve value=1 dst=t0{{p0[1, 128] {offset} [1, 8]}} after()\n}}\n"
+        )
+    };
+    let (good, bad) = (dir.join("big.pir"), dir.join("bad.pir"));
+    std::fs::write(&good, text("+0")).unwrap();
+    std::fs::write(&bad, text("+0+1*i0")).unwrap();
+    let o = ntile(&["verify", path_str(&good)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "{}: ok: kernel big (1 tensors, {trips} instructions unrolled, 1 loops; checked without expanding)\n",
+            path_str(&good)
+        )
+    );
+    let o = ntile(&["verify", path_str(&bad)]);
+    assert_eq!(code(&o), 2);
+    let want = format!(
+        "i1: operand t0 reaches elements {}..{} of a partition outside `x` (8 per partition)",
+        trips - 1,
+        trips + 7
+    );
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -182,6 +182,24 @@ pub fn unroll(
     Ok((f, map))
 }
 
+/// Verify a looped function without expanding it ([`penguin::verify_looped`]), for one too
+/// large to expand; each error names the loop or instruction it concerns by its unrolled
+/// place.
+pub fn verify_unexpanded(src: &Source, lf: &LoopedFunction) -> Result<(), CliError> {
+    penguin::verify_looped(lf).map_err(|errors| {
+        let mut msg = format!(
+            "{}: Penguin verifier (looped, not expanded: instructions named by their place in the function of \
+             each loop's first and last trip): {} error(s)",
+            src.name,
+            errors.len()
+        );
+        for e in &errors {
+            msg += &format!("\n{}: {e}", src.name);
+        }
+        CliError::usage(msg)
+    })
+}
+
 /// `ir` with a looped function expanded (and verified); any other IR as it is.
 pub fn expand_ir(src: &Source, ir: Ir) -> Result<Ir, CliError> {
     match ir {
