@@ -1,7 +1,8 @@
 //! `cargo xtask`: the project's front door for checks and measurements.
 //!
 //! - `cargo xtask ci`: the rust-version check, `cargo fmt --all --check`, `cargo clippy
-//!   --workspace --all-targets -D warnings`, `cargo test --workspace`, then the Python module's
+//!   --workspace --all-targets -D warnings`, `cargo doc --workspace --no-deps` with rustdoc
+//!   warnings denied, `cargo test --workspace`, then the Python module's
 //!   pytest suite. The Python side needs nothing installed by hand: a virtual environment under
 //!   `target/py` gets numpy, ml-dtypes, maturin and pytest from the package registry (once;
 //!   reused when present), its `bin` goes first in `PATH` for `cargo test` (whose numpy
@@ -42,10 +43,30 @@ fn cargo(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
+/// `cargo doc --workspace --no-deps` with every rustdoc warning an error: the API docs are the
+/// reference a compiler engineer reads, so a broken link fails CI like a failing test.
+fn docs() -> Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    #[expect(clippy::print_stderr, reason = "xtask reports progress on stderr")]
+    {
+        eprintln!("$ RUSTDOCFLAGS='-D warnings' cargo doc --workspace --no-deps");
+    }
+    let status = Command::new(&cargo)
+        .args(["doc", "--workspace", "--no-deps"])
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .status()
+        .context("running cargo doc")?;
+    if !status.success() {
+        bail!("cargo doc --workspace --no-deps failed ({status}): a rustdoc warning (see above)");
+    }
+    Ok(())
+}
+
 fn ci() -> Result<()> {
     rust_version_check()?;
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
+    docs()?;
     let env = pyenv::prepare(&workspace_root())?;
     env.cargo(&["test", "--workspace"])?;
     env.python_tests()?;

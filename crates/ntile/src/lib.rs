@@ -66,7 +66,9 @@ pub struct Cli {
 /// ntile's commands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Plan, lower, simulate and check C[M,N] = A[M,K] @ B[K,N]
+    /// Plan, lower, simulate and check a GEMM, `C[M,N] = A[M,K] @ B[K,N]`.
+    // The help text without the backticks rustdoc needs around the brackets.
+    #[command(about = "Plan, lower, simulate and check C[M,N] = A[M,K] @ B[K,N]", long_about = None)]
     Gemm(gemm::GemmArgs),
     /// Verify a Penguin function (.pir), lower it for a target and print the BIR
     Compile(compile::CompileArgs),

@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// How long work runs before progress shows.
 const DELAY: Duration = Duration::from_secs(1);
 
-/// A spinner naming the current phase; silent until [`DELAY`] has passed.
+/// A spinner naming the current phase; silent for the first second of work.
 pub struct Progress {
     live: Option<Live>,
 }

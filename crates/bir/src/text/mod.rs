@@ -1,4 +1,4 @@
-//! The `.bir` text format: printing a [`Program`] and parsing it back, so that a hand-written
+//! The `.bir` text format: printing a [`Program`](crate::Program) and parsing it back, so that a hand-written
 //! program can be verified and simulated.
 //!
 //! Line-oriented; `;` starts a comment to the end of the line. Grammar:
@@ -25,8 +25,8 @@
 //! A stream may also loop (`loop iD xT {` ... `}`, parameters with `+C*iD` terms): the syntax
 //! is in [`loops`], printed by [`print_looped`] and read by [`parse_looped`].
 //!
-//! Lines are read with penguin's shared scanner ([`penguin::text::lexer`]); [`print`] writes
-//! the format and [`parse`] reads it back.
+//! Lines are read with penguin's shared scanner ([`penguin::text::lexer`]); [`print`](mod@print) writes
+//! the format and [`parse`](mod@parse) reads it back.
 
 pub mod loops;
 pub mod parse;
