@@ -7,6 +7,7 @@ use penguin::{CastMode, DType, EngineAccumulationType as Acc, Memory, PerfMode, 
 
 use std::sync::Arc;
 
+use super::deferred::Link;
 use super::{psum_position, write_product, Cx, Groups, Machine, Scratch, Stationary};
 use crate::convert::{decode_run, encode_run};
 use crate::error::{InstRef, SimError};
@@ -144,7 +145,7 @@ impl Machine {
         }
         let mut packed = reusable(&mut self.stationary);
         match self.moving_hit.take().and_then(|i| self.moving_cache.get(i)) {
-            Some((_, rows)) => packed.copy_from(k, m, rows),
+            Some((_, rows)) => packed.share(k, m, rows),
             None => packed.hold(k, m, &mut self.scratch.f32_b),
         }
         self.stationary = Some(Stationary { perf_mode, packed: Arc::new(packed) });
@@ -310,7 +311,8 @@ impl Machine {
                 None => Arc::new(std::mem::take(&mut self.scratch.f32_b)),
             };
             let psum = &mut self.images.psum;
-            deferred.submit(Arc::clone(&st.packed), x, n, dw.clone(), start, &mut |dst, start, product| {
+            let link = Link { w: Arc::clone(&st.packed), x, n };
+            deferred.submit(link, dw.clone(), (start, stop), &mut |dst, start, product| {
                 write_product(psum, dst, start, product);
             });
         } else {
@@ -320,7 +322,7 @@ impl Machine {
                 Some((_, data)) => data,
                 None => x,
             };
-            matmul_tn(&st.packed, n, x, xpack, product);
+            matmul_tn(&st.packed, n, x, xpack, product, false);
             write_product(&mut self.images.psum, &dw, start, product);
         }
         if start || stop {
