@@ -390,4 +390,79 @@ mod tests {
         assert!(images.psum == serial);
         assert_ne!(serial.iter().filter(|&&b| b != 0).count(), 0);
     }
+
+    /// Groups that interleave, restart, stop, are settled part-way and run past the longest
+    /// job, with and without workers: the PSUM bytes of applying every product one by one.
+    #[test]
+    fn interleaved_and_settled_groups_land_as_applied_one_by_one() {
+        let images = Images {
+            hbm: Vec::new(),
+            sbuf: Vec::new(),
+            psum: vec![0; 128 * PSUM_PARTITION_BYTES],
+            sbuf_partition_bytes: 0,
+        };
+        let region = |byte_offset| {
+            let ap = HwAp {
+                memory: Memory::Psum,
+                dtype: DType::Fp32,
+                start_partition: 1,
+                num_partitions: 2,
+                partition_stride: 1,
+                byte_offset,
+                dims: vec![Dim::new(1, 4)],
+            };
+            Walk::new(&ap, &images).unwrap()
+        };
+        let regions = [region(0), region(64)];
+        // (region, START, STOP, settle region 0 afterwards)
+        let mut steps = vec![(0, true, false, false)];
+        steps.extend((0..5).map(|_| (0, false, false, false)));
+        steps.extend([(1, true, false, false), (1, false, false, false), (0, false, false, true)]);
+        steps.extend([(0, false, false, false), (0, true, true, false), (1, false, true, false)]);
+        steps.push((1, true, false, false));
+        steps.extend((0..MAX_CHAIN + 9).map(|i| (1, false, i == MAX_CHAIN + 8, false)));
+        steps.extend([(0, true, false, false), (0, false, false, true), (0, false, true, false)]);
+        let operands: Vec<(Arc<PackedStationary>, Arc<Vec<f32>>)> = (0..steps.len())
+            .map(|i| {
+                let mut w = PackedStationary::default();
+                let scale = if i % 4 == 1 { 3.0e7 } else { 1.0 - i as f32 / 11.0 };
+                w.hold(3, 2, &mut vec![scale, 0.5, -scale * 0.25, 1.5, 0.125, -2.0]);
+                let x = (0..12).map(|j| (j as f32 - 5.5) * (1.0 + i as f32 / 13.0)).collect();
+                (Arc::new(w), Arc::new(x))
+            })
+            .collect();
+        let mut serial = images.psum.clone();
+        for (&(r, start, _, _), (w, x)) in steps.iter().zip(&operands) {
+            let mut out = Vec::new();
+            matmul_tn(w, 4, x, &mut Vec::new(), &mut out, false);
+            write_product(&mut serial, &regions[r], start, &out);
+        }
+        for workers in [false, true] {
+            let mut psum = images.psum.clone();
+            let queue = Arc::new(JobQueue::default());
+            std::thread::scope(|s| {
+                if workers {
+                    let q = Arc::clone(&queue);
+                    s.spawn(move || q.work());
+                }
+                let mut d = Deferred::new(workers.then(|| Arc::clone(&queue)));
+                let psum = &mut psum;
+                for (&(r, start, stop, settle), (w, x)) in steps.iter().zip(&operands) {
+                    let link = Link { w: Arc::clone(w), x: Arc::clone(x), n: 4 };
+                    d.submit(link, regions[r].clone(), (start, stop), &mut |dw, start, p| {
+                        write_product(psum, dw, start, p);
+                    });
+                    if settle {
+                        let b = regions[0].region.unwrap();
+                        d.settle((b.p0, b.p1, b.lo(), b.hi()), &mut |dw, start, p| write_product(psum, dw, start, p));
+                        assert!(d.pending.iter().all(|p| p.dst != regions[0]));
+                    }
+                }
+                d.settle_all(&mut |dw, start, p| write_product(psum, dw, start, p));
+                queue.close();
+            });
+            assert!(psum == serial, "workers: {workers}");
+        }
+        assert_ne!(serial.iter().filter(|&&b| b != 0).count(), 0);
+    }
 }
