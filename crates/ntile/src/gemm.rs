@@ -378,6 +378,12 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
     // Shape and dtype limits first: their messages say more than a memory estimate.
     cfg.validate()?;
     budget::check(&cfg, simulate, budget)?;
+    // Random inputs are drawn on other threads while the kernel is planned and lowered.
+    let early_dtypes = (cfg.lhs_dtype, cfg.rhs_dtype);
+    let early = (simulate && given.is_none()).then(|| {
+        let seed = args.seed;
+        random::Background::start(move || random_inputs(m, k, n, seed, early_dtypes))
+    });
     let hw = crate::hw::load_profile(args.hw.as_deref(), cfg.target)?;
     let mut wall = WallMs::default();
     let progress = Progress::new(args.quiet, "ntile gemm");
@@ -467,7 +473,10 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
     let from_user = given.is_some();
     let mut inputs = match given {
         Some(i) => i,
-        None => random_inputs(m, k, n, args.seed, (cfg.lhs_dtype, cfg.rhs_dtype)),
+        None => match early.and_then(random::Background::finish) {
+            Some(drawn) if early_dtypes == (cfg.lhs_dtype, cfg.rhs_dtype) => drawn,
+            _ => random_inputs(m, k, n, args.seed, (cfg.lhs_dtype, cfg.rhs_dtype)),
+        },
     };
     let sparse = match cfg.sparsity {
         Some(p) => {

@@ -7,6 +7,8 @@
 //! summation order inside a K sub-tile is the library's; the PE's own order is not specified
 //! either, and every result is checked against the `2 K eps32 (|A| @ |B|)` bound.
 
+use std::sync::Arc;
+
 /// A stationary operand `W [K, M]` as the PE holds it after a LoadStationary.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct PackedStationary {
@@ -14,42 +16,72 @@ pub(crate) struct PackedStationary {
     pub k: usize,
     /// Output rows (stationary free size).
     pub m: usize,
-    /// Row-major `[k, m]`.
-    data: Vec<f32>,
+    /// Row-major `[k, m]` (at least `k * m` elements), shared with the decode cache when it
+    /// came from there.
+    data: Arc<Vec<f32>>,
 }
 
 impl PackedStationary {
-    /// Hold a copy of `w`, a row-major `[k, m]` matrix (at least `k * m` elements).
-    pub fn copy_from(&mut self, k: usize, m: usize, w: &[f32]) {
+    /// Hold `w`, a row-major `[k, m]` matrix (at least `k * m` elements), shared: no copy.
+    pub fn share(&mut self, k: usize, m: usize, w: &Arc<Vec<f32>>) {
         self.k = k;
         self.m = m;
-        self.data.clear();
-        self.data.extend_from_slice(&w[..k * m]);
+        self.data = Arc::clone(w);
     }
 
     /// Hold `w`, a row-major `[k, m]` matrix (at least `k * m` elements), by swapping
-    /// buffers with it: `w` is left with this value's previous buffer, for reuse.
+    /// buffers with it: `w` is left with this value's previous buffer when nothing else
+    /// shares it (for reuse), else empty.
     pub fn hold(&mut self, k: usize, m: usize, w: &mut Vec<f32>) {
         self.k = k;
         self.m = m;
-        std::mem::swap(&mut self.data, w);
-        self.data.truncate(k * m);
+        match Arc::get_mut(&mut self.data) {
+            Some(data) => std::mem::swap(data, w),
+            None => self.data = Arc::new(std::mem::take(w)),
+        }
+    }
+
+    fn values(&self) -> &[f32] {
+        self.data.get(..self.k * self.m).unwrap_or(&[])
     }
 }
 
+/// The longest contraction whose product `matmul_tn` sums in one pass of the GEMM kernel
+/// (`matrixmultiply`'s f32 K block), so that accumulating into the output (`acc`) rounds
+/// exactly as computing the product and then adding it in fp32. The PE contracts at most
+/// 2 x 128 rows (double-row), so every PE product qualifies.
+pub(crate) const ONE_PASS_K: usize = 256;
+
 /// `out = W^T @ x` for `x` a row-major `[w.k, n]` matrix; `out` becomes row-major `[w.m, n]`.
+/// With `acc` (and `w.k <= ONE_PASS_K`), `out` already holds `[w.m, n]` values and each
+/// becomes `fl(out + product)`, the bytes of computing the product and adding it in fp32.
 /// `_xpack` is kept for the callers' scratch layout.
-pub(crate) fn matmul_tn(w: &PackedStationary, n: usize, x: &[f32], _xpack: &mut Vec<f32>, out: &mut Vec<f32>) {
+pub(crate) fn matmul_tn(
+    w: &PackedStationary,
+    n: usize,
+    x: &[f32],
+    _xpack: &mut Vec<f32>,
+    out: &mut Vec<f32>,
+    acc: bool,
+) {
     let (k, m) = (w.k, w.m);
+    let acc = acc && out.len() == m * n;
     // With beta = 0 the GEMM writes every element of `out` without reading it, so the
     // buffer is only resized, not cleared.
     out.resize(m * n, 0.0);
-    if k == 0 || m == 0 || n == 0 || x.len() < k * n || w.data.len() < k * m {
-        out.fill(0.0);
+    let data = w.values();
+    if k == 0 || m == 0 || n == 0 || x.len() < k * n || data.len() < k * m {
+        if acc {
+            // Adding a zero product (`-0 + 0` is `+0`).
+            out.iter_mut().for_each(|v| *v += 0.0);
+        } else {
+            out.fill(0.0);
+        }
         return;
     }
     // A = W^T is `m x k` with row stride 1 and column stride m; B = x is `k x n` row-major.
-    sgemm_checked(m, k, n, &w.data, (1, m as isize), &x[..k * n], (n as isize, 1), out);
+    let beta = if acc { 1.0 } else { 0.0 };
+    sgemm_checked(m, k, n, data, (1, m as isize), &x[..k * n], (n as isize, 1), out, beta);
 }
 
 /// `c = a @ b` for row-major f32 matrices (`a` is `m x k`, `b` is `k x n`) with the same
@@ -57,7 +89,7 @@ pub(crate) fn matmul_tn(w: &PackedStationary, n: usize, x: &[f32], _xpack: &mut 
 pub fn gemm_f32(m: usize, k: usize, n: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
     let mut c = vec![0.0; m * n];
     if m > 0 && k > 0 && n > 0 && a.len() >= m * k && b.len() >= k * n {
-        sgemm_checked(m, k, n, a, (k as isize, 1), b, (n as isize, 1), &mut c);
+        sgemm_checked(m, k, n, a, (k as isize, 1), b, (n as isize, 1), &mut c, 0.0);
     }
     c
 }
@@ -130,6 +162,7 @@ fn sgemm_checked(
     b: &[f32],
     (rsb, csb): (isize, isize),
     c: &mut [f32],
+    beta: f32,
 ) {
     let last = |rows: usize, cols: usize, rs: isize, cs: isize| (rows as isize - 1) * rs + (cols as isize - 1) * cs;
     let in_bounds = last(m, k, rsa, csa) < a.len() as isize
@@ -157,7 +190,7 @@ fn sgemm_checked(
             b.as_ptr(),
             rsb,
             csb,
-            0.0,
+            beta,
             c.as_mut_ptr(),
             n as isize,
             1,
@@ -178,11 +211,11 @@ mod tests {
         p.hold(k, m, &mut vec![1.0; k * m]);
         let x = vec![2.0; k * n];
         let (mut xp, mut out) = (Vec::new(), vec![f32::NAN; 100]);
-        matmul_tn(&p, n, &x, &mut xp, &mut out);
+        matmul_tn(&p, n, &x, &mut xp, &mut out, false);
         assert_eq!(out, vec![6.0; m * n]);
         out.fill(f32::NAN);
         p.hold(0, m, &mut Vec::new());
-        matmul_tn(&p, n, &x, &mut xp, &mut out);
+        matmul_tn(&p, n, &x, &mut xp, &mut out, false);
         assert_eq!(out, vec![0.0; m * n]);
     }
 
@@ -194,7 +227,7 @@ mod tests {
             let mut p = PackedStationary::default();
             p.hold(k, m, &mut w.clone());
             let (mut xp, mut out) = (Vec::new(), Vec::new());
-            matmul_tn(&p, n, &x, &mut xp, &mut out);
+            matmul_tn(&p, n, &x, &mut xp, &mut out, false);
             for i in 0..m {
                 for j in 0..n {
                     let (mut s, mut mag) = (0f64, 0f64);
@@ -206,6 +239,38 @@ mod tests {
                     let err = (f64::from(out[i * n + j]) - s).abs();
                     assert!(err <= 2.0 * k as f64 * f64::from(f32::EPSILON) * mag, "({k},{m},{n}) at {i},{j}: {err}");
                 }
+            }
+        }
+    }
+
+    /// Accumulating into the output gives the bytes of computing each product and adding it
+    /// in fp32, for every contraction up to [`ONE_PASS_K`] (ragged shapes take the library's
+    /// masked path), with values that cancel, overflow and round.
+    #[test]
+    fn accumulating_equals_product_then_fp32_add() {
+        for &(k, m, n) in &[(1, 1, 1), (7, 5, 33), (128, 128, 512), (ONE_PASS_K, 17, 40), (ONE_PASS_K, 128, 64)] {
+            let val = |i: usize, salt: usize| -> f32 {
+                let h = (i.wrapping_mul(2_654_435_761) ^ salt).wrapping_mul(40_503) % 100_003;
+                let v = (h as f32 - 50_000.0) / 977.0;
+                if h.is_multiple_of(997) {
+                    3.0e37 * v.signum()
+                } else {
+                    v * if h.is_multiple_of(3) { 1.0e-3 } else { 1.0 }
+                }
+            };
+            let mut serial: Vec<f32> = (0..m * n).map(|i| val(i, 9)).collect();
+            let mut fused = serial.clone();
+            for step in 0..4 {
+                let w: Vec<f32> = (0..k * m).map(|i| val(i, step * 2 + 1)).collect();
+                let x: Vec<f32> = (0..k * n).map(|i| val(i, step * 2 + 2)).collect();
+                let mut p = PackedStationary::default();
+                p.hold(k, m, &mut w.clone());
+                let (mut xp, mut product) = (Vec::new(), Vec::new());
+                matmul_tn(&p, n, &x, &mut xp, &mut product, false);
+                serial.iter_mut().zip(&product).for_each(|(s, v)| *s += v);
+                matmul_tn(&p, n, &x, &mut xp, &mut fused, true);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+                assert!(bits(&serial) == bits(&fused), "({k},{m},{n}) step {step}");
             }
         }
     }

@@ -177,7 +177,7 @@ impl ByteBox {
 }
 
 /// An access pattern checked against its memory image, ready to walk.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Walk {
     /// The memory.
     pub memory: Memory,

@@ -319,7 +319,12 @@ impl Simulator {
             return Err(e.clone());
         }
         if self.threads <= 1 {
-            return self.run_streams();
+            // No workers: products are computed where they are applied, in the same jobs.
+            self.machine.deferred = Some(Deferred::new(None));
+            let result = self.run_streams();
+            self.machine.settle_all();
+            self.machine.deferred = None;
+            return result;
         }
         let queue = Arc::new(JobQueue::default());
         std::thread::scope(|s| {
@@ -329,7 +334,7 @@ impl Simulator {
                 // the scheduling thread, which computes whatever no worker has taken.
                 let _ = std::thread::Builder::new().name(format!("sim-pe-{i}")).spawn_scoped(s, move || q.work());
             }
-            self.machine.deferred = Some(Deferred::new(Arc::clone(&queue)));
+            self.machine.deferred = Some(Deferred::new(Some(Arc::clone(&queue))));
             let result = self.run_streams();
             self.machine.settle_all();
             self.machine.deferred = None;

@@ -8,6 +8,22 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
+/// Work started on another thread (the random inputs, drawn while the kernel is planned).
+pub(super) struct Background<T>(Option<std::thread::JoinHandle<T>>);
+
+impl<T: Send + 'static> Background<T> {
+    /// Start `work` on a new thread; if none can be started, [`finish`](Self::finish)
+    /// returns `None`.
+    pub fn start(work: impl FnOnce() -> T + Send + 'static) -> Self {
+        Background(std::thread::Builder::new().name("ntile-inputs".into()).spawn(work).ok())
+    }
+
+    /// The result, or `None` when the thread could not be started or failed.
+    pub fn finish(self) -> Option<T> {
+        self.0?.join().ok()
+    }
+}
+
 /// Values per thread below which one thread draws them all.
 const PER_THREAD: usize = 1 << 18;
 

@@ -10,7 +10,15 @@
 //! so the bytes are identical to a one-thread run for every program, racy or not.
 //!
 //! The thread that schedules also computes: when it needs a product that no worker has
-//! started, it computes it itself, so `threads` threads work in all (`threads - 1` workers).
+//! started, it computes it itself, so `threads` threads work in all (`threads - 1` workers;
+//! with one thread there are none and every product is computed where it is applied).
+//!
+//! The matmuls of one accumulation group (a START followed by accumulating matmuls into the
+//! same PSUM pattern, with no other pending product in between) form one job: each product
+//! is accumulated into the job's result by the GEMM kernel itself, which rounds exactly as
+//! adding it in fp32 (see `crate::gemm::ONE_PASS_K`), and the group's sum is written into
+//! PSUM once instead of once per matmul. A group is handed to the workers when its STOP
+//! issues, when another product follows it, or when its result is needed.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -19,27 +27,43 @@ use bir::HwAp;
 use penguin::{CastMode, DType};
 
 use crate::convert::encode_run;
-use crate::gemm::{matmul_tn, PackedStationary};
+use crate::gemm::{matmul_tn, PackedStationary, ONE_PASS_K};
 use crate::memory::Walk;
 
-/// Products pending at most; beyond it the oldest is applied first. It bounds memory (each
-/// pending product holds its operands and a result of up to 256 KiB: at most 64 MiB) and
-/// lets the PE run far enough ahead that the workers stay busy while the scheduling thread
-/// moves data (at 24, the scheduling thread computed most products itself).
-const MAX_PENDING: usize = 128;
+/// Products pending at most; beyond it the oldest job is applied first. It bounds memory
+/// (each pending product holds its operands, a moving operand of up to 256 KiB often
+/// shared with the decode cache, and each job a result of up to 256 KiB) and lets the PE
+/// run far enough ahead that the workers stay busy while the scheduling thread moves data
+/// (at 24 single products, the scheduling thread computed most products itself).
+const MAX_PENDING: usize = 256;
 
-/// One product to compute: `W^T @ X` with `X` `[w.k, n]`.
+/// Products one job sums at most (a K loop of 64 x 128 rows); a longer group continues in
+/// single-product jobs.
+const MAX_CHAIN: usize = 64;
+
+/// One PE product: `W^T @ X` with `X` `[w.k, n]`.
+pub(crate) struct Link {
+    /// The stationary operand.
+    pub w: Arc<PackedStationary>,
+    /// The moving operand, row-major `[w.k, n]`.
+    pub x: Arc<Vec<f32>>,
+    /// Its columns.
+    pub n: usize,
+}
+
+/// Products summed in order into one result: the first replaces it, each later one is
+/// added to it in fp32.
 struct Job {
-    w: Arc<PackedStationary>,
-    x: Arc<Vec<f32>>,
-    n: usize,
+    links: Vec<Link>,
     /// A recycled buffer for the result.
     out: Vec<f32>,
 }
 
 impl Job {
     fn compute(mut self) -> Vec<f32> {
-        matmul_tn(&self.w, self.n, &self.x, &mut Vec::new(), &mut self.out);
+        for (i, l) in self.links.iter().enumerate() {
+            matmul_tn(&l.w, l.n, &l.x, &mut Vec::new(), &mut self.out, i > 0);
+        }
         self.out
     }
 }
@@ -64,6 +88,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Slot {
+    /// Add a product to the job if nobody has started it; else give it back.
+    fn extend(&self, link: Link) -> Result<(), Link> {
+        match &mut *lock(&self.state) {
+            State::Queued(job) => {
+                job.links.push(link);
+                Ok(())
+            }
+            _ => Err(link),
+        }
+    }
+
     /// Compute the product if nobody has started it.
     fn run(&self) {
         let job = {
@@ -142,19 +177,26 @@ impl JobQueue {
     }
 }
 
-/// A product not yet added into PSUM.
+/// A job not yet added into PSUM.
 struct Pending {
     slot: Arc<Slot>,
     /// The PSUM result pattern (checked at issue).
     dst: Walk,
-    /// `START`: the product replaces the PSUM values instead of adding to them.
+    /// `START`: the result replaces the PSUM values instead of adding to them.
     start: bool,
+    /// Its products.
+    links: usize,
+    /// Not yet handed to the workers: later matmuls of its group may still join it.
+    open: bool,
 }
 
-/// The scheduler's side: products in issue order.
+/// The scheduler's side: jobs in issue order.
 pub(crate) struct Deferred {
-    queue: Arc<JobQueue>,
+    /// Where jobs go to the workers; `None` when there are none.
+    queue: Option<Arc<JobQueue>>,
     pending: VecDeque<Pending>,
+    /// Products in `pending`.
+    links: usize,
     /// Result buffers to reuse.
     free: Vec<Vec<f32>>,
 }
@@ -163,29 +205,54 @@ pub(crate) struct Deferred {
 pub(crate) type Apply<'a> = &'a mut dyn FnMut(&Walk, bool, &[f32]);
 
 impl Deferred {
-    /// Products go to `queue`'s workers.
-    pub fn new(queue: Arc<JobQueue>) -> Deferred {
-        Deferred { queue, pending: VecDeque::new(), free: Vec::new() }
+    /// Jobs go to `queue`'s workers, or with `None` are computed where they are applied.
+    pub fn new(queue: Option<Arc<JobQueue>>) -> Deferred {
+        Deferred { queue, pending: VecDeque::new(), links: 0, free: Vec::new() }
     }
 
-    /// Queue `W^T @ X` for the PSUM pattern `dst`; applies the oldest product first when
-    /// too many are pending.
-    pub fn submit(
-        &mut self,
-        w: Arc<PackedStationary>,
-        x: Arc<Vec<f32>>,
-        n: usize,
-        dst: Walk,
-        start: bool,
-        apply: Apply<'_>,
-    ) {
-        if self.pending.len() >= MAX_PENDING {
+    /// Queue a product for the PSUM pattern `dst` with its matmul's `(START, STOP)` flags;
+    /// applies the oldest jobs first when too many products are pending.
+    pub fn submit(&mut self, link: Link, dst: Walk, (start, stop): (bool, bool), apply: Apply<'_>) {
+        let chainable = link.w.k <= ONE_PASS_K;
+        let mut link = link;
+        if !start && chainable {
+            if let Some(last) = self.pending.back_mut().filter(|p| p.open && p.links < MAX_CHAIN && p.dst == dst) {
+                match last.slot.extend(link) {
+                    Ok(()) => {
+                        last.links += 1;
+                        self.links += 1;
+                        if stop || last.links >= MAX_CHAIN {
+                            self.publish_last();
+                        }
+                        return;
+                    }
+                    Err(back) => link = back,
+                }
+            }
+        }
+        // Another product follows the last job: its group is complete.
+        self.publish_last();
+        while self.links >= MAX_PENDING && !self.pending.is_empty() {
             self.apply_first(1, apply);
         }
         let out = self.free.pop().unwrap_or_default();
-        let slot = Arc::new(Slot { state: Mutex::new(State::Queued(Job { w, x, n, out })), done: Condvar::new() });
-        self.queue.push(Arc::clone(&slot));
-        self.pending.push_back(Pending { slot, dst, start });
+        let job = Job { links: vec![link], out };
+        let slot = Arc::new(Slot { state: Mutex::new(State::Queued(job)), done: Condvar::new() });
+        self.pending.push_back(Pending { slot, dst, start, links: 1, open: true });
+        self.links += 1;
+        // Only a group that starts here may grow: its sum then replaces the PSUM values.
+        if !(start && chainable) || stop {
+            self.publish_last();
+        }
+    }
+
+    /// Hand the last job to the workers if it is still open.
+    fn publish_last(&mut self) {
+        let Some(last) = self.pending.back_mut().filter(|p| p.open) else { return };
+        last.open = false;
+        if let Some(queue) = &self.queue {
+            queue.push(Arc::clone(&last.slot));
+        }
     }
 
     /// Apply every pending product up to the last one whose PSUM bytes overlap partitions
@@ -214,6 +281,7 @@ impl Deferred {
         }
         for _ in 0..count {
             let Some(p) = self.pending.pop_front() else { return };
+            self.links -= p.links;
             let product = p.slot.take();
             apply(&p.dst, p.start, &product);
             self.free.push(product);
@@ -300,25 +368,101 @@ mod tests {
         let mut serial = images.psum.clone();
         for (i, (w, x)) in operands.iter().enumerate() {
             let mut out = Vec::new();
-            matmul_tn(w, 3, x, &mut Vec::new(), &mut out);
+            matmul_tn(w, 3, x, &mut Vec::new(), &mut out, false);
             write_product(&mut serial, &dst, i == 0, &out);
         }
         let queue = Arc::new(JobQueue::default());
         std::thread::scope(|s| {
             let q = Arc::clone(&queue);
             s.spawn(move || q.work());
-            let mut d = Deferred::new(Arc::clone(&queue));
+            let mut d = Deferred::new(Some(Arc::clone(&queue)));
             let psum = &mut images.psum;
             for (i, (w, x)) in operands.iter().enumerate() {
-                d.submit(Arc::clone(w), Arc::clone(x), 3, dst.clone(), i == 0, &mut |dw, start, p| {
+                let link = Link { w: Arc::clone(w), x: Arc::clone(x), n: 3 };
+                d.submit(link, dst.clone(), (i == 0, false), &mut |dw, start, p| {
                     write_product(psum, dw, start, p);
                 });
-                assert!(d.pending.len() <= MAX_PENDING);
+                assert!(d.links <= MAX_PENDING);
             }
             d.settle_all(&mut |dw, start, p| write_product(psum, dw, start, p));
             queue.close();
         });
         assert!(images.psum == serial);
+        assert_ne!(serial.iter().filter(|&&b| b != 0).count(), 0);
+    }
+
+    /// Groups that interleave, restart, stop, are settled part-way and run past the longest
+    /// job, with and without workers: the PSUM bytes of applying every product one by one.
+    #[test]
+    fn interleaved_and_settled_groups_land_as_applied_one_by_one() {
+        let images = Images {
+            hbm: Vec::new(),
+            sbuf: Vec::new(),
+            psum: vec![0; 128 * PSUM_PARTITION_BYTES],
+            sbuf_partition_bytes: 0,
+        };
+        let region = |byte_offset| {
+            let ap = HwAp {
+                memory: Memory::Psum,
+                dtype: DType::Fp32,
+                start_partition: 1,
+                num_partitions: 2,
+                partition_stride: 1,
+                byte_offset,
+                dims: vec![Dim::new(1, 4)],
+            };
+            Walk::new(&ap, &images).unwrap()
+        };
+        let regions = [region(0), region(64)];
+        // (region, START, STOP, settle region 0 afterwards)
+        let mut steps = vec![(0, true, false, false)];
+        steps.extend((0..5).map(|_| (0, false, false, false)));
+        steps.extend([(1, true, false, false), (1, false, false, false), (0, false, false, true)]);
+        steps.extend([(0, false, false, false), (0, true, true, false), (1, false, true, false)]);
+        steps.push((1, true, false, false));
+        steps.extend((0..MAX_CHAIN + 9).map(|i| (1, false, i == MAX_CHAIN + 8, false)));
+        steps.extend([(0, true, false, false), (0, false, false, true), (0, false, true, false)]);
+        let operands: Vec<(Arc<PackedStationary>, Arc<Vec<f32>>)> = (0..steps.len())
+            .map(|i| {
+                let mut w = PackedStationary::default();
+                let scale = if i % 4 == 1 { 3.0e7 } else { 1.0 - i as f32 / 11.0 };
+                w.hold(3, 2, &mut vec![scale, 0.5, -scale * 0.25, 1.5, 0.125, -2.0]);
+                let x = (0..12).map(|j| (j as f32 - 5.5) * (1.0 + i as f32 / 13.0)).collect();
+                (Arc::new(w), Arc::new(x))
+            })
+            .collect();
+        let mut serial = images.psum.clone();
+        for (&(r, start, _, _), (w, x)) in steps.iter().zip(&operands) {
+            let mut out = Vec::new();
+            matmul_tn(w, 4, x, &mut Vec::new(), &mut out, false);
+            write_product(&mut serial, &regions[r], start, &out);
+        }
+        for workers in [false, true] {
+            let mut psum = images.psum.clone();
+            let queue = Arc::new(JobQueue::default());
+            std::thread::scope(|s| {
+                if workers {
+                    let q = Arc::clone(&queue);
+                    s.spawn(move || q.work());
+                }
+                let mut d = Deferred::new(workers.then(|| Arc::clone(&queue)));
+                let psum = &mut psum;
+                for (&(r, start, stop, settle), (w, x)) in steps.iter().zip(&operands) {
+                    let link = Link { w: Arc::clone(w), x: Arc::clone(x), n: 4 };
+                    d.submit(link, regions[r].clone(), (start, stop), &mut |dw, start, p| {
+                        write_product(psum, dw, start, p);
+                    });
+                    if settle {
+                        let b = regions[0].region.unwrap();
+                        d.settle((b.p0, b.p1, b.lo(), b.hi()), &mut |dw, start, p| write_product(psum, dw, start, p));
+                        assert!(d.pending.iter().all(|p| p.dst != regions[0]));
+                    }
+                }
+                d.settle_all(&mut |dw, start, p| write_product(psum, dw, start, p));
+                queue.close();
+            });
+            assert!(psum == serial, "workers: {workers}");
+        }
         assert_ne!(serial.iter().filter(|&&b| b != 0).count(), 0);
     }
 }

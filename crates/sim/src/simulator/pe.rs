@@ -7,6 +7,7 @@ use penguin::{CastMode, DType, EngineAccumulationType as Acc, Memory, PerfMode, 
 
 use std::sync::Arc;
 
+use super::deferred::Link;
 use super::{psum_position, write_product, Cx, Groups, Machine, Scratch, Stationary};
 use crate::convert::{decode_run, encode_run};
 use crate::error::{InstRef, SimError};
@@ -144,7 +145,7 @@ impl Machine {
         }
         let mut packed = reusable(&mut self.stationary);
         match self.moving_hit.take().and_then(|i| self.moving_cache.get(i)) {
-            Some((_, rows)) => packed.copy_from(k, m, rows),
+            Some((_, rows)) => packed.share(k, m, rows),
             None => packed.hold(k, m, &mut self.scratch.f32_b),
         }
         self.stationary = Some(Stationary { perf_mode, packed: Arc::new(packed) });
@@ -310,7 +311,8 @@ impl Machine {
                 None => Arc::new(std::mem::take(&mut self.scratch.f32_b)),
             };
             let psum = &mut self.images.psum;
-            deferred.submit(Arc::clone(&st.packed), x, n, dw.clone(), start, &mut |dst, start, product| {
+            let link = Link { w: Arc::clone(&st.packed), x, n };
+            deferred.submit(link, dw.clone(), (start, stop), &mut |dst, start, product| {
                 write_product(psum, dst, start, product);
             });
         } else {
@@ -320,7 +322,7 @@ impl Machine {
                 Some((_, data)) => data,
                 None => x,
             };
-            matmul_tn(&st.packed, n, x, xpack, product);
+            matmul_tn(&st.packed, n, x, xpack, product, false);
             write_product(&mut self.images.psum, &dw, start, product);
         }
         if start || stop {
@@ -345,11 +347,7 @@ impl Machine {
         cx.record(&dw, true);
         let Scratch { f32_b: rows, product, .. } = &mut self.scratch;
         product.resize(p * f, 0.0);
-        for (i, row) in rows.chunks_exact(f.max(1)).take(p).enumerate() {
-            for (j, v) in row.iter().enumerate() {
-                product[j * p + i] = *v;
-            }
-        }
+        transpose_into(rows, p, f, product);
         let mut pos = 0;
         for run in dw.runs() {
             encode_run(DType::Fp32, CastMode::Rne, &product[pos..pos + run.len], &mut self.images.psum, run);
@@ -358,6 +356,27 @@ impl Machine {
         }
         self.stationary = None;
         Ok(())
+    }
+}
+
+/// `out[j * p + i] = rows[i * f + j]` for a row-major `[p, f]` matrix, in square blocks so
+/// that both sides stay within a few cache lines (element by element, every write went to
+/// another line).
+fn transpose_into(rows: &[f32], p: usize, f: usize, out: &mut [f32]) {
+    const BLOCK: usize = 16;
+    if rows.len() < p * f || out.len() < p * f {
+        return;
+    }
+    for i0 in (0..p).step_by(BLOCK) {
+        let i1 = (i0 + BLOCK).min(p);
+        for j0 in (0..f).step_by(BLOCK) {
+            for j in j0..(j0 + BLOCK).min(f) {
+                let dst = &mut out[j * p + i0..j * p + i1];
+                for (d, i) in dst.iter_mut().zip(i0..i1) {
+                    *d = rows[i * f + j];
+                }
+            }
+        }
     }
 }
 
@@ -381,5 +400,25 @@ impl Groups {
             return Some(run.at(j));
         }
         (0..run.len).map(|j| run.at(j)).find(|&a| !self.open[Self::word(a)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::transpose_into;
+
+    /// Every shape, square or not, smaller or larger than a block: element by element.
+    #[test]
+    fn blocked_transpose_moves_every_element() {
+        for (p, f) in [(1, 1), (3, 17), (16, 16), (33, 128), (128, 128), (128, 5)] {
+            let rows: Vec<f32> = (0..p * f).map(|x| x as f32).collect();
+            let mut out = vec![f32::NAN; p * f];
+            transpose_into(&rows, p, f, &mut out);
+            for i in 0..p {
+                for j in 0..f {
+                    assert_eq!(out[j * p + i].to_bits(), rows[i * f + j].to_bits(), "[{p}, {f}] at {i}, {j}");
+                }
+            }
+        }
     }
 }
