@@ -502,24 +502,48 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
         None => simulator.write_hbm_f32("a", &inputs.a).map_err(sim_error)?,
     }
     simulator.write_hbm_f32("b", &inputs.b).map_err(sim_error)?;
-    let (simulator, stats) = watch.simulate(simulator)?;
-    let stats = stats.map_err(sim_error)?;
-    watch.check()?;
-    if let Some(race) = stats.races.first() {
-        return Err(CliError::internal(format!("the simulator found a race in a generated kernel (a bug): {race}")));
-    }
-    let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
-    let raw = args.output.as_ref().map(|_| simulator.read_hbm_tensor("c")).transpose().map_err(sim_error)?;
-    // The memory images go before the check, which keeps its own copies of the operands.
-    drop(simulator);
-    drop(sparse);
-    wall.simulate = ms(t);
-    let t = Instant::now();
-    progress.phase("check");
     // A sparse A was compressed from its [M, K] layout, so the inputs are [M, K] by now.
     let lhs_transposed = cfg.lhs_transposed && cfg.sparsity.is_none();
-    let check = (!args.no_check).then(|| check_result(&cfg, lhs_transposed, inputs, &c));
-    wall.reference = ms(t);
+    // The check's operands and the part of the check that does not need C are prepared on
+    // another thread while the kernel is simulated, when their copies are small enough to
+    // hold beside the simulator's memory; otherwise after it, once that memory is freed.
+    let operand_bytes = (m.saturating_mul(k)).saturating_add(k.saturating_mul(n)).saturating_mul(4);
+    let concurrent = !args.no_check && operand_bytes <= CONCURRENT_CHECK_BYTES;
+    let (c, raw, check_ms, check) = std::thread::scope(|scope| -> Result<_, CliError> {
+        let mut inputs = Some(inputs);
+        let early = if concurrent {
+            let inputs = inputs.take();
+            let cfg = &cfg;
+            Some(scope.spawn(move || inputs.map(|i| CheckOperands::prepare(cfg, lhs_transposed, i))))
+        } else {
+            None
+        };
+        let (simulator, stats) = watch.simulate(simulator)?;
+        let stats = stats.map_err(sim_error)?;
+        watch.check()?;
+        if let Some(race) = stats.races.first() {
+            return Err(CliError::internal(format!(
+                "the simulator found a race in a generated kernel (a bug): {race}"
+            )));
+        }
+        let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
+        let raw = args.output.as_ref().map(|_| simulator.read_hbm_tensor("c")).transpose().map_err(sim_error)?;
+        // The memory images go before the check, which keeps its own copies of the operands.
+        drop(simulator);
+        drop(sparse);
+        let simulated = ms(t);
+        let t = Instant::now();
+        progress.phase("check");
+        let operands = match early {
+            Some(handle) => handle.join().map_err(|_| CliError::internal("the check's thread panicked (a bug)"))?,
+            None => (!args.no_check)
+                .then(|| inputs.take().map(|i| CheckOperands::prepare(&cfg, lhs_transposed, i)))
+                .flatten(),
+        };
+        let check = operands.map(|o| o.check(&c));
+        Ok((c, raw, (simulated, ms(t)), check))
+    })?;
+    (wall.simulate, wall.reference) = check_ms;
     if let (Some(path), Some(raw)) = (&args.output, raw) {
         let kind = match cfg.out_dtype {
             DType::Fp16 => OutKind::F16,
@@ -583,22 +607,47 @@ fn sim_error(e: sim::SimError) -> CliError {
     CliError::internal(format!("simulation failed: {e}"))
 }
 
-fn check_result(cfg: &GemmConfig, lhs_transposed: bool, inputs: Inputs<'_>, c: &[f32]) -> Check {
-    let (m, k, n) = (cfg.m as usize, cfg.k as usize, cfg.n as usize);
-    // The operands rounded as the kernel sees them: exact in f32, so the check keeps them in
-    // f32 (rounded in place) and widens only the parts it multiplies.
-    let round = |dtype: DType, v: f32| reference::round_to(dtype, reference::round_to(cfg.input_dtype, v));
-    let Inputs { a, b } = inputs;
-    let a: Vec<f32> = if lhs_transposed {
-        // Stored [K, M].
-        (0..m * k).map(|idx| round(cfg.lhs_dtype, a[(idx % k) * m + idx / k])).collect()
-    } else {
-        let mut a = a.into_owned();
-        reference::round_all(&mut a, cfg.input_dtype, cfg.lhs_dtype);
-        a
-    };
-    let mut b = b.into_owned();
-    reference::round_all(&mut b, cfg.input_dtype, cfg.rhs_dtype);
-    let (a, b) = (Matrix { rows: m, cols: k, data: &a }, Matrix { rows: k, cols: n, data: &b });
-    reference::check(a, b, c, cfg.k, cfg.out_dtype, CheckOptions::default())
+/// Operand copies up to which the check is prepared while the kernel is simulated (its
+/// rounded A and B then live beside the simulator's memory; 8192^3 keeps them apart, so that
+/// its peak stays under 2 GB).
+const CONCURRENT_CHECK_BYTES: u64 = 256 << 20;
+
+/// The check's operands, rounded as the kernel sees them, with the part of the check that
+/// does not need C.
+struct CheckOperands {
+    a: Vec<f32>,
+    b: Vec<f32>,
+    m: usize,
+    k: usize,
+    n: usize,
+    prepared: reference::Prepared,
+}
+
+impl CheckOperands {
+    fn prepare(cfg: &GemmConfig, lhs_transposed: bool, inputs: Inputs<'_>) -> Self {
+        let (m, k, n) = (cfg.m as usize, cfg.k as usize, cfg.n as usize);
+        // The operands rounded as the kernel sees them: exact in f32, so the check keeps them
+        // in f32 (rounded in place) and widens only the parts it multiplies.
+        let round = |dtype: DType, v: f32| reference::round_to(dtype, reference::round_to(cfg.input_dtype, v));
+        let Inputs { a, b } = inputs;
+        let a: Vec<f32> = if lhs_transposed {
+            // Stored [K, M].
+            (0..m * k).map(|idx| round(cfg.lhs_dtype, a[(idx % k) * m + idx / k])).collect()
+        } else {
+            let mut a = a.into_owned();
+            reference::round_all(&mut a, cfg.input_dtype, cfg.lhs_dtype);
+            a
+        };
+        let mut b = b.into_owned();
+        reference::round_all(&mut b, cfg.input_dtype, cfg.rhs_dtype);
+        let (am, bm) = (Matrix { rows: m, cols: k, data: &a }, Matrix { rows: k, cols: n, data: &b });
+        let prepared = reference::prepare(am, bm, cfg.k, cfg.out_dtype, CheckOptions::default());
+        CheckOperands { a, b, m, k, n, prepared }
+    }
+
+    fn check(&self, c: &[f32]) -> Check {
+        let a = Matrix { rows: self.m, cols: self.k, data: &self.a };
+        let b = Matrix { rows: self.k, cols: self.n, data: &self.b };
+        self.prepared.check(a, b, c)
+    }
 }

@@ -232,7 +232,8 @@ impl Tally {
             let limit = bound.at(want, mag);
             // NaN compares false, so a NaN result fails.
             let within = err <= limit;
-            if err.is_nan() {
+            // A NaN error makes the maxima NaN for good, whatever order elements come in.
+            if err.is_nan() || self.max_abs.is_nan() {
                 self.max_abs = f64::NAN;
                 self.max_rel = f64::NAN;
                 self.max_ratio = f64::NAN;
@@ -259,48 +260,92 @@ impl Tally {
 /// Check the simulated `c` (`m x n`) against `a @ b` for the rounded operands `a` (`m x k`)
 /// and `b` (`k x n`); `k_bound` is the contraction length of the bound.
 pub fn check(a: Matrix<'_>, b: Matrix<'_>, c: &[f32], k_bound: u64, out: DType, opts: CheckOptions) -> Check {
+    prepare(a, b, k_bound, out, opts).check(a, b, c)
+}
+
+/// The part of [`check`] that does not need C: which rows and columns are sampled, the
+/// randomized probes multiplied by A and B, and the fp64 reference of the sampled rows and
+/// columns. It can be computed while C is being simulated; [`Prepared::check`] finishes it.
+pub struct Prepared {
+    bound: Bound,
+    sampled: Option<Box<Sampled>>,
+}
+
+/// What the sampled check prepares.
+struct Sampled {
+    /// Sampled rows and columns (each loop's first and last and `opts.samples` random ones),
+    /// sorted.
+    rows: Vec<usize>,
+    cols: Vec<usize>,
+    /// The reference and magnitude of every element of `rows` (row by row) and of `cols`
+    /// (row by row, `cols.len()` per row of C).
+    row_refs: Vec<(f64, f64)>,
+    col_refs: Vec<(f64, f64)>,
+    /// Rows of A and columns of B holding NaN or an infinity.
+    bad_rows: Vec<bool>,
+    bad_cols: Vec<bool>,
+    probes: screen::Probes,
+}
+
+/// Prepare [`check`] of `a @ b` (see [`Prepared`]).
+pub fn prepare(a: Matrix<'_>, b: Matrix<'_>, k_bound: u64, out: DType, opts: CheckOptions) -> Prepared {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let bound = Bound::new(k_bound, out);
-    let mut tally = Tally::default();
     let work = (m as u64).saturating_mul(k as u64).saturating_mul(n as u64);
-    let method = if work <= opts.exact_limit || m <= 2 || n <= 2 {
-        let rows: Vec<usize> = (0..m).collect();
-        exact_rows(a, b, &rows, |i, j, want, mag| {
-            tally.judge(&bound, c[i * n + j], want, mag);
-        });
-        "exact"
-    } else {
-        sampled(a, b, c, &bound, opts, &mut tally);
-        "sampled+freivalds"
-    };
-    Check {
-        max_abs_err: tally.max_abs,
-        max_rel_err: tally.max_rel,
-        max_err_over_bound: tally.max_ratio,
-        passed: tally.failures == 0,
-        failures: tally.failures,
-        checked: tally.checked,
-        elements: (m * n) as u64,
-        nonfinite: tally.nonfinite,
-        method,
-        bound,
+    let sampled = (work > opts.exact_limit && m > 2 && n > 2).then(|| Box::new(prepare_sampled(a, b, opts)));
+    Prepared { bound, sampled }
+}
+
+impl Prepared {
+    /// Check the simulated `c` against `a @ b`, with the `a` and `b` it was prepared with.
+    pub fn check(&self, a: Matrix<'_>, b: Matrix<'_>, c: &[f32]) -> Check {
+        let (m, n) = (a.rows, b.cols);
+        let bound = self.bound;
+        let mut tally = Tally::default();
+        let method = match &self.sampled {
+            None => {
+                let rows: Vec<usize> = (0..m).collect();
+                exact_rows(a, b, &rows, |i, j, want, mag| {
+                    tally.judge(&bound, c[i * n + j], want, mag);
+                });
+                "exact"
+            }
+            Some(s) => {
+                s.finish(a, b, c, &bound, &mut tally);
+                "sampled+freivalds"
+            }
+        };
+        Check {
+            max_abs_err: tally.max_abs,
+            max_rel_err: tally.max_rel,
+            max_err_over_bound: tally.max_ratio,
+            passed: tally.failures == 0,
+            failures: tally.failures,
+            checked: tally.checked,
+            elements: (m * n) as u64,
+            nonfinite: tally.nonfinite,
+            method,
+            bound,
+        }
     }
 }
 
 /// Most flagged rows (and columns) compared before the rest are given up on once some fail.
 const FLAGGED_FIRST: usize = 64;
 
-/// Sampled rows and columns, and those the randomized check flags, compared exactly.
-fn sampled(a: Matrix<'_>, b: Matrix<'_>, c: &[f32], bound: &Bound, opts: CheckOptions, tally: &mut Tally) {
+/// The sampled rows and columns with their references, and the probes.
+fn prepare_sampled(a: Matrix<'_>, b: Matrix<'_>, opts: CheckOptions) -> Sampled {
     let (m, n) = (a.rows, b.cols);
     let mut rng = rand::rngs::StdRng::seed_from_u64(opts.seed);
     let pick = |len: usize, rng: &mut rand::rngs::StdRng| {
         let mut v: Vec<usize> = sample(rng, len, opts.samples.min(len)).into_vec();
         v.extend([0, len - 1]);
+        v.sort_unstable();
+        v.dedup();
         v
     };
-    let mut rows = pick(m, &mut rng);
-    let mut cols = pick(n, &mut rng);
+    let rows = pick(m, &mut rng);
+    let cols = pick(n, &mut rng);
     // Rows of A and columns of B holding NaN or an infinity make their whole row or column
     // of C non-finite; they stay out of the probes and are compared exactly instead.
     let bad_rows: Vec<bool> = (0..m).map(|i| a.row(i).iter().any(|v| !v.is_finite())).collect();
@@ -310,68 +355,91 @@ fn sampled(a: Matrix<'_>, b: Matrix<'_>, c: &[f32], bound: &Bound, opts: CheckOp
             *flag |= !v.is_finite();
         }
     }
-    rows.extend((0..m).filter(|&i| bad_rows[i]));
-    cols.extend((0..n).filter(|&j| bad_cols[j]));
-    let flags = screen::screen(a, b, c, bound, (&bad_rows, &bad_cols), &mut rng);
-    let take = |list: &mut Vec<usize>, flagged: &[usize], limit: usize| {
-        list.extend(flagged.iter().take(limit));
-        list.sort_unstable();
-        list.dedup();
-    };
-    take(&mut rows, &flags.rows, FLAGGED_FIRST);
-    take(&mut cols, &flags.cols, FLAGGED_FIRST);
-    compare(a, b, c, bound, (&rows, &cols), tally);
-    if tally.failures == 0 && (flags.rows.len() > FLAGGED_FIRST || flags.cols.len() > FLAGGED_FIRST) {
-        // Every flag so far was a false alarm: look at the rest too before calling it a PASS.
-        let (done_rows, done_cols) = (rows.clone(), cols.clone());
-        take(&mut rows, &flags.rows, usize::MAX);
-        take(&mut cols, &flags.cols, usize::MAX);
-        let fresh_rows: Vec<usize> = rows.iter().copied().filter(|r| done_rows.binary_search(r).is_err()).collect();
-        let fresh_cols: Vec<usize> = cols.iter().copied().filter(|c| done_cols.binary_search(c).is_err()).collect();
-        // Elements of the rows already done are not compared twice.
-        let mut in_done = vec![false; m];
-        for &r in &done_rows {
-            in_done[r] = true;
+    let probes = screen::probe(a, b, (&bad_rows, &bad_cols), &mut rng);
+    let mut row_refs = vec![(f64::NAN, f64::NAN); rows.len() * n];
+    exact_rows(a, b, &rows, |i, j, want, mag| {
+        if let Ok(t) = rows.binary_search(&i) {
+            row_refs[t * n + j] = (want, mag);
         }
-        exact_rows(a, b, &fresh_rows, |i, j, want, mag| {
-            if done_cols.binary_search(&j).is_err() {
-                tally.judge(bound, c[i * n + j], want, mag);
-            }
-        });
-        let mut in_rows = in_done;
-        for &r in &fresh_rows {
+    });
+    let mut col_refs = vec![(f64::NAN, f64::NAN); m * cols.len()];
+    exact_cols(a, b, &cols, |i, j, want, mag| {
+        if let Ok(t) = cols.binary_search(&j) {
+            col_refs[i * cols.len() + t] = (want, mag);
+        }
+    });
+    Sampled { rows, cols, row_refs, col_refs, bad_rows, bad_cols, probes }
+}
+
+impl Sampled {
+    /// Sampled rows and columns, non-finite ones and those the randomized check flags,
+    /// compared exactly: the sampled ones from their prepared references, the others now.
+    fn finish(&self, a: Matrix<'_>, b: Matrix<'_>, c: &[f32], bound: &Bound, tally: &mut Tally) {
+        let (m, n) = (a.rows, b.cols);
+        let (bad_rows, bad_cols) = (&self.bad_rows, &self.bad_cols);
+        let flags = screen::screen(&self.probes, c, bound, (bad_rows, bad_cols));
+        let take = |list: &mut Vec<usize>, flagged: &[usize], limit: usize| {
+            list.extend(flagged.iter().take(limit));
+            list.sort_unstable();
+            list.dedup();
+        };
+        let mut rows = self.rows.clone();
+        let mut cols = self.cols.clone();
+        rows.extend((0..m).filter(|&i| bad_rows[i]));
+        cols.extend((0..n).filter(|&j| bad_cols[j]));
+        take(&mut rows, &flags.rows, FLAGGED_FIRST);
+        take(&mut cols, &flags.cols, FLAGGED_FIRST);
+        // Every element of the rows, then of the columns outside those rows, once.
+        let mut in_rows = vec![false; m];
+        for &r in &rows {
             in_rows[r] = true;
         }
+        for (t, &i) in self.rows.iter().enumerate() {
+            for j in 0..n {
+                let (want, mag) = self.row_refs[t * n + j];
+                tally.judge(bound, c[i * n + j], want, mag);
+            }
+        }
+        let fresh_rows: Vec<usize> = rows.iter().copied().filter(|r| self.rows.binary_search(r).is_err()).collect();
+        exact_rows(a, b, &fresh_rows, |i, j, want, mag| {
+            tally.judge(bound, c[i * n + j], want, mag);
+        });
+        let s = self.cols.len();
+        for i in (0..m).filter(|&i| !in_rows[i]) {
+            for (t, &j) in self.cols.iter().enumerate() {
+                let (want, mag) = self.col_refs[i * s + t];
+                tally.judge(bound, c[i * n + j], want, mag);
+            }
+        }
+        let fresh_cols: Vec<usize> = cols.iter().copied().filter(|c| self.cols.binary_search(c).is_err()).collect();
         exact_cols(a, b, &fresh_cols, |i, j, want, mag| {
             if !in_rows[i] {
                 tally.judge(bound, c[i * n + j], want, mag);
             }
         });
-    }
-}
-
-/// Compare every element of the given rows and columns once.
-fn compare(
-    a: Matrix<'_>,
-    b: Matrix<'_>,
-    c: &[f32],
-    bound: &Bound,
-    (rows, cols): (&[usize], &[usize]),
-    tally: &mut Tally,
-) {
-    let n = b.cols;
-    exact_rows(a, b, rows, |i, j, want, mag| {
-        tally.judge(bound, c[i * n + j], want, mag);
-    });
-    let mut in_rows = vec![false; a.rows];
-    for &r in rows {
-        in_rows[r] = true;
-    }
-    exact_cols(a, b, cols, |i, j, want, mag| {
-        if !in_rows[i] {
-            tally.judge(bound, c[i * n + j], want, mag);
+        if tally.failures == 0 && (flags.rows.len() > FLAGGED_FIRST || flags.cols.len() > FLAGGED_FIRST) {
+            // Every flag so far was a false alarm: look at the rest too before calling it a PASS.
+            let (done_rows, done_cols) = (rows.clone(), cols.clone());
+            take(&mut rows, &flags.rows, usize::MAX);
+            take(&mut cols, &flags.cols, usize::MAX);
+            let fresh_rows: Vec<usize> = rows.iter().copied().filter(|r| done_rows.binary_search(r).is_err()).collect();
+            let fresh_cols: Vec<usize> = cols.iter().copied().filter(|c| done_cols.binary_search(c).is_err()).collect();
+            // Elements of the rows already done are not compared twice.
+            exact_rows(a, b, &fresh_rows, |i, j, want, mag| {
+                if done_cols.binary_search(&j).is_err() {
+                    tally.judge(bound, c[i * n + j], want, mag);
+                }
+            });
+            for &r in &fresh_rows {
+                in_rows[r] = true;
+            }
+            exact_cols(a, b, &fresh_cols, |i, j, want, mag| {
+                if !in_rows[i] {
+                    tally.judge(bound, c[i * n + j], want, mag);
+                }
+            });
         }
-    });
+    }
 }
 
 /// Bytes of f64 scratch per operand block (bounds the memory of the exact products).

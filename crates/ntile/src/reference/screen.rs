@@ -125,16 +125,34 @@ fn flagged(residuals: &[Probe], thresholds: &[f64], bad: &[bool]) -> Vec<usize> 
     out.into_iter().map(|(_, i)| i).collect()
 }
 
-/// Flag the rows and columns of `c` whose randomized residuals exceed their thresholds.
-/// Rows of A and columns of B in `bad` (holding non-finite values) are left out.
-pub(super) fn screen(
+/// The probes and the products of A and B with them: everything the screen needs but C, so
+/// that it can be computed while C is being made.
+pub(super) struct Probes {
+    x: Vec<Probe>,
+    wx: Vec<f64>,
+    y: Vec<Probe>,
+    wy: Vec<f64>,
+    /// `A (B x)` and `|A| (|B| wx)` per row of A.
+    abx: Vec<(Probe, f64)>,
+    /// `(y^T A) B` and `(wy^T |A|) |B|` per column of B.
+    yab: Vec<Probe>,
+    col_mag: Vec<f64>,
+    /// Whether every sweep finished (a chunk that failed leaves a result short).
+    complete: bool,
+    good_col: Vec<bool>,
+    /// Rows of A and columns of B.
+    m: usize,
+    n: usize,
+}
+
+/// Draw the probes and multiply A and B with them. Rows of A and columns of B in `bad`
+/// (holding non-finite values) are left out.
+pub(super) fn probe(
     a: Matrix<'_>,
     b: Matrix<'_>,
-    c: &[f32],
-    bound: &Bound,
     (bad_rows, bad_cols): (&[bool], &[bool]),
     rng: &mut StdRng,
-) -> Flags {
+) -> Probes {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let good_col: Vec<bool> = bad_cols.iter().map(|b| !b).collect();
     // Column sums of |B| and row sums of |A| weigh the probes.
@@ -220,6 +238,14 @@ pub(super) fn screen(
             *acc += v;
         }
     }
+    let complete = abx.len() == m && bx.len() == k;
+    Probes { x, wx, y, wy, abx, yab, col_mag, complete, good_col, m, n }
+}
+
+/// Flag the rows and columns of `c` whose randomized residuals exceed their thresholds.
+pub(super) fn screen(p: &Probes, c: &[f32], bound: &Bound, (bad_rows, bad_cols): (&[bool], &[bool])) -> Flags {
+    let Probes { x, wx, y, wy, abx, yab, col_mag, complete, good_col, m, n } = p;
+    let (m, n) = (*m, *n);
 
     // C x per row and y^T C per column, in one sweep of C.
     let parts = par_rows(m, n, |rows| {
@@ -246,7 +272,7 @@ pub(super) fn screen(
             add(acc, 1.0, &v);
         }
     }
-    if cx.len() != m || abx.len() != m || bx.len() != k {
+    if cx.len() != m || !complete {
         // A sweep did not finish: compare everything rather than trust a partial screen.
         return Flags { rows: (0..m).collect(), cols: Vec::new() };
     }
@@ -255,10 +281,11 @@ pub(super) fn screen(
     let (good_n, good_m) =
         (good_col.iter().filter(|&&g| g).count().max(1), bad_rows.iter().filter(|&&b| !b).count().max(1));
     let (sum_wx, sum_wy): (f64, f64) = (wx.iter().sum(), wy.iter().sum());
-    let row_res: Vec<Probe> = cx.iter().zip(&abx).map(|(c, (p, _))| std::array::from_fn(|l| c[l] - p[l])).collect();
+    let row_res: Vec<Probe> =
+        cx.iter().zip(abx.iter()).map(|(c, (p, _))| std::array::from_fn(|l| c[l] - p[l])).collect();
     let row_tol: Vec<f64> =
         abx.iter().map(|(_, mag)| THETA * (g * mag + bound.out_abs * sum_wx) / good_n as f64).collect();
-    let col_res: Vec<Probe> = yc.iter().zip(&yab).map(|(c, p)| std::array::from_fn(|l| c[l] - p[l])).collect();
+    let col_res: Vec<Probe> = yc.iter().zip(yab.iter()).map(|(c, p)| std::array::from_fn(|l| c[l] - p[l])).collect();
     let col_tol: Vec<f64> =
         col_mag.iter().map(|mag| THETA * (g * mag + bound.out_abs * sum_wy) / good_m as f64).collect();
     Flags { rows: flagged(&row_res, &row_tol, bad_rows), cols: flagged(&col_res, &col_tol, bad_cols) }
