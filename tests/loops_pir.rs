@@ -265,3 +265,25 @@ fn a_function_too_large_to_expand_is_verified_by_its_loops() {
     assert!(stderr(&o).contains(&want), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Many errors (placed from one table of the loops) and few (each placed by its own walk)
+/// land on the line of the looped instruction they are iterations of.
+#[test]
+fn every_error_of_an_iteration_is_placed_on_its_line() {
+    let dir = scratch("loops_pir_many_errors");
+    for (trips, errors) in [(20u32, 18usize), (6, 4)] {
+        let text = format!(
+            "kernel many\ntensor t0 \"x\" sbuf fp32 [128, 16] @0\nloop i0 x{trips} {{\n  i0 = memset engine=dve value=1 dst=t0{{p0[1, 128] +0+8*i0 [1, 8]}} after()\n}}\n"
+        );
+        let file = dir.join(format!("many{trips}.pir"));
+        std::fs::write(&file, text).unwrap();
+        let o = ntile(&["verify", path_str(&file)]);
+        assert_eq!(code(&o), 2);
+        let err = stderr(&o);
+        assert!(err.contains(&format!("{errors} verifier error(s)")), "{err}");
+        let placed = err.lines().filter(|l| l.starts_with(&format!("{}:4: i", path_str(&file)))).count();
+        assert_eq!(placed, errors, "{err}");
+        assert_eq!(err.lines().filter(|l| l.starts_with("; error: i")).count(), errors, "{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -99,6 +99,25 @@ pub fn sim_bytes(cfg: &GemmConfig) -> u128 {
     inputs.saturating_mul(4 + 4 + 4 + 8).saturating_add((m * n).saturating_mul(4 + 8 + 8 + 4 + 4))
 }
 
+/// Bytes charged per instruction of an expanded looped file (a Penguin instruction with its
+/// edges and source-map entry measured about 800 bytes; a BIR one less).
+pub const EXPANDED_BYTES_PER_INST: u64 = 1 << 10;
+
+/// Refuse to expand a looped file to `insts` instructions when they would not fit the
+/// default memory budget (exit 2, naming both).
+pub fn check_expansion(name: &str, insts: u64) -> Result<(), CliError> {
+    let need = u128::from(insts) * u128::from(EXPANDED_BYTES_PER_INST);
+    let budget = default_budget();
+    if need <= u128::from(budget) {
+        return Ok(());
+    }
+    Err(CliError::usage(format!(
+        "{name}: expanding its loops to {insts} instructions needs about {}, over the memory budget of {}",
+        human(need),
+        human(u128::from(budget))
+    )))
+}
+
 /// Refuse input arrays whose reading alone would exceed `budget`: a file is held as read and
 /// as f32 values (twice its size again for float16), so it is charged three times its size.
 pub fn check_files(paths: &[&std::path::Path], budget: u64) -> Result<(), CliError> {

@@ -512,30 +512,50 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
     let (c, raw, check_ms, check) = std::thread::scope(|scope| -> Result<_, CliError> {
         let mut inputs = Some(inputs);
         let early = if concurrent {
-            let inputs = inputs.take();
             let cfg = &cfg;
-            Some(scope.spawn(move || inputs.map(|i| CheckOperands::prepare(cfg, lhs_transposed, i))))
+            let shared = std::sync::Arc::new(std::sync::Mutex::new(inputs.take()));
+            let theirs = std::sync::Arc::clone(&shared);
+            let spawned = std::thread::Builder::new().name("ntile-check".into()).spawn_scoped(scope, move || {
+                let taken = theirs.lock().ok().and_then(|mut i| i.take());
+                taken.map(|i| CheckOperands::prepare(cfg, lhs_transposed, i))
+            });
+            match spawned {
+                Ok(handle) => Some(handle),
+                // No thread to be had: the check is prepared after the simulation.
+                Err(_) => {
+                    inputs = shared.lock().ok().and_then(|mut i| i.take());
+                    None
+                }
+            }
         } else {
             None
         };
-        let (simulator, stats) = watch.simulate(simulator)?;
-        let stats = stats.map_err(sim_error)?;
-        watch.check()?;
-        if let Some(race) = stats.races.first() {
-            return Err(CliError::internal(format!(
-                "the simulator found a race in a generated kernel (a bug): {race}"
-            )));
-        }
-        let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
-        let raw = args.output.as_ref().map(|_| simulator.read_hbm_tensor("c")).transpose().map_err(sim_error)?;
-        // The memory images go before the check, which keeps its own copies of the operands.
-        drop(simulator);
-        drop(sparse);
-        let simulated = ms(t);
+        // The simulation's outcome is taken only after the check's thread is joined, so that
+        // an error here never leaves it behind (or loses a failure of it).
+        let simulated = (|| {
+            let (simulator, stats) = watch.simulate(simulator)?;
+            let stats = stats.map_err(sim_error)?;
+            watch.check()?;
+            if let Some(race) = stats.races.first() {
+                return Err(CliError::internal(format!(
+                    "the simulator found a race in a generated kernel (a bug): {race}"
+                )));
+            }
+            let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
+            let raw = args.output.as_ref().map(|_| simulator.read_hbm_tensor("c")).transpose().map_err(sim_error)?;
+            // The memory images go before the check, which keeps its own copies of the operands.
+            drop(simulator);
+            drop(sparse);
+            Ok((c, raw, ms(t)))
+        })();
+        // The check's time: what is left of it after the simulation, its thread's included.
         let t = Instant::now();
+        let early =
+            early.map(|handle| handle.join().map_err(|_| CliError::internal("the check's thread panicked (a bug)")));
+        let (c, raw, simulated) = simulated?;
         progress.phase("check");
         let operands = match early {
-            Some(handle) => handle.join().map_err(|_| CliError::internal("the check's thread panicked (a bug)"))?,
+            Some(joined) => joined?,
             None => (!args.no_check)
                 .then(|| inputs.take().map(|i| CheckOperands::prepare(&cfg, lhs_transposed, i)))
                 .flatten(),

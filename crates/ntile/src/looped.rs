@@ -62,7 +62,7 @@ fn error_line(map: &LoopSourceMap, e: &LoopError) -> Option<(LoopLine, usize)> {
         LoopError::ParamOutOfRange { engine, index, .. } => {
             LoopLine::Plain(Line::Inst(bir::InstRef { engine: *engine, index: usize::try_from(*index).ok()? }))
         }
-        LoopError::Program(_) => return None,
+        LoopError::Program(_) | LoopError::CornerTooLarge { .. } => return None,
     };
     Some((at, map.line_of(at)?))
 }
@@ -144,6 +144,7 @@ pub fn unroll(
             src.name
         )));
     }
+    crate::budget::check_expansion(&src.name, n)?;
     let p = lp.expand().map_err(|e| CliError::usage(format!("{}: {e}", src.name)))?;
     let map = map.map(|m| m.unrolled(lp));
     if n > bir::looped::verify::MAX_EXPANDED {

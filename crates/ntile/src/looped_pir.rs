@@ -67,13 +67,43 @@ pub fn from_json(src: &Source, text: &str) -> Option<Result<Ir, CliError>> {
 }
 
 /// The printed line an entity of the expansion belongs to (an instruction: the looped
-/// instruction it is an iteration of).
-fn entity_at(lf: &LoopedFunction, e: Entity) -> Option<LoopLine> {
-    match e {
-        Entity::Inst(i) => LoopSourceMap::unrolled_at(lf, u64::from(i.0)),
-        other => Some(LoopLine::Plain(other)),
+/// instruction it is an iteration of, looked up in `firsts` when given).
+fn entity_at(lf: &LoopedFunction, firsts: Option<&[u64]>, e: Entity) -> Option<LoopLine> {
+    match (e, firsts) {
+        (Entity::Inst(i), Some(firsts)) => firsts.get(i.index()).map(|&f| LoopLine::Inst(f)),
+        (Entity::Inst(i), None) => LoopSourceMap::unrolled_at(lf, u64::from(i.0)),
+        (other, _) => Some(LoopLine::Plain(other)),
     }
 }
+
+/// For every unrolled instruction of `lf`, the unrolled index of the first iteration of the
+/// looped instruction it comes from: one walk, so that many errors are placed in linear time.
+fn first_iterations(lf: &LoopedFunction) -> Vec<u64> {
+    fn walk(items: &[Item<PirInst>], first: &mut u64, out: &mut Vec<u64>) {
+        for it in items {
+            match it {
+                Item::Inst(_) => {
+                    out.push(*first);
+                    *first += 1;
+                }
+                Item::Loop(l) => {
+                    let start = *first;
+                    for _ in 0..l.trips {
+                        *first = start;
+                        walk(&l.body, first, out);
+                    }
+                    *first = start + penguin::looped::unrolled_len(&l.body) * u64::from(l.trips);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&lf.body, &mut 0, &mut out);
+    out
+}
+
+/// Errors up to which each is placed by its own walk of the loops.
+const FEW_ERRORS: usize = 16;
 
 /// A Penguin verifier failure of a looped function's expansion: each error with its file
 /// line, then the looped function with each error printed under the line it concerns
@@ -87,9 +117,10 @@ pub fn looped_errors(
     let mut msg = format!("{}: {} verifier error(s)\n", src.name, errors.0.len());
     let mut under: HashMap<LoopLine, Vec<String>> = HashMap::new();
     let mut unplaced = Vec::new();
+    let firsts = (errors.0.len() > FEW_ERRORS).then(|| first_iterations(lf));
     for e in &errors.0 {
         let m = format!("{}: {}", e.entity, e.message);
-        let at = entity_at(lf, e.entity);
+        let at = entity_at(lf, firsts.as_deref(), e.entity);
         match at.zip(map).and_then(|(at, map)| map.line_of(at)) {
             Some(line) => msg += &format!("{}:{line}: {m}\n", src.name),
             None => msg += &format!("{}: {m}\n", src.name),
@@ -109,7 +140,7 @@ pub fn looped_errors(
         }
     }
     // Lines not printed (none, for a function the verifier names rightly), in error order.
-    let left = errors.0.iter().filter_map(|e| under.remove(&entity_at(lf, e.entity)?)).flatten();
+    let left = errors.0.iter().filter_map(|e| under.remove(&entity_at(lf, firsts.as_deref(), e.entity)?)).flatten();
     for m in left.chain(unplaced) {
         msg += &format!("; error: {m}\n");
     }
@@ -143,6 +174,7 @@ pub fn unroll(
             src.name
         )));
     }
+    crate::budget::check_expansion(&src.name, n)?;
     let at_line = |i: u64| match map.and_then(|m| m.unrolled_line(lf, i)) {
         Some(line) => format!("{}:{line}", src.name),
         None => src.name.clone(),

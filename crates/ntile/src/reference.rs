@@ -269,6 +269,10 @@ pub fn check(a: Matrix<'_>, b: Matrix<'_>, c: &[f32], k_bound: u64, out: DType, 
 pub struct Prepared {
     bound: Bound,
     sampled: Option<Box<Sampled>>,
+    /// What it was prepared for: `(m, k, n)`, `k_bound` and the options.
+    dims: (usize, usize, usize),
+    k_bound: u64,
+    opts: CheckOptions,
 }
 
 /// What the sampled check prepares.
@@ -293,12 +297,16 @@ pub fn prepare(a: Matrix<'_>, b: Matrix<'_>, k_bound: u64, out: DType, opts: Che
     let bound = Bound::new(k_bound, out);
     let work = (m as u64).saturating_mul(k as u64).saturating_mul(n as u64);
     let sampled = (work > opts.exact_limit && m > 2 && n > 2).then(|| Box::new(prepare_sampled(a, b, opts)));
-    Prepared { bound, sampled }
+    Prepared { bound, sampled, dims: (m, k, n), k_bound, opts }
 }
 
 impl Prepared {
-    /// Check the simulated `c` against `a @ b`, with the `a` and `b` it was prepared with.
+    /// Check the simulated `c` against `a @ b`, with the `a` and `b` it was prepared with
+    /// (operands of other dimensions are prepared afresh).
     pub fn check(&self, a: Matrix<'_>, b: Matrix<'_>, c: &[f32]) -> Check {
+        if (a.rows, a.cols, b.cols) != self.dims {
+            return prepare(a, b, self.k_bound, self.bound.out, self.opts).check(a, b, c);
+        }
         let (m, n) = (a.rows, b.cols);
         let bound = self.bound;
         let mut tally = Tally::default();

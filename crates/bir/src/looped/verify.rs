@@ -16,7 +16,8 @@
 //!    no deadlock is reported; the semaphores waited on are checked to exist). Bounds, shapes
 //!    and engines are then checked exactly (bounds are monotone in the parameters, the rest
 //!    does not change between iterations); the partition start rule only at the corners, and
-//!    deadlock freedom not at all.
+//!    deadlock freedom not at all. A corner program over [`MAX_EXPANDED`] instructions (nests
+//!    of loops of 2 trips keep every iteration) is refused ([`LoopError::CornerTooLarge`]).
 //!
 //! Positions: in the corner program's messages, instructions are named by their place in the
 //! corner program. Otherwise an instruction is named by its engine and its index in the unrolled stream,
@@ -93,6 +94,18 @@ pub enum LoopError {
         /// The largest the parameter may be.
         max: i128,
     },
+    /// A program too large to expand whose corner program is too large as well (nested
+    /// loops of 2 trips keep every iteration in it).
+    #[error(
+        "the program unrolls to {unrolled} instructions and its corner program (each loop's first and last \
+         trip) to {corner}, more than the {MAX_EXPANDED} the verifier expands"
+    )]
+    CornerTooLarge {
+        /// Unrolled instructions of the program.
+        unrolled: u64,
+        /// Instructions of the corner program.
+        corner: u64,
+    },
     /// The unrolled (or corner) program breaks an engine rule.
     #[error("{0}")]
     Program(BirError),
@@ -109,10 +122,16 @@ pub fn verify_looped(lp: &LoopedProgram) -> Result<(), Vec<LoopError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
-    let checked = if lp.unrolled_len() <= MAX_EXPANDED {
+    let n = lp.unrolled_len();
+    let checked = if n <= MAX_EXPANDED {
         lp.expand().and_then(|p| crate::verify_program(&p))
     } else {
-        corner_program(lp).and_then(|p| crate::verify_program(&p))
+        let corner = corner_items(lp);
+        let len = corner.unrolled_len();
+        if len > MAX_EXPANDED {
+            return Err(vec![LoopError::CornerTooLarge { unrolled: n, corner: len }]);
+        }
+        corner_program(&corner).and_then(|p| crate::verify_program(&p))
     };
     checked.map_err(|e| vec![LoopError::Program(e)])
 }
@@ -211,8 +230,8 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// Every loop run for its first and last trip, without waits (see the module doc).
-fn corner_program(lp: &LoopedProgram) -> Result<Program, BirError> {
+/// Every loop run for its first and last trip (see the module doc).
+fn corner_items(lp: &LoopedProgram) -> LoopedProgram {
     fn corners(items: &[Item]) -> Vec<Item> {
         items
             .iter()
@@ -236,6 +255,11 @@ fn corner_program(lp: &LoopedProgram) -> Result<Program, BirError> {
     for s in &mut c.streams {
         *s = corners(s);
     }
+    c
+}
+
+/// The corner program of `c` (from [`corner_items`]) expanded, without waits.
+fn corner_program(c: &LoopedProgram) -> Result<Program, BirError> {
     let mut p = c.expand()?;
     let sems = p.semaphores.len();
     let mut missing = Vec::new();

@@ -107,3 +107,15 @@ fn a_huge_program_is_checked_at_its_corners() {
     let Err(errors) = verify_looped(&lp) else { panic!("accepted") };
     assert!(errors[0].to_string().contains("waits on s9, which does not exist"), "{errors:?}");
 }
+
+/// Nested loops of 2 trips keep every iteration in the corner program: past the limit it is
+/// refused, not expanded.
+#[test]
+fn a_corner_program_too_large_to_expand_is_refused() {
+    let mut item = Item::Inst(copy(0, None));
+    for _ in 0..22 {
+        item = Item::Loop(Loop { trips: 2, body: vec![item], step: vec![0; 4] });
+    }
+    let got = verify_looped(&with(vec![item]));
+    assert_eq!(got, Err(vec![LoopError::CornerTooLarge { unrolled: 1 << 22, corner: 1 << 22 }]));
+}

@@ -18,9 +18,9 @@ use super::lower;
 use crate::error::BirError;
 use crate::looped::LoopedProgram;
 
-/// The most unrolled instructions [`lower_looped`] expands a function to (each takes a few
-/// hundred bytes through lowering: 2^24 stay within a few GB).
-pub const MAX_LOWER_UNROLLED: u64 = 1 << 24;
+/// The most unrolled instructions [`lower_looped`] expands a function to: a Penguin
+/// instruction and its lowering take about a KiB together, so 2^22 stay within about 4 GiB.
+pub const MAX_LOWER_UNROLLED: u64 = 1 << 22;
 
 /// Why a looped function does not lower.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

@@ -260,17 +260,22 @@ pub fn plan_gemm_auto_parallel(
     cost: &(dyn Fn(&GemmPlan) -> Result<AutoCost, CodegenError> + Sync),
 ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
     search(cfg, limits, hw, shortlist, threads.max(1), &mut |jobs| {
+        let one = |job: &Job| weigh(job.plan(&mut generated), &mut |p| cost(p));
         if jobs.len() == 1 {
-            return jobs.iter().map(|job| weigh(job.plan(&mut generated), &mut |p| cost(p))).collect();
+            return jobs.iter().map(one).collect();
         }
         std::thread::scope(|scope| {
             let handles: Vec<_> =
-                jobs.iter().map(|job| scope.spawn(move || weigh(job.plan(&mut generated), &mut |p| cost(p)))).collect();
+                jobs.iter().map(|job| std::thread::Builder::new().spawn_scoped(scope, move || one(job))).collect();
             handles
                 .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(CodegenError::Internal("an auto candidate's thread panicked".into())))
+                .zip(jobs)
+                .map(|(h, job)| match h {
+                    Ok(h) => h
+                        .join()
+                        .unwrap_or_else(|_| Err(CodegenError::Internal("an auto candidate's thread panicked".into()))),
+                    // No thread to be had: weigh it on this one.
+                    Err(_) => one(job),
                 })
                 .collect()
         })

@@ -19,8 +19,18 @@ impl<T: Send + 'static> Background<T> {
     }
 
     /// The result, or `None` when the thread could not be started or failed.
-    pub fn finish(self) -> Option<T> {
-        self.0?.join().ok()
+    pub fn finish(mut self) -> Option<T> {
+        self.0.take()?.join().ok()
+    }
+}
+
+impl<T> Drop for Background<T> {
+    /// A run that ends early (a planning error, an interruption) waits for the thread rather
+    /// than leave it drawing after the call has returned.
+    fn drop(&mut self) {
+        if let Some(handle) = self.0.take() {
+            let _ = handle.join();
+        }
     }
 }
 

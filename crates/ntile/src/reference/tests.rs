@@ -257,3 +257,31 @@ fn bf16_rounding_matches_half_bit_for_bit() {
     twice.iter_mut().for_each(|x| *x = DType::Fp8e4m3.round_trip(half::bf16::from_f32(*x).to_f32()));
     assert!(v.iter().zip(&twice).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())));
 }
+
+/// The check prepared before C exists compares exactly the sampled rows and columns of a
+/// correct C, each element once: `r` whole rows and, outside them, `s` whole columns.
+#[test]
+fn a_prepared_check_compares_each_sampled_element_once() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let (m, k, n) = (96, 200, 130);
+    let a = random(m * k, &mut rng);
+    let b = random(k * n, &mut rng);
+    let c = tiled_f32(m, k, n, &a, &b);
+    let (am, bm) = (mat(m, k, &a), mat(k, n, &b));
+    let opts = sampled_opts(5);
+    let prepared = prepare(am, bm, k as u64, DType::Fp32, opts);
+    let r = prepared.check(am, bm, &c);
+    assert!(r.passed, "{r:?}");
+    // R sampled rows and S sampled columns (two random ones plus the first and last, fewer
+    // where they coincide), none flagged: R whole rows, then S columns outside them.
+    let fits: Vec<(usize, usize)> = (2..=4)
+        .flat_map(|r| (2..=4).map(move |s| (r, s)))
+        .filter(|&(rows, cols)| rows * n + cols * (m - rows) == r.checked as usize)
+        .collect();
+    assert_eq!(fits.len(), 1, "{r:?}");
+    // The same as the one-call check, which prepares and finishes at once.
+    assert_eq!(r, check(am, bm, &c, k as u64, DType::Fp32, opts));
+    // Operands of other dimensions are prepared afresh rather than read out of bounds.
+    let (a2, b2) = (mat(m / 2, k, &a[..m / 2 * k]), bm);
+    assert_eq!(prepared.check(a2, b2, &c[..m / 2 * n]), check(a2, b2, &c[..m / 2 * n], k as u64, DType::Fp32, opts));
+}

@@ -20,7 +20,9 @@
 //!    and partition ranges are monotone in the parameters, the rest does not change between
 //!    iterations). Not checked in the middle iterations: the PSUM bank rule (an access that
 //!    stays in one bank at both ends of a loop may cross a bank boundary between them) and
-//!    the accumulation-group rules, which see only the corner iterations' order.
+//!    the accumulation-group rules, which see only the corner iterations' order. A corner
+//!    function over [`MAX_EXPANDED`] instructions (nests of loops of 2 trips keep every
+//!    iteration) is refused ([`LoopError::CornerTooLarge`]) rather than expanded.
 //!
 //! Positions: a loop is named by the unrolled index of its first instruction and its depth;
 //! an instruction by its unrolled index in the first iteration of its loops. A function
@@ -113,6 +115,20 @@ pub enum LoopError {
         /// Where the edge comes from in that iteration.
         from: i128,
     },
+    /// A function too large to expand whose corner function is too large as well (nested
+    /// loops of 2 trips keep every iteration in it).
+    #[error(
+        "the function unrolls to {unrolled} instructions and its corner function (each loop's first and last \
+         trip) to {corner}, more than the {max} the verifier expands"
+    )]
+    CornerTooLarge {
+        /// Unrolled instructions of the function.
+        unrolled: u64,
+        /// Instructions of the corner function.
+        corner: u64,
+        /// The most the verifier expands.
+        max: u64,
+    },
     /// The unrolled (or corner) function does not expand (not expected after rules 1-2).
     #[error("{0}")]
     Expand(ExpandError),
@@ -141,7 +157,20 @@ pub fn verify_looped_within(lf: &LoopedFunction, max_expanded: u64) -> Result<()
     if !errors.is_empty() {
         return Err(errors);
     }
-    let f = if n <= max_expanded { lf.expand() } else { corner_function(lf).expand() };
+    let f = if n <= max_expanded {
+        lf.expand()
+    } else {
+        let corner = corner_function(lf);
+        let len = corner.unrolled_len();
+        if len > max_expanded.max(MAX_EXPANDED) {
+            return Err(vec![LoopError::CornerTooLarge {
+                unrolled: n,
+                corner: len,
+                max: max_expanded.max(MAX_EXPANDED),
+            }]);
+        }
+        corner.expand()
+    };
     let f = f.map_err(|e| vec![LoopError::Expand(e)])?;
     match crate::verify(&f) {
         Ok(_) => Ok(()),

@@ -149,3 +149,19 @@ fn the_corner_function_keeps_each_loops_first_and_last_trip_without_edges() {
     let f = function(vec![(memset(0, 0.0), vec![])]);
     assert_eq!(verify_looped(&LoopedFunction::from_function(&f)), Ok(()));
 }
+
+/// Nested loops of 2 trips keep every iteration in the corner function: past the limit it is
+/// refused, not expanded.
+#[test]
+fn a_corner_function_too_large_to_expand_is_refused() {
+    let mut item = inst(memset(0, 0.0), vec![]);
+    for _ in 0..22 {
+        item = looped(2, vec![item], vec![0, 0]);
+    }
+    let got = verify_looped(&lf(vec![item.clone()]));
+    assert_eq!(got, Err(vec![LoopError::CornerTooLarge { unrolled: 1 << 22, corner: 1 << 22, max: MAX_EXPANDED }]));
+    // One trip fewer at the top: the whole function is expanded and passes.
+    let Item::Loop(mut top) = item else { unreachable!() };
+    top.trips = 1;
+    assert_eq!(verify_looped(&lf(vec![Item::Loop(top)])), Ok(()));
+}
