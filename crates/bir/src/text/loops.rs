@@ -31,6 +31,8 @@
 
 use std::fmt::Write as _;
 
+use penguin::text::loop_syntax::terms;
+
 use super::print::{lines, Line};
 use crate::looped::{Item, Loop, LoopedProgram};
 use crate::program::{BirInst, Engine, HwAp, InstRef};
@@ -45,18 +47,6 @@ pub enum LoopLine {
     Open(Engine, u64, usize),
     /// The `}` of that loop.
     Close(Engine, u64, usize),
-}
-
-/// `+C*iD` terms of one parameter (coefficient per loop level, outermost first).
-fn terms(coefs: &[i64]) -> String {
-    let mut s = String::new();
-    for (d, &c) in coefs.iter().enumerate() {
-        if c != 0 {
-            let sign = if c < 0 { '-' } else { '+' };
-            let _ = write!(s, "{sign}{}*i{d}", c.unsigned_abs());
-        }
-    }
-    s
 }
 
 /// An access pattern with its parameters' terms (`part` and `off` coefficients).

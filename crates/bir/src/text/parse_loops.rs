@@ -12,6 +12,8 @@ use std::collections::HashMap;
 use penguin::text::lexer::{numbered_lines, split_comment, Cursor, ParseError, MAX_EXTENT};
 use penguin::Memory;
 
+use penguin::text::loop_syntax::{col, is_word, loop_header, loop_term, LoopTerm};
+
 use super::loops::LoopLine;
 use super::parse::SourceMap;
 use super::parse::{inst, parse_with_source_map};
@@ -124,32 +126,28 @@ pub fn parse_looped(text: &str) -> Result<LoopedProgram, ParseError> {
 }
 
 /// Which parameter a term belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Slot<'a> {
     Partition(&'a str),
     Offset(&'a str),
     Wait(usize),
 }
 
-/// One `+C*iD` term: its parameter, loop depth, coefficient and column.
+/// One `+C*iD` term: its parameter, loop depth, coefficient and byte position.
 struct Term<'a> {
     slot: Slot<'a>,
     depth: usize,
     coef: i64,
-    col: usize,
-}
-
-fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    pos: usize,
 }
 
 /// The terms of an instruction line, and the line with them blanked.
 fn take_terms(line_no: usize, code: &str) -> Result<(Vec<Term<'_>>, String), ParseError> {
     let b = code.as_bytes();
-    let col = |pos: usize| code[..pos].chars().count() + 1;
-    let err = |pos: usize, m: String| ParseError { line: line_no, col: col(pos), message: m };
+    let err = |pos: usize, m: String| ParseError { line: line_no, col: col(code, pos), message: m };
     let mut blanked = b.to_vec();
     let mut terms: Vec<Term<'_>> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     let (mut key, mut in_wait, mut waits) = ("", false, 0usize);
     let mut last_end: Option<(usize, Slot<'_>)> = None;
     let mut i = 0;
@@ -175,29 +173,10 @@ fn take_terms(line_no: usize, code: &str) -> Result<(Vec<Term<'_>>, String), Par
         if c == b')' {
             in_wait = false;
         }
-        if c != b'+' && c != b'-' {
+        let Some(LoopTerm { coef, depth, end: d1 }) = loop_term(code, i, line_no)? else {
             i += 1;
             continue;
-        }
-        // `[+-] [DIGITS '*'] 'i' DIGITS`, then no word character.
-        let digits = |from: usize| (from..b.len()).find(|&j| !b[j].is_ascii_digit()).unwrap_or(b.len());
-        let d0 = digits(i + 1);
-        let (coef_end, after) = if d0 > i + 1 && b.get(d0) == Some(&b'*') { (d0, d0 + 1) } else { (i + 1, i + 1) };
-        let d1 = if b.get(after) == Some(&b'i') { digits(after + 1) } else { after };
-        if d1 == after || d1 == after + 1 || b.get(d1).is_some_and(|&x| is_word(x)) {
-            i += 1;
-            continue;
-        }
-        let magnitude: i128 = if coef_end > i + 1 {
-            code[i + 1..coef_end].parse().map_err(|_| err(i, "a loop step is out of range".into()))?
-        } else {
-            1
         };
-        let coef = i64::try_from(if c == b'-' { -magnitude } else { magnitude })
-            .map_err(|_| err(i, format!("loop step `{}` is out of range", &code[i..coef_end])))?;
-        let depth: usize = code[after + 1..d1]
-            .parse()
-            .map_err(|_| err(after, format!("unknown loop index `{}`", &code[after..d1])))?;
         // The parameter: the number before, or the term before.
         let mut p = i;
         while p > 0 && b[p - 1] == b' ' {
@@ -231,10 +210,10 @@ fn take_terms(line_no: usize, code: &str) -> Result<(Vec<Term<'_>>, String), Par
                 }
             }
         };
-        if terms.iter().any(|t| t.slot == slot && t.depth == depth) {
+        if !seen.insert((slot, depth)) {
             return Err(err(i, format!("`i{depth}` appears twice in one parameter")));
         }
-        terms.push(Term { slot, depth, coef, col: col(i) });
+        terms.push(Term { slot, depth, coef, pos: i });
         blanked[i..d1].fill(b' ');
         last_end = Some((d1, slot));
         i = d1;
@@ -298,29 +277,7 @@ impl Streams {
     }
 
     fn open(&mut self, mut c: Cursor<'_>, line_no: usize) -> Result<(), ParseError> {
-        let (col, _) = c.expect_word("`loop`")?;
-        let depth = self.frames.len();
-        let (icol, id) = c.id('i', "a loop index `iD`")?;
-        if id as usize != depth {
-            return Err(c.error_at(
-                icol,
-                format!("expected loop index `i{depth}` (indices are numbered by depth), found `i{id}`"),
-            ));
-        }
-        let (tcol, w) = c.expect_word("a trip count `xT`")?;
-        let trips: u64 = match w.strip_prefix('x') {
-            Some(d) if !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()) => {
-                d.parse().map_err(|_| c.error_at(tcol, format!("trip count `{w}` is out of range")))?
-            }
-            _ => return Err(c.error_at(tcol, format!("expected a trip count `xT`, found `{w}`"))),
-        };
-        let trips = u32::try_from(trips)
-            .map_err(|_| c.error_at(tcol, format!("trip count {trips} is out of range (at most {})", u32::MAX)))?;
-        if trips == 0 {
-            return Err(c.error_at(tcol, "a loop needs at least 1 trip (found x0)"));
-        }
-        c.expect("{")?;
-        c.expect_end()?;
+        let (col, trips) = loop_header(&mut c, self.frames.len())?;
         self.frames.push(Frame { trips, line: line_no, col, start: self.index, items: Vec::new(), step: Vec::new() });
         Ok(())
     }
@@ -363,7 +320,7 @@ impl Streams {
         let n = crate::looped::inst_param_count(&i);
         let mut coefs = vec![vec![0i64; depth]; n];
         for t in &terms {
-            let at = |m: String| ParseError { line: line_no, col: t.col, message: m };
+            let at = |m: String| ParseError { line: line_no, col: col(code, t.pos), message: m };
             let q = match t.slot {
                 Slot::Partition(k) | Slot::Offset(k) => {
                     let a = names.iter().position(|x| *x == k).ok_or_else(|| at(format!("no access pattern `{k}`")))?;

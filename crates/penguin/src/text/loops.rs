@@ -59,17 +59,7 @@ pub enum LoopLine {
     Close(u64, usize),
 }
 
-/// `+C*iD` terms of one parameter (a coefficient per loop level, outermost first).
-pub fn terms(coefs: &[i64]) -> String {
-    let mut s = String::new();
-    for (d, &c) in coefs.iter().enumerate() {
-        if c != 0 {
-            let sign = if c < 0 { '-' } else { '+' };
-            let _ = write!(s, "{sign}{}*i{d}", c.unsigned_abs());
-        }
-    }
-    s
-}
+pub use super::loop_syntax::terms;
 
 /// A tile whose start partition and offset have the given terms; with none, as the
 /// unrolled printer writes it.

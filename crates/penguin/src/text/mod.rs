@@ -7,6 +7,7 @@
 //! [`lexer::Cursor`], comments and limits, so both formats report errors alike.
 
 pub mod lexer;
+pub mod loop_syntax;
 pub mod loops;
 pub mod parse;
 pub mod parse_loops;

@@ -10,6 +10,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::lexer::{numbered_lines, split_comment, Cursor, ParseError, MAX_EXTENT};
+use super::loop_syntax::{col, is_word, loop_header, loop_term, LoopTerm};
 use super::loops::LoopLine;
 use super::parse::{inst_after_id, parse_with_source_map, SourceMap};
 use crate::deps::compute_deps;
@@ -18,8 +19,7 @@ use crate::error::Entity;
 use crate::function::Function;
 use crate::looped::{unrolled_len, Item, Loop, LoopedFunction, PirInst, Stepped};
 
-/// How deep loops may nest (the walks over a looped function recurse once per level).
-pub const MAX_LOOP_DEPTH: usize = 64;
+pub use super::loop_syntax::MAX_LOOP_DEPTH;
 
 /// Where each line of a parsed looped function was written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -118,10 +118,6 @@ struct Term<'a> {
     pos: usize,
 }
 
-fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-
 /// Where the scan of an instruction line is.
 #[derive(Default)]
 struct Scan<'a> {
@@ -169,12 +165,6 @@ fn slot_before<'a>(b: &[u8], p: usize, s: &Scan<'a>) -> Option<Slot<'a>> {
     None
 }
 
-/// The column of byte `pos` of `code` (counted only for an error, so a line of many terms
-/// is read in linear time).
-fn col(code: &str, pos: usize) -> usize {
-    code.get(..pos).map_or(pos, |s| s.chars().count()) + 1
-}
-
 /// The terms of an instruction line, and the line with them blanked.
 fn take_terms(line_no: usize, code: &str) -> Result<(Vec<Term<'_>>, String), ParseError> {
     let b = code.as_bytes();
@@ -210,31 +200,10 @@ fn take_terms(line_no: usize, code: &str) -> Result<(Vec<Term<'_>>, String), Par
             b')' => s.in_after = false,
             _ => {}
         }
-        if c != b'+' && c != b'-' {
+        let Some(LoopTerm { coef, depth, end: d1 }) = loop_term(code, i, line_no)? else {
             i += 1;
             continue;
-        }
-        // `[+-] [DIGITS '*'] 'i' DIGITS`, then no word character.
-        let digits = |from: usize| (from..b.len()).find(|&j| !b[j].is_ascii_digit()).unwrap_or(b.len());
-        let d0 = digits(i + 1);
-        let (coef_end, after) = if d0 > i + 1 && b.get(d0) == Some(&b'*') { (d0, d0 + 1) } else { (i + 1, i + 1) };
-        let d1 = if b.get(after) == Some(&b'i') { digits(after + 1) } else { after };
-        if d1 == after || d1 == after + 1 || b.get(d1).is_some_and(|&x| is_word(x)) {
-            i += 1;
-            continue;
-        }
-        let magnitude: i128 = if coef_end > i + 1 {
-            code[i + 1..coef_end]
-                .parse()
-                .map_err(|_| err(i, format!("loop step `{}` is out of range", &code[i..coef_end])))?
-        } else {
-            1
         };
-        let coef = i64::try_from(if c == b'-' { -magnitude } else { magnitude })
-            .map_err(|_| err(i, format!("loop step `{}` is out of range", &code[i..coef_end])))?;
-        let depth: usize = code[after + 1..d1]
-            .parse()
-            .map_err(|_| err(after, format!("unknown loop index `{}`", &code[after..d1])))?;
         // The parameter: the number before, or the term before.
         let mut p = i;
         while p > 0 && b[p - 1] == b' ' {
@@ -306,32 +275,7 @@ impl Body {
     }
 
     fn open(&mut self, mut c: Cursor<'_>, line_no: usize) -> Result<(), ParseError> {
-        let (col, _) = c.expect_word("`loop`")?;
-        let depth = self.frames.len();
-        if depth >= MAX_LOOP_DEPTH {
-            return Err(c.error_at(col, format!("loops nest at most {MAX_LOOP_DEPTH} deep")));
-        }
-        let (icol, id) = c.id('i', "a loop index `iD`")?;
-        if id as usize != depth {
-            return Err(c.error_at(
-                icol,
-                format!("expected loop index `i{depth}` (indices are numbered by depth), found `i{id}`"),
-            ));
-        }
-        let (tcol, w) = c.expect_word("a trip count `xT`")?;
-        let trips: u64 = match w.strip_prefix('x') {
-            Some(d) if !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()) => {
-                d.parse().map_err(|_| c.error_at(tcol, format!("trip count `{w}` is out of range")))?
-            }
-            _ => return Err(c.error_at(tcol, format!("expected a trip count `xT`, found `{w}`"))),
-        };
-        let trips = u32::try_from(trips)
-            .map_err(|_| c.error_at(tcol, format!("trip count {trips} is out of range (at most {})", u32::MAX)))?;
-        if trips == 0 {
-            return Err(c.error_at(tcol, "a loop needs at least 1 trip (found x0)"));
-        }
-        c.expect("{")?;
-        c.expect_end()?;
+        let (col, trips) = loop_header(&mut c, self.frames.len())?;
         self.first_loop.get_or_insert((line_no, col));
         self.frames.push(Frame { trips, line: line_no, col, start: self.index, items: Vec::new(), step: Vec::new() });
         Ok(())
