@@ -14,8 +14,8 @@ use crate::budget;
 use crate::error::CliError;
 use crate::npy::{self, OutKind};
 use crate::progress::Progress;
-use crate::reference::{self, Check, CheckOptions, Matrix};
 
+mod check;
 mod random;
 mod report;
 
@@ -490,80 +490,9 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
         }
         None => None,
     };
-    let t = Instant::now();
-    progress.phase("simulate");
-    let mut simulator = crate::threads::simulator(&program)?;
-    match &sparse {
-        Some(s) => {
-            simulator.write_hbm_f32("a", &s.values).map_err(sim_error)?;
-            let tags: Vec<u8> = s.tags.iter().flat_map(|t| t.to_le_bytes()).collect();
-            simulator.write_hbm_tensor("a_tags", &tags).map_err(sim_error)?;
-        }
-        None => simulator.write_hbm_f32("a", &inputs.a).map_err(sim_error)?,
-    }
-    simulator.write_hbm_f32("b", &inputs.b).map_err(sim_error)?;
-    // A sparse A was compressed from its [M, K] layout, so the inputs are [M, K] by now.
-    let lhs_transposed = cfg.lhs_transposed && cfg.sparsity.is_none();
-    // The check's operands and the part of the check that does not need C are prepared on
-    // another thread while the kernel is simulated, when their copies are small enough to
-    // hold beside the simulator's memory; otherwise after it, once that memory is freed.
-    let operand_bytes = (m.saturating_mul(k)).saturating_add(k.saturating_mul(n)).saturating_mul(4);
-    let concurrent = !args.no_check && operand_bytes <= CONCURRENT_CHECK_BYTES;
-    let (c, raw, check_ms, check) = std::thread::scope(|scope| -> Result<_, CliError> {
-        let mut inputs = Some(inputs);
-        let early = if concurrent {
-            let cfg = &cfg;
-            let shared = std::sync::Arc::new(std::sync::Mutex::new(inputs.take()));
-            let theirs = std::sync::Arc::clone(&shared);
-            let spawned = std::thread::Builder::new().name("ntile-check".into()).spawn_scoped(scope, move || {
-                let taken = theirs.lock().ok().and_then(|mut i| i.take());
-                taken.map(|i| CheckOperands::prepare(cfg, lhs_transposed, i))
-            });
-            match spawned {
-                Ok(handle) => Some(handle),
-                // No thread to be had: the check is prepared after the simulation.
-                Err(_) => {
-                    inputs = shared.lock().ok().and_then(|mut i| i.take());
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        // The simulation's outcome is taken only after the check's thread is joined, so that
-        // an error here never leaves it behind (or loses a failure of it).
-        let simulated = (|| {
-            let (simulator, stats) = watch.simulate(simulator)?;
-            let stats = stats.map_err(sim_error)?;
-            watch.check()?;
-            if let Some(race) = stats.races.first() {
-                return Err(CliError::internal(format!(
-                    "the simulator found a race in a generated kernel (a bug): {race}"
-                )));
-            }
-            let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
-            let raw = args.output.as_ref().map(|_| simulator.read_hbm_tensor("c")).transpose().map_err(sim_error)?;
-            // The memory images go before the check, which keeps its own copies of the operands.
-            drop(simulator);
-            drop(sparse);
-            Ok((c, raw, ms(t)))
-        })();
-        // The check's time: what is left of it after the simulation, its thread's included.
-        let t = Instant::now();
-        let early =
-            early.map(|handle| handle.join().map_err(|_| CliError::internal("the check's thread panicked (a bug)")));
-        let (c, raw, simulated) = simulated?;
-        progress.phase("check");
-        let operands = match early {
-            Some(joined) => joined?,
-            None => (!args.no_check)
-                .then(|| inputs.take().map(|i| CheckOperands::prepare(&cfg, lhs_transposed, i)))
-                .flatten(),
-        };
-        let check = operands.map(|o| o.check(&c));
-        Ok((c, raw, (simulated, ms(t)), check))
-    })?;
-    (wall.simulate, wall.reference) = check_ms;
+    let done = check::simulate_and_check(args, &cfg, &program, inputs, sparse, watch, &progress)?;
+    (wall.simulate, wall.reference) = (done.simulate_ms, done.reference_ms);
+    let (c, raw, check) = (done.c, done.raw, done.check);
     if let (Some(path), Some(raw)) = (&args.output, raw) {
         let kind = match cfg.out_dtype {
             DType::Fp16 => OutKind::F16,
@@ -620,54 +549,4 @@ pub fn modeled_ns(plan: &GemmPlan, hw: &HwProfile) -> Result<codegen::AutoCost, 
     let report = sim::model_with(&program, hw)
         .map_err(|e| codegen::CodegenError::Internal(format!("cycle model failed: {e}")))?;
     Ok(codegen::AutoCost { time: report.total_ns, hbm_bytes: report.hbm_bytes })
-}
-
-#[expect(clippy::needless_pass_by_value, reason = "a map_err adapter")]
-fn sim_error(e: sim::SimError) -> CliError {
-    CliError::internal(format!("simulation failed: {e}"))
-}
-
-/// Operand copies up to which the check is prepared while the kernel is simulated (its
-/// rounded A and B then live beside the simulator's memory; 8192^3 keeps them apart, so that
-/// its peak stays under 2 GB).
-const CONCURRENT_CHECK_BYTES: u64 = 256 << 20;
-
-/// The check's operands, rounded as the kernel sees them, with the part of the check that
-/// does not need C.
-struct CheckOperands {
-    a: Vec<f32>,
-    b: Vec<f32>,
-    m: usize,
-    k: usize,
-    n: usize,
-    prepared: reference::Prepared,
-}
-
-impl CheckOperands {
-    fn prepare(cfg: &GemmConfig, lhs_transposed: bool, inputs: Inputs<'_>) -> Self {
-        let (m, k, n) = (cfg.m as usize, cfg.k as usize, cfg.n as usize);
-        // The operands rounded as the kernel sees them: exact in f32, so the check keeps them
-        // in f32 (rounded in place) and widens only the parts it multiplies.
-        let round = |dtype: DType, v: f32| reference::round_to(dtype, reference::round_to(cfg.input_dtype, v));
-        let Inputs { a, b } = inputs;
-        let a: Vec<f32> = if lhs_transposed {
-            // Stored [K, M].
-            (0..m * k).map(|idx| round(cfg.lhs_dtype, a[(idx % k) * m + idx / k])).collect()
-        } else {
-            let mut a = a.into_owned();
-            reference::round_all(&mut a, cfg.input_dtype, cfg.lhs_dtype);
-            a
-        };
-        let mut b = b.into_owned();
-        reference::round_all(&mut b, cfg.input_dtype, cfg.rhs_dtype);
-        let (am, bm) = (Matrix { rows: m, cols: k, data: &a }, Matrix { rows: k, cols: n, data: &b });
-        let prepared = reference::prepare(am, bm, cfg.k, cfg.out_dtype, CheckOptions::default());
-        CheckOperands { a, b, m, k, n, prepared }
-    }
-
-    fn check(&self, c: &[f32]) -> Check {
-        let a = Matrix { rows: self.m, cols: self.k, data: &self.a };
-        let b = Matrix { rows: self.k, cols: self.n, data: &self.b };
-        self.prepared.check(a, b, c)
-    }
 }

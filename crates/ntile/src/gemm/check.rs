@@ -1,0 +1,151 @@
+//! Simulating a planned GEMM and checking its result: the simulation on the planned
+//! program, and the fp64 check, whose part that does not need C is prepared on another
+//! thread while the kernel is simulated when the operand copies are small enough.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use codegen::GemmConfig;
+use penguin::DType;
+
+use super::{ms, GemmArgs, Inputs};
+use crate::api::Watch;
+use crate::error::CliError;
+use crate::progress::Progress;
+use crate::reference::{self, Check, CheckOptions, Matrix};
+
+/// What the simulation and the check give.
+pub(super) struct Simulated {
+    /// C as f32.
+    pub c: Vec<f32>,
+    /// C's bytes in its own dtype, when an output file is asked for.
+    pub raw: Option<Vec<u8>>,
+    /// The check, unless `--no-check`.
+    pub check: Option<Check>,
+    /// Wall time of the simulation.
+    pub simulate_ms: f64,
+    /// Wall time of the check after the simulation (its thread's remaining work included).
+    pub reference_ms: f64,
+}
+
+#[expect(clippy::needless_pass_by_value, reason = "a map_err adapter")]
+pub(super) fn sim_error(e: sim::SimError) -> CliError {
+    CliError::internal(format!("simulation failed: {e}"))
+}
+
+/// Simulate `program` on `inputs` (A already compressed into `sparse` when A is sparse) and
+/// check C against the fp64 reference.
+pub(super) fn simulate_and_check(
+    args: &GemmArgs,
+    cfg: &GemmConfig,
+    program: &bir::Program,
+    inputs: Inputs<'_>,
+    sparse: Option<codegen::SparseA>,
+    watch: &Watch<'_>,
+    progress: &Progress,
+) -> Result<Simulated, CliError> {
+    let (m, k, n) = (cfg.m, cfg.k, cfg.n);
+    let t = Instant::now();
+    progress.phase("simulate");
+    let mut simulator = crate::threads::simulator(program)?;
+    match &sparse {
+        Some(s) => {
+            simulator.write_hbm_f32("a", &s.values).map_err(sim_error)?;
+            let tags: Vec<u8> = s.tags.iter().flat_map(|t| t.to_le_bytes()).collect();
+            simulator.write_hbm_tensor("a_tags", &tags).map_err(sim_error)?;
+        }
+        None => simulator.write_hbm_f32("a", &inputs.a).map_err(sim_error)?,
+    }
+    simulator.write_hbm_f32("b", &inputs.b).map_err(sim_error)?;
+    // A sparse A was compressed from its [M, K] layout, so the inputs are [M, K] by now.
+    let lhs_transposed = cfg.lhs_transposed && cfg.sparsity.is_none();
+    // The inputs wait here for whichever thread prepares the check: the scoped thread during
+    // the simulation, or this one after it (the thread could not start, or the operand copies
+    // are too large to hold beside the simulator's memory).
+    let slot = Mutex::new((!args.no_check).then_some(inputs));
+    let prepare = || {
+        let taken = slot.lock().ok().and_then(|mut i| i.take());
+        taken.map(|i| CheckOperands::prepare(cfg, lhs_transposed, i))
+    };
+    let operand_bytes = m.saturating_mul(k).saturating_add(k.saturating_mul(n)).saturating_mul(4);
+    let concurrent = !args.no_check && operand_bytes <= CONCURRENT_CHECK_BYTES;
+    std::thread::scope(|scope| {
+        let early = concurrent
+            .then(|| std::thread::Builder::new().name("ntile-check".into()).spawn_scoped(scope, prepare).ok())
+            .flatten();
+        // The simulation's outcome is taken only after the check's thread is joined, so that
+        // an error here never leaves it behind (or loses a failure of it).
+        let simulated = (|| {
+            let (simulator, stats) = watch.simulate(simulator)?;
+            let stats = stats.map_err(sim_error)?;
+            watch.check()?;
+            if let Some(race) = stats.races.first() {
+                return Err(CliError::internal(format!(
+                    "the simulator found a race in a generated kernel (a bug): {race}"
+                )));
+            }
+            let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
+            let raw = args.output.as_ref().map(|_| simulator.read_hbm_tensor("c")).transpose().map_err(sim_error)?;
+            // The memory images go before the check, which keeps its own copies of the operands.
+            drop(simulator);
+            drop(sparse);
+            Ok((c, raw, ms(t)))
+        })();
+        let t = Instant::now();
+        let early =
+            early.map(|handle| handle.join().map_err(|_| CliError::internal("the check's thread panicked (a bug)")));
+        let (c, raw, simulate_ms) = simulated?;
+        progress.phase("check");
+        let operands = match early {
+            Some(joined) => joined?,
+            None => prepare(),
+        };
+        let check = operands.map(|o| o.check(&c));
+        Ok(Simulated { c, raw, check, simulate_ms, reference_ms: ms(t) })
+    })
+}
+
+/// Operand copies up to which the check is prepared while the kernel is simulated (its
+/// rounded A and B then live beside the simulator's memory; 8192^3 keeps them apart, so that
+/// its peak stays under 2 GB).
+const CONCURRENT_CHECK_BYTES: u64 = 256 << 20;
+
+/// The check's operands, rounded as the kernel sees them, with the part of the check that
+/// does not need C.
+struct CheckOperands {
+    a: Vec<f32>,
+    b: Vec<f32>,
+    m: usize,
+    k: usize,
+    n: usize,
+    prepared: reference::Prepared,
+}
+
+impl CheckOperands {
+    fn prepare(cfg: &GemmConfig, lhs_transposed: bool, inputs: Inputs<'_>) -> Self {
+        let (m, k, n) = (cfg.m as usize, cfg.k as usize, cfg.n as usize);
+        // The operands rounded as the kernel sees them: exact in f32, so the check keeps them
+        // in f32 (rounded in place) and widens only the parts it multiplies.
+        let round = |dtype: DType, v: f32| reference::round_to(dtype, reference::round_to(cfg.input_dtype, v));
+        let Inputs { a, b } = inputs;
+        let a: Vec<f32> = if lhs_transposed {
+            // Stored [K, M].
+            (0..m * k).map(|idx| round(cfg.lhs_dtype, a[(idx % k) * m + idx / k])).collect()
+        } else {
+            let mut a = a.into_owned();
+            reference::round_all(&mut a, cfg.input_dtype, cfg.lhs_dtype);
+            a
+        };
+        let mut b = b.into_owned();
+        reference::round_all(&mut b, cfg.input_dtype, cfg.rhs_dtype);
+        let (am, bm) = (Matrix { rows: m, cols: k, data: &a }, Matrix { rows: k, cols: n, data: &b });
+        let prepared = reference::prepare(am, bm, cfg.k, cfg.out_dtype, CheckOptions::default());
+        CheckOperands { a, b, m, k, n, prepared }
+    }
+
+    fn check(&self, c: &[f32]) -> Check {
+        let a = Matrix { rows: self.m, cols: self.k, data: &self.a };
+        let b = Matrix { rows: self.k, cols: self.n, data: &self.b };
+        self.prepared.check(a, b, c)
+    }
+}
