@@ -106,8 +106,12 @@ pub const EXPANDED_BYTES_PER_INST: u64 = 1 << 10;
 /// Refuse to expand a looped file to `insts` instructions when they would not fit the
 /// default memory budget (exit 2, naming both).
 pub fn check_expansion(name: &str, insts: u64) -> Result<(), CliError> {
+    check_expansion_within(name, insts, default_budget())
+}
+
+/// [`check_expansion`] against `budget` bytes.
+fn check_expansion_within(name: &str, insts: u64, budget: u64) -> Result<(), CliError> {
     let need = u128::from(insts) * u128::from(EXPANDED_BYTES_PER_INST);
-    let budget = default_budget();
     if need <= u128::from(budget) {
         return Ok(());
     }
@@ -219,5 +223,16 @@ mod tests {
             .unwrap_err();
         assert!(e.message.contains("too large to simulate: its HBM tensors need 4.0 GiB"), "{}", e.message);
         assert!(e.message.contains("--no-sim"), "{}", e.message);
+    }
+
+    #[test]
+    fn an_expansion_over_the_budget_is_refused_naming_both() {
+        assert!(check_expansion_within("g.pir", 1 << 20, 1 << 30).is_ok());
+        let e = check_expansion_within("g.pir", 1 << 22, 1 << 30).unwrap_err();
+        assert_eq!(e.code, crate::error::EXIT_USAGE);
+        assert_eq!(
+            e.message,
+            "g.pir: expanding its loops to 4194304 instructions needs about 4.0 GiB, over the memory budget of 1.0 GiB"
+        );
     }
 }
