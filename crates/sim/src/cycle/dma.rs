@@ -299,14 +299,6 @@ impl DmaState {
     pub(super) fn in_flight(&self) -> &[Vec<f64>] {
         &self.in_flight
     }
-
-    /// Move every time of the state by `dt`.
-    pub(super) fn shift(&mut self, dt: f64) {
-        self.hbm_free += dt;
-        for t in self.engine_free.iter_mut().chain(self.in_flight.iter_mut().flatten()) {
-            *t += dt;
-        }
-    }
 }
 
 /// A saturating sum of byte counts (hostile programs must not overflow the model).

@@ -6,17 +6,38 @@
 //!
 //! # Steady state
 //! The replay is deterministic: its future depends only on its state and the instructions
-//! still to come. At each start of an iteration of a top-level loop (a *checkpoint*) the
+//! still to come. At the start of an iteration of a loop, at any depth (a *checkpoint*), the
 //! model records its state, with every time taken relative to the current time (a time at
 //! or before it is the same as the current time for everything that follows: no later
 //! instruction starts earlier). When three consecutive checkpoints of the same loop show
 //! the same relative state, the same period `T` and the same per-period advance of every
 //! count (busy times, FLOPs, bytes, semaphore counts, loop iterations), and the instructions
-//! still to come repeat with that advance (every engine inside the same loop levels, its
-//! loop's wait steps equal to the semaphores' advance, no partition moving), the following
-//! periods repeat the last one exactly. The model then jumps ahead by as many whole periods
-//! as no engine leaves its loop and no blocked engine's wait comes true, adding `k x T` to
+//! still to come repeat with that advance (every engine inside the same loop levels, moving
+//! in one of them, its loop's wait steps equal to the semaphores' advance, no partition
+//! moving; or blocked on a wait), the following periods repeat the last one exactly. The
+//! model then jumps ahead by as many whole periods as no engine leaves its loop, no blocked
+//! engine's wait comes true and no semaphore count passes `u32::MAX`, adding `k x T` to
 //! every time and `k x` the advance to every count, and replays the rest.
+//!
+//! # Which loops, and how jumps nest
+//! A loop is identified by its body (its place in the program) and the engine walking it.
+//! Its checkpoints are the starts of every `s`-th iteration, `s = ceil(CHECKPOINT_INSTS / L)` for a body that unrolls to `L` instructions: a period is then `s` iterations, and
+//! a checkpoint (a few hundred numbers) comes at most once per `CHECKPOINT_INSTS`
+//! instructions of the engine per loop level, so a 2-instruction K loop costs no more to
+//! watch than a 64-instruction one. Loops with fewer than `3 s + 1` trips get none (three
+//! checkpoints and one period to jump need that many). An instruction that starts an
+//! iteration of several nested loops is one checkpoint of each; the outermost loop whose
+//! period repeats jumps.
+//!
+//! A jump is the replay it stands for (up to rounding), so an outer loop's checkpoints still
+//! see its repeating period when the inner loops of its iterations jumped: each of its
+//! iterations replays the same prologue of the inner loop, jumps the same number of inner
+//! periods and replays the same tail. Replay cost is then about `3 + 1` iterations (plus
+//! the tails) per loop level, whatever the trips.
+//!
+//! A jump does not move the replay's times: it adds `k x T` to an epoch (see the `epoch`
+//! module), so the times the replay compares stay those of the short stretch it replayed
+//! and keep their precision in a program of days of modeled time.
 //!
 //! Times compare within `1e-9` relative (their rounding differs from period to period), so
 //! the jump is exact up to floating-point rounding. One limit of that: when two engines'
@@ -24,13 +45,15 @@
 //! after many periods and settle into another steady state with the same total time but
 //! different busy times; the jump keeps the order the checked periods had.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 
 use bir::{Item, LoopedProgram, SemId};
 use penguin::HwProfile;
 
+use super::epoch::Dd;
 use super::source::Looped;
-use super::{CycleReport, NoObserver, Observer, Replay};
+use super::{CycleReport, NoObserver, Observer, Ran, Replay};
 use crate::error::{InstRef, SimError};
 
 /// How [`model_looped_with`] runs.
@@ -66,50 +89,92 @@ pub fn model_looped(lp: &LoopedProgram, profile: &HwProfile) -> Result<CycleRepo
 /// looped program and a cursor per engine.
 ///
 /// Errors: those of [`super::model_with`], and [`SimError::BadOperand`] when a loop has no
-/// trips, a step that does not fit its body, or an iteration that moves a parameter out of
-/// its range (at the first instruction that meets it).
+/// trips, a step that does not fit its body, an iteration that moves a parameter out of its
+/// range (a wait value past `u32::MAX` included), or a semaphore signalled more than
+/// `u32::MAX` times (at the first instruction that meets it).
 pub fn model_looped_with(
     lp: &LoopedProgram,
     profile: &HwProfile,
     opts: LoopedOptions,
 ) -> Result<CycleReport, SimError> {
+    Ok(model_looped_stats(lp, profile, opts)?.0)
+}
+
+/// What the model of a looped program did to get its figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoopedStats {
+    /// Instructions replayed one by one.
+    pub replayed: u64,
+    /// Instructions jumped over (`replayed + skipped` is the unrolled length).
+    pub skipped: u64,
+    /// Jumps made.
+    pub jumps: u64,
+    /// Checkpoints taken (states recorded at loop iteration starts).
+    pub checkpoints: u64,
+}
+
+/// [`model_looped_with`], with what it did: how many instructions it replayed and how many
+/// it jumped over. Errors as [`model_looped_with`].
+pub fn model_looped_stats(
+    lp: &LoopedProgram,
+    profile: &HwProfile,
+    opts: LoopedOptions,
+) -> Result<(CycleReport, LoopedStats), SimError> {
     let profile = HwProfile { target: lp.header.target, ..*profile };
     let src = Looped::new(lp)?;
     let insts = if opts.slices { usize::try_from(lp.unrolled_len()).unwrap_or(usize::MAX).min(1 << 20) } else { 0 };
     let replay = Replay::new(src, lp.header.semaphores.len(), profile, opts.slices, insts)?;
-    if opts.extrapolate && !opts.slices {
-        replay.run(&mut Steady::default())
+    let (ran, checkpoints) = if opts.extrapolate && !opts.slices {
+        let mut steady = Steady::default();
+        let ran = replay.run(&mut steady)?;
+        (ran, steady.checkpoints)
     } else {
-        replay.run(&mut NoObserver)
-    }
+        (replay.run(&mut NoObserver)?, 0)
+    };
+    let Ran { report, replayed, skipped, jumps } = ran;
+    Ok((report, LoopedStats { replayed, skipped, jumps, checkpoints }))
+}
+
+/// A loop gets a checkpoint every `ceil(CHECKPOINT_INSTS / L)` iterations, `L` the
+/// instructions of its body (see the module doc).
+pub(super) const CHECKPOINT_INSTS: u64 = 32;
+
+/// Iterations between two checkpoints of a loop whose body unrolls to `len` instructions.
+fn checkpoint_stride(len: u64) -> u32 {
+    u32::try_from(CHECKPOINT_INSTS.div_ceil(len.max(1))).unwrap_or(u32::MAX)
 }
 
 /// The replay state at one checkpoint.
 struct Snapshot {
+    /// The replay's (local) time.
     now: f64,
+    /// The program's time: `now` plus the time jumped over.
+    at: Dd,
     /// Every time of the state, relative to `now` (0 for times at or before it).
     rel: Vec<f64>,
     /// Everything discrete: weights, lengths of the in-flight and pending lists, finished
     /// streams.
     key: Vec<u64>,
-    /// Per engine, per open loop level: (item index, iteration).
-    frames: Vec<Vec<(usize, u32)>>,
-    busy: Vec<f64>,
+    /// Per engine, per open loop level: (item index, iteration); the engines one after
+    /// the other, engine `e`'s levels ending at `ends[e]`.
+    frames: Vec<(usize, u32)>,
+    ends: Vec<usize>,
+    busy: Vec<Dd>,
     next: Vec<usize>,
-    flops: [f64; 4],
+    flops: [Dd; 4],
     hbm: u64,
     counts: Vec<u64>,
 }
 
 impl Snapshot {
     fn take(r: &Replay<Looped<'_>>, now: f64) -> Self {
-        let mut times = Vec::new();
+        let mut times = Vec::with_capacity(128);
         for c in &r.cursors {
             times.extend([c.free_at, c.retired, c.covered_until]);
         }
         r.pe.times(&mut times);
         r.dma.times(&mut times);
-        let mut key = Vec::new();
+        let mut key = Vec::with_capacity(64);
         r.pe.weights_key(&mut key);
         // Lists whose entries at or before `now` no longer matter: keep the later ones.
         let mut later = |list: &[f64], key: &mut Vec<u64>| {
@@ -124,17 +189,34 @@ impl Snapshot {
             later(&log.times, &mut key);
         }
         key.extend((0..r.cursors.len()).map(|e| u64::from(r.inst(e).is_none())));
+        let mut frames = Vec::with_capacity(4 * r.src.cursors.len());
+        let mut ends = Vec::with_capacity(r.src.cursors.len());
+        for c in &r.src.cursors {
+            frames.extend(c.frames.iter().map(|f| (f.pos, f.iter)));
+            ends.push(frames.len());
+        }
+        let j = &r.jumped;
+        let local = r.pe.flops_parts();
         Snapshot {
             now,
+            at: j.epoch.add(now),
             rel: times.iter().map(|&t| (t - now).max(0.0)).collect(),
             key,
-            frames: r.src.cursors.iter().map(|c| c.frames.iter().map(|f| (f.pos, f.iter)).collect()).collect(),
-            busy: r.cursors.iter().map(|c| c.busy).collect(),
+            frames,
+            ends,
+            busy: r.cursors.iter().zip(&j.busy).map(|(c, b)| b.add(c.busy)).collect(),
             next: r.cursors.iter().map(|c| c.next).collect(),
-            flops: r.pe.flops_parts(),
+            flops: std::array::from_fn(|i| j.flops[i].add(local[i])),
             hbm: r.hbm_bytes,
             counts: r.signals.iter().map(super::SemLog::count).collect(),
         }
+    }
+
+    /// Engine `e`'s open levels.
+    fn frames(&self, e: usize) -> &[(usize, u32)] {
+        let from = e.checked_sub(1).and_then(|p| self.ends.get(p)).copied().unwrap_or(0);
+        let to = self.ends.get(e).copied().unwrap_or(from);
+        self.frames.get(from..to).unwrap_or(&[])
     }
 }
 
@@ -160,7 +242,7 @@ fn progress(a: &[(usize, u32)], b: &[(usize, u32)]) -> Option<Progress> {
 }
 
 /// Whether `a` and `b` agree within `1e-9` relative, plus the rounding of differences of
-/// absolute times around `scale`.
+/// local times around `scale`.
 fn close(a: f64, b: f64, scale: f64) -> bool {
     (a - b).abs() <= 1e-13 * scale.abs() + 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
@@ -197,18 +279,23 @@ fn param_kinds(items: &[Item], out: &mut Vec<Option<Option<SemId>>>) {
     }
 }
 
-/// The steady-state observer: snapshots per checkpoint loop, the last three of each.
+/// The checkpoints of one loop: the last three.
+type History = VecDeque<Rc<Snapshot>>;
+
+/// The steady-state observer: the last three checkpoints of every loop (per engine).
 #[derive(Default)]
 struct Steady {
-    history: HashMap<(usize, usize), Vec<Snapshot>>,
+    /// Keyed by (engine, loop identity).
+    history: HashMap<(usize, usize), History>,
+    checkpoints: u64,
 }
 
 impl Steady {
     /// The jump the last three snapshots allow, if they show a repeating period.
-    fn plan(r: &Replay<Looped<'_>>, s: &[Snapshot]) -> Option<Jump> {
-        let [s0, s1, s2] = s else { return None };
+    fn plan(r: &Replay<Looped<'_>>, s: &History) -> Option<Jump> {
+        let (Some(s0), Some(s1), Some(s2)) = (s.front(), s.get(1), s.get(2)) else { return None };
         let scale = s2.now;
-        let (t1, t2) = (s1.now - s0.now, s2.now - s1.now);
+        let (t1, t2) = (s1.at.minus(s0.at), s2.at.minus(s1.at));
         if !(t2 > 0.0 && close(t1, t2, scale)) || s0.key != s1.key || s1.key != s2.key {
             return None;
         }
@@ -216,9 +303,9 @@ impl Steady {
             return None;
         }
         let dbusy =
-            |a: &Snapshot, b: &Snapshot| -> Vec<f64> { a.busy.iter().zip(&b.busy).map(|(x, y)| y - x).collect() };
+            |a: &Snapshot, b: &Snapshot| -> Vec<f64> { a.busy.iter().zip(&b.busy).map(|(x, y)| y.minus(*x)).collect() };
         let busy = dbusy(s1, s2);
-        let dflops = |a: &Snapshot, b: &Snapshot| -> [f64; 4] { std::array::from_fn(|i| b.flops[i] - a.flops[i]) };
+        let dflops = |a: &Snapshot, b: &Snapshot| -> [f64; 4] { std::array::from_fn(|i| b.flops[i].minus(a.flops[i])) };
         let flops = dflops(s1, s2);
         if !all_close(&dbusy(s0, s1), &busy, scale) || !all_close(&dflops(s0, s1), &flops, flops.iter().sum()) {
             return None;
@@ -234,15 +321,20 @@ impl Steady {
         if dnext(s0, s1)? != next || dcounts(s0, s1)? != counts || s1.hbm.checked_sub(s0.hbm)? != hbm {
             return None;
         }
+        // No semaphore may count past u32::MAX within the jump (the replay reports that).
         let mut periods = u64::MAX;
-        let mut prog = Vec::with_capacity(s2.frames.len());
-        for (e, ((f0, f1), f2)) in s0.frames.iter().zip(&s1.frames).zip(&s2.frames).enumerate() {
-            let p = progress(f1, f2)?;
-            if progress(f0, f1)? != p {
+        for (&d, &count) in counts.iter().zip(&s2.counts) {
+            if let Some(left) = u64::from(u32::MAX).saturating_sub(count).checked_div(d) {
+                periods = periods.min(left);
+            }
+        }
+        let mut prog = Vec::with_capacity(r.src.cursors.len());
+        for (e, cursor) in r.src.cursors.iter().enumerate() {
+            let p = progress(s1.frames(e), s2.frames(e))?;
+            if progress(s0.frames(e), s1.frames(e))? != p {
                 return None;
             }
             prog.push(p);
-            let cursor = r.src.cursors.get(e)?;
             match p {
                 Progress::Level { level, iters } => {
                     let f = cursor.frames.get(level)?;
@@ -288,29 +380,29 @@ impl Steady {
         (periods > 0).then_some(Jump { periods, dt: t2, progress: prog, busy, next, flops, hbm, counts })
     }
 
-    /// Move the replay `j.periods` periods ahead.
+    /// Move the replay `j.periods` periods ahead: the epoch and every tally; the local times
+    /// stay (the state after the jump is the state now, `k x T` later).
     fn apply(r: &mut Replay<Looped<'_>>, j: &Jump, now: f64) -> Result<(), SimError> {
         let k = j.periods;
-        let dt = k as f64 * j.dt;
-        for (e, c) in r.cursors.iter_mut().enumerate() {
-            c.free_at += dt;
-            c.retired += dt;
-            c.covered_until += dt;
-            c.busy += k as f64 * j.busy[e];
-            c.next = c.next.saturating_add(usize::try_from(k).unwrap_or(usize::MAX).saturating_mul(j.next[e]));
+        let jumped = &mut r.jumped;
+        jumped.epoch = jumped.epoch.add_times(k, j.dt);
+        for (b, d) in jumped.busy.iter_mut().zip(&j.busy) {
+            *b = b.add_times(k, *d);
         }
-        r.total_ns = r.cursors.iter().map(|c| c.retired).fold(r.total_ns, f64::max);
-        r.pe.shift(dt);
-        r.pe.add_flops(&j.flops, k as f64);
-        r.dma.shift(dt);
+        for (f, d) in jumped.flops.iter_mut().zip(&j.flops) {
+            *f = f.add_times(k, *d);
+        }
+        let per_period = j.next.iter().fold(0u64, |n, &d| n.saturating_add(d as u64));
+        jumped.insts = jumped.insts.saturating_add(per_period.saturating_mul(k));
+        jumped.jumps += 1;
+        let kk = usize::try_from(k).unwrap_or(usize::MAX);
+        for (c, d) in r.cursors.iter_mut().zip(&j.next) {
+            c.next = c.next.saturating_add(kk.saturating_mul(*d));
+        }
         r.hbm_bytes = r.hbm_bytes.saturating_add(j.hbm.saturating_mul(k));
         for (log, d) in r.signals.iter_mut().zip(&j.counts) {
             log.prune(now);
             log.dropped = log.dropped.saturating_add(d.saturating_mul(k));
-            log.dropped_at += dt;
-            for t in &mut log.times {
-                *t += dt;
-            }
         }
         for (e, p) in j.progress.iter().enumerate() {
             if let Progress::Level { level, iters } = *p {
@@ -326,19 +418,33 @@ impl Steady {
 impl<'p> Observer<Looped<'p>> for Steady {
     fn before_commit(&mut self, r: &mut Replay<Looped<'p>>, e: usize, start: f64) -> Result<bool, SimError> {
         let Some(cursor) = r.src.cursors.get(e) else { return Ok(false) };
-        if !cursor.at_top_iteration_start() {
+        let Some(first) = cursor.iteration_start() else { return Ok(false) };
+        // The loops this instruction is a checkpoint of, outermost first.
+        let mut loops: Vec<(usize, usize)> = Vec::new();
+        for (level, f) in cursor.frames.iter().enumerate().skip(first) {
+            let stride = checkpoint_stride(f.len);
+            if f.iter % stride == 0 && u64::from(f.trips) > 3 * u64::from(stride) {
+                loops.extend(cursor.loop_id(level).map(|id| (e, id)));
+            }
+        }
+        if loops.is_empty() {
             return Ok(false);
         }
-        let key = (e, cursor.frames.first().map_or(0, |f| f.pos));
-        let snap = Snapshot::take(r, start);
-        let hist = self.history.entry(key).or_default();
-        if hist.len() == 3 {
-            hist.remove(0);
+        self.checkpoints += 1;
+        let snap = Rc::new(Snapshot::take(r, start));
+        for key in &loops {
+            let hist = self.history.entry(*key).or_default();
+            if hist.len() == 3 {
+                hist.pop_front();
+            }
+            hist.push_back(Rc::clone(&snap));
         }
-        hist.push(snap);
-        let Some(jump) = Self::plan(r, hist) else { return Ok(false) };
-        Self::apply(r, &jump, start)?;
-        self.history.clear();
-        Ok(true)
+        for key in &loops {
+            let Some(jump) = self.history.get(key).and_then(|h| Self::plan(r, h)) else { continue };
+            Self::apply(r, &jump, start)?;
+            self.history.remove(key);
+            return Ok(true);
+        }
+        Ok(false)
     }
 }

@@ -85,6 +85,7 @@
 //! matmul flavour that issued the most FLOPs in the program (bf16 dense if it has none).
 
 mod dma;
+mod epoch;
 mod looped;
 mod pe;
 mod source;
@@ -96,10 +97,13 @@ use serde::Serialize;
 use crate::error::{InstRef, SimError, Stuck};
 
 use dma::DmaState;
+use epoch::Jumped;
 use pe::PeState;
 use source::{Flat, Source};
 
-pub use looped::{model_looped, model_looped_default, model_looped_with, LoopedOptions};
+pub use looped::{
+    model_looped, model_looped_default, model_looped_stats, model_looped_with, LoopedOptions, LoopedStats,
+};
 
 /// One executed instruction on the timeline.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -204,7 +208,17 @@ pub fn model(program: &Program) -> Result<CycleReport, SimError> {
 pub fn model_with(program: &Program, profile: &HwProfile) -> Result<CycleReport, SimError> {
     let profile = HwProfile { target: program.target, ..*profile };
     let replay = Replay::new(Flat::new(program), program.semaphores.len(), profile, true, program.num_insts())?;
-    replay.run(&mut NoObserver)
+    Ok(replay.run(&mut NoObserver)?.report)
+}
+
+/// A finished replay: its report, and how it got there.
+struct Ran {
+    report: CycleReport,
+    /// Instructions committed one by one.
+    replayed: u64,
+    /// Instructions jumped over, and the jumps.
+    skipped: u64,
+    jumps: u64,
 }
 
 /// Something the replay consults before each commit (the steady-state extrapolation of
@@ -309,6 +323,8 @@ struct Replay<S> {
     slices: Vec<Slice>,
     total_ns: f64,
     hbm_bytes: u64,
+    /// What steady-state jumps skipped (the times above are local: see [`epoch`]).
+    jumped: Jumped,
 }
 
 /// Signal logs of a lazy source longer than this are pruned when slices are not kept.
@@ -320,9 +336,10 @@ impl<S: Source> Replay<S> {
             return Err(SimError::TooManyStreams { streams: src.streams(), max: NUM_ENGINES });
         }
         let engines: Vec<Engine> = Engine::all().take(src.streams()).collect();
+        let n = engines.len();
         Ok(Replay {
             src,
-            cursors: vec![Cursor::default(); engines.len()],
+            cursors: vec![Cursor::default(); n],
             engines,
             signals: vec![SemLog::default(); semaphores],
             pe: PeState::new(&profile),
@@ -332,6 +349,7 @@ impl<S: Source> Replay<S> {
             slices: Vec::with_capacity(if keep_slices { insts } else { 0 }),
             total_ns: 0.0,
             hbm_bytes: 0,
+            jumped: Jumped::new(n),
         })
     }
 
@@ -399,7 +417,7 @@ impl<S: Source> Replay<S> {
     /// programs) cannot move a count that was already reached, so it only wakes engines
     /// blocked on that semaphore; one that lands earlier re-evaluates every engine waiting
     /// on it.
-    fn run<O: Observer<S>>(mut self, observer: &mut O) -> Result<CycleReport, SimError> {
+    fn run<O: Observer<S>>(mut self, observer: &mut O) -> Result<Ran, SimError> {
         let n = self.engines.len();
         let mut states = Vec::with_capacity(n);
         for e in 0..n {
@@ -424,6 +442,9 @@ impl<S: Source> Replay<S> {
             }
             let signalled = self.commit(e, cand);
             if S::LAZY {
+                if let Some((sem, _)) = signalled {
+                    self.check_count(e, sem)?;
+                }
                 let at = InstRef { engine: self.engines[e], index: self.cursors[e].next };
                 self.src.advance(e, at)?;
             }
@@ -501,6 +522,24 @@ impl<S: Source> Replay<S> {
         Some((sem, appended))
     }
 
+    /// A semaphore counts in a `u32` (as its waits' values do): a signal past `u32::MAX` is
+    /// an error at the instruction that gave it (engine `e`'s last committed one), where the
+    /// hardware's count would wrap. (An unrolled program cannot hold that many signals.)
+    fn check_count(&self, e: usize, sem: SemId) -> Result<(), SimError> {
+        let count = self.signals.get(sem.0 as usize).map_or(0, SemLog::count);
+        if count <= u64::from(u32::MAX) {
+            return Ok(());
+        }
+        let at = InstRef { engine: self.engines[e], index: self.cursors[e].next.saturating_sub(1) };
+        Err(SimError::BadOperand {
+            at,
+            detail: format!(
+                "semaphore {sem} is signalled for the {count}th time, past the {} signals a semaphore counts (a u32)",
+                u32::MAX
+            ),
+        })
+    }
+
     /// Time of an ACT/DVE/POOL/SP instruction: `compute_elems_per_cycle` elements per
     /// partition per cycle plus the static overhead.
     fn compute_ns(&self, engine: Engine, op: &Op) -> f64 {
@@ -526,7 +565,7 @@ impl<S: Source> Replay<S> {
         (p.compute_static_cycles + elems as f64 / p.compute_elems_per_cycle) / ghz
     }
 
-    fn finish(self) -> Result<CycleReport, SimError> {
+    fn finish(self) -> Result<Ran, SimError> {
         let stuck: Vec<Stuck> = (0..self.engines.len())
             .filter_map(|e| {
                 let inst = self.inst(e)?;
@@ -540,17 +579,25 @@ impl<S: Source> Replay<S> {
         if !stuck.is_empty() {
             return Err(SimError::Deadlock { stuck });
         }
+        // Local figures plus what jumps skipped (nothing for an unrolled replay).
+        let j = &self.jumped;
         let mut engine_busy_ns = vec![0.0; NUM_ENGINES];
-        for (slot, c) in engine_busy_ns.iter_mut().zip(&self.cursors) {
-            *slot = c.busy;
+        for ((slot, c), skipped) in engine_busy_ns.iter_mut().zip(&self.cursors).zip(&j.busy) {
+            *slot = skipped.add(c.busy).value();
         }
-        Ok(CycleReport {
-            total_ns: self.total_ns,
+        let local = self.pe.flops_parts();
+        let parts: [f64; 4] = std::array::from_fn(|i| j.flops[i].add(local[i]).value());
+        let flops =
+            j.flops.iter().zip(local).fold(epoch::Dd::default(), |sum, (skipped, l)| sum.add_dd(*skipped).add(l));
+        let committed = self.cursors.iter().fold(0u64, |n, c| n.saturating_add(c.next as u64));
+        let report = CycleReport {
+            total_ns: j.epoch.add(self.total_ns).value(),
             engine_busy_ns,
             hbm_bytes: self.hbm_bytes,
-            matmul_flops: self.pe.flops(),
-            peak_flops_per_ns: self.pe.peak_flops_per_ns(),
+            matmul_flops: flops.value(),
+            peak_flops_per_ns: self.pe.peak_flops_per_ns(&parts),
             slices: self.slices,
-        })
+        };
+        Ok(Ran { report, replayed: committed.saturating_sub(j.insts), skipped: j.insts, jumps: j.jumps })
     }
 }

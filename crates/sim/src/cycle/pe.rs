@@ -209,37 +209,17 @@ impl PeState {
         out.extend(self.weights.iter().map(|w| u64::from(w.rows) << 2 | u64::from(w.fp32) << 1 | u64::from(w.sparse)));
     }
 
-    /// Move every time of the state by `dt`.
-    pub(super) fn shift(&mut self, dt: f64) {
-        self.issue += dt;
-        self.port_free += dt;
-        for t in self.cell_free.iter_mut().chain(&mut self.shadow_free).chain(&mut self.weights_ready) {
-            *t += dt;
-        }
-    }
-
     /// FLOPs issued so far per flavour.
     pub(super) fn flops_parts(&self) -> [f64; 4] {
         self.flops
     }
 
-    /// Add `times` x `delta` to the FLOPs of each flavour.
-    pub(super) fn add_flops(&mut self, delta: &[f64; 4], times: f64) {
-        for (f, d) in self.flops.iter_mut().zip(delta) {
-            *f += d * times;
-        }
-    }
-
-    /// Matmul FLOPs issued so far.
-    pub(super) fn flops(&self) -> f64 {
-        self.flops.iter().sum()
-    }
-
-    /// Peak FLOP/ns of the flavour that issued the most FLOPs (bf16 dense if none did).
-    pub(super) fn peak_flops_per_ns(&self) -> f64 {
+    /// Peak FLOP/ns of the flavour with the most FLOPs in `flops` (per flavour, as
+    /// [`PeState::flops_parts`]; bf16 dense if all are 0).
+    pub(super) fn peak_flops_per_ns(&self, flops: &[f64; 4]) -> f64 {
         let mut flavour = 0;
-        for (i, &f) in self.flops.iter().enumerate() {
-            if f > self.flops[flavour] {
+        for (i, &f) in flops.iter().enumerate() {
+            if f > flops[flavour] {
                 flavour = i;
             }
         }

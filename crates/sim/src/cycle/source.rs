@@ -68,6 +68,8 @@ pub(super) struct Frame<'p> {
     at: usize,
     /// Parameter advance of `items` in this iteration (empty: all zero, the stream itself).
     base: Vec<i64>,
+    /// Instructions one pass over `items` unrolls to (one iteration of the loop).
+    pub(super) len: u64,
 }
 
 /// One engine's cursor into a looped stream.
@@ -94,13 +96,42 @@ impl<'p> Looped<'p> {
     pub(super) fn new(lp: &'p LoopedProgram) -> Result<Self, SimError> {
         let mut cursors = Vec::with_capacity(lp.streams.len());
         for (e, items) in lp.streams.iter().enumerate() {
-            let top = Frame { items, step: &[], trips: 1, iter: 0, pos: 0, at: 0, base: Vec::new() };
+            let len = penguin::looped::unrolled_len(items);
+            let top = Frame { items, step: &[], trips: 1, iter: 0, pos: 0, at: 0, base: Vec::new(), len };
             let mut c = Cursor { frames: vec![top], current: None };
             c.settle(at(e, 0))?;
             cursors.push(c);
         }
         Ok(Looped { cursors })
     }
+}
+
+/// Which parameter of `inst` advancing by `delta` leaves its range, and to what value.
+fn out_of_range(inst: &BirInst, delta: &[i64]) -> String {
+    let mut params = Vec::new();
+    bir::looped::push_inst_params(inst, &mut params);
+    let aps = inst.op.aps();
+    for (q, (&p, &d)) in params.iter().zip(delta).enumerate() {
+        let v = i128::from(p) + i128::from(d);
+        let (what, max) = match aps.get(q / 2) {
+            Some((name, _)) if q % 2 == 0 => (format!("the {name} byte offset"), i128::from(u64::MAX)),
+            Some((name, _)) => (format!("the {name} start partition"), i128::from(u32::MAX)),
+            None => {
+                let w = q - 2 * aps.len();
+                match inst.waits.get(w) {
+                    Some(wait) => (
+                        format!("the value of wait {w} (on {}; semaphore counts are u32)", wait.sem),
+                        i128::from(u32::MAX),
+                    ),
+                    None => continue,
+                }
+            }
+        };
+        if !(0..=max).contains(&v) {
+            return format!("an iteration moves {what} out of its range: to {v}, outside 0..={max}");
+        }
+    }
+    "an iteration moves a parameter out of its range".into()
 }
 
 fn at(e: usize, index: usize) -> InstRef {
@@ -126,10 +157,7 @@ impl<'p> Cursor<'p> {
                             let n = bir::looped::inst_param_count(i);
                             let delta =
                                 f.base.get(f.at..f.at + n).ok_or_else(|| bad_loop(at, "bad parameter count"))?;
-                            Cow::Owned(
-                                advance_inst(i, delta)
-                                    .ok_or_else(|| bad_loop(at, "an iteration moves a parameter out of its range"))?,
-                            )
+                            Cow::Owned(advance_inst(i, delta).ok_or_else(|| bad_loop(at, &out_of_range(i, delta)))?)
                         });
                         return Ok(());
                     }
@@ -149,8 +177,9 @@ impl<'p> Cursor<'p> {
                         } else {
                             f.base.get(f.at..f.at + n).ok_or_else(|| bad_loop(at, "bad parameter count"))?.to_vec()
                         };
+                        let len = penguin::looped::unrolled_len(&l.body);
                         let child =
-                            Frame { items: &l.body, step: &l.step, trips: l.trips, iter: 0, pos: 0, at: 0, base };
+                            Frame { items: &l.body, step: &l.step, trips: l.trips, iter: 0, pos: 0, at: 0, base, len };
                         self.frames.push(child);
                     }
                 }
@@ -184,12 +213,29 @@ impl<'p> Cursor<'p> {
         self.settle(at)
     }
 
-    /// Whether the next instruction is the first of an iteration of a top-level loop: the
-    /// cursor is inside such a loop and every open level below the stream is at its start.
-    pub(super) fn at_top_iteration_start(&self) -> bool {
-        self.current.is_some()
-            && self.frames.len() >= 2
-            && self.frames[1..].iter().enumerate().all(|(i, f)| f.pos == 0 && (i == 0 || f.iter == 0))
+    /// The outermost loop level `l` such that the next instruction is the first of an
+    /// iteration of every open loop from level `l` in (`None` when it starts no iteration:
+    /// it is not the first item of the innermost loop's body). Level 0 is the stream itself,
+    /// so `l >= 1`.
+    pub(super) fn iteration_start(&self) -> Option<usize> {
+        self.current.as_ref()?;
+        let last = self.frames.len().checked_sub(1).filter(|&l| l > 0)?;
+        if self.frames.get(last)?.pos != 0 {
+            return None;
+        }
+        // Loop `l` is at its first iteration and is the first item of its parent's body: its
+        // first instruction starts the parent's iteration too.
+        let mut l = last;
+        while l > 1 && self.frames[l].iter == 0 && self.frames[l - 1].pos == 0 {
+            l -= 1;
+        }
+        Some(l)
+    }
+
+    /// The identity of the loop of level `level` (the address of its body in the program,
+    /// which no other loop shares).
+    pub(super) fn loop_id(&self, level: usize) -> Option<usize> {
+        self.frames.get(level).map(|f| f.items.as_ptr() as usize)
     }
 
     /// Jump `iters` iterations ahead in the loop of level `level` (its inner levels keep

@@ -1,0 +1,320 @@
+//! The looped cycle model on nested loops: a GEMM-shaped pipeline (operand loads, load
+//! stationary + matmul, PSUM evacuation, stores) in three nested loops with semaphores
+//! between six engines gives the unrolled model's figures, jumps at every loop level (the
+//! jumps of inner loops composing with those of outer ones), and models programs of ~10^9
+//! unrolled instructions by replaying a few thousand.
+#![expect(clippy::unwrap_used, reason = "test helpers: unwrapping is how they assert")]
+
+use bir::{BirInst, Engine, HwAp, Item, Loop, LoopedProgram, Op, Program, SemId, Wait};
+use penguin::{
+    CastMode, DType, Dim, EngineAccumulationType, HwProfile, Memory, PerfMode, Target, TilePosition, TileSize,
+};
+use sim::{model_looped_stats, model_with, CycleReport, LoopedOptions, LoopedStats, SimError};
+
+// ---------------------------------------------------------------------------------------
+// The program
+
+fn on_chip(memory: Memory, dtype: DType, offset: u64, free: u32) -> HwAp {
+    HwAp {
+        memory,
+        dtype,
+        start_partition: 0,
+        num_partitions: 128,
+        partition_stride: 1,
+        byte_offset: offset,
+        dims: vec![Dim::new(1, free)],
+    }
+}
+
+fn hbm(offset: u64, cols: u32) -> HwAp {
+    HwAp {
+        memory: Memory::Hbm,
+        dtype: DType::Bf16,
+        start_partition: 0,
+        num_partitions: 128,
+        partition_stride: 8192,
+        byte_offset: offset,
+        dims: vec![Dim::new(1, cols)],
+    }
+}
+
+fn sbuf(offset: u64, free: u32) -> HwAp {
+    on_chip(Memory::Sbuf, DType::Bf16, offset, free)
+}
+
+fn psum(free: u32) -> HwAp {
+    on_chip(Memory::Psum, DType::Fp32, 0, free)
+}
+
+fn inst(op: Op, waits: &[(u32, u32)], signal: u32) -> BirInst {
+    let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: v }).collect();
+    BirInst { op, waits, signal: Some(SemId(signal)), origin: None }
+}
+
+/// An instruction of a loop nest with, per parameter (in [`bir::looped`] order), its advance
+/// per iteration of each enclosing loop, outermost first.
+struct Nested {
+    inst: BirInst,
+    coef: Vec<Vec<i64>>,
+}
+
+/// `body` in loops of `trips` (outermost first): each loop's step is its column of the
+/// instructions' coefficients.
+fn nest(trips: &[u32], body: Vec<Nested>) -> Item {
+    let mut items: Vec<Item> = body.iter().map(|n| Item::Inst(n.inst.clone())).collect();
+    for level in (0..trips.len()).rev() {
+        let step = body.iter().flat_map(|n| n.coef.iter().map(|c| c[level])).collect();
+        items = vec![Item::Loop(Loop { trips: trips[level], body: items, step })];
+    }
+    items.pop().unwrap()
+}
+
+const LOADED_A: u32 = 0;
+const LOADED_B: u32 = 1;
+const FREED: u32 = 2;
+const EVACUATED: u32 = 3;
+const STORED: u32 = 4;
+const DONE: u32 = 5;
+
+/// A GEMM-shaped pipeline in three nested loops: `a` blocks of `b` output tiles of `c` K
+/// steps; `n` is the moving free size.
+///
+/// - POOL signals FREED and EVACUATED twice at the start (two free operand slots, two free
+///   PSUM banks) and memsets once every tile is stored.
+/// - Queues 0 and 1 load K step `i` of the stationary and moving operands (`a x b x c`
+///   nest) once FREED reached `i + 1` (the matmul of step `i - 2` is done: double buffering).
+/// - The PE loads the stationary chunk of step `i` (waits LOADED_A) and multiplies (waits
+///   LOADED_B, and for its tile `t` EVACUATED >= `t + 1`, the PSUM bank free); each matmul
+///   signals FREED.
+/// - ACT evacuates tile `t` (an `a x b` nest) once its `c` matmuls are done; queue 3 stores
+///   it once evacuated.
+fn gemm_nest(a: u32, b: u32, c: u32, n: u32) -> LoopedProgram {
+    let mut p = Program::new("nested", Target::Trn2);
+    p.hbm_size = 1 << 60;
+    p.semaphores = ["loaded_a", "loaded_b", "freed", "evacuated", "stored", "done"].map(String::from).to_vec();
+    let mut lp = LoopedProgram::from_program(&p);
+    let trips = [a, b, c];
+    let (bc, ib, ic) = (i64::from(b) * i64::from(c), i64::from(b), i64::from(c));
+    // Coefficients of the K step index `i`, the tile index `t`, and of nothing.
+    let step_i = vec![bc, ic, 1];
+    let tile_t = vec![ib, 1, 0];
+    let zero3 = vec![0, 0, 0];
+    let a_bytes = 128 * 128 * 2;
+    let b_bytes = 128 * i64::from(n) * 2;
+    let scaled = |v: &[i64], by: i64| v.iter().map(|x| x * by).collect::<Vec<i64>>();
+    // dst offset, dst partition, src offset, src partition, wait.
+    let load_a = Nested {
+        inst: inst(Op::DmaCopy { dst: sbuf(0, 128), src: hbm(0, 128), cast: CastMode::Rne }, &[(FREED, 1)], LOADED_A),
+        coef: vec![zero3.clone(), zero3.clone(), scaled(&step_i, a_bytes), zero3.clone(), step_i.clone()],
+    };
+    let load_b = Nested {
+        inst: inst(
+            Op::DmaCopy { dst: sbuf(4096, n), src: hbm(1 << 40, n), cast: CastMode::Rne },
+            &[(FREED, 1)],
+            LOADED_B,
+        ),
+        coef: vec![zero3.clone(), zero3.clone(), scaled(&step_i, b_bytes), zero3.clone(), step_i.clone()],
+    };
+    lp.streams[Engine::Dma(0).index()] = vec![nest(&trips, vec![load_a])];
+    lp.streams[Engine::Dma(1).index()] = vec![nest(&trips, vec![load_b])];
+    let (tile_position, tile_size) = (TilePosition { row: 0, col: 0 }, TileSize { rows: 128, cols: 128 });
+    let ls = Nested {
+        inst: BirInst {
+            signal: None,
+            ..inst(
+                Op::LoadStationary { src: sbuf(0, 128), perf_mode: PerfMode::None, tile_position, tile_size },
+                &[(LOADED_A, 1)],
+                0,
+            )
+        },
+        coef: vec![zero3.clone(), zero3.clone(), step_i.clone()],
+    };
+    let mm = Nested {
+        inst: inst(
+            Op::MultiplyMoving {
+                dst: psum(n),
+                src: sbuf(4096, n),
+                acc: EngineAccumulationType::START | EngineAccumulationType::STOP,
+                perf_mode: PerfMode::None,
+                tile_position,
+                tile_size,
+            },
+            &[(LOADED_B, 1), (EVACUATED, 1)],
+            FREED,
+        ),
+        coef: vec![zero3.clone(), zero3.clone(), zero3.clone(), zero3.clone(), step_i.clone(), tile_t.clone()],
+    };
+    lp.streams[Engine::Pe.index()] = vec![nest(&trips, vec![ls, mm])];
+    // Two-level nests over tiles: coefficients per (block, tile).
+    let tile2 = vec![ib, 1];
+    let zero2 = vec![0, 0];
+    let evac = Nested {
+        inst: inst(
+            Op::TensorCopy { dst: sbuf(8192, n), src: psum(n) },
+            &[(FREED, 2 + u32::try_from(c).unwrap())],
+            EVACUATED,
+        ),
+        coef: vec![zero2.clone(), zero2.clone(), zero2.clone(), zero2.clone(), scaled(&tile2, ic)],
+    };
+    lp.streams[Engine::Act.index()] = vec![nest(&trips[..2], vec![evac])];
+    let store = Nested {
+        inst: inst(
+            Op::DmaCopy { dst: hbm(1 << 50, n), src: sbuf(8192, n), cast: CastMode::Rne },
+            &[(EVACUATED, 3)],
+            STORED,
+        ),
+        coef: vec![scaled(&tile2, b_bytes), zero2.clone(), zero2.clone(), zero2.clone(), tile2.clone()],
+    };
+    lp.streams[Engine::Dma(3).index()] = vec![nest(&trips[..2], vec![store])];
+    let memset = |waits: &[(u32, u32)], signal| {
+        Item::Inst(inst(Op::Memset { dst: on_chip(Memory::Sbuf, DType::Fp32, 16384, 64), value: 0.0 }, waits, signal))
+    };
+    let tiles = a * b;
+    lp.streams[Engine::Pool.index()] = vec![
+        memset(&[], FREED),
+        memset(&[], FREED),
+        memset(&[], EVACUATED),
+        memset(&[], EVACUATED),
+        memset(&[(STORED, tiles)], DONE),
+    ];
+    lp
+}
+
+/// Instructions the pipeline unrolls to.
+fn unrolled_len(a: u32, b: u32, c: u32) -> u64 {
+    let (tiles, steps) = (u64::from(a) * u64::from(b), u64::from(a) * u64::from(b) * u64::from(c));
+    4 * steps + 2 * tiles + 5
+}
+
+fn close(got: f64, want: f64, rel: f64) -> bool {
+    (got - want).abs() <= rel * want.abs().max(1.0)
+}
+
+fn model(lp: &LoopedProgram, profile: &HwProfile) -> (CycleReport, LoopedStats) {
+    model_looped_stats(lp, profile, LoopedOptions::default()).unwrap()
+}
+
+/// The looped model with jumps against the unrolled model: total and busy times within
+/// `rel`, HBM bytes and FLOPs exact. Returns what the looped model did.
+fn check_against_unrolled(lp: &LoopedProgram, profile: &HwProfile, rel: f64) -> LoopedStats {
+    let unrolled = lp.expand().unwrap();
+    bir::verify_program(&unrolled).unwrap();
+    let want = model_with(&unrolled, profile).unwrap();
+    let (got, stats) = model(lp, profile);
+    assert!(close(got.total_ns, want.total_ns, rel), "total_ns: got {}, want {}", got.total_ns, want.total_ns);
+    for (e, (g, w)) in got.engine_busy_ns.iter().zip(&want.engine_busy_ns).enumerate() {
+        assert!(close(*g, *w, rel), "busy of engine {e}: got {g}, want {w}");
+    }
+    assert_eq!(got.hbm_bytes, want.hbm_bytes);
+    assert_eq!(got.matmul_flops, want.matmul_flops);
+    assert_eq!(got.peak_flops_per_ns, want.peak_flops_per_ns);
+    assert_eq!(stats.replayed + stats.skipped, unrolled.num_insts() as u64);
+    stats
+}
+
+// ---------------------------------------------------------------------------------------
+// Tests
+
+#[test]
+fn nested_pipelines_match_the_unrolled_model() {
+    let trn2 = Target::Trn2.profile();
+    let mut shallow = trn2;
+    shallow.dma_queue_depth = 1.0;
+    let mut slow_hbm = trn2;
+    slow_hbm.hbm_bytes_per_ns = 60.0;
+    for (a, b, c, n) in [(5, 7, 9, 512), (3, 4, 40, 128), (2, 3, 200, 512), (6, 30, 1, 256), (1, 1, 300, 64)] {
+        for profile in [&trn2, &shallow, &slow_hbm] {
+            let lp = gemm_nest(a, b, c, n);
+            assert_eq!(lp.unrolled_len(), unrolled_len(a, b, c));
+            check_against_unrolled(&lp, profile, 1e-9);
+        }
+    }
+}
+
+#[test]
+fn inner_and_outer_loops_both_jump() {
+    // 6 blocks of 30 tiles of 200 K steps: 144k unrolled instructions. The K loop jumps
+    // inside the tiles that are replayed, and the tile and block loops jump over whole
+    // tiles and blocks.
+    let lp = gemm_nest(6, 30, 200, 512);
+    let stats = check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-9);
+    assert!(stats.jumps >= 3, "{stats:?}");
+    assert!(stats.replayed < 20_000, "{stats:?}");
+}
+
+#[test]
+fn a_billion_instruction_nest_replays_a_few_thousand() {
+    // 125000 blocks of 20 tiles of 100 K steps: 10^9 unrolled instructions. In the steady
+    // state each block adds the same time, which the unrolled model of 4 to 6 blocks gives.
+    let profile = Target::Trn2.profile();
+    let (b, c, n) = (20, 100, 512);
+    let unrolled = |a| model_with(&gemm_nest(a, b, c, n).expand().unwrap(), &profile).unwrap().total_ns;
+    let (t4, t5, t6) = (unrolled(4), unrolled(5), unrolled(6));
+    let period = t5 - t4;
+    assert!(close(t6 - t5, period, 1e-12), "the unrolled model is not periodic per block: {t4} {t5} {t6}");
+    let a = 125_000;
+    let lp = gemm_nest(a, b, c, n);
+    assert_eq!(lp.unrolled_len(), 1_000_000_005 + 2 * 2_500_000);
+    let (r, stats) = model(&lp, &profile);
+    assert!(close(r.total_ns, t4 + f64::from(a - 4) * period, 1e-9), "{} vs {}", r.total_ns, t4);
+    let steps = f64::from(a) * f64::from(b) * f64::from(c);
+    assert_eq!(r.matmul_flops, steps * 2.0 * 128.0 * 128.0 * f64::from(n));
+    let tiles = u64::from(a) * u64::from(b);
+    let step_bytes = 128 * 128 * 2 + 128 * u64::from(n) * 2;
+    assert_eq!(r.hbm_bytes, tiles * u64::from(c) * step_bytes + tiles * 128 * u64::from(n) * 2);
+    assert_eq!(stats.replayed + stats.skipped, lp.unrolled_len());
+    assert!(stats.replayed < 50_000, "{stats:?}");
+}
+
+/// Queue 0 loads `outer x inner` times, each load signalling s0.
+fn signalling_loads(outer: u32, inner: u32) -> LoopedProgram {
+    let mut p = Program::new("counts", Target::Trn2);
+    p.hbm_size = 1 << 60;
+    p.semaphores = vec!["s0".into()];
+    let mut lp = LoopedProgram::from_program(&p);
+    let load = Nested {
+        inst: inst(Op::DmaCopy { dst: sbuf(0, 64), src: hbm(0, 64), cast: CastMode::Rne }, &[], 0),
+        coef: vec![vec![0, 0], vec![0, 0], vec![1 << 20, 128], vec![0, 0]],
+    };
+    lp.streams[Engine::Dma(0).index()] = vec![nest(&[outer, inner], vec![load])];
+    lp
+}
+
+#[test]
+fn a_semaphore_signalled_past_u32_is_an_error_where_it_overflows() {
+    // 2^32 loads each signalling s0: s0 counts in a u32, so the last load (index 2^32 - 1)
+    // is an error. The model jumps to just before it.
+    let lp = signalling_loads(65_536, 65_536);
+    let (err, profile) = (LoopedOptions::default(), Target::Trn2.profile());
+    let err = model_looped_stats(&lp, &profile, err).unwrap_err();
+    let SimError::BadOperand { at, detail } = &err else { panic!("{err}") };
+    assert_eq!((at.engine, at.index), (Engine::Dma(0), (1 << 32) - 1), "{err}");
+    assert!(detail.contains("semaphore s0 is signalled for the 4294967296th time") && detail.contains("u32"), "{err}");
+    // One load fewer is fine: u32::MAX = 65535 x 65537 signals.
+    let (r, stats) = model(&signalling_loads(65_535, 65_537), &profile);
+    assert_eq!(stats.replayed + stats.skipped, u64::from(u32::MAX));
+    assert!(stats.replayed < 10_000, "{stats:?}");
+    assert_eq!(r.hbm_bytes, u64::from(u32::MAX) * 128 * 64 * 2);
+}
+
+#[test]
+fn a_wait_value_past_u32_is_an_error() {
+    // After u32::MAX signals of s0 the PE waits for u32::MAX - 1, u32::MAX, then u32::MAX + 1,
+    // which no wait can hold.
+    let mut lp = signalling_loads(65_535, 65_537);
+    let (tile_position, tile_size) = (TilePosition { row: 0, col: 0 }, TileSize { rows: 128, cols: 128 });
+    let ls = BirInst {
+        signal: None,
+        ..inst(
+            Op::LoadStationary { src: sbuf(0, 128), perf_mode: PerfMode::None, tile_position, tile_size },
+            &[(0, u32::MAX - 1)],
+            0,
+        )
+    };
+    lp.streams[Engine::Pe.index()] =
+        vec![Item::Loop(Loop { trips: 3, body: vec![Item::Inst(ls)], step: vec![0, 0, 1] })];
+    let err = model_looped_stats(&lp, &Target::Trn2.profile(), LoopedOptions::default()).unwrap_err();
+    let SimError::BadOperand { at, detail } = &err else { panic!("{err}") };
+    assert_eq!((at.engine, at.index), (Engine::Pe, 2), "{err}");
+    assert!(detail.contains("wait 0 (on s0; semaphore counts are u32) out of its range: to 4294967296"), "{err}");
+}
