@@ -60,7 +60,7 @@ struct Nested {
 
 /// `body` in loops of `trips` (outermost first): each loop's step is its column of the
 /// instructions' coefficients.
-fn nest(trips: &[u32], body: Vec<Nested>) -> Item {
+fn nest(trips: &[u32], body: &[Nested]) -> Item {
     let mut items: Vec<Item> = body.iter().map(|n| Item::Inst(n.inst.clone())).collect();
     for level in (0..trips.len()).rev() {
         let step = body.iter().flat_map(|n| n.coef.iter().map(|c| c[level])).collect();
@@ -115,8 +115,8 @@ fn gemm_nest(a: u32, b: u32, c: u32, n: u32) -> LoopedProgram {
         ),
         coef: vec![zero3.clone(), zero3.clone(), scaled(&step_i, b_bytes), zero3.clone(), step_i.clone()],
     };
-    lp.streams[Engine::Dma(0).index()] = vec![nest(&trips, vec![load_a])];
-    lp.streams[Engine::Dma(1).index()] = vec![nest(&trips, vec![load_b])];
+    lp.streams[Engine::Dma(0).index()] = vec![nest(&trips, &[load_a])];
+    lp.streams[Engine::Dma(1).index()] = vec![nest(&trips, &[load_b])];
     let (tile_position, tile_size) = (TilePosition { row: 0, col: 0 }, TileSize { rows: 128, cols: 128 });
     let ls = Nested {
         inst: BirInst {
@@ -142,30 +142,26 @@ fn gemm_nest(a: u32, b: u32, c: u32, n: u32) -> LoopedProgram {
             &[(LOADED_B, 1), (EVACUATED, 1)],
             FREED,
         ),
-        coef: vec![zero3.clone(), zero3.clone(), zero3.clone(), zero3.clone(), step_i.clone(), tile_t.clone()],
+        coef: vec![zero3.clone(), zero3.clone(), zero3.clone(), zero3, step_i, tile_t],
     };
-    lp.streams[Engine::Pe.index()] = vec![nest(&trips, vec![ls, mm])];
+    lp.streams[Engine::Pe.index()] = vec![nest(&trips, &[ls, mm])];
     // Two-level nests over tiles: coefficients per (block, tile).
     let tile2 = vec![ib, 1];
     let zero2 = vec![0, 0];
     let evac = Nested {
-        inst: inst(
-            Op::TensorCopy { dst: sbuf(8192, n), src: psum(n) },
-            &[(FREED, 2 + u32::try_from(c).unwrap())],
-            EVACUATED,
-        ),
+        inst: inst(Op::TensorCopy { dst: sbuf(8192, n), src: psum(n) }, &[(FREED, 2 + c)], EVACUATED),
         coef: vec![zero2.clone(), zero2.clone(), zero2.clone(), zero2.clone(), scaled(&tile2, ic)],
     };
-    lp.streams[Engine::Act.index()] = vec![nest(&trips[..2], vec![evac])];
+    lp.streams[Engine::Act.index()] = vec![nest(&trips[..2], &[evac])];
     let store = Nested {
         inst: inst(
             Op::DmaCopy { dst: hbm(1 << 50, n), src: sbuf(8192, n), cast: CastMode::Rne },
             &[(EVACUATED, 3)],
             STORED,
         ),
-        coef: vec![scaled(&tile2, b_bytes), zero2.clone(), zero2.clone(), zero2.clone(), tile2.clone()],
+        coef: vec![scaled(&tile2, b_bytes), zero2.clone(), zero2.clone(), zero2, tile2],
     };
-    lp.streams[Engine::Dma(3).index()] = vec![nest(&trips[..2], vec![store])];
+    lp.streams[Engine::Dma(3).index()] = vec![nest(&trips[..2], &[store])];
     let memset = |waits: &[(u32, u32)], signal| {
         Item::Inst(inst(Op::Memset { dst: on_chip(Memory::Sbuf, DType::Fp32, 16384, 64), value: 0.0 }, waits, signal))
     };
@@ -276,7 +272,7 @@ fn signalling_loads(outer: u32, inner: u32) -> LoopedProgram {
         inst: inst(Op::DmaCopy { dst: sbuf(0, 64), src: hbm(0, 64), cast: CastMode::Rne }, &[], 0),
         coef: vec![vec![0, 0], vec![0, 0], vec![1 << 20, 128], vec![0, 0]],
     };
-    lp.streams[Engine::Dma(0).index()] = vec![nest(&[outer, inner], vec![load])];
+    lp.streams[Engine::Dma(0).index()] = vec![nest(&[outer, inner], &[load])];
     lp
 }
 
@@ -317,4 +313,27 @@ fn a_wait_value_past_u32_is_an_error() {
     let SimError::BadOperand { at, detail } = &err else { panic!("{err}") };
     assert_eq!((at.engine, at.index), (Engine::Pe, 2), "{err}");
     assert!(detail.contains("wait 0 (on s0; semaphore counts are u32) out of its range: to 4294967296"), "{err}");
+}
+
+#[test]
+fn a_parameter_out_of_range_late_in_a_long_loop_is_reported_where_it_is() {
+    // 3000 loads whose source offset steps down by 128 from 128 x 2000: the 2002nd moves it
+    // below 0. The loop repeats long before that, but no jump may skip the bad iteration.
+    let loads = |step: i64| {
+        let mut lp = signalling_loads(1, 3000);
+        let Item::Loop(outer) = &mut lp.streams[Engine::Dma(0).index()][0] else { unreachable!() };
+        let Item::Loop(inner) = &mut outer.body[0] else { unreachable!() };
+        inner.step[2] = step;
+        let Item::Inst(load) = &mut inner.body[0] else { unreachable!() };
+        let Op::DmaCopy { src, .. } = &mut load.op else { unreachable!() };
+        src.byte_offset = 128 * 2000;
+        lp
+    };
+    let err = model_looped_stats(&loads(-128), &Target::Trn2.profile(), LoopedOptions::default()).unwrap_err();
+    let SimError::BadOperand { at, detail } = &err else { panic!("{err}") };
+    assert_eq!((at.engine, at.index), (Engine::Dma(0), 2001), "{err}");
+    assert!(detail.contains("the src byte offset out of its range: to -128"), "{err}");
+    // Stepping up instead, the same loop jumps.
+    let (_, stats) = model(&loads(128), &Target::Trn2.profile());
+    assert!(stats.jumps > 0 && stats.replayed < 1000, "{stats:?}");
 }

@@ -35,6 +35,10 @@
 //! periods and replays the same tail. Replay cost is then about `3 + 1` iterations (plus
 //! the tails) per loop level, whatever the trips.
 //!
+//! A loop with a parameter that leaves its range in some iteration (which the verifier
+//! refuses) never jumps, so the replay meets the first such instruction where it is and
+//! reports it there.
+//!
 //! A jump does not move the replay's times: it adds `k x T` to an epoch (see the `epoch`
 //! module), so the times the replay compares stay those of the short stretch it replayed
 //! and keep their precision in a program of days of modeled time.
@@ -109,8 +113,10 @@ pub struct LoopedStats {
     pub skipped: u64,
     /// Jumps made.
     pub jumps: u64,
-    /// Checkpoints taken (states recorded at loop iteration starts).
+    /// Checkpoints (loop iteration starts whose figures were recorded).
     pub checkpoints: u64,
+    /// Full snapshots of the state taken at checkpoints (where the figures repeated).
+    pub snapshots: u64,
 }
 
 /// [`model_looped_with`], with what it did: how many instructions it replayed and how many
@@ -124,15 +130,15 @@ pub fn model_looped_stats(
     let src = Looped::new(lp)?;
     let insts = if opts.slices { usize::try_from(lp.unrolled_len()).unwrap_or(usize::MAX).min(1 << 20) } else { 0 };
     let replay = Replay::new(src, lp.header.semaphores.len(), profile, opts.slices, insts)?;
-    let (ran, checkpoints) = if opts.extrapolate && !opts.slices {
+    let (ran, checkpoints, snapshots) = if opts.extrapolate && !opts.slices {
         let mut steady = Steady::default();
         let ran = replay.run(&mut steady)?;
-        (ran, steady.checkpoints)
+        (ran, steady.checkpoints, steady.snapshots)
     } else {
-        (replay.run(&mut NoObserver)?, 0)
+        (replay.run(&mut NoObserver)?, 0, 0)
     };
     let Ran { report, replayed, skipped, jumps } = ran;
-    Ok((report, LoopedStats { replayed, skipped, jumps, checkpoints }))
+    Ok((report, LoopedStats { replayed, skipped, jumps, checkpoints, snapshots }))
 }
 
 /// A loop gets a checkpoint every `ceil(CHECKPOINT_INSTS / L)` iterations, `L` the
@@ -279,20 +285,61 @@ fn param_kinds(items: &[Item], out: &mut Vec<Option<Option<SemId>>>) {
     }
 }
 
-/// The checkpoints of one loop: the last three.
-type History = VecDeque<Rc<Snapshot>>;
+/// The few figures of a checkpoint that the full comparison needs to repeat first: a
+/// period can only repeat if these advance by the same amounts.
+#[derive(Clone, Copy, Debug)]
+struct Light {
+    now: f64,
+    at: Dd,
+    /// Instructions committed, signals given and HBM bytes moved, over every engine.
+    next: u64,
+    counts: u64,
+    hbm: u64,
+}
 
-/// The steady-state observer: the last three checkpoints of every loop (per engine).
+impl Light {
+    fn take(r: &Replay<Looped<'_>>, now: f64) -> Self {
+        Light {
+            now,
+            at: r.jumped.epoch.add(now),
+            next: r.cursors.iter().fold(0u64, |n, c| n.wrapping_add(c.next as u64)),
+            counts: r.signals.iter().fold(0u64, |n, log| n.wrapping_add(log.count())),
+            hbm: r.hbm_bytes,
+        }
+    }
+
+    /// Whether the last three checkpoints advanced by the same amounts.
+    fn repeats(h: &VecDeque<Light>) -> bool {
+        let (Some(a), Some(b), Some(c)) = (h.front(), h.get(1), h.get(2)) else { return false };
+        let (t1, t2) = (b.at.minus(a.at), c.at.minus(b.at));
+        t2 > 0.0
+            && close(t1, t2, c.now)
+            && b.next.wrapping_sub(a.next) == c.next.wrapping_sub(b.next)
+            && b.counts.wrapping_sub(a.counts) == c.counts.wrapping_sub(b.counts)
+            && b.hbm.wrapping_sub(a.hbm) == c.hbm.wrapping_sub(b.hbm)
+    }
+}
+
+/// The checkpoints of one loop: the figures of the last three, and the full states of the
+/// last consecutive ones (at most three) taken since those figures started to repeat.
+#[derive(Default)]
+struct History {
+    light: VecDeque<Light>,
+    full: VecDeque<Rc<Snapshot>>,
+}
+
+/// The steady-state observer: the checkpoints of every loop (per engine).
 #[derive(Default)]
 struct Steady {
     /// Keyed by (engine, loop identity).
     history: HashMap<(usize, usize), History>,
     checkpoints: u64,
+    snapshots: u64,
 }
 
 impl Steady {
     /// The jump the last three snapshots allow, if they show a repeating period.
-    fn plan(r: &Replay<Looped<'_>>, s: &History) -> Option<Jump> {
+    fn plan(r: &Replay<Looped<'_>>, s: &VecDeque<Rc<Snapshot>>) -> Option<Jump> {
         let (Some(s0), Some(s1), Some(s2)) = (s.front(), s.get(1), s.get(2)) else { return None };
         let scale = s2.now;
         let (t1, t2) = (s1.at.minus(s0.at), s2.at.minus(s1.at));
@@ -337,6 +384,9 @@ impl Steady {
             prog.push(p);
             match p {
                 Progress::Level { level, iters } => {
+                    if r.src.unsafe_loops.contains(&cursor.loop_id(level)?) {
+                        return None;
+                    }
                     let f = cursor.frames.get(level)?;
                     periods = periods.min(u64::from(f.trips - 1 - f.iter) / u64::from(iters));
                     let (body, step) = cursor.level_body(level)?;
@@ -430,17 +480,36 @@ impl<'p> Observer<Looped<'p>> for Steady {
         if loops.is_empty() {
             return Ok(false);
         }
+        // A full snapshot (hundreds of numbers) only where the cheap figures repeat.
         self.checkpoints += 1;
-        let snap = Rc::new(Snapshot::take(r, start));
+        let light = Light::take(r, start);
+        let mut snap: Option<Rc<Snapshot>> = None;
+        let mut ready = false;
         for key in &loops {
-            let hist = self.history.entry(*key).or_default();
-            if hist.len() == 3 {
-                hist.pop_front();
+            let h = self.history.entry(*key).or_default();
+            if h.light.len() == 3 {
+                h.light.pop_front();
             }
-            hist.push_back(Rc::clone(&snap));
+            h.light.push_back(light);
+            if !Light::repeats(&h.light) {
+                h.full.clear();
+                continue;
+            }
+            let s = snap.get_or_insert_with(|| Rc::new(Snapshot::take(r, start)));
+            if h.full.len() == 3 {
+                h.full.pop_front();
+            }
+            h.full.push_back(Rc::clone(s));
+            ready |= h.full.len() == 3;
+        }
+        if snap.is_some() {
+            self.snapshots += 1;
+        }
+        if !ready {
+            return Ok(false);
         }
         for key in &loops {
-            let Some(jump) = self.history.get(key).and_then(|h| Self::plan(r, h)) else { continue };
+            let Some(jump) = self.history.get(key).and_then(|h| Self::plan(r, &h.full)) else { continue };
             Self::apply(r, &jump, start)?;
             self.history.remove(key);
             return Ok(true);

@@ -3,6 +3,7 @@
 //! lazily, one cursor per engine holding a frame per open loop.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use bir::looped::{advance_inst, param_count};
 use bir::{BirInst, Engine, Item, LoopedProgram, Program};
@@ -84,6 +85,10 @@ pub(super) struct Cursor<'p> {
 /// The streams of a looped program, each walked by a [`Cursor`].
 pub(super) struct Looped<'p> {
     pub(super) cursors: Vec<Cursor<'p>>,
+    /// The loops (by [`Cursor::loop_id`]) with a parameter that leaves its range in some
+    /// iteration: no jump may skip their iterations, so the replay meets that iteration and
+    /// reports it where it is.
+    pub(super) unsafe_loops: HashSet<usize>,
 }
 
 /// A loop whose step does not fit its body, or an iteration that moves a parameter out of
@@ -102,7 +107,65 @@ impl<'p> Looped<'p> {
             c.settle(at(e, 0))?;
             cursors.push(c);
         }
-        Ok(Looped { cursors })
+        let mut unsafe_loops = HashSet::new();
+        for items in &lp.streams {
+            Ranges { enclosing: Vec::new(), unsafe_loops: &mut unsafe_loops }.items(items);
+        }
+        Ok(Looped { cursors, unsafe_loops })
+    }
+}
+
+/// The walk that finds the loops with a parameter out of range (as `bir::verify_looped`'s
+/// rule 2: a parameter is affine in the loop indices, so its extremes are at the corners).
+struct Ranges<'a, 'p> {
+    /// The enclosing loops: (trips, step, how far into the step the walk has come, id).
+    enclosing: Vec<(u32, &'p [i64], usize, usize)>,
+    unsafe_loops: &'a mut HashSet<usize>,
+}
+
+impl<'p> Ranges<'_, 'p> {
+    fn items(&mut self, items: &'p [Item]) {
+        for it in items {
+            match it {
+                Item::Inst(i) => self.inst(i),
+                Item::Loop(l) => {
+                    self.enclosing.push((l.trips, &l.step, 0, l.body.as_ptr() as usize));
+                    self.items(&l.body);
+                    self.enclosing.pop();
+                }
+            }
+        }
+    }
+
+    fn inst(&mut self, i: &BirInst) {
+        let mut params = Vec::new();
+        bir::looped::push_inst_params(i, &mut params);
+        let aps = i.op.aps();
+        let ok = params.iter().enumerate().all(|(q, &p)| {
+            let base = match aps.get(q / 2) {
+                Some((_, ap)) if q % 2 == 0 => i128::from(ap.byte_offset),
+                _ => i128::from(p),
+            };
+            let max = if q % 2 == 0 && q / 2 < aps.len() { i128::from(u64::MAX) } else { i128::from(u32::MAX) };
+            let (mut lo, mut hi, mut moved) = (base, base, 0i128);
+            for &(trips, step, at, _) in &self.enclosing {
+                let s = i128::from(step.get(at + q).copied().unwrap_or(0)) * i128::from(trips.saturating_sub(1));
+                moved += s.abs();
+                if s < 0 {
+                    lo += s;
+                } else {
+                    hi += s;
+                }
+            }
+            // The cursor adds the advances of the enclosing loops in an i64.
+            lo >= 0 && hi <= max && moved <= i128::from(i64::MAX)
+        });
+        if !ok {
+            self.unsafe_loops.extend(self.enclosing.iter().map(|e| e.3));
+        }
+        for e in &mut self.enclosing {
+            e.2 += params.len();
+        }
     }
 }
 
