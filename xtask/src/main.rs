@@ -166,6 +166,14 @@ fn bench() -> Result<()> {
     if let Some(t) = mean_ms("cycle_model_looped", "pipeline_1m_steps") {
         out += &format!("cycle model of a looped 1M-step pipeline (8M unrolled instructions): {t:.2} ms\n");
     }
+    for (name, what) in [
+        ("nest_65536_tiles", "512x128x512 nest (65536^3 tile loops, 1.3e8 unrolled instructions)"),
+        ("nest_1e10", "1000x1000x4000 nest (1.6e10 unrolled instructions)"),
+    ] {
+        if let Some(t) = mean_ms("cycle_model_looped", name) {
+            out += &format!("cycle model of a looped GEMM-shaped {what}: {t:.2} ms (goal: well under 1 s)\n");
+        }
+    }
     for name in ["inputs_line_10mb", "memset_lines_100k"] {
         if let Some(t) = mean_ms("parse_pir", name) {
             out += &format!("parse .pir {name}: {t:.1} ms\n");

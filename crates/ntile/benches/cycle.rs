@@ -2,7 +2,9 @@
 //! (`--lhs-transposed`, trn2) under the fixed schedules, of the trace export of the
 //! blocked-mn one, and of `auto`'s whole search on an 8192^3 bf16 GEMM (rank, plan, lower and
 //! cycle-model its shortlist), and of the looped cycle model on a pipeline of a million
-//! steps. Each program's size and modeled figures are printed once.
+//! steps and on GEMM-shaped nests of three loops (blocks x tiles x K steps) of 10^8 and
+//! 1.6 x 10^10 unrolled instructions. Each program's size and modeled figures are printed
+//! once.
 #![expect(
     clippy::unwrap_used,
     clippy::print_stderr,
@@ -13,6 +15,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use codegen::{plan_gemm, BlockSizes, GemmConfig, Schedule};
+
+#[path = "../../../tests/common/nest.rs"]
+mod nest;
 use criterion::{criterion_group, criterion_main, Criterion};
 use penguin::{DType, Target};
 
@@ -176,5 +181,33 @@ fn bench_looped(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_model, bench_auto, bench_looped);
+/// `model_looped` on GEMM-shaped nests of three loops: 512 x 128 x 512 (the tile loops of
+/// a 65536^3 bf16 GEMM with 128 x 512 output tiles and 128-deep K steps: 1.3 x 10^8
+/// unrolled instructions), and 1000 x 1000 x 4000 (1.6 x 10^10; the most K steps whose
+/// matmuls one u32 semaphore can count).
+fn bench_nested(c: &mut Criterion) {
+    let hw = Target::Trn2.profile();
+    let mut group = c.benchmark_group("cycle_model_looped");
+    group.sample_size(10).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
+    for (name, (a, b, k)) in [("nest_65536_tiles", (512, 128, 512)), ("nest_1e10", (1000, 1000, 4000))] {
+        let lp = nest::gemm_nest(a, b, k, 512);
+        let (r, stats) = sim::model_looped_stats(&lp, &hw, sim::LoopedOptions::default()).unwrap();
+        eprintln!(
+            "looped nest {a}x{b}x{k}: {} unrolled instructions, {} replayed, {} jumps, {} checkpoints, {} snapshots; modeled {:.1} us, hfu {:.3}",
+            lp.unrolled_len(),
+            stats.replayed,
+            stats.jumps,
+            stats.checkpoints,
+            stats.snapshots,
+            r.total_us(),
+            r.hfu()
+        );
+        group.bench_function(name, |bench| {
+            bench.iter(|| black_box(sim::model_looped(black_box(&lp), &hw).unwrap().total_ns));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench_model, bench_auto, bench_looped, bench_nested);
 criterion_main!(benches);

@@ -1,0 +1,167 @@
+//! A GEMM-shaped looped program in three nested loops, for the tests and benches of the
+//! looped cycle model (`tests/cycle_nested.rs`, `crates/ntile/benches/cycle.rs`).
+
+use bir::{BirInst, Engine, HwAp, Item, Loop, LoopedProgram, Op, Program, SemId, Wait};
+use penguin::{CastMode, DType, Dim, EngineAccumulationType, Memory, PerfMode, Target, TilePosition, TileSize};
+
+pub fn on_chip(memory: Memory, dtype: DType, offset: u64, free: u32) -> HwAp {
+    HwAp {
+        memory,
+        dtype,
+        start_partition: 0,
+        num_partitions: 128,
+        partition_stride: 1,
+        byte_offset: offset,
+        dims: vec![Dim::new(1, free)],
+    }
+}
+
+pub fn hbm(offset: u64, cols: u32) -> HwAp {
+    HwAp {
+        memory: Memory::Hbm,
+        dtype: DType::Bf16,
+        start_partition: 0,
+        num_partitions: 128,
+        partition_stride: 8192,
+        byte_offset: offset,
+        dims: vec![Dim::new(1, cols)],
+    }
+}
+
+pub fn sbuf(offset: u64, free: u32) -> HwAp {
+    on_chip(Memory::Sbuf, DType::Bf16, offset, free)
+}
+
+pub fn psum(free: u32) -> HwAp {
+    on_chip(Memory::Psum, DType::Fp32, 0, free)
+}
+
+pub fn inst(op: Op, waits: &[(u32, u32)], signal: u32) -> BirInst {
+    let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: v }).collect();
+    BirInst { op, waits, signal: Some(SemId(signal)), origin: None }
+}
+
+/// An instruction of a loop nest with, per parameter (in [`bir::looped`] order), its advance
+/// per iteration of each enclosing loop, outermost first.
+pub struct Nested {
+    pub inst: BirInst,
+    pub coef: Vec<Vec<i64>>,
+}
+
+/// `body` in loops of `trips` (outermost first): each loop's step is its column of the
+/// instructions' coefficients.
+pub fn nest(trips: &[u32], body: &[Nested]) -> Item {
+    let mut items: Vec<Item> = body.iter().map(|n| Item::Inst(n.inst.clone())).collect();
+    for level in (0..trips.len()).rev() {
+        let step = body.iter().flat_map(|n| n.coef.iter().map(|c| c[level])).collect();
+        items = vec![Item::Loop(Loop { trips: trips[level], body: items, step })];
+    }
+    items.pop().unwrap()
+}
+
+pub const LOADED_A: u32 = 0;
+pub const LOADED_B: u32 = 1;
+pub const FREED: u32 = 2;
+pub const EVACUATED: u32 = 3;
+pub const STORED: u32 = 4;
+pub const DONE: u32 = 5;
+
+/// A GEMM-shaped pipeline in three nested loops: `a` blocks of `b` output tiles of `c` K
+/// steps; `n` is the moving free size.
+///
+/// - POOL signals FREED and EVACUATED twice at the start (two free operand slots, two free
+///   PSUM banks) and memsets once every tile is stored.
+/// - Queues 0 and 1 load K step `i` of the stationary and moving operands (`a x b x c`
+///   nest) once FREED reached `i + 1` (the matmul of step `i - 2` is done: double buffering).
+/// - The PE loads the stationary chunk of step `i` (waits LOADED_A) and multiplies (waits
+///   LOADED_B, and for its tile `t` EVACUATED >= `t + 1`, the PSUM bank free); each matmul
+///   signals FREED.
+/// - ACT evacuates tile `t` (an `a x b` nest) once its `c` matmuls are done; queue 3 stores
+///   it once evacuated.
+pub fn gemm_nest(a: u32, b: u32, c: u32, n: u32) -> LoopedProgram {
+    let mut p = Program::new("nested", Target::Trn2);
+    p.hbm_size = 1 << 60;
+    p.semaphores = ["loaded_a", "loaded_b", "freed", "evacuated", "stored", "done"].map(String::from).to_vec();
+    let mut lp = LoopedProgram::from_program(&p);
+    let trips = [a, b, c];
+    let (bc, ib, ic) = (i64::from(b) * i64::from(c), i64::from(b), i64::from(c));
+    // Coefficients of the K step index `i`, the tile index `t`, and of nothing.
+    let step_i = vec![bc, ic, 1];
+    let tile_t = vec![ib, 1, 0];
+    let zero3 = vec![0, 0, 0];
+    let a_bytes = 128 * 128 * 2;
+    let b_bytes = 128 * i64::from(n) * 2;
+    let scaled = |v: &[i64], by: i64| v.iter().map(|x| x * by).collect::<Vec<i64>>();
+    // dst offset, dst partition, src offset, src partition, wait.
+    let load_a = Nested {
+        inst: inst(Op::DmaCopy { dst: sbuf(0, 128), src: hbm(0, 128), cast: CastMode::Rne }, &[(FREED, 1)], LOADED_A),
+        coef: vec![zero3.clone(), zero3.clone(), scaled(&step_i, a_bytes), zero3.clone(), step_i.clone()],
+    };
+    let load_b = Nested {
+        inst: inst(
+            Op::DmaCopy { dst: sbuf(4096, n), src: hbm(1 << 40, n), cast: CastMode::Rne },
+            &[(FREED, 1)],
+            LOADED_B,
+        ),
+        coef: vec![zero3.clone(), zero3.clone(), scaled(&step_i, b_bytes), zero3.clone(), step_i.clone()],
+    };
+    lp.streams[Engine::Dma(0).index()] = vec![nest(&trips, &[load_a])];
+    lp.streams[Engine::Dma(1).index()] = vec![nest(&trips, &[load_b])];
+    let (tile_position, tile_size) = (TilePosition { row: 0, col: 0 }, TileSize { rows: 128, cols: 128 });
+    let ls = Nested {
+        inst: BirInst {
+            signal: None,
+            ..inst(
+                Op::LoadStationary { src: sbuf(0, 128), perf_mode: PerfMode::None, tile_position, tile_size },
+                &[(LOADED_A, 1)],
+                0,
+            )
+        },
+        coef: vec![zero3.clone(), zero3.clone(), step_i.clone()],
+    };
+    let mm = Nested {
+        inst: inst(
+            Op::MultiplyMoving {
+                dst: psum(n),
+                src: sbuf(4096, n),
+                acc: EngineAccumulationType::START | EngineAccumulationType::STOP,
+                perf_mode: PerfMode::None,
+                tile_position,
+                tile_size,
+            },
+            &[(LOADED_B, 1), (EVACUATED, 1)],
+            FREED,
+        ),
+        coef: vec![zero3.clone(), zero3.clone(), zero3.clone(), zero3, step_i, tile_t],
+    };
+    lp.streams[Engine::Pe.index()] = vec![nest(&trips, &[ls, mm])];
+    // Two-level nests over tiles: coefficients per (block, tile).
+    let tile2 = vec![ib, 1];
+    let zero2 = vec![0, 0];
+    let evac = Nested {
+        inst: inst(Op::TensorCopy { dst: sbuf(8192, n), src: psum(n) }, &[(FREED, 2 + c)], EVACUATED),
+        coef: vec![zero2.clone(), zero2.clone(), zero2.clone(), zero2.clone(), scaled(&tile2, ic)],
+    };
+    lp.streams[Engine::Act.index()] = vec![nest(&trips[..2], &[evac])];
+    let store = Nested {
+        inst: inst(
+            Op::DmaCopy { dst: hbm(1 << 50, n), src: sbuf(8192, n), cast: CastMode::Rne },
+            &[(EVACUATED, 3)],
+            STORED,
+        ),
+        coef: vec![scaled(&tile2, b_bytes), zero2.clone(), zero2.clone(), zero2, tile2],
+    };
+    lp.streams[Engine::Dma(3).index()] = vec![nest(&trips[..2], &[store])];
+    let memset = |waits: &[(u32, u32)], signal| {
+        Item::Inst(inst(Op::Memset { dst: on_chip(Memory::Sbuf, DType::Fp32, 16384, 64), value: 0.0 }, waits, signal))
+    };
+    let tiles = a * b;
+    lp.streams[Engine::Pool.index()] = vec![
+        memset(&[], FREED),
+        memset(&[], FREED),
+        memset(&[], EVACUATED),
+        memset(&[], EVACUATED),
+        memset(&[(STORED, tiles)], DONE),
+    ];
+    lp
+}
