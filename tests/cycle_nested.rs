@@ -12,7 +12,7 @@ use sim::{model_looped_stats, model_with, CycleReport, LoopedOptions, LoopedStat
 #[path = "common/nest.rs"]
 mod nest;
 
-use nest::{gemm_nest, hbm, inst, nest, sbuf, Nested};
+use nest::{gemm_nest, gemm_nest_levels, hbm, inst, nest, sbuf, Nested};
 
 /// Instructions the pipeline unrolls to.
 fn unrolled_len(a: u32, b: u32, c: u32) -> u64 {
@@ -98,6 +98,36 @@ fn a_billion_instruction_nest_replays_a_few_thousand() {
     assert_eq!(r.hbm_bytes, tiles * u64::from(c) * step_bytes + tiles * 128 * u64::from(n) * 2);
     assert_eq!(stats.replayed + stats.skipped, lp.unrolled_len());
     assert!(stats.replayed < 50_000, "{stats:?}");
+}
+
+#[test]
+fn four_level_nests_match_the_unrolled_model() {
+    // Pairs of blocks of tiles of K steps: the jumps of four levels compose.
+    let lp = gemm_nest_levels(&[3, 4, 6], 150, 256);
+    let stats = check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-9);
+    assert!(stats.jumps >= 3 && stats.replayed < 20_000, "{stats:?}");
+    // A loop of one trip at each level, and tiles in a loop of 2.
+    check_against_unrolled(&gemm_nest_levels(&[1, 1, 2], 60, 128), &Target::Trn2.profile(), 1e-9);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 24, ..proptest::prelude::ProptestConfig::default() })]
+
+    /// Random nests (tile loops of 1 to 3 levels, K steps, tile width, queue depth, HBM rate):
+    /// the looped model with its jumps gives the unrolled figures.
+    #[test]
+    fn looped_and_unrolled_nests_agree(
+        tiles in proptest::collection::vec(1u32..7, 1..4),
+        c in 1u32..160,
+        n in proptest::sample::select(vec![64u32, 128, 200, 384, 512]),
+        depth in 1u32..5,
+        hbm_rate in 50.0f64..500.0,
+    ) {
+        let mut profile = Target::Trn2.profile();
+        profile.dma_queue_depth = f64::from(depth);
+        profile.hbm_bytes_per_ns = hbm_rate;
+        check_against_unrolled(&gemm_nest_levels(&tiles, c, n), &profile, 1e-9);
+    }
 }
 
 /// Queue 0 loads `outer x inner` times, each load signalling s0.

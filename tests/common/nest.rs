@@ -67,35 +67,46 @@ pub const STORED: u32 = 4;
 pub const DONE: u32 = 5;
 
 /// A GEMM-shaped pipeline in three nested loops: `a` blocks of `b` output tiles of `c` K
-/// steps; `n` is the moving free size.
+/// steps; `n` is the moving free size. See [`gemm_nest_levels`].
+pub fn gemm_nest(a: u32, b: u32, c: u32, n: u32) -> LoopedProgram {
+    gemm_nest_levels(&[a, b], c, n)
+}
+
+/// `v` times `by`, entry by entry.
+fn scaled(v: &[i64], by: i64) -> Vec<i64> {
+    v.iter().map(|x| x * by).collect()
+}
+
+/// A GEMM-shaped pipeline: output tiles in the loops of `tiles` (outermost first), each of
+/// `c` K steps in an innermost loop; `n` is the moving free size.
 ///
 /// - POOL signals FREED and EVACUATED twice at the start (two free operand slots, two free
 ///   PSUM banks) and memsets once every tile is stored.
-/// - Queues 0 and 1 load K step `i` of the stationary and moving operands (`a x b x c`
-///   nest) once FREED reached `i + 1` (the matmul of step `i - 2` is done: double buffering).
+/// - Queues 0 and 1 load K step `i` of the stationary and moving operands (the whole nest)
+///   once FREED reached `i + 1` (the matmul of step `i - 2` is done: double buffering).
 /// - The PE loads the stationary chunk of step `i` (waits LOADED_A) and multiplies (waits
 ///   LOADED_B, and for its tile `t` EVACUATED >= `t + 1`, the PSUM bank free); each matmul
 ///   signals FREED.
-/// - ACT evacuates tile `t` (an `a x b` nest) once its `c` matmuls are done; queue 3 stores
-///   it once evacuated.
-pub fn gemm_nest(a: u32, b: u32, c: u32, n: u32) -> LoopedProgram {
+/// - ACT evacuates tile `t` (the tile loops only) once its `c` matmuls are done; queue 3
+///   stores it once evacuated.
+pub fn gemm_nest_levels(tiles: &[u32], c: u32, n: u32) -> LoopedProgram {
     let mut p = Program::new("nested", Target::Trn2);
     p.hbm_size = 1 << 60;
     p.semaphores = ["loaded_a", "loaded_b", "freed", "evacuated", "stored", "done"].map(String::from).to_vec();
     let mut lp = LoopedProgram::from_program(&p);
-    let trips = [a, b, c];
-    let (bc, ib, ic) = (i64::from(b) * i64::from(c), i64::from(b), i64::from(c));
-    // Coefficients of the K step index `i`, the tile index `t`, and of nothing.
-    let step_i = vec![bc, ic, 1];
-    let tile_t = vec![ib, 1, 0];
-    let zero3 = vec![0, 0, 0];
+    let trips: Vec<u32> = tiles.iter().copied().chain([c]).collect();
+    // Per loop level, the advance of the K step index `i` and of the tile index `t`.
+    let after = |l: usize, of: &[u32]| of[l + 1..].iter().map(|&t| i64::from(t)).product::<i64>();
+    let step_i: Vec<i64> = (0..trips.len()).map(|l| after(l, &trips)).collect();
+    let tile_only: Vec<i64> = (0..tiles.len()).map(|l| after(l, tiles)).collect();
+    let tile_t: Vec<i64> = tile_only.iter().copied().chain([0]).collect();
+    let zero = vec![0; trips.len()];
     let a_bytes = 128 * 128 * 2;
     let b_bytes = 128 * i64::from(n) * 2;
-    let scaled = |v: &[i64], by: i64| v.iter().map(|x| x * by).collect::<Vec<i64>>();
     // dst offset, dst partition, src offset, src partition, wait.
     let load_a = Nested {
         inst: inst(Op::DmaCopy { dst: sbuf(0, 128), src: hbm(0, 128), cast: CastMode::Rne }, &[(FREED, 1)], LOADED_A),
-        coef: vec![zero3.clone(), zero3.clone(), scaled(&step_i, a_bytes), zero3.clone(), step_i.clone()],
+        coef: vec![zero.clone(), zero.clone(), scaled(&step_i, a_bytes), zero.clone(), step_i.clone()],
     };
     let load_b = Nested {
         inst: inst(
@@ -103,7 +114,7 @@ pub fn gemm_nest(a: u32, b: u32, c: u32, n: u32) -> LoopedProgram {
             &[(FREED, 1)],
             LOADED_B,
         ),
-        coef: vec![zero3.clone(), zero3.clone(), scaled(&step_i, b_bytes), zero3.clone(), step_i.clone()],
+        coef: vec![zero.clone(), zero.clone(), scaled(&step_i, b_bytes), zero.clone(), step_i.clone()],
     };
     lp.streams[Engine::Dma(0).index()] = vec![nest(&trips, &[load_a])];
     lp.streams[Engine::Dma(1).index()] = vec![nest(&trips, &[load_b])];
@@ -117,7 +128,7 @@ pub fn gemm_nest(a: u32, b: u32, c: u32, n: u32) -> LoopedProgram {
                 0,
             )
         },
-        coef: vec![zero3.clone(), zero3.clone(), step_i.clone()],
+        coef: vec![zero.clone(), zero.clone(), step_i.clone()],
     };
     let mm = Nested {
         inst: inst(
@@ -132,36 +143,35 @@ pub fn gemm_nest(a: u32, b: u32, c: u32, n: u32) -> LoopedProgram {
             &[(LOADED_B, 1), (EVACUATED, 1)],
             FREED,
         ),
-        coef: vec![zero3.clone(), zero3.clone(), zero3.clone(), zero3, step_i, tile_t],
+        coef: vec![zero.clone(), zero.clone(), zero.clone(), zero, step_i, tile_t],
     };
     lp.streams[Engine::Pe.index()] = vec![nest(&trips, &[ls, mm])];
-    // Two-level nests over tiles: coefficients per (block, tile).
-    let tile2 = vec![ib, 1];
-    let zero2 = vec![0, 0];
+    // The tile loops alone.
+    let zero = vec![0; tiles.len()];
     let evac = Nested {
         inst: inst(Op::TensorCopy { dst: sbuf(8192, n), src: psum(n) }, &[(FREED, 2 + c)], EVACUATED),
-        coef: vec![zero2.clone(), zero2.clone(), zero2.clone(), zero2.clone(), scaled(&tile2, ic)],
+        coef: vec![zero.clone(), zero.clone(), zero.clone(), zero.clone(), scaled(&tile_only, i64::from(c))],
     };
-    lp.streams[Engine::Act.index()] = vec![nest(&trips[..2], &[evac])];
+    lp.streams[Engine::Act.index()] = vec![nest(tiles, &[evac])];
     let store = Nested {
         inst: inst(
             Op::DmaCopy { dst: hbm(1 << 50, n), src: sbuf(8192, n), cast: CastMode::Rne },
             &[(EVACUATED, 3)],
             STORED,
         ),
-        coef: vec![scaled(&tile2, b_bytes), zero2.clone(), zero2.clone(), zero2, tile2],
+        coef: vec![scaled(&tile_only, b_bytes), zero.clone(), zero.clone(), zero, tile_only],
     };
-    lp.streams[Engine::Dma(3).index()] = vec![nest(&trips[..2], &[store])];
+    lp.streams[Engine::Dma(3).index()] = vec![nest(tiles, &[store])];
     let memset = |waits: &[(u32, u32)], signal| {
         Item::Inst(inst(Op::Memset { dst: on_chip(Memory::Sbuf, DType::Fp32, 16384, 64), value: 0.0 }, waits, signal))
     };
-    let tiles = a * b;
+    let count = tiles.iter().product();
     lp.streams[Engine::Pool.index()] = vec![
         memset(&[], FREED),
         memset(&[], FREED),
         memset(&[], EVACUATED),
         memset(&[], EVACUATED),
-        memset(&[(STORED, tiles)], DONE),
+        memset(&[(STORED, count)], DONE),
     ];
     lp
 }
