@@ -8,7 +8,10 @@
 //!    so its least and greatest values over the iteration box are at its corners, and checking
 //!    them is exact: byte offsets stay in `0..2^63` (a parameter is an `i64`), start
 //!    partitions and wait values in `0..2^32` ([`LoopError::ParamOutOfRange`]).
-//! 3. **Engine rules** ([`crate::verify_program`]'s): when the unrolled program has at most
+//! 3. **Semaphore counts**: no semaphore is signalled more than `u32::MAX` times in the
+//!    unrolled program (a count is a `u32`, as a wait's value is; counted exactly from the
+//!    trips, a [`LoopError::Program`] naming the semaphore).
+//! 4. **Engine rules** ([`crate::verify_program`]'s): when the unrolled program has at most
 //!    [`MAX_EXPANDED`] instructions, on the expansion itself, so every rule is checked
 //!    exactly, deadlock freedom included. A larger program is not expanded (its size could
 //!    be anything up to 2^48 instructions per stream); its *corner program* is checked
@@ -122,6 +125,9 @@ pub fn verify_looped(lp: &LoopedProgram) -> Result<(), Vec<LoopError>> {
     if !errors.is_empty() {
         return Err(errors);
     }
+    if let Some(e) = signal_overflow(lp) {
+        return Err(vec![LoopError::Program(BirError::Verify(vec![e]))]);
+    }
     let n = lp.unrolled_len();
     let checked = if n <= MAX_EXPANDED {
         lp.expand().and_then(|p| crate::verify_program(&p))
@@ -228,6 +234,33 @@ impl<'a> Walk<'a> {
         }
         self.index += 1;
     }
+}
+
+/// A semaphore signalled more than `u32::MAX` times in the unrolled program: its count
+/// (like a wait's value) is a `u32`, so the hardware's would wrap.
+fn signal_overflow(lp: &LoopedProgram) -> Option<VerifyError> {
+    fn count(items: &[Item], times: u64, out: &mut [u64]) {
+        for it in items {
+            match it {
+                Item::Inst(i) => {
+                    if let Some(c) = i.signal.and_then(|s| out.get_mut(s.0 as usize)) {
+                        *c = c.saturating_add(times);
+                    }
+                }
+                Item::Loop(l) => count(&l.body, times.saturating_mul(u64::from(l.trips)), out),
+            }
+        }
+    }
+    let mut signals = vec![0u64; lp.header.semaphores.len()];
+    for items in &lp.streams {
+        count(items, 1, &mut signals);
+    }
+    let (sem, &n) = signals.iter().enumerate().find(|(_, &n)| n > u64::from(u32::MAX))?;
+    let name = lp.header.semaphores.get(sem).map_or("?", String::as_str);
+    Some(VerifyError::program(format!(
+        "semaphore s{sem} ({name}) is signalled {n} times, more than the {} a semaphore counts (a u32)",
+        u32::MAX
+    )))
 }
 
 /// Every loop run for its first and last trip (see the module doc).

@@ -93,8 +93,9 @@ fn engine_rules_run_on_the_expansion() {
 
 #[test]
 fn a_huge_program_is_checked_at_its_corners() {
-    // 2^32 - 1 trips: far past MAX_EXPANDED; bounds are still exact.
-    let big = u32::MAX;
+    // 2^32 - 2 trips: far past MAX_EXPANDED; bounds are still exact. (With the copy before
+    // the loop, `b` is signalled u32::MAX times, as many as it counts.)
+    let big = u32::MAX - 1;
     let lp = with(one_loop(big, vec![Item::Inst(copy(0, Some(0)))], vec![0, 0, 0, 0, 0]));
     assert_eq!(verify_looped(&lp), Ok(()));
     let lp = with(one_loop(big, vec![Item::Inst(copy(0, None))], vec![0, 0, 1, 0]));
@@ -118,4 +119,21 @@ fn a_corner_program_too_large_to_expand_is_refused() {
     }
     let got = verify_looped(&with(vec![item]));
     assert_eq!(got, Err(vec![LoopError::CornerTooLarge { unrolled: 1 << 22, corner: 1 << 22 }]));
+}
+
+#[test]
+fn a_semaphore_signalled_past_u32_is_refused() {
+    // 65536 x 65536 copies each signal `b` (after one before the loops): 2^32 + 1 signals.
+    let nest = |outer: u32, inner: u32| {
+        let inner = Loop { trips: inner, body: vec![Item::Inst(copy(0, None))], step: vec![0; 4] };
+        with(one_loop(outer, vec![Item::Loop(inner)], vec![0; 4]))
+    };
+    let Err(errors) = verify_looped(&nest(65_536, 65_536)) else { panic!("verified") };
+    let [LoopError::Program(e)] = errors.as_slice() else { panic!("{errors:?}") };
+    assert_eq!(
+        e.to_string(),
+        "BIR verifier: semaphore s1 (b) is signalled 4294967297 times, more than the 4294967295 a semaphore counts (a u32)"
+    );
+    // u32::MAX signals are fine (1 + 2 x 2147483647).
+    assert_eq!(verify_looped(&nest(2, 2_147_483_647)), Ok(()));
 }
