@@ -308,9 +308,11 @@ impl Light {
         }
     }
 
-    /// Whether the last three checkpoints advanced by the same amounts.
-    fn repeats(h: &VecDeque<Light>) -> bool {
-        let (Some(a), Some(b), Some(c)) = (h.front(), h.get(1), h.get(2)) else { return false };
+    /// Whether checkpoints `n - 1 - 2p`, `n - 1 - p` and `n - 1` (the last) of `h`
+    /// advanced by the same amounts: a period of `p` checkpoints.
+    fn repeats(h: &VecDeque<Light>, p: usize) -> bool {
+        let Some(first) = h.len().checked_sub(2 * p + 1) else { return false };
+        let (Some(a), Some(b), Some(c)) = (h.get(first), h.get(first + p), h.back()) else { return false };
         let (t1, t2) = (b.at.minus(a.at), c.at.minus(b.at));
         t2 > 0.0
             && close(t1, t2, c.now)
@@ -320,8 +322,22 @@ impl Light {
     }
 }
 
-/// The checkpoints of one loop: the figures of the last three, and the full states of the
-/// last consecutive ones (at most three) taken since those figures started to repeat.
+/// Periods of up to this many checkpoints of a loop are looked for: the engines of a
+/// pipeline need not all move by whole iterations of their loops in one iteration of the
+/// checkpointing one (a queue that serves every fourth tile), only in some whole number.
+pub(super) const MAX_LAG: usize = 8;
+
+/// A loop whose checkpoints are this many instructions apart (or more) gets a full
+/// snapshot at each: the snapshot costs little beside the replay between them, and waiting
+/// for the cheap figures to repeat first would delay its jump by three periods.
+const ALWAYS_FULL_INSTS: u64 = 512;
+
+/// Checkpoints kept per loop: three, `MAX_LAG` apart.
+const RING: usize = 2 * MAX_LAG + 1;
+
+/// The checkpoints of one loop: the figures of the last [`RING`], and the full states of
+/// the last consecutive ones (at most [`RING`]) taken while those figures repeated with some
+/// period.
 #[derive(Default)]
 struct History {
     light: VecDeque<Light>,
@@ -338,9 +354,11 @@ struct Steady {
 }
 
 impl Steady {
-    /// The jump the last three snapshots allow, if they show a repeating period.
-    fn plan(r: &Replay<Looped<'_>>, s: &VecDeque<Rc<Snapshot>>) -> Option<Jump> {
-        let (Some(s0), Some(s1), Some(s2)) = (s.front(), s.get(1), s.get(2)) else { return None };
+    /// The jump that checkpoints `n - 1 - 2p`, `n - 1 - p` and `n - 1` of `s` (consecutive
+    /// checkpoints of one loop) allow, if they show a repeating period.
+    fn plan(r: &Replay<Looped<'_>>, s: &VecDeque<Rc<Snapshot>>, p: usize) -> Option<Jump> {
+        let first = s.len().checked_sub(2 * p + 1)?;
+        let (Some(s0), Some(s1), Some(s2)) = (s.get(first), s.get(first + p), s.back()) else { return None };
         let scale = s2.now;
         let (t1, t2) = (s1.at.minus(s0.at), s2.at.minus(s1.at));
         if !(t2 > 0.0 && close(t1, t2, scale)) || s0.key != s1.key || s1.key != s2.key {
@@ -470,11 +488,13 @@ impl<'p> Observer<Looped<'p>> for Steady {
         let Some(cursor) = r.src.cursors.get(e) else { return Ok(false) };
         let Some(first) = cursor.iteration_start() else { return Ok(false) };
         // The loops this instruction is a checkpoint of, outermost first.
-        let mut loops: Vec<(usize, usize)> = Vec::new();
+        // With whether their full snapshots wait for the cheap figures to repeat.
+        let mut loops: Vec<((usize, usize), bool)> = Vec::new();
         for (level, f) in cursor.frames.iter().enumerate().skip(first) {
             let stride = checkpoint_stride(f.len);
             if f.iter % stride == 0 && u64::from(f.trips) > 3 * u64::from(stride) {
-                loops.extend(cursor.loop_id(level).map(|id| (e, id)));
+                let gated = f.len.saturating_mul(u64::from(stride)) < ALWAYS_FULL_INSTS;
+                loops.extend(cursor.loop_id(level).map(|id| ((e, id), gated)));
             }
         }
         if loops.is_empty() {
@@ -485,22 +505,22 @@ impl<'p> Observer<Looped<'p>> for Steady {
         let light = Light::take(r, start);
         let mut snap: Option<Rc<Snapshot>> = None;
         let mut ready = false;
-        for key in &loops {
+        for (key, gated) in &loops {
             let h = self.history.entry(*key).or_default();
-            if h.light.len() == 3 {
+            if h.light.len() == RING {
                 h.light.pop_front();
             }
             h.light.push_back(light);
-            if !Light::repeats(&h.light) {
+            if *gated && !(1..=MAX_LAG).any(|p| Light::repeats(&h.light, p)) {
                 h.full.clear();
                 continue;
             }
             let s = snap.get_or_insert_with(|| Rc::new(Snapshot::take(r, start)));
-            if h.full.len() == 3 {
+            if h.full.len() == RING {
                 h.full.pop_front();
             }
             h.full.push_back(Rc::clone(s));
-            ready |= h.full.len() == 3;
+            ready |= h.full.len() >= 3;
         }
         if snap.is_some() {
             self.snapshots += 1;
@@ -508,8 +528,10 @@ impl<'p> Observer<Looped<'p>> for Steady {
         if !ready {
             return Ok(false);
         }
-        for key in &loops {
-            let Some(jump) = self.history.get(key).and_then(|h| Self::plan(r, &h.full)) else { continue };
+        for (key, _) in &loops {
+            let Some(h) = self.history.get(key) else { continue };
+            let lags = (1..=MAX_LAG).filter(|&p| h.full.len() > 2 * p && Light::repeats(&h.light, p));
+            let Some(jump) = lags.into_iter().find_map(|p| Self::plan(r, &h.full, p)) else { continue };
             Self::apply(r, &jump, start)?;
             self.history.remove(key);
             return Ok(true);
