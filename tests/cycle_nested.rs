@@ -12,7 +12,7 @@ use sim::{model_looped_stats, model_with, CycleReport, LoopedOptions, LoopedStat
 #[path = "common/nest.rs"]
 mod nest;
 
-use nest::{gemm_nest, gemm_nest_levels, hbm, inst, nest, sbuf, Nested};
+use nest::{gemm_nest, gemm_nest_levels, hbm, inst, nest, psum, sbuf, Nested, EVACUATED, FREED};
 
 /// Instructions the pipeline unrolls to.
 fn unrolled_len(a: u32, b: u32, c: u32) -> u64 {
@@ -108,6 +108,23 @@ fn four_level_nests_match_the_unrolled_model() {
     assert!(stats.jumps >= 3 && stats.replayed < 20_000, "{stats:?}");
     // A loop of one trip at each level, and tiles in a loop of 2.
     check_against_unrolled(&gemm_nest_levels(&[1, 1, 2], 60, 128), &Target::Trn2.profile(), 1e-9);
+}
+
+#[test]
+fn engines_that_alternate_within_the_checkpointed_loop_jump_with_a_longer_period() {
+    // 80 tiles of 32 K steps. ACT evacuates into two PSUM banks in turn (a loop of 40 x 2
+    // whose inner step moves the bank), so from one tile to the next it moves between
+    // iterations of its inner loop, not by whole iterations of one loop: only periods of
+    // two tiles repeat. No other loop is long enough to be checkpointed at a finer grain.
+    let (tiles, c, n) = (80, 32, 512);
+    let mut lp = gemm_nest_levels(&[tiles], c, n);
+    let evac = Nested {
+        inst: inst(Op::TensorCopy { dst: sbuf(8192, n), src: psum(n) }, &[(FREED, 2 + c)], EVACUATED),
+        coef: vec![vec![0, 0], vec![0, 0], vec![0, 2048], vec![0, 0], vec![2 * i64::from(c), i64::from(c)]],
+    };
+    lp.streams[Engine::Act.index()] = vec![nest(&[tiles / 2, 2], &[evac])];
+    let stats = check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-9);
+    assert!(stats.jumps > 0 && stats.replayed * 4 < stats.skipped, "{stats:?}");
 }
 
 proptest::proptest! {
