@@ -2,10 +2,9 @@
 //! [`Program`] (borrowed, nothing copied), or the streams of a [`LoopedProgram`] walked
 //! lazily, one cursor per engine holding a frame per open loop.
 
-use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use bir::looped::{advance_inst, param_count};
+use bir::looped::param_count;
 use bir::{BirInst, Engine, Item, LoopedProgram, Program};
 
 use crate::error::{InstRef, SimError};
@@ -73,13 +72,69 @@ pub(super) struct Frame<'p> {
     pub(super) len: u64,
 }
 
+/// Where a cursor's next instruction is.
+#[derive(Clone, Copy, Debug, Default)]
+enum Current<'p> {
+    /// Nowhere: the stream is done.
+    #[default]
+    Done,
+    /// In the program as it stands (outside loops).
+    Program(&'p BirInst),
+    /// In the cursor's cache, at this index.
+    Cached(usize),
+}
+
+/// An instruction of a loop body with its parameters advanced, kept and re-advanced in
+/// place at its next iteration (cloning it each time cost more than the rest of the model).
+#[derive(Clone, Debug)]
+struct Materialized {
+    inst: BirInst,
+    /// The parameters of the program's instruction (byte offsets as they are, not clamped
+    /// to `i64`).
+    params: Vec<i128>,
+}
+
+impl Materialized {
+    fn new(template: &BirInst) -> Self {
+        let mut params = Vec::with_capacity(bir::looped::inst_param_count(template));
+        for (_, ap) in template.op.aps() {
+            params.extend([i128::from(ap.byte_offset), i128::from(ap.start_partition)]);
+        }
+        params.extend(template.waits.iter().map(|w| i128::from(w.value)));
+        Materialized { inst: template.clone(), params }
+    }
+
+    /// The template's parameters advanced by `delta`; false when one leaves its range (the
+    /// instruction is then left half-advanced: the model stops there).
+    fn advance(&mut self, delta: &[i64]) -> bool {
+        let mut moved = self.params.iter().zip(delta).map(|(p, d)| p + i128::from(*d));
+        for (_, ap) in self.inst.op.aps_mut() {
+            let (Some(Ok(offset)), Some(Ok(partition))) =
+                (moved.next().map(u64::try_from), moved.next().map(u32::try_from))
+            else {
+                return false;
+            };
+            ap.byte_offset = offset;
+            ap.start_partition = partition;
+        }
+        for w in &mut self.inst.waits {
+            let Some(Ok(value)) = moved.next().map(u32::try_from) else { return false };
+            w.value = value;
+        }
+        true
+    }
+}
+
 /// One engine's cursor into a looped stream.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Cursor<'p> {
     /// Open levels, outermost (the stream) first.
     pub(super) frames: Vec<Frame<'p>>,
     /// The next instruction, with its parameters advanced.
-    current: Option<Cow<'p, BirInst>>,
+    current: Current<'p>,
+    /// Loop body instructions met so far, and where each is by its address in the program.
+    cache: Vec<Materialized>,
+    cached: HashMap<usize, usize>,
 }
 
 /// The streams of a looped program, each walked by a [`Cursor`].
@@ -103,7 +158,7 @@ impl<'p> Looped<'p> {
         for (e, items) in lp.streams.iter().enumerate() {
             let len = penguin::looped::unrolled_len(items);
             let top = Frame { items, step: &[], trips: 1, iter: 0, pos: 0, at: 0, base: Vec::new(), len };
-            let mut c = Cursor { frames: vec![top], current: None };
+            let mut c = Cursor { frames: vec![top], ..Cursor::default() };
             c.settle(at(e, 0))?;
             cursors.push(c);
         }
@@ -208,20 +263,27 @@ impl<'p> Cursor<'p> {
         loop {
             let depth = self.frames.len();
             let Some(f) = self.frames.last_mut() else {
-                self.current = None;
+                self.current = Current::Done;
                 return Ok(());
             };
             if let Some(item) = f.items.get(f.pos) {
                 match item {
                     Item::Inst(i) => {
-                        self.current = Some(if f.base.is_empty() {
-                            Cow::Borrowed(i)
-                        } else {
-                            let n = bir::looped::inst_param_count(i);
-                            let delta =
-                                f.base.get(f.at..f.at + n).ok_or_else(|| bad_loop(at, "bad parameter count"))?;
-                            Cow::Owned(advance_inst(i, delta).ok_or_else(|| bad_loop(at, &out_of_range(i, delta)))?)
+                        if f.base.is_empty() {
+                            self.current = Current::Program(i);
+                            return Ok(());
+                        }
+                        let n = bir::looped::inst_param_count(i);
+                        let delta = f.base.get(f.at..f.at + n).ok_or_else(|| bad_loop(at, "bad parameter count"))?;
+                        let slot = *self.cached.entry(std::ptr::from_ref(i) as usize).or_insert_with(|| {
+                            self.cache.push(Materialized::new(i));
+                            self.cache.len() - 1
                         });
+                        let m = self.cache.get_mut(slot).ok_or_else(|| bad_loop(at, "lost instruction"))?;
+                        if !m.advance(delta) {
+                            return Err(bad_loop(at, &out_of_range(i, delta)));
+                        }
+                        self.current = Current::Cached(slot);
                         return Ok(());
                     }
                     Item::Loop(l) => {
@@ -254,7 +316,7 @@ impl<'p> Cursor<'p> {
                     *b = b.checked_add(*s).ok_or_else(|| bad_loop(at, "a parameter overflows"))?;
                 }
             } else if depth == 1 {
-                self.current = None;
+                self.current = Current::Done;
                 return Ok(());
             } else {
                 let n = f.base.len();
@@ -269,11 +331,22 @@ impl<'p> Cursor<'p> {
 
     /// Move past the current instruction.
     fn step(&mut self, at: InstRef) -> Result<(), SimError> {
-        if let (Some(f), Some(cur)) = (self.frames.last_mut(), &self.current) {
+        let n = self.inst().map(bir::looped::inst_param_count);
+        if let (Some(f), Some(n)) = (self.frames.last_mut(), n) {
             f.pos += 1;
-            f.at += bir::looped::inst_param_count(cur);
+            f.at += n;
         }
         self.settle(at)
+    }
+
+    /// The next instruction, if the stream has one left.
+    #[inline]
+    fn inst(&self) -> Option<&BirInst> {
+        match self.current {
+            Current::Done => None,
+            Current::Program(i) => Some(i),
+            Current::Cached(slot) => self.cache.get(slot).map(|m| &m.inst),
+        }
     }
 
     /// The outermost loop level `l` such that the next instruction is the first of an
@@ -281,7 +354,7 @@ impl<'p> Cursor<'p> {
     /// it is not the first item of the innermost loop's body). Level 0 is the stream itself,
     /// so `l >= 1`.
     pub(super) fn iteration_start(&self) -> Option<usize> {
-        self.current.as_ref()?;
+        self.inst()?;
         let last = self.frames.len().checked_sub(1).filter(|&l| l > 0)?;
         if self.frames.get(last)?.pos != 0 {
             return None;
@@ -335,7 +408,7 @@ impl Source for Looped<'_> {
     }
 
     fn peek(&self, e: usize, _done: usize) -> Option<&BirInst> {
-        self.cursors.get(e)?.current.as_deref()
+        self.cursors.get(e)?.inst()
     }
 
     fn advance(&mut self, e: usize, at: InstRef) -> Result<(), SimError> {
