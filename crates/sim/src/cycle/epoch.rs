@@ -9,6 +9,14 @@
 //! are sums of many products `k x delta` of very different sizes, kept as [`Dd`] pairs so that
 //! the difference of two of them (the period of an outer loop whose iterations hold inner
 //! jumps) is as exact as the local figures.
+//!
+//! Also here: what a finished replay reports besides its figures ([`Ran`]), and the limit of
+//! a semaphore's count that only a looped program can reach.
+
+use bir::SemId;
+
+use super::{CycleReport, Replay, SemLog};
+use crate::error::{InstRef, SimError};
 
 /// A number held as the unevaluated sum `hi + lo` with `|lo| <= ulp(hi) / 2` (a
 /// double-double): about 106 bits of precision.
@@ -72,6 +80,36 @@ pub(super) struct Jumped {
 impl Jumped {
     pub(super) fn new(engines: usize) -> Self {
         Jumped { busy: vec![Dd::default(); engines], ..Jumped::default() }
+    }
+}
+
+/// A finished replay: its report, and how it got there.
+pub(super) struct Ran {
+    pub(super) report: CycleReport,
+    /// Instructions committed one by one.
+    pub(super) replayed: u64,
+    /// Instructions jumped over, and the jumps.
+    pub(super) skipped: u64,
+    pub(super) jumps: u64,
+}
+
+impl<S> Replay<S> {
+    /// A semaphore counts in a `u32` (as its waits' values do): a signal past `u32::MAX` is
+    /// an error at the instruction that gave it (engine `e`'s last committed one), where the
+    /// hardware's count would wrap. (An unrolled program cannot hold that many signals.)
+    pub(super) fn check_count(&self, e: usize, sem: SemId) -> Result<(), SimError> {
+        let count = self.signals.get(sem.0 as usize).map_or(0, SemLog::count);
+        if count <= u64::from(u32::MAX) {
+            return Ok(());
+        }
+        let at = InstRef { engine: self.engines[e], index: self.cursors[e].next.saturating_sub(1) };
+        Err(SimError::BadOperand {
+            at,
+            detail: format!(
+                "semaphore {sem} is signalled for the {count}th time, past the {} signals a semaphore counts (a u32)",
+                u32::MAX
+            ),
+        })
     }
 }
 

@@ -97,7 +97,7 @@ use serde::Serialize;
 use crate::error::{InstRef, SimError, Stuck};
 
 use dma::DmaState;
-use epoch::Jumped;
+use epoch::{Jumped, Ran};
 use pe::PeState;
 use source::{Flat, Source};
 
@@ -209,16 +209,6 @@ pub fn model_with(program: &Program, profile: &HwProfile) -> Result<CycleReport,
     let profile = HwProfile { target: program.target, ..*profile };
     let replay = Replay::new(Flat::new(program), program.semaphores.len(), profile, true, program.num_insts())?;
     Ok(replay.run(&mut NoObserver)?.report)
-}
-
-/// A finished replay: its report, and how it got there.
-struct Ran {
-    report: CycleReport,
-    /// Instructions committed one by one.
-    replayed: u64,
-    /// Instructions jumped over, and the jumps.
-    skipped: u64,
-    jumps: u64,
 }
 
 /// Something the replay consults before each commit (the steady-state extrapolation of
@@ -520,24 +510,6 @@ impl<S: Source> Replay<S> {
             log.prune(start);
         }
         Some((sem, appended))
-    }
-
-    /// A semaphore counts in a `u32` (as its waits' values do): a signal past `u32::MAX` is
-    /// an error at the instruction that gave it (engine `e`'s last committed one), where the
-    /// hardware's count would wrap. (An unrolled program cannot hold that many signals.)
-    fn check_count(&self, e: usize, sem: SemId) -> Result<(), SimError> {
-        let count = self.signals.get(sem.0 as usize).map_or(0, SemLog::count);
-        if count <= u64::from(u32::MAX) {
-            return Ok(());
-        }
-        let at = InstRef { engine: self.engines[e], index: self.cursors[e].next.saturating_sub(1) };
-        Err(SimError::BadOperand {
-            at,
-            detail: format!(
-                "semaphore {sem} is signalled for the {count}th time, past the {} signals a semaphore counts (a u32)",
-                u32::MAX
-            ),
-        })
     }
 
     /// Time of an ACT/DVE/POOL/SP instruction: `compute_elems_per_cycle` elements per
