@@ -42,7 +42,12 @@ fn dep(from: u32, kind: DepKind) -> Vec<Dep> {
 /// negative), partitions and edges.
 fn looped() -> LoopedFunction {
     let h = header();
-    let copy = InstData::DmaCopy(DmaCopyData { dst: tile(&h, 0, 0, 64), src: tile(&h, 1, 0, 0), cast: CastMode::Rne });
+    let copy = InstData::DmaCopy(DmaCopyData {
+        dst: tile(&h, 0, 0, 64),
+        src: tile(&h, 1, 0, 0),
+        cast: CastMode::Rne,
+        queue: None,
+    });
     let inner = Loop { trips: 2, body: vec![memset(&h, 0, 1024, dep(1, DepKind::Raw))], step: vec![0, 32, 1] };
     let outer = Loop {
         trips: 4,
