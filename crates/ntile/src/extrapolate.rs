@@ -40,7 +40,10 @@
 #[path = "extrapolate/fit.rs"]
 pub mod fit;
 
-use codegen::{k_chunks, plan_gemm, plan_gemm_fitting, GemmConfig, GemmPlan, Schedule, M_TILE, N_TILE};
+use codegen::{
+    k_chunks, plan_candidate, plan_gemm, plan_gemm_fitting, AutoPlanning, CodegenError, GemmConfig, GemmPlan, Schedule,
+    M_TILE, N_TILE,
+};
 use penguin::FunctionView;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -136,7 +139,7 @@ pub struct Extrapolated {
 }
 
 /// Why a GEMM could not be extrapolated.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ExtrapolateError {
     /// Limit: the reduced GEMMs do not determine the full one (structure or a number differs).
     #[error("cannot extrapolate {what} from the reduced GEMMs {shapes}: {source}")]
@@ -158,7 +161,10 @@ pub enum ExtrapolateError {
         /// The limit, in words.
         limit: &'static str,
     },
-    /// A reduced GEMM failed to plan, lower or encode (with the CLI's error and exit code).
+    /// A reduced GEMM failed to plan (SBUF capacity, bad input, a bug).
+    #[error("{0}")]
+    Plan(CodegenError),
+    /// A reduced GEMM failed to lower or encode (with the CLI's error and exit code).
     #[error("{0}")]
     Reduced(CliError),
 }
@@ -167,6 +173,7 @@ impl From<ExtrapolateError> for CliError {
     fn from(e: ExtrapolateError) -> Self {
         match e {
             ExtrapolateError::Reduced(e) => e,
+            ExtrapolateError::Plan(e) => e.into(),
             other => CliError::usage(other.to_string()),
         }
     }
@@ -202,11 +209,7 @@ pub fn axes(cfg: &GemmConfig) -> [Axis; 3] {
             _ => whole,
         }
     };
-    [
-        axis("m", cfg.m, Some(2 * bm * M_TILE)),
-        axis("k", cfg.k, k_period),
-        axis("n", cfg.n, Some(2 * bn * N_TILE)),
-    ]
+    [axis("m", cfg.m, Some(2 * bm * M_TILE)), axis("k", cfg.k, k_period), axis("n", cfg.n, Some(2 * bn * N_TILE))]
 }
 
 /// `cfg` with each axis at `base + coord * period`.
@@ -223,6 +226,21 @@ fn at(cfg: &GemmConfig, axes: &[Axis], coords: &[i64]) -> GemmConfig {
     c
 }
 
+/// The points of the fit over `d` reduced dimensions: the `2^d` corners, then one check per
+/// dimension (2 periods in it, 0 in the others).
+fn points(d: usize) -> Vec<Vec<i64>> {
+    let mut points: Vec<Vec<i64>> = (0..1usize << d).map(|c| (0..d).map(|i| (c >> i & 1) as i64).collect()).collect();
+    points.extend((0..d).map(|i| (0..d).map(|j| if i == j { 2 } else { 0 }).collect()));
+    points
+}
+
+/// The reduced GEMMs [`extrapolate`] plans for `cfg` with its blocks as given (shrunk blocks
+/// give shorter periods, so these are the largest it may plan).
+pub fn reduced_configs(cfg: &GemmConfig) -> Vec<GemmConfig> {
+    let axes: Vec<Axis> = axes(cfg).into_iter().filter(|a| a.periods > 0).collect();
+    points(axes.len()).iter().map(|p| at(cfg, &axes, p)).collect()
+}
+
 /// One reduced GEMM, planned, lowered and rolled, as JSON.
 struct Reduced {
     program: Value,
@@ -236,10 +254,11 @@ fn encode<T: Serialize>(v: &T) -> Result<Value, ExtrapolateError> {
 }
 
 /// Plan (with `cfg`'s blocks, or `plan` when given), lower and roll one reduced GEMM.
-fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>) -> Result<Reduced, ExtrapolateError> {
+fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>, double: bool) -> Result<Reduced, ExtrapolateError> {
     let plan = match plan {
         Some(p) => p,
-        None => plan_gemm(cfg).map_err(|e| ExtrapolateError::Reduced(e.into()))?,
+        None if double => plan_candidate(cfg).map_err(ExtrapolateError::Plan)?,
+        None => plan_gemm(cfg).map_err(ExtrapolateError::Plan)?,
     };
     let program = crate::gemm::lower(&plan).map_err(ExtrapolateError::Reduced)?;
     let figures = Figures::of(&plan, &program);
@@ -250,6 +269,7 @@ fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>) -> Result<Reduced, Extrapola
 /// Run `jobs` on up to `threads` threads, results in order.
 fn run_all(
     jobs: Vec<(GemmConfig, Option<GemmPlan>)>,
+    double: bool,
     threads: usize,
 ) -> Vec<Result<Reduced, ExtrapolateError>> {
     let n = jobs.len();
@@ -263,7 +283,7 @@ fn run_all(
             let Some(slot) = slots.get(i) else { break };
             let job = slot.lock().ok().and_then(|mut s| s.take());
             let r = match job {
-                Some((cfg, plan)) => reduce(&cfg, plan),
+                Some((cfg, plan)) => reduce(&cfg, plan, double),
                 None => Err(ExtrapolateError::Reduced(CliError::internal("a reduced GEMM was taken twice (a bug)"))),
             };
             out.push((i, r));
@@ -290,43 +310,45 @@ fn run_all(
     results.into_iter().map(|(_, r)| r).collect()
 }
 
-/// The full GEMM's blocks: `cfg`'s when `explicit`, otherwise shrunk to fit SBUF as
+/// The full GEMM's blocks: `cfg`'s unless `planning` is [`AutoPlanning::Fitting`], otherwise shrunk to fit SBUF as
 /// `plan_gemm_fitting` would shrink them for the full GEMM, decided on a reduced GEMM with
 /// at least as many blocks of each kind (the decision depends on the block sizes only).
 /// Returns the config, the probe's plan when it is the base GEMM with those blocks, and
 /// whether a probe was planned.
 fn decide_blocks(
     cfg: &GemmConfig,
-    explicit: bool,
+    planning: AutoPlanning,
 ) -> Result<(GemmConfig, Option<GemmPlan>, bool), ExtrapolateError> {
-    if explicit || matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) {
+    if planning != AutoPlanning::Fitting || matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) {
         return Ok((cfg.clone(), None, false));
     }
     let probe_axes: Vec<Axis> = axes(cfg).into_iter().filter(|a| a.periods > 0).collect();
     let probe = at(cfg, &probe_axes, &vec![0; probe_axes.len()]);
-    let plan = plan_gemm_fitting(&probe).map_err(|e| ExtrapolateError::Reduced(e.into()))?;
+    let plan = plan_gemm_fitting(&probe).map_err(ExtrapolateError::Plan)?;
     let decided = GemmConfig { blocks: plan.config.blocks, ..cfg.clone() };
     let new_axes: Vec<Axis> = axes(&decided).into_iter().filter(|a| a.periods > 0).collect();
     let reuse = at(&decided, &new_axes, &vec![0; new_axes.len()]) == plan.config;
     Ok((decided, reuse.then_some(plan), true))
 }
 
-/// Extrapolate the rolled program and figures of `cfg` (an explicit schedule; `explicit`
-/// when its blocks were given by the user and must not be shrunk) from reduced GEMMs planned
-/// on up to `threads` threads. See the module doc.
-pub fn extrapolate(cfg: &GemmConfig, explicit: bool, threads: usize) -> Result<Extrapolated, ExtrapolateError> {
-    cfg.validate().map_err(|e| ExtrapolateError::Reduced(e.into()))?;
-    let (config, mut probe, probed) = decide_blocks(cfg, explicit)?;
+/// Extrapolate the rolled program and figures of `cfg` (an explicit schedule, planned as
+/// `planning` says: its blocks shrunk to fit SBUF, as given, or as given with two slots per
+/// refilled block) from reduced GEMMs planned on up to `threads` threads. See the module doc.
+pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> Result<Extrapolated, ExtrapolateError> {
+    cfg.validate().map_err(ExtrapolateError::Plan)?;
+    let (config, mut probe, probed) = decide_blocks(cfg, planning)?;
     let axes: Vec<Axis> = axes(&config).into_iter().filter(|a| a.periods > 0).collect();
     let d = axes.len();
-    let mut points: Vec<Vec<i64>> = (0..1usize << d).map(|c| (0..d).map(|i| (c >> i & 1) as i64).collect()).collect();
-    points.extend((0..d).map(|i| (0..d).map(|j| if i == j { 2 } else { 0 }).collect()));
+    let points = points(d);
     let base = at(&config, &axes, &vec![0; d]);
-    let jobs: Vec<(GemmConfig, Option<GemmPlan>)> =
-        points.iter().map(|p| (at(&config, &axes, p), if p.iter().all(|&x| x == 0) { probe.take() } else { None })).collect();
+    let jobs: Vec<(GemmConfig, Option<GemmPlan>)> = points
+        .iter()
+        .map(|p| (at(&config, &axes, p), if p.iter().all(|&x| x == 0) { probe.take() } else { None }))
+        .collect();
     let shapes = jobs.iter().map(|(c, _)| format!("{}x{}x{}", c.m, c.k, c.n)).collect::<Vec<_>>().join(", ");
     let plans = jobs.len() + usize::from(probed && jobs.first().is_some_and(|j| j.1.is_none()));
-    let reduced: Vec<Reduced> = run_all(jobs, threads).into_iter().collect::<Result<_, _>>()?;
+    let reduced: Vec<Reduced> =
+        run_all(jobs, planning == AutoPlanning::DoubleBuffered, threads).into_iter().collect::<Result<_, _>>()?;
     let target: Vec<i64> = axes.iter().map(|a| i64::try_from(a.periods).unwrap_or(i64::MAX)).collect();
     let corners = 1usize << d;
     let fitted = |what: &'static str, get: &dyn Fn(&Reduced) -> &Value| -> Result<Value, ExtrapolateError> {

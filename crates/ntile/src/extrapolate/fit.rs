@@ -93,8 +93,7 @@ pub struct Check<'a> {
 /// fit at every `checks` point, and predict the document at `at`.
 pub fn fit(corners: &[&Value], checks: &[Check<'_>], at: &[i64]) -> Result<Value, FitError> {
     let dims = at.len();
-    if dims >= usize::BITS as usize || corners.len() != 1usize << dims || checks.iter().any(|c| c.point.len() != dims)
-    {
+    if dims >= usize::BITS as usize || corners.len() != 1usize << dims || checks.iter().any(|c| c.point.len() != dims) {
         return Err(FitError::Corners { dims, corners: corners.len() });
     }
     let mut points: Vec<&[i64]> = checks.iter().map(|c| c.point).collect();

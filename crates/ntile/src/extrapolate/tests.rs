@@ -1,6 +1,6 @@
 //! Tests of the extrapolation: exact against the rolled program of the full GEMM.
 
-use codegen::{plan_gemm, BlockSizes, GemmConfig, Schedule};
+use codegen::{plan_gemm, AutoPlanning, BlockSizes, GemmConfig, Schedule};
 use penguin::{DType, Target};
 
 use super::*;
@@ -30,11 +30,21 @@ fn explore() {
         cfg(128 * 40, 1000, 512 * 20, Schedule::BlockedMn),
         cfg(128 * 80, 128 * 40, 512 * 40, Schedule::BlockedMnk),
     ] {
-        let e = extrapolate(&c, true, 2);
+        let e = extrapolate(&c, AutoPlanning::Fixed, 2);
         match e {
             Ok(e) => {
                 let (p, f) = full(&c);
-                eprintln!("{}x{}x{} {}: plans {} axes {:?} program eq {} figures eq {}", c.m, c.k, c.n, c.schedule, e.plans, e.axes, p == e.program, f == e.figures);
+                eprintln!(
+                    "{}x{}x{} {}: plans {} axes {:?} program eq {} figures eq {}",
+                    c.m,
+                    c.k,
+                    c.n,
+                    c.schedule,
+                    e.plans,
+                    e.axes,
+                    p == e.program,
+                    f == e.figures
+                );
             }
             Err(err) => eprintln!("{}x{}x{} {}: {err}", c.m, c.k, c.n, c.schedule),
         }
