@@ -52,4 +52,4 @@ pub use schedule::{
     plan_gemm_auto_with, plan_gemm_auto_with_builder, plan_gemm_auto_within, plan_gemm_fitting,
     plan_gemm_fitting_with_builder, plan_gemm_with_builder, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
 };
-pub use schedule::{choose_auto, plan_candidate, AutoJob, AutoPlanning};
+pub use schedule::{choose_auto, plan_candidate, AutoJob, AutoJobCost, AutoPlanning};

@@ -149,7 +149,7 @@ pub enum ExtrapolateError {
         /// The reduced GEMMs' shapes.
         shapes: String,
         /// The field that failed.
-        source: fit::FitError,
+        source: Box<fit::FitError>,
     },
     /// Limit: a fitted number is past the range of its field.
     #[error("the extrapolated program does not fit BIR's limits: `{path}` would be {value}, past {limit}")]
@@ -266,15 +266,13 @@ fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>, double: bool) -> Result<Redu
     Ok(Reduced { program: encode(&rolled)?, figures: encode(&figures)?, instructions: figures.bir_instructions })
 }
 
+/// A reduced GEMM to plan, and its plan when it was made already.
+type Job = (GemmConfig, Option<GemmPlan>);
+
 /// Run `jobs` on up to `threads` threads, results in order.
-fn run_all(
-    jobs: Vec<(GemmConfig, Option<GemmPlan>)>,
-    double: bool,
-    threads: usize,
-) -> Vec<Result<Reduced, ExtrapolateError>> {
+fn run_all(jobs: Vec<Job>, double: bool, threads: usize) -> Vec<Result<Reduced, ExtrapolateError>> {
     let n = jobs.len();
-    let slots: Vec<std::sync::Mutex<Option<(GemmConfig, Option<GemmPlan>)>>> =
-        jobs.into_iter().map(|j| std::sync::Mutex::new(Some(j))).collect();
+    let slots: Vec<std::sync::Mutex<Option<Job>>> = jobs.into_iter().map(|j| std::sync::Mutex::new(Some(j))).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let work = || {
         let mut out = Vec::new();
@@ -341,7 +339,7 @@ pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> 
     let d = axes.len();
     let points = points(d);
     let base = at(&config, &axes, &vec![0; d]);
-    let jobs: Vec<(GemmConfig, Option<GemmPlan>)> = points
+    let jobs: Vec<Job> = points
         .iter()
         .map(|p| (at(&config, &axes, p), if p.iter().all(|&x| x == 0) { probe.take() } else { None }))
         .collect();
@@ -358,7 +356,7 @@ pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> 
         fit::fit(&docs[..corners], &checks, &target).map_err(|source| ExtrapolateError::Fit {
             what,
             shapes: shapes.clone(),
-            source,
+            source: Box::new(source),
         })
     };
     let program_doc = fitted("the rolled BIR program", &|r| &r.program)?;

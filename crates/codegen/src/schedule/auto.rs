@@ -345,6 +345,10 @@ fn weigh(
 /// Weighs a batch of jobs: one result per job, in order.
 type WeighAll<'a, T> = dyn FnMut(&[AutoJob]) -> Vec<Result<Weighed<T>, CodegenError>> + 'a;
 
+/// Weighs one job of [`choose_auto`]: what it made of it, the configuration it planned, and its
+/// cost.
+pub type AutoJobCost<'a, T> = dyn FnMut(&AutoJob) -> Result<(T, GemmConfig, AutoCost), CodegenError> + 'a;
+
 /// `auto`'s search over candidates that `cost` weighs without the search planning them:
 /// `cost` plans (or otherwise obtains) each [`AutoJob`] as its [`AutoPlanning`] says and
 /// returns what it made of it, the configuration it planned (the blocks a
@@ -356,7 +360,7 @@ pub fn choose_auto<T>(
     limits: &AutoLimits,
     hw: &HwProfile,
     shortlist: usize,
-    cost: &mut dyn FnMut(&AutoJob) -> Result<(T, GemmConfig, AutoCost), CodegenError>,
+    cost: &mut AutoJobCost<'_, T>,
 ) -> Result<(T, AutoChoice), CodegenError> {
     let (chosen, choice) = search(cfg, limits, hw, shortlist, 1, &|(_, c): &(T, GemmConfig)| c, &mut |jobs| {
         jobs.iter()

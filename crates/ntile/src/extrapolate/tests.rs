@@ -20,33 +20,65 @@ fn full(cfg: &GemmConfig) -> (bir::LoopedProgram, Figures) {
     (crate::looped::rolled(&program), Figures::of(&plan, &program))
 }
 
+/// Extrapolate `c` and compare everything with the full GEMM: the rolled program, the
+/// figures, and the looped model's figures (also against the unrolled model).
+fn assert_exact(c: &GemmConfig) -> Extrapolated {
+    let x = extrapolate(c, AutoPlanning::Fixed, 2).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    assert!(!x.axes.is_empty(), "{c:?} was not reduced");
+    assert!(x.plans >= 3);
+    let (program, figures) = full(c);
+    assert_eq!(x.figures, figures, "{c:?}");
+    assert!(x.program == program, "{c:?}: the extrapolated program differs from the full one");
+    let hw = c.target.profile();
+    let fitted = sim::model_looped(&x.program, &hw).unwrap();
+    let unrolled = sim::model_with(&program.expand().unwrap(), &hw).unwrap();
+    assert_eq!(fitted.hbm_bytes, figures.hbm_bytes);
+    assert_eq!(fitted.matmul_flops, unrolled.matmul_flops);
+    assert!((fitted.total_ns - unrolled.total_ns).abs() <= 1e-9 * unrolled.total_ns, "{c:?}");
+    x
+}
+
 #[test]
-fn explore() {
-    for c in [
-        cfg(128 * 21, 128, 512 * 21, Schedule::Naive),
-        cfg(128 * 21 + 5, 128 * 40 + 3, 512 * 21 + 7, Schedule::Naive),
-        cfg(128 * 9, 128 * 80, 512 * 9, Schedule::Naive),
-        cfg(128 * 9, 1000, 512 * 9, Schedule::Hoisted),
-        cfg(128 * 40, 1000, 512 * 20, Schedule::BlockedMn),
-        cfg(128 * 80, 128 * 40, 512 * 40, Schedule::BlockedMnk),
-    ] {
-        let e = extrapolate(&c, AutoPlanning::Fixed, 2);
-        match e {
-            Ok(e) => {
-                let (p, f) = full(&c);
-                eprintln!(
-                    "{}x{}x{} {}: plans {} axes {:?} program eq {} figures eq {}",
-                    c.m,
-                    c.k,
-                    c.n,
-                    c.schedule,
-                    e.plans,
-                    e.axes,
-                    p == e.program,
-                    f == e.figures
-                );
-            }
-            Err(err) => eprintln!("{}x{}x{} {}: {err}", c.m, c.k, c.n, c.schedule),
+fn naive_programs_reduced_in_k_are_extrapolated_exactly() {
+    // A ragged K (7687 = 60 chunks + 7 rows), a ragged N, several dtypes and layouts.
+    let base = cfg(256, 128 * 60 + 7, 600, Schedule::Naive);
+    let x = assert_exact(&base);
+    let k = x.axes[0];
+    assert_eq!((k.name, k.period, k.base, k.periods), ("k", 12 * 128, 7687 % 1536 + 2 * 1536, 3));
+    assert_exact(&GemmConfig { lhs_transposed: true, out_dtype: DType::Bf16, ..base });
+    assert_exact(&GemmConfig { sparsity: Some("2:4".parse().unwrap()), ..base });
+    assert_exact(&GemmConfig { lhs_dtype: DType::Fp32, rhs_dtype: DType::Fp32, input_dtype: DType::Fp32, ..base });
+}
+
+#[test]
+fn small_dimensions_are_kept_whole() {
+    let c = cfg(300, 1000, 700, Schedule::BlockedMnk);
+    assert!(axes(&c).iter().all(|a| a.periods == 0 && a.base == a.full));
+    let x = extrapolate(&c, AutoPlanning::Fixed, 1).unwrap();
+    assert_eq!((x.plans, x.axes.len()), (1, 0));
+    assert_eq!(x.program, full(&c).0);
+    // K is never reduced for the schedules holding whole K stripes.
+    let stripes = cfg(128, 1 << 20, 512, Schedule::BlockedMn);
+    assert_eq!(axes(&stripes)[1].periods, 0);
+}
+
+#[test]
+fn a_wait_value_past_u32_is_a_limit_naming_the_field() {
+    let (program, _) = full(&cfg(256, 512, 512, Schedule::Naive));
+    let mut doc = serde_json::to_value(&program).unwrap();
+    let wait = doc["streams"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .flat_map(|s| s.as_array_mut().unwrap().iter_mut())
+        .find_map(|item| item.pointer_mut("/Inst/waits/0/value"))
+        .expect("an instruction with a wait");
+    *wait = serde_json::json!(5_000_000_000u64);
+    match decode::<bir::LoopedProgram>(doc) {
+        Err(ExtrapolateError::Limit { path, value, .. }) => {
+            assert!(path.starts_with("streams[") && path.ends_with("waits[0].value"), "{path}");
+            assert_eq!(value, 5_000_000_000);
         }
+        other => panic!("{other:?}"),
     }
 }
