@@ -12,17 +12,19 @@ fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&stdout(&o)).unwrap()
 }
 
-/// A naive GEMM reduced in K (7687 rows: 60 chunks and a ragged one) gives the report of the
-/// whole plan, with the model's time equal up to rounding.
+/// A naive GEMM reduced in K (25607 rows: 200 chunks and a ragged one) gives the report of
+/// the whole plan, with the model's time equal up to rounding.
 #[test]
 fn an_extrapolated_report_equals_the_whole_plans() {
-    let shape = ["gemm", "--m", "256", "--k", "7687", "--n", "600", "--schedule", "naive", "--no-sim", "--json"];
+    let shape = ["gemm", "--m", "256", "--k", "25607", "--n", "600", "--schedule", "naive", "--no-sim", "--json"];
     let whole = json(&shape);
     let x = json(&[&shape[..], &["--extrapolate"]].concat());
     let xr = &x["extrapolated"];
     assert_eq!(xr["reduced_plans"], 3, "{xr}");
-    assert_eq!(xr["base"], serde_json::json!([256, 7687 % 1536 + 2 * 1536, 600]));
-    assert_eq!(xr["periods"], serde_json::json!([0, 1536, 0]));
+    let period = ntile::extrapolate::K_PERIOD_CHUNKS * 128;
+    let base = 25607 % period + ntile::extrapolate::BASE_PERIODS * period;
+    assert_eq!(xr["base"], serde_json::json!([256, base, 600]));
+    assert_eq!(xr["periods"], serde_json::json!([0, period, 0]));
     assert!(whole["extrapolated"].is_null());
     assert!(x["bottleneck"].is_null() && !whole["bottleneck"].is_null());
     let t = |v: &serde_json::Value| v["modeled_time_us"].as_f64().unwrap();
@@ -36,7 +38,7 @@ fn an_extrapolated_report_equals_the_whole_plans() {
         }
     }
     // The rolled program printed is the whole plan's.
-    let emit = ["gemm", "--m", "256", "--k", "7687", "--n", "600", "--schedule", "naive", "--emit", "bir"];
+    let emit = ["gemm", "--m", "256", "--k", "25607", "--n", "600", "--schedule", "naive", "--emit", "bir"];
     let a = ntile(&emit);
     let b = ntile(&[&emit[..], &["--extrapolate"]].concat());
     assert_eq!((code(&a), code(&b)), (0, 0), "{}", stderr(&b));

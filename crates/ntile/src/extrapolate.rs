@@ -54,8 +54,13 @@ use crate::error::{CliError, EXIT_INTERNAL};
 /// this many chunks.
 pub const K_PERIOD_CHUNKS: u64 = 12;
 
-/// Periods kept in the base of a reduced dimension (besides its remainder).
-const BASE_PERIODS: u64 = 2;
+/// Periods kept in the base of a reduced dimension (besides its remainder): the roll pass
+/// forms the same loops from about three periods on (fewer trips roll differently).
+pub const BASE_PERIODS: u64 = 3;
+
+/// The most periods a base is grown to when the reduced GEMMs do not fit (one more period
+/// per attempt).
+pub const MAX_BASE_PERIODS: u64 = 5;
 
 /// What the report needs from a plan and its lowering, fitted like the program.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,6 +174,13 @@ pub enum ExtrapolateError {
     Reduced(CliError),
 }
 
+impl ExtrapolateError {
+    /// Whether this is a fitted number outside the 64-bit integers (no larger base helps).
+    fn is_overflow(&self) -> bool {
+        matches!(self, ExtrapolateError::Fit { source, .. } if matches!(**source, fit::FitError::Overflow { .. }))
+    }
+}
+
 impl From<ExtrapolateError> for CliError {
     fn from(e: ExtrapolateError) -> Self {
         match e {
@@ -184,9 +196,10 @@ fn block_tiles(block: u64, tile: u64, total: u64) -> u64 {
     block.div_ceil(tile).clamp(1, total.div_ceil(tile).max(1))
 }
 
-/// The dimensions of `cfg` (blocks as given) with their periods and bases; a dimension with
-/// fewer than three periods beyond its base is kept whole (`periods == 0`, `base == full`).
-pub fn axes(cfg: &GemmConfig) -> [Axis; 3] {
+/// The dimensions of `cfg` (blocks as given) with their periods and bases of `base_periods`
+/// periods; a dimension with fewer than three periods beyond its base is kept whole
+/// (`periods == 0`, `base == full`).
+pub fn axes(cfg: &GemmConfig, base_periods: u64) -> [Axis; 3] {
     let blocked = matches!(cfg.schedule, Schedule::BlockedMn | Schedule::BlockedMnk | Schedule::Auto);
     let (bm, bn) = if blocked {
         (block_tiles(cfg.blocks.m, M_TILE, cfg.m), block_tiles(cfg.blocks.n, N_TILE, cfg.n))
@@ -203,7 +216,7 @@ pub fn axes(cfg: &GemmConfig) -> [Axis; 3] {
     let axis = |name, full: u64, period: Option<u64>| {
         let whole = Axis { name, full, base: full, period: period.unwrap_or(0), periods: 0 };
         let Some(d) = period.filter(|&d| d > 0) else { return whole };
-        let base = full % d + BASE_PERIODS * d;
+        let base = full % d + base_periods * d;
         match full.checked_sub(base).map(|extra| extra / d) {
             Some(periods) if periods > 2 => Axis { name, full, base, period: d, periods },
             _ => whole,
@@ -237,7 +250,7 @@ fn points(d: usize) -> Vec<Vec<i64>> {
 /// The reduced GEMMs [`extrapolate`] plans for `cfg` with its blocks as given (shrunk blocks
 /// give shorter periods, so these are the largest it may plan).
 pub fn reduced_configs(cfg: &GemmConfig) -> Vec<GemmConfig> {
-    let axes: Vec<Axis> = axes(cfg).into_iter().filter(|a| a.periods > 0).collect();
+    let axes: Vec<Axis> = axes(cfg, BASE_PERIODS).into_iter().filter(|a| a.periods > 0).collect();
     points(axes.len()).iter().map(|p| at(cfg, &axes, p)).collect()
 }
 
@@ -320,11 +333,11 @@ fn decide_blocks(
     if planning != AutoPlanning::Fitting || matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) {
         return Ok((cfg.clone(), None, false));
     }
-    let probe_axes: Vec<Axis> = axes(cfg).into_iter().filter(|a| a.periods > 0).collect();
+    let probe_axes: Vec<Axis> = axes(cfg, BASE_PERIODS).into_iter().filter(|a| a.periods > 0).collect();
     let probe = at(cfg, &probe_axes, &vec![0; probe_axes.len()]);
     let plan = plan_gemm_fitting(&probe).map_err(ExtrapolateError::Plan)?;
     let decided = GemmConfig { blocks: plan.config.blocks, ..cfg.clone() };
-    let new_axes: Vec<Axis> = axes(&decided).into_iter().filter(|a| a.periods > 0).collect();
+    let new_axes: Vec<Axis> = axes(&decided, BASE_PERIODS).into_iter().filter(|a| a.periods > 0).collect();
     let reuse = at(&decided, &new_axes, &vec![0; new_axes.len()]) == plan.config;
     Ok((decided, reuse.then_some(plan), true))
 }
@@ -335,18 +348,57 @@ fn decide_blocks(
 pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> Result<Extrapolated, ExtrapolateError> {
     cfg.validate().map_err(ExtrapolateError::Plan)?;
     let (config, mut probe, probed) = decide_blocks(cfg, planning)?;
-    let axes: Vec<Axis> = axes(&config).into_iter().filter(|a| a.periods > 0).collect();
+    // A probe that is not the first base GEMM is a plan of its own.
+    let mut plans = usize::from(probed && probe.is_none());
+    let mut instructions = 0;
+    let mut last = None;
+    for base_periods in BASE_PERIODS..=MAX_BASE_PERIODS {
+        match attempt(&config, base_periods, probe.take(), planning, threads) {
+            Ok(mut x) => {
+                x.plans += plans;
+                x.reduced_instructions += instructions;
+                return Ok(x);
+            }
+            Err((e @ ExtrapolateError::Fit { .. }, tried, insts)) if !e.is_overflow() => {
+                plans += tried;
+                instructions += insts;
+                last = Some(e);
+            }
+            Err((e, _, _)) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| ExtrapolateError::Reduced(CliError::internal("no extrapolation was tried (a bug)"))))
+}
+
+/// One attempt of [`extrapolate`] with bases of `base_periods` periods; on failure, the
+/// error with the plans made and their instructions.
+fn attempt(
+    config: &GemmConfig,
+    base_periods: u64,
+    mut probe: Option<GemmPlan>,
+    planning: AutoPlanning,
+    threads: usize,
+) -> Result<Extrapolated, (ExtrapolateError, usize, u64)> {
+    let axes: Vec<Axis> = axes(config, base_periods).into_iter().filter(|a| a.periods > 0).collect();
     let d = axes.len();
     let points = points(d);
-    let base = at(&config, &axes, &vec![0; d]);
+    let base = at(config, &axes, &vec![0; d]);
     let jobs: Vec<Job> = points
         .iter()
-        .map(|p| (at(&config, &axes, p), if p.iter().all(|&x| x == 0) { probe.take() } else { None }))
+        .map(|p| {
+            let c = at(config, &axes, p);
+            let plan = if probe.as_ref().is_some_and(|pl| pl.config == c) { probe.take() } else { None };
+            (c, plan)
+        })
         .collect();
     let shapes = jobs.iter().map(|(c, _)| format!("{}x{}x{}", c.m, c.k, c.n)).collect::<Vec<_>>().join(", ");
-    let plans = jobs.len() + usize::from(probed && jobs.first().is_some_and(|j| j.1.is_none()));
-    let reduced: Vec<Reduced> =
-        run_all(jobs, planning == AutoPlanning::DoubleBuffered, threads).into_iter().collect::<Result<_, _>>()?;
+    let tried = jobs.len();
+    let reduced: Vec<Reduced> = run_all(jobs, planning == AutoPlanning::DoubleBuffered, threads)
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .map_err(|e| (e, tried, 0))?;
+    let reduced_instructions = reduced.iter().map(|r| r.instructions).sum();
+    let fail = |e| (e, tried, reduced_instructions);
     let target: Vec<i64> = axes.iter().map(|a| i64::try_from(a.periods).unwrap_or(i64::MAX)).collect();
     let corners = 1usize << d;
     let fitted = |what: &'static str, get: &dyn Fn(&Reduced) -> &Value| -> Result<Value, ExtrapolateError> {
@@ -359,12 +411,11 @@ pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> 
             source: Box::new(source),
         })
     };
-    let program_doc = fitted("the rolled BIR program", &|r| &r.program)?;
-    let figures_doc = fitted("the plan's figures", &|r| &r.figures)?;
-    let program = decode::<bir::LoopedProgram>(program_doc)?;
-    let figures = decode::<Figures>(figures_doc)?;
-    let reduced_instructions = reduced.iter().map(|r| r.instructions).sum();
-    Ok(Extrapolated { config, program, figures, axes, base, plans, reduced_instructions })
+    let program_doc = fitted("the rolled BIR program", &|r| &r.program).map_err(fail)?;
+    let figures_doc = fitted("the plan's figures", &|r| &r.figures).map_err(fail)?;
+    let program = decode::<bir::LoopedProgram>(program_doc).map_err(fail)?;
+    let figures = decode::<Figures>(figures_doc).map_err(fail)?;
+    Ok(Extrapolated { config: config.clone(), program, figures, axes, base, plans: tried, reduced_instructions })
 }
 
 /// Decode a fitted document; a number past its field's range is a limit named by its path.
