@@ -69,3 +69,21 @@ fn flags_that_need_the_unrolled_program_are_refused() {
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("--extrapolate needs --no-sim"), "{}", stderr(&o));
 }
+
+/// `auto` through extrapolation weighs the same candidates with the same costs as `auto`
+/// on the whole plans, so it makes the same choice.
+#[test]
+fn auto_over_extrapolated_candidates_chooses_as_auto_does() {
+    let shape = ["gemm", "--m", "1024", "--k", "2048", "--n", "3000", "--no-sim", "--json"];
+    let whole = json(&shape);
+    let x = json(&[&shape[..], &["--extrapolate"]].concat());
+    for key in ["schedule", "blocks", "loop_order", "lhs_transpose", "hbm_bytes", "matmuls", "bir_instructions"] {
+        assert_eq!(x[key], whole[key], "{key}");
+    }
+    for key in ["evaluated", "rejected", "block_m", "block_n", "block_k", "order"] {
+        assert_eq!(x["auto"][key], whole["auto"][key], "auto.{key}");
+    }
+    assert_eq!(x["auto"]["skipped"], 0);
+    let t = |v: &serde_json::Value| v["modeled_time_us"].as_f64().unwrap();
+    assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
+}

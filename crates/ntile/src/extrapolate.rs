@@ -50,8 +50,8 @@ use serde_json::Value;
 
 use crate::error::{CliError, EXIT_INTERNAL};
 
-/// K chunks per K period of the unblocked schedules: the DMA queues' rotation repeats after
-/// this many chunks.
+/// K chunks after which the planner's rotations along K repeat (the DMA queues' rotation);
+/// `blocked-mnk`'s K period is the least common multiple of this and two K blocks.
 pub const K_PERIOD_CHUNKS: u64 = 12;
 
 /// Periods kept in the base of a reduced dimension (besides its remainder): the roll pass
@@ -191,6 +191,18 @@ impl From<ExtrapolateError> for CliError {
     }
 }
 
+/// The least common multiple.
+fn lcm(a: u64, b: u64) -> u64 {
+    fn gcd(a: u64, b: u64) -> u64 {
+        if b == 0 {
+            a
+        } else {
+            gcd(b, a % b)
+        }
+    }
+    a / gcd(a, b).max(1) * b
+}
+
 /// Block sizes in whole tiles, at most the dimension's tiles.
 fn block_tiles(block: u64, tile: u64, total: u64) -> u64 {
     block.div_ceil(tile).clamp(1, total.div_ceil(tile).max(1))
@@ -209,7 +221,7 @@ pub fn axes(cfg: &GemmConfig, base_periods: u64) -> [Axis; 3] {
     let chunk = k_chunks(cfg).0.first().map_or(128, |c| u64::from(c.len).max(1));
     // blocked-mn and hoisted hold whole K stripes: their SBUF decisions depend on K.
     let k_period = match cfg.schedule {
-        Schedule::BlockedMnk => Some(2 * cfg.blocks.k.div_ceil(chunk).max(1) * chunk),
+        Schedule::BlockedMnk => Some(lcm(2 * cfg.blocks.k.div_ceil(chunk).max(1), K_PERIOD_CHUNKS) * chunk),
         Schedule::Naive => Some(K_PERIOD_CHUNKS * chunk),
         Schedule::Hoisted | Schedule::BlockedMn | Schedule::Auto => None,
     };

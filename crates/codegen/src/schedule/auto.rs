@@ -70,6 +70,8 @@ pub struct AutoChoice {
     pub evaluated: usize,
     /// Candidates refused for SBUF capacity.
     pub rejected: usize,
+    /// Candidates the cost of [`choose_auto`] declined to weigh (0 for the other searches).
+    pub skipped: usize,
 }
 
 /// What `auto` weighs a candidate by.
@@ -320,10 +322,12 @@ pub fn plan_candidate(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
     plan_buffered(cfg, false, &mut generated)
 }
 
-/// A weighed candidate, or one that does not fit SBUF (counted and skipped).
+/// A weighed candidate, one that does not fit SBUF (counted and skipped), or one the cost
+/// declined to weigh.
 enum Weighed<T> {
     Plan(Box<T>, AutoCost),
     Rejected(CodegenError),
+    Skipped,
 }
 
 /// Cost a planned candidate; one that does not fit SBUF is rejected, any other error stops
@@ -346,15 +350,16 @@ fn weigh(
 type WeighAll<'a, T> = dyn FnMut(&[AutoJob]) -> Vec<Result<Weighed<T>, CodegenError>> + 'a;
 
 /// Weighs one job of [`choose_auto`]: what it made of it, the configuration it planned, and its
-/// cost.
-pub type AutoJobCost<'a, T> = dyn FnMut(&AutoJob) -> Result<(T, GemmConfig, AutoCost), CodegenError> + 'a;
+/// cost; `None` declines to weigh it (counted in [`AutoChoice::skipped`]).
+pub type AutoJobCost<'a, T> = dyn FnMut(&AutoJob) -> Result<Option<(T, GemmConfig, AutoCost)>, CodegenError> + 'a;
 
 /// `auto`'s search over candidates that `cost` weighs without the search planning them:
 /// `cost` plans (or otherwise obtains) each [`AutoJob`] as its [`AutoPlanning`] says and
 /// returns what it made of it, the configuration it planned (the blocks a
-/// [`AutoPlanning::Fitting`] job shrank to) and its cost; [`CodegenError::SbufCapacity`]
-/// rejects a candidate, any other error stops the search. The candidates weighed and the
-/// choice are those of [`plan_gemm_auto_within`] for the same costs.
+/// [`AutoPlanning::Fitting`] job shrank to) and its cost, or `None` to skip it (the next
+/// ranked candidate takes its place); [`CodegenError::SbufCapacity`] rejects a candidate, any
+/// other error stops the search. With nothing skipped, the candidates weighed and the choice
+/// are those of [`plan_gemm_auto_within`] for the same costs.
 pub fn choose_auto<T>(
     cfg: &GemmConfig,
     limits: &AutoLimits,
@@ -365,7 +370,8 @@ pub fn choose_auto<T>(
     let (chosen, choice) = search(cfg, limits, hw, shortlist, 1, &|(_, c): &(T, GemmConfig)| c, &mut |jobs| {
         jobs.iter()
             .map(|job| match cost(job) {
-                Ok((t, planned, c)) => Ok(Weighed::Plan(Box::new((t, planned)), c)),
+                Ok(Some((t, planned, c))) => Ok(Weighed::Plan(Box::new((t, planned)), c)),
+                Ok(None) => Ok(Weighed::Skipped),
                 Err(e @ CodegenError::SbufCapacity { .. }) => Ok(Weighed::Rejected(e)),
                 Err(e) => Err(e),
             })
@@ -392,6 +398,7 @@ fn search<T>(
     ranked.sort_by(|x, y| x.0.total_cmp(&y.0));
     let mut weighed: Vec<(T, AutoCost)> = Vec::new();
     let mut rejected = 0;
+    let mut skipped = 0;
     let mut last_err = None;
     let mut take = |results: Vec<Result<Weighed<T>, CodegenError>>,
                     weighed: &mut Vec<(T, AutoCost)>|
@@ -403,6 +410,7 @@ fn search<T>(
                     rejected += 1;
                     last_err = Some(e);
                 }
+                Weighed::Skipped => skipped += 1,
             }
         }
         Ok(())
@@ -454,6 +462,7 @@ fn search<T>(
                 hbm_bytes: c.hbm_bytes,
                 evaluated,
                 rejected,
+                skipped,
             };
             Ok((plan, choice))
         }

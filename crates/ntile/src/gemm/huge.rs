@@ -12,7 +12,7 @@ use super::{ms, summary, Emit, GemmArgs, Outcome, WallMs};
 use crate::api::Watch;
 use crate::budget;
 use crate::error::CliError;
-use crate::extrapolate::{extrapolate, Extrapolated};
+use crate::extrapolate::{extrapolate, ExtrapolateError, Extrapolated};
 use crate::progress::Progress;
 
 /// Above this many matmuls a GEMM is extrapolated even when its unrolled plan would fit the
@@ -103,8 +103,13 @@ fn model(x: &Extrapolated, hw: &HwProfile) -> Result<sim::CycleReport, CliError>
         .map_err(|e| CliError::internal(format!("cycle model of the extrapolated program failed (a bug): {e}")))
 }
 
+/// The most matmuls the reduced GEMMs of one `auto` candidate may have in total; a candidate
+/// over it is skipped (its extrapolation would take seconds).
+pub const AUTO_MAX_REDUCED_MATMULS: u128 = 1 << 20;
+
 /// `auto` over extrapolated candidates: the search of [`codegen::choose_auto`], each
-/// candidate extrapolated and modeled looped.
+/// candidate extrapolated and modeled looped. Candidates whose reduced GEMMs are too large to
+/// weigh quickly, or whose reduced programs do not fit, are skipped.
 fn auto(
     args: &GemmArgs,
     cfg: &GemmConfig,
@@ -114,7 +119,7 @@ fn auto(
 ) -> Result<(Extrapolated, sim::CycleReport, AutoChoice), CliError> {
     let limits = AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
     let mut failure: Option<CliError> = None;
-    let mut cost = |job: &AutoJob| -> Result<((Extrapolated, sim::CycleReport), GemmConfig, AutoCost), CodegenError> {
+    let mut cost = |job: &AutoJob| -> Result<Option<(Weighed, GemmConfig, AutoCost)>, CodegenError> {
         if watch.stop() {
             return Err(CodegenError::Unsupported("interrupted".into()));
         }
@@ -129,6 +134,10 @@ fn auto(
                 target: c.target,
             });
         }
+        let reduced: u128 = crate::extrapolate::reduced_configs(c).iter().map(|r| budget::matmuls(r.m, r.k, r.n)).sum();
+        if reduced > AUTO_MAX_REDUCED_MATMULS {
+            return Ok(None);
+        }
         match extrapolate(c, job.planning, threads) {
             Ok(x) => {
                 let cycle = model(&x, hw).map_err(|e| {
@@ -138,9 +147,15 @@ fn auto(
                 })?;
                 let time = AutoCost { time: cycle.total_ns, hbm_bytes: cycle.hbm_bytes };
                 let planned = x.config.clone();
-                Ok(((x, cycle), planned, time))
+                Ok(Some(((x, cycle), planned, time)))
             }
-            Err(crate::extrapolate::ExtrapolateError::Plan(e)) => Err(e),
+            Err(ExtrapolateError::Plan(e)) => Err(e),
+            // Another candidate may have reduced programs that fit.
+            Err(e @ ExtrapolateError::Fit { .. }) => {
+                failure = Some(e.into());
+                Ok(None)
+            }
+            // A limit of the full GEMM (a count past u32) holds for every candidate.
             Err(e) => {
                 let e = CliError::from(e);
                 let msg = e.message.clone();
@@ -151,11 +166,20 @@ fn auto(
     };
     let chosen = codegen::choose_auto(cfg, &limits, hw, codegen::AUTO_SHORTLIST, &mut cost);
     watch.check()?;
-    match chosen {
-        Ok(((x, cycle), choice)) => Ok((x, cycle, choice)),
-        Err(e) => Err(failure.unwrap_or_else(|| e.into())),
+    match (chosen, failure) {
+        (Ok(((x, cycle), choice)), _) => Ok((x, cycle, choice)),
+        (Err(CodegenError::BadGemm(_) | CodegenError::Unsupported(_) | CodegenError::Internal(_)), Some(f)) => Err(f),
+        (Err(CodegenError::BadGemm(_)), None) => Err(CliError::usage(format!(
+            "auto found no candidate small enough to extrapolate for {}x{}x{} (each one's reduced GEMMs have more \
+             than {AUTO_MAX_REDUCED_MATMULS} matmuls); choose --schedule and blocks explicitly",
+            cfg.m, cfg.k, cfg.n
+        ))),
+        (Err(e), _) => Err(e.into()),
     }
 }
+
+/// What `auto` keeps of a weighed candidate.
+type Weighed = (Extrapolated, sim::CycleReport);
 
 /// Plan (by extrapolation), model and report a GEMM too large to unroll.
 pub(super) fn run(

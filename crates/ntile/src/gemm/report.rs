@@ -128,6 +128,9 @@ pub struct AutoReport {
     pub evaluated: usize,
     /// Candidates that did not fit SBUF.
     pub rejected: usize,
+    /// Candidates not weighed: an extrapolated GEMM's candidates whose reduced GEMMs are too
+    /// large to weigh quickly or do not fit (0 otherwise).
+    pub skipped: usize,
     /// Chosen block sizes in elements and loop order.
     pub block_m: u64,
     /// Block columns.
@@ -271,6 +274,7 @@ pub(super) fn report_from(
         auto: auto.map(|a| AutoReport {
             evaluated: a.evaluated,
             rejected: a.rejected,
+            skipped: a.skipped,
             block_m: a.config.blocks.m,
             block_n: a.config.blocks.n,
             block_k: a.config.blocks.k,
@@ -387,8 +391,9 @@ pub fn summary(r: &Report) -> String {
         s += "  bottleneck not computed: an extrapolated program has no per-instruction timeline\n";
     }
     if let Some(a) = &r.auto {
+        let skipped = if a.skipped > 0 { format!(", {} not weighed", a.skipped) } else { String::new() };
         s += &format!(
-            "  auto    chose {} of {} modeled candidates ({} did not fit SBUF)\n",
+            "  auto    chose {} of {} modeled candidates ({} did not fit SBUF{skipped})\n",
             r.schedule, a.evaluated, a.rejected
         );
     }
