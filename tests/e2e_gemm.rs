@@ -194,6 +194,7 @@ fn broadcast_operand_runs_end_to_end() {
         dst: sb.clone(),
         src: hbm(x),
         cast: penguin::CastMode::Rne,
+        queue: None,
     }))
     .unwrap();
     let b = cg.combine_tiles(&[Tile::Broadcast { value: 2.5, shape: nd }]).unwrap().remove(0);
@@ -205,8 +206,13 @@ fn broadcast_operand_runs_end_to_end() {
         rhs: b,
     }))
     .unwrap();
-    cg.process_new_neuroninst(InstData::DmaCopy(DmaCopyData { dst: hbm(out), src: sb, cast: penguin::CastMode::Rne }))
-        .unwrap();
+    cg.process_new_neuroninst(InstData::DmaCopy(DmaCopyData {
+        dst: hbm(out),
+        src: sb,
+        cast: penguin::CastMode::Rne,
+        queue: None,
+    }))
+    .unwrap();
     cg.finalize_kernel().unwrap();
     let f = cg.finalize().unwrap();
     let p = bir::lower(penguin::verify(&f).unwrap(), Target::Trn2).unwrap();

@@ -2,17 +2,28 @@
 //!
 //! Each Penguin instruction becomes one or more instructions on one engine stream: matmuls
 //! on the PE as LoadStationary + MultiplyMoving ([`codegen_mat_mul_op`]), plain DMA copies on
-//! the DMA queues in turn (copies into HBM on their own [`STORE_QUEUES`], so that a store
-//! never waits in line behind a plain load that is itself waiting for a buffer to be
-//! released; offloaded ops, casting loads included, are spread over all 16 queues), tensor
-//! copies and memsets on the engine they name. A dependency
+//! the DMA queues (copies into HBM on their own [`STORE_QUEUES`], so that a store never waits
+//! in line behind a plain load that is itself waiting for a buffer to be released; offloaded
+//! ops, casting loads included, are spread over all 16 queues), tensor copies and memsets on
+//! the engine they name.
+//!
+//! Which queue: a copy or cast that carries a [`DmaQueueHint`] goes where the hint says
+//! (the hint modulo the queues of its class; an offloaded op's pieces on the run of queues
+//! from `hint * pieces`), so a producer that numbers its transfers by their place in its loop
+//! nest gets the same queues in every iteration and the streams roll into loops
+//! ([`crate::roll`]). Without a hint, lowering takes the queues of the class in turn over the
+//! whole function (round robin), which spreads the load but makes the queue of a transfer
+//! drift from one iteration to the next whenever an iteration's transfer count is not a
+//! multiple of the queue count.
+//!
+//! A dependency
 //! edge between instructions on different engines becomes a semaphore: every engine has one
 //! semaphore that its instructions with cross-engine dependents increment, and a consumer
 //! waits until the producer's engine semaphore reaches the count of the producer.
 
 use penguin::{
-    CastMode, ComputeEngine, FunctionView, InstData, InstId, InstTile, MatMultData, Memory, OffloadedFmaData,
-    OffloadedMemCastData, OffloadedMemCpyData, PerfMode, Target, TensorId, Verified,
+    CastMode, ComputeEngine, DmaQueueHint, FunctionView, InstData, InstId, InstTile, MatMultData, Memory,
+    OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, PerfMode, Target, TensorId, Verified,
 };
 
 use crate::error::BirError;
@@ -27,7 +38,7 @@ const SPREAD_PIECE_BYTES: u64 = 64 * 1024;
 
 /// DMA queues reserved for plain copies into HBM (the last ones); the others take every other
 /// plain copy. Offloaded ops spread over all queues.
-pub const STORE_QUEUES: u8 = 4;
+pub const STORE_QUEUES: u8 = penguin::target::DMA_STORE_QUEUES as u8;
 
 /// HBM tensors are aligned to this many bytes.
 const HBM_ALIGN: u64 = 64;
@@ -203,6 +214,17 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
         }
     }
 
+    /// The queue of a plain DMA copy: the producer's hint mapped onto the queues of its class
+    /// (see [`DmaQueueHint`]), or the next one in turn.
+    fn copy_queue(&mut self, store: bool, hint: Option<DmaQueueHint>) -> Engine {
+        let loads = penguin::target::DMA_LOAD_QUEUES;
+        match hint {
+            None => self.next_copy_queue(store),
+            Some(DmaQueueHint(h)) if store => Engine::Dma((loads + h % u32::from(STORE_QUEUES)) as u8),
+            Some(DmaQueueHint(h)) => Engine::Dma((h % loads) as u8),
+        }
+    }
+
     fn next_queue(&mut self) -> Engine {
         let e = Engine::Dma(self.next_dma_queue);
         self.next_dma_queue = (self.next_dma_queue + 1) % penguin::target::NUM_DMA_QUEUES as u8;
@@ -238,7 +260,7 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
                 Op::Transpose { dst: self.hw_ap(id, Engine::Pe, &t.dst)?, src: self.hw_ap(id, Engine::Pe, &t.src)? },
             ),
             InstData::DmaCopy(d) => {
-                let engine = self.next_copy_queue(d.dst.memory == Memory::Hbm);
+                let engine = self.copy_queue(d.dst.memory == Memory::Hbm, d.queue);
                 let op = Op::DmaCopy {
                     dst: self.hw_ap(id, engine, &d.dst)?,
                     src: self.hw_ap(id, engine, &d.src)?,
@@ -305,6 +327,7 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
         &mut self,
         id: InstId,
         aps: &[&InstTile],
+        hint: Option<DmaQueueHint>,
         build: &dyn Fn(&[HwAp]) -> Option<Op>,
     ) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
         let probe = Engine::Dma(0);
@@ -326,9 +349,16 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
         };
         let mut out = Vec::new();
         let mut start = 0;
+        let queues = penguin::target::NUM_DMA_QUEUES;
+        // A hinted op's pieces take the run of queues from `hint * pieces` (see `DmaQueueHint`).
+        let first =
+            hint.map(|DmaQueueHint(h)| (u64::from(h) * u64::from(extent.div_ceil(per)) % u64::from(queues)) as u32);
         while start < extent {
             let count = per.min(extent - start);
-            let engine = self.next_queue();
+            let engine = match first {
+                Some(q) => Engine::Dma(((q + start / per) % queues) as u8),
+                None => self.next_queue(),
+            };
             let pieces: Vec<HwAp> = hw
                 .iter()
                 .map(|ap| if transposing { free_slice(ap, start, count) } else { partition_slice(ap, start, count) })
@@ -460,7 +490,7 @@ fn codegen_tiled_offloaded_fma<F: FunctionView + ?Sized>(
     id: InstId,
     f: &OffloadedFmaData,
 ) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
-    cx.spread(id, &[&f.dst, &f.src0, &f.src1], &fma_op)
+    cx.spread(id, &[&f.dst, &f.src0, &f.src1], None, &fma_op)
 }
 
 /// Lower an untiled offloaded FMA over whole HBM tensors, spread over the queues by rows.
@@ -493,7 +523,7 @@ fn codegen_tiled_offloaded_mem_cpy<F: FunctionView + ?Sized>(
     id: InstId,
     c: &OffloadedMemCpyData,
 ) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
-    cx.spread(id, &[&c.dst, &c.src], &|v| copy_op(v, CastMode::Rne))
+    cx.spread(id, &[&c.dst, &c.src], None, &|v| copy_op(v, CastMode::Rne))
 }
 
 /// Lower an untiled offloaded copy of whole HBM tensors, spread over the queues by rows.
@@ -513,7 +543,7 @@ fn codegen_offloaded_mem_cast<F: FunctionView + ?Sized>(
     c: &OffloadedMemCastData,
 ) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
     let cast = c.cast;
-    cx.spread(id, &[&c.dst, &c.src], &|v| copy_op(v, cast))
+    cx.spread(id, &[&c.dst, &c.src], c.queue, &|v| copy_op(v, cast))
 }
 
 fn compute_engine(e: ComputeEngine) -> Engine {

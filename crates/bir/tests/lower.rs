@@ -36,10 +36,13 @@ fn fma_kernel(rows: u32, cols: u32) -> Function {
         f.push_inst(inst, d);
     };
     for i in 0..3 {
-        push(&mut f, InstData::DmaCopy(DmaCopyData { dst: on(sb[i]), src: off(hbm[i]), cast: CastMode::Rne }));
+        push(
+            &mut f,
+            InstData::DmaCopy(DmaCopyData { dst: on(sb[i]), src: off(hbm[i]), cast: CastMode::Rne, queue: None }),
+        );
     }
     push(&mut f, InstData::TiledOffloadedFma(OffloadedFmaData { dst: on(sb[2]), src0: on(sb[0]), src1: on(sb[1]) }));
-    push(&mut f, InstData::DmaCopy(DmaCopyData { dst: off(hbm[3]), src: on(sb[2]), cast: CastMode::Rne }));
+    push(&mut f, InstData::DmaCopy(DmaCopyData { dst: off(hbm[3]), src: on(sb[2]), cast: CastMode::Rne, queue: None }));
     f
 }
 
@@ -98,6 +101,7 @@ fn memcast_lowers_to_casting_dma() {
             dst: tile(y, Memory::Hbm, DType::Bf16, ap.clone()),
             src: tile(x, Memory::Hbm, DType::Fp32, ap),
             cast: CastMode::Saturate,
+            queue: None,
         }),
         vec![],
     );

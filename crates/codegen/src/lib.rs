@@ -51,5 +51,6 @@ pub use schedule::{
     auto_candidates, estimate_ns, estimate_ns_with, plan_gemm, plan_gemm_auto, plan_gemm_auto_parallel,
     plan_gemm_auto_with, plan_gemm_auto_with_builder, plan_gemm_auto_within, plan_gemm_fitting,
     plan_gemm_fitting_with_builder, plan_gemm_with_builder, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
+    K_PERIOD,
 };
 pub use schedule::{choose_auto, plan_candidate, AutoJob, AutoJobCost, AutoPlanning};

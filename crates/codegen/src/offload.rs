@@ -124,7 +124,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
         src: InstTile,
         cast: CastMode,
     ) -> Result<InstId, CodegenError> {
-        self.process_new_neuroninst(InstData::OffloadedMemCast(OffloadedMemCastData { dst, src, cast }))
+        self.process_new_neuroninst(InstData::OffloadedMemCast(OffloadedMemCastData { dst, src, cast, queue: None }))
     }
 
     /// The untiled twin of [`Self::tiled_offloaded_fma_inst`]: whole HBM tensors.

@@ -47,7 +47,12 @@ fn check_plan(m: u64, k: u64, n: u64, lhs_transposed: bool) -> Result<(), TestCa
                 if load.is_some_and(|(_, src)| src.tensor == a || src.tensor == b) =>
             {
                 let Some((dst, src)) = load else { continue };
-                let d = penguin::DmaCopyData { dst: dst.clone(), src: src.clone(), cast: penguin::CastMode::Rne };
+                let d = penguin::DmaCopyData {
+                    dst: dst.clone(),
+                    src: src.clone(),
+                    cast: penguin::CastMode::Rne,
+                    queue: None,
+                };
                 // A^T tile: partitions walk K. A [K, M] and B: partitions are rows of K.
                 let ap = &d.src.ap;
                 let row_len = if d.src.tensor == b {

@@ -48,8 +48,8 @@ pub use error::{Entity, PenguinError, VerifierError, VerifierErrors};
 pub use function::{Function, FunctionView, TensorData};
 pub use inst::{
     parse_pe_attributes, pe_attributes, Access, AttrError, ComputeEngine, Dep, DepKind, DmaCopyData, DmaGatherData,
-    DmaScatterAddData, EngineAccumulationType, InstData, InstKind, MatMultData, MatMultSparseData, MemsetData,
-    OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, PerfMode, SparsityPattern, TensorCopyData,
+    DmaQueueHint, DmaScatterAddData, EngineAccumulationType, InstData, InstKind, MatMultData, MatMultSparseData,
+    MemsetData, OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, PerfMode, SparsityPattern, TensorCopyData,
     TensorTensorData, TensorTensorOp, TilePosition, TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
 };
 pub use looped::{verify_looped, LoopedFunction, PirInst};

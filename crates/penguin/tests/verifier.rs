@@ -26,7 +26,7 @@ fn kernel() -> Function {
     f.add_tensor(tensor("out", vec![4, 8], DType::Fp32, Memory::Sbuf, Some(128))).unwrap();
     f.inputs = vec![TensorId(0), TensorId(1)];
     f.outputs = vec![TensorId(2)];
-    let dma = |dst, src| InstData::DmaCopy(DmaCopyData { dst, src, cast: penguin::CastMode::Rne });
+    let dma = |dst, src| InstData::DmaCopy(DmaCopyData { dst, src, cast: penguin::CastMode::Rne, queue: None });
     f.push_inst(
         dma(
             tile(3, Memory::Sbuf, DType::Bf16, AccessPattern::on_chip(0, 16, 0, 4)),
@@ -322,7 +322,7 @@ fn hostile_sizes_strides_and_offsets_are_rejected_not_wrapped() {
     let whole = penguin::whole_tile(id, &huge);
     assert_eq!(whole.ap.partitions.num, u32::MAX, "a dimension beyond u32 saturates");
     f.push_inst(
-        InstData::DmaCopy(DmaCopyData { dst: whole.clone(), src: whole, cast: penguin::CastMode::Rne }),
+        InstData::DmaCopy(DmaCopyData { dst: whole.clone(), src: whole, cast: penguin::CastMode::Rne, queue: None }),
         vec![],
     );
     rejects(&f, "is too large");

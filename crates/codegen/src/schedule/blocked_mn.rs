@@ -6,6 +6,7 @@ use penguin::IrBuilder;
 use crate::error::CodegenError;
 use crate::gemm::{tiles, LoopOrder, M_TILE, N_TILE};
 
+use super::rotation::GroupAt;
 use super::{inner_slots, snake, Operand, Planner, Slot};
 
 /// One step of the nest: its m and n blocks, the A and B slots holding them and whether each
@@ -34,6 +35,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         let mtiles: Vec<_> = tiles(self.cfg.m, M_TILE).collect();
         let ntiles: Vec<_> = tiles(self.cfg.n, N_TILE).collect();
         let (bm, bn) = (bm.min(mtiles.len()), bn.min(ntiles.len()));
+        self.set_step_groups(bm * bn);
         let m_outer = self.cfg.order == LoopOrder::MOuter;
         let pe = self.pe_transpose.is_some();
         let mblocks: Vec<&[(u64, u32)]> = mtiles.chunks(bm).collect();
@@ -164,7 +166,8 @@ impl<B: IrBuilder> Planner<'_, B> {
                 }
                 for (ni, &n) in nb.iter().enumerate() {
                     let r = rs.at(ni as i64 * rw);
-                    self.tile_group(&|c| l.at(c as i64 * bml * lw), &|c| r.at(c as i64 * bnl * rw), m, n)?;
+                    let at = GroupAt { step: i, pos: mi * bn + ni };
+                    self.tile_group(&|c| l.at(c as i64 * bml * lw), &|c| r.at(c as i64 * bnl * rw), m, n, at)?;
                 }
             }
         }

@@ -8,6 +8,7 @@ use penguin::{
 use crate::error::CodegenError;
 use crate::gemm::{tiles, GemmConfig, KChunk, LoopOrder, M_TILE, N_TILE};
 
+use super::rotation::{GroupAt, Transfer};
 use super::{hbm, on_chip, Operand, Planner, Slot};
 
 impl<B: IrBuilder> Planner<'_, B> {
@@ -17,6 +18,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         let mtiles: Vec<_> = tiles(cfg.m, M_TILE).collect();
         let ntiles: Vec<_> = tiles(cfg.n, N_TILE).collect();
         let (bm, bn, bk) = (bm.min(mtiles.len()), bn.min(ntiles.len()), bk.min(self.chunks.len()).max(1));
+        self.set_step_groups(bm * bn);
         let res_nd = NDTile { partitions: 128, free: vec![(bm * bn) as u32 * N_TILE as u32], dtype: DType::Fp32 };
         // Both operand blocks are refilled every step, two slots each; when they do not fit
         // beside one result block, the inner loop's block (B in m-outer order) gets one slot,
@@ -99,7 +101,8 @@ impl<B: IrBuilder> Planner<'_, B> {
                         p.transpose_stripe(src, k_base, dst, mb.len() as i64 * lw, m.1, kb)?;
                     }
                     for (j, &n) in nb.iter().enumerate() {
-                        let (mut acc, psum, pos) = p.open_group(m.1, n.1, k_len)?;
+                        let at = GroupAt { step: i, pos: t * bn + j };
+                        let (mut acc, psum, pos) = p.open_group(m.1, n.1, k_len, at)?;
                         for (ci, &chunk) in kb.iter().enumerate() {
                             let l = ls.at(((ci * mb.len() + t) as i64) * lw);
                             let r = rs.at(((ci * nb.len() + j) as i64) * rw);
@@ -108,7 +111,7 @@ impl<B: IrBuilder> Planner<'_, B> {
                         }
                         let part = result_tile(result, t * bn + j, m.1, n.1);
                         if kbi == 0 {
-                            p.copy(p.evac_engine(p.groups), part, psum)?;
+                            p.copy(p.evac_engine(at), part, psum)?;
                         } else {
                             // VectorE and GpSimd take turns adding the partials.
                             let engine = if (t * bn + j) % 2 == 0 { ComputeEngine::Dve } else { ComputeEngine::Pool };
@@ -131,7 +134,7 @@ impl<B: IrBuilder> Planner<'_, B> {
                         // The DMA casts to the output dtype on the way: no engine copy stands
                         // between the result block and HBM.
                         let dst = hbm(p.c, cfg.out_dtype, AccessPattern::hbm_rows(cfg.n, m.0, m.1, n.0, n.1));
-                        p.dma(dst, part)?;
+                        p.dma(dst, part, Transfer::Store((t * bn + j) as u64))?;
                     }
                 }
                 Ok(())

@@ -3,7 +3,7 @@
 
 use penguin::{
     AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, InstData, InstTile, IrBuilder, Memory, MemsetData,
-    TensorCopyData, TilePosition, TileSize,
+    OffloadedMemCastData, TensorCopyData, TilePosition, TileSize,
 };
 
 use crate::combine::{
@@ -12,20 +12,26 @@ use crate::combine::{
 use crate::error::CodegenError;
 use crate::gemm::{KChunk, SparseA};
 
+use super::rotation::{GroupAt, TileLoad, Transfer};
 use super::{hbm, on_chip, Lhs, Operand, Planner, Slot};
 
 impl<B: IrBuilder> Planner<'_, B> {
-    /// Move a tile; a load that converts (f32 inputs to the matmul dtype) is an
-    /// `OffloadedMemCast` executed on the DMA queues.
-    pub(super) fn dma(&mut self, dst: InstTile, src: InstTile) -> Result<(), CodegenError> {
+    /// Move a tile on the queue its place in the loop nest gives (see [`super::rotation`]); a
+    /// load that converts (f32 inputs to the matmul dtype) is an `OffloadedMemCast` executed
+    /// on the DMA queues.
+    pub(super) fn dma(&mut self, dst: InstTile, src: InstTile, transfer: Transfer) -> Result<(), CodegenError> {
+        let cast = penguin::CastMode::Rne;
         if dst.dtype != src.dtype && src.memory == Memory::Hbm {
-            self.cg.offloaded_memcast_inst(dst, src, penguin::CastMode::Rne)?;
-        } else {
-            self.cg.process_new_neuroninst(InstData::DmaCopy(DmaCopyData {
+            let queue = Some(self.queue_hint(transfer, true));
+            self.cg.process_new_neuroninst(InstData::OffloadedMemCast(OffloadedMemCastData {
                 dst,
                 src,
-                cast: penguin::CastMode::Rne,
+                cast,
+                queue,
             }))?;
+        } else {
+            let queue = Some(self.queue_hint(transfer, false));
+            self.cg.process_new_neuroninst(InstData::DmaCopy(DmaCopyData { dst, src, cast, queue }))?;
         }
         Ok(())
     }
@@ -70,8 +76,8 @@ impl<B: IrBuilder> Planner<'_, B> {
 
     /// Load dense rows of one chunk (`src(k0, rows)`) into a slot: plain at partitions
     /// `start..`, or double row with slot `s` of partition `p` holding row `k0 + s * P + p`
-    /// and missing rows zeroed first.
-    #[expect(clippy::too_many_arguments, reason = "a buffer slot, the chunk and the source window")]
+    /// and missing rows zeroed first. `load` is the transfer of the first (or only) half.
+    #[expect(clippy::too_many_arguments, reason = "a buffer slot, the chunk, the source window and the queue")]
     pub(super) fn load_rows(
         &mut self,
         slot: Slot,
@@ -81,10 +87,11 @@ impl<B: IrBuilder> Planner<'_, B> {
         free: u32,
         width: i64,
         src: &dyn Fn(&Self, u64, u32) -> InstTile,
+        (operand, n): (Operand, u64),
     ) -> Result<InstTile, CodegenError> {
         if self.pack == 1 {
             let dst = on_chip(slot.tensor, Memory::Sbuf, dtype, start, chunk.real, slot.offset, free);
-            self.dma(dst, src(self, chunk.k0, chunk.real))?;
+            self.dma(dst, src(self, chunk.k0, chunk.real), Transfer::Load(operand, n))?;
             return Ok(self.view(slot, dtype, start, chunk.real, free, width));
         }
         for s in 0..2u32 {
@@ -95,37 +102,42 @@ impl<B: IrBuilder> Planner<'_, B> {
             }
             if rows > 0 {
                 let dst = on_chip(slot.tensor, Memory::Sbuf, dtype, 0, rows, half, free);
-                self.dma(dst, src(self, chunk.k0 + u64::from(s * chunk.parts), rows))?;
+                let load = Transfer::Load(operand, n + u64::from(s));
+                self.dma(dst, src(self, chunk.k0 + u64::from(s * chunk.parts), rows), load)?;
             }
         }
         Ok(self.view(slot, dtype, 0, chunk.parts, free, width))
     }
 
-    /// Load the stationary operand of one chunk of m tile `(m0, msz)`.
+    /// Load the stationary operand of one chunk of m tile `(m0, msz)` at `place` (which
+    /// places its loads on the queues).
     pub(super) fn load_lhs(
         &mut self,
         slot: Slot,
         start: u32,
         chunk: KChunk,
         (m0, msz): (u64, u32),
+        place: TileLoad,
     ) -> Result<Lhs, CodegenError> {
         let cfg = self.cfg;
+        let per = self.loads_per_tile(Operand::Lhs);
+        let n = (self.chunk_index(chunk) * place.tiles as u64 + place.t as u64) * per;
         if let (Some(pattern), Some(a_tags), Some(tags_buf)) = (cfg.sparsity, self.a_tags, slot.tags) {
             let cols = SparseA::cols(cfg.k, pattern);
             let kc0 = chunk.k0 / u64::from(pattern.m) * u64::from(pattern.n);
             let src = AccessPattern::hbm_cols(cols, m0, msz, kc0, chunk.parts);
             let st = on_chip(slot.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, slot.offset, msz);
-            self.dma(st.clone(), hbm(self.a, cfg.input_dtype, src.clone()))?;
+            self.dma(st.clone(), hbm(self.a, cfg.input_dtype, src.clone()), Transfer::Load(Operand::Lhs, n))?;
             let tags = on_chip(tags_buf, Memory::Sbuf, DType::Int16, 0, chunk.parts, slot.offset, msz);
-            self.dma(tags.clone(), hbm(a_tags, DType::Int16, src))?;
+            self.dma(tags.clone(), hbm(a_tags, DType::Int16, src), Transfer::Load(Operand::Lhs, n + 1))?;
             return Ok(Lhs { tile: st, tags: Some(tags) });
         }
         if let Some((nat, bank)) = self.pe_transpose {
-            return self.load_lhs_pe_transposed(slot, start, chunk, (m0, msz), nat, bank);
+            return self.load_lhs_pe_transposed(slot, start, chunk, (m0, msz), (nat[place.turn % 2], bank));
         }
         let width = self.lhs_width();
-        let tile =
-            self.load_rows(slot, cfg.lhs_dtype, start, chunk, msz, width, &|p, k0, r| p.lhs_src(m0, msz, k0, r))?;
+        let src = |p: &Self, k0, r| p.lhs_src(m0, msz, k0, r);
+        let tile = self.load_rows(slot, cfg.lhs_dtype, start, chunk, msz, width, &src, (Operand::Lhs, n))?;
         Ok(Lhs { tile, tags: None })
     }
 
@@ -137,31 +149,34 @@ impl<B: IrBuilder> Planner<'_, B> {
         start: u32,
         chunk: KChunk,
         (n0, nsz): (u64, u32),
+        place: TileLoad,
     ) -> Result<InstTile, CodegenError> {
         let cfg = self.cfg;
+        let n = (self.chunk_index(chunk) * place.tiles as u64 + place.t as u64) * self.loads_per_tile(Operand::Rhs);
         if cfg.sparsity.is_some() {
             let mv = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.len, slot.offset, nsz);
             if chunk.real < chunk.len {
                 self.memset_zero(mv.clone())?;
             }
             let part = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.real, slot.offset, nsz);
-            self.dma(part, self.rhs_src(n0, nsz, chunk.k0, chunk.real))?;
+            self.dma(part, self.rhs_src(n0, nsz, chunk.k0, chunk.real), Transfer::Load(Operand::Rhs, n))?;
             return Ok(mv);
         }
         let width = self.rhs_width();
-        self.load_rows(slot, cfg.rhs_dtype, start, chunk, nsz, width, &|p, k0, r| p.rhs_src(n0, nsz, k0, r))
+        let src = |p: &Self, k0, r| p.rhs_src(n0, nsz, k0, r);
+        self.load_rows(slot, cfg.rhs_dtype, start, chunk, nsz, width, &src, (Operand::Rhs, n))
     }
 
-    /// Open the accumulation group of the next output tile.
+    /// Open the accumulation group of the output tile at `at` in its loop nest.
     pub(super) fn open_group(
         &mut self,
         msz: u32,
         nsz: u32,
         k_len: u64,
+        at: GroupAt,
     ) -> Result<(MatMultAccumulation, InstTile, u32), CodegenError> {
-        let bank = self.psum_banks[self.groups % self.psum_banks.len()];
-        let pos = (self.groups as u32 % self.pe_positions) * self.pe_rows;
-        self.groups += 1;
+        let bank = self.group_bank(at);
+        let pos = (self.group_slot(at) as u32 % self.pe_positions) * self.pe_rows;
         let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, msz, 0, nsz);
         let acc = if self.pack == 2 {
             MatMultAccumulation::open_double_row(psum.clone(), k_len as u32)?
@@ -215,26 +230,20 @@ impl<B: IrBuilder> Planner<'_, B> {
         Ok(())
     }
 
-    pub(super) fn evac_engine(&self, n: usize) -> ComputeEngine {
-        if n.is_multiple_of(2) {
-            ComputeEngine::Act
-        } else {
-            ComputeEngine::Dve
-        }
-    }
-
     /// Copy a stopped group from PSUM to SBUF (casting to the output dtype) and store it.
     pub(super) fn evacuate(
         &mut self,
         psum: InstTile,
         (m0, msz): (u64, u32),
         (n0, nsz): (u64, u32),
+        at: GroupAt,
     ) -> Result<(), CodegenError> {
         let cfg = self.cfg;
-        let n = self.groups;
-        let out = on_chip(self.out[n % 2], Memory::Sbuf, cfg.out_dtype, 0, msz, 0, nsz);
-        self.copy(self.evac_engine(n), out.clone(), psum)?;
-        self.dma(hbm(self.c, cfg.out_dtype, AccessPattern::hbm_rows(cfg.n, m0, msz, n0, nsz)), out)
+        let q = self.group_slot(at);
+        let out = on_chip(self.out[q % 2], Memory::Sbuf, cfg.out_dtype, 0, msz, 0, nsz);
+        self.copy(self.evac_engine(at), out.clone(), psum)?;
+        let dst = hbm(self.c, cfg.out_dtype, AccessPattern::hbm_rows(cfg.n, m0, msz, n0, nsz));
+        self.dma(dst, out, Transfer::Store(q as u64))
     }
 
     /// Run every K chunk of one output tile from loaded operands.
@@ -244,13 +253,14 @@ impl<B: IrBuilder> Planner<'_, B> {
         rhs: &dyn Fn(usize) -> Slot,
         m: (u64, u32),
         n: (u64, u32),
+        at: GroupAt,
     ) -> Result<(), CodegenError> {
-        let (mut acc, psum, pos) = self.open_group(m.1, n.1, self.k_total)?;
+        let (mut acc, psum, pos) = self.open_group(m.1, n.1, self.k_total, at)?;
         for (ci, chunk) in self.chunks.clone().into_iter().enumerate() {
             let (st, mv) = self.loaded_views(lhs(ci), rhs(ci), chunk, m.1, n.1)?;
             self.matmul(&mut acc, &psum, st, mv, chunk, 0, pos)?;
         }
-        self.evacuate(psum, m, n)
+        self.evacuate(psum, m, n, at)
     }
 
     /// Views of operands already loaded by `load_lhs` / `load_rhs` at these slots.
@@ -355,14 +365,15 @@ impl<B: IrBuilder> Planner<'_, B> {
                 } else {
                     self.rhs_src(first, total, chunk.k0, chunk.real)
                 };
-                self.dma(dst, src)?;
+                self.dma(dst, src, Transfer::Load(operand, self.chunk_index(chunk)))?;
             } else {
                 for (t, &tile) in block.iter().enumerate() {
                     let at = base.at(t as i64 * width);
+                    let place = TileLoad { t, tiles: block.len(), turn: 0 };
                     if lhs {
-                        self.load_lhs(at, 0, chunk, tile)?;
+                        self.load_lhs(at, 0, chunk, tile, place)?;
                     } else {
-                        self.load_rhs(at, 0, chunk, tile)?;
+                        self.load_rhs(at, 0, chunk, tile, place)?;
                     }
                 }
             }

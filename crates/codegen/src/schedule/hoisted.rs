@@ -5,6 +5,7 @@ use penguin::IrBuilder;
 use crate::error::CodegenError;
 use crate::gemm::{tiles, M_TILE, N_TILE};
 
+use super::rotation::GroupAt;
 use super::{Operand, Planner};
 
 impl<B: IrBuilder> Planner<'_, B> {
@@ -13,6 +14,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         let lhs = self.buffers("a_stripe", 2, nk, M_TILE, self.cfg.lhs_dtype, Operand::Lhs)?;
         let rhs = self.buffers("b_stripe", 2, nk, N_TILE, self.cfg.rhs_dtype, Operand::Rhs)?;
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
+        self.set_step_groups(1);
         let mut steps = Vec::new();
         for (mi, m) in tiles(self.cfg.m, M_TILE).enumerate() {
             for (ni, n) in tiles(self.cfg.n, N_TILE).enumerate() {
@@ -37,7 +39,7 @@ impl<B: IrBuilder> Planner<'_, B> {
                 if ni == 0 && pe {
                     p.pe_transpose_next(l, lw, m)?;
                 }
-                p.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * rw), m, n)
+                p.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * rw), m, n, GroupAt { step: i, pos: 0 })
             },
         )
     }

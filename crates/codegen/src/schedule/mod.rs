@@ -38,7 +38,9 @@
 //! the current step still needs). A transposed on the PE is
 //! transposed just before its first matmul: hoisted and blocked-mn prefetch its natural stripes
 //! two ahead, blocked-mnk loads the natural K block of the next step ahead. Accumulation groups
-//! rotate over the PSUM banks (one bank is kept for the PE transposes when there are any).
+//! rotate over the PSUM banks (one bank is kept for the PE transposes when there are any);
+//! that rotation, the evacuation engines and the DMA queues follow each group's and each
+//! transfer's place in the loop nest ([`rotation`]), so the streams repeat from step to step.
 
 mod auto;
 mod blocked_mn;
@@ -48,6 +50,7 @@ mod emit;
 mod hoisted;
 mod naive;
 mod pe_transpose;
+mod rotation;
 
 use penguin::{AccessPattern, DType, GeneratedBuilder, InstTile, IrBuilder, Memory, NDTile, PerfMode, TensorId};
 
@@ -57,6 +60,8 @@ use crate::neuron::NeuronCodegen;
 
 use blocked_mnk::mnk_natural_width;
 use pe_transpose::PeQueue;
+
+pub use rotation::K_PERIOD;
 
 pub use auto::{
     auto_candidates, estimate_ns, estimate_ns_with, plan_gemm_auto, plan_gemm_auto_parallel, plan_gemm_auto_with,
@@ -210,10 +215,11 @@ struct Planner<'a, B: IrBuilder> {
     /// natural-layout buffers and the PSUM bank for the transposes.
     pe_transpose: Option<([TensorId; 2], TensorId)>,
     out: [TensorId; 2],
-    transposes: usize,
     /// The stripe schedules' queue of just-in-time PE transposes of A.
     pe_queue: PeQueue,
-    groups: usize,
+    /// Output tiles of a full step (`G` of [`rotation`]) and the PSUM banks in rotation.
+    step_groups: usize,
+    rotating_banks: usize,
     /// Whether a refilled block whose two slots do not fit may get one.
     allow_single: bool,
     /// The blocks that got one slot for SBUF capacity.
@@ -299,9 +305,9 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
             psum_banks,
             pe_transpose,
             out,
-            transposes: 0,
             pe_queue: PeQueue::default(),
-            groups: 0,
+            step_groups: 1,
+            rotating_banks: 1,
             allow_single: false,
             single_buffered: crate::SingleBuffered::default(),
         })

@@ -6,6 +6,7 @@ use crate::combine::MatMultAccumulation;
 use crate::error::CodegenError;
 use crate::gemm::{tiles, M_TILE, N_TILE};
 
+use super::rotation::{GroupAt, TileLoad};
 use super::{Lhs, Operand, Planner};
 
 impl<B: IrBuilder> Planner<'_, B> {
@@ -20,22 +21,28 @@ impl<B: IrBuilder> Planner<'_, B> {
                 steps.extend((0..nk).map(|c| (m, n, c)));
             }
         }
-        // Row tiling rotates the partitions each output tile's operands use.
+        // Row tiling rotates the partitions each output tile's operands use: a step of the
+        // rotations holds half as many output tiles as there are PE positions, so the group
+        // slots of two steps take every position.
         let (rows, positions) = (self.pe_rows, self.pe_positions);
+        let per_step = (positions as usize / 2).max(1);
+        self.set_step_groups(per_step);
+        let group_at = |i: usize| GroupAt { step: i / nk / per_step, pos: i / nk % per_step };
         let pos_of = |i: usize| ((i / nk) as u32 % positions) * rows;
         let loaded: std::cell::RefCell<std::collections::VecDeque<(Lhs, InstTile)>> = Default::default();
         let open: std::cell::RefCell<Option<(MatMultAccumulation, InstTile, u32)>> = Default::default();
         self.pipelined(
             &steps,
             &mut |p, i, (m, n, c)| {
-                let st = p.load_lhs(lhs[i % 2], pos_of(i), chunks[c], m)?;
-                let mv = p.load_rhs(rhs[i % 2], pos_of(i), chunks[c], n)?;
+                let place = TileLoad { t: 0, tiles: 1, turn: i % 2 };
+                let st = p.load_lhs(lhs[i % 2], pos_of(i), chunks[c], m, place)?;
+                let mv = p.load_rhs(rhs[i % 2], pos_of(i), chunks[c], n, place)?;
                 loaded.borrow_mut().push_back((st, mv));
                 Ok(())
             },
-            &mut |p, _, (m, n, c)| {
+            &mut |p, i, (m, n, c)| {
                 if c == 0 {
-                    *open.borrow_mut() = Some(p.open_group(m.1, n.1, p.k_total)?);
+                    *open.borrow_mut() = Some(p.open_group(m.1, n.1, p.k_total, group_at(i))?);
                 }
                 let (st, mv) =
                     loaded.borrow_mut().pop_front().ok_or_else(|| CodegenError::BadGemm("pipeline underrun".into()))?;
@@ -46,7 +53,7 @@ impl<B: IrBuilder> Planner<'_, B> {
                 if c + 1 == nk {
                     drop(slot);
                     open.borrow_mut().take();
-                    p.evacuate(psum, m, n)?;
+                    p.evacuate(psum, m, n, group_at(i))?;
                 }
                 Ok(())
             },

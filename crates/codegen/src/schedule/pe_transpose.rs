@@ -6,7 +6,8 @@ use penguin::{AccessPattern, ComputeEngine, DType, InstData, IrBuilder, Memory, 
 use crate::error::CodegenError;
 use crate::gemm::KChunk;
 
-use super::{hbm, on_chip, Lhs, Planner, Slot};
+use super::rotation::Transfer;
+use super::{hbm, on_chip, Lhs, Operand, Planner, Slot};
 
 /// The just-in-time PE transpose queue of the stripe schedules: the m tiles in the order
 /// compute first reads them after a (re)load, how many of their natural stripes have been
@@ -53,21 +54,22 @@ impl PeQueue {
 impl<B: IrBuilder> Planner<'_, B> {
     /// trn1: load A[m0.., k0..] in its natural layout (contiguous rows), transpose it on the PE
     /// into PSUM, and copy the transpose into the stationary slot.
+    /// The natural chunk goes through natural buffer `nat`; its transpose's PSUM slot and copy
+    /// engine follow the chunk's index (see [`super::rotation`]).
     pub(super) fn load_lhs_pe_transposed(
         &mut self,
         slot: Slot,
         start: u32,
         chunk: KChunk,
         (m0, msz): (u64, u32),
-        nat: [TensorId; 2],
-        bank: TensorId,
+        (nat, bank): (TensorId, TensorId),
     ) -> Result<Lhs, CodegenError> {
         let cfg = self.cfg;
-        let i = self.transposes;
-        self.transposes += 1;
-        let natural = on_chip(nat[i % 2], Memory::Sbuf, cfg.lhs_dtype, 0, msz, 0, chunk.real);
+        let c = self.chunk_index(chunk);
+        let i = c as usize;
+        let natural = on_chip(nat, Memory::Sbuf, cfg.lhs_dtype, 0, msz, 0, chunk.real);
         let src = hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, chunk.k0, chunk.real));
-        self.dma(natural.clone(), src)?;
+        self.dma(natural.clone(), src, Transfer::Load(Operand::Lhs, c))?;
         // Four 128-column transpose slots share the bank.
         let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, chunk.real, (i % 4) as i64 * 128, msz);
         self.cg.process_new_neuroninst(InstData::Transpose(TransposeData { dst: psum.clone(), src: natural }))?;
@@ -91,8 +93,9 @@ impl<B: IrBuilder> Planner<'_, B> {
     ) -> Result<(), CodegenError> {
         let cfg = self.cfg;
         let Some((_, bank)) = self.pe_transpose else { return Ok(()) };
-        for (ci, chunk) in chunks.iter().enumerate() {
+        for (ci, &chunk) in chunks.iter().enumerate() {
             let at = slot.at(ci as i64 * chunk_stride);
+            let c = self.chunk_index(chunk) as usize;
             for s in 0..self.pack {
                 let rows = chunk.real.saturating_sub(s * chunk.parts).min(chunk.parts);
                 let half = at.offset + i64::from(s) * self.lhs_width() / 2;
@@ -102,8 +105,7 @@ impl<B: IrBuilder> Planner<'_, B> {
                 if rows == 0 {
                     continue;
                 }
-                let i = self.transposes;
-                self.transposes += 1;
+                let i = c * self.pack as usize + s as usize;
                 let col = nat.offset + (chunk.k0 + u64::from(s * chunk.parts) - k0) as i64;
                 let src = on_chip(nat.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, msz, col, rows);
                 let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, rows, (i % 4) as i64 * 128, msz);
@@ -123,7 +125,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         let cfg = self.cfg;
         while let Some((m, which)) = self.pe_queue.next_load() {
             let at = Slot { tensor: nat[which], offset: 0, tags: None };
-            self.load_natural(at, m, 0, cfg.k as u32)?;
+            self.load_natural(at, m, 0, cfg.k as u32, which as u64)?;
             self.pe_queue.mark_loaded();
         }
         Ok(())
@@ -161,23 +163,27 @@ impl<B: IrBuilder> Planner<'_, B> {
         };
         let (k0, rows) = (first.k0, (last.k0 + u64::from(last.real) - first.k0) as u32);
         for (t, &m) in block.iter().enumerate() {
-            self.load_natural(Slot { tensor: nat[which], offset: t as i64 * width, tags: None }, m, k0, rows)?;
+            let at = Slot { tensor: nat[which], offset: t as i64 * width, tags: None };
+            self.load_natural(at, m, k0, rows, t as u64)?;
         }
         Ok(())
     }
 
     /// Load A's rows of m tile `(m0, msz)`, columns `[k0, k0 + cols)`, in their natural layout
-    /// (contiguous runs along K) at `at`: the source of PE transposes.
+    /// (contiguous runs along K) at `at`: the source of PE transposes. `n` places the load on
+    /// the queues (the natural buffer, or the tile's place in the block).
     pub(super) fn load_natural(
         &mut self,
         at: Slot,
         (m0, msz): (u64, u32),
         k0: u64,
         cols: u32,
+        n: u64,
     ) -> Result<(), CodegenError> {
         let cfg = self.cfg;
         let dst = on_chip(at.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, msz, at.offset, cols);
-        self.dma(dst, hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, k0, cols)))
+        let src = hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.k, m0, msz, k0, cols));
+        self.dma(dst, src, Transfer::Load(Operand::Lhs, n))
     }
 }
 

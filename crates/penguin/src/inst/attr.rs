@@ -6,7 +6,7 @@ use std::fmt;
 use crate::dtype::CastMode;
 use crate::tile::InstTile;
 
-use super::payload::{ComputeEngine, SparsityPattern, TensorTensorOp, UnknownSparsity};
+use super::payload::{ComputeEngine, DmaQueueHint, SparsityPattern, TensorTensorOp, UnknownSparsity};
 use super::pe::{parse_pe_attributes, EngineAccumulationType, PerfMode, TilePosition, TileSize};
 
 /// A malformed, missing or unknown attribute or operand of an instruction in text form.
@@ -166,6 +166,20 @@ impl AttrValue for CastMode {
             Some("saturate") => Ok(CastMode::Saturate),
             Some(other) => Err(AttrError::at(key, format!("unknown cast mode `{other}` (expected rne or saturate)"))),
         }
+    }
+}
+
+/// Optional: not printed, and `None` when missing (lowering chooses the queue).
+impl AttrValue for Option<DmaQueueHint> {
+    fn print(&self) -> Option<String> {
+        self.map(|q| q.to_string())
+    }
+
+    fn parse(key: &str, parts: &Parts<'_>) -> Result<Self, AttrError> {
+        let Some(v) = parts.attr(key) else { return Ok(None) };
+        v.parse().map(|q| Some(DmaQueueHint(q))).map_err(|_| {
+            AttrError::at(key, format!("{} {key} `{v}` is not a queue number (0 to 2^32 - 1)", parts.opcode))
+        })
     }
 }
 

@@ -38,6 +38,7 @@ inst_kinds! {
         dst: operand(Write),
         src: operand(Read),
         cast: attr("cast"),
+        queue: attr("queue"),
     },
     /// On-chip copy on ACT/DVE/POOL with optional cast.
     TensorCopy(TensorCopyData) = "tensor_copy" {
@@ -86,6 +87,7 @@ inst_kinds! {
         dst: operand(Write),
         src: operand(Read),
         cast: attr("cast"),
+        queue: attr("queue"),
     },
     /// PE transpose through PSUM.
     Transpose(TransposeData) = "transpose" {

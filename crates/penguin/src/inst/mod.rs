@@ -20,9 +20,9 @@ mod pe;
 pub use attr::AttrError;
 pub use kinds::{InstData, InstKind};
 pub use payload::{
-    ComputeEngine, DmaCopyData, DmaGatherData, DmaScatterAddData, MatMultData, MatMultSparseData, MemsetData,
-    OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, SparsityPattern, TensorCopyData, TensorTensorData,
-    TensorTensorOp, TransposeData, UnknownSparsity,
+    ComputeEngine, DmaCopyData, DmaGatherData, DmaQueueHint, DmaScatterAddData, MatMultData, MatMultSparseData,
+    MemsetData, OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, SparsityPattern, TensorCopyData,
+    TensorTensorData, TensorTensorOp, TransposeData, UnknownSparsity,
 };
 pub use pe::{
     parse_pe_attributes, pe_attributes, EngineAccumulationType, PerfMode, TilePosition, TileSize, UnknownPerfMode,

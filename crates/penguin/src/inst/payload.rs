@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::dtype::CastMode;
 use crate::tile::InstTile;
 
+use super::kinds::InstData;
 use super::pe::{EngineAccumulationType, PerfMode, TilePosition, TileSize};
 
 /// `dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]`, accumulated in PSUM fp32.
@@ -46,6 +47,26 @@ pub struct DmaCopyData {
     pub src: InstTile,
     /// How a narrowing conversion rounds.
     pub cast: CastMode,
+    /// Which DMA queue should run it (see [`DmaQueueHint`]); `None`: lowering chooses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<DmaQueueHint>,
+}
+
+/// A producer's choice of DMA queue for a transfer, as a number that lowering maps onto the
+/// queues of the transfer's class: a plain copy into HBM (a store) runs on store queue
+/// `hint mod stores`, any other plain copy on load queue `hint mod loads`; an offloaded op
+/// cut into `p` pieces puts piece `i` on queue `(hint * p + i) mod 16`, so consecutive hints
+/// take consecutive runs of queues. A producer that numbers its transfers by their place in
+/// its loop nest (not by a count over the whole kernel) gets the same queues in every
+/// iteration, so the lowered streams loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DmaQueueHint(pub u32);
+
+impl fmt::Display for DmaQueueHint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
 }
 
 /// The compute engine that runs an elementwise instruction.
@@ -242,6 +263,10 @@ pub struct OffloadedMemCastData {
     pub src: InstTile,
     /// Rounding of the conversion.
     pub cast: CastMode,
+    /// Which DMA queues should run its pieces (see [`DmaQueueHint`]); `None`: lowering
+    /// chooses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<DmaQueueHint>,
 }
 
 /// A PE transpose through PSUM: `dst[j, i] = src[i, j]` (fp32 in PSUM).
@@ -276,6 +301,26 @@ pub struct DmaScatterAddData {
     pub src: InstTile,
     /// int32 row indices.
     pub index: InstTile,
+}
+
+impl InstData {
+    /// The DMA queue hint of a copy or cast that has one.
+    pub fn queue_hint(&self) -> Option<DmaQueueHint> {
+        match self {
+            InstData::DmaCopy(d) => d.queue,
+            InstData::OffloadedMemCast(c) => c.queue,
+            _ => None,
+        }
+    }
+
+    /// Mutable access to the DMA queue hint of a copy or cast that has one.
+    pub fn queue_hint_mut(&mut self) -> Option<&mut DmaQueueHint> {
+        match self {
+            InstData::DmaCopy(d) => d.queue.as_mut(),
+            InstData::OffloadedMemCast(c) => c.queue.as_mut(),
+            _ => None,
+        }
+    }
 }
 
 impl MatMultSparseData {

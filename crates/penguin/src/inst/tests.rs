@@ -34,7 +34,12 @@ fn every_kind() -> Vec<InstData> {
             tile_size: TileSize::default(),
             acc: None,
         }),
-        InstData::DmaCopy(DmaCopyData { dst: t(0), src: t(1), cast: CastMode::Saturate }),
+        InstData::DmaCopy(DmaCopyData {
+            dst: t(0),
+            src: t(1),
+            cast: CastMode::Saturate,
+            queue: Some(DmaQueueHint(13)),
+        }),
         InstData::TensorCopy(TensorCopyData { engine: ComputeEngine::Dve, dst: t(0), src: t(1) }),
         InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst: t(0), value: -1.25 }),
         InstData::TensorTensor(TensorTensorData {
@@ -48,7 +53,12 @@ fn every_kind() -> Vec<InstData> {
         InstData::TiledOffloadedMemCpy(cpy.clone()),
         InstData::OffloadedFma(fma),
         InstData::OffloadedMemCpy(cpy),
-        InstData::OffloadedMemCast(OffloadedMemCastData { dst: t(0), src: t(1), cast: CastMode::Rne }),
+        InstData::OffloadedMemCast(OffloadedMemCastData {
+            dst: t(0),
+            src: t(1),
+            cast: CastMode::Rne,
+            queue: Some(DmaQueueHint(2)),
+        }),
         InstData::Transpose(TransposeData { dst: t(0), src: t(1) }),
         InstData::DmaGather(DmaGatherData { dst: t(0), table: t(1), index: t(2) }),
         InstData::DmaScatterAdd(DmaScatterAddData { table: t(0), src: t(1), index: t(2) }),
@@ -101,6 +111,10 @@ fn from_parts_names_what_is_wrong() {
         at("pattern", "unknown sparsity pattern `3:4` (expected one of 1:2, 2:4, 4:8, 4:12, 4:16)")
     );
     assert_eq!(
+        err("dma_copy", &[("queue", "-1")], &["dst", "src"]),
+        at("queue", "dma_copy queue `-1` is not a queue number (0 to 2^32 - 1)")
+    );
+    assert_eq!(
         err("dma_copy", &[("speed", "fast")], &["dst", "src"]),
         at("speed", "dma_copy has no attribute `speed`")
     );
@@ -129,6 +143,7 @@ fn sample_value(key: &str) -> Option<&'static str> {
         ("engine", "dve"),
         ("value", "-1.25"),
         ("op", "max"),
+        ("queue", "7"),
     ];
     samples.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }

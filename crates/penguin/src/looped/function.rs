@@ -4,8 +4,11 @@
 //! # Parameters of a Penguin instruction
 //! In this order: for each operand in [`InstData::operands`] order, its access pattern's
 //! element `offset` then its `start_partition`; then the `from` index of each dependency edge
-//! in order. Instructions are numbered by their place in the unrolled program order, so an
-//! edge to "the same instruction one iteration back" advances with the loop like an address.
+//! in order; then its DMA queue hint, when it has one ([`InstData::queue_hint`]: a producer
+//! that numbers its transfers by their place in a loop steps the hint with the loop, and
+//! lowering takes it modulo the queues). Instructions are numbered by their place in the
+//! unrolled program order, so an edge to "the same instruction one iteration back" advances
+//! with the loop like an address.
 
 use std::hash::{Hash, Hasher};
 
@@ -29,7 +32,7 @@ pub struct PirInst {
 
 impl Stepped for PirInst {
     fn param_count(&self) -> usize {
-        2 * self.data.operands().len() + self.deps.len()
+        2 * self.data.operands().len() + self.deps.len() + usize::from(self.data.queue_hint().is_some())
     }
 
     fn push_params(&self, out: &mut Vec<i64>) {
@@ -38,6 +41,7 @@ impl Stepped for PirInst {
             out.push(i64::from(tile.ap.start_partition));
         }
         out.extend(self.deps.iter().map(|d| i64::from(d.from.0)));
+        out.extend(self.data.queue_hint().map(|q| i64::from(q.0)));
     }
 
     fn advance(&self, delta: &[i64]) -> Option<Self> {
@@ -52,12 +56,16 @@ impl Stepped for PirInst {
             let from = i64::from(dep.from.0).checked_add(d.next()?)?;
             dep.from = InstId(u32::try_from(from).ok()?);
         }
+        if let Some(q) = out.data.queue_hint_mut() {
+            q.0 = u32::try_from(i64::from(q.0).checked_add(d.next()?)?).ok()?;
+        }
         Some(out)
     }
 }
 
 /// The shape of a Penguin instruction (see [`Rolled`]): the instruction with every operand
-/// offset, start partition and edge `from` set to 0. Hashes its kind, operands and edges.
+/// offset, start partition, edge `from` and queue hint set to 0. Hashes its kind, operands
+/// and edges.
 #[derive(Clone, Debug)]
 pub struct PirShape(pub PirInst);
 

@@ -242,6 +242,7 @@ impl<'a> Walk<'a, '_> {
         let kind = i.data.kind();
         let names = kind.operand_names();
         let ops = 2 * i.data.operands().len();
+        let edges = ops + i.deps.len();
         // Each parameter's step in each enclosing loop.
         let step = |fr: &Frame<'_>, q: usize| i128::from(fr.step.get(fr.at + q).copied().unwrap_or(0));
         for (q, &b) in base.iter().enumerate() {
@@ -261,8 +262,10 @@ impl<'a> Walk<'a, '_> {
                 } else {
                     (format!("{name} start partition"), 0, i128::from(u32::MAX))
                 }
-            } else {
+            } else if q < edges {
                 (format!("edge {} from", q - ops), 0, i128::from(u32::MAX))
+            } else {
+                ("queue hint".to_string(), 0, i128::from(u32::MAX))
             };
             if lo < min || hi > max {
                 self.errors.push(LoopError::ParamOutOfRange {
@@ -275,7 +278,7 @@ impl<'a> Walk<'a, '_> {
                     max,
                 });
             }
-            if q >= ops {
+            if (ops..edges).contains(&q) {
                 // from - position is affine too: its greatest value is at the corner where
                 // each loop index is at the end that raises it.
                 let (mut at, mut from) = (i128::from(self.index), i128::from(b));
@@ -325,7 +328,7 @@ fn corner_function(lf: &LoopedFunction) -> LoopedFunction {
     LoopedFunction { header: lf.header.clone(), body: corners(&lf.body) }
 }
 
-/// For each parameter of `items`, whether it is an operand's (kept in the corner function)
+/// For each parameter of `items`, whether it is an operand's or a queue hint (kept in the corner function)
 /// rather than an edge's (dropped with the edges).
 fn params_kept(items: &[Item<PirInst>]) -> Vec<bool> {
     let mut out = Vec::new();
@@ -335,6 +338,7 @@ fn params_kept(items: &[Item<PirInst>]) -> Vec<bool> {
                 Item::Inst(i) => {
                     out.extend(std::iter::repeat_n(true, 2 * i.data.operands().len()));
                     out.extend(std::iter::repeat_n(false, i.deps.len()));
+                    out.extend(i.data.queue_hint().map(|_| true));
                 }
                 Item::Loop(l) => walk(&l.body, out),
             }

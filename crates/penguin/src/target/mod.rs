@@ -18,6 +18,11 @@ pub const PSUM_NUM_BANKS: u32 = 8;
 pub const PSUM_BANK_BYTES: u32 = 2048;
 /// Number of DMA queues (engines) per core.
 pub const NUM_DMA_QUEUES: u32 = 16;
+/// DMA queues that lowering keeps for plain copies into HBM (stores): the last ones. The
+/// other [`DMA_LOAD_QUEUES`] take every other plain copy (see [`crate::DmaQueueHint`]).
+pub const DMA_STORE_QUEUES: u32 = 4;
+/// DMA queues that take plain copies other than stores.
+pub const DMA_LOAD_QUEUES: u32 = NUM_DMA_QUEUES - DMA_STORE_QUEUES;
 /// Largest moving free size of one matmul (one PSUM bank of fp32).
 pub const MAX_MOVING_FREE: u32 = 512;
 /// Largest stationary free size of one matmul (PE array columns).

@@ -19,7 +19,8 @@
 //!   depth (`i0` outermost, at most 64 deep); a line `}` closes the innermost open loop. Bodies are indented
 //!   two spaces per level and may not be empty.
 //! - A *parameter* (a tile's start partition `pN`, its element offset `+N` / `-N`, a
-//!   dependency's instruction `iN` in `after(...)`) may be followed by terms `+C*iD` /
+//!   dependency's instruction `iN` in `after(...)`, a DMA queue hint `queue=N`) may be
+//!   followed by terms `+C*iD` /
 //!   `-C*iD`: its value in iteration `(i0, i1, ...)` of the enclosing loops is the number plus
 //!   each coefficient times its index. The coefficient of `iD` is the loop's per-iteration step
 //!   of that parameter ([`PirInst`]'s parameters). An index must belong to an enclosing loop
@@ -61,6 +62,9 @@ pub enum LoopLine {
 
 pub use super::loop_syntax::terms;
 
+/// The attribute key of a DMA queue hint, the one attribute that is a loop parameter.
+pub(crate) const QUEUE_KEY: &str = "queue";
+
 /// A tile whose start partition and offset have the given terms; with none, as the
 /// unrolled printer writes it.
 fn tile_text(header: &Function, t: &InstTile, part: &[i64], off: &[i64]) -> String {
@@ -92,10 +96,13 @@ pub fn inst_text_looped(header: &Function, index: u64, i: &PirInst, coefs: &[Vec
     let none: Vec<i64> = Vec::new();
     let coef = |q: usize| coefs.get(q).unwrap_or(&none).as_slice();
     let mut s = format!("i{index} = {}", i.data.opcode());
-    for (key, value) in i.data.attributes() {
-        let _ = write!(s, " {key}={value}");
-    }
     let operands = i.data.operands();
+    // The queue hint is the last parameter, after the edges.
+    let queue = coef(2 * operands.len() + i.deps.len());
+    for (key, value) in i.data.attributes() {
+        let stepped = if key == QUEUE_KEY { terms(queue) } else { String::new() };
+        let _ = write!(s, " {key}={value}{stepped}");
+    }
     for (a, ((t, _), name)) in operands.iter().zip(i.data.operand_names()).enumerate() {
         let _ = write!(s, " {name}={}", tile_text(header, t, coef(2 * a + 1), coef(2 * a)));
     }

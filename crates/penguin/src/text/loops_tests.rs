@@ -42,7 +42,12 @@ fn dep(from: u32, kind: DepKind) -> Vec<Dep> {
 /// negative), partitions and edges.
 fn looped() -> LoopedFunction {
     let h = header();
-    let copy = InstData::DmaCopy(DmaCopyData { dst: tile(&h, 0, 0, 64), src: tile(&h, 1, 0, 0), cast: CastMode::Rne });
+    let copy = InstData::DmaCopy(DmaCopyData {
+        dst: tile(&h, 0, 0, 64),
+        src: tile(&h, 1, 0, 0),
+        cast: CastMode::Rne,
+        queue: None,
+    });
     let inner = Loop { trips: 2, body: vec![memset(&h, 0, 1024, dep(1, DepKind::Raw))], step: vec![0, 32, 1] };
     let outer = Loop {
         trips: 4,
@@ -335,4 +340,50 @@ proptest! {
         let back = parse_looped(&text).map_err(|e| TestCaseError::fail(format!("{e}\n{text}")))?;
         prop_assert_eq!(back, lf);
     }
+}
+
+/// A DMA queue hint is a loop parameter: it prints with its terms after the edges' ones,
+/// parses back, steps in the expansion, and a term on an instruction without a hint is an
+/// error naming the opcode.
+#[test]
+fn queue_hints_step_with_their_loops() {
+    let h = header();
+    let copy = |queue| {
+        InstData::DmaCopy(DmaCopyData {
+            dst: tile(&h, 0, 0, 0),
+            src: tile(&h, 1, 0, 0),
+            cast: CastMode::Rne,
+            queue: Some(crate::DmaQueueHint(queue)),
+        })
+    };
+    // Params: dst offset, dst partition, src offset, src partition, edge, queue.
+    let body = vec![Item::Inst(PirInst { data: copy(5), deps: vec![] })];
+    let lf = LoopedFunction {
+        header: h.clone(),
+        body: vec![
+            memset(&h, 0, 4096, vec![]),
+            Item::Loop(Loop { trips: 3, body: body.clone(), step: vec![64, 0, 64, 0, 2] }),
+        ],
+    };
+    let text = print_looped(&lf);
+    let line = text.lines().find(|l| l.contains("dma_copy")).unwrap();
+    assert_eq!(
+        line,
+        "  i1 = dma_copy cast=rne queue=5+2*i0 dst=t0{p0[1, 32] +0+64*i0 [1, 64]} src=t1{p0[512, 32] +0+64*i0 [1, 64]}"
+    );
+    assert_eq!(parse_looped(&text).unwrap(), lf);
+    let f = lf.expand().unwrap();
+    let queues: Vec<Option<u32>> = f.insts.iter().map(|i| i.queue_hint().map(|q| q.0)).collect();
+    assert_eq!(queues, vec![None, Some(5), Some(7), Some(9)]);
+    // A queue hint may not step below 0.
+    let down = LoopedFunction {
+        header: h.clone(),
+        body: vec![Item::Loop(Loop { trips: 7, body, step: vec![0, 0, 0, 0, -1] })],
+    };
+    assert!(down.expand().is_err());
+    let bad = text.replace("memset engine=pool value=0 dst", "memset engine=pool value=0+1*i0 dst");
+    assert!(parse_looped(&bad).is_err());
+    let on_memset = "kernel fill\ntensor t0 \"x\" sbuf fp32 [128, 512] @0\nloop i0 x2 {\n  i0 = memset engine=pool value=0 queue=1+1*i0 dst=t0{p0[1, 32] +0 [1, 64]} after()\n}\n";
+    let err = parse_looped(on_memset).unwrap_err();
+    assert!(err.message.contains("queue"), "{err:?}");
 }

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::lexer::{numbered_lines, split_comment, Cursor, ParseError, MAX_EXTENT};
 use super::loop_syntax::{col, is_word, loop_header, loop_term, LoopTerm};
-use super::loops::LoopLine;
+use super::loops::{LoopLine, QUEUE_KEY};
 use super::parse::{inst_after_id, parse_with_source_map, SourceMap};
 use crate::deps::compute_deps;
 use crate::entity::InstId;
@@ -108,6 +108,7 @@ enum Slot<'a> {
     Partition(&'a str),
     Offset(&'a str),
     Dep(usize),
+    Queue,
 }
 
 /// One `+C*iD` term: its parameter, loop depth, coefficient and byte position.
@@ -141,6 +142,9 @@ fn slot_before<'a>(b: &[u8], p: usize, s: &Scan<'a>) -> Option<Slot<'a>> {
     let before = |k: usize| q.checked_sub(k).map(|x| b[x]);
     if s.in_after && before(1) == Some(b'i') && !before(2).is_some_and(is_word) {
         return Some(Slot::Dep(s.deps.checked_sub(1)?));
+    }
+    if !s.in_tile && !s.in_after && s.key == QUEUE_KEY && before(1) == Some(b'=') {
+        return Some(Slot::Queue);
     }
     if !s.in_tile || s.in_dim {
         return None;
@@ -215,8 +219,8 @@ fn take_terms(line_no: usize, code: &str) -> Result<(Vec<Term<'_>>, String), Par
                 err(
                     i,
                     format!(
-                        "a loop index term (`{}`) may only follow a start partition, an element offset or an \
-                         instruction id in `after(...)`",
+                        "a loop index term (`{}`) may only follow a start partition, an element offset, an \
+                         instruction id in `after(...)` or a queue hint",
                         &code[i..d1]
                     ),
                 )
@@ -342,6 +346,8 @@ impl Body {
                     2 * a + usize::from(matches!(t.slot, Slot::Partition(_)))
                 }
                 Slot::Dep(k) => 2 * operands + k,
+                Slot::Queue if inst.data.queue_hint().is_some() => 2 * operands + inst.deps.len(),
+                Slot::Queue => return Err(at(format!("{} has no queue hint to step", inst.data.opcode()))),
             };
             if t.depth >= depth {
                 let known = match depth {

@@ -268,9 +268,10 @@ pub(crate) mod props {
             value,
             0usize..5,
             0usize..3,
+            proptest::option::of(any::<u32>().prop_map(DmaQueueHint)),
         )
             .prop_map(
-                |(kind, t, acc, tile_position, tile_size, engine, cast, perf_mode, value, pattern, op)| {
+                |(kind, t, acc, tile_position, tile_size, engine, cast, perf_mode, value, pattern, op, queue)| {
                     let [a, b, c, d]: [InstTile; 4] = t.try_into().unwrap();
                     match kind {
                         InstKind::MatMult => InstData::MatMult(MatMultData {
@@ -292,7 +293,7 @@ pub(crate) mod props {
                             tile_size,
                             acc,
                         }),
-                        InstKind::DmaCopy => InstData::DmaCopy(DmaCopyData { dst: a, src: b, cast }),
+                        InstKind::DmaCopy => InstData::DmaCopy(DmaCopyData { dst: a, src: b, cast, queue }),
                         InstKind::TensorCopy => InstData::TensorCopy(TensorCopyData { engine, dst: a, src: b }),
                         InstKind::Memset => InstData::Memset(MemsetData { engine, dst: a, value }),
                         InstKind::TensorTensor => InstData::TensorTensor(TensorTensorData {
@@ -311,7 +312,7 @@ pub(crate) mod props {
                         }
                         InstKind::OffloadedMemCpy => InstData::OffloadedMemCpy(OffloadedMemCpyData { dst: a, src: b }),
                         InstKind::OffloadedMemCast => {
-                            InstData::OffloadedMemCast(OffloadedMemCastData { dst: a, src: b, cast })
+                            InstData::OffloadedMemCast(OffloadedMemCastData { dst: a, src: b, cast, queue })
                         }
                         InstKind::Transpose => InstData::Transpose(TransposeData { dst: a, src: b }),
                         InstKind::DmaGather => InstData::DmaGather(DmaGatherData { dst: a, table: b, index: c }),
