@@ -87,3 +87,66 @@ fn auto_over_extrapolated_candidates_chooses_as_auto_does() {
     let t = |v: &serde_json::Value| v["modeled_time_us"].as_f64().unwrap();
     assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
 }
+
+/// A GEMM over the memory budget is extrapolated and gives the whole plan's report: M and N
+/// reduced, blocked-mnk with small blocks.
+#[test]
+fn a_gemm_over_the_memory_budget_is_extrapolated_with_the_whole_plans_figures() {
+    let shape = [
+        "gemm",
+        "--m",
+        "6144",
+        "--k",
+        "2048",
+        "--n",
+        "12388",
+        "--schedule",
+        "blocked-mnk",
+        "--block-m",
+        "256",
+        "--block-n",
+        "1024",
+        "--block-k",
+        "256",
+        "--no-sim",
+        "--json",
+    ];
+    let whole = json(&shape);
+    assert!(whole["extrapolated"].is_null());
+    let x = json(&[&shape[..], &["--max-memory", "200M"]].concat());
+    assert_eq!(x["extrapolated"]["periods"], serde_json::json!([512, 0, 2048]), "{}", x["extrapolated"]);
+    for key in ["matmuls", "bir_instructions", "penguin_instructions", "psum_groups", "hbm_bytes", "blocks"] {
+        assert_eq!(x[key], whole[key], "{key}");
+    }
+    let t = |v: &serde_json::Value| v["modeled_time_us"].as_f64().unwrap();
+    assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
+}
+
+/// 65536^3 prints its rolled program (naive: periods of two tiles in M and N, K_PERIOD
+/// chunks in K), never unrolled.
+#[test]
+fn a_65536_cubed_gemm_prints_its_extrapolated_program() {
+    let o = ntile(&["gemm", "--m", "65536", "--k", "65536", "--n", "65536", "--schedule", "naive", "--emit", "bir"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.starts_with("program gemm target=trn2"), "{}", &text[..200.min(text.len())]);
+    assert!(text.lines().count() < 2000, "{} lines", text.lines().count());
+    // 512 x 128 output tiles of 512 K steps each: the loops run thousands of times.
+    let most = text
+        .lines()
+        .filter_map(|l| {
+            l.trim().strip_prefix("loop ")?.split_whitespace().nth(1)?.strip_prefix('x')?.parse::<u64>().ok()
+        })
+        .max();
+    assert!(most.is_some_and(|t| t >= 32766), "{most:?}");
+}
+
+/// 1048576^3 needs semaphore counts past u32: refused with exit 2 naming the field.
+#[test]
+fn a_count_past_u32_is_refused_naming_the_limit() {
+    let o = ntile(&["gemm", "--m", "1048576", "--k", "1048576", "--n", "1048576", "--schedule", "naive", "--no-sim"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("does not fit BIR's limits") && e.contains("the largest semaphore wait value (u32)"), "{e}");
+    assert!(e.contains(".waits[") && e.contains("value` would be"), "{e}");
+}

@@ -50,17 +50,33 @@ use serde_json::Value;
 
 use crate::error::{CliError, EXIT_INTERNAL};
 
-/// K chunks after which the planner's rotations along K repeat (the DMA queues' rotation);
+/// K chunks after which the planner's rotations along K repeat ([`codegen::K_PERIOD`]);
 /// `blocked-mnk`'s K period is the least common multiple of this and two K blocks.
-pub const K_PERIOD_CHUNKS: u64 = 12;
+pub const K_PERIOD_CHUNKS: u64 = codegen::K_PERIOD as u64;
 
 /// Periods kept in the base of a reduced dimension (besides its remainder): the roll pass
 /// forms the same loops from about three periods on (fewer trips roll differently).
 pub const BASE_PERIODS: u64 = 3;
 
-/// The most periods a base is grown to when the reduced GEMMs do not fit (one more period
-/// per attempt).
-pub const MAX_BASE_PERIODS: u64 = 5;
+/// How the dimensions are reduced: the periods in a base, and whether the outer block loop of
+/// a blocked schedule has a period of one block (its inner loop always has two: the snake
+/// order runs it forwards and backwards in turn).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reduction {
+    /// Periods kept in the base of a reduced dimension, besides its remainder.
+    pub base_periods: u64,
+    /// The outer block dimension of a blocked schedule repeats after one block (else two).
+    pub outer_single: bool,
+}
+
+/// The reductions [`extrapolate`] tries in turn until the reduced GEMMs fit: the cheapest
+/// first, then a period of two outer blocks, then larger bases.
+pub const REDUCTIONS: [Reduction; 4] = [
+    Reduction { base_periods: BASE_PERIODS, outer_single: true },
+    Reduction { base_periods: BASE_PERIODS, outer_single: false },
+    Reduction { base_periods: BASE_PERIODS + 1, outer_single: false },
+    Reduction { base_periods: BASE_PERIODS + 2, outer_single: false },
+];
 
 /// What the report needs from a plan and its lowering, fitted like the program.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -208,10 +224,11 @@ fn block_tiles(block: u64, tile: u64, total: u64) -> u64 {
     block.div_ceil(tile).clamp(1, total.div_ceil(tile).max(1))
 }
 
-/// The dimensions of `cfg` (blocks as given) with their periods and bases of `base_periods`
-/// periods; a dimension with fewer than three periods beyond its base is kept whole
-/// (`periods == 0`, `base == full`).
-pub fn axes(cfg: &GemmConfig, base_periods: u64) -> [Axis; 3] {
+/// The dimensions of `cfg` (blocks as given) with their periods and bases as `r` says; a
+/// dimension with fewer than three periods beyond its base is kept whole (`periods == 0`,
+/// `base == full`).
+pub fn axes(cfg: &GemmConfig, r: Reduction) -> [Axis; 3] {
+    let base_periods = r.base_periods;
     let blocked = matches!(cfg.schedule, Schedule::BlockedMn | Schedule::BlockedMnk | Schedule::Auto);
     let (bm, bn) = if blocked {
         (block_tiles(cfg.blocks.m, M_TILE, cfg.m), block_tiles(cfg.blocks.n, N_TILE, cfg.n))
@@ -234,7 +251,16 @@ pub fn axes(cfg: &GemmConfig, base_periods: u64) -> [Axis; 3] {
             _ => whole,
         }
     };
-    [axis("m", cfg.m, Some(2 * bm * M_TILE)), axis("k", cfg.k, k_period), axis("n", cfg.n, Some(2 * bn * N_TILE))]
+    let (m_blocks, n_blocks) = match (blocked && r.outer_single, cfg.order) {
+        (false, _) => (2, 2),
+        (true, codegen::LoopOrder::MOuter) => (1, 2),
+        (true, codegen::LoopOrder::NOuter) => (2, 1),
+    };
+    [
+        axis("m", cfg.m, Some(m_blocks * bm * M_TILE)),
+        axis("k", cfg.k, k_period),
+        axis("n", cfg.n, Some(n_blocks * bn * N_TILE)),
+    ]
 }
 
 /// `cfg` with each axis at `base + coord * period`.
@@ -259,10 +285,10 @@ fn points(d: usize) -> Vec<Vec<i64>> {
     points
 }
 
-/// The reduced GEMMs [`extrapolate`] plans for `cfg` with its blocks as given (shrunk blocks
-/// give shorter periods, so these are the largest it may plan).
+/// The reduced GEMMs [`extrapolate`] plans first for `cfg` with its blocks as given (shrunk
+/// blocks give shorter periods, so these are the largest of its first attempt).
 pub fn reduced_configs(cfg: &GemmConfig) -> Vec<GemmConfig> {
-    let axes: Vec<Axis> = axes(cfg, BASE_PERIODS).into_iter().filter(|a| a.periods > 0).collect();
+    let axes: Vec<Axis> = axes(cfg, REDUCTIONS[0]).into_iter().filter(|a| a.periods > 0).collect();
     points(axes.len()).iter().map(|p| at(cfg, &axes, p)).collect()
 }
 
@@ -345,11 +371,11 @@ fn decide_blocks(
     if planning != AutoPlanning::Fitting || matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) {
         return Ok((cfg.clone(), None, false));
     }
-    let probe_axes: Vec<Axis> = axes(cfg, BASE_PERIODS).into_iter().filter(|a| a.periods > 0).collect();
+    let probe_axes: Vec<Axis> = axes(cfg, REDUCTIONS[0]).into_iter().filter(|a| a.periods > 0).collect();
     let probe = at(cfg, &probe_axes, &vec![0; probe_axes.len()]);
     let plan = plan_gemm_fitting(&probe).map_err(ExtrapolateError::Plan)?;
     let decided = GemmConfig { blocks: plan.config.blocks, ..cfg.clone() };
-    let new_axes: Vec<Axis> = axes(&decided, BASE_PERIODS).into_iter().filter(|a| a.periods > 0).collect();
+    let new_axes: Vec<Axis> = axes(&decided, REDUCTIONS[0]).into_iter().filter(|a| a.periods > 0).collect();
     let reuse = at(&decided, &new_axes, &vec![0; new_axes.len()]) == plan.config;
     Ok((decided, reuse.then_some(plan), true))
 }
@@ -364,8 +390,10 @@ pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> 
     let mut plans = usize::from(probed && probe.is_none());
     let mut instructions = 0;
     let mut last = None;
-    for base_periods in BASE_PERIODS..=MAX_BASE_PERIODS {
-        match attempt(&config, base_periods, probe.take(), planning, threads) {
+    let blocked = matches!(config.schedule, Schedule::BlockedMn | Schedule::BlockedMnk | Schedule::Auto);
+    // The outer period matters only to the blocked schedules.
+    for r in REDUCTIONS.into_iter().filter(|r| blocked || !r.outer_single) {
+        match attempt(&config, r, probe.take(), planning, threads) {
             Ok(mut x) => {
                 x.plans += plans;
                 x.reduced_instructions += instructions;
@@ -382,16 +410,16 @@ pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> 
     Err(last.unwrap_or_else(|| ExtrapolateError::Reduced(CliError::internal("no extrapolation was tried (a bug)"))))
 }
 
-/// One attempt of [`extrapolate`] with bases of `base_periods` periods; on failure, the
-/// error with the plans made and their instructions.
+/// One attempt of [`extrapolate`] with the reduction `r`; on failure, the error with the
+/// plans made and their instructions.
 fn attempt(
     config: &GemmConfig,
-    base_periods: u64,
+    r: Reduction,
     mut probe: Option<GemmPlan>,
     planning: AutoPlanning,
     threads: usize,
 ) -> Result<Extrapolated, (ExtrapolateError, usize, u64)> {
-    let axes: Vec<Axis> = axes(config, base_periods).into_iter().filter(|a| a.periods > 0).collect();
+    let axes: Vec<Axis> = axes(config, r).into_iter().filter(|a| a.periods > 0).collect();
     let d = axes.len();
     let points = points(d);
     let base = at(config, &axes, &vec![0; d]);
@@ -437,11 +465,16 @@ fn decode<T: serde::de::DeserializeOwned>(doc: Value) -> Result<T, ExtrapolateEr
     match serde_json::from_value::<T>(doc) {
         Ok(v) => Ok(v),
         Err(e) => Err(match big {
-            Some((path, value)) => ExtrapolateError::Limit {
-                path,
-                value,
-                limit: if value > limit { "u32 (4294967295)" } else { "its range" },
-            },
+            Some((path, value)) => {
+                let limit = if path.ends_with(".value") {
+                    "4294967295, the largest semaphore wait value (u32)"
+                } else if path.ends_with(".trips") {
+                    "4294967295, the largest loop trip count (u32)"
+                } else {
+                    "4294967295 (u32)"
+                };
+                ExtrapolateError::Limit { path, value, limit }
+            }
             None => ExtrapolateError::Reduced(CliError {
                 code: EXIT_INTERNAL,
                 message: format!("the extrapolated program does not decode (a bug): {e}"),

@@ -53,16 +53,54 @@ fn naive_programs_reduced_in_k_are_extrapolated_exactly() {
     assert_exact(&GemmConfig { lhs_dtype: DType::Fp32, rhs_dtype: DType::Fp32, input_dtype: DType::Fp32, ..base });
 }
 
+/// `cfg` with explicit blocks (in elements).
+fn blocked(m: u64, k: u64, n: u64, schedule: Schedule, blocks: (u64, u64, u64)) -> GemmConfig {
+    GemmConfig { blocks: BlockSizes { m: blocks.0, n: blocks.1, k: blocks.2 }, ..cfg(m, k, n, schedule) }
+}
+
+#[test]
+fn blocked_mnk_is_extrapolated_exactly_in_every_dimension() {
+    // Ragged in all three dimensions: M and N reduced (two blocks per period), then K
+    // (lcm(two K blocks, K_PERIOD) chunks per period).
+    let mn = blocked(3072 + 37, 1000, 12288 + 100, Schedule::BlockedMnk, (256, 1024, 256));
+    let x = assert_exact(&mn);
+    let periods: Vec<(&str, u64)> = x.axes.iter().map(|a| (a.name, a.period)).collect();
+    assert_eq!(periods, [("m", 512), ("n", 2048)]);
+    assert_exact(&GemmConfig { out_dtype: DType::Bf16, ..mn });
+    let k = blocked(130, 6 * 3072 + 300, 600, Schedule::BlockedMnk, (256, 1024, 256));
+    let x = assert_exact(&k);
+    assert_eq!((x.axes[0].name, x.axes[0].period), ("k", lcm(4, K_PERIOD_CHUNKS) * 128));
+}
+
+#[test]
+fn blocked_mn_and_hoisted_are_extrapolated_exactly_in_m_and_n() {
+    let c = blocked(128 * 60 + 3, 1000, 512 * 40 + 9, Schedule::BlockedMn, (512, 1024, 128));
+    assert_exact(&c);
+    assert_exact(&GemmConfig { target: Target::Trn1, ..cfg(1000, 1000, 10240, Schedule::Hoisted) });
+}
+
+#[test]
+fn naive_is_extrapolated_exactly_in_m_and_n() {
+    // Periods of two tiles: 256 rows of M, 1024 columns of N; K kept whole.
+    let c = cfg(1536 + 37, 300, 6144 + 100, Schedule::Naive);
+    let x = assert_exact(&c);
+    assert_eq!(
+        x.axes.iter().map(|a| (a.name, a.period, a.periods)).collect::<Vec<_>>(),
+        [("m", 256, 3), ("n", 1024, 3)]
+    );
+    assert_exact(&GemmConfig { sparsity: Some("2:4".parse().unwrap()), lhs_transposed: true, ..c });
+}
+
 #[test]
 fn small_dimensions_are_kept_whole() {
     let c = cfg(300, 1000, 700, Schedule::BlockedMnk);
-    assert!(axes(&c, BASE_PERIODS).iter().all(|a| a.periods == 0 && a.base == a.full));
+    assert!(axes(&c, REDUCTIONS[0]).iter().all(|a| a.periods == 0 && a.base == a.full));
     let x = extrapolate(&c, AutoPlanning::Fixed, 1).unwrap();
     assert_eq!((x.plans, x.axes.len()), (1, 0));
     assert_eq!(x.program, full(&c).0);
     // K is never reduced for the schedules holding whole K stripes.
     let stripes = cfg(128, 1 << 20, 512, Schedule::BlockedMn);
-    assert_eq!(axes(&stripes, BASE_PERIODS)[1].periods, 0);
+    assert_eq!(axes(&stripes, REDUCTIONS[0])[1].periods, 0);
 }
 
 #[test]

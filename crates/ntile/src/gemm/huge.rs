@@ -181,6 +181,39 @@ fn auto(
 /// What `auto` keeps of a weighed candidate.
 type Weighed = (Extrapolated, sim::CycleReport);
 
+/// The report of an extrapolated GEMM.
+fn report(
+    x: &Extrapolated,
+    cycle: &sim::CycleReport,
+    hw: &HwProfile,
+    choice: Option<&AutoChoice>,
+    wall: WallMs,
+) -> super::Report {
+    let mut report = report_from(&x.config, &x.figures, cycle, hw, choice, None, None, wall);
+    let period = |name: &str| x.axes.iter().find(|a| a.name == name).map_or(0, |a| a.period);
+    report.extrapolated = Some(ExtrapolatedReport {
+        reduced_plans: x.plans,
+        reduced_instructions: x.reduced_instructions,
+        base: [x.base.m, x.base.k, x.base.n],
+        periods: [period("m"), period("k"), period("n")],
+    });
+    report
+}
+
+/// The report of an extrapolated GEMM that was not modeled (`--emit bir`): every modeled
+/// figure 0.
+fn unmodeled_report(x: &Extrapolated, hw: &HwProfile, wall: WallMs) -> super::Report {
+    let cycle = sim::CycleReport {
+        total_ns: 0.0,
+        engine_busy_ns: vec![0.0; bir::NUM_ENGINES],
+        hbm_bytes: x.figures.hbm_bytes,
+        matmul_flops: 0.0,
+        peak_flops_per_ns: 0.0,
+        slices: Vec::new(),
+    };
+    report(x, &cycle, hw, None, wall)
+}
+
 /// Plan (by extrapolation), model and report a GEMM too large to unroll.
 pub(super) fn run(
     args: &GemmArgs,
@@ -212,6 +245,10 @@ pub(super) fn run(
         let x = extrapolate(cfg, planning, threads)?;
         wall.plan = ms(t);
         watch.check()?;
+        if args.emit.is_some() {
+            // Only the program is printed: no model (the outcome's report has no modeled time).
+            return Ok(Outcome { report: unmodeled_report(&x, hw, wall), stdout: x.program.to_string(), result: None });
+        }
         progress.phase("model");
         let t = Instant::now();
         let cycle = model(&x, hw)?;
@@ -219,14 +256,7 @@ pub(super) fn run(
         (x, cycle, None)
     };
     watch.check()?;
-    let mut report = report_from(&x.config, &x.figures, &cycle, hw, choice.as_ref(), None, None, wall);
-    let period = |name: &str| x.axes.iter().find(|a| a.name == name).map_or(0, |a| a.period);
-    report.extrapolated = Some(ExtrapolatedReport {
-        reduced_plans: x.plans,
-        reduced_instructions: x.reduced_instructions,
-        base: [x.base.m, x.base.k, x.base.n],
-        periods: [period("m"), period("k"), period("n")],
-    });
+    let report = report(&x, &cycle, hw, choice.as_ref(), wall);
     let stdout = match args.emit {
         Some(_) => x.program.to_string(),
         None if args.json => json(&report)?,
