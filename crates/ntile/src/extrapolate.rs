@@ -2,25 +2,30 @@
 //! smaller GEMMs of the same structure.
 //!
 //! # Method
-//! The planner stays the single source of truth. Once its rotations (PSUM banks, evacuation
+//! The planner stays the single source of truth. Its rotations (PSUM banks, evacuation
 //! engines, DMA queues, buffer slots) are functions of the position inside the loop they live
-//! in, the rolled program of a GEMM (`bir::roll` of its lowering) has the same *structure*
-//! (op kinds, engines, access-pattern dims, semaphores, loop nesting) for GEMMs that differ by
-//! a whole number of *periods* in each dimension: a pair of M blocks (tiles for the unblocked
-//! schedules), a pair of N blocks, and [`K_PERIOD_CHUNKS`] K chunks (a pair of K blocks for
-//! `blocked-mnk`). Every *number* in it (trip counts, byte offsets and steps, semaphore wait
-//! values, HBM addresses and shapes, the header's sizes) is then a multilinear polynomial in
-//! the number of periods added in each dimension: degree at most 1 in each (a wait value after
-//! three nested loops is `c*x*y*z + ...`).
+//! in (`codegen`'s `rotation` module), so the rolled program of a GEMM (`bir::roll` of its
+//! lowering, origins dropped) has the same *structure* (op kinds, engines, access-pattern
+//! dims, semaphores, loop nesting) for GEMMs that differ by a whole number of *periods* in
+//! each dimension: two blocks of the inner block loop of a blocked schedule (its snake order
+//! runs it forwards and backwards in turn), one or two blocks of the outer one, two tiles of
+//! M or N for the unblocked schedules, [`K_PERIOD_CHUNKS`] K chunks (for `blocked-mnk`, the
+//! least common multiple of that and two K blocks). Every *number* in it (trip counts, byte
+//! offsets and steps, semaphore wait values, HBM addresses and shapes, the header's sizes) is
+//! then a multilinear polynomial in the number of periods added in each dimension: degree at
+//! most 1 in each (a wait value after three nested loops is `c*x*y*z + ...`).
 //!
-//! So [`extrapolate`] picks, for each large dimension, a base size `B = r + 2d` that keeps the
-//! full size's remainder `r` modulo the period `d` (so the edge tiles are the same), plans,
-//! lowers and rolls the `2^D` *corner* GEMMs (`B` or `B + d` in each of the `D` reduced
-//! dimensions) and one *check* GEMM per reduced dimension (`B + 2d` in it), serializes each
-//! rolled program to JSON, fits every number through the corners by exact integer
-//! multilinear interpolation ([`fit`]), checks that the fit reproduces each check GEMM
-//! exactly, and evaluates it at the full GEMM. The plan's figures (instruction counts,
-//! matmuls, PSUM groups, SBUF peak, HBM bytes) are fitted the same way.
+//! So [`extrapolate`] picks, for each large dimension, a base size `B = r + 3d` that keeps the
+//! full size's remainder `r` modulo the period `d` (so the edge tiles are the same; with fewer
+//! trips the roll pass forms other loops), plans, lowers and rolls the `2^D` *corner* GEMMs
+//! (`B` or `B + d` in each of the `D` reduced dimensions) and one *check* GEMM per reduced
+//! dimension (`B + 2d` in it), on several threads; serializes each rolled program to JSON;
+//! fits every number through the corners by exact integer multilinear interpolation
+//! ([`fit`]); checks that the fit reproduces each check GEMM exactly; and evaluates it at the
+//! full GEMM. The plan's figures (instruction counts, matmuls, PSUM groups, SBUF peak, HBM
+//! bytes) are fitted the same way. When the reduced GEMMs do not fit, it tries again with
+//! the next of [`REDUCTIONS`] (a period of two outer blocks, then larger bases); a dimension
+//! with fewer than three periods beyond its base is kept whole.
 //!
 //! # Why it is exact where it succeeds
 //! A multilinear polynomial of degree <= 1 per variable is determined by its values at the
@@ -28,14 +33,18 @@
 //! refuse numbers that are not (a quadratic count, a rotation whose phase drifts with the
 //! shape), and any difference in structure is refused outright. SBUF decisions are kept
 //! equal to the full GEMM's: block sizes are decided once (shrunk to fit SBUF as
-//! `plan_gemm_fitting` does) and every reduced GEMM is planned with them; the stripe
-//! schedules (`hoisted`, `blocked-mn`), whose SBUF footprint grows with K, are never reduced
-//! in K; every reduced dimension keeps at least four blocks (tiles), so no block is lone.
+//! `plan_gemm_fitting` does, on a reduced GEMM with at least as many blocks of each kind) and
+//! every reduced GEMM is planned with them; the stripe schedules (`hoisted`, `blocked-mn`),
+//! whose SBUF footprint grows with K, are never reduced in K; every reduced dimension keeps
+//! at least three periods, so no block is lone. What the checks cannot see is a structure
+//! that changes again only beyond the check GEMMs; the tests compare extrapolated and whole
+//! programs of every schedule for that.
 //!
 //! # What it refuses
 //! A GEMM whose reduced programs differ in structure or in a number that is not multilinear
-//! ([`ExtrapolateError::Fit`], naming the field), and a fitted number past its field's range
-//! (a semaphore wait value past `u32`: [`ExtrapolateError::Limit`]).
+//! under every reduction ([`ExtrapolateError::Fit`], naming the field and the GEMMs), and a
+//! fitted number past its field's range (a semaphore wait value past `u32`:
+//! [`ExtrapolateError::Limit`]).
 
 #[path = "extrapolate/fit.rs"]
 pub mod fit;
@@ -163,7 +172,7 @@ pub struct Extrapolated {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ExtrapolateError {
     /// Limit: the reduced GEMMs do not determine the full one (structure or a number differs).
-    #[error("cannot extrapolate {what} from the reduced GEMMs {shapes}: {source}")]
+    #[error("cannot extrapolate {what} from the reduced GEMMs (documents 0, 1, ...: {shapes}): {source}")]
     Fit {
         /// The document fitted.
         what: &'static str,
@@ -311,9 +320,13 @@ fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>, double: bool) -> Result<Redu
         None if double => plan_candidate(cfg).map_err(ExtrapolateError::Plan)?,
         None => plan_gemm(cfg).map_err(ExtrapolateError::Plan)?,
     };
-    let program = crate::gemm::lower(&plan).map_err(ExtrapolateError::Reduced)?;
+    let mut program = crate::gemm::lower(&plan).map_err(ExtrapolateError::Reduced)?;
     let figures = Figures::of(&plan, &program);
-    let rolled = crate::looped::rolled(&program);
+    // Hold as little as possible at once: the plan is done with, and origins do not roll.
+    drop(plan);
+    program.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+    let rolled = bir::roll(&program);
+    drop(program);
     Ok(Reduced { program: encode(&rolled)?, figures: encode(&figures)?, instructions: figures.bir_instructions })
 }
 

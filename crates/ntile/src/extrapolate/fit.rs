@@ -22,11 +22,13 @@ use serde_json::{Map, Number, Value};
 pub enum FitError {
     /// Limit: the documents differ in something other than a number (user-visible as "the
     /// program's structure changes with the shape").
-    #[error("the structure differs at `{path}`: {what}")]
+    #[error("the structure differs at `{path}` between documents 0 and {index}: {what}")]
     Shape {
         /// Where, as a JSON path.
         path: String,
-        /// What differs.
+        /// The first document that differs from document 0 there.
+        index: usize,
+        /// What differs ("here": in document 0, "there": in document `index`).
         what: String,
     },
     /// Limit: a number is not multilinear in the coordinates (a validation point disagrees).
@@ -124,8 +126,8 @@ struct Fitter<'a> {
 }
 
 impl<'a> Fitter<'a> {
-    fn shape(&self, what: impl Into<String>) -> FitError {
-        FitError::Shape { path: self.path.to_string(), what: what.into() }
+    fn shape(&self, index: usize, what: impl Into<String>) -> FitError {
+        FitError::Shape { path: self.path.to_string(), index, what: what.into() }
     }
 
     /// Fit one value: `docs` holds the corners, then the checks.
@@ -133,21 +135,21 @@ impl<'a> Fitter<'a> {
         let first = docs[0];
         match first {
             Value::Null | Value::Bool(_) | Value::String(_) => {
-                if let Some(other) = docs.iter().find(|d| **d != first) {
-                    return Err(self.shape(format!("{first} here, {other} elsewhere")));
+                if let Some((i, other)) = docs.iter().enumerate().find(|(_, d)| **d != first) {
+                    return Err(self.shape(i, format!("{first} here, {other} there")));
                 }
                 Ok(first.clone())
             }
             Value::Number(_) => self.number(docs, corners, checks),
             Value::Array(items) => {
                 let mut lists = Vec::with_capacity(docs.len());
-                for d in docs {
+                for (i, d) in docs.iter().enumerate() {
                     match d {
                         Value::Array(a) if a.len() == items.len() => lists.push(a),
                         Value::Array(a) => {
-                            return Err(self.shape(format!("{} items here, {} elsewhere", items.len(), a.len())))
+                            return Err(self.shape(i, format!("{} items here, {} there", items.len(), a.len())))
                         }
-                        other => return Err(self.shape(format!("an array here, {} elsewhere", kind(other)))),
+                        other => return Err(self.shape(i, format!("an array here, {} there", kind(other)))),
                     }
                 }
                 let mut out = Vec::with_capacity(items.len());
@@ -163,14 +165,14 @@ impl<'a> Fitter<'a> {
             }
             Value::Object(map) => {
                 let mut maps = Vec::with_capacity(docs.len());
-                for d in docs {
+                for (i, d) in docs.iter().enumerate() {
                     match d {
                         Value::Object(m) if m.len() == map.len() && m.keys().eq(map.keys()) => maps.push(m),
                         Value::Object(m) => {
                             let keys = |m: &Map<String, Value>| m.keys().cloned().collect::<Vec<_>>().join(", ");
-                            return Err(self.shape(format!("keys {{{}}} here, {{{}}} elsewhere", keys(map), keys(m))));
+                            return Err(self.shape(i, format!("keys {{{}}} here, {{{}}} there", keys(map), keys(m))));
                         }
-                        other => return Err(self.shape(format!("an object here, {} elsewhere", kind(other)))),
+                        other => return Err(self.shape(i, format!("an object here, {} there", kind(other)))),
                     }
                 }
                 let mut out = Map::new();
@@ -189,14 +191,16 @@ impl<'a> Fitter<'a> {
 
     fn number(&mut self, docs: &[&'a Value], corners: usize, checks: &[Check<'_>]) -> Result<Value, FitError> {
         let mut ints = Vec::with_capacity(docs.len());
-        for d in docs {
+        for (i, d) in docs.iter().enumerate() {
             match d {
                 Value::Number(n) => match n.as_i64().map(i128::from).or_else(|| n.as_u64().map(i128::from)) {
                     Some(v) => ints.push(v),
-                    None if docs.iter().all(|o| o == d) => return Ok((*d).clone()),
-                    None => return Err(self.shape(format!("the non-integer {n} differs between shapes"))),
+                    None => match docs.iter().position(|o| o != d) {
+                        None => return Ok((*d).clone()),
+                        Some(j) => return Err(self.shape(j, format!("the non-integer {n} differs between documents"))),
+                    },
                 },
-                other => return Err(self.shape(format!("a number here, {} elsewhere", kind(other)))),
+                other => return Err(self.shape(i, format!("a number here, {} there", kind(other)))),
             }
         }
         let (at_corners, at_checks) = ints.split_at(corners);
@@ -319,14 +323,21 @@ mod tests {
         let a = json!({"streams": [[1, 2], [3]], "kind": "pe"});
         let b = json!({"streams": [[1, 2, 4], [3]], "kind": "pe"});
         let e = fit(&[&a, &b], &[], &[5]).unwrap_err();
-        assert_eq!(e, FitError::Shape { path: "streams[0]".into(), what: "2 items here, 3 elsewhere".into() });
+        assert_eq!(e, FitError::Shape { path: "streams[0]".into(), index: 1, what: "2 items here, 3 there".into() });
         let c = json!({"streams": [[1, 2], [3]], "kind": "act"});
         let e = fit(&[&a, &c], &[], &[5]).unwrap_err();
-        assert_eq!(e, FitError::Shape { path: "kind".into(), what: "\"pe\" here, \"act\" elsewhere".into() });
+        assert_eq!(e, FitError::Shape { path: "kind".into(), index: 1, what: "\"pe\" here, \"act\" there".into() });
         let d = json!({"streams": [[1, 2], [3]], "other": "pe"});
         assert!(matches!(fit(&[&a, &d], &[], &[5]), Err(FitError::Shape { .. })));
         let e = fit(&[&json!({"s": 0.5}), &json!({"s": 0.25})], &[], &[5]).unwrap_err();
-        assert_eq!(e, FitError::Shape { path: "s".into(), what: "the non-integer 0.5 differs between shapes".into() });
+        assert_eq!(
+            e,
+            FitError::Shape {
+                path: "s".into(),
+                index: 1,
+                what: "the non-integer 0.5 differs between documents".into()
+            }
+        );
         assert_eq!(fit(&[&a], &[], &[5]), Err(FitError::Corners { dims: 1, corners: 1 }));
     }
 
