@@ -191,6 +191,9 @@ pub enum ExtrapolateError {
         /// The limit, in words.
         limit: &'static str,
     },
+    /// Limit: the reduced GEMMs are over the time or memory allowed.
+    #[error("too large to extrapolate: {0}")]
+    TooLarge(String),
     /// A reduced GEMM failed to plan (SBUF capacity, bad input, a bug).
     #[error("{0}")]
     Plan(CodegenError),
@@ -397,6 +400,54 @@ fn decide_blocks(
 /// `planning` says: its blocks shrunk to fit SBUF, as given, or as given with two slots per
 /// refilled block) from reduced GEMMs planned on up to `threads` threads. See the module doc.
 pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> Result<Extrapolated, ExtrapolateError> {
+    extrapolate_within(cfg, planning, threads, Bounds::NONE)
+}
+
+/// What the reduced GEMMs of one attempt may cost: an attempt over either bound is refused
+/// with [`ExtrapolateError::TooLarge`] before anything is planned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// Memory for the reduced plans in flight at once (`threads` of them), estimated as
+    /// [`crate::budget::plan_bytes`] does.
+    pub bytes: u128,
+    /// Matmuls of all the reduced GEMMs together (their planning time).
+    pub matmuls: u128,
+}
+
+impl Bounds {
+    /// No bounds.
+    pub const NONE: Bounds = Bounds { bytes: u128::MAX, matmuls: u128::MAX };
+
+    /// Refuse the reduced GEMMs `configs` when they exceed a bound.
+    fn admit(&self, configs: &[GemmConfig], threads: usize) -> Result<(), ExtrapolateError> {
+        let matmuls: u128 = configs.iter().map(|c| crate::budget::matmuls(c.m, c.k, c.n)).sum();
+        let mut bytes: Vec<u128> = configs.iter().map(crate::budget::plan_bytes).collect();
+        bytes.sort_unstable_by(|a, b| b.cmp(a));
+        let in_flight: u128 = bytes.iter().take(threads.max(1)).sum();
+        if matmuls > self.matmuls {
+            return Err(ExtrapolateError::TooLarge(format!(
+                "its reduced GEMMs have {matmuls} matmuls, more than the {} allowed",
+                self.matmuls
+            )));
+        }
+        if in_flight > self.bytes {
+            return Err(ExtrapolateError::TooLarge(format!(
+                "planning its reduced GEMMs needs about {}, over the memory budget of {}",
+                crate::budget::human(in_flight),
+                crate::budget::human(self.bytes)
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// [`extrapolate`] refusing reduced GEMMs over `bounds` ([`ExtrapolateError::TooLarge`]).
+pub fn extrapolate_within(
+    cfg: &GemmConfig,
+    planning: AutoPlanning,
+    threads: usize,
+    bounds: Bounds,
+) -> Result<Extrapolated, ExtrapolateError> {
     cfg.validate().map_err(ExtrapolateError::Plan)?;
     let (config, mut probe, probed) = decide_blocks(cfg, planning)?;
     // A probe that is not the first base GEMM is a plan of its own.
@@ -406,7 +457,7 @@ pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> 
     let blocked = matches!(config.schedule, Schedule::BlockedMn | Schedule::BlockedMnk | Schedule::Auto);
     // The outer period matters only to the blocked schedules.
     for r in REDUCTIONS.into_iter().filter(|r| blocked || !r.outer_single) {
-        match attempt(&config, r, probe.take(), planning, threads) {
+        match attempt(&config, r, probe.take(), planning, threads, bounds) {
             Ok(mut x) => {
                 x.plans += plans;
                 x.reduced_instructions += instructions;
@@ -417,6 +468,8 @@ pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> 
                 instructions += insts;
                 last = Some(e);
             }
+            // A larger base over the bounds: the reduced GEMMs that were tried did not fit.
+            Err((ExtrapolateError::TooLarge(_), _, _)) if last.is_some() => break,
             Err((e, _, _)) => return Err(e),
         }
     }
@@ -431,6 +484,7 @@ fn attempt(
     mut probe: Option<GemmPlan>,
     planning: AutoPlanning,
     threads: usize,
+    bounds: Bounds,
 ) -> Result<Extrapolated, (ExtrapolateError, usize, u64)> {
     let axes: Vec<Axis> = axes(config, r).into_iter().filter(|a| a.periods > 0).collect();
     let d = axes.len();
@@ -445,6 +499,8 @@ fn attempt(
         })
         .collect();
     let shapes = jobs.iter().map(|(c, _)| format!("{}x{}x{}", c.m, c.k, c.n)).collect::<Vec<_>>().join(", ");
+    let configs: Vec<GemmConfig> = jobs.iter().map(|(c, _)| c.clone()).collect();
+    bounds.admit(&configs, threads).map_err(|e| (e, 0, 0))?;
     let tried = jobs.len();
     let reduced: Vec<Reduced> = run_all(jobs, planning == AutoPlanning::DoubleBuffered, threads)
         .into_iter()

@@ -12,7 +12,7 @@ use super::{ms, summary, Emit, GemmArgs, Outcome, WallMs};
 use crate::api::Watch;
 use crate::budget;
 use crate::error::CliError;
-use crate::extrapolate::{extrapolate, ExtrapolateError, Extrapolated};
+use crate::extrapolate::{extrapolate_within, Bounds, ExtrapolateError, Extrapolated};
 use crate::progress::Progress;
 
 /// Above this many matmuls a GEMM is extrapolated even when its unrolled plan would fit the
@@ -114,7 +114,7 @@ fn auto(
     args: &GemmArgs,
     cfg: &GemmConfig,
     hw: &HwProfile,
-    threads: usize,
+    (threads, budget): (usize, u64),
     watch: &Watch<'_>,
 ) -> Result<(Extrapolated, sim::CycleReport, AutoChoice), CliError> {
     let limits = AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
@@ -134,11 +134,8 @@ fn auto(
                 target: c.target,
             });
         }
-        let reduced: u128 = crate::extrapolate::reduced_configs(c).iter().map(|r| budget::matmuls(r.m, r.k, r.n)).sum();
-        if reduced > AUTO_MAX_REDUCED_MATMULS {
-            return Ok(None);
-        }
-        match extrapolate(c, job.planning, threads) {
+        let bounds = Bounds { bytes: u128::from(budget), matmuls: AUTO_MAX_REDUCED_MATMULS };
+        match extrapolate_within(c, job.planning, threads, bounds) {
             Ok(x) => {
                 let cycle = model(&x, hw).map_err(|e| {
                     let msg = e.message.clone();
@@ -150,7 +147,8 @@ fn auto(
                 Ok(Some(((x, cycle), planned, time)))
             }
             Err(ExtrapolateError::Plan(e)) => Err(e),
-            // Another candidate may have reduced programs that fit.
+            // Another candidate may have reduced programs that fit, or smaller ones.
+            Err(ExtrapolateError::TooLarge(_)) => Ok(None),
             Err(e @ ExtrapolateError::Fit { .. }) => {
                 failure = Some(e.into());
                 Ok(None)
@@ -235,14 +233,15 @@ pub(super) fn run(
     let t = Instant::now();
     let (x, cycle, choice) = if cfg.schedule == Schedule::Auto {
         progress.phase("plan (auto search, extrapolated)");
-        let (x, cycle, choice) = auto(args, cfg, hw, threads, watch)?;
+        let (x, cycle, choice) = auto(args, cfg, hw, (threads, budget), watch)?;
         wall.plan = ms(t);
         (x, cycle, Some(choice))
     } else {
         progress.phase("plan (extrapolated)");
         let explicit = args.block_m.is_some() || args.block_n.is_some() || args.block_k.is_some();
         let planning = if explicit { AutoPlanning::Fixed } else { AutoPlanning::Fitting };
-        let x = extrapolate(cfg, planning, threads)?;
+        let bounds = Bounds { bytes: u128::from(budget), matmuls: u128::MAX };
+        let x = extrapolate_within(cfg, planning, threads, bounds)?;
         wall.plan = ms(t);
         watch.check()?;
         if args.emit.is_some() {
