@@ -170,3 +170,50 @@ fn emit_penguin_prints_the_plan_rolled_and_it_lowers_and_runs_like_the_unrolled_
     assert_eq!(a, b);
     assert_eq!(a["bir_instructions"], serde_json::json!(program.num_insts()));
 }
+
+/// Lines of the rolled BIR text `ntile gemm --emit bir` prints for a plan with the default
+/// blocks of `schedule` (shrunk to fit SBUF, as the CLI plans), operands in bf16 in HBM or
+/// fp32 (cast by the loads).
+fn rolled_lines(m: u64, k: u64, n: u64, schedule: Schedule, hbm: DType) -> usize {
+    let mut cfg = GemmConfig::new(m, k, n, DType::Bf16, Target::Trn2);
+    cfg.schedule = schedule;
+    cfg.input_dtype = hbm;
+    cfg.blocks = codegen::BlockSizes::for_schedule(schedule);
+    let plan = codegen::plan_gemm_fitting(&cfg).unwrap();
+    let program = ntile::gemm::lower(&plan).unwrap();
+    ntile::looped::rolled_text(&program).lines().count()
+}
+
+/// Every rotation of a plan (PSUM banks, evacuation engines, DMA queues) follows the place
+/// in its loop nest, so the rolled BIR of a large GEMM is short (3678 and 2442 lines for
+/// these two when the rotations counted over the whole kernel).
+#[test]
+fn a_large_gemm_rolls_to_a_short_program() {
+    assert_eq!(rolled_lines(4096, 8192, 8192, Schedule::BlockedMn, DType::Bf16), 1610);
+    assert_eq!(rolled_lines(4096, 8192, 8192, Schedule::BlockedMnk, DType::Bf16), 1074);
+}
+
+/// The rolled program does not grow with M or N: more blocks are more loop trips. (Where
+/// the greedy roll pass splits the last outer iterations can still move a loop or two.)
+#[test]
+fn rolled_programs_do_not_grow_with_m_and_n() {
+    // Lines at (M, N) = (4096, 8192), (8192, 8192), (4096, 16384), (8192, 16384); K = 1024.
+    let cases = [
+        (Schedule::Naive, DType::Bf16, [219, 219, 219, 219]),
+        (Schedule::Hoisted, DType::Bf16, [418, 418, 418, 418]),
+        (Schedule::BlockedMn, DType::Bf16, [861, 861, 863, 863]),
+        (Schedule::BlockedMnk, DType::Bf16, [546, 546, 554, 554]),
+        (Schedule::Naive, DType::Fp32, [501, 501, 501, 501]),
+        (Schedule::Hoisted, DType::Fp32, [576, 576, 576, 576]),
+        (Schedule::BlockedMn, DType::Fp32, [2032, 2040, 2056, 2064]),
+        (Schedule::BlockedMnk, DType::Fp32, [1086, 1086, 1112, 1112]),
+    ];
+    for (schedule, hbm, want) in cases {
+        let got = [(4096, 8192), (8192, 8192), (4096, 16384), (8192, 16384)]
+            .map(|(m, n)| rolled_lines(m, 1024, n, schedule, hbm));
+        assert_eq!(got, want, "{} {hbm}", schedule.name());
+        // Never more than 3% apart.
+        let (lo, hi) = (got.iter().min().unwrap(), got.iter().max().unwrap());
+        assert!(hi * 100 <= lo * 103, "{} {hbm}: {got:?}", schedule.name());
+    }
+}

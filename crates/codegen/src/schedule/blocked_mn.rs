@@ -104,6 +104,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         if pe {
             self.pe_queue.set_order(
                 (0..steps.len()).filter(|&i| at(i).fresh_a).flat_map(|i| at(i).mb.iter().copied()).collect(),
+                2 * bm,
             );
             self.pe_prefetch()?;
         }

@@ -23,7 +23,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         }
         let pe = self.pe_transpose.is_some();
         if pe {
-            self.pe_queue.set_order(tiles(self.cfg.m, M_TILE).collect());
+            self.pe_queue.set_order(tiles(self.cfg.m, M_TILE).collect(), 2);
             self.pe_prefetch()?;
         }
         self.pipelined(

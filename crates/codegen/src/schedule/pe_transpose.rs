@@ -15,23 +15,28 @@ use super::{hbm, on_chip, Lhs, Operand, Planner, Slot};
 #[derive(Debug, Default)]
 pub(super) struct PeQueue {
     order: Vec<(u64, u32)>,
+    /// Natural loads whose queues repeat (two blocks of m tiles): the queue hint of the
+    /// `j`-th load is `j mod period`.
+    period: usize,
     loaded: usize,
     done: usize,
 }
 
 impl PeQueue {
-    /// Set the order in which compute first reads the m tiles.
-    pub(super) fn set_order(&mut self, order: Vec<(u64, u32)>) {
+    /// Set the order in which compute first reads the m tiles, whose natural loads take
+    /// `period` queues in turn (see [`super::rotation`]).
+    pub(super) fn set_order(&mut self, order: Vec<(u64, u32)>, period: usize) {
         self.order = order;
+        self.period = period.max(1);
     }
 
     /// The next m tile to load and its natural buffer, while fewer than two are ahead of the
     /// transposes.
-    fn next_load(&self) -> Option<((u64, u32), usize)> {
+    fn next_load(&self) -> Option<((u64, u32), usize, usize)> {
         if self.loaded >= self.done + 2 {
             return None;
         }
-        self.order.get(self.loaded).map(|&m| (m, self.loaded % 2))
+        self.order.get(self.loaded).map(|&m| (m, self.loaded % 2, self.loaded % self.period))
     }
 
     /// Record that the tile [`Self::next_load`] gave has been loaded.
@@ -123,9 +128,9 @@ impl<B: IrBuilder> Planner<'_, B> {
     pub(super) fn pe_prefetch(&mut self) -> Result<(), CodegenError> {
         let Some((nat, _)) = self.pe_transpose else { return Ok(()) };
         let cfg = self.cfg;
-        while let Some((m, which)) = self.pe_queue.next_load() {
+        while let Some((m, which, queue)) = self.pe_queue.next_load() {
             let at = Slot { tensor: nat[which], offset: 0, tags: None };
-            self.load_natural(at, m, 0, cfg.k as u32, which as u64)?;
+            self.load_natural(at, m, 0, cfg.k as u32, queue as u64)?;
             self.pe_queue.mark_loaded();
         }
         Ok(())

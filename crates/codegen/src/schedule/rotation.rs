@@ -16,15 +16,17 @@
 //!   PE-transpose bank) that divides `2G`: a step's groups take banks the previous step's
 //!   groups do not (when `2G <= b`), so the PE never waits for the evacuations of the
 //!   previous step; with `G = 1` two banks alternate.
-//! - **evacuation engine** ACT for even `q`, DVE for odd; **output buffer** `out[q mod 2]`.
+//! - **evacuation engine** DVE for even `q`, ACT for odd (DVE first: ACT also takes a third
+//!   of the PE transposes' copies, which start first); **output buffer** `out[q mod 2]`.
 //! - **loads**: the `n`-th load of K chunk `c` (counting the tiles and double-row halves of
 //!   one chunk) gets hint `c * L + n` (`L` loads per chunk), plus one for B, so a chunk's A
 //!   and B loads go to neighbouring queues. (Not half the queues apart: chunks `c` and
 //!   `c + 6` would then wait on the same two queues with A's and B's roles swapped, and the
 //!   K loop would roll with a period of 6 chunks whose semaphore steps change from step to
 //!   step.) A casting load (an offloaded op spread over all 16 queues) gets
-//!   `2 * (c * L + n)` for A and that plus one for B. A natural-layout stripe of A for PE
-//!   transposes goes to the queue of its natural buffer (or of its place in the block).
+//!   `2 * (c * L + n)` for A and that plus one for B. The `j`-th natural-layout stripe of A
+//!   for PE transposes gets `j mod 2B` (`B` m tiles per block: two blocks' loads take turns),
+//!   blocked-mnk's natural K block of tile `t` gets `t`.
 //! - **stores**: hint `q` (blocked-mnk: the tile's place in the result block).
 //! - **PE transposes** of a stripe: PSUM slot and copy engine from the transpose's place in
 //!   the stripe (`chunk * pack + half`), period 12.
@@ -95,9 +97,9 @@ impl<B: IrBuilder> Planner<'_, B> {
     /// The engine that evacuates (or first copies out) a group.
     pub(super) fn evac_engine(&self, at: GroupAt) -> ComputeEngine {
         if self.group_slot(at).is_multiple_of(2) {
-            ComputeEngine::Act
-        } else {
             ComputeEngine::Dve
+        } else {
+            ComputeEngine::Act
         }
     }
 

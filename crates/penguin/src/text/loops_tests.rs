@@ -201,13 +201,13 @@ fn loop_syntax_errors_name_line_and_column() {
         (body(&inst.replace("+0 [", "+0+4*i0-4*i0 [")), "4:59: `i0` appears twice in one parameter"),
         (
             body(&inst.replace("[1, 32]", "[1+1*i0, 32]")),
-            "4:46: a loop index term (`+1*i0`) may only follow a start partition, an element offset or an \
-             instruction id in `after(...)`",
+            "4:46: a loop index term (`+1*i0`) may only follow a start partition, an element offset, an \
+             instruction id in `after(...)` or a queue hint",
         ),
         (
             body(&inst.replace("value=0", "value=0+2*i0")),
-            "4:34: a loop index term (`+2*i0`) may only follow a start partition, an element offset or an \
-             instruction id in `after(...)`",
+            "4:34: a loop index term (`+2*i0`) may only follow a start partition, an element offset, an \
+             instruction id in `after(...)` or a queue hint",
         ),
         (
             body(&inst.replace("+0 [", "+0+99999999999999999999*i0 [")),
