@@ -133,7 +133,7 @@ fn rust_version_check() -> Result<()> {
 }
 
 fn bench() -> Result<()> {
-    cargo(&["bench", "-p", "ntile", "--bench", "sim", "--bench", "cycle"])?;
+    cargo(&["bench", "-p", "ntile", "--bench", "sim", "--bench", "cycle", "--bench", "extrapolate"])?;
     cargo(&["bench", "-p", "penguin", "--bench", "parse"])?;
     let root = workspace_root();
     let criterion = root.join("target/criterion");
@@ -173,6 +173,11 @@ fn bench() -> Result<()> {
         if let Some(t) = mean_ms("cycle_model_looped", name) {
             out += &format!("cycle model of a looped GEMM-shaped {what}: {t:.2} ms (goal: well under 1 s)\n");
         }
+    }
+    if let Some(t) = mean_ms("extrapolate", "blocked_mnk_65536") {
+        out += &format!(
+            "extrapolate + model 65536^3 blocked-mnk (reduced GEMMs planned, lowered, rolled, fitted; looped model): {t:.0} ms (goal < 1000 ms)\n"
+        );
     }
     for name in ["inputs_line_10mb", "memset_lines_100k"] {
         if let Some(t) = mean_ms("parse_pir", name) {

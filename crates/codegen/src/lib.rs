@@ -53,3 +53,4 @@ pub use schedule::{
     plan_gemm_fitting_with_builder, plan_gemm_with_builder, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
     K_PERIOD,
 };
+pub use schedule::{choose_auto, plan_candidate, AutoJob, AutoJobCost, AutoPlanning};

@@ -16,11 +16,13 @@ use crate::npy::{self, OutKind};
 use crate::progress::Progress;
 
 mod check;
+mod huge;
 mod random;
 mod report;
 
+pub use huge::MAX_UNROLLED_MATMULS;
 use report::{json, report_of, Modeled};
-pub use report::{summary, AutoReport, Blocks, Bottleneck, Report, WallMs};
+pub use report::{summary, AutoReport, Blocks, Bottleneck, ExtrapolatedReport, Report, WallMs};
 
 /// Where A is transposed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -149,6 +151,10 @@ pub struct GemmArgs {
     /// Plan and lower only; do not simulate or check
     #[arg(long)]
     pub no_sim: bool,
+    /// Extrapolate the program from smaller GEMMs and model it looped, as GEMMs too large to
+    /// unroll always are, even when this one could be planned whole (with --no-sim or --emit bir)
+    #[arg(long)]
+    pub extrapolate: bool,
     /// Simulate but skip the check against the fp64 reference (the report's check is null)
     #[arg(long)]
     pub no_check: bool,
@@ -377,6 +383,11 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
     let simulate = !args.no_sim && args.emit.is_none();
     // Shape and dtype limits first: their messages say more than a memory estimate.
     cfg.validate()?;
+    if args.extrapolate || !simulate && huge::too_large(&cfg, budget) {
+        // Too large to unroll: extrapolated from smaller GEMMs and modeled looped.
+        let hw = crate::hw::load_profile(args.hw.as_deref(), cfg.target)?;
+        return huge::run(args, &cfg, budget, &hw, watch);
+    }
     budget::check(&cfg, simulate, budget)?;
     // Random inputs are drawn on other threads while the kernel is planned and lowered.
     let early_dtypes = (cfg.lhs_dtype, cfg.rhs_dtype);

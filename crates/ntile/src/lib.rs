@@ -12,6 +12,7 @@ pub mod calibrate;
 pub mod comments;
 pub mod compile;
 pub mod error;
+pub mod extrapolate;
 pub mod fmt;
 pub mod gemm;
 pub mod hw;

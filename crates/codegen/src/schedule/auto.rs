@@ -70,6 +70,8 @@ pub struct AutoChoice {
     pub evaluated: usize,
     /// Candidates refused for SBUF capacity.
     pub rejected: usize,
+    /// Candidates the cost of [`choose_auto`] declined to weigh (0 for the other searches).
+    pub skipped: usize,
 }
 
 /// What `auto` weighs a candidate by.
@@ -241,7 +243,7 @@ pub fn plan_gemm_auto_with_builder<B: IrBuilder>(
     cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
     new_base: &mut dyn FnMut(&str) -> B,
 ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
-    search(cfg, limits, hw, shortlist, 1, &mut |jobs| {
+    search(cfg, limits, hw, shortlist, 1, &|p: &GemmPlan| &p.config, &mut |jobs| {
         jobs.iter().map(|job| weigh(job.plan(new_base), &mut *cost)).collect()
     })
 }
@@ -259,8 +261,8 @@ pub fn plan_gemm_auto_parallel(
     threads: usize,
     cost: &(dyn Fn(&GemmPlan) -> Result<AutoCost, CodegenError> + Sync),
 ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
-    search(cfg, limits, hw, shortlist, threads.max(1), &mut |jobs| {
-        let one = |job: &Job| weigh(job.plan(&mut generated), &mut |p| cost(p));
+    search(cfg, limits, hw, shortlist, threads.max(1), &|p: &GemmPlan| &p.config, &mut |jobs| {
+        let one = |job: &AutoJob| weigh(job.plan(&mut generated), &mut |p| cost(p));
         if jobs.len() == 1 {
             return jobs.iter().map(one).collect();
         }
@@ -282,30 +284,50 @@ pub fn plan_gemm_auto_parallel(
     })
 }
 
-/// One candidate of the search and how it is planned.
-enum Job {
-    /// A blocked schedule at its default blocks: shrunk to fit SBUF unless `fixed` (the
-    /// user's blocks are planned as given).
-    Anchor { cfg: GemmConfig, fixed: bool },
-    /// A shortlisted candidate: planned as given, two slots per refilled block.
-    Candidate(GemmConfig),
+/// How a candidate of the search is planned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoPlanning {
+    /// A blocked schedule at its default blocks, shrunk to fit SBUF ([`super::plan_gemm_fitting`]).
+    Fitting,
+    /// The user's blocks, planned as given ([`super::plan_gemm`]).
+    Fixed,
+    /// A shortlisted candidate, planned as given with two slots per refilled block
+    /// ([`plan_candidate`]).
+    DoubleBuffered,
 }
 
-impl Job {
+/// One candidate of the search and how it is planned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AutoJob {
+    /// The candidate.
+    pub config: GemmConfig,
+    /// How it is planned.
+    pub planning: AutoPlanning,
+}
+
+impl AutoJob {
     fn plan<B: IrBuilder>(&self, new_base: &mut dyn FnMut(&str) -> B) -> Result<GemmPlan, CodegenError> {
-        match self {
-            Job::Anchor { cfg, fixed: true } => plan_gemm_with_builder(cfg, new_base),
-            Job::Anchor { cfg, fixed: false } => plan_gemm_fitting_with_builder(cfg, new_base),
+        match self.planning {
+            AutoPlanning::Fixed => plan_gemm_with_builder(&self.config, new_base),
+            AutoPlanning::Fitting => plan_gemm_fitting_with_builder(&self.config, new_base),
             // Candidates keep two slots per refilled block (the shortlist has smaller blocks).
-            Job::Candidate(cfg) => plan_buffered(cfg, false, new_base),
+            AutoPlanning::DoubleBuffered => plan_buffered(&self.config, false, new_base),
         }
     }
 }
 
-/// A weighed candidate, or one that does not fit SBUF (counted and skipped).
-enum Weighed {
-    Plan(Box<GemmPlan>, AutoCost),
+/// Plan a shortlisted `auto` candidate as the search does: as given, with two slots per
+/// refilled block ([`CodegenError::SbufCapacity`] when they do not fit).
+pub fn plan_candidate(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
+    plan_buffered(cfg, false, &mut generated)
+}
+
+/// A weighed candidate, one that does not fit SBUF (counted and skipped), or one the cost
+/// declined to weigh.
+enum Weighed<T> {
+    Plan(Box<T>, AutoCost),
     Rejected(CodegenError),
+    Skipped,
 }
 
 /// Cost a planned candidate; one that does not fit SBUF is rejected, any other error stops
@@ -313,7 +335,7 @@ enum Weighed {
 fn weigh(
     planned: Result<GemmPlan, CodegenError>,
     cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
-) -> Result<Weighed, CodegenError> {
+) -> Result<Weighed<GemmPlan>, CodegenError> {
     match planned {
         Ok(plan) => {
             let c = cost(&plan)?;
@@ -325,28 +347,61 @@ fn weigh(
 }
 
 /// Weighs a batch of jobs: one result per job, in order.
-type WeighAll<'a> = dyn FnMut(&[Job]) -> Vec<Result<Weighed, CodegenError>> + 'a;
+type WeighAll<'a, T> = dyn FnMut(&[AutoJob]) -> Vec<Result<Weighed<T>, CodegenError>> + 'a;
+
+/// Weighs one job of [`choose_auto`]: what it made of it, the configuration it planned, and its
+/// cost; `None` declines to weigh it (counted in [`AutoChoice::skipped`]).
+pub type AutoJobCost<'a, T> = dyn FnMut(&AutoJob) -> Result<Option<(T, GemmConfig, AutoCost)>, CodegenError> + 'a;
+
+/// `auto`'s search over candidates that `cost` weighs without the search planning them:
+/// `cost` plans (or otherwise obtains) each [`AutoJob`] as its [`AutoPlanning`] says and
+/// returns what it made of it, the configuration it planned (the blocks a
+/// [`AutoPlanning::Fitting`] job shrank to) and its cost, or `None` to skip it (the next
+/// ranked candidate takes its place); [`CodegenError::SbufCapacity`] rejects a candidate, any
+/// other error stops the search. With nothing skipped, the candidates weighed and the choice
+/// are those of [`plan_gemm_auto_within`] for the same costs.
+pub fn choose_auto<T>(
+    cfg: &GemmConfig,
+    limits: &AutoLimits,
+    hw: &HwProfile,
+    shortlist: usize,
+    cost: &mut AutoJobCost<'_, T>,
+) -> Result<(T, AutoChoice), CodegenError> {
+    let (chosen, choice) = search(cfg, limits, hw, shortlist, 1, &|(_, c): &(T, GemmConfig)| c, &mut |jobs| {
+        jobs.iter()
+            .map(|job| match cost(job) {
+                Ok(Some((t, planned, c))) => Ok(Weighed::Plan(Box::new((t, planned)), c)),
+                Ok(None) => Ok(Weighed::Skipped),
+                Err(e @ CodegenError::SbufCapacity { .. }) => Ok(Weighed::Rejected(e)),
+                Err(e) => Err(e),
+            })
+            .collect()
+    })?;
+    Ok((chosen.0, choice))
+}
 
 /// The search: weigh the anchors, then the best-estimated candidates in rank order until the
 /// shortlist is full, `batch` jobs at a time through `weigh_all` (which returns one result per
 /// job, in order), and choose among them.
-fn search(
+fn search<T>(
     cfg: &GemmConfig,
     limits: &AutoLimits,
     hw: &HwProfile,
     shortlist: usize,
     batch: usize,
-    weigh_all: &mut WeighAll<'_>,
-) -> Result<(GemmPlan, AutoChoice), CodegenError> {
+    config_of: &dyn Fn(&T) -> &GemmConfig,
+    weigh_all: &mut WeighAll<'_, T>,
+) -> Result<(T, AutoChoice), CodegenError> {
     cfg.validate()?;
     let mut ranked: Vec<(f64, GemmConfig)> =
         limits.apply_all(&auto_candidates(cfg)).into_iter().map(|c| (estimate_ns_with(&c, hw), c)).collect();
     ranked.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let mut weighed: Vec<(GemmPlan, AutoCost)> = Vec::new();
+    let mut weighed: Vec<(T, AutoCost)> = Vec::new();
     let mut rejected = 0;
+    let mut skipped = 0;
     let mut last_err = None;
-    let mut take = |results: Vec<Result<Weighed, CodegenError>>,
-                    weighed: &mut Vec<(GemmPlan, AutoCost)>|
+    let mut take = |results: Vec<Result<Weighed<T>, CodegenError>>,
+                    weighed: &mut Vec<(T, AutoCost)>|
      -> Result<(), CodegenError> {
         for r in results {
             match r? {
@@ -355,6 +410,7 @@ fn search(
                     rejected += 1;
                     last_err = Some(e);
                 }
+                Weighed::Skipped => skipped += 1,
             }
         }
         Ok(())
@@ -363,12 +419,13 @@ fn search(
     // `--schedule blocked-mnk` plan) are always weighed, so `auto` is never slower than them
     // for want of looking.
     let fixed = limits.block_m.is_some() || limits.block_n.is_some() || limits.block_k.is_some();
-    let anchors: Vec<Job> = [Schedule::BlockedMn, Schedule::BlockedMnk]
+    let planning = if fixed { AutoPlanning::Fixed } else { AutoPlanning::Fitting };
+    let anchors: Vec<AutoJob> = [Schedule::BlockedMn, Schedule::BlockedMnk]
         .into_iter()
         .filter_map(|schedule| {
             let anchor =
                 GemmConfig { schedule, blocks: crate::gemm::BlockSizes::for_schedule(schedule), ..cfg.clone() };
-            Some(Job::Anchor { cfg: limits.apply(&anchor)?, fixed })
+            Some(AutoJob { config: limits.apply(&anchor)?, planning })
         })
         .collect();
     for jobs in anchors.chunks(batch.max(1)) {
@@ -382,8 +439,8 @@ fn search(
         let room = (quota - weighed.len()).min(batch.max(1));
         let mut jobs = Vec::with_capacity(room);
         for cand in ranked.by_ref() {
-            if !weighed.iter().any(|(p, _)| p.config == cand) {
-                jobs.push(Job::Candidate(cand));
+            if !weighed.iter().any(|(p, _)| *config_of(p) == cand) {
+                jobs.push(AutoJob { config: cand, planning: AutoPlanning::DoubleBuffered });
                 if jobs.len() == room {
                     break;
                 }
@@ -399,8 +456,14 @@ fn search(
         .min_by(|(_, x), (_, y)| x.hbm_bytes.cmp(&y.hbm_bytes).then(x.time.total_cmp(&y.time)));
     match best {
         Some((plan, c)) => {
-            let choice =
-                AutoChoice { config: plan.config.clone(), cost: c.time, hbm_bytes: c.hbm_bytes, evaluated, rejected };
+            let choice = AutoChoice {
+                config: config_of(&plan).clone(),
+                cost: c.time,
+                hbm_bytes: c.hbm_bytes,
+                evaluated,
+                rejected,
+                skipped,
+            };
             Ok((plan, choice))
         }
         None => Err(last_err.unwrap_or_else(|| CodegenError::BadGemm("auto found no schedule".into()))),

@@ -67,6 +67,7 @@ pub use auto::{
     auto_candidates, estimate_ns, estimate_ns_with, plan_gemm_auto, plan_gemm_auto_parallel, plan_gemm_auto_with,
     plan_gemm_auto_with_builder, plan_gemm_auto_within, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
 };
+pub use auto::{choose_auto, plan_candidate, AutoJob, AutoJobCost, AutoPlanning};
 
 /// The name of every kernel the planner opens.
 const KERNEL_NAME: &str = "gemm";

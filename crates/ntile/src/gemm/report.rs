@@ -2,10 +2,11 @@
 //! the short human summary.
 
 use codegen::{AutoChoice, GemmConfig, GemmPlan, Schedule};
-use penguin::{DType, FunctionView, HwProfile, Target};
+use penguin::{DType, HwProfile, Target};
 use serde::Serialize;
 
 use crate::error::CliError;
+use crate::extrapolate::Figures;
 use crate::reference::Check;
 
 use super::lhs_transpose_name;
@@ -90,6 +91,8 @@ pub struct Report {
     pub tile_quantized_ideal_us: f64,
     /// What `--schedule auto` chose (null for an explicit schedule).
     pub auto: Option<AutoReport>,
+    /// How the program was extrapolated from reduced GEMMs (null when it was planned whole).
+    pub extrapolated: Option<ExtrapolatedReport>,
     /// Wall-clock milliseconds of each phase.
     pub wall_ms: WallMs,
 }
@@ -125,6 +128,9 @@ pub struct AutoReport {
     pub evaluated: usize,
     /// Candidates that did not fit SBUF.
     pub rejected: usize,
+    /// Candidates not weighed: an extrapolated GEMM's candidates whose reduced GEMMs are too
+    /// large to weigh quickly or do not fit (0 otherwise).
+    pub skipped: usize,
     /// Chosen block sizes in elements and loop order.
     pub block_m: u64,
     /// Block columns.
@@ -133,6 +139,19 @@ pub struct AutoReport {
     pub block_k: u64,
     /// Outer block loop.
     pub order: String,
+}
+
+/// How an extrapolated program was obtained (see [`crate::extrapolate`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct ExtrapolatedReport {
+    /// Reduced GEMMs planned, lowered and rolled.
+    pub reduced_plans: usize,
+    /// Their BIR instructions, in total.
+    pub reduced_instructions: u64,
+    /// The base reduced GEMM `[m, k, n]`.
+    pub base: [u64; 3],
+    /// The period of each reduced dimension in elements (`m`, `k`, `n`; 0: not reduced).
+    pub periods: [u64; 3],
 }
 
 /// Wall-clock milliseconds of each phase.
@@ -156,11 +175,6 @@ pub(super) struct Modeled<'a> {
     pub(super) cycle: &'a sim::CycleReport,
     pub(super) auto: Option<&'a AutoChoice>,
     pub(super) hw: &'a HwProfile,
-}
-
-/// Every HBM tensor of the program moved once, in bytes.
-fn hbm_read_once_bytes(program: &bir::Program) -> u64 {
-    program.hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add)
 }
 
 /// `2*M*N*K/sqrt(S)` words of A and B for an SBUF of S words of the matmul dtype, in bytes of
@@ -199,6 +213,24 @@ pub(super) fn report_of(
     check: Option<Check>,
     wall_ms: WallMs,
 ) -> Report {
+    let figures = Figures::of(plan, modeled.program);
+    let bottleneck = bottleneck(modeled.program, modeled.cycle);
+    report_from(cfg, &figures, modeled.cycle, modeled.hw, modeled.auto, bottleneck, check, wall_ms)
+}
+
+/// The report from the plan's figures and the cycle model (an extrapolated GEMM has no plan
+/// or unrolled program, and no critical path).
+#[expect(clippy::too_many_arguments, reason = "every part of the report, each from its own phase")]
+pub(super) fn report_from(
+    cfg: &GemmConfig,
+    figures: &Figures,
+    cycle: &sim::CycleReport,
+    hw: &HwProfile,
+    auto: Option<&AutoChoice>,
+    bottleneck: Option<Bottleneck>,
+    check: Option<Check>,
+    wall_ms: WallMs,
+) -> Report {
     Report {
         target: cfg.target.to_string(),
         m: cfg.m,
@@ -223,30 +255,32 @@ pub(super) fn report_of(
             k: if cfg.schedule == Schedule::BlockedMnk { b.k } else { cfg.k },
         }),
         loop_order: crate::kernel_info::blocks_of(cfg).map(|_| cfg.order.name().to_string()),
-        penguin_instructions: plan.function.layout().len() as u64,
-        bir_instructions: modeled.program.num_insts() as u64,
-        matmuls: plan.stats.matmuls,
-        psum_groups: plan.stats.psum_groups,
-        max_live_psum_banks: plan.stats.max_live_psum_groups,
-        sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
-        single_buffered: plan.stats.single_buffered.names().into_iter().map(String::from).collect(),
-        hbm_bytes: modeled.program.hbm_traffic_bytes(),
+        penguin_instructions: figures.penguin_instructions,
+        bir_instructions: figures.bir_instructions,
+        matmuls: figures.matmuls,
+        psum_groups: figures.psum_groups,
+        max_live_psum_banks: figures.max_live_psum_groups,
+        sbuf_peak_bytes_per_partition: figures.sbuf_peak_bytes_per_partition,
+        single_buffered: figures.single_buffered().names().into_iter().map(String::from).collect(),
+        hbm_bytes: figures.hbm_bytes,
         check,
-        modeled_time_us: modeled.cycle.total_us(),
-        hfu: modeled.cycle.hfu(),
-        engine_busy: modeled.cycle.engine_busy_summary(),
-        io_lower_bound_bytes: io_lower_bound_bytes(cfg, hbm_read_once_bytes(modeled.program)),
-        hbm_read_once_bytes: hbm_read_once_bytes(modeled.program),
-        bottleneck: bottleneck(modeled.program, modeled.cycle),
-        tile_quantized_ideal_us: tile_quantized_ideal_us(cfg, modeled.hw),
-        auto: modeled.auto.map(|a| AutoReport {
+        modeled_time_us: cycle.total_us(),
+        hfu: cycle.hfu(),
+        engine_busy: cycle.engine_busy_summary(),
+        io_lower_bound_bytes: io_lower_bound_bytes(cfg, figures.hbm_read_once_bytes),
+        hbm_read_once_bytes: figures.hbm_read_once_bytes,
+        bottleneck,
+        tile_quantized_ideal_us: tile_quantized_ideal_us(cfg, hw),
+        auto: auto.map(|a| AutoReport {
             evaluated: a.evaluated,
             rejected: a.rejected,
+            skipped: a.skipped,
             block_m: a.config.blocks.m,
             block_n: a.config.blocks.n,
             block_k: a.config.blocks.k,
             order: a.config.order.name().to_string(),
         }),
+        extrapolated: None,
         wall_ms,
     }
 }
@@ -292,6 +326,13 @@ pub fn summary(r: &Report) -> String {
         "  plan    {mt}x{nt} output tiles of {tm}x{tn}{edges}, {} K steps of {} rows: {} matmuls in {} PSUM groups (max {} live)\n",
         r.k_steps, r.k_step_rows, r.matmuls, r.psum_groups, r.max_live_psum_banks
     );
+    if let Some(x) = &r.extrapolated {
+        let [bm, bk, bn] = x.base;
+        s += &format!(
+            "          extrapolated from {} reduced plans ({} BIR instructions; base {bm}x{bk}x{bn}), not unrolled\n",
+            x.reduced_plans, x.reduced_instructions
+        );
+    }
     let blocks = match (&r.blocks, &r.loop_order) {
         (Some(b), Some(order)) => format!("blocks m {} n {} k {}, {order}", b.m, b.n, b.k),
         _ => "no blocks".to_string(),
@@ -346,10 +387,13 @@ pub fn summary(r: &Report) -> String {
             bn.engine,
             bn.share * 100.0
         );
+    } else if r.extrapolated.is_some() {
+        s += "  bottleneck not computed: an extrapolated program has no per-instruction timeline\n";
     }
     if let Some(a) = &r.auto {
+        let skipped = if a.skipped > 0 { format!(", {} not weighed", a.skipped) } else { String::new() };
         s += &format!(
-            "  auto    chose {} of {} modeled candidates ({} did not fit SBUF)\n",
+            "  auto    chose {} of {} modeled candidates ({} did not fit SBUF{skipped})\n",
             r.schedule, a.evaluated, a.rejected
         );
     }

@@ -1,0 +1,125 @@
+//! Tests of the extrapolation: exact against the rolled program of the full GEMM.
+
+use codegen::{plan_gemm, AutoPlanning, BlockSizes, GemmConfig, Schedule};
+use penguin::{DType, Target};
+
+use super::*;
+
+fn cfg(m: u64, k: u64, n: u64, schedule: Schedule) -> GemmConfig {
+    let mut c = GemmConfig::new(m, k, n, DType::Bf16, Target::Trn2);
+    c.schedule = schedule;
+    c.input_dtype = DType::Bf16;
+    c.blocks = BlockSizes::for_schedule(schedule);
+    c
+}
+
+/// The full GEMM's rolled program and figures, as the extrapolation should give them.
+fn full(cfg: &GemmConfig) -> (bir::LoopedProgram, Figures) {
+    let plan = plan_gemm(cfg).unwrap();
+    let program = crate::gemm::lower(&plan).unwrap();
+    (crate::looped::rolled(&program), Figures::of(&plan, &program))
+}
+
+/// Extrapolate `c` and compare everything with the full GEMM: the rolled program, the
+/// figures, and the looped model's figures (also against the unrolled model).
+fn assert_exact(c: &GemmConfig) -> Extrapolated {
+    let x = extrapolate(c, AutoPlanning::Fixed, 2).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    assert!(!x.axes.is_empty(), "{c:?} was not reduced");
+    assert!(x.plans >= 3);
+    let (program, figures) = full(c);
+    assert_eq!(x.figures, figures, "{c:?}");
+    assert!(x.program == program, "{c:?}: the extrapolated program differs from the full one");
+    let hw = c.target.profile();
+    let fitted = sim::model_looped(&x.program, &hw).unwrap();
+    let unrolled = sim::model_with(&program.expand().unwrap(), &hw).unwrap();
+    assert_eq!(fitted.hbm_bytes, figures.hbm_bytes);
+    assert_eq!(fitted.matmul_flops, unrolled.matmul_flops);
+    assert!((fitted.total_ns - unrolled.total_ns).abs() <= 1e-9 * unrolled.total_ns, "{c:?}");
+    x
+}
+
+#[test]
+fn naive_programs_reduced_in_k_are_extrapolated_exactly() {
+    // A ragged K (25607 = 200 chunks + 7 rows), a ragged N, several dtypes and layouts.
+    let base = cfg(256, 128 * 200 + 7, 600, Schedule::Naive);
+    let x = assert_exact(&base);
+    let k = x.axes[0];
+    assert_eq!(
+        (k.name, k.period, k.base),
+        ("k", K_PERIOD_CHUNKS * 128, 25607 % (K_PERIOD_CHUNKS * 128) + BASE_PERIODS * K_PERIOD_CHUNKS * 128)
+    );
+    assert_exact(&GemmConfig { lhs_transposed: true, out_dtype: DType::Bf16, ..base });
+    assert_exact(&GemmConfig { sparsity: Some("2:4".parse().unwrap()), ..base });
+    assert_exact(&GemmConfig { lhs_dtype: DType::Fp32, rhs_dtype: DType::Fp32, input_dtype: DType::Fp32, ..base });
+}
+
+/// `cfg` with explicit blocks (in elements).
+fn blocked(m: u64, k: u64, n: u64, schedule: Schedule, blocks: (u64, u64, u64)) -> GemmConfig {
+    GemmConfig { blocks: BlockSizes { m: blocks.0, n: blocks.1, k: blocks.2 }, ..cfg(m, k, n, schedule) }
+}
+
+#[test]
+fn blocked_mnk_is_extrapolated_exactly_in_every_dimension() {
+    // Ragged in all three dimensions: M and N reduced (two blocks per period), then K
+    // (lcm(two K blocks, K_PERIOD) chunks per period).
+    let mn = blocked(3072 + 37, 1000, 12288 + 100, Schedule::BlockedMnk, (256, 1024, 256));
+    let x = assert_exact(&mn);
+    let periods: Vec<(&str, u64)> = x.axes.iter().map(|a| (a.name, a.period)).collect();
+    assert_eq!(periods, [("m", 512), ("n", 2048)]);
+    assert_exact(&GemmConfig { out_dtype: DType::Bf16, ..mn });
+    let k = blocked(130, 6 * 3072 + 300, 600, Schedule::BlockedMnk, (256, 1024, 256));
+    let x = assert_exact(&k);
+    assert_eq!((x.axes[0].name, x.axes[0].period), ("k", lcm(4, K_PERIOD_CHUNKS) * 128));
+}
+
+#[test]
+fn blocked_mn_and_hoisted_are_extrapolated_exactly_in_m_and_n() {
+    let c = blocked(128 * 60 + 3, 1000, 512 * 40 + 9, Schedule::BlockedMn, (512, 1024, 128));
+    assert_exact(&c);
+    assert_exact(&GemmConfig { target: Target::Trn1, ..cfg(1000, 1000, 10240, Schedule::Hoisted) });
+}
+
+#[test]
+fn naive_is_extrapolated_exactly_in_m_and_n() {
+    // Periods of two tiles: 256 rows of M, 1024 columns of N; K kept whole.
+    let c = cfg(1536 + 37, 300, 6144 + 100, Schedule::Naive);
+    let x = assert_exact(&c);
+    assert_eq!(
+        x.axes.iter().map(|a| (a.name, a.period, a.periods)).collect::<Vec<_>>(),
+        [("m", 256, 3), ("n", 1024, 3)]
+    );
+    assert_exact(&GemmConfig { sparsity: Some("2:4".parse().unwrap()), lhs_transposed: true, ..c });
+}
+
+#[test]
+fn small_dimensions_are_kept_whole() {
+    let c = cfg(300, 1000, 700, Schedule::BlockedMnk);
+    assert!(axes(&c, REDUCTIONS[0]).iter().all(|a| a.periods == 0 && a.base == a.full));
+    let x = extrapolate(&c, AutoPlanning::Fixed, 1).unwrap();
+    assert_eq!((x.plans, x.axes.len()), (1, 0));
+    assert_eq!(x.program, full(&c).0);
+    // K is never reduced for the schedules holding whole K stripes.
+    let stripes = cfg(128, 1 << 20, 512, Schedule::BlockedMn);
+    assert_eq!(axes(&stripes, REDUCTIONS[0])[1].periods, 0);
+}
+
+#[test]
+fn a_wait_value_past_u32_is_a_limit_naming_the_field() {
+    let (program, _) = full(&cfg(256, 512, 512, Schedule::Naive));
+    let mut doc = serde_json::to_value(&program).unwrap();
+    let wait = doc["streams"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .flat_map(|s| s.as_array_mut().unwrap().iter_mut())
+        .find_map(|item| item.pointer_mut("/Inst/waits/0/value"))
+        .expect("an instruction with a wait");
+    *wait = serde_json::json!(5_000_000_000u64);
+    match decode::<bir::LoopedProgram>(doc) {
+        Err(ExtrapolateError::Limit { path, value, .. }) => {
+            assert!(path.starts_with("streams[") && path.ends_with("waits[0].value"), "{path}");
+            assert_eq!(value, 5_000_000_000);
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,265 @@
+//! `ntile gemm` on GEMMs too large to unroll (`--no-sim` or `--emit bir`): the rolled program
+//! is extrapolated from reduced GEMMs ([`crate::extrapolate`]) and modeled looped
+//! ([`sim::model_looped`]), never unrolled; `auto` weighs its shortlist the same way.
+
+use std::time::Instant;
+
+use codegen::{AutoChoice, AutoCost, AutoJob, AutoLimits, AutoPlanning, CodegenError, GemmConfig, Schedule};
+use penguin::HwProfile;
+
+use super::report::{json, report_from, ExtrapolatedReport};
+use super::{ms, summary, Emit, GemmArgs, Outcome, WallMs};
+use crate::api::Watch;
+use crate::budget;
+use crate::error::CliError;
+use crate::extrapolate::{extrapolate_within, Bounds, ExtrapolateError, Extrapolated};
+use crate::progress::Progress;
+
+/// Above this many matmuls a GEMM is extrapolated even when its unrolled plan would fit the
+/// memory budget (planning it whole would take seconds).
+pub const MAX_UNROLLED_MATMULS: u128 = 1 << 22;
+
+/// Whether `cfg` is too large to plan unrolled: over the memory budget, or more than
+/// [`MAX_UNROLLED_MATMULS`] matmuls.
+pub(super) fn too_large(cfg: &GemmConfig, budget: u64) -> bool {
+    budget::matmuls(cfg.m, cfg.k, cfg.n) > MAX_UNROLLED_MATMULS || budget::check(cfg, false, budget).is_err()
+}
+
+/// Refuse the flags that need the unrolled program (exit 2, naming why).
+fn refuse_flags(args: &GemmArgs, cfg: &GemmConfig) -> Result<(), CliError> {
+    let why = if args.extrapolate {
+        "with --extrapolate its program is extrapolated from smaller GEMMs and modeled looped".to_string()
+    } else {
+        format!(
+        "{}x{}x{} is too large to unroll ({} matmuls), so its program is extrapolated from smaller GEMMs and modeled looped",
+        cfg.m,
+        cfg.k,
+        cfg.n,
+        budget::matmuls(cfg.m, cfg.k, cfg.n)
+        )
+    };
+    let refuse = |flag: &str, needs: &str| Err(CliError::usage(format!("{flag} needs {needs}, but {why}")));
+    if args.trace.is_some() {
+        return refuse("--trace", "every instruction's modeled time");
+    }
+    if args.svg.is_some() {
+        return refuse("--svg", "every instruction's modeled time");
+    }
+    if args.svg_grid.is_some() {
+        return refuse("--svg-grid", "every store's modeled time");
+    }
+    match args.emit {
+        Some(Emit::Penguin) => refuse("--emit penguin", "the planned Penguin function (use --emit bir)"),
+        Some(Emit::PenguinUnrolled) => refuse("--emit penguin-unrolled", "the planned Penguin function"),
+        Some(Emit::BirUnrolled) => refuse("--emit bir-unrolled", "the unrolled program (use --emit bir)"),
+        Some(Emit::Bir) | None => Ok(()),
+    }
+}
+
+/// Refuse when planning the reduced GEMMs of every schedule that may be planned would exceed
+/// the budget (`threads` of them in flight at once).
+fn check_memory(cfg: &GemmConfig, threads: usize, budget: u64) -> Result<(), CliError> {
+    let schedules: Vec<Schedule> = match cfg.schedule {
+        Schedule::Auto => {
+            let mut s = vec![Schedule::Naive, Schedule::BlockedMnk];
+            if stripe_fits(cfg) {
+                s.extend([Schedule::Hoisted, Schedule::BlockedMn]);
+            }
+            s
+        }
+        s => vec![s],
+    };
+    for schedule in schedules {
+        let c = GemmConfig { schedule, ..cfg.clone() };
+        let mut reduced: Vec<u128> = crate::extrapolate::reduced_configs(&c).iter().map(budget::plan_bytes).collect();
+        reduced.sort_unstable_by(|a, b| b.cmp(a));
+        let need: u128 = reduced.iter().take(threads.max(1)).sum();
+        if need > u128::from(budget) {
+            return Err(CliError::usage(format!(
+                "{}x{}x{} is too large to unroll and its {schedule} program is extrapolated from smaller GEMMs, \
+                 but planning them needs about {}, over the memory budget of {}; raise --max-memory BYTES if the \
+                 machine has the memory, or set NTILE_THREADS=1",
+                cfg.m,
+                cfg.k,
+                cfg.n,
+                budget::human(need),
+                budget::human(u128::from(budget))
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether one K stripe of A (one m tile, the whole K) fits SBUF twice: what `hoisted` and
+/// `blocked-mn` need at the least.
+fn stripe_fits(cfg: &GemmConfig) -> bool {
+    let chunks = codegen::k_chunks(cfg).0.len() as u64;
+    let bytes = chunks * codegen::M_TILE * u64::from(cfg.lhs_dtype.size_bytes());
+    2 * bytes <= u64::from(cfg.target.info().statebuf_par_size_in_bytes)
+}
+
+fn model(x: &Extrapolated, hw: &HwProfile) -> Result<sim::CycleReport, CliError> {
+    sim::model_looped(&x.program, hw)
+        .map_err(|e| CliError::internal(format!("cycle model of the extrapolated program failed (a bug): {e}")))
+}
+
+/// The most matmuls the reduced GEMMs of one `auto` candidate may have in total; a candidate
+/// over it is skipped (its extrapolation would take seconds).
+pub const AUTO_MAX_REDUCED_MATMULS: u128 = 1 << 20;
+
+/// `auto` over extrapolated candidates: the search of [`codegen::choose_auto`], each
+/// candidate extrapolated and modeled looped. Candidates whose reduced GEMMs are too large to
+/// weigh quickly, or whose reduced programs do not fit, are skipped.
+fn auto(
+    args: &GemmArgs,
+    cfg: &GemmConfig,
+    hw: &HwProfile,
+    (threads, budget): (usize, u64),
+    watch: &Watch<'_>,
+) -> Result<(Extrapolated, sim::CycleReport, AutoChoice), CliError> {
+    let limits = AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
+    let mut failure: Option<CliError> = None;
+    let mut cost = |job: &AutoJob| -> Result<Option<(Weighed, GemmConfig, AutoCost)>, CodegenError> {
+        if watch.stop() {
+            return Err(CodegenError::Unsupported("interrupted".into()));
+        }
+        let c = &job.config;
+        if matches!(c.schedule, Schedule::Hoisted | Schedule::BlockedMn) && !stripe_fits(c) {
+            let stripe = codegen::k_chunks(c).0.len() as u64 * codegen::M_TILE * u64::from(c.lhs_dtype.size_bytes());
+            return Err(CodegenError::SbufCapacity {
+                tensor: "a_stripe".into(),
+                needed: 2 * stripe,
+                available: u64::from(c.target.info().statebuf_par_size_in_bytes),
+                used: 0,
+                target: c.target,
+            });
+        }
+        let bounds = Bounds { bytes: u128::from(budget), matmuls: AUTO_MAX_REDUCED_MATMULS };
+        match extrapolate_within(c, job.planning, threads, bounds) {
+            Ok(x) => {
+                let cycle = model(&x, hw).map_err(|e| {
+                    let msg = e.message.clone();
+                    failure = Some(e);
+                    CodegenError::Internal(msg)
+                })?;
+                let time = AutoCost { time: cycle.total_ns, hbm_bytes: cycle.hbm_bytes };
+                let planned = x.config.clone();
+                Ok(Some(((x, cycle), planned, time)))
+            }
+            Err(ExtrapolateError::Plan(e)) => Err(e),
+            // Another candidate may have reduced programs that fit, or smaller ones.
+            Err(ExtrapolateError::TooLarge(_)) => Ok(None),
+            Err(e @ ExtrapolateError::Fit { .. }) => {
+                failure = Some(e.into());
+                Ok(None)
+            }
+            // A limit of the full GEMM (a count past u32) holds for every candidate.
+            Err(e) => {
+                let e = CliError::from(e);
+                let msg = e.message.clone();
+                failure = Some(e);
+                Err(CodegenError::Unsupported(msg))
+            }
+        }
+    };
+    let chosen = codegen::choose_auto(cfg, &limits, hw, codegen::AUTO_SHORTLIST, &mut cost);
+    watch.check()?;
+    match (chosen, failure) {
+        (Ok(((x, cycle), choice)), _) => Ok((x, cycle, choice)),
+        (Err(CodegenError::BadGemm(_) | CodegenError::Unsupported(_) | CodegenError::Internal(_)), Some(f)) => Err(f),
+        (Err(CodegenError::BadGemm(_)), None) => Err(CliError::usage(format!(
+            "auto found no candidate small enough to extrapolate for {}x{}x{} (each one's reduced GEMMs have more \
+             than {AUTO_MAX_REDUCED_MATMULS} matmuls); choose --schedule and blocks explicitly",
+            cfg.m, cfg.k, cfg.n
+        ))),
+        (Err(e), _) => Err(e.into()),
+    }
+}
+
+/// What `auto` keeps of a weighed candidate.
+type Weighed = (Extrapolated, sim::CycleReport);
+
+/// The report of an extrapolated GEMM.
+fn report(
+    x: &Extrapolated,
+    cycle: &sim::CycleReport,
+    hw: &HwProfile,
+    choice: Option<&AutoChoice>,
+    wall: WallMs,
+) -> super::Report {
+    let mut report = report_from(&x.config, &x.figures, cycle, hw, choice, None, None, wall);
+    let period = |name: &str| x.axes.iter().find(|a| a.name == name).map_or(0, |a| a.period);
+    report.extrapolated = Some(ExtrapolatedReport {
+        reduced_plans: x.plans,
+        reduced_instructions: x.reduced_instructions,
+        base: [x.base.m, x.base.k, x.base.n],
+        periods: [period("m"), period("k"), period("n")],
+    });
+    report
+}
+
+/// The report of an extrapolated GEMM that was not modeled (`--emit bir`): every modeled
+/// figure 0.
+fn unmodeled_report(x: &Extrapolated, hw: &HwProfile, wall: WallMs) -> super::Report {
+    let cycle = sim::CycleReport {
+        total_ns: 0.0,
+        engine_busy_ns: vec![0.0; bir::NUM_ENGINES],
+        hbm_bytes: x.figures.hbm_bytes,
+        matmul_flops: 0.0,
+        peak_flops_per_ns: 0.0,
+        slices: Vec::new(),
+    };
+    report(x, &cycle, hw, None, wall)
+}
+
+/// Plan (by extrapolation), model and report a GEMM too large to unroll.
+pub(super) fn run(
+    args: &GemmArgs,
+    cfg: &GemmConfig,
+    budget: u64,
+    hw: &HwProfile,
+    watch: &Watch<'_>,
+) -> Result<Outcome, CliError> {
+    if args.extrapolate && !args.no_sim && args.emit.is_none() {
+        return Err(CliError::usage(
+            "--extrapolate needs --no-sim (or --emit bir): an extrapolated program is modeled, not simulated",
+        ));
+    }
+    refuse_flags(args, cfg)?;
+    let threads = crate::threads::threads()?;
+    check_memory(cfg, threads, budget)?;
+    let progress = Progress::new(args.quiet, "ntile gemm");
+    let mut wall = WallMs::default();
+    let t = Instant::now();
+    let (x, cycle, choice) = if cfg.schedule == Schedule::Auto {
+        progress.phase("plan (auto search, extrapolated)");
+        let (x, cycle, choice) = auto(args, cfg, hw, (threads, budget), watch)?;
+        wall.plan = ms(t);
+        (x, cycle, Some(choice))
+    } else {
+        progress.phase("plan (extrapolated)");
+        let explicit = args.block_m.is_some() || args.block_n.is_some() || args.block_k.is_some();
+        let planning = if explicit { AutoPlanning::Fixed } else { AutoPlanning::Fitting };
+        let bounds = Bounds { bytes: u128::from(budget), matmuls: u128::MAX };
+        let x = extrapolate_within(cfg, planning, threads, bounds)?;
+        wall.plan = ms(t);
+        watch.check()?;
+        if args.emit.is_some() {
+            // Only the program is printed: no model (the outcome's report has no modeled time).
+            return Ok(Outcome { report: unmodeled_report(&x, hw, wall), stdout: x.program.to_string(), result: None });
+        }
+        progress.phase("model");
+        let t = Instant::now();
+        let cycle = model(&x, hw)?;
+        wall.model = ms(t);
+        (x, cycle, None)
+    };
+    watch.check()?;
+    let report = report(&x, &cycle, hw, choice.as_ref(), wall);
+    let stdout = match args.emit {
+        Some(_) => x.program.to_string(),
+        None if args.json => json(&report)?,
+        None => summary(&report),
+    };
+    Ok(Outcome { report, stdout, result: None })
+}
