@@ -106,16 +106,8 @@ fn bench_auto(c: &mut Criterion) {
 /// queue 1 stores; each loop waits on the previous stage's count.
 fn pipeline(trips: u32) -> bir::LoopedProgram {
     use bir::{BirInst, Engine, HwAp, Item, Loop, Op, SemId, Wait};
-    use penguin::{CastMode, Dim, EngineAccumulationType, Memory, PerfMode, TilePosition, TileSize};
-    let chip = |memory, dtype, offset, free| HwAp {
-        memory,
-        dtype,
-        start_partition: 0,
-        num_partitions: 128,
-        partition_stride: 1,
-        byte_offset: offset,
-        dims: vec![Dim::new(1, free)],
-    };
+    use penguin::{CastMode, EngineAccumulationType, Memory, PerfMode, TilePosition, TileSize};
+    let chip = nest::on_chip;
     let hbm =
         |offset| HwAp { memory: Memory::Hbm, partition_stride: 8192, ..chip(Memory::Hbm, DType::Bf16, offset, 512) };
     let sb = |offset, free| chip(Memory::Sbuf, DType::Bf16, offset, free);
