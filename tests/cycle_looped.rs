@@ -6,15 +6,16 @@
 
 #[path = "../crates/sim/tests/common/gemm.rs"]
 mod hand_gemm;
+#[path = "common/unrolled.rs"]
+mod unrolled;
 
 use bir::looped::{advance_inst, push_inst_params};
 use bir::{BirInst, Engine, HwAp, Item, Loop, LoopedProgram, Op, Program, SemId, Wait};
 use codegen::{plan_gemm, GemmConfig, Schedule};
 use hand_gemm::{gemm_program, GemmSpec};
-use penguin::{
-    CastMode, DType, Dim, EngineAccumulationType, HwProfile, Memory, PerfMode, Target, TilePosition, TileSize,
-};
-use sim::{model_looped, model_looped_default, model_looped_with, model_with, CycleReport, LoopedOptions, SimError};
+use penguin::{CastMode, DType, Dim, EngineAccumulationType, Memory, PerfMode, Target, TilePosition, TileSize};
+use sim::{model_looped, model_looped_default, model_with, SimError};
+use unrolled::{assert_close, check_against_unrolled};
 
 // ---------------------------------------------------------------------------------------
 // Building blocks
@@ -171,30 +172,6 @@ fn pipeline(trips: u32, inner: u32, n: u32) -> LoopedProgram {
     lp
 }
 
-fn assert_close(got: f64, want: f64, rel: f64, what: &str) {
-    assert!((got - want).abs() <= rel * want.abs().max(1.0), "{what}: got {got}, want {want}");
-}
-
-/// `model_looped` (with and without extrapolation) against `model_with` on the expansion.
-fn check_against_unrolled(lp: &LoopedProgram, profile: &HwProfile) -> CycleReport {
-    let unrolled = lp.expand().unwrap();
-    bir::verify_program(&unrolled).unwrap();
-    let want = model_with(&unrolled, profile).unwrap();
-    let exact = model_looped_with(lp, profile, LoopedOptions { slices: true, extrapolate: false }).unwrap();
-    // The lazy replay without extrapolation is the same computation: identical figures.
-    assert_eq!(exact, want);
-    let got = model_looped(lp, profile).unwrap();
-    assert!(got.slices.is_empty());
-    assert_close(got.total_ns, want.total_ns, 1e-3, "total_ns");
-    for (e, (g, w)) in got.engine_busy_ns.iter().zip(&want.engine_busy_ns).enumerate() {
-        assert_close(*g, *w, 1e-3, &format!("busy of engine {e}"));
-    }
-    assert_eq!(got.hbm_bytes, want.hbm_bytes);
-    assert_eq!(got.matmul_flops, want.matmul_flops);
-    assert_eq!(got.peak_flops_per_ns, want.peak_flops_per_ns);
-    got
-}
-
 // ---------------------------------------------------------------------------------------
 // Tests
 
@@ -208,7 +185,7 @@ fn pipelines_match_the_unrolled_model() {
     {
         for profile in [&trn2, &deep] {
             let lp = pipeline(trips, inner, n);
-            let r = check_against_unrolled(&lp, profile);
+            let r = check_against_unrolled(&lp, profile, 1e-3).0;
             // Every MM of the pipeline: 2 K M N.
             let mms = f64::from(trips) * f64::from(inner + 1);
             assert_eq!(r.matmul_flops, mms * 2.0 * 128.0 * 128.0 * f64::from(n));
@@ -254,7 +231,7 @@ fn a_nested_top_level_loop_matches_the_unrolled_model() {
         }
         lp.streams[e] = vec![Item::Loop(Loop { trips: 3, body: items.clone(), step })];
     }
-    check_against_unrolled(&lp, &Target::Trn2.profile());
+    check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-3);
 }
 
 #[test]
@@ -367,7 +344,7 @@ fn planned_gemms_rolled_where_they_repeat_match_the_unrolled_model() {
             let p = planned(target, schedule, 512, 1024, 2048);
             let lp = roll(&p, 8);
             rolled += p.num_insts() - lp.streams.iter().map(Vec::len).sum::<usize>();
-            check_against_unrolled(&lp, &target.profile());
+            check_against_unrolled(&lp, &target.profile(), 1e-3);
         }
     }
     assert!(rolled > 100, "rolled away {rolled} instructions");
@@ -379,7 +356,7 @@ fn rolled_hand_built_gemm_matches_the_unrolled_model() {
     let lp = roll(&p, 16);
     // 1360 instructions, 421 items: a loop on each of the 16 queues, the PE and ACT.
     assert_eq!((p.num_insts(), lp.streams.iter().map(Vec::len).sum::<usize>()), (1360, 421));
-    check_against_unrolled(&lp, &Target::Trn2.profile());
+    check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-3);
 }
 
 #[test]
@@ -434,7 +411,7 @@ fn loops_that_move_partitions_match_the_unrolled_model() {
     let q1 = Item::Inst(inst(load(0, 96), &[(0, 1)], None));
     lp.streams[Engine::Dma(1).index()] =
         vec![Item::Loop(Loop { trips: 640, body: vec![q1], step: vec![0, 0, 128, 0, 1] })];
-    check_against_unrolled(&lp, &Target::Trn2.profile());
+    check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-3);
 }
 
 proptest::proptest! {
@@ -453,6 +430,6 @@ proptest::proptest! {
         let mut profile = Target::Trn2.profile();
         profile.dma_queue_depth = f64::from(depth);
         profile.hbm_bytes_per_ns = hbm_rate;
-        check_against_unrolled(&pipeline(trips, inner, n), &profile);
+        check_against_unrolled(&pipeline(trips, inner, n), &profile, 1e-3);
     }
 }

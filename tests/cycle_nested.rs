@@ -11,8 +11,11 @@ use sim::{model_looped_stats, model_with, CycleReport, LoopedOptions, LoopedStat
 
 #[path = "common/nest.rs"]
 mod nest;
+#[path = "common/unrolled.rs"]
+mod unrolled;
 
 use nest::{gemm_nest, gemm_nest_levels, hbm, inst, nest, psum, sbuf, Nested, EVACUATED, FREED};
+use unrolled::{check_against_unrolled, close};
 
 /// Instructions the pipeline unrolls to.
 fn unrolled_len(a: u32, b: u32, c: u32) -> u64 {
@@ -20,30 +23,8 @@ fn unrolled_len(a: u32, b: u32, c: u32) -> u64 {
     4 * steps + 2 * tiles + 5
 }
 
-fn close(got: f64, want: f64, rel: f64) -> bool {
-    (got - want).abs() <= rel * want.abs().max(1.0)
-}
-
 fn model(lp: &LoopedProgram, profile: &HwProfile) -> (CycleReport, LoopedStats) {
     model_looped_stats(lp, profile, LoopedOptions::default()).unwrap()
-}
-
-/// The looped model with jumps against the unrolled model: total and busy times within
-/// `rel`, HBM bytes and FLOPs exact. Returns what the looped model did.
-fn check_against_unrolled(lp: &LoopedProgram, profile: &HwProfile, rel: f64) -> LoopedStats {
-    let unrolled = lp.expand().unwrap();
-    bir::verify_program(&unrolled).unwrap();
-    let want = model_with(&unrolled, profile).unwrap();
-    let (got, stats) = model(lp, profile);
-    assert!(close(got.total_ns, want.total_ns, rel), "total_ns: got {}, want {}", got.total_ns, want.total_ns);
-    for (e, (g, w)) in got.engine_busy_ns.iter().zip(&want.engine_busy_ns).enumerate() {
-        assert!(close(*g, *w, rel), "busy of engine {e}: got {g}, want {w}");
-    }
-    assert_eq!(got.hbm_bytes, want.hbm_bytes);
-    assert_eq!(got.matmul_flops, want.matmul_flops);
-    assert_eq!(got.peak_flops_per_ns, want.peak_flops_per_ns);
-    assert_eq!(stats.replayed + stats.skipped, unrolled.num_insts() as u64);
-    stats
 }
 
 // ---------------------------------------------------------------------------------------
@@ -71,7 +52,7 @@ fn inner_and_outer_loops_both_jump() {
     // inside the tiles that are replayed, and the tile and block loops jump over whole
     // tiles and blocks.
     let lp = gemm_nest(6, 30, 200, 512);
-    let stats = check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-9);
+    let stats = check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-9).1;
     assert!(stats.jumps >= 3, "{stats:?}");
     assert!(stats.replayed < 20_000, "{stats:?}");
 }
@@ -104,7 +85,7 @@ fn a_billion_instruction_nest_replays_a_few_thousand() {
 fn four_level_nests_match_the_unrolled_model() {
     // Pairs of blocks of tiles of K steps: the jumps of four levels compose.
     let lp = gemm_nest_levels(&[3, 4, 6], 150, 256);
-    let stats = check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-9);
+    let stats = check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-9).1;
     assert!(stats.jumps >= 3 && stats.replayed < 20_000, "{stats:?}");
     // A loop of one trip at each level, and tiles in a loop of 2.
     check_against_unrolled(&gemm_nest_levels(&[1, 1, 2], 60, 128), &Target::Trn2.profile(), 1e-9);
@@ -123,7 +104,7 @@ fn engines_that_alternate_within_the_checkpointed_loop_jump_with_a_longer_period
         coef: vec![vec![0, 0], vec![0, 0], vec![0, 2048], vec![0, 0], vec![2 * i64::from(c), i64::from(c)]],
     };
     lp.streams[Engine::Act.index()] = vec![nest(&[tiles / 2, 2], &[evac])];
-    let stats = check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-9);
+    let stats = check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-9).1;
     assert!(stats.jumps > 0 && stats.replayed * 4 < stats.skipped, "{stats:?}");
 }
 

@@ -1,0 +1,43 @@
+//! The looped cycle model checked against the unrolled one, shared by the looped-model
+//! tests.
+#![allow(dead_code, reason = "each test binary uses a subset of the helpers")]
+#![allow(clippy::unwrap_used, reason = "test helpers assert on values")]
+
+use bir::LoopedProgram;
+use penguin::HwProfile;
+use sim::{model_looped_stats, model_looped_with, model_with, CycleReport, LoopedOptions, LoopedStats};
+
+/// Whether `got` is within `rel` (relative) of `want`.
+pub fn close(got: f64, want: f64, rel: f64) -> bool {
+    (got - want).abs() <= rel * want.abs().max(1.0)
+}
+
+/// Assert [`close`], naming what differs.
+pub fn assert_close(got: f64, want: f64, rel: f64, what: &str) {
+    assert!(close(got, want, rel), "{what}: got {got}, want {want}");
+}
+
+/// `lp` modeled looped against `model_with` on its expansion (which must verify):
+/// - the lazy replay without jumps is the same computation: identical figures and slices;
+/// - with jumps, total and busy times are within `rel`, HBM bytes and FLOPs exact, and every
+///   unrolled instruction is either replayed or skipped.
+///
+/// Returns the report with jumps and what the looped model did.
+pub fn check_against_unrolled(lp: &LoopedProgram, profile: &HwProfile, rel: f64) -> (CycleReport, LoopedStats) {
+    let unrolled = lp.expand().unwrap();
+    bir::verify_program(&unrolled).unwrap();
+    let want = model_with(&unrolled, profile).unwrap();
+    let exact = model_looped_with(lp, profile, LoopedOptions { slices: true, extrapolate: false }).unwrap();
+    assert_eq!(exact, want);
+    let (got, stats) = model_looped_stats(lp, profile, LoopedOptions::default()).unwrap();
+    assert!(got.slices.is_empty());
+    assert_close(got.total_ns, want.total_ns, rel, "total_ns");
+    for (e, (g, w)) in got.engine_busy_ns.iter().zip(&want.engine_busy_ns).enumerate() {
+        assert_close(*g, *w, rel, &format!("busy of engine {e}"));
+    }
+    assert_eq!(got.hbm_bytes, want.hbm_bytes);
+    assert_eq!(got.matmul_flops, want.matmul_flops);
+    assert_eq!(got.peak_flops_per_ns, want.peak_flops_per_ns);
+    assert_eq!(stats.replayed + stats.skipped, unrolled.num_insts() as u64);
+    (got, stats)
+}
