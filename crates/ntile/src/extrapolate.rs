@@ -1,11 +1,11 @@
-//! GEMMs too large to unroll: their rolled BIR program extrapolated exactly from a few
+//! GEMMs too large to unroll: their looped BIR program extrapolated exactly from a few
 //! smaller GEMMs of the same structure.
 //!
 //! # Method
 //! The planner stays the single source of truth. Its rotations (PSUM banks, evacuation
 //! engines, DMA queues, buffer slots) are functions of the position inside the loop they live
-//! in (`codegen`'s `rotation` module), so the rolled program of a GEMM (`bir::roll` of its
-//! lowering, origins dropped) has the same *structure* (op kinds, engines, access-pattern
+//! in (`codegen`'s `rotation` module), so the looped program of a GEMM (its plan rolled along
+//! the schedule's loop nest and lowered along it, [`crate::looped::lower_nest`]) has the same *structure* (op kinds, engines, access-pattern
 //! dims, semaphores, loop nesting) for GEMMs that differ by a whole number of *periods* in
 //! each dimension: two blocks of the inner block loop of a blocked schedule (its snake order
 //! runs it forwards and backwards in turn), one or two blocks of the outer one, two tiles of
@@ -17,9 +17,9 @@
 //!
 //! So [`extrapolate`] picks, for each large dimension, a base size `B = r + 3d` that keeps the
 //! full size's remainder `r` modulo the period `d` (so the edge tiles are the same; with fewer
-//! trips the roll pass forms other loops), plans, lowers and rolls the `2^D` *corner* GEMMs
+//! trips the roll forms other loops), plans and lowers along their nests the `2^D` *corner* GEMMs
 //! (`B` or `B + d` in each of the `D` reduced dimensions) and one *check* GEMM per reduced
-//! dimension (`B + 2d` in it), on several threads; serializes each rolled program to JSON;
+//! dimension (`B + 2d` in it), on several threads; serializes each looped program to JSON;
 //! fits every number through the corners by exact integer multilinear interpolation
 //! ([`fit`]); checks that the fit reproduces each check GEMM exactly; and evaluates it at the
 //! full GEMM. The plan's figures (instruction counts, matmuls, PSUM groups, SBUF peak, HBM
@@ -127,6 +127,23 @@ impl Figures {
         }
     }
 
+    /// The figures of a plan and its lowering along its loop nest (the same as
+    /// [`Figures::of`] the unrolled lowering: the same instructions, looped).
+    pub fn of_looped(plan: &GemmPlan, program: &bir::LoopedProgram) -> Figures {
+        let sb = plan.stats.single_buffered;
+        Figures {
+            penguin_instructions: plan.function.layout().len() as u64,
+            bir_instructions: program.unrolled_len(),
+            matmuls: plan.stats.matmuls,
+            psum_groups: plan.stats.psum_groups,
+            max_live_psum_groups: plan.stats.max_live_psum_groups,
+            sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
+            single_buffered: [sb.a_block, sb.b_block, sb.result],
+            hbm_bytes: crate::looped::hbm_traffic_bytes(program),
+            hbm_read_once_bytes: program.header.hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add),
+        }
+    }
+
     /// The single-buffered blocks as the planner's stats hold them.
     pub fn single_buffered(&self) -> codegen::SingleBuffered {
         let [a_block, b_block, result] = self.single_buffered;
@@ -154,7 +171,7 @@ pub struct Axis {
 pub struct Extrapolated {
     /// The full GEMM with the block sizes every reduced GEMM was planned with.
     pub config: GemmConfig,
-    /// The full GEMM's rolled BIR program (origins dropped), as `roll(lower(plan))` gives it.
+    /// The full GEMM's BIR program lowered along its loop nest, as `crate::looped::lower_nest` gives it.
     pub program: bir::LoopedProgram,
     /// The full GEMM's figures.
     pub figures: Figures,
@@ -304,7 +321,7 @@ pub fn reduced_configs(cfg: &GemmConfig) -> Vec<GemmConfig> {
     points(axes.len()).iter().map(|p| at(cfg, &axes, p)).collect()
 }
 
-/// One reduced GEMM, planned, lowered and rolled, as JSON.
+/// One reduced GEMM, planned and lowered along its loop nest, as JSON.
 struct Reduced {
     program: Value,
     figures: Value,
@@ -316,21 +333,17 @@ fn encode<T: Serialize>(v: &T) -> Result<Value, ExtrapolateError> {
         .map_err(|e| ExtrapolateError::Reduced(CliError::internal(format!("cannot encode a reduced program: {e}"))))
 }
 
-/// Plan (with `cfg`'s blocks, or `plan` when given), lower and roll one reduced GEMM.
+/// Plan (with `cfg`'s blocks, or `plan` when given) and lower along its nest one reduced GEMM.
 fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>, double: bool) -> Result<Reduced, ExtrapolateError> {
     let plan = match plan {
         Some(p) => p,
         None if double => plan_candidate(cfg).map_err(ExtrapolateError::Plan)?,
         None => plan_gemm(cfg).map_err(ExtrapolateError::Plan)?,
     };
-    let mut program = crate::gemm::lower(&plan).map_err(ExtrapolateError::Reduced)?;
-    let figures = Figures::of(&plan, &program);
-    // Hold as little as possible at once: the plan is done with, and origins do not roll.
+    let program = crate::looped::lower_nest(&plan).map_err(ExtrapolateError::Reduced)?;
+    let figures = Figures::of_looped(&plan, &program);
     drop(plan);
-    program.streams.iter_mut().flatten().for_each(|i| i.origin = None);
-    let rolled = bir::roll(&program);
-    drop(program);
-    Ok(Reduced { program: encode(&rolled)?, figures: encode(&figures)?, instructions: figures.bir_instructions })
+    Ok(Reduced { program: encode(&program)?, figures: encode(&figures)?, instructions: figures.bir_instructions })
 }
 
 /// A reduced GEMM to plan, and its plan when it was made already.
@@ -396,7 +409,7 @@ fn decide_blocks(
     Ok((decided, reuse.then_some(plan), true))
 }
 
-/// Extrapolate the rolled program and figures of `cfg` (an explicit schedule, planned as
+/// Extrapolate the looped program and figures of `cfg` (an explicit schedule, planned as
 /// `planning` says: its blocks shrunk to fit SBUF, as given, or as given with two slots per
 /// refilled block) from reduced GEMMs planned on up to `threads` threads. See the module doc.
 pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> Result<Extrapolated, ExtrapolateError> {
@@ -520,7 +533,7 @@ fn attempt(
             source: Box::new(source),
         })
     };
-    let program_doc = fitted("the rolled BIR program", &|r| &r.program).map_err(fail)?;
+    let program_doc = fitted("the looped BIR program", &|r| &r.program).map_err(fail)?;
     let figures_doc = fitted("the plan's figures", &|r| &r.figures).map_err(fail)?;
     let program = decode::<bir::LoopedProgram>(program_doc).map_err(fail)?;
     let figures = decode::<Figures>(figures_doc).map_err(fail)?;

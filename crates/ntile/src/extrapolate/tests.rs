@@ -1,4 +1,4 @@
-//! Tests of the extrapolation: exact against the rolled program of the full GEMM.
+//! Tests of the extrapolation: exact against the full GEMM lowered along its loop nest.
 
 use codegen::{plan_gemm, AutoPlanning, BlockSizes, GemmConfig, Schedule};
 use penguin::{DType, Target};
@@ -13,11 +13,12 @@ fn cfg(m: u64, k: u64, n: u64, schedule: Schedule) -> GemmConfig {
     c
 }
 
-/// The full GEMM's rolled program and figures, as the extrapolation should give them.
+/// The full GEMM's program lowered along its loop nest and its figures (those of the unrolled
+/// lowering), as the extrapolation should give them.
 fn full(cfg: &GemmConfig) -> (bir::LoopedProgram, Figures) {
     let plan = plan_gemm(cfg).unwrap();
     let program = crate::gemm::lower(&plan).unwrap();
-    (crate::looped::rolled(&program), Figures::of(&plan, &program))
+    (crate::looped::lower_nest(&plan).unwrap(), Figures::of(&plan, &program))
 }
 
 /// Extrapolate `c` and compare everything with the full GEMM: the rolled program, the

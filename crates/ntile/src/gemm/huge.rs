@@ -1,4 +1,4 @@
-//! `ntile gemm` on GEMMs too large to unroll (`--no-sim` or `--emit bir`): the rolled program
+//! `ntile gemm` on GEMMs too large to unroll (`--no-sim` or `--emit bir`): the looped program
 //! is extrapolated from reduced GEMMs ([`crate::extrapolate`]) and modeled looped
 //! ([`sim::model_looped`]), never unrolled; `auto` weighs its shortlist the same way.
 
