@@ -27,6 +27,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use penguin::looped::NestMark;
 use penguin::{DType, Function, PerfMode, SparsityPattern, Target};
 use serde::{Deserialize, Serialize};
 
@@ -323,14 +324,24 @@ pub struct GemmPlan {
     pub stats: CodegenStats,
     /// What was planned.
     pub config: GemmConfig,
+    /// Where each iteration of the schedule's loops starts in [`Self::function`]'s program
+    /// order ([`NestMark`]; see the `schedule` module doc for each schedule's levels): what
+    /// [`Self::looped`] rolls along.
+    pub nest: Vec<NestMark>,
 }
 
 impl GemmPlan {
-    /// The function with its repeated bodies rolled into loops ([`penguin::LoopedFunction::roll`]):
-    /// the loop nest the schedule walks, with per-trip offset and edge steps. Expanding it
-    /// gives [`Self::function`] back exactly.
+    /// The function rolled into the schedule's own loop nest
+    /// ([`penguin::LoopedFunction::roll_nest`] along [`Self::nest`]): a short prologue, the
+    /// loop over the outer iterations whose body holds the inner loops, the peeled last
+    /// iterations. Without marks (or with marks that do not fit the function) the greedy
+    /// [`penguin::LoopedFunction::roll`]. Expanding it gives [`Self::function`] back exactly.
     pub fn looped(&self) -> penguin::LoopedFunction {
-        penguin::LoopedFunction::roll(&self.function)
+        if self.nest.is_empty() {
+            return penguin::LoopedFunction::roll(&self.function);
+        }
+        penguin::LoopedFunction::roll_nest(&self.function, &self.nest)
+            .unwrap_or_else(|_| penguin::LoopedFunction::roll(&self.function))
     }
 }
 

@@ -46,6 +46,12 @@ fn roll_checked(cfg: &GemmConfig) -> Result<Option<LoopedFunction>, TestCaseErro
     // The corner function (each loop's first and last trip), used past MAX_EXPANDED
     // instructions, passes too.
     prop_assert_eq!(verify_looped_within(&lf, 0), Ok(()));
+    // The roll along the schedule's nest too.
+    let nest = plan.looped();
+    prop_assert!(!plan.nest.is_empty());
+    let nest_back = nest.expand();
+    prop_assert_eq!(nest_back.as_ref(), Ok(f));
+    prop_assert_eq!(verify_looped(&nest), Ok(()));
     Ok(Some(lf))
 }
 
