@@ -28,7 +28,10 @@
 //! every few iterations: a period of 2, 4, ... Each round tries periods 1 to
 //! [`SMALL_PERIODS`], the distances at which a segment's shape recurs and a few longer ones
 //! ([`LONG_PERIODS`]), up to [`MAX_NEST_PERIOD`], each rolled greedily left to right (the
-//! most trips at each start), and keeps the one whose result prints shortest (a loop's
+//! most trips at each start, unless a run starting up to one period later has more: two
+//! trips take any step, so a first iteration whose edges reach back to a longer prologue
+//! would otherwise pair with the second and cut the loop), and keeps the one whose result
+//! prints shortest (a loop's
 //! header and closing line count two); rounds repeat on the shorter sequence (loops of
 //! loops of the same level) until no period shortens it. Segments that fit no run (a first
 //! iteration without the edges of a previous one, the last one of a software pipeline,
@@ -255,7 +258,11 @@ fn runs<I>(level: &[Unit<I>], p: usize) -> Vec<(usize, usize)> {
     let mut i = 0;
     while i < n {
         let t = trips_at(i);
-        if t >= 2 {
+        // A run that starts up to one period later with more trips goes first: the first
+        // iterations of a loop often differ in a step only (edges back to a longer
+        // prologue), and two trips take any step.
+        let later = (1..=p).take_while(|q| i + q < n).any(|q| trips_at(i + q) > t);
+        if t >= 2 && !later {
             out.push((i, t));
             i += t * p;
         } else {

@@ -99,6 +99,15 @@ fn a_segment_that_breaks_the_pattern_ends_the_loop() {
 }
 
 #[test]
+fn a_first_segment_with_another_step_is_peeled_not_paired() {
+    // Segment 0 is 5 apart from segment 1, the rest 10: two trips from segment 0 would take
+    // any step, but the run from segment 1 has more.
+    let mut segs = vec![(Some(0), vec![i("a", 5)])];
+    segs.extend((1..8).map(|k| (Some(0), vec![i("a", 10 * k)])));
+    assert_eq!(rolled(segs), vec![i("a", 5), lp(7, vec![i("a", 10)], vec![10])]);
+}
+
+#[test]
 fn nested_marks_make_nested_loops_around_the_leaves_own() {
     // 3 outer x 4 inner iterations; each inner one holds a run of 3 c's the leaf roll finds.
     let mut segs = Vec::new();
