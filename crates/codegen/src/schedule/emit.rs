@@ -175,9 +175,9 @@ impl<B: IrBuilder> Planner<'_, B> {
         k_len: u64,
         at: GroupAt,
     ) -> Result<(MatMultAccumulation, InstTile, u32), CodegenError> {
-        let bank = self.group_bank(at);
+        let (bank, offset) = self.group_bank(at);
         let pos = (self.group_slot(at) as u32 % self.pe_positions) * self.pe_rows;
-        let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, msz, 0, nsz);
+        let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, msz, offset, nsz);
         let acc = if self.pack == 2 {
             MatMultAccumulation::open_double_row(psum.clone(), k_len as u32)?
         } else {

@@ -227,7 +227,8 @@ struct Planner<'a, B: IrBuilder> {
     /// PE rows per matmul and how many row groups rotate (row tiling for small K).
     pe_rows: u32,
     pe_positions: u32,
-    psum_banks: Vec<TensorId>,
+    /// The PSUM banks of the accumulation groups: one tensor and each bank's offset in it.
+    psum_banks: Vec<(TensorId, i64)>,
     /// A transposed on the PE (see [`GemmConfig::transposes_lhs_on_pe`]): the two
     /// natural-layout buffers and the PSUM bank for the transposes.
     pe_transpose: Option<([TensorId; 2], TensorId)>,
@@ -290,8 +291,8 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         let needs_pe_transpose = cfg.transposes_lhs_on_pe();
         let banks = cfg.target.info().psum_num_banks;
         let group_banks = if needs_pe_transpose { banks - 1 } else { banks };
-        let psum_banks =
-            (0..group_banks).map(|b| cg.alloc_psum_bank(&format!("psum{b}"), b, 128)).collect::<Result<_, _>>()?;
+        let psum = cg.alloc_psum_banks("psum", 0, group_banks, 128)?;
+        let psum_banks = (0..group_banks).map(|b| (psum, i64::from(b) * N_TILE as i64)).collect();
         let pe_transpose = if needs_pe_transpose {
             // The stripe schedules load a whole K stripe of A in its natural layout at once,
             // `blocked-mnk` the K block of each m tile of its M block.
