@@ -331,15 +331,24 @@ pub struct GemmPlan {
 }
 
 impl GemmPlan {
-    /// The function rolled into the schedule's own loop nest
-    /// ([`penguin::LoopedFunction::roll_nest`] along [`Self::nest`]): a short prologue, the
-    /// loop over the outer iterations whose body holds the inner loops, the peeled last
-    /// iterations. Without marks (or with marks that do not fit the function) the greedy
+    /// The function rolled along the schedule's own loop nest ([`Self::nest`]; see
+    /// `penguin::looped::nest`): a short prologue, loops over the schedule's iterations whose
+    /// bodies hold the inner loops, the peeled iterations that differ. Outer levels are merged
+    /// into deeper ones when that prints shorter
+    /// ([`penguin::LoopedFunction::roll_nest_shortest`]; [`Self::looped_nest`] keeps every
+    /// level). Without marks (or with marks that do not fit the function) the greedy
     /// [`penguin::LoopedFunction::roll`]. Expanding it gives [`Self::function`] back exactly.
     pub fn looped(&self) -> penguin::LoopedFunction {
         if self.nest.is_empty() {
             return penguin::LoopedFunction::roll(&self.function);
         }
+        penguin::LoopedFunction::roll_nest_shortest(&self.function, &self.nest)
+            .unwrap_or_else(|_| penguin::LoopedFunction::roll(&self.function))
+    }
+
+    /// The function rolled along every level of the schedule's nest
+    /// ([`penguin::LoopedFunction::roll_nest`]; the greedy roll without marks).
+    pub fn looped_nest(&self) -> penguin::LoopedFunction {
         penguin::LoopedFunction::roll_nest(&self.function, &self.nest)
             .unwrap_or_else(|_| penguin::LoopedFunction::roll(&self.function))
     }

@@ -25,10 +25,11 @@ fn nest_checked(c: &GemmConfig) -> GemmPlan {
     let what = format!("{}x{}x{} {} {:?}", c.m, c.k, c.n, c.schedule.name(), c.target);
     assert!(!plan.nest.is_empty(), "{what}: no marks");
     assert!(plan.nest.windows(2).all(|w| w[0].at <= w[1].at), "{what}: marks out of order");
-    let lf = plan.looped();
-    assert_eq!(lf.unrolled_len(), plan.function.insts.len() as u64, "{what}");
-    assert!(lf.expand().as_ref() == Ok(&plan.function), "{what}: the nest roll does not expand to the plan");
-    assert_eq!(verify_looped(&lf), Ok(()), "{what}");
+    for lf in [plan.looped(), plan.looped_nest()] {
+        assert_eq!(lf.unrolled_len(), plan.function.insts.len() as u64, "{what}");
+        assert!(lf.expand().as_ref() == Ok(&plan.function), "{what}: the nest roll does not expand to the plan");
+        assert_eq!(verify_looped(&lf), Ok(()), "{what}");
+    }
     plan
 }
 
@@ -100,7 +101,7 @@ fn a_large_gemm_rolls_into_the_schedules_nest() {
     // the next tile's first loads). The n tiles do not roll: each output store waits on every
     // earlier store of its m row (their HBM boxes overlap), so no two n tiles look alike.
     let plan = nest_checked(&cfg(4096, 8192, 8192, Schedule::Naive, Target::Trn2));
-    let nest = loop_nest(&plan.looped().body);
+    let nest = loop_nest(&plan.looped_nest().body);
     let m_loops: Vec<&LoopShape> = nest.iter().filter(|l| !l.inner.is_empty()).collect();
     assert_eq!(m_loops.len(), 1);
     let m = m_loops[0];
@@ -114,7 +115,7 @@ fn a_large_gemm_rolls_into_the_schedules_nest() {
     // the first (it copies the partials, the others add) and the second (its loads wait on
     // the previous pair's last K block), before the last two (the last stores).
     let plan = nest_checked(&cfg(4096, 8192, 8192, Schedule::BlockedMnk, Target::Trn2));
-    let nest = loop_nest(&plan.looped().body);
+    let nest = loop_nest(&plan.looped_nest().body);
     let outer: Vec<&LoopShape> = nest.iter().filter(|l| l.body_len > 10_000).collect();
     assert_eq!(outer.len(), 1);
     assert_eq!(outer[0].trips, 2);
@@ -131,7 +132,7 @@ fn one_column_of_blocks_rolls_its_block_pairs() {
     let plan = nest_checked(&cfg(8192, 2048, 2048, Schedule::BlockedMnk, Target::Trn2));
     let pair_at: Vec<u64> = plan.nest.iter().filter(|m| m.level <= 1).map(|m| u64::from(m.at)).collect();
     assert_eq!(pair_at.len(), 8);
-    let big: Vec<LoopShape> = loop_nest(&plan.looped().body).into_iter().filter(|l| l.body_len > 1000).collect();
+    let big: Vec<LoopShape> = loop_nest(&plan.looped_nest().body).into_iter().filter(|l| l.body_len > 1000).collect();
     assert_eq!(big.len(), 1);
     // Pairs 2 and 3, then 4 and 5; a third trip would need pair 7 to load a next pair.
     assert_eq!((big[0].trips, big[0].body_len), (2, pair_at[4] - pair_at[2]));
@@ -140,14 +141,21 @@ fn one_column_of_blocks_rolls_its_block_pairs() {
 #[test]
 fn large_gemms_print_short() {
     // Lines of the looped Penguin text of 4096x8192x8192 (bf16 from fp32, trn2, default
-    // blocks): upper bounds that fail when the structure regresses.
-    for (schedule, most) in
-        [(Schedule::Naive, 1072), (Schedule::Hoisted, 994), (Schedule::BlockedMn, 2422), (Schedule::BlockedMnk, 3118)]
-    {
+    // blocks), shortest and along every level: upper bounds that fail when the structure
+    // regresses.
+    let cases = [
+        (Schedule::Naive, 720, 1072),
+        (Schedule::Hoisted, 994, 994),
+        (Schedule::BlockedMn, 2422, 2422),
+        (Schedule::BlockedMnk, 2078, 3118),
+    ];
+    for (schedule, most, most_nested) in cases {
         let plan = plan_gemm(&cfg(4096, 8192, 8192, schedule, Target::Trn2)).unwrap();
-        let lf = plan.looped();
-        let text = lf.to_string().lines().count();
+        let (lf, nested) = (plan.looped(), plan.looped_nest());
+        let (text, text_nested) = (lf.to_string().lines().count(), nested.to_string().lines().count());
         assert!(text <= most, "{}: {text} lines, more than {most}", schedule.name());
+        assert!(text_nested <= most_nested, "{}: {text_nested} lines, more than {most_nested}", schedule.name());
+        assert!(text <= text_nested, "{}", schedule.name());
         // The header (kernel, names, tensors) and one line per instruction and two per loop.
         let header = plan.function.to_string().lines().take_while(|l| !l.starts_with("i0 ")).count();
         assert_eq!(text, header + printed_lines(&lf.body), "{}", schedule.name());

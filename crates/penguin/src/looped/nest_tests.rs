@@ -130,6 +130,35 @@ fn nested_marks_make_nested_loops_around_the_leaves_own() {
 }
 
 #[test]
+fn merging_outer_levels_peels_less_when_it_prints_shorter() {
+    // 3 outer x 4 inner iterations, offsets 10 apart throughout; the very first differs.
+    let mut items = Vec::new();
+    let mut marks = Vec::new();
+    for k in 0..12u32 {
+        marks.push(NestMark { at: k, level: u32::from(k % 4 > 0) });
+        items.push(i(if k == 0 { "z" } else { "a" }, 10 * i64::from(k)));
+    }
+    // Along the nest: the first outer iteration is peeled whole.
+    let nested = roll_nest(items.clone(), &marks).unwrap();
+    let inner = lp(4, vec![i("a", 40)], vec![10]);
+    // (Three a's print as short as a loop of three: they stay.)
+    let want = vec![i("z", 0), i("a", 10), i("a", 20), i("a", 30), lp(2, vec![inner], vec![40])];
+    assert_eq!(nested, want);
+    assert_eq!(printed_lines(&nested), 9);
+    // Merged: only the first inner iteration is.
+    let merged = roll_nest_shortest(&items, &marks).unwrap();
+    assert_eq!(merged, vec![i("z", 0), lp(11, vec![i("a", 10)], vec![10])]);
+    let flat: Vec<Item<T>> = expand_items(&merged).unwrap().into_iter().map(Item::Inst).collect();
+    assert_eq!(flat, items);
+    // When the nest prints shortest, it is kept: outer iterations 100 apart, inner ones 10.
+    let grid: Vec<Item<T>> = (0..12).map(|k| i("a", 100 * (k / 4) + 10 * (k % 4))).collect();
+    let by_outer = roll_nest_shortest(&grid, &marks).unwrap();
+    let inner = lp(4, vec![i("a", 0)], vec![10]);
+    assert_eq!(by_outer, vec![lp(3, vec![inner], vec![100])]);
+    assert_eq!(by_outer, roll_nest(grid, &marks).unwrap());
+}
+
+#[test]
 fn the_nest_is_the_marks_not_the_greedy_roll() {
     // Segments [b, a] after a lone a: the greedy roll starts its loop at the first a and
     // peels the last b; the marks keep the segment boundaries.
