@@ -5,7 +5,7 @@
 
 use codegen::{plan_gemm, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule};
 use penguin::looped::{loop_nest, printed_lines, LoopShape};
-use penguin::{verify_looped, DType, SparsityPattern, Target};
+use penguin::{verify_looped, DType, PerfMode, SparsityPattern, Target};
 
 /// Explicit schedules (`auto` plans one of them).
 const SCHEDULES: [Schedule; 4] = [Schedule::Naive, Schedule::Hoisted, Schedule::BlockedMn, Schedule::BlockedMnk];
@@ -36,20 +36,26 @@ fn nest_checked(c: &GemmConfig) -> GemmPlan {
 #[test]
 fn every_schedule_rolls_along_its_nest_losslessly() {
     // Whole and ragged shapes, one and several blocks; fp32 in HBM cast on load (the
-    // default), bf16 in HBM, A given transposed, n-outer order, 2:4 sparse A.
+    // default), bf16 in HBM, A given transposed, n-outer order, 2:4 sparse A, double row.
     let shapes = [(128, 128, 512), (300, 520, 700), (1000, 3000, 2000), (1024, 1024, 4096)];
     let mut planned = 0;
     for schedule in SCHEDULES {
         for target in [Target::Trn1, Target::Trn2] {
             for (m, k, n) in shapes {
-                for variant in 0..5 {
+                for variant in 0..6 {
                     let mut c = cfg(m, k, n, schedule, target);
                     match variant {
                         0 => {}
                         1 => c.input_dtype = DType::Bf16,
                         2 => c.lhs_transposed = true,
                         3 => c.order = LoopOrder::NOuter,
-                        _ => c.sparsity = Some(SparsityPattern { n: 2, m: 4 }),
+                        4 => c.sparsity = Some(SparsityPattern { n: 2, m: 4 }),
+                        // Double row (trn2 only): fp8 operands, two K rows per partition.
+                        _ if target == Target::Trn1 => continue,
+                        _ => {
+                            (c.lhs_dtype, c.rhs_dtype) = (DType::Fp8e4m3, DType::Fp8e4m3);
+                            c.perf_mode = PerfMode::DoubleRow;
+                        }
                     }
                     nest_checked(&c);
                     planned += 1;
@@ -57,7 +63,7 @@ fn every_schedule_rolls_along_its_nest_losslessly() {
             }
         }
     }
-    assert_eq!(planned, 4 * 2 * 4 * 5);
+    assert_eq!(planned, 4 * 4 * (5 + 6));
 }
 
 #[test]
