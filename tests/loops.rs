@@ -152,7 +152,11 @@ fn emit_penguin_prints_the_plan_rolled_and_it_lowers_and_runs_like_the_unrolled_
     let f = penguin::parse::parse(&flat).unwrap();
     let lf = penguin::text::parse_looped(&looped).unwrap();
     assert_eq!(lf.expand().unwrap(), f);
-    assert_eq!(lf, penguin::LoopedFunction::roll(&f));
+    // It is the plan rolled along the schedule's nest (`GemmPlan::looped`).
+    let mut cfg = GemmConfig::new(256, 4096, 1024, DType::Bf16, Target::Trn2);
+    cfg.input_dtype = DType::Bf16;
+    cfg.blocks = codegen::BlockSizes::for_schedule(Schedule::Naive);
+    assert_eq!(lf, codegen::plan_gemm_fitting(&cfg).unwrap().looped());
     // Lowering the looped function is rolling the lowering of the unrolled one.
     let lp = bir::lower_looped(&lf, Target::Trn2).unwrap();
     let program = bir::lower(penguin::verify(&f).unwrap(), Target::Trn2).unwrap();

@@ -27,6 +27,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use penguin::looped::NestMark;
 use penguin::{DType, Function, PerfMode, SparsityPattern, Target};
 use serde::{Deserialize, Serialize};
 
@@ -323,14 +324,33 @@ pub struct GemmPlan {
     pub stats: CodegenStats,
     /// What was planned.
     pub config: GemmConfig,
+    /// Where each iteration of the schedule's loops starts in [`Self::function`]'s program
+    /// order ([`NestMark`]; see the `schedule` module doc for each schedule's levels): what
+    /// [`Self::looped`] rolls along.
+    pub nest: Vec<NestMark>,
 }
 
 impl GemmPlan {
-    /// The function with its repeated bodies rolled into loops ([`penguin::LoopedFunction::roll`]):
-    /// the loop nest the schedule walks, with per-trip offset and edge steps. Expanding it
-    /// gives [`Self::function`] back exactly.
+    /// The function rolled along the schedule's own loop nest ([`Self::nest`]; see
+    /// `penguin::looped::nest`): a short prologue, loops over the schedule's iterations whose
+    /// bodies hold the inner loops, the peeled iterations that differ. Outer levels are merged
+    /// into deeper ones when that prints shorter
+    /// ([`penguin::LoopedFunction::roll_nest_shortest`]; [`Self::looped_nest`] keeps every
+    /// level). Without marks (or with marks that do not fit the function) the greedy
+    /// [`penguin::LoopedFunction::roll`]. Expanding it gives [`Self::function`] back exactly.
     pub fn looped(&self) -> penguin::LoopedFunction {
-        penguin::LoopedFunction::roll(&self.function)
+        if self.nest.is_empty() {
+            return penguin::LoopedFunction::roll(&self.function);
+        }
+        penguin::LoopedFunction::roll_nest_shortest(&self.function, &self.nest)
+            .unwrap_or_else(|_| penguin::LoopedFunction::roll(&self.function))
+    }
+
+    /// The function rolled along every level of the schedule's nest
+    /// ([`penguin::LoopedFunction::roll_nest`]; the greedy roll without marks).
+    pub fn looped_nest(&self) -> penguin::LoopedFunction {
+        penguin::LoopedFunction::roll_nest(&self.function, &self.nest)
+            .unwrap_or_else(|_| penguin::LoopedFunction::roll(&self.function))
     }
 }
 

@@ -47,6 +47,7 @@ pub use gemm::{
 };
 pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions, SingleBuffered};
 pub use offload::{Base, OffloadValue, ShapeBases};
+pub use penguin::looped::NestMark;
 pub use schedule::{
     auto_candidates, estimate_ns, estimate_ns_with, plan_gemm, plan_gemm_auto, plan_gemm_auto_parallel,
     plan_gemm_auto_with, plan_gemm_auto_with_builder, plan_gemm_auto_within, plan_gemm_fitting,

@@ -188,6 +188,30 @@ impl<B: IrBuilder> NeuronCodegen<B> {
         Ok(self.base.add_tensor(t)?)
     }
 
+    /// Allocate `count` consecutive PSUM banks from `first` as one `[partitions, 512 * count]`
+    /// fp32 tensor (bank `first + b` at element offset `512 * b` of each partition).
+    pub fn alloc_psum_banks(
+        &mut self,
+        name: &str,
+        first: u32,
+        count: u32,
+        partitions: u32,
+    ) -> Result<TensorId, CodegenError> {
+        let info = self.target.info();
+        if count == 0 || first + count > info.psum_num_banks {
+            return Err(CodegenError::PsumGroupsExhausted(info.psum_num_banks));
+        }
+        let bank = info.psum_par_size_in_bytes / 4;
+        let t = TensorData {
+            name: name.to_string(),
+            shape: vec![u64::from(partitions), u64::from(bank * count)],
+            dtype: DType::Fp32,
+            memory: Memory::Psum,
+            address: Some(u64::from(first * info.psum_par_size_in_bytes)),
+        };
+        Ok(self.base.add_tensor(t)?)
+    }
+
     /// The seed's `get_sb_and_psum_shape`: the `(sb_shape, psum_shape)` of a tile, checking
     /// the 128-partition statebuf geometry (`statebuf_num_partitions`, capacity per partition)
     /// and, when asked, that the fp32 PSUM half fits one bank (`psum_par_size_in_bytes`).

@@ -13,7 +13,8 @@
 //! in every iteration.
 //!
 //! [`roll`] finds the loops in an unrolled sequence of any [`Rolled`] instruction type
-//! ([`LoopedFunction::roll`] for a Penguin function); [`verify`] checks a looped Penguin
+//! ([`LoopedFunction::roll`] for a Penguin function); [`nest`] rolls one along the loop nest
+//! its producer marked ([`LoopedFunction::roll_nest`]); [`verify`] checks a looped Penguin
 //! function ([`verify_looped`]).
 
 use serde::{Deserialize, Serialize};
@@ -21,10 +22,14 @@ use serde::{Deserialize, Serialize};
 #[cfg(test)]
 mod fixture;
 mod function;
+pub mod nest;
 pub mod roll;
 pub mod verify;
 
 pub use function::{ExpandError, LoopedFunction, PirInst, PirShape};
+pub use nest::{
+    loop_nest, printed_lines, roll_nest, roll_nest_shortest, roll_segments, LoopShape, NestError, NestMark,
+};
 pub use roll::{roll_items, Rolled};
 pub use verify::{verify_looped, verify_looped_within, LoopAt, LoopError};
 

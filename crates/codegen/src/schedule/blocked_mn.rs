@@ -144,6 +144,8 @@ impl<B: IrBuilder> Planner<'_, B> {
         };
         ahead(self, 0, (0, 1))?;
         for i in 0..steps.len() {
+            // Levels: outer blocks, inner blocks, m tiles of the step.
+            self.mark(u32::from(!outer_fresh(i)));
             let Step { mb, nb, ls, rs, fresh_a, fresh_b } = at(i);
             if fresh_a && in_compute(Operand::Lhs) && !pe {
                 self.load_lhs_block(ls, &chunks, mb)?;
@@ -158,6 +160,7 @@ impl<B: IrBuilder> Planner<'_, B> {
             let pieces = mb.len().min(nk).max(1);
             let (bml, bnl) = (mb.len() as i64, nb.len() as i64);
             for (mi, &m) in mb.iter().enumerate() {
+                self.mark(2);
                 let l = ls.at(mi as i64 * lw);
                 if fresh_a && pe {
                     self.pe_transpose_next(l, bml * lw, m)?;

@@ -63,8 +63,16 @@ impl<B: IrBuilder> Planner<'_, B> {
             on_chip(result, Memory::Sbuf, DType::Fp32, 0, msz, i as i64 * N_TILE as i64, nsz)
         };
         let nat_width = i64::from(mnk_natural_width(cfg));
+        // Levels: outer blocks (M blocks in m-outer order), (M block, N block) pairs, K blocks.
+        let outer = |bi: usize| if cfg.order == LoopOrder::MOuter { pairs[bi].0 } else { pairs[bi].1 };
+        let level = |_, (bi, kbi): (usize, usize)| match kbi {
+            0 if bi == 0 || outer(bi) != outer(bi - 1) => 0,
+            0 => 1,
+            _ => 2,
+        };
         self.pipelined(
             &steps,
+            &level,
             &mut |p, i, (bi, kbi)| {
                 let (mb, nb) = (mblocks[pairs[bi].0], nblocks[pairs[bi].1]);
                 let kb = &kblocks[kbi];

@@ -175,9 +175,9 @@ impl<B: IrBuilder> Planner<'_, B> {
         k_len: u64,
         at: GroupAt,
     ) -> Result<(MatMultAccumulation, InstTile, u32), CodegenError> {
-        let bank = self.group_bank(at);
+        let (bank, offset) = self.group_bank(at);
         let pos = (self.group_slot(at) as u32 % self.pe_positions) * self.pe_rows;
-        let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, msz, 0, nsz);
+        let psum = on_chip(bank, Memory::Psum, DType::Fp32, 0, msz, offset, nsz);
         let acc = if self.pack == 2 {
             MatMultAccumulation::open_double_row(psum.clone(), k_len as u32)?
         } else {
@@ -288,10 +288,12 @@ impl<B: IrBuilder> Planner<'_, B> {
     /// Emit `steps` software-pipelined: the loads of step `i + 1` are emitted before the
     /// compute of step `i`, so with two buffer slots the DMA queues fill one slot while the
     /// PE works on the other (the queues are in order: a load emitted after a compute step
-    /// could not start before that step's stores).
+    /// could not start before that step's stores). Step `i`'s segment (the loads of step
+    /// `i + 1`, then its compute) is marked at `level(i, step)` of the nest.
     pub(super) fn pipelined<S: Copy>(
         &mut self,
         steps: &[S],
+        level: &dyn Fn(usize, S) -> u32,
         load: &mut dyn FnMut(&mut Self, usize, S) -> Result<(), CodegenError>,
         compute: &mut dyn FnMut(&mut Self, usize, S) -> Result<(), CodegenError>,
     ) -> Result<(), CodegenError> {
@@ -299,6 +301,7 @@ impl<B: IrBuilder> Planner<'_, B> {
             load(self, 0, first)?;
         }
         for (i, &step) in steps.iter().enumerate() {
+            self.mark(level(i, step));
             if let Some(&next) = steps.get(i + 1) {
                 load(self, i + 1, next)?;
             }

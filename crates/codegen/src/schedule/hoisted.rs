@@ -26,8 +26,11 @@ impl<B: IrBuilder> Planner<'_, B> {
             self.pe_queue.set_order(tiles(self.cfg.m, M_TILE).collect(), 2);
             self.pe_prefetch()?;
         }
+        // Levels: m tiles, n tiles.
+        let level = |_, (_, ni, _, _): (usize, usize, (u64, u32), (u64, u32))| u32::from(ni > 0);
         self.pipelined(
             &steps,
+            &level,
             &mut |p, i, (mi, ni, m, n)| {
                 if ni == 0 && !pe {
                     p.load_stripe(lhs[mi % 2], Operand::Lhs, m)?;

@@ -41,6 +41,19 @@
 //! rotate over the PSUM banks (one bank is kept for the PE transposes when there are any);
 //! that rotation, the evacuation engines and the DMA queues follow each group's and each
 //! transfer's place in the loop nest ([`rotation`]), so the streams repeat from step to step.
+//!
+//! Every schedule marks where each iteration of its loops starts ([`GemmPlan::nest`], a
+//! `penguin::looped::NestMark` per iteration: the place of its first instruction and the
+//! loop's depth), so the plan rolls along its own nest ([`GemmPlan::looped`]; see
+//! `penguin::looped::nest` for how segments and periods roll). The levels:
+//! - `naive`: 0 m tiles, 1 n tiles, 2 K chunks (one pipelined step each);
+//! - `hoisted`: 0 m tiles, 1 n tiles;
+//! - `blocked-mn`: 0 outer blocks, 1 inner blocks (in snake order), 2 the m tiles of a step;
+//! - `blocked-mnk`: 0 outer blocks, 1 (M block, N block) pairs, 2 K blocks.
+//!
+//! A pipelined step's segment holds the loads of the next step before its own compute, and the
+//! rotations above repeat every two steps (or [`K_PERIOD`] chunks), so the segments repeat with
+//! a period of one or two iterations.
 
 mod auto;
 mod blocked_mn;
@@ -52,7 +65,10 @@ mod naive;
 mod pe_transpose;
 mod rotation;
 
-use penguin::{AccessPattern, DType, GeneratedBuilder, InstTile, IrBuilder, Memory, NDTile, PerfMode, TensorId};
+use penguin::looped::NestMark;
+use penguin::{
+    AccessPattern, DType, FunctionView, GeneratedBuilder, InstTile, IrBuilder, Memory, NDTile, PerfMode, TensorId,
+};
 
 use crate::error::CodegenError;
 use crate::gemm::{k_chunks, GemmConfig, GemmPlan, KChunk, Schedule, SparseA, M_TILE, N_TILE};
@@ -114,11 +130,12 @@ fn plan_buffered<B: IrBuilder>(
         Schedule::BlockedMnk => p.blocked_mnk()?,
     }
     let single_buffered = p.single_buffered;
+    let nest = p.nest;
     let mut cg = p.cg;
     cg.finalize_kernel()?;
     let stats = crate::CodegenStats { single_buffered, ..cg.stats() };
     let function = cg.finalize()?;
-    Ok(GemmPlan { function, stats, config: cfg.clone() })
+    Ok(GemmPlan { function, stats, config: cfg.clone(), nest })
 }
 
 /// Plan with the configured blocks, or, when they do not fit SBUF, with the largest smaller
@@ -210,7 +227,8 @@ struct Planner<'a, B: IrBuilder> {
     /// PE rows per matmul and how many row groups rotate (row tiling for small K).
     pe_rows: u32,
     pe_positions: u32,
-    psum_banks: Vec<TensorId>,
+    /// The PSUM banks of the accumulation groups: one tensor and each bank's offset in it.
+    psum_banks: Vec<(TensorId, i64)>,
     /// A transposed on the PE (see [`GemmConfig::transposes_lhs_on_pe`]): the two
     /// natural-layout buffers and the PSUM bank for the transposes.
     pe_transpose: Option<([TensorId; 2], TensorId)>,
@@ -224,6 +242,8 @@ struct Planner<'a, B: IrBuilder> {
     allow_single: bool,
     /// The blocks that got one slot for SBUF capacity.
     single_buffered: crate::SingleBuffered,
+    /// Where each iteration of the nest's loops starts ([`Planner::mark`]).
+    nest: Vec<NestMark>,
 }
 
 /// Elements per partition one K chunk of an operand occupies in a buffer.
@@ -271,8 +291,8 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         let needs_pe_transpose = cfg.transposes_lhs_on_pe();
         let banks = cfg.target.info().psum_num_banks;
         let group_banks = if needs_pe_transpose { banks - 1 } else { banks };
-        let psum_banks =
-            (0..group_banks).map(|b| cg.alloc_psum_bank(&format!("psum{b}"), b, 128)).collect::<Result<_, _>>()?;
+        let psum = cg.alloc_psum_banks("psum", 0, group_banks, 128)?;
+        let psum_banks = (0..group_banks).map(|b| (psum, i64::from(b) * N_TILE as i64)).collect();
         let pe_transpose = if needs_pe_transpose {
             // The stripe schedules load a whole K stripe of A in its natural layout at once,
             // `blocked-mnk` the K block of each m tile of its M block.
@@ -310,7 +330,17 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
             rotating_banks: 1,
             allow_single: false,
             single_buffered: crate::SingleBuffered::default(),
+            nest: Vec::new(),
         })
+    }
+}
+
+impl<B: IrBuilder> Planner<'_, B> {
+    /// Record that an iteration of the nest's loop at depth `level` (0 outermost; and of
+    /// every deeper loop) starts with the next instruction.
+    fn mark(&mut self, level: u32) {
+        let at = u32::try_from(self.cg.function().num_insts()).unwrap_or(u32::MAX);
+        self.nest.push(NestMark { at, level });
     }
 }
 

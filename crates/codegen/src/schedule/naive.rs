@@ -31,8 +31,15 @@ impl<B: IrBuilder> Planner<'_, B> {
         let pos_of = |i: usize| ((i / nk) as u32 % positions) * rows;
         let loaded: std::cell::RefCell<std::collections::VecDeque<(Lhs, InstTile)>> = Default::default();
         let open: std::cell::RefCell<Option<(MatMultAccumulation, InstTile, u32)>> = Default::default();
+        // Levels: m tiles, n tiles, K chunks.
+        let level = |_, (_, n, c): ((u64, u32), (u64, u32), usize)| match (n.0, c) {
+            (0, 0) => 0,
+            (_, 0) => 1,
+            _ => 2,
+        };
         self.pipelined(
             &steps,
+            &level,
             &mut |p, i, (m, n, c)| {
                 let place = TileLoad { t: 0, tiles: 1, turn: i % 2 };
                 let st = p.load_lhs(lhs[i % 2], pos_of(i), chunks[c], m, place)?;

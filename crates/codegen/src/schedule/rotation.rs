@@ -15,7 +15,9 @@
 //! - **PSUM bank**: `q mod b`, `b` the largest number of banks available (8, or 7 beside the
 //!   PE-transpose bank) that divides `2G`: a step's groups take banks the previous step's
 //!   groups do not (when `2G <= b`), so the PE never waits for the evacuations of the
-//!   previous step; with `G = 1` two banks alternate.
+//!   previous step; with `G = 1` two banks alternate. The banks are one PSUM tensor, bank `j`
+//!   at element offset `512 j` of each partition, so a group's bank is an operand offset (a
+//!   loop parameter) and the output tiles of a step roll into loops.
 //! - **evacuation engine** DVE for even `q`, ACT for odd (DVE first: ACT also takes a third
 //!   of the PE transposes' copies, which start first); **output buffer** `out[q mod 2]`.
 //! - **loads**: the `n`-th load of K chunk `c` (counting the tiles and double-row halves of
@@ -88,8 +90,8 @@ impl<B: IrBuilder> Planner<'_, B> {
         at.pos + self.step_groups * (at.step % 2)
     }
 
-    /// The PSUM bank of a group.
-    pub(super) fn group_bank(&self, at: GroupAt) -> TensorId {
+    /// The PSUM bank of a group: the tensor and the bank's offset in it.
+    pub(super) fn group_bank(&self, at: GroupAt) -> (TensorId, i64) {
         let q = self.group_slot(at) % self.rotating_banks.max(1);
         self.psum_banks[q.min(self.psum_banks.len() - 1)]
     }

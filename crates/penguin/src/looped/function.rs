@@ -14,6 +14,7 @@ use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
 
+use super::nest::{roll_nest, roll_nest_shortest, NestError, NestMark};
 use super::roll::{roll_items, zeroed, Rolled};
 use super::{check_steps, expand_items, unrolled_len, Item, StepError, Stepped};
 use crate::entity::InstId;
@@ -161,6 +162,23 @@ impl LoopedFunction {
         let mut lf = LoopedFunction::from_function(f);
         lf.body = roll_items(std::mem::take(&mut lf.body));
         lf
+    }
+
+    /// `f` with its program order rolled along the loop nest `marks` describe (see
+    /// [`super::nest`]; each mark's `at` is a place in `f`'s program order). Expands to `f`
+    /// renumbered in program order, as [`Self::roll`].
+    pub fn roll_nest(f: &Function, marks: &[NestMark]) -> Result<Self, NestError> {
+        let mut lf = LoopedFunction::from_function(f);
+        lf.body = roll_nest(std::mem::take(&mut lf.body), marks)?;
+        Ok(lf)
+    }
+
+    /// [`Self::roll_nest`], outer levels merged into deeper ones when that prints shorter
+    /// ([`super::nest::roll_nest_shortest`]).
+    pub fn roll_nest_shortest(f: &Function, marks: &[NestMark]) -> Result<Self, NestError> {
+        let mut lf = LoopedFunction::from_function(f);
+        lf.body = roll_nest_shortest(&lf.body, marks)?;
+        Ok(lf)
     }
 
     /// Instructions the unrolled function has, saturating at `u64::MAX`.

@@ -1,0 +1,417 @@
+//! The nest roll: loops along a producer's own loop nest, from *marks* it records while it
+//! emits, instead of loops guessed from the unrolled sequence alone ([`super::roll`]).
+//!
+//! # Marks
+//! A producer that walks a loop nest records a [`NestMark`] where each iteration of each of
+//! its loops starts: `at` is the place in the unrolled sequence of the iteration's first
+//! instruction, `level` the loop's depth (0 for the outermost loop, 1 for the loop inside it,
+//! ...). A mark at level `l` also starts an iteration of every loop deeper than `l`, so a
+//! producer only records the shallowest level that starts at a place. Levels need not be
+//! contiguous (only their order matters), and an iteration may hold other work than its
+//! loop's own (a software pipeline puts the loads of step `i + 1` in step `i`'s segment: the
+//! segments are what repeats, not the steps).
+//!
+//! # Segments
+//! The marks cut the sequence into a tree of *segments*: the sequence is cut at every mark of
+//! the shallowest level it holds; each piece (the piece before the first mark too, a
+//! prologue) is cut again at the marks of the next level inside it, and so on. A piece with no
+//! marks inside is a leaf: its instructions are rolled with the greedy [`roll_items`] (loops
+//! the producer did not mark: tiles of a step, K chunks). Then, bottom up, each piece's
+//! sequence of child segments is rolled into loops whose boundaries are segment boundaries.
+//!
+//! # Periods
+//! A run of `t >= 2` consecutive groups of `p` segments (the *period*) becomes one
+//! [`Loop`] `{ trips: t, body: <the p segments' items>, step }` when the groups have equal
+//! shapes segment by segment (equal items with every parameter zeroed, equal inner loops) and
+//! every parameter advances by the same step from one group to the next. A producer's
+//! rotations (buffer slot parity, PSUM banks, snake order) make the segments repeat only
+//! every few iterations: a period of 2, 4, ... Each round tries periods 1 to
+//! [`SMALL_PERIODS`], the distances at which a segment's shape recurs and a few longer ones
+//! ([`LONG_PERIODS`]), up to [`MAX_NEST_PERIOD`], each rolled greedily left to right (the
+//! most trips at each start, unless a run starting up to one period later has more: two
+//! trips take any step, so a first iteration whose edges reach back to a longer prologue
+//! would otherwise pair with the second and cut the loop), and keeps the one whose result
+//! prints shortest (a loop's
+//! header and closing line count two); rounds repeat on the shorter sequence (loops of
+//! loops of the same level) until no period shortens it. Segments that fit no run (a first
+//! iteration without the edges of a previous one, the last one of a software pipeline,
+//! ragged edge blocks) stay as they are: peeled iterations.
+//!
+//! Rolling never changes the meaning: [`expand_items`](super::expand_items) of the result is
+//! the input sequence, for the same reason as [`super::roll`]'s.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use serde::{Deserialize, Serialize};
+
+use super::roll::{roll_items, Rolled};
+use super::{params, Item, Loop};
+
+/// The longest body, in segments, a loop of segments may get.
+pub const MAX_NEST_PERIOD: usize = 64;
+
+/// Periods tried in every round.
+pub const SMALL_PERIODS: usize = 8;
+
+/// Longer periods tried in every round (as the trips allow).
+pub const LONG_PERIODS: [usize; 6] = [12, 16, 24, 32, 48, 64];
+
+/// Where one iteration of a loop of the producer's nest starts (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NestMark {
+    /// The place, in the unrolled sequence, of the iteration's first instruction.
+    pub at: u32,
+    /// The depth of the loop: 0 outermost. The mark also starts an iteration of every
+    /// deeper loop.
+    pub level: u32,
+}
+
+/// Marks that do not fit the sequence they mark.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NestError {
+    /// A mark past the end of the sequence.
+    #[error("a nest mark at {at} is past the end of the sequence ({len} instructions)")]
+    PastEnd {
+        /// Where the mark is.
+        at: u32,
+        /// Instructions in the sequence.
+        len: usize,
+    },
+    /// Marks out of order.
+    #[error("nest mark {index} (at {at}) comes before the mark ahead of it")]
+    Unordered {
+        /// The mark's index.
+        index: usize,
+        /// Where it is.
+        at: u32,
+    },
+}
+
+/// Roll `items` along the nest its `marks` describe (see the module doc); `marks` index
+/// `items` and are in increasing order of place.
+pub fn roll_nest<I: Rolled>(items: Vec<Item<I>>, marks: &[NestMark]) -> Result<Vec<Item<I>>, NestError> {
+    for (index, m) in marks.iter().enumerate() {
+        if m.at as usize > items.len() {
+            return Err(NestError::PastEnd { at: m.at, len: items.len() });
+        }
+        if index > 0 && marks[index - 1].at > m.at {
+            return Err(NestError::Unordered { index, at: m.at });
+        }
+    }
+    let mut shapes = Shapes::default();
+    Ok(build(items, 0, marks, &mut shapes))
+}
+
+/// [`roll_nest`] with the marks as given, then with the outermost level merged into the next
+/// one (its marks moved to that level): whichever prints shorter ([`printed_lines`]; ties go
+/// to the nest as marked). (Merging deeper levels too was tried on the GEMM schedules: it
+/// never printed shorter and tripled the time.)
+///
+/// Merging trades the outer loop's boundaries for fewer peeled iterations: an outer
+/// iteration whose first inner iteration differs (a first use, the software pipeline's last
+/// step) is peeled whole, while the merged sequence of inner iterations peels only the
+/// inner iterations that differ and loops over the rest with a period of one outer
+/// iteration (starting mid-way through one).
+pub fn roll_nest_shortest<I: Rolled>(items: &[Item<I>], marks: &[NestMark]) -> Result<Vec<Item<I>>, NestError> {
+    let mut levels: Vec<u32> = marks.iter().map(|m| m.level).collect();
+    levels.sort_unstable();
+    levels.dedup();
+    let nested = roll_nest(items.to_vec(), marks)?;
+    let Some(&next) = levels.get(1) else { return Ok(nested) };
+    let merged: Vec<NestMark> = marks.iter().map(|m| NestMark { at: m.at, level: m.level.max(next) }).collect();
+    let flat = roll_nest(items.to_vec(), &merged)?;
+    Ok(if printed_lines(&flat) < printed_lines(&nested) { flat } else { nested })
+}
+
+/// The loops of a looped sequence, in order, with the loops inside each.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopShape {
+    /// Iterations.
+    pub trips: u32,
+    /// Items of the body (instructions and loops).
+    pub body_items: usize,
+    /// The unrolled instructions of one iteration.
+    pub body_len: u64,
+    /// The loops of the body.
+    pub inner: Vec<LoopShape>,
+}
+
+/// The loops of `items` (not of their bodies: see [`LoopShape::inner`]).
+pub fn loop_nest<I>(items: &[Item<I>]) -> Vec<LoopShape> {
+    items
+        .iter()
+        .filter_map(|it| match it {
+            Item::Inst(_) => None,
+            Item::Loop(l) => Some(LoopShape {
+                trips: l.trips,
+                body_items: l.body.len(),
+                body_len: super::unrolled_len(&l.body),
+                inner: loop_nest(&l.body),
+            }),
+        })
+        .collect()
+}
+
+/// The lines `items` print as: one per instruction, two per loop (header and close).
+pub fn printed_lines<I>(items: &[Item<I>]) -> usize {
+    items
+        .iter()
+        .map(|it| match it {
+            Item::Inst(_) => 1,
+            Item::Loop(l) => 2 + printed_lines(&l.body),
+        })
+        .sum()
+}
+
+/// Roll the piece `items` (starting at place `base`) with the marks inside it.
+fn build<I: Rolled>(items: Vec<Item<I>>, base: usize, marks: &[NestMark], shapes: &mut Shapes<I>) -> Vec<Item<I>> {
+    let Some(level) = marks.iter().map(|m| m.level).min() else {
+        return roll_items(items);
+    };
+    let end = base + items.len();
+    let bounds: Vec<usize> = marks.iter().filter(|m| m.level == level).map(|m| m.at as usize).chain([end]).collect();
+    let mut rest = items.into_iter();
+    let mut start = base;
+    let mut units = Vec::new();
+    for b in bounds {
+        if b <= start {
+            continue;
+        }
+        let piece: Vec<Item<I>> = rest.by_ref().take(b - start).collect();
+        let lo = marks.partition_point(|m| (m.at as usize) < start);
+        let hi = marks.partition_point(|m| (m.at as usize) < b);
+        let inner: Vec<NestMark> = marks[lo..hi].iter().filter(|m| m.level > level).copied().collect();
+        units.push(build(piece, start, &inner, shapes));
+        start = b;
+    }
+    roll_units(units, shapes)
+}
+
+/// One entry of a sequence of segments being rolled.
+struct Unit<I> {
+    items: Vec<Item<I>>,
+    shape: u32,
+    params: Vec<i64>,
+    lines: usize,
+}
+
+/// Roll a sequence of segments into loops of segments (see the module doc) and flatten it:
+/// one level of [`roll_nest`], the segments' own items left as they are.
+pub fn roll_segments<I: Rolled>(segments: Vec<Vec<Item<I>>>) -> Vec<Item<I>> {
+    roll_units(segments, &mut Shapes::default())
+}
+
+fn roll_units<I: Rolled>(segments: Vec<Vec<Item<I>>>, shapes: &mut Shapes<I>) -> Vec<Item<I>> {
+    let mut level: Vec<Unit<I>> = segments
+        .into_iter()
+        .map(|items| Unit { shape: shapes.seq(&items), params: params(&items), lines: printed_lines(&items), items })
+        .collect();
+    loop {
+        let now: usize = level.iter().map(|u| u.lines).sum();
+        let best = candidates(&level)
+            .into_iter()
+            .map(|p| (runs(&level, p), p))
+            .filter(|(r, _)| !r.is_empty())
+            .map(|(r, p)| (lines_after(&level, p, &r), p, r))
+            .min_by_key(|(lines, p, _)| (*lines, *p));
+        match best {
+            Some((lines, p, r)) if lines < now => level = apply(level, p, &r, shapes),
+            _ => break,
+        }
+    }
+    level.into_iter().flat_map(|u| u.items).collect()
+}
+
+/// The periods worth trying, ascending.
+fn candidates<I>(level: &[Unit<I>]) -> Vec<usize> {
+    let half = level.len() / 2;
+    let top = MAX_NEST_PERIOD.min(half);
+    let mut want = vec![false; top + 1];
+    for p in (1..=SMALL_PERIODS).chain(LONG_PERIODS) {
+        if let Some(w) = want.get_mut(p) {
+            *w = true;
+        }
+    }
+    let mut last: HashMap<u32, usize> = HashMap::new();
+    for (i, u) in level.iter().enumerate() {
+        if let Some(prev) = last.insert(u.shape, i) {
+            if let Some(w) = want.get_mut(i - prev) {
+                *w = true;
+            }
+        }
+    }
+    (1..want.len()).filter(|&p| want[p]).collect()
+}
+
+/// The runs `(start, trips)` of period `p`, greedily left to right.
+fn runs<I>(level: &[Unit<I>], p: usize) -> Vec<(usize, usize)> {
+    let n = level.len();
+    if p == 0 || 2 * p > n {
+        return Vec::new();
+    }
+    // run_a[j]: consecutive j' >= j with equal shapes at j' and j' + p (and a step that fits).
+    let mut run_a = vec![0usize; n - p + 1];
+    for j in (0..n - p).rev() {
+        let (a, b) = (&level[j], &level[j + p]);
+        let ok = a.shape == b.shape && steppable(&a.params, &b.params);
+        run_a[j] = if ok { run_a[j + 1] + 1 } else { 0 };
+    }
+    // run_b[j]: consecutive j' >= j whose step from block to block stays the same.
+    let m = n.saturating_sub(2 * p);
+    let mut run_b = vec![0usize; m + 1];
+    for j in (0..m).rev() {
+        let ok = run_a[j] > 0
+            && run_a[j + p] > 0
+            && same_step(&level[j].params, &level[j + p].params, &level[j + 2 * p].params);
+        run_b[j] = if ok { run_b[j + 1] + 1 } else { 0 };
+    }
+    let trips_at = |i: usize| -> usize {
+        if i + 2 * p > n {
+            return 1;
+        }
+        let by_shape = run_a[i] / p + 1;
+        let by_step = run_b.get(i).map_or(0, |r| r / p) + 2;
+        by_shape.min(by_step).min(u32::MAX as usize)
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let t = trips_at(i);
+        // A run that starts up to one period later with more trips goes first: the first
+        // iterations of a loop often differ in a step only (edges back to a longer
+        // prologue), and two trips take any step.
+        let later = (1..=p).take_while(|q| i + q < n).any(|q| trips_at(i + q) > t);
+        if t >= 2 && !later {
+            out.push((i, t));
+            i += t * p;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The lines the level prints as once the runs of period `p` are loops.
+fn lines_after<I>(level: &[Unit<I>], p: usize, runs: &[(usize, usize)]) -> usize {
+    let total: usize = level.iter().map(|u| u.lines).sum();
+    runs.iter().fold(total, |acc, &(i, t)| {
+        let body: usize = level[i..i + p].iter().map(|u| u.lines).sum();
+        acc - t * body + body + 2
+    })
+}
+
+/// The level with the runs of period `p` rolled into loops.
+fn apply<I: Rolled>(level: Vec<Unit<I>>, p: usize, runs: &[(usize, usize)], shapes: &mut Shapes<I>) -> Vec<Unit<I>> {
+    let mut out = Vec::with_capacity(level.len());
+    let mut next_run = runs.iter().peekable();
+    let mut level: Vec<Option<Unit<I>>> = level.into_iter().map(Some).collect();
+    let mut i = 0;
+    while i < level.len() {
+        let Some(&&(start, trips)) = next_run.peek().filter(|r| r.0 == i) else {
+            out.extend(level[i].take());
+            i += 1;
+            continue;
+        };
+        next_run.next();
+        let mut step = Vec::new();
+        let mut base = Vec::new();
+        let mut body = Vec::new();
+        for q in start..start + p {
+            let (a, b) = (level[q].as_ref(), level[q + p].as_ref());
+            if let (Some(a), Some(b)) = (a, b) {
+                step.extend(a.params.iter().zip(&b.params).map(|(x, y)| y.wrapping_sub(*x)));
+            }
+            if let Some(u) = level[q].take() {
+                base.extend(u.params);
+                body.extend(u.items);
+            }
+        }
+        let lines = printed_lines(&body) + 2;
+        let item = Item::Loop(Loop { trips: trips as u32, body, step });
+        let shape = shapes.item(&item);
+        out.push(Unit { items: vec![item], shape, params: base, lines });
+        i = start + trips * p;
+    }
+    out
+}
+
+/// Whether `b - a` fits an `i64` for every parameter.
+fn steppable(a: &[i64], b: &[i64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| y.checked_sub(*x).is_some())
+}
+
+/// Whether `c - b == b - a` for every parameter (no overflow).
+fn same_step(a: &[i64], b: &[i64], c: &[i64]) -> bool {
+    a.iter().zip(b).zip(c).all(|((x, y), z)| match (y.checked_sub(*x), z.checked_sub(*y)) {
+        (Some(d0), Some(d1)) => d0 == d1,
+        _ => false,
+    })
+}
+
+/// Interned shapes of instructions, loops and segments: equal ids for equal shapes.
+struct Shapes<I: Rolled> {
+    insts: HashMap<u64, Vec<(I::Shape, u32)>>,
+    loops: HashMap<(u32, Vec<i64>, Vec<u32>), u32>,
+    seqs: HashMap<Vec<u32>, u32>,
+    next: u32,
+}
+
+impl<I: Rolled> Default for Shapes<I> {
+    fn default() -> Self {
+        Shapes { insts: HashMap::new(), loops: HashMap::new(), seqs: HashMap::new(), next: 0 }
+    }
+}
+
+impl<I: Rolled> Shapes<I> {
+    fn fresh(&mut self) -> u32 {
+        self.next += 1;
+        self.next
+    }
+
+    fn item(&mut self, it: &Item<I>) -> u32 {
+        match it {
+            Item::Inst(i) => self.inst(i),
+            Item::Loop(l) => {
+                let body: Vec<u32> = l.body.iter().map(|b| self.item(b)).collect();
+                let key = (l.trips, l.step.clone(), body);
+                if let Some(&id) = self.loops.get(&key) {
+                    return id;
+                }
+                let id = self.fresh();
+                self.loops.insert(key, id);
+                id
+            }
+        }
+    }
+
+    fn seq(&mut self, items: &[Item<I>]) -> u32 {
+        let key: Vec<u32> = items.iter().map(|it| self.item(it)).collect();
+        if let Some(&id) = self.seqs.get(&key) {
+            return id;
+        }
+        let id = self.fresh();
+        self.seqs.insert(key, id);
+        id
+    }
+
+    fn inst(&mut self, inst: &I) -> u32 {
+        let Some(shape) = inst.shape() else {
+            return self.fresh();
+        };
+        let mut h = DefaultHasher::new();
+        shape.hash(&mut h);
+        let key = h.finish();
+        if let Some(id) = self.insts.get(&key).and_then(|b| b.iter().find(|(s, _)| *s == shape).map(|(_, id)| *id)) {
+            return id;
+        }
+        let id = self.fresh();
+        self.insts.entry(key).or_default().push((shape, id));
+        id
+    }
+}
+
+#[cfg(test)]
+#[path = "nest_tests.rs"]
+mod tests;

@@ -1,0 +1,178 @@
+//! Tests of the nest roll on a synthetic instruction: periods 1 and 2, a ragged last
+//! segment, a segment that breaks the pattern, nested marks, and marks that do not fit.
+
+use super::*;
+use crate::looped::{expand_items, Stepped};
+
+/// A test instruction: a name (its shape) and one parameter.
+#[derive(Clone, Debug, PartialEq)]
+struct T(&'static str, i64);
+
+impl Stepped for T {
+    fn param_count(&self) -> usize {
+        1
+    }
+    fn push_params(&self, out: &mut Vec<i64>) {
+        out.push(self.1);
+    }
+    fn advance(&self, delta: &[i64]) -> Option<Self> {
+        Some(T(self.0, self.1.checked_add(*delta.first()?)?))
+    }
+}
+
+impl Rolled for T {
+    type Shape = &'static str;
+    fn shape(&self) -> Option<&'static str> {
+        Some(self.0)
+    }
+}
+
+fn i(name: &'static str, p: i64) -> Item<T> {
+    Item::Inst(T(name, p))
+}
+
+fn lp(trips: u32, body: Vec<Item<T>>, step: Vec<i64>) -> Item<T> {
+    Item::Loop(Loop { trips, body, step })
+}
+
+/// Concatenate segments, marking each one's start at its level; roll; check the result
+/// expands back to the sequence.
+#[track_caller]
+fn rolled(segments: Vec<(Option<u32>, Vec<Item<T>>)>) -> Vec<Item<T>> {
+    let mut items = Vec::new();
+    let mut marks = Vec::new();
+    for (level, seg) in segments {
+        if let Some(level) = level {
+            marks.push(NestMark { at: items.len() as u32, level });
+        }
+        items.extend(seg);
+    }
+    let out = roll_nest(items.clone(), &marks).unwrap();
+    let flat: Vec<Item<T>> = expand_items(&out).unwrap().into_iter().map(Item::Inst).collect();
+    assert_eq!(flat, items);
+    out
+}
+
+#[test]
+fn period_one_segments_roll_after_their_prologue() {
+    let mut segs = vec![(None, vec![i("p", 0)])];
+    segs.extend((0..5).map(|k| (Some(0), vec![i("a", 10 * k), i("b", 10 * k + 1)])));
+    assert_eq!(rolled(segs), vec![i("p", 0), lp(5, vec![i("a", 0), i("b", 1)], vec![10, 10])]);
+}
+
+#[test]
+fn period_two_segments_roll_two_at_a_time() {
+    // A slot parity: x alternates between offsets 0 and 100 while stepping by 1.
+    let segs = (0..6).map(|k| (Some(0), vec![i("x", k % 2 * 100 + k)])).collect();
+    assert_eq!(rolled(segs), vec![lp(3, vec![i("x", 0), i("x", 101)], vec![2, 2])]);
+}
+
+#[test]
+fn a_ragged_last_segment_is_peeled() {
+    let mut segs: Vec<_> = (0..4).map(|k| (Some(0), vec![i("a", 10 * k), i("b", 10 * k + 1)])).collect();
+    segs.push((Some(0), vec![i("a", 40)]));
+    assert_eq!(rolled(segs), vec![lp(4, vec![i("a", 0), i("b", 1)], vec![10, 10]), i("a", 40)]);
+}
+
+#[test]
+fn a_segment_that_breaks_the_pattern_ends_the_loop() {
+    // The last segment's b is one off: the three before it loop, it stays alone.
+    let seg = |k: i64| vec![i("a", 10 * k), i("b", 10 * k + 1 + i64::from(k == 3))];
+    let segs = (0..4).map(|k| (Some(0), seg(k))).collect();
+    let want = vec![lp(3, vec![i("a", 0), i("b", 1)], vec![10, 10]), i("a", 30), i("b", 32)];
+    assert_eq!(rolled(segs), want);
+    // Two trips take any step: six segments broken at the fourth print shortest as two trips
+    // of three.
+    let segs = (0..6).map(|k| (Some(0), seg(k))).collect();
+    let body = vec![i("a", 0), i("b", 1), i("a", 10), i("b", 11), i("a", 20), i("b", 21)];
+    assert_eq!(rolled(segs), vec![lp(2, body, vec![30, 31, 30, 30, 30, 30])]);
+    // A segment of another shape in the middle: loops on both sides of it.
+    let mut segs: Vec<_> = (0..3).map(|k| (Some(0), seg(k))).collect();
+    segs.push((Some(0), vec![i("z", 0)]));
+    segs.extend((4..7).map(|k| (Some(0), vec![i("a", 10 * k), i("b", 10 * k + 1)])));
+    let want = vec![
+        lp(3, vec![i("a", 0), i("b", 1)], vec![10, 10]),
+        i("z", 0),
+        lp(3, vec![i("a", 40), i("b", 41)], vec![10, 10]),
+    ];
+    assert_eq!(rolled(segs), want);
+}
+
+#[test]
+fn a_first_segment_with_another_step_is_peeled_not_paired() {
+    // Segment 0 is 5 apart from segment 1, the rest 10: two trips from segment 0 would take
+    // any step, but the run from segment 1 has more.
+    let mut segs = vec![(Some(0), vec![i("a", 5)])];
+    segs.extend((1..8).map(|k| (Some(0), vec![i("a", 10 * k)])));
+    assert_eq!(rolled(segs), vec![i("a", 5), lp(7, vec![i("a", 10)], vec![10])]);
+}
+
+#[test]
+fn nested_marks_make_nested_loops_around_the_leaves_own() {
+    // 3 outer x 4 inner iterations; each inner one holds a run of 3 c's the leaf roll finds.
+    let mut segs = Vec::new();
+    for o in 0..3 {
+        for j in 0..4 {
+            let base = 1000 * o + 100 * j;
+            let mut seg = vec![i("a", base)];
+            seg.extend((0..3).map(|c| i("c", base + 1 + c)));
+            segs.push((Some(u32::from(j > 0)), seg));
+        }
+    }
+    let leaf = vec![i("a", 0), lp(3, vec![i("c", 1)], vec![1])];
+    let want = vec![lp(3, vec![lp(4, leaf, vec![100, 100])], vec![1000, 1000])];
+    let got = rolled(segs);
+    assert_eq!(got, want);
+    let inner = LoopShape { trips: 3, body_items: 1, body_len: 1, inner: vec![] };
+    let mid = LoopShape { trips: 4, body_items: 2, body_len: 4, inner: vec![inner] };
+    assert_eq!(loop_nest(&got), vec![LoopShape { trips: 3, body_items: 1, body_len: 16, inner: vec![mid] }]);
+    assert_eq!(printed_lines(&got), 8);
+}
+
+#[test]
+fn merging_outer_levels_peels_less_when_it_prints_shorter() {
+    // 3 outer x 4 inner iterations, offsets 10 apart throughout; the very first differs.
+    let mut items = Vec::new();
+    let mut marks = Vec::new();
+    for k in 0..12u32 {
+        marks.push(NestMark { at: k, level: u32::from(k % 4 > 0) });
+        items.push(i(if k == 0 { "z" } else { "a" }, 10 * i64::from(k)));
+    }
+    // Along the nest: the first outer iteration is peeled whole.
+    let nested = roll_nest(items.clone(), &marks).unwrap();
+    let inner = lp(4, vec![i("a", 40)], vec![10]);
+    // (Three a's print as short as a loop of three: they stay.)
+    let want = vec![i("z", 0), i("a", 10), i("a", 20), i("a", 30), lp(2, vec![inner], vec![40])];
+    assert_eq!(nested, want);
+    assert_eq!(printed_lines(&nested), 9);
+    // Merged: only the first inner iteration is.
+    let merged = roll_nest_shortest(&items, &marks).unwrap();
+    assert_eq!(merged, vec![i("z", 0), lp(11, vec![i("a", 10)], vec![10])]);
+    let flat: Vec<Item<T>> = expand_items(&merged).unwrap().into_iter().map(Item::Inst).collect();
+    assert_eq!(flat, items);
+    // When the nest prints shortest, it is kept: outer iterations 100 apart, inner ones 10.
+    let grid: Vec<Item<T>> = (0..12).map(|k| i("a", 100 * (k / 4) + 10 * (k % 4))).collect();
+    let by_outer = roll_nest_shortest(&grid, &marks).unwrap();
+    let inner = lp(4, vec![i("a", 0)], vec![10]);
+    assert_eq!(by_outer, vec![lp(3, vec![inner], vec![100])]);
+    assert_eq!(by_outer, roll_nest(grid, &marks).unwrap());
+}
+
+#[test]
+fn the_nest_is_the_marks_not_the_greedy_roll() {
+    // Segments [b, a] after a lone a: the greedy roll starts its loop at the first a and
+    // peels the last b; the marks keep the segment boundaries.
+    let mut segs = vec![(None, vec![i("a", 0)])];
+    segs.extend((0..4).map(|k| (Some(0), vec![i("b", 10 * k), i("a", 10 * k + 10)])));
+    assert_eq!(rolled(segs), vec![i("a", 0), lp(4, vec![i("b", 0), i("a", 10)], vec![10, 10])]);
+}
+
+#[test]
+fn no_marks_is_the_greedy_roll_and_bad_marks_are_refused() {
+    let items: Vec<Item<T>> = (0..4).map(|k| i("a", k)).collect();
+    assert_eq!(roll_nest(items.clone(), &[]), Ok(roll_items(items.clone())));
+    let past = [NestMark { at: 5, level: 0 }];
+    assert_eq!(roll_nest(items.clone(), &past), Err(NestError::PastEnd { at: 5, len: 4 }));
+    let unordered = [NestMark { at: 2, level: 0 }, NestMark { at: 1, level: 0 }];
+    assert_eq!(roll_nest(items, &unordered), Err(NestError::Unordered { index: 1, at: 1 }));
+}
