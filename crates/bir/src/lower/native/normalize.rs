@@ -1,0 +1,232 @@
+//! Reshaping a looped Penguin function so that every iteration of every loop lowers to the
+//! same engines: loops whose DMA queues drift are unrolled, and loops whose first iteration
+//! waits differently are peeled (the caller decides which; see `super::deps`).
+//!
+//! A DMA queue depends on an instruction's place only through its queue hint (`hint mod
+//! class`) or, without a hint, through the round-robin cursor of its class. In a loop, the
+//! hint of iteration `k` is `hint + k * s`, so the queues repeat with period
+//! `class / gcd(s, class)`; the cursor advances by the loop body's consumption `c` per
+//! iteration, so the queues repeat with period `class / gcd(c, class)`. Unrolling the loop by
+//! the least common multiple `p` of those periods (`Loop { trips / p, body x p, step x p }`
+//! then the `trips mod p` leftover iterations inline) makes every iteration start on the same
+//! queues. Unrolling and peeling keep the unrolled program order, so dependency edges (places
+//! in that order) stay valid.
+
+use penguin::looped::{param_count, Item, Loop, PirInst, Stepped};
+use penguin::{InstData, InstId, Memory};
+
+use super::super::{LowerCx, STORE_QUEUES};
+use super::{internal, NativeError};
+use crate::error::BirError;
+
+/// A Penguin item.
+pub(super) type PItem = Item<PirInst>;
+
+/// The most instruction nodes an unrolled loop body may have; beyond it the loop is refused
+/// ([`NativeError::QueueDrift`]) rather than blown up.
+const MAX_UNROLLED_BODY: usize = 1 << 16;
+
+/// The DMA queue classes, in cursor order: all queues (offloaded ops, gathers), plain loads,
+/// plain stores.
+fn classes() -> [u32; 3] {
+    let all = penguin::target::NUM_DMA_QUEUES;
+    [all, all - u32::from(STORE_QUEUES), u32::from(STORE_QUEUES)]
+}
+
+/// `items` with every parameter advanced by `delta` (one entry per parameter of `items`).
+pub(super) fn advance_items(items: &[PItem], delta: &[i64]) -> Option<Vec<PItem>> {
+    let mut at = 0;
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        match it {
+            Item::Inst(i) => {
+                let n = i.param_count();
+                out.push(Item::Inst(i.advance(delta.get(at..at + n)?)?));
+                at += n;
+            }
+            Item::Loop(l) => {
+                let n = param_count(&l.body);
+                let body = advance_items(&l.body, delta.get(at..at + n)?)?;
+                out.push(Item::Loop(Loop { trips: l.trips, body, step: l.step.clone() }));
+                at += n;
+            }
+        }
+    }
+    Some(out)
+}
+
+fn scaled(step: &[i64], k: i64) -> Option<Vec<i64>> {
+    step.iter().map(|s| s.checked_mul(k)).collect()
+}
+
+/// Iterations `from..to` of `l`, inline.
+fn inline(l: &Loop<PirInst>, from: u32, to: u32) -> Option<Vec<PItem>> {
+    let mut out = Vec::new();
+    for k in from..to {
+        out.extend(advance_items(&l.body, &scaled(&l.step, i64::from(k))?)?);
+    }
+    Some(out)
+}
+
+/// `l` unrolled by `p` (see the module doc); fully inline when it has fewer than `2 p` trips.
+pub(super) fn unroll(l: &Loop<PirInst>, p: u32) -> Option<Vec<PItem>> {
+    let outer = l.trips / p.max(1);
+    if outer <= 1 {
+        return inline(l, 0, l.trips);
+    }
+    let body = inline(l, 0, p)?;
+    let step = scaled(&l.step, i64::from(p))?.repeat(p as usize);
+    let mut out = vec![Item::Loop(Loop { trips: outer, body, step })];
+    out.extend(inline(l, outer * p, l.trips)?);
+    Some(out)
+}
+
+/// `l` with its first iteration peeled off in front of it.
+pub(super) fn peel(l: &Loop<PirInst>) -> Option<Vec<PItem>> {
+    if l.trips <= 2 {
+        return inline(l, 0, l.trips);
+    }
+    let mut out = inline(l, 0, 1)?;
+    let body = advance_items(&l.body, &l.step)?;
+    out.push(Item::Loop(Loop { trips: l.trips - 1, body, step: l.step.clone() }));
+    Some(out)
+}
+
+/// The loop at `path` (item indices from the top, through loop bodies) peeled.
+pub(super) fn peel_at(items: &mut Vec<PItem>, path: &[usize]) -> Option<()> {
+    let (&first, rest) = path.split_first()?;
+    if rest.is_empty() {
+        let Item::Loop(l) = items.get(first)? else { return None };
+        let peeled = peel(l)?;
+        items.splice(first..=first, peeled);
+        return Some(());
+    }
+    let Item::Loop(l) = items.get_mut(first)? else { return None };
+    peel_at(&mut l.body, rest)
+}
+
+/// Instruction nodes of `items` (a loop body counted once).
+fn nodes(items: &[PItem]) -> usize {
+    items
+        .iter()
+        .map(|it| match it {
+            Item::Inst(_) => 1,
+            Item::Loop(l) => 1 + nodes(&l.body),
+        })
+        .sum()
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    a / gcd(a, b).max(1) * b
+}
+
+/// The period (in iterations) of the queue of a hinted instruction whose hint steps by `s`.
+fn hint_period(data: &InstData, s: i64) -> u64 {
+    let class = match data {
+        InstData::DmaCopy(d) if d.dst.memory == Memory::Hbm => u64::from(STORE_QUEUES),
+        InstData::DmaCopy(_) => u64::from(penguin::target::DMA_LOAD_QUEUES),
+        _ => u64::from(penguin::target::NUM_DMA_QUEUES),
+    };
+    class / gcd(s.rem_euclid(class as i64) as u64, class)
+}
+
+/// The least common multiple of the queue periods of the hinted instructions in `items`
+/// under a loop whose step (over `items`' parameters) is `step`.
+fn hint_periods(items: &[PItem], step: &[i64], at: &mut usize) -> u64 {
+    let mut p = 1;
+    for it in items {
+        match it {
+            Item::Inst(i) => {
+                let n = i.param_count();
+                if i.data.queue_hint().is_some() {
+                    let s = step.get(*at + n - 1).copied().unwrap_or(0);
+                    p = lcm(p, hint_period(&i.data, s));
+                }
+                *at += n;
+            }
+            Item::Loop(l) => p = lcm(p, hint_periods(&l.body, step, at)),
+        }
+    }
+    p
+}
+
+impl<F: penguin::FunctionView + ?Sized> LowerCx<'_, F> {
+    /// The round-robin cursors (all queues, loads, stores).
+    pub(super) fn cursors(&self) -> [u8; 3] {
+        [self.next_dma_queue, self.next_load_queue, self.next_store_queue]
+    }
+
+    /// Set the round-robin cursors.
+    pub(super) fn set_cursors(&mut self, c: [u8; 3]) {
+        [self.next_dma_queue, self.next_load_queue, self.next_store_queue] = c;
+    }
+
+    /// How far lowering `data` moves each round-robin cursor (modulo its class); the
+    /// cursors are left as they were.
+    fn consumption(&mut self, data: &InstData) -> Result<[u32; 3], BirError> {
+        let before = self.cursors();
+        let r = self.lower_inst(InstId(0), data);
+        let after = self.cursors();
+        self.set_cursors(before);
+        r?;
+        let mut out = [0; 3];
+        for (k, class) in classes().into_iter().enumerate() {
+            out[k] = (u32::from(after[k]) + class - u32::from(before[k])) % class;
+        }
+        Ok(out)
+    }
+
+    /// `items` with every loop whose queues drift unrolled (see the module doc), and the
+    /// round-robin consumption of one pass over them.
+    pub(super) fn normalize(&mut self, items: Vec<PItem>, first: u64) -> Result<(Vec<PItem>, [u32; 3]), NativeError> {
+        let mut out = Vec::with_capacity(items.len());
+        let mut total = [0u32; 3];
+        let mut pos = first;
+        for it in items {
+            match it {
+                Item::Inst(i) => {
+                    let c = self.consumption(&i.data)?;
+                    add(&mut total, c, 1);
+                    pos += 1;
+                    out.push(Item::Inst(i));
+                }
+                Item::Loop(l) => {
+                    let (body, c) = self.normalize(l.body, pos)?;
+                    let l = Loop { trips: l.trips, body, step: l.step };
+                    let len = penguin::looped::unrolled_len(&l.body);
+                    let trips = l.trips;
+                    add(&mut total, c, trips);
+                    let mut p = hint_periods(&l.body, &l.step, &mut 0);
+                    for (k, class) in classes().into_iter().enumerate() {
+                        p = lcm(p, u64::from(class / gcd(u64::from(c[k]), u64::from(class)) as u32));
+                    }
+                    if p > 1 && l.trips > 1 {
+                        let copies = (p as usize).min(l.trips as usize);
+                        if nodes(&l.body).saturating_mul(copies) > MAX_UNROLLED_BODY {
+                            return Err(NativeError::QueueDrift { first: pos, period: p });
+                        }
+                        let p = u32::try_from(p).map_err(|_| NativeError::QueueDrift { first: pos, period: p })?;
+                        let items = unroll(&l, p).ok_or_else(|| internal("a loop does not unroll"))?;
+                        out.extend(items);
+                    } else {
+                        out.push(Item::Loop(l));
+                    }
+                    pos += len.saturating_mul(u64::from(trips));
+                }
+            }
+        }
+        Ok((out, total))
+    }
+}
+
+/// `total += times * c`, modulo each class.
+fn add(total: &mut [u32; 3], c: [u32; 3], times: u32) {
+    for (k, class) in classes().into_iter().enumerate() {
+        let t = (u64::from(total[k]) + u64::from(c[k]) * u64::from(times)) % u64::from(class);
+        total[k] = t as u32;
+    }
+}
