@@ -82,7 +82,9 @@ impl LowerLoopedError {
 /// Lower a looped function for a target (see the module doc).
 pub fn lower_looped(func: &LoopedFunction, target: Target) -> Result<LoopedProgram, LowerLoopedError> {
     match super::lower_looped_native(func, target) {
-        Err(e) if e.is_native_only() && func.unrolled_len() <= MAX_LOWER_UNROLLED => lower_looped_expanded(func, target),
+        Err(e) if e.is_native_only() && func.unrolled_len() <= MAX_LOWER_UNROLLED => {
+            lower_looped_expanded(func, target)
+        }
         r => r,
     }
 }
@@ -164,10 +166,7 @@ mod tests {
         lf.body = vec![Item::Loop(Loop { trips: 0, body: vec![], step: vec![] })];
         let err = lower_looped(&lf, Target::Trn2).unwrap_err();
         let at = penguin::looped::LoopAt { first: 0, depth: 0 };
-        assert_eq!(
-            err,
-            LowerLoopedError::LoopVerify(vec![LoopError::ZeroTrips { at }, LoopError::EmptyBody { at }])
-        );
+        assert_eq!(err, LowerLoopedError::LoopVerify(vec![LoopError::ZeroTrips { at }, LoopError::EmptyBody { at }]));
         let err = lower_looped_expanded(&lf, Target::Trn2).unwrap_err();
         assert_eq!(err, LowerLoopedError::Expand(ExpandError::Step(penguin::looped::StepError::ZeroTrips)));
     }

@@ -34,8 +34,9 @@ use normalize::PItem;
 /// Errors of this module are the looped lowering's.
 pub(super) type NativeError = LowerLoopedError;
 
-/// How many loop iterations the lowering peels before giving up on a wait.
-const MAX_PEELS: usize = 64;
+/// How many rounds of peeling or unrolling loops the lowering does before giving up on a
+/// wait.
+const MAX_ROUNDS: usize = 64;
 
 /// An internal error (a broken invariant of a verified function).
 pub(super) fn internal(msg: &str) -> NativeError {
@@ -49,29 +50,45 @@ pub fn lower_looped_native(func: &LoopedFunction, target: Target) -> Result<Loop
     verify_looped(func).map_err(LowerLoopedError::LoopVerify)?;
     let mut cx = LowerCx::new(&func.header, target);
     cx.assign_addresses()?;
-    let (mut items, _) = cx.normalize(func.body.clone(), 0)?;
+    let (mut items, _, _) = cx.normalize(func.body.clone(), 0)?;
     let start = cx.cursors();
     let mut last = (0, 0);
-    for _ in 0..=MAX_PEELS {
+    for _ in 0..=MAX_ROUNDS {
         cx.set_cursors(start);
         let mut tree = Tree::default();
-        let root = tree.build(&items, &mut Vec::new(), &mut Vec::new(), 0, &mut cx)?;
-        debug_assert_eq!(root, 0);
-        match tree.wire()? {
-            Some((path, consumer, edge)) => {
-                last = (consumer, edge);
-                normalize::peel_at(&mut items, &path).ok_or_else(|| internal("peeling a loop"))?;
-            }
-            None => {
-                let mut header = cx.program.clone();
-                header.semaphores = Engine::all().map(|e| e.name()).collect();
-                header.streams = vec![Vec::new(); NUM_ENGINES];
-                let streams = tree.emit();
-                return Ok(LoopedProgram { header, streams });
-            }
+        tree.build(&items, &mut Vec::new(), &mut Vec::new(), 0, &mut cx)?;
+        let mut reshapes = tree.wire()?;
+        if reshapes.is_empty() {
+            let mut header = cx.program.clone();
+            header.semaphores = Engine::all().map(|e| e.name()).collect();
+            header.streams = vec![Vec::new(); NUM_ENGINES];
+            return Ok(LoopedProgram { header, streams: tree.emit() });
+        }
+        // Later loops first, inner before outer: every other path stays valid.
+        reshapes.sort_by(|a, b| b.path.cmp(&a.path));
+        reshapes.dedup_by(|a, b| a.path == b.path);
+        for r in reshapes {
+            last = (r.consumer, r.edge);
+            let done = match r.unroll {
+                Some(u) => normalize::reshape_at(&mut items, &r.path, &|l| normalize::unroll(l, u)),
+                None => normalize::reshape_at(&mut items, &r.path, &normalize::peel),
+            };
+            done.ok_or_else(|| internal("reshaping a loop"))?;
         }
     }
     Err(LowerLoopedError::NotAffine { consumer: last.0, edge: last.1 })
+}
+
+/// What to do to a loop before lowering again: peel its first iteration, or unroll it.
+#[derive(Debug)]
+struct Reshape {
+    /// The loop (see [`LNode::path`]).
+    path: Vec<usize>,
+    /// Unroll by this factor; `None`: peel.
+    unroll: Option<u32>,
+    /// The consumer and edge whose wait asked for it.
+    consumer: u64,
+    edge: usize,
 }
 
 /// An entry of a list: an instruction node or a loop.

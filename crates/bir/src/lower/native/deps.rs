@@ -20,7 +20,7 @@
 //!   lowered again. Several edges: per engine, the maximum, which must be the same edge's
 //!   over the whole box.
 
-use super::{NativeError, Tree};
+use super::{NativeError, Reshape, Tree};
 use crate::error::BirError;
 use crate::program::{Engine, NUM_ENGINES};
 
@@ -43,13 +43,19 @@ struct Piece {
 enum Res {
     Leaf(Piece),
     /// Split along a consumer level: its first iteration, then the rest.
-    Split { level: usize, point: Box<Res>, rest: Box<Res> },
+    Split {
+        level: usize,
+        point: Box<Res>,
+        rest: Box<Res>,
+    },
 }
 
 /// Why a box does not resolve or merge.
 enum Fail {
     /// Peeling the first iteration of the consumer's loop at this level may help.
     Peel(usize),
+    /// Unrolling the consumer's loop at this level by this factor may help.
+    Unroll(usize, u32),
     NotAffine,
 }
 
@@ -71,6 +77,7 @@ impl Tree {
         let trips = |m: usize| i64::from(self.loops[ploops[m]].trips);
         let mut map = Vec::new();
         let mut blame = None;
+        let mut unroll = None;
         for i in 0..d {
             if hi[i] == lo[i] || s[i] == 0 {
                 continue;
@@ -89,6 +96,11 @@ impl Tree {
                 Some(f) => map.push(f),
                 None => {
                     blame = Some(i);
+                    // The producer walks a loop whose body the edge's step does not divide:
+                    // unrolling the consumer's loop by the quotient aligns them.
+                    let u =
+                        ploops.iter().rev().map(|&l| self.loops[l].len as i64).find(|&len| len > 0 && s[i] % len != 0);
+                    unroll = u.map(|len| len / gcd(s[i].abs(), len)).and_then(|u| u32::try_from(u).ok());
                     break;
                 }
             }
@@ -98,7 +110,11 @@ impl Tree {
                 let (mut min, mut max) = (j0[m], j0[m]);
                 for &(_, i, delta) in map.iter().filter(|(pm, _, _)| *pm == m) {
                     let v = delta * (hi[i] - lo[i]);
-                    if v < 0 { min += v } else { max += v }
+                    if v < 0 {
+                        min += v
+                    } else {
+                        max += v
+                    }
                 }
                 if min < 0 || max >= trips(m) {
                     blame = map.iter().find(|(pm, _, _)| *pm == m).map(|(_, i, _)| *i);
@@ -110,7 +126,10 @@ impl Tree {
             return Ok(Res::Leaf(Piece { lo, hi, producer, j0, map }));
         };
         if budget[i] == 0 {
-            return Err(Fail::Peel(i));
+            return Err(match unroll {
+                Some(u) if u > 1 && i64::from(u) <= hi[i] - lo[i] => Fail::Unroll(i, u),
+                _ => Fail::Peel(i),
+            });
         }
         let mut b = budget.to_vec();
         b[i] -= 1;
@@ -124,7 +143,13 @@ impl Tree {
     }
 
     /// The counts a resolved box waits for.
-    fn counts(&self, r: &Res, sig: &[[i64; NUM_ENGINES]], sigma: &[[i64; NUM_ENGINES]], pre0: &[[i64; NUM_ENGINES]]) -> Result<Counts, Fail> {
+    fn counts(
+        &self,
+        r: &Res,
+        sig: &[[i64; NUM_ENGINES]],
+        sigma: &[[i64; NUM_ENGINES]],
+        pre0: &[[i64; NUM_ENGINES]],
+    ) -> Result<Counts, Fail> {
         match r {
             Res::Leaf(p) => {
                 let ploops = &self.insts[p.producer].loops;
@@ -141,7 +166,11 @@ impl Tree {
                         let coef = (0..p.lo.len())
                             .map(|i| {
                                 (p.hi[i] > p.lo[i]).then(|| {
-                                    p.map.iter().filter(|(_, ci, _)| *ci == i).map(|(m, _, d)| d * sigma[ploops[*m]][e]).sum()
+                                    p.map
+                                        .iter()
+                                        .filter(|(_, ci, _)| *ci == i)
+                                        .map(|(m, _, d)| d * sigma[ploops[*m]][e])
+                                        .sum()
                                 })
                             })
                             .collect();
@@ -182,11 +211,12 @@ impl Tree {
         }
     }
 
-    /// Mark signals and set every part's waits. `Ok(Some(path))`: peel the loop at `path`
-    /// and lower again.
-    pub(super) fn wire(&mut self) -> Result<Option<(Vec<usize>, u64, usize)>, NativeError> {
+    /// Mark signals and set every part's waits; the loops to reshape (then lower again)
+    /// when some wait needs it.
+    pub(super) fn wire(&mut self) -> Result<Vec<Reshape>, NativeError> {
         // Pass 1: resolve every edge.
         let mut resolved: Vec<Vec<Res>> = Vec::with_capacity(self.insts.len());
+        let mut reshapes: Vec<Reshape> = Vec::new();
         for c in 0..self.insts.len() {
             let node = &self.insts[c];
             let d = node.loops.len();
@@ -198,12 +228,20 @@ impl Tree {
                 match self.resolve(c, q, lo.clone(), hi.clone(), &budget) {
                     Ok(r) => rs.push(r),
                     Err(Fail::Peel(i)) if self.loops[node.loops[i]].trips > 1 => {
-                        return Ok(Some((self.loops[node.loops[i]].path.clone(), node.pos0, q)));
+                        let path = self.loops[node.loops[i]].path.clone();
+                        reshapes.push(Reshape { path, unroll: None, consumer: node.pos0, edge: q });
+                    }
+                    Err(Fail::Unroll(i, u)) => {
+                        let path = self.loops[node.loops[i]].path.clone();
+                        reshapes.push(Reshape { path, unroll: Some(u), consumer: node.pos0, edge: q });
                     }
                     Err(_) => return Err(NativeError::NotAffine { consumer: node.pos0, edge: q }),
                 }
             }
             resolved.push(rs);
+        }
+        if !reshapes.is_empty() {
+            return Ok(reshapes);
         }
         // Signals: a producer part signals if a consumer part on another engine waits.
         for (c, rs) in resolved.iter().enumerate() {
@@ -230,7 +268,8 @@ impl Tree {
                     Ok(x) => x,
                     Err(Fail::Peel(i)) if trips[i] > 1 => {
                         let path = self.loops[self.insts[c].loops[i]].path.clone();
-                        return Ok(Some((path, self.insts[c].pos0, q)));
+                        reshapes.push(Reshape { path, unroll: None, consumer: self.insts[c].pos0, edge: q });
+                        continue;
                     }
                     Err(_) => return Err(NativeError::NotAffine { consumer: self.insts[c].pos0, edge: q }),
                 };
@@ -272,7 +311,7 @@ impl Tree {
                 }
             }
         }
-        Ok(None)
+        Ok(reshapes)
     }
 
     /// Per node and engine its signals; per loop and engine its signals per iteration; per
@@ -332,9 +371,21 @@ fn extremes(v: i64, coef: &[i64], trips: &[i64]) -> (i64, i64) {
     let (mut min, mut max) = (v, v);
     for (c, t) in coef.iter().zip(trips) {
         let x = c * (t - 1);
-        if x < 0 { min += x } else { max += x }
+        if x < 0 {
+            min += x
+        } else {
+            max += x
+        }
     }
     (min, max)
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a.max(1)
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 fn leaves(r: &Res, f: &mut dyn FnMut(&Piece)) {

@@ -92,17 +92,33 @@ pub(super) fn peel(l: &Loop<PirInst>) -> Option<Vec<PItem>> {
     Some(out)
 }
 
-/// The loop at `path` (item indices from the top, through loop bodies) peeled.
-pub(super) fn peel_at(items: &mut Vec<PItem>, path: &[usize]) -> Option<()> {
+/// The loop at `path` (item indices from the top, through loop bodies) replaced by
+/// `reshape` of it (copies of its body), every enclosing loop's step following its body; the
+/// map from each new parameter of `items` to the old parameter it copies.
+pub(super) fn reshape_at(
+    items: &mut Vec<PItem>,
+    path: &[usize],
+    reshape: &dyn Fn(&Loop<PirInst>) -> Option<Vec<PItem>>,
+) -> Option<Vec<usize>> {
     let (&first, rest) = path.split_first()?;
-    if rest.is_empty() {
-        let Item::Loop(l) = items.get(first)? else { return None };
-        let peeled = peel(l)?;
-        items.splice(first..=first, peeled);
-        return Some(());
-    }
+    let before = param_count(items.get(..first)?);
+    let total = param_count(items);
     let Item::Loop(l) = items.get_mut(first)? else { return None };
-    peel_at(&mut l.body, rest)
+    let n = param_count(&l.body);
+    let inner: Vec<usize> = if rest.is_empty() {
+        let new = reshape(l)?;
+        let copies = if n == 0 { 0 } else { param_count(&new) / n };
+        items.splice(first..=first, new);
+        (0..copies).flat_map(|_| 0..n).collect()
+    } else {
+        let inner = reshape_at(&mut l.body, rest, reshape)?;
+        l.step = inner.iter().map(|&o| l.step.get(o).copied()).collect::<Option<_>>()?;
+        (0..n).collect()
+    };
+    let mut map: Vec<usize> = (0..before).collect();
+    map.extend(inner.into_iter().map(|o| before + o));
+    map.extend(before + n..total);
+    Some(map)
 }
 
 /// Instruction nodes of `items` (a loop body counted once).
@@ -117,7 +133,11 @@ fn nodes(items: &[PItem]) -> usize {
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 fn lcm(a: u64, b: u64) -> u64 {
@@ -180,23 +200,35 @@ impl<F: penguin::FunctionView + ?Sized> LowerCx<'_, F> {
         Ok(out)
     }
 
-    /// `items` with every loop whose queues drift unrolled (see the module doc), and the
-    /// round-robin consumption of one pass over them.
-    pub(super) fn normalize(&mut self, items: Vec<PItem>, first: u64) -> Result<(Vec<PItem>, [u32; 3]), NativeError> {
+    /// `items` with every loop whose queues drift unrolled (see the module doc), the
+    /// round-robin consumption of one pass over them, and the map from each new parameter
+    /// to the old one it copies (so that an enclosing loop's step follows).
+    pub(super) fn normalize(
+        &mut self,
+        items: Vec<PItem>,
+        first: u64,
+    ) -> Result<(Vec<PItem>, [u32; 3], Vec<usize>), NativeError> {
         let mut out = Vec::with_capacity(items.len());
         let mut total = [0u32; 3];
-        let mut pos = first;
+        let mut map = Vec::new();
+        let (mut pos, mut at) = (first, 0usize);
         for it in items {
             match it {
                 Item::Inst(i) => {
                     let c = self.consumption(&i.data)?;
                     add(&mut total, c, 1);
                     pos += 1;
+                    let n = i.param_count();
+                    map.extend(at..at + n);
+                    at += n;
                     out.push(Item::Inst(i));
                 }
                 Item::Loop(l) => {
-                    let (body, c) = self.normalize(l.body, pos)?;
-                    let l = Loop { trips: l.trips, body, step: l.step };
+                    let old = param_count(&l.body);
+                    let (body, c, bmap) = self.normalize(l.body, pos)?;
+                    let step = bmap.iter().map(|&o| l.step.get(o).copied()).collect::<Option<Vec<i64>>>();
+                    let step = step.ok_or_else(|| internal("a step shorter than its body"))?;
+                    let l = Loop { trips: l.trips, body, step };
                     let len = penguin::looped::unrolled_len(&l.body);
                     let trips = l.trips;
                     add(&mut total, c, trips);
@@ -204,22 +236,29 @@ impl<F: penguin::FunctionView + ?Sized> LowerCx<'_, F> {
                     for (k, class) in classes().into_iter().enumerate() {
                         p = lcm(p, u64::from(class / gcd(u64::from(c[k]), u64::from(class)) as u32));
                     }
-                    if p > 1 && l.trips > 1 {
-                        let copies = (p as usize).min(l.trips as usize);
-                        if nodes(&l.body).saturating_mul(copies) > MAX_UNROLLED_BODY {
+                    let mut copies = 1;
+                    if p > 1 && trips > 1 {
+                        let n = (p as usize).min(trips as usize);
+                        if nodes(&l.body).saturating_mul(n) > MAX_UNROLLED_BODY {
                             return Err(NativeError::QueueDrift { first: pos, period: p });
                         }
                         let p = u32::try_from(p).map_err(|_| NativeError::QueueDrift { first: pos, period: p })?;
                         let items = unroll(&l, p).ok_or_else(|| internal("a loop does not unroll"))?;
+                        let n = param_count(&l.body);
+                        copies = if n == 0 { 0 } else { param_count(&items) / n };
                         out.extend(items);
                     } else {
                         out.push(Item::Loop(l));
                     }
+                    for _ in 0..copies {
+                        map.extend(bmap.iter().map(|o| at + o));
+                    }
+                    at += old;
                     pos += len.saturating_mul(u64::from(trips));
                 }
             }
         }
-        Ok((out, total))
+        Ok((out, total, map))
     }
 }
 
