@@ -1,0 +1,149 @@
+//! Native looped lowering of hand-built nests: a nest of 2^30 instructions lowers in
+//! milliseconds to loops with the same trips on every engine and exact affine waits; a small
+//! one lowers exactly like its expansion; a wait that is not affine is refused with
+//! [`LowerLoopedError::NotAffine`] and `lower_looped` falls back to expanding.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test helpers assert on values")]
+
+use bir::{lower, lower_looped, lower_looped_native, BirInst, Engine, LowerLoopedError, SemId, Wait};
+use penguin::looped::{Item, Loop, PirInst};
+use penguin::{
+    verify, whole_tile, ComputeEngine, DType, Dep, DepKind, Function, InstData, InstId, LoopedFunction, Memory,
+    MemsetData, TensorCopyData, TensorData,
+};
+
+fn header() -> (Function, InstData, InstData) {
+    let mut f = Function::new("nest");
+    let t = |name: &str| TensorData {
+        name: name.into(),
+        shape: vec![128, 64],
+        dtype: DType::Fp32,
+        memory: Memory::Sbuf,
+        address: None,
+    };
+    let s = f.add_tensor(t("s")).unwrap();
+    let s2 = f.add_tensor(t("s2")).unwrap();
+    let (ts, ts2) = (whole_tile(s, &t("s")), whole_tile(s2, &t("s2")));
+    let memset = InstData::Memset(MemsetData { engine: ComputeEngine::Dve, dst: ts.clone(), value: 1.0 });
+    let copy = InstData::TensorCopy(TensorCopyData { engine: ComputeEngine::Act, dst: ts2, src: ts });
+    (f, memset, copy)
+}
+
+fn dep(from: u32, kind: DepKind) -> Dep {
+    Dep { from: InstId(from), kind }
+}
+
+/// `memset(dve); copy(act) after(raw)`, then `a x b` iterations of
+/// `memset after(war on the previous copy); copy after(raw on it, waw on the previous copy)`.
+fn ping_pong(a: u32, b: u32) -> LoopedFunction {
+    let (f, memset, copy) = header();
+    let mut lf = LoopedFunction::from_function(&f);
+    let body = vec![
+        Item::Inst(PirInst { data: memset.clone(), deps: vec![dep(1, DepKind::War)] }),
+        Item::Inst(PirInst { data: copy.clone(), deps: vec![dep(2, DepKind::Raw), dep(1, DepKind::Waw)] }),
+    ];
+    let inner = Item::Loop(Loop { trips: b, body, step: vec![0, 0, 2, 0, 0, 0, 0, 2, 2] });
+    let bb = 2 * i64::from(b);
+    lf.body = vec![
+        Item::Inst(PirInst { data: memset, deps: vec![] }),
+        Item::Inst(PirInst { data: copy, deps: vec![dep(0, DepKind::Raw)] }),
+        Item::Loop(Loop { trips: a, body: vec![inner], step: vec![0, 0, bb, 0, 0, 0, 0, bb, bb] }),
+    ];
+    lf
+}
+
+fn inst(op: &BirInst, sem: Engine, value: u32, signal: Engine) -> Item<BirInst> {
+    let waits = vec![Wait { sem: SemId(sem.index() as u32), value }];
+    Item::Inst(BirInst { op: op.op.clone(), waits, signal: Some(SemId(signal.index() as u32)), origin: None })
+}
+
+#[test]
+fn a_nest_of_2_to_the_30_lowers_in_milliseconds_with_affine_waits() {
+    let (a, b) = (1 << 14, 1 << 15);
+    let lf = ping_pong(a, b);
+    assert_eq!(lf.unrolled_len(), 2 + (1 << 30));
+    let t = std::time::Instant::now();
+    let lp = lower_looped_native(&lf, penguin::Target::Trn2).unwrap();
+    let dt = t.elapsed();
+    assert!(dt.as_millis() < 1000, "{dt:?}");
+    assert_eq!(bir::verify_looped(&lp), Ok(()));
+    assert_eq!(lp.unrolled_len(), 2 + (1 << 30));
+    let (dve, act) = (lp.stream(Engine::Dve), lp.stream(Engine::Act));
+    let (Item::Inst(m0), Item::Inst(c0)) = (&dve[0], &act[0]) else { panic!("{dve:?}") };
+    assert_eq!((m0.waits.as_slice(), m0.signal), (&[][..], Some(SemId(Engine::Dve.index() as u32))));
+    assert_eq!(c0.waits, vec![Wait { sem: SemId(Engine::Dve.index() as u32), value: 1 }]);
+    let bs = i64::from(b);
+    // The memset of iteration k waits for the copy before it: ACT's count 1 + k.
+    let want_dve = Item::Loop(Loop {
+        trips: a,
+        step: vec![0, 0, bs],
+        body: vec![Item::Loop(Loop {
+            trips: b,
+            step: vec![0, 0, 1],
+            body: vec![inst(m0, Engine::Act, 1, Engine::Dve)],
+        })],
+    });
+    // The copy of iteration k waits for the memset before it: DVE's count 2 + k.
+    let want_act = Item::Loop(Loop {
+        trips: a,
+        step: vec![0, 0, 0, 0, bs],
+        body: vec![Item::Loop(Loop {
+            trips: b,
+            step: vec![0, 0, 0, 0, 1],
+            body: vec![inst(c0, Engine::Dve, 2, Engine::Act)],
+        })],
+    });
+    assert_eq!(&dve[1..], &[want_dve]);
+    assert_eq!(&act[1..], &[want_act]);
+    println!("2^30 nest lowered natively in {dt:?}");
+}
+
+#[test]
+fn a_small_nest_lowers_exactly_like_its_expansion() {
+    let lf = ping_pong(3, 4);
+    let lp = lower_looped_native(&lf, penguin::Target::Trn2).unwrap();
+    let mut want = lower(verify(&lf.expand().unwrap()).unwrap(), penguin::Target::Trn2).unwrap();
+    let mut got = lp.expand().unwrap();
+    // Signals are uniform over a loop: the last copy signals though nothing waits for it.
+    let last = got.streams[Engine::Act.index()].last_mut().unwrap();
+    assert_eq!(last.signal.take(), Some(SemId(Engine::Act.index() as u32)));
+    want.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+    assert_eq!(got, want);
+    assert!(matches!(lp.stream(Engine::Dve), [Item::Inst(_), Item::Loop(l)] if l.trips == 3));
+}
+
+/// 200 memsets alternating DVE and POOL, a DVE loop of 200 memsets, then an ACT loop of 200
+/// copies, copy `k` after the memset `k` of the loop (affine) and the memset `k` of the
+/// straight run (its engine alternates, so no wait on one engine is affine in `k`).
+fn alternating() -> LoopedFunction {
+    let (f, memset, copy) = header();
+    let mut lf = LoopedFunction::from_function(&f);
+    let pool = match &memset {
+        InstData::Memset(m) => InstData::Memset(MemsetData { engine: ComputeEngine::Pool, ..m.clone() }),
+        _ => unreachable!(),
+    };
+    let mut body: Vec<Item<PirInst>> = (0..200)
+        .map(|x| Item::Inst(PirInst { data: if x % 2 == 0 { memset.clone() } else { pool.clone() }, deps: vec![] }))
+        .collect();
+    let one = vec![Item::Inst(PirInst { data: memset, deps: vec![] })];
+    body.push(Item::Loop(Loop { trips: 200, body: one, step: vec![0, 0] }));
+    let deps = vec![dep(200, DepKind::Raw), dep(0, DepKind::Raw)];
+    body.push(Item::Loop(Loop {
+        trips: 200,
+        body: vec![Item::Inst(PirInst { data: copy, deps })],
+        step: vec![0, 0, 0, 0, 1, 1],
+    }));
+    lf.body = body;
+    lf
+}
+
+#[test]
+fn a_wait_that_is_not_affine_is_refused_and_lower_looped_falls_back() {
+    let lf = alternating();
+    let err = lower_looped_native(&lf, penguin::Target::Trn2).unwrap_err();
+    assert!(matches!(err, LowerLoopedError::NotAffine { consumer: 400.., edge: 1 }), "{err}");
+    assert!(err.is_native_only());
+    let lp = lower_looped(&lf, penguin::Target::Trn2).unwrap();
+    let mut want = lower(verify(&lf.expand().unwrap()).unwrap(), penguin::Target::Trn2).unwrap();
+    want.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+    assert_eq!(lp.expand().unwrap(), want);
+}
