@@ -5,9 +5,8 @@
 //! with its typed error and `lower_looped` falls back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test helpers assert on values")]
 
-use bir::{lower, lower_looped, lower_looped_native, Engine, LoopedProgram, LowerLoopedError, Op, Program};
+use bir::{lower, lower_looped, lower_looped_native, Engine, LoopedProgram, Op, Program};
 use codegen::{plan_gemm, BlockSizes, GemmConfig, GemmPlan, Schedule};
-use penguin::looped::{Item, Loop, PirInst};
 use penguin::{verify, DType, SparsityPattern, Target};
 
 const SCHEDULES: [Schedule; 4] = [Schedule::Naive, Schedule::Hoisted, Schedule::BlockedMn, Schedule::BlockedMnk];
@@ -88,47 +87,8 @@ fn natively_lowered_plans_simulate_to_the_same_bytes() {
 }
 
 #[test]
-fn dbg_sizes() {
-    for schedule in SCHEDULES {
-        let cfg = config(1024, 2048, 2048, schedule, Target::Trn2);
-        let plan = plan_gemm(&cfg).unwrap();
-        let lf = plan.looped();
-        let t = std::time::Instant::now();
-        let lp = match lower_looped_native(&lf, cfg.target) {
-            Ok(lp) => lp,
-            Err(e) => {
-                println!("{schedule:?}: {e} after {:?}", t.elapsed());
-                continue;
-            }
-        };
-        let dt = t.elapsed();
-        let items: usize = lp.streams.iter().map(|s| count(s)).sum();
-        let pitems = count_p(&lf.body);
-        let rolled: usize = bir::lower_looped_expanded(&lf, cfg.target).unwrap().streams.iter().map(|s| count(s)).sum();
-        println!("expanded+rolled: {rolled} items");
-        println!(
-            "{schedule:?}: penguin items {pitems} unrolled {} -> bir items {items} unrolled {} in {dt:?}",
-            lf.unrolled_len(),
-            lp.unrolled_len()
-        );
-    }
-}
-
-fn count(items: &[Item<bir::BirInst>]) -> usize {
-    items
-        .iter()
-        .map(|i| match i {
-            Item::Inst(_) => 1,
-            Item::Loop(l) => 1 + count(&l.body),
-        })
-        .sum()
-}
-fn count_p(items: &[Item<PirInst>]) -> usize {
-    items
-        .iter()
-        .map(|i| match i {
-            Item::Inst(_) => 1,
-            Item::Loop(l) => 1 + count_p(&l.body),
-        })
-        .sum()
+fn lower_looped_lowers_plans_natively() {
+    let cfg = config(256, 512, 1024, Schedule::BlockedMnk, Target::Trn2);
+    let lf = plan_gemm(&cfg).unwrap().looped();
+    assert_eq!(lower_looped(&lf, cfg.target), lower_looped_native(&lf, cfg.target));
 }

@@ -106,14 +106,14 @@ impl Tree {
             }
         }
         if blame.is_none() {
-            for m in 0..ploops.len() {
-                let (mut min, mut max) = (j0[m], j0[m]);
+            for (m, &j) in j0.iter().enumerate() {
+                let (mut min, mut max) = (j, j);
                 for &(_, i, delta) in map.iter().filter(|(pm, _, _)| *pm == m) {
                     let v = delta * (hi[i] - lo[i]);
                     if v < 0 {
-                        min += v
+                        min += v;
                     } else {
-                        max += v
+                        max += v;
                     }
                 }
                 if min < 0 || max >= trips(m) {
@@ -372,9 +372,9 @@ fn extremes(v: i64, coef: &[i64], trips: &[i64]) -> (i64, i64) {
     for (c, t) in coef.iter().zip(trips) {
         let x = c * (t - 1);
         if x < 0 {
-            min += x
+            min += x;
         } else {
-            max += x
+            max += x;
         }
     }
     (min, max)

@@ -22,6 +22,10 @@ use crate::error::BirError;
 /// A Penguin item.
 pub(super) type PItem = Item<PirInst>;
 
+/// Normalized items, the round-robin consumption of one pass over them (per queue class),
+/// and the map from each new parameter to the old one it copies.
+type Normalized = (Vec<PItem>, [u32; 3], Vec<usize>);
+
 /// The most instruction nodes an unrolled loop body may have; beyond it the loop is refused
 /// ([`NativeError::QueueDrift`]) rather than blown up.
 const MAX_UNROLLED_BODY: usize = 1 << 16;
@@ -107,7 +111,7 @@ pub(super) fn reshape_at(
     let n = param_count(&l.body);
     let inner: Vec<usize> = if rest.is_empty() {
         let new = reshape(l)?;
-        let copies = if n == 0 { 0 } else { param_count(&new) / n };
+        let copies = param_count(&new).checked_div(n).unwrap_or(0);
         items.splice(first..=first, new);
         (0..copies).flat_map(|_| 0..n).collect()
     } else {
@@ -203,11 +207,7 @@ impl<F: penguin::FunctionView + ?Sized> LowerCx<'_, F> {
     /// `items` with every loop whose queues drift unrolled (see the module doc), the
     /// round-robin consumption of one pass over them, and the map from each new parameter
     /// to the old one it copies (so that an enclosing loop's step follows).
-    pub(super) fn normalize(
-        &mut self,
-        items: Vec<PItem>,
-        first: u64,
-    ) -> Result<(Vec<PItem>, [u32; 3], Vec<usize>), NativeError> {
+    pub(super) fn normalize(&mut self, items: Vec<PItem>, first: u64) -> Result<Normalized, NativeError> {
         let mut out = Vec::with_capacity(items.len());
         let mut total = [0u32; 3];
         let mut map = Vec::new();
@@ -245,7 +245,7 @@ impl<F: penguin::FunctionView + ?Sized> LowerCx<'_, F> {
                         let p = u32::try_from(p).map_err(|_| NativeError::QueueDrift { first: pos, period: p })?;
                         let items = unroll(&l, p).ok_or_else(|| internal("a loop does not unroll"))?;
                         let n = param_count(&l.body);
-                        copies = if n == 0 { 0 } else { param_count(&items) / n };
+                        copies = param_count(&items).checked_div(n).unwrap_or(0);
                         out.extend(items);
                     } else {
                         out.push(Item::Loop(l));
