@@ -73,7 +73,7 @@ pub fn lower_looped_native(func: &LoopedFunction, target: Target) -> Result<Loop
                 Some(u) => normalize::reshape_at(&mut items, &r.path, &|l| normalize::unroll(l, u)),
                 None => normalize::reshape_at(&mut items, &r.path, &normalize::peel),
             };
-            done.ok_or_else(|| internal("reshaping a loop"))?;
+            done.ok_or_else(|| internal(&format!("reshaping the loop at {:?} ({:?})", r.path, r.unroll)))?;
         }
     }
     Err(LowerLoopedError::NotAffine { consumer: last.0, edge: last.1 })

@@ -117,7 +117,7 @@ pub(super) fn reshape_at(
     } else {
         let inner = reshape_at(&mut l.body, rest, reshape)?;
         l.step = inner.iter().map(|&o| l.step.get(o).copied()).collect::<Option<_>>()?;
-        (0..n).collect()
+        inner
     };
     let mut map: Vec<usize> = (0..before).collect();
     map.extend(inner.into_iter().map(|o| before + o));
@@ -269,3 +269,7 @@ fn add(total: &mut [u32; 3], c: [u32; 3], times: u32) {
         total[k] = t as u32;
     }
 }
+
+#[cfg(test)]
+#[path = "normalize_tests.rs"]
+mod tests;
