@@ -92,3 +92,11 @@ fn lower_looped_lowers_plans_natively() {
     let lf = plan_gemm(&cfg).unwrap().looped();
     assert_eq!(lower_looped(&lf, cfg.target), lower_looped_native(&lf, cfg.target));
 }
+
+/// A large plan whose rolled form needs loops peeled and unrolled three levels deep.
+#[test]
+fn a_large_blocked_plan_lowers_natively_like_its_unrolled_plan() {
+    let t = std::time::Instant::now();
+    check(&config(4096, 8192, 8192, Schedule::BlockedMnk, Target::Trn2));
+    println!("{:?}", t.elapsed());
+}
