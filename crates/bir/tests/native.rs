@@ -79,8 +79,14 @@ fn fp32_in_hbm_and_sparse_plans_lower_natively() {
 
 #[test]
 fn natively_lowered_plans_simulate_to_the_same_bytes() {
-    for (m, k, n, schedule) in [(130, 300, 600, Schedule::BlockedMnk), (256, 384, 520, Schedule::Naive)] {
-        let (_, want, lp) = check(&config(m, k, n, schedule, Target::Trn2));
+    let runs = [
+        (130, 300, 600, Schedule::BlockedMnk, Target::Trn2),
+        (256, 384, 520, Schedule::Naive, Target::Trn2),
+        (200, 300, 700, Schedule::Hoisted, Target::Trn1),
+        (128, 640, 1100, Schedule::BlockedMn, Target::Trn2),
+    ];
+    for (m, k, n, schedule, target) in runs {
+        let (_, want, lp) = check(&config(m, k, n, schedule, target));
         let got = lp.expand().unwrap();
         assert_eq!(simulate(&got, m, k, n), simulate(&want, m, k, n));
     }
@@ -99,4 +105,46 @@ fn a_large_blocked_plan_lowers_natively_like_its_unrolled_plan() {
     let t = std::time::Instant::now();
     check(&config(4096, 8192, 8192, Schedule::BlockedMnk, Target::Trn2));
     println!("{:?}", t.elapsed());
+}
+
+mod sweep {
+    use super::*;
+    use codegen::LoopOrder;
+    use penguin::PerfMode;
+    use proptest::prelude::*;
+
+    const DTYPES: [DType; 4] = [DType::Fp32, DType::Bf16, DType::Fp8e4m3, DType::Fp16];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Any plan: the native lowering has the unrolled lowering's ops and modeled time.
+        #[test]
+        fn any_plan_lowers_natively_like_its_unrolled_plan(
+            (m, k, n) in (1u64..700, 1u64..1500, 1u64..2100),
+            schedule in 0usize..4,
+            dtype in 0usize..4,
+            target in 0usize..3,
+            lhs_transposed in any::<bool>(),
+            variant in 0usize..4,
+            n_outer in any::<bool>(),
+        ) {
+            let target = [Target::Trn1, Target::Trn2, Target::Trn3][target];
+            let mut cfg = config(m, k, n, SCHEDULES[schedule], target);
+            cfg.lhs_dtype = DTYPES[dtype];
+            cfg.rhs_dtype = DTYPES[dtype];
+            cfg.lhs_transposed = lhs_transposed;
+            cfg.order = if n_outer { LoopOrder::NOuter } else { LoopOrder::MOuter };
+            match variant {
+                0 => {}
+                1 => cfg.perf_mode = PerfMode::DoubleRow,
+                2 => cfg.input_dtype = DType::Fp32,
+                _ => cfg.sparsity = Some(SparsityPattern::SUPPORTED[0]),
+            }
+            if cfg.validate().is_err() || plan_gemm(&cfg).is_err() {
+                return Ok(());
+            }
+            check(&cfg);
+        }
+    }
 }

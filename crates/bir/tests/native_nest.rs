@@ -147,3 +147,48 @@ fn a_wait_that_is_not_affine_is_refused_and_lower_looped_falls_back() {
     want.streams.iter_mut().flatten().for_each(|i| i.origin = None);
     assert_eq!(lp.expand().unwrap(), want);
 }
+
+/// `pool memset; T x { dve memset after(war: the copy before it); act copy after(raw) }`:
+/// in the first iteration the memset's edge reaches the POOL memset before the loop, in the
+/// others the ACT copy of the iteration before.
+fn pipelined(trips: u32) -> LoopedFunction {
+    let (f, memset, copy) = header();
+    let mut lf = LoopedFunction::from_function(&f);
+    let pool = match &memset {
+        InstData::Memset(m) => InstData::Memset(MemsetData { engine: ComputeEngine::Pool, ..m.clone() }),
+        _ => unreachable!(),
+    };
+    let body = vec![
+        Item::Inst(PirInst { data: memset, deps: vec![dep(0, DepKind::War)] }),
+        Item::Inst(PirInst { data: copy, deps: vec![dep(1, DepKind::Raw)] }),
+    ];
+    lf.body = vec![
+        Item::Inst(PirInst { data: pool, deps: vec![] }),
+        Item::Loop(Loop { trips, body, step: vec![0, 0, 2, 0, 0, 0, 0, 2] }),
+    ];
+    lf
+}
+
+#[test]
+fn a_first_iteration_that_waits_differently_is_peeled() {
+    let lf = pipelined(1000);
+    let lp = lower_looped_native(&lf, penguin::Target::Trn2).unwrap();
+    assert_eq!(bir::verify_looped(&lp), Ok(()));
+    let mut want = lower(verify(&lf.expand().unwrap()).unwrap(), penguin::Target::Trn2).unwrap();
+    want.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+    let mut got = lp.expand().unwrap();
+    // The last copy signals (uniformly with the others) though nothing waits for it.
+    let last = got.streams[Engine::Act.index()].last_mut().unwrap();
+    assert_eq!(last.signal.take(), Some(SemId(Engine::Act.index() as u32)));
+    assert_eq!(got, want);
+    let (dve, act) = (lp.stream(Engine::Dve), lp.stream(Engine::Act));
+    let (Item::Inst(m0), Item::Inst(c0)) = (&dve[0], &act[0]) else { panic!("{dve:?}") };
+    assert_eq!(m0.waits, vec![Wait { sem: SemId(Engine::Pool.index() as u32), value: 1 }]);
+    // Iteration k >= 1: the memset waits for ACT's count k, the copy for DVE's count k + 1.
+    let want_dve =
+        Item::Loop(Loop { trips: 999, step: vec![0, 0, 1], body: vec![inst(m0, Engine::Act, 1, Engine::Dve)] });
+    let want_act =
+        Item::Loop(Loop { trips: 999, step: vec![0, 0, 0, 0, 1], body: vec![inst(c0, Engine::Dve, 2, Engine::Act)] });
+    assert_eq!(&dve[1..], &[want_dve]);
+    assert_eq!(&act[1..], &[want_act]);
+}
