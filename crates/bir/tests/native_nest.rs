@@ -216,3 +216,54 @@ fn the_looped_model_jumps_over_a_natively_lowered_nest() {
     let want = t_small + per_iteration * f64::from((1 << 20) - 8 * 16);
     assert!((t_big - want).abs() <= 1e-9 * want, "{t_big} vs {want}");
 }
+
+/// `trips` plain loads of 64 columns each from an HBM tensor into one SBUF tile, without
+/// queue hints (round robin over the load queues) or with `hint = k * hint_step`.
+fn loads(trips: u32, hint_step: Option<i64>) -> LoopedFunction {
+    use penguin::{AccessPattern, CastMode, DmaCopyData, DmaQueueHint, InstTile};
+    let mut f = Function::new("loads");
+    let cols = 64 * u64::from(trips);
+    let hbm =
+        TensorData { name: "h".into(), shape: vec![128, cols], dtype: DType::Fp32, memory: Memory::Hbm, address: None };
+    let sb =
+        TensorData { name: "s".into(), shape: vec![128, 64], dtype: DType::Fp32, memory: Memory::Sbuf, address: None };
+    let (h, s) = (f.add_tensor(hbm).unwrap(), f.add_tensor(sb).unwrap());
+    f.inputs = vec![h];
+    let tile = |t, memory, ap| InstTile { tensor: t, memory, dtype: DType::Fp32, ap };
+    let copy = InstData::DmaCopy(DmaCopyData {
+        dst: tile(s, Memory::Sbuf, AccessPattern::on_chip(0, 128, 0, 64)),
+        src: tile(h, Memory::Hbm, AccessPattern::hbm_rows(cols, 0, 128, 0, 64)),
+        cast: CastMode::Rne,
+        queue: hint_step.map(|_| DmaQueueHint(0)),
+    });
+    let mut lf = LoopedFunction::from_function(&f);
+    let mut step = vec![0, 0, 64, 0];
+    step.extend(hint_step);
+    lf.body = vec![Item::Loop(Loop { trips, body: vec![Item::Inst(PirInst { data: copy, deps: vec![] })], step })];
+    lf
+}
+
+#[test]
+fn loops_whose_dma_queues_drift_are_unrolled_by_the_queue_period() {
+    let loads_queues = penguin::target::DMA_LOAD_QUEUES as usize;
+    // Round robin over the 12 load queues, and hints stepping by 8 (period 12 / gcd(8, 12) = 3).
+    for (hint, period) in [(None, loads_queues), (Some(8), 3)] {
+        let lf = loads(30, hint);
+        let lp = lower_looped_native(&lf, penguin::Target::Trn2).unwrap();
+        let mut want = lower(verify(&lf.expand().unwrap()).unwrap(), penguin::Target::Trn2).unwrap();
+        want.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+        assert_eq!(lp.expand().unwrap(), want, "{hint:?}");
+        // Each queue used has one loop of 30 / period trips, then the leftover iterations.
+        let queues: Vec<Engine> = Engine::all().filter(|e| !lp.stream(*e).is_empty()).collect();
+        assert_eq!(queues.len(), period, "{hint:?}");
+        for e in queues {
+            let s = lp.stream(e);
+            assert!(matches!(&s[0], Item::Loop(l) if l.trips == (30 / period) as u32 && l.body.len() == 1), "{s:?}");
+            assert_eq!(
+                s.len(),
+                1 + usize::from(((30 % period) as u32) > e.index() as u32 - Engine::Dma(0).index() as u32),
+                "{hint:?} {e:?}"
+            );
+        }
+    }
+}
