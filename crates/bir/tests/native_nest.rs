@@ -267,3 +267,60 @@ fn loops_whose_dma_queues_drift_are_unrolled_by_the_queue_period() {
         }
     }
 }
+
+/// `trips` casts of `[128, 1024]` fp32 (512 KiB: 8 pieces over the 16 queues, from
+/// `hint * 8`) into one bf16 tile, the hint stepping by `hint_step`.
+fn casts(trips: u32, hint_step: i64) -> LoopedFunction {
+    use penguin::{AccessPattern, CastMode, DmaQueueHint, InstTile, OffloadedMemCastData};
+    let mut f = Function::new("casts");
+    let cols = 1024 * u64::from(trips);
+    let hbm =
+        TensorData { name: "h".into(), shape: vec![128, cols], dtype: DType::Fp32, memory: Memory::Hbm, address: None };
+    let sb = TensorData {
+        name: "s".into(),
+        shape: vec![128, 1024],
+        dtype: DType::Bf16,
+        memory: Memory::Sbuf,
+        address: None,
+    };
+    let (h, s) = (f.add_tensor(hbm).unwrap(), f.add_tensor(sb).unwrap());
+    f.inputs = vec![h];
+    let cast = InstData::OffloadedMemCast(OffloadedMemCastData {
+        dst: InstTile {
+            tensor: s,
+            memory: Memory::Sbuf,
+            dtype: DType::Bf16,
+            ap: AccessPattern::on_chip(0, 128, 0, 1024),
+        },
+        src: InstTile {
+            tensor: h,
+            memory: Memory::Hbm,
+            dtype: DType::Fp32,
+            ap: AccessPattern::hbm_rows(cols, 0, 128, 0, 1024),
+        },
+        cast: CastMode::Rne,
+        queue: Some(DmaQueueHint(0)),
+    });
+    let mut lf = LoopedFunction::from_function(&f);
+    let step = vec![0, 0, 1024, 0, hint_step];
+    lf.body = vec![Item::Loop(Loop { trips, body: vec![Item::Inst(PirInst { data: cast, deps: vec![] })], step })];
+    lf
+}
+
+#[test]
+fn an_offloaded_op_is_unrolled_by_the_least_period_of_its_queues() {
+    // Hint step 2: the 8 pieces move by 16 queues, back on the same ones (period 1, where
+    // the hint alone repeats after 8); hint step 1: the pieces alternate halves (period 2).
+    for (step, period) in [(2, 1), (1, 2), (3, 2)] {
+        let lf = casts(12, step);
+        let lp = lower_looped_native(&lf, penguin::Target::Trn2).unwrap();
+        let mut want = lower(verify(&lf.expand().unwrap()).unwrap(), penguin::Target::Trn2).unwrap();
+        want.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+        assert_eq!(lp.expand().unwrap(), want, "{step}");
+        let queues: Vec<Engine> = Engine::all().filter(|e| !lp.stream(*e).is_empty()).collect();
+        assert_eq!(queues.len(), 8 * period, "{step}");
+        for e in queues {
+            assert!(matches!(lp.stream(e), [Item::Loop(l)] if l.trips == 12 / period as u32), "{step} {e:?}");
+        }
+    }
+}

@@ -148,34 +148,20 @@ fn lcm(a: u64, b: u64) -> u64 {
     a / gcd(a, b).max(1) * b
 }
 
-/// The period (in iterations) of the queue of a hinted instruction whose hint steps by `s`.
+/// A period of the queue of a hinted instruction whose hint steps by `s`: the queue is the
+/// hint modulo its class, so `class / gcd(s, class)` iterations bring it back.
 fn hint_period(data: &InstData, s: i64) -> u64 {
-    let class = match data {
-        InstData::DmaCopy(d) if d.dst.memory == Memory::Hbm => u64::from(STORE_QUEUES),
-        InstData::DmaCopy(_) => u64::from(penguin::target::DMA_LOAD_QUEUES),
-        _ => u64::from(penguin::target::NUM_DMA_QUEUES),
-    };
+    let class = hint_class(data);
     class / gcd(s.rem_euclid(class as i64) as u64, class)
 }
 
-/// The least common multiple of the queue periods of the hinted instructions in `items`
-/// under a loop whose step (over `items`' parameters) is `step`.
-fn hint_periods(items: &[PItem], step: &[i64], at: &mut usize) -> u64 {
-    let mut p = 1;
-    for it in items {
-        match it {
-            Item::Inst(i) => {
-                let n = i.param_count();
-                if i.data.queue_hint().is_some() {
-                    let s = step.get(*at + n - 1).copied().unwrap_or(0);
-                    p = lcm(p, hint_period(&i.data, s));
-                }
-                *at += n;
-            }
-            Item::Loop(l) => p = lcm(p, hint_periods(&l.body, step, at)),
-        }
+/// The queues a hinted instruction's hint is taken modulo.
+fn hint_class(data: &InstData) -> u64 {
+    match data {
+        InstData::DmaCopy(d) if d.dst.memory == Memory::Hbm => u64::from(STORE_QUEUES),
+        InstData::DmaCopy(_) => u64::from(penguin::target::DMA_LOAD_QUEUES),
+        _ => u64::from(penguin::target::NUM_DMA_QUEUES),
     }
-    p
 }
 
 impl<F: penguin::FunctionView + ?Sized> LowerCx<'_, F> {
@@ -187,6 +173,58 @@ impl<F: penguin::FunctionView + ?Sized> LowerCx<'_, F> {
     /// Set the round-robin cursors.
     pub(super) fn set_cursors(&mut self, c: [u8; 3]) {
         [self.next_dma_queue, self.next_load_queue, self.next_store_queue] = c;
+    }
+
+    /// The engines `data` lowers to, in order (the cursors are left as they were).
+    fn engines(&mut self, data: &InstData) -> Result<Vec<crate::program::Engine>, BirError> {
+        let before = self.cursors();
+        let r = self.lower_inst(InstId(0), data);
+        self.set_cursors(before);
+        Ok(r?.into_iter().map(|(e, _)| e).collect())
+    }
+
+    /// The least period of the queues of a hinted instruction whose hint steps by `s`: the
+    /// least divisor `p` of [`hint_period`] with the same engines at every iteration `k` and
+    /// `k + p` (an offloaded op's pieces take `pieces` queues per hint, so a hint step of 2
+    /// with 8 pieces keeps the queues).
+    fn least_hint_period(&mut self, data: &InstData, s: i64) -> Result<u64, BirError> {
+        let most = hint_period(data, s);
+        if most == 1 {
+            return Ok(1);
+        }
+        let mut engines = Vec::with_capacity(most as usize);
+        for k in 0..most {
+            let mut d = data.clone();
+            let h = d.queue_hint_mut().ok_or_else(|| BirError::Internal("a hint vanished".into()))?;
+            // The queues depend on the hint modulo the class only.
+            let class = i128::from(hint_class(data));
+            h.0 = (i128::from(h.0) + i128::from(k) * i128::from(s)).rem_euclid(class) as u32;
+            engines.push(self.engines(&d)?);
+        }
+        Ok((1..most)
+            .filter(|p| most.is_multiple_of(*p))
+            .find(|&p| (0..most).all(|k| engines[k as usize] == engines[((k + p) % most) as usize]))
+            .unwrap_or(most))
+    }
+
+    /// The least common multiple of the queue periods of the hinted instructions in `items`
+    /// under a loop whose step (over `items`' parameters) is `step`.
+    fn hint_periods(&mut self, items: &[PItem], step: &[i64], at: &mut usize) -> Result<u64, BirError> {
+        let mut p = 1;
+        for it in items {
+            match it {
+                Item::Inst(i) => {
+                    let n = i.param_count();
+                    if i.data.queue_hint().is_some() {
+                        let s = step.get(*at + n - 1).copied().unwrap_or(0);
+                        p = lcm(p, self.least_hint_period(&i.data, s)?);
+                    }
+                    *at += n;
+                }
+                Item::Loop(l) => p = lcm(p, self.hint_periods(&l.body, step, at)?),
+            }
+        }
+        Ok(p)
     }
 
     /// How far lowering `data` moves each round-robin cursor (modulo its class); the
@@ -232,7 +270,7 @@ impl<F: penguin::FunctionView + ?Sized> LowerCx<'_, F> {
                     let len = penguin::looped::unrolled_len(&l.body);
                     let trips = l.trips;
                     add(&mut total, c, trips);
-                    let mut p = hint_periods(&l.body, &l.step, &mut 0);
+                    let mut p = self.hint_periods(&l.body, &l.step, &mut 0)?;
                     for (k, class) in classes().into_iter().enumerate() {
                         p = lcm(p, u64::from(class / gcd(u64::from(c[k]), u64::from(class)) as u32));
                     }
