@@ -35,7 +35,7 @@ use normalize::PItem;
 pub(super) type NativeError = LowerLoopedError;
 
 /// How many rounds of peeling or unrolling loops the lowering does before giving up on a
-/// wait.
+/// wait (it also gives up when they grow the nest eightfold).
 const MAX_ROUNDS: usize = 64;
 
 /// An internal error (a broken invariant of a verified function).
@@ -53,6 +53,8 @@ pub fn lower_looped_native(func: &LoopedFunction, target: Target) -> Result<Loop
     let (mut items, _, _) = cx.normalize(func.body.clone(), 0)?;
     let start = cx.cursors();
     let mut last = (0, 0);
+    // Peeling and unrolling may at most grow the nest this much.
+    let max_nodes = normalize::nodes(&items).saturating_mul(8).max(1 << 16);
     for _ in 0..=MAX_ROUNDS {
         cx.set_cursors(start);
         let mut tree = Tree::default();
@@ -74,6 +76,9 @@ pub fn lower_looped_native(func: &LoopedFunction, target: Target) -> Result<Loop
                 None => normalize::reshape_at(&mut items, &r.path, &normalize::peel),
             };
             done.ok_or_else(|| internal(&format!("reshaping the loop at {:?} ({:?})", r.path, r.unroll)))?;
+        }
+        if normalize::nodes(&items) > max_nodes {
+            break;
         }
     }
     Err(LowerLoopedError::NotAffine { consumer: last.0, edge: last.1 })

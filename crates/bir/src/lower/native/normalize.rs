@@ -126,7 +126,7 @@ pub(super) fn reshape_at(
 }
 
 /// Instruction nodes of `items` (a loop body counted once).
-fn nodes(items: &[PItem]) -> usize {
+pub(super) fn nodes(items: &[PItem]) -> usize {
     items
         .iter()
         .map(|it| match it {
