@@ -12,10 +12,23 @@
 //!    instruction whose engines or op shapes differ between the two is refused
 //!    ([`LowerLoopedError::NotUniform`]).
 //! 4. Semaphores ([`deps`]): a body instruction signals when any iteration has a
-//!    cross-engine dependent; each wait is proved affine in the loop indices, peeling first
-//!    iterations where needed ([`LowerLoopedError::NotAffine`] when that does not help).
+//!    cross-engine dependent; each wait is proved affine in the loop indices. Where it is
+//!    not, the loops concerned are reshaped and the nest is lowered again (a round): the
+//!    first iteration of a consumer's loop is peeled (it waits for something else than the
+//!    others), or the consumer's loop is unrolled so that its edge steps by whole iterations
+//!    of the producer's loop (a producer loop unrolled for its queues, step 2). After
+//!    [`MAX_ROUNDS`] rounds, or when the nest has grown eightfold, the wait is refused
+//!    ([`LowerLoopedError::NotAffine`]).
+//! 5. The streams are emitted: per engine, a loop for every Penguin loop whose body has ops
+//!    on it, with the same trips; `origin` is `None` everywhere (an origin names a different
+//!    instruction in every iteration).
 //!
-//! Cost: O(size of the looped function x nest depth), plus the unrolling and peeling done.
+//! Signals are uniform over a loop, so the expansion may have signals the unrolled lowering
+//! does not (an instruction with a cross-engine dependent in some iteration signals in all);
+//! the waits count them, so the order of the ops is the same.
+//!
+//! Cost: O(size of the looped function x nest depth) per round, on the nest as unrolled and
+//! peeled; a loop's trips never matter.
 
 use penguin::looped::{verify_looped, Item, Loop, PirInst, Stepped};
 use penguin::{InstId, LoopedFunction, Target};
