@@ -324,3 +324,32 @@ fn an_offloaded_op_is_unrolled_by_the_least_period_of_its_queues() {
         }
     }
 }
+
+/// A DVE memset, a loop of 98 DVE memsets, another DVE memset, then an ACT loop of 100
+/// copies, copy `k` after memset `k`: its producer is a different node in the first, the
+/// middle and the last iterations, but DVE's count at it is `k + 1` throughout.
+#[test]
+fn producers_in_three_nodes_with_an_affine_count_need_no_peeling() {
+    let (f, memset, copy) = header();
+    let mut lf = LoopedFunction::from_function(&f);
+    let one = |data: &InstData| Item::Inst(PirInst { data: data.clone(), deps: vec![] });
+    lf.body = vec![
+        one(&memset),
+        Item::Loop(Loop { trips: 98, body: vec![one(&memset)], step: vec![0, 0] }),
+        one(&memset),
+        Item::Loop(Loop {
+            trips: 100,
+            body: vec![Item::Inst(PirInst { data: copy, deps: vec![dep(0, DepKind::Raw)] })],
+            step: vec![0, 0, 0, 0, 1],
+        }),
+    ];
+    let lp = lower_looped_native(&lf, penguin::Target::Trn2).unwrap();
+    let act = lp.stream(Engine::Act);
+    let [Item::Loop(l)] = act else { panic!("{act:?}") };
+    let [Item::Inst(c)] = l.body.as_slice() else { panic!("{l:?}") };
+    assert_eq!((l.trips, l.step.clone()), (100, vec![0, 0, 0, 0, 1]));
+    assert_eq!(c.waits, vec![Wait { sem: SemId(Engine::Dve.index() as u32), value: 1 }]);
+    let mut want = lower(verify(&lf.expand().unwrap()).unwrap(), penguin::Target::Trn2).unwrap();
+    want.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+    assert_eq!(lp.expand().unwrap(), want);
+}

@@ -24,8 +24,13 @@ use super::{NativeError, Reshape, Tree};
 use crate::error::BirError;
 use crate::program::{Engine, NUM_ENGINES};
 
-/// How many times a box may be split along one loop.
-const SPLITS_PER_LOOP: u8 = 2;
+/// How many times a box may be split along one loop (an edge reaching this many iterations
+/// back still resolves).
+const SPLITS_PER_LOOP: u8 = 4;
+
+/// A consumer loop of at most this many trips whose edge resolves to no single producer
+/// node is unrolled completely; a longer one is refused.
+const MAX_INLINED_TRIPS: i64 = 16;
 
 /// One box of consumer iterations resolved to one producer node.
 #[derive(Debug)]
@@ -42,17 +47,18 @@ struct Piece {
 #[derive(Debug)]
 enum Res {
     Leaf(Piece),
-    /// Split along a consumer level: its first iteration, then the rest.
+    /// Split along a consumer level: the first iterations, then the rest.
     Split {
         level: usize,
-        point: Box<Res>,
-        rest: Box<Res>,
+        first: Box<Res>,
+        second: Box<Res>,
     },
 }
 
 /// Why a box does not resolve or merge.
 enum Fail {
-    /// Peeling the first iteration of the consumer's loop at this level may help.
+    /// Peeling the first iteration of the consumer's loop at this level may help (its
+    /// first iteration waits for other engines or counts than the rest).
     Peel(usize),
     /// Unrolling the consumer's loop at this level by this factor may help.
     Unroll(usize, u32),
@@ -78,6 +84,9 @@ impl Tree {
         let mut map = Vec::new();
         let mut blame = None;
         let mut unroll = None;
+        // Where to split the box along the blamed loop: after its first iteration, or after
+        // the longest run of iterations that stays in one producer loop.
+        let mut cut = None;
         for i in 0..d {
             if hi[i] == lo[i] || s[i] == 0 {
                 continue;
@@ -96,6 +105,19 @@ impl Tree {
                 Some(f) => map.push(f),
                 None => {
                     blame = Some(i);
+                    cut = (0..ploops.len())
+                        .filter_map(|m| {
+                            let len = self.loops[ploops[m]].len as i64;
+                            if len == 0 || s[i] % len != 0 {
+                                return None;
+                            }
+                            let delta = s[i] / len;
+                            let room = if delta > 0 { trips(m) - 1 - j0[m] } else { j0[m] };
+                            Some(room / delta.abs())
+                        })
+                        .filter(|&run| run >= 1 && run < ext)
+                        .max()
+                        .map(|run| lo[i] + run + 1);
                     // The producer walks a loop whose body the edge's step does not divide:
                     // unrolling the consumer's loop by the quotient aligns them.
                     let u =
@@ -126,20 +148,25 @@ impl Tree {
             return Ok(Res::Leaf(Piece { lo, hi, producer, j0, map }));
         };
         if budget[i] == 0 {
+            // Peeling would not help: the rest of the box starts just as far from its
+            // producers. Unroll to align with the producer's loop, or completely.
+            let trips = hi[i] + 1;
             return Err(match unroll {
                 Some(u) if u > 1 && i64::from(u) <= hi[i] - lo[i] => Fail::Unroll(i, u),
-                _ => Fail::Peel(i),
+                _ if trips <= MAX_INLINED_TRIPS => Fail::Unroll(i, trips as u32),
+                _ => Fail::NotAffine,
             });
         }
         let mut b = budget.to_vec();
         b[i] -= 1;
-        let mut point_hi = hi.clone();
-        point_hi[i] = lo[i];
-        let mut rest_lo = lo.clone();
-        rest_lo[i] += 1;
-        let point = self.resolve(c, q, lo, point_hi, &b)?;
-        let rest = self.resolve(c, q, rest_lo, hi, &b)?;
-        Ok(Res::Split { level: i, point: Box::new(point), rest: Box::new(rest) })
+        let at = cut.unwrap_or(lo[i] + 1);
+        let mut first_hi = hi.clone();
+        first_hi[i] = at - 1;
+        let mut second_lo = lo.clone();
+        second_lo[i] = at;
+        let first = self.resolve(c, q, lo, first_hi, &b)?;
+        let second = self.resolve(c, q, second_lo, hi, &b)?;
+        Ok(Res::Split { level: i, first: Box::new(first), second: Box::new(second) })
     }
 
     /// The counts a resolved box waits for.
@@ -179,29 +206,37 @@ impl Tree {
                     .collect();
                 Ok(Counts(out))
             }
-            Res::Split { level, point, rest } => {
-                let (a, b) = (self.counts(point, sig, sigma, pre0)?, self.counts(rest, sig, sigma, pre0)?);
+            Res::Split { level, first, second } => {
+                let l = *level;
+                let (a, b) = (self.counts(first, sig, sigma, pre0)?, self.counts(second, sig, sigma, pre0)?);
+                // Only a split after the first iteration can be helped by peeling it.
+                let fail = if first_box(first).1[l] == first_box(first).0[l] { Fail::Peel(l) } else { Fail::NotAffine };
+                // The second piece starts `dist` iterations after the first along `l`.
+                let dist = first_box(second).0[l] - first_box(first).0[l];
                 if a.0.len() != b.0.len() {
-                    return Err(Fail::Peel(*level));
+                    return Err(fail);
                 }
                 let mut out = Vec::with_capacity(a.0.len());
                 for ((ea, va, ca), (eb, vb, cb)) in a.0.into_iter().zip(b.0) {
                     if ea != eb {
-                        return Err(Fail::Peel(*level));
+                        return Err(fail);
                     }
                     let mut coef = Vec::with_capacity(ca.len());
-                    for (l, (x, y)) in ca.into_iter().zip(cb).enumerate() {
-                        if l == *level {
-                            let c = y.unwrap_or(vb - va);
-                            if va != vb - c {
-                                return Err(Fail::Peel(*level));
+                    for (k, (x, y)) in ca.into_iter().zip(cb).enumerate() {
+                        match (x, y) {
+                            (Some(x), Some(y)) if x != y => return Err(fail),
+                            (x, y) if k == l => {
+                                let c = match x.or(y) {
+                                    Some(c) => c,
+                                    None if (vb - va) % dist == 0 => (vb - va) / dist,
+                                    None => return Err(fail),
+                                };
+                                if vb - va != c * dist {
+                                    return Err(fail);
+                                }
+                                coef.push(Some(c));
                             }
-                            coef.push(Some(c));
-                        } else {
-                            match (x, y) {
-                                (Some(x), Some(y)) if x != y => return Err(Fail::Peel(*level)),
-                                (x, y) => coef.push(x.or(y)),
-                            }
+                            (x, y) => coef.push(x.or(y)),
                         }
                     }
                     out.push((ea, va, coef));
@@ -391,9 +426,21 @@ fn gcd(a: i64, b: i64) -> i64 {
 fn leaves(r: &Res, f: &mut dyn FnMut(&Piece)) {
     match r {
         Res::Leaf(p) => f(p),
-        Res::Split { point, rest, .. } => {
-            leaves(point, f);
-            leaves(rest, f);
+        Res::Split { first, second, .. } => {
+            leaves(first, f);
+            leaves(second, f);
+        }
+    }
+}
+
+/// The box a resolved piece covers (`lo`, `hi`).
+fn first_box(r: &Res) -> (Vec<i64>, Vec<i64>) {
+    match r {
+        Res::Leaf(p) => (p.lo.clone(), p.hi.clone()),
+        Res::Split { first, second, .. } => {
+            let (lo, _) = first_box(first);
+            let (_, hi) = first_box(second);
+            (lo, hi)
         }
     }
 }
