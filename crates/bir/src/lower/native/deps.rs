@@ -26,7 +26,7 @@ use crate::program::{Engine, NUM_ENGINES};
 
 /// How many times a box may be split along one loop (an edge reaching this many iterations
 /// back still resolves).
-const SPLITS_PER_LOOP: u8 = 4;
+const SPLITS_PER_LOOP: u8 = 8;
 
 /// A consumer loop of at most this many trips whose edge resolves to no single producer
 /// node is unrolled completely; a longer one is refused.
