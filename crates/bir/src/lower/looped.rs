@@ -73,9 +73,15 @@ pub enum LowerLoopedError {
 }
 
 impl LowerLoopedError {
-    /// Whether the native lowering failed for a reason the expanding lowering does not have.
+    /// Whether the native lowering failed for a reason the expanding lowering does not have
+    /// (including a looped verifier that could not check the function without expanding
+    /// too much, [`LoopError::CornerTooLarge`]).
     pub fn is_native_only(&self) -> bool {
-        matches!(self, Self::NotAffine { .. } | Self::QueueDrift { .. } | Self::NotUniform { .. })
+        match self {
+            Self::NotAffine { .. } | Self::QueueDrift { .. } | Self::NotUniform { .. } => true,
+            Self::LoopVerify(e) => e.iter().all(|e| matches!(e, LoopError::CornerTooLarge { .. })),
+            _ => false,
+        }
     }
 }
 
