@@ -195,4 +195,16 @@ mod tests {
         assert!(matches!(outer.body.as_slice(), [Item::Loop(l)] if l.trips == 1 << 13 && l.step == vec![0, 0]));
         assert_eq!((outer.trips, outer.step.clone(), lp.unrolled_len()), (1 << 12, vec![0, 0], 1 << 25));
     }
+
+    #[test]
+    fn only_native_reasons_fall_back() {
+        let corner = LoopError::CornerTooLarge { unrolled: 1 << 22, corner: 1 << 22, max: 1 << 21 };
+        assert!(LowerLoopedError::LoopVerify(vec![corner]).is_native_only());
+        assert!(LowerLoopedError::NotAffine { consumer: 3, edge: 1 }.is_native_only());
+        assert!(LowerLoopedError::QueueDrift { first: 0, period: 48 }.is_native_only());
+        assert!(LowerLoopedError::NotUniform { index: 0 }.is_native_only());
+        let at = penguin::looped::LoopAt { first: 0, depth: 0 };
+        assert!(!LowerLoopedError::LoopVerify(vec![LoopError::ZeroTrips { at }]).is_native_only());
+        assert!(!LowerLoopedError::TooLong { got: 1, max: 0 }.is_native_only());
+    }
 }
