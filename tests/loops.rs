@@ -157,11 +157,17 @@ fn emit_penguin_prints_the_plan_rolled_and_it_lowers_and_runs_like_the_unrolled_
     cfg.input_dtype = DType::Bf16;
     cfg.blocks = codegen::BlockSizes::for_schedule(Schedule::Naive);
     assert_eq!(lf, codegen::plan_gemm_fitting(&cfg).unwrap().looped());
-    // Lowering the looped function is rolling the lowering of the unrolled one.
-    let lp = bir::lower_looped(&lf, Target::Trn2).unwrap();
+    // Lowering the looped function by expanding it is rolling the lowering of the unrolled
+    // one; lowering it natively (loop by loop) gives the same ops on every stream.
+    let lp = bir::lower_looped_expanded(&lf, Target::Trn2).unwrap();
     let program = bir::lower(penguin::verify(&f).unwrap(), Target::Trn2).unwrap();
     assert_eq!(lp, ntile::looped::rolled(&program));
     assert_eq!(lp.expand().unwrap(), ntile::looped::without_origins(&program));
+    let native = bir::lower_looped(&lf, Target::Trn2).unwrap().expand().unwrap();
+    for e in bir::Engine::all() {
+        let ops = |p: &bir::Program| p.stream(e).iter().map(|i| i.op.clone()).collect::<Vec<_>>();
+        assert_eq!(ops(&native), ops(&program), "{}", e.name());
+    }
 
     let run = |text: &str, name: &str| {
         let file = dir.join(name);

@@ -30,9 +30,11 @@ use crate::error::BirError;
 use crate::program::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program};
 
 mod looped;
+mod native;
 mod semaphores;
 
-pub use looped::{lower_looped, LowerLoopedError, MAX_LOWER_UNROLLED};
+pub use looped::{lower_looped, lower_looped_expanded, LowerLoopedError, MAX_LOWER_UNROLLED};
+pub use native::lower_looped_native;
 
 /// Bytes an offloaded op's piece should carry at least (see `spread`).
 const SPREAD_PIECE_BYTES: u64 = 64 * 1024;
@@ -68,15 +70,7 @@ struct Placement {
 #[expect(clippy::needless_pass_by_value, reason = "the proof of verification is handed over, as a token")]
 pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) -> Result<Program, BirError> {
     let f = func.get();
-    let mut cx = LowerCx {
-        func: f,
-        target,
-        address: Vec::with_capacity(f.num_tensors()),
-        next_dma_queue: 0,
-        next_load_queue: 0,
-        next_store_queue: 0,
-        program: Program::new(f.kernel_name(), target),
-    };
+    let mut cx = LowerCx::new(f, target);
     cx.assign_addresses()?;
     let mut placement: Vec<Vec<Placement>> = vec![Vec::new(); f.num_insts()];
     for &id in f.layout() {
@@ -93,7 +87,20 @@ pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) ->
     Ok(cx.program)
 }
 
-impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
+impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
+    /// A lowering of `func` with no addresses assigned yet and every queue cursor at 0.
+    fn new(func: &'a F, target: Target) -> Self {
+        LowerCx {
+            func,
+            target,
+            address: Vec::with_capacity(func.num_tensors()),
+            next_dma_queue: 0,
+            next_load_queue: 0,
+            next_store_queue: 0,
+            program: Program::new(func.kernel_name(), target),
+        }
+    }
+
     fn tensor_ids(&self) -> impl Iterator<Item = TensorId> {
         (0..self.func.num_tensors() as u32).map(TensorId)
     }

@@ -41,9 +41,8 @@ pub enum Emit {
     Penguin,
     /// The verified Penguin function, one line per instruction.
     PenguinUnrolled,
-    /// The BIR program lowered along the same loop nest (`bir::lower_looped`: every engine
-    /// stream loops as the schedule does, semaphore waits stepping per trip; no `origin(iN)`,
-    /// which changes every iteration).
+    /// The lowered BIR program with its repeated bodies rolled into loops (`bir::roll`;
+    /// without the `origin(iN)` of each instruction, which changes every iteration).
     Bir,
     /// The lowered BIR program, one line per instruction, with origins.
     BirUnrolled,
@@ -469,7 +468,7 @@ pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'
         }
         Some(Emit::Bir) => {
             let report = report_of(&cfg, &plan, &modeled, None, wall);
-            return Ok(Outcome { report, stdout: crate::looped::lower_nest(&plan)?.to_string(), result: None });
+            return Ok(Outcome { report, stdout: crate::looped::rolled_text(&program), result: None });
         }
         Some(Emit::BirUnrolled) => {
             let report = report_of(&cfg, &plan, &modeled, None, wall);
@@ -551,15 +550,14 @@ fn lhs_transpose_name(cfg: &GemmConfig) -> &'static str {
     }
 }
 
-/// `auto`'s cost: the cycle model's time and HBM bytes of the candidate lowered along its
-/// loop nest and modeled looped (the unrolled program's figures, without unrolling it).
+/// `auto`'s cost: the cycle model's time and HBM bytes of the lowered candidate.
 pub fn modeled_ns(plan: &GemmPlan, hw: &HwProfile) -> Result<codegen::AutoCost, codegen::CodegenError> {
     // A candidate that cannot be lowered or modeled is a bug in ntile, not the user's input.
-    let program = crate::looped::lower_nest(plan).map_err(|e| match e.code {
+    let program = lower(plan).map_err(|e| match e.code {
         crate::error::EXIT_INTERNAL => codegen::CodegenError::Internal(e.message),
         _ => codegen::CodegenError::Unsupported(e.message),
     })?;
-    let report = sim::model_looped(&program, hw)
+    let report = sim::model_with(&program, hw)
         .map_err(|e| codegen::CodegenError::Internal(format!("cycle model failed: {e}")))?;
     Ok(codegen::AutoCost { time: report.total_ns, hbm_bytes: report.hbm_bytes })
 }

@@ -1,0 +1,150 @@
+//! Native looped lowering ([`bir::lower_looped_native`]) of real GEMM plans: the expansion of
+//! the native lowering of `plan.looped()` has, stream by stream, the ops of the lowering of
+//! the unrolled plan in the same order, models to the same time and simulates to the same
+//! bytes; a nest of 2^30 instructions lowers without expanding; a non-affine edge is refused
+//! with its typed error and `lower_looped` falls back.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test helpers assert on values")]
+
+use bir::{lower, lower_looped, lower_looped_native, Engine, LoopedProgram, Op, Program};
+use codegen::{plan_gemm, BlockSizes, GemmConfig, GemmPlan, Schedule};
+use penguin::{verify, DType, SparsityPattern, Target};
+
+const SCHEDULES: [Schedule; 4] = [Schedule::Naive, Schedule::Hoisted, Schedule::BlockedMn, Schedule::BlockedMnk];
+
+fn config(m: u64, k: u64, n: u64, schedule: Schedule, target: Target) -> GemmConfig {
+    let mut cfg = GemmConfig::new(m, k, n, DType::Bf16, target);
+    cfg.schedule = schedule;
+    cfg.blocks = BlockSizes::for_schedule(schedule);
+    cfg
+}
+
+fn ops(p: &Program, e: Engine) -> Vec<&Op> {
+    p.stream(e).iter().map(|i| &i.op).collect()
+}
+
+/// The lowering of the unrolled plan and the expansion of the native lowering of its rolled
+/// form, after checking they have the same ops per stream, the same header and the same
+/// modeled time.
+fn check(cfg: &GemmConfig) -> (GemmPlan, Program, LoopedProgram) {
+    let plan = plan_gemm(cfg).unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
+    let want = lower(verify(&plan.function).unwrap(), cfg.target).unwrap();
+    let lf = plan.looped();
+    let lp = lower_looped_native(&lf, cfg.target).unwrap_or_else(|e| panic!("{cfg:?}: {e}"));
+    assert_eq!(bir::verify_looped(&lp), Ok(()), "{cfg:?}");
+    let got = lp.expand().unwrap();
+    bir::verify_program(&got).unwrap();
+    for e in Engine::all() {
+        assert_eq!(ops(&got, e), ops(&want, e), "{cfg:?}: {}", e.name());
+    }
+    assert_eq!((&got.hbm, got.hbm_size, got.sbuf_peak_bytes), (&want.hbm, want.hbm_size, want.sbuf_peak_bytes));
+    let (t_got, t_want) = (sim::model(&got).unwrap().total_ns, sim::model(&want).unwrap().total_ns);
+    assert!((t_got - t_want).abs() <= 1e-9 * t_want, "{cfg:?}: {t_got} vs {t_want}");
+    (plan, want, lp)
+}
+
+/// C's bytes after simulating `p` on fixed inputs.
+fn simulate(p: &Program, m: u64, k: u64, n: u64) -> Vec<u8> {
+    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 23) as f32 - 11.0) / 8.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 19) as f32 - 9.0) / 4.0).collect();
+    let mut sim = sim::Simulator::new(p);
+    sim.write_hbm_f32("a", &a).unwrap();
+    sim.write_hbm_f32("b", &b).unwrap();
+    let stats = sim.run().unwrap();
+    assert!(stats.races.is_empty());
+    sim.read_hbm_tensor("c").unwrap()
+}
+
+#[test]
+fn every_schedule_lowers_natively_like_its_unrolled_plan() {
+    for target in [Target::Trn1, Target::Trn2] {
+        for schedule in SCHEDULES {
+            for (m, k, n) in [(256, 512, 1024), (300, 700, 777)] {
+                check(&config(m, k, n, schedule, target));
+            }
+        }
+    }
+}
+
+#[test]
+fn fp32_in_hbm_and_sparse_plans_lower_natively() {
+    for schedule in SCHEDULES {
+        let mut cfg = config(256, 1024, 1024, schedule, Target::Trn2);
+        cfg.input_dtype = DType::Fp32;
+        check(&cfg);
+        let mut cfg = config(256, 512, 512, schedule, Target::Trn2);
+        cfg.sparsity = Some(SparsityPattern::SUPPORTED[0]);
+        check(&cfg);
+    }
+}
+
+#[test]
+fn natively_lowered_plans_simulate_to_the_same_bytes() {
+    let runs = [
+        (130, 300, 600, Schedule::BlockedMnk, Target::Trn2),
+        (256, 384, 520, Schedule::Naive, Target::Trn2),
+        (200, 300, 700, Schedule::Hoisted, Target::Trn1),
+        (128, 640, 1100, Schedule::BlockedMn, Target::Trn2),
+    ];
+    for (m, k, n, schedule, target) in runs {
+        let (_, want, lp) = check(&config(m, k, n, schedule, target));
+        let got = lp.expand().unwrap();
+        assert_eq!(simulate(&got, m, k, n), simulate(&want, m, k, n));
+    }
+}
+
+#[test]
+fn lower_looped_lowers_plans_natively() {
+    let cfg = config(256, 512, 1024, Schedule::BlockedMnk, Target::Trn2);
+    let lf = plan_gemm(&cfg).unwrap().looped();
+    assert_eq!(lower_looped(&lf, cfg.target), lower_looped_native(&lf, cfg.target));
+}
+
+/// A large plan whose rolled form needs loops peeled and unrolled three levels deep.
+#[test]
+fn a_large_blocked_plan_lowers_natively_like_its_unrolled_plan() {
+    let t = std::time::Instant::now();
+    check(&config(4096, 8192, 8192, Schedule::BlockedMnk, Target::Trn2));
+    println!("{:?}", t.elapsed());
+}
+
+mod sweep {
+    use super::*;
+    use codegen::LoopOrder;
+    use penguin::PerfMode;
+    use proptest::prelude::*;
+
+    const DTYPES: [DType; 4] = [DType::Fp32, DType::Bf16, DType::Fp8e4m3, DType::Fp16];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        /// Any plan: the native lowering has the unrolled lowering's ops and modeled time.
+        #[test]
+        fn any_plan_lowers_natively_like_its_unrolled_plan(
+            (m, k, n) in (1u64..700, 1u64..1500, 1u64..2100),
+            schedule in 0usize..4,
+            dtype in 0usize..4,
+            target in 0usize..3,
+            lhs_transposed in any::<bool>(),
+            variant in 0usize..4,
+            n_outer in any::<bool>(),
+        ) {
+            let target = [Target::Trn1, Target::Trn2, Target::Trn3][target];
+            let mut cfg = config(m, k, n, SCHEDULES[schedule], target);
+            cfg.lhs_dtype = DTYPES[dtype];
+            cfg.rhs_dtype = DTYPES[dtype];
+            cfg.lhs_transposed = lhs_transposed;
+            cfg.order = if n_outer { LoopOrder::NOuter } else { LoopOrder::MOuter };
+            match variant {
+                0 => {}
+                1 => cfg.perf_mode = PerfMode::DoubleRow,
+                2 => cfg.input_dtype = DType::Fp32,
+                _ => cfg.sparsity = Some(SparsityPattern::SUPPORTED[0]),
+            }
+            if cfg.validate().is_err() || plan_gemm(&cfg).is_err() {
+                return Ok(());
+            }
+            check(&cfg);
+        }
+    }
+}
