@@ -127,23 +127,6 @@ impl Figures {
         }
     }
 
-    /// The figures of a plan and its lowering along its loop nest (the same as
-    /// [`Figures::of`] the unrolled lowering: the same instructions, looped).
-    pub fn of_looped(plan: &GemmPlan, program: &bir::LoopedProgram) -> Figures {
-        let sb = plan.stats.single_buffered;
-        Figures {
-            penguin_instructions: plan.function.layout().len() as u64,
-            bir_instructions: program.unrolled_len(),
-            matmuls: plan.stats.matmuls,
-            psum_groups: plan.stats.psum_groups,
-            max_live_psum_groups: plan.stats.max_live_psum_groups,
-            sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
-            single_buffered: [sb.a_block, sb.b_block, sb.result],
-            hbm_bytes: crate::looped::hbm_traffic_bytes(program),
-            hbm_read_once_bytes: program.header.hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add),
-        }
-    }
-
     /// The single-buffered blocks as the planner's stats hold them.
     pub fn single_buffered(&self) -> codegen::SingleBuffered {
         let [a_block, b_block, result] = self.single_buffered;
@@ -171,8 +154,13 @@ pub struct Axis {
 pub struct Extrapolated {
     /// The full GEMM with the block sizes every reduced GEMM was planned with.
     pub config: GemmConfig,
-    /// The full GEMM's BIR program lowered along its loop nest, as `crate::looped::lower_nest` gives it.
+    /// The full GEMM's looped BIR program: its function rolled along the schedule's nest
+    /// lowered natively (`bir::lower_looped_native` of `GemmPlan::looped_nest`) when `nested`,
+    /// else its lowering rolled (`bir::roll`, origins dropped).
     pub program: bir::LoopedProgram,
+    /// Whether the nests of the reduced GEMMs were fitted (every engine loops as the schedule
+    /// does, so the looped model jumps over whole outer iterations), or their rolled lowerings.
+    pub nested: bool,
     /// The full GEMM's figures.
     pub figures: Figures,
     /// The reduced dimensions.
@@ -211,6 +199,10 @@ pub enum ExtrapolateError {
     /// Limit: the reduced GEMMs are over the time or memory allowed.
     #[error("too large to extrapolate: {0}")]
     TooLarge(String),
+    /// The fitted function rolled along its nest does not lower natively (the rolled BIR
+    /// lowerings are fitted instead).
+    #[error("the extrapolated function does not lower along its loops: {0}")]
+    Native(String),
     /// A reduced GEMM failed to plan (SBUF capacity, bad input, a bug).
     #[error("{0}")]
     Plan(CodegenError),
@@ -333,24 +325,68 @@ fn encode<T: Serialize>(v: &T) -> Result<Value, ExtrapolateError> {
         .map_err(|e| ExtrapolateError::Reduced(CliError::internal(format!("cannot encode a reduced program: {e}"))))
 }
 
-/// Plan (with `cfg`'s blocks, or `plan` when given) and lower along its nest one reduced GEMM.
-fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>, double: bool) -> Result<Reduced, ExtrapolateError> {
+/// Which program the reduced GEMMs give to the fit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    /// The Penguin function rolled along the schedule's nest (`GemmPlan::looped_nest`), lowered
+    /// natively once fitted: every engine stream keeps the nest, so the model jumps.
+    Nest,
+    /// The BIR lowering rolled by `bir::roll` (streams loop on their own).
+    Rolled,
+}
+
+/// A looped function as the fit sees it: its tensors as a list (the function keeps them in a
+/// map by name, which a JSON document would reorder, renumbering them).
+#[derive(Serialize, Deserialize)]
+struct NestDoc {
+    tensors: Vec<penguin::TensorData>,
+    function: penguin::LoopedFunction,
+}
+
+impl NestDoc {
+    fn of(mut function: penguin::LoopedFunction) -> NestDoc {
+        let tensors = std::mem::take(&mut function.header.tensors).into_values().collect();
+        NestDoc { tensors, function }
+    }
+
+    fn function(self) -> penguin::LoopedFunction {
+        let mut f = self.function;
+        f.header.tensors = self.tensors.into_iter().map(|t| (t.name.clone(), t)).collect();
+        f
+    }
+}
+
+/// Plan (with `cfg`'s blocks, or `plan` when given) one reduced GEMM and give its program at
+/// `level`.
+fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>, double: bool, level: Level) -> Result<Reduced, ExtrapolateError> {
     let plan = match plan {
         Some(p) => p,
         None if double => plan_candidate(cfg).map_err(ExtrapolateError::Plan)?,
         None => plan_gemm(cfg).map_err(ExtrapolateError::Plan)?,
     };
-    let program = crate::looped::lower_nest(&plan).map_err(ExtrapolateError::Reduced)?;
-    let figures = Figures::of_looped(&plan, &program);
-    drop(plan);
-    Ok(Reduced { program: encode(&program)?, figures: encode(&figures)?, instructions: figures.bir_instructions })
+    let mut unrolled = crate::gemm::lower(&plan).map_err(ExtrapolateError::Reduced)?;
+    let figures = Figures::of(&plan, &unrolled);
+    // Hold as little as possible at once.
+    let program = match level {
+        Level::Nest => {
+            drop(unrolled);
+            encode(&NestDoc::of(plan.looped_nest()))?
+        }
+        Level::Rolled => {
+            drop(plan);
+            // Origins change every iteration: they would keep every loop from rolling.
+            unrolled.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+            encode(&bir::roll(&unrolled))?
+        }
+    };
+    Ok(Reduced { program, figures: encode(&figures)?, instructions: figures.bir_instructions })
 }
 
 /// A reduced GEMM to plan, and its plan when it was made already.
 type Job = (GemmConfig, Option<GemmPlan>);
 
 /// Run `jobs` on up to `threads` threads, results in order.
-fn run_all(jobs: Vec<Job>, double: bool, threads: usize) -> Vec<Result<Reduced, ExtrapolateError>> {
+fn run_all(jobs: Vec<Job>, double: bool, level: Level, threads: usize) -> Vec<Result<Reduced, ExtrapolateError>> {
     let n = jobs.len();
     let slots: Vec<std::sync::Mutex<Option<Job>>> = jobs.into_iter().map(|j| std::sync::Mutex::new(Some(j))).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -361,7 +397,7 @@ fn run_all(jobs: Vec<Job>, double: bool, threads: usize) -> Vec<Result<Reduced, 
             let Some(slot) = slots.get(i) else { break };
             let job = slot.lock().ok().and_then(|mut s| s.take());
             let r = match job {
-                Some((cfg, plan)) => reduce(&cfg, plan, double),
+                Some((cfg, plan)) => reduce(&cfg, plan, double, level),
                 None => Err(ExtrapolateError::Reduced(CliError::internal("a reduced GEMM was taken twice (a bug)"))),
             };
             out.push((i, r));
@@ -469,31 +505,41 @@ pub fn extrapolate_within(
     let mut last = None;
     let blocked = matches!(config.schedule, Schedule::BlockedMn | Schedule::BlockedMnk | Schedule::Auto);
     // The outer period matters only to the blocked schedules.
-    for r in REDUCTIONS.into_iter().filter(|r| blocked || !r.outer_single) {
-        match attempt(&config, r, probe.take(), planning, threads, bounds) {
-            Ok(mut x) => {
-                x.plans += plans;
-                x.reduced_instructions += instructions;
-                return Ok(x);
+    'reductions: for r in REDUCTIONS.into_iter().filter(|r| blocked || !r.outer_single) {
+        for level in [Level::Nest, Level::Rolled] {
+            match attempt(&config, (r, level), probe.take(), planning, threads, bounds) {
+                Ok(mut x) => {
+                    x.plans += plans;
+                    x.reduced_instructions += instructions;
+                    return Ok(x);
+                }
+                // The nests differ or do not lower natively: the rolled lowerings may still fit.
+                Err((e @ (ExtrapolateError::Fit { .. } | ExtrapolateError::Native(_)), tried, insts))
+                    if level == Level::Nest =>
+                {
+                    plans += tried;
+                    instructions += insts;
+                    last = Some(e);
+                }
+                Err((e @ ExtrapolateError::Fit { .. }, tried, insts)) if !e.is_overflow() => {
+                    plans += tried;
+                    instructions += insts;
+                    last = Some(e);
+                }
+                // A larger base over the bounds: the reduced GEMMs that were tried did not fit.
+                Err((ExtrapolateError::TooLarge(_), _, _)) if last.is_some() => break 'reductions,
+                Err((e, _, _)) => return Err(e),
             }
-            Err((e @ ExtrapolateError::Fit { .. }, tried, insts)) if !e.is_overflow() => {
-                plans += tried;
-                instructions += insts;
-                last = Some(e);
-            }
-            // A larger base over the bounds: the reduced GEMMs that were tried did not fit.
-            Err((ExtrapolateError::TooLarge(_), _, _)) if last.is_some() => break,
-            Err((e, _, _)) => return Err(e),
         }
     }
     Err(last.unwrap_or_else(|| ExtrapolateError::Reduced(CliError::internal("no extrapolation was tried (a bug)"))))
 }
 
-/// One attempt of [`extrapolate`] with the reduction `r`; on failure, the error with the
-/// plans made and their instructions.
+/// One attempt of [`extrapolate`] with the reduction `r`, fitting the programs at `level`; on
+/// failure, the error with the plans made and their instructions.
 fn attempt(
     config: &GemmConfig,
-    r: Reduction,
+    (r, level): (Reduction, Level),
     mut probe: Option<GemmPlan>,
     planning: AutoPlanning,
     threads: usize,
@@ -515,7 +561,7 @@ fn attempt(
     let configs: Vec<GemmConfig> = jobs.iter().map(|(c, _)| c.clone()).collect();
     bounds.admit(&configs, threads).map_err(|e| (e, 0, 0))?;
     let tried = jobs.len();
-    let reduced: Vec<Reduced> = run_all(jobs, planning == AutoPlanning::DoubleBuffered, threads)
+    let reduced: Vec<Reduced> = run_all(jobs, planning == AutoPlanning::DoubleBuffered, level, threads)
         .into_iter()
         .collect::<Result<_, _>>()
         .map_err(|e| (e, tried, 0))?;
@@ -533,11 +579,29 @@ fn attempt(
             source: Box::new(source),
         })
     };
-    let program_doc = fitted("the looped BIR program", &|r| &r.program).map_err(fail)?;
+    let what = if level == Level::Nest { "the function rolled along its nest" } else { "the rolled BIR program" };
+    let program_doc = fitted(what, &|r| &r.program).map_err(fail)?;
     let figures_doc = fitted("the plan's figures", &|r| &r.figures).map_err(fail)?;
-    let program = decode::<bir::LoopedProgram>(program_doc).map_err(fail)?;
+    let program = match level {
+        Level::Nest => {
+            let function = decode::<NestDoc>(program_doc).map_err(fail)?.function();
+            bir::lower_looped_native(&function, config.target)
+                .map_err(|e| ExtrapolateError::Native(e.to_string()))
+                .map_err(fail)?
+        }
+        Level::Rolled => decode::<bir::LoopedProgram>(program_doc).map_err(fail)?,
+    };
     let figures = decode::<Figures>(figures_doc).map_err(fail)?;
-    Ok(Extrapolated { config: config.clone(), program, figures, axes, base, plans: tried, reduced_instructions })
+    Ok(Extrapolated {
+        config: config.clone(),
+        program,
+        nested: level == Level::Nest,
+        figures,
+        axes,
+        base,
+        plans: tried,
+        reduced_instructions,
+    })
 }
 
 /// Decode a fitted document; a number past its field's range is a limit named by its path.

@@ -33,38 +33,6 @@ pub fn rolled_text(p: &bir::Program) -> String {
     rolled(p).to_string()
 }
 
-/// A plan lowered along its loop nest: [`codegen::GemmPlan::looped`] (the function rolled
-/// along the schedule's loops) lowered by [`bir::lower_looped`], so every engine stream has
-/// the schedule's loops, and verified. What `--emit bir` prints, what `auto` and the
-/// extrapolation of large GEMMs model.
-pub fn lower_nest(plan: &codegen::GemmPlan) -> Result<LoopedProgram, CliError> {
-    let lp = bir::lower_looped(&plan.looped(), plan.config.target).map_err(|e| match e {
-        // What lowering the unrolled plan refuses too (SBUF capacity, access patterns).
-        bir::LowerLoopedError::Lower(e) => CliError::from(e),
-        e => CliError::internal(format!("the planned kernel does not lower along its loops (a bug): {e}")),
-    })?;
-    bir::verify_looped(&lp).map_err(|errors| {
-        let first = errors.first().map(ToString::to_string).unwrap_or_default();
-        CliError::internal(format!("the kernel lowered along its loops fails the BIR verifier (a bug): {first}"))
-    })?;
-    Ok(lp)
-}
-
-/// Bytes the DMA instructions of a looped program move to or from HBM (those of its
-/// expansion, [`bir::Program::hbm_traffic_bytes`]): an instruction's bytes do not depend on
-/// its loop parameters, so a loop moves `trips` times its body's.
-pub fn hbm_traffic_bytes(lp: &LoopedProgram) -> u64 {
-    fn items(body: &[bir::Item]) -> u64 {
-        body.iter()
-            .map(|item| match item {
-                bir::Item::Inst(i) => i.op.hbm_bytes(),
-                bir::Item::Loop(l) => items(&l.body).saturating_mul(u64::from(l.trips)),
-            })
-            .fold(0, u64::saturating_add)
-    }
-    lp.streams.iter().map(|s| items(s)).fold(0, u64::saturating_add)
-}
-
 /// Whether a text uses loop syntax (a `loop` or `}` line).
 pub(crate) fn has_loop_lines(text: &str) -> bool {
     text.lines().any(|l| {

@@ -13,12 +13,17 @@ fn cfg(m: u64, k: u64, n: u64, schedule: Schedule) -> GemmConfig {
     c
 }
 
-/// The full GEMM's program lowered along its loop nest and its figures (those of the unrolled
-/// lowering), as the extrapolation should give them.
-fn full(cfg: &GemmConfig) -> (bir::LoopedProgram, Figures) {
+/// The full GEMM's looped program and figures, as the extrapolation should give them: its
+/// nest lowered natively (`nested`) or its lowering rolled.
+fn full(cfg: &GemmConfig, nested: bool) -> (bir::LoopedProgram, Figures) {
     let plan = plan_gemm(cfg).unwrap();
     let program = crate::gemm::lower(&plan).unwrap();
-    (crate::looped::lower_nest(&plan).unwrap(), Figures::of(&plan, &program))
+    let looped = if nested {
+        bir::lower_looped_native(&plan.looped_nest(), cfg.target).unwrap()
+    } else {
+        crate::looped::rolled(&program)
+    };
+    (looped, Figures::of(&plan, &program))
 }
 
 /// Extrapolate `c` and compare everything with the full GEMM: the rolled program, the
@@ -27,9 +32,10 @@ fn assert_exact(c: &GemmConfig) -> Extrapolated {
     let x = extrapolate(c, AutoPlanning::Fixed, 2).unwrap_or_else(|e| panic!("{c:?}: {e}"));
     assert!(!x.axes.is_empty(), "{c:?} was not reduced");
     assert!(x.plans >= 3);
-    let (program, figures) = full(c);
+    let (program, figures) = full(c, x.nested);
     assert_eq!(x.figures, figures, "{c:?}");
     assert!(x.program == program, "{c:?}: the extrapolated program differs from the full one");
+    eprintln!("{}x{}x{} {:?}: nested {}", c.m, c.k, c.n, c.schedule, x.nested);
     let hw = c.target.profile();
     let fitted = sim::model_looped(&x.program, &hw).unwrap();
     let unrolled = sim::model_with(&program.expand().unwrap(), &hw).unwrap();
@@ -98,7 +104,8 @@ fn small_dimensions_are_kept_whole() {
     assert!(axes(&c, REDUCTIONS[0]).iter().all(|a| a.periods == 0 && a.base == a.full));
     let x = extrapolate(&c, AutoPlanning::Fixed, 1).unwrap();
     assert_eq!((x.plans, x.axes.len()), (1, 0));
-    assert_eq!(x.program, full(&c).0);
+    assert!(x.nested);
+    assert_eq!(x.program, full(&c, true).0);
     // K is never reduced for the schedules holding whole K stripes.
     let stripes = cfg(128, 1 << 20, 512, Schedule::BlockedMn);
     assert_eq!(axes(&stripes, REDUCTIONS[0])[1].periods, 0);
@@ -106,7 +113,7 @@ fn small_dimensions_are_kept_whole() {
 
 #[test]
 fn a_wait_value_past_u32_is_a_limit_naming_the_field() {
-    let (program, _) = full(&cfg(256, 512, 512, Schedule::Naive));
+    let (program, _) = full(&cfg(256, 512, 512, Schedule::Naive), false);
     let mut doc = serde_json::to_value(&program).unwrap();
     let wait = doc["streams"]
         .as_array_mut()
