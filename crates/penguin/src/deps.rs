@@ -3,8 +3,13 @@
 //! The tracker keeps, per tensor, the writes and reads not yet superseded by a later write
 //! that covers them, so the cost of a new instruction is proportional to the live accesses
 //! of the tensors it touches rather than to the length of the program.
+//!
+//! Accesses are compared as [`Region`]s. An HBM operand's region knows its exact row-major
+//! 2-d window over rows of the tensor's last dimension when it has one, so two output tiles
+//! in the same rows but disjoint columns get no edge; anything else (on chip, or a pattern
+//! that is not a window) is compared by its box, which never misses a real overlap.
 
-use crate::ap::Region;
+use crate::ap::{AccessPattern, Region};
 use crate::entity::{InstId, TensorId};
 use crate::function::{Function, FunctionView, TensorData};
 use crate::inst::{Access, Dep, DepKind, InstData};
@@ -48,7 +53,7 @@ impl DepTracker {
             .into_iter()
             .filter_map(|(tile, access)| {
                 let t = tensor(tile.tensor)?;
-                Some((tile.tensor, tile.ap.region(t.memory.is_on_chip()), access))
+                Some((tile.tensor, region_of(&tile.ap, t), access))
             })
             .collect();
         for &(t, region, access) in &operands {
@@ -83,6 +88,16 @@ impl DepTracker {
             }
         }
         deps
+    }
+}
+
+/// The region `ap` touches in tensor `t`: HBM patterns as windows of rows of its last
+/// dimension (a scalar has rows of one element).
+fn region_of(ap: &AccessPattern, t: &TensorData) -> Region {
+    if t.memory.is_on_chip() {
+        ap.region(true)
+    } else {
+        ap.hbm_region(t.shape.last().copied().unwrap_or(1))
     }
 }
 
