@@ -299,7 +299,7 @@ mod tests {
         assert_eq!((rs.window, rs.dense), (None, false));
         assert!(!rs.covers(&a) && rs.overlaps(&a) && all.covers(&rs) && !b.covers(&rs));
         // Full rows flatten into one run; a run that wraps mid-row is no window.
-        let run = AccessPattern { partitions: Dim::new(1, 2048), free: vec![], ..strided.clone() };
+        let run = AccessPattern { partitions: Dim::new(1, 2048), free: vec![], ..strided };
         assert_eq!(run.hbm_window(1024), Some(Window { row_len: 1024, r0: 0, r1: 2, c0: 0, c1: 1024 }));
         assert_eq!(AccessPattern { offset: 1, ..run }.hbm_window(1024), None);
     }
