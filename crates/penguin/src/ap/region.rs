@@ -62,8 +62,11 @@ impl Window {
 }
 
 /// What an access touches: a box (partitions `[p0, p1)` and elements `[lo, hi)` within
-/// each partition, or within the whole tensor for HBM, where `p0 = 0`, `p1 = 1`), with the
-/// refinements described in the [module docs](self).
+/// each partition, or within the whole tensor for HBM, where `p0 = 0`, `p1 = 1`), whether the
+/// access touches all of it, and for HBM its exact element set when that is a row-major 2-d
+/// window ([`Window`]). [`Region::overlaps`] is exact between two windows of the same row
+/// length and otherwise may only err towards `true`; [`Region::covers`] never claims a
+/// containment that is not real (it prunes the dependency tracker's accesses).
 ///
 /// Built by [`AccessPattern::region`] and [`AccessPattern::hbm_region`], which saturate:
 /// partitions are clamped to `0..=u32::MAX` and elements to `i64::MIN..=i64::MAX`, so a
