@@ -131,7 +131,7 @@ fn multi_tile_plans_roll_to_short_bodies() {
     let cases = [
         (512, 1024, 1024, Schedule::Naive, 208, 61, 2),
         (512, 4096, 1024, Schedule::Naive, 784, 41, 2),
-        (2048, 2048, 2048, Schedule::Naive, 3200, 41, 2),
+        (2048, 2048, 2048, Schedule::Naive, 3200, 41, 3),
         (2048, 2048, 2048, Schedule::BlockedMnk, 1408, 33, 4),
     ];
     for (m, k, n, schedule, insts, items, nest) in cases {

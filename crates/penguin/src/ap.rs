@@ -12,6 +12,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+mod region;
+
+pub use region::{Region, Window};
+
 /// The most free dimensions an access pattern may have.
 pub const MAX_FREE_DIMS: usize = 4;
 
@@ -48,38 +52,6 @@ pub struct AccessPattern {
     pub offset: i64,
     /// Free dimensions, outermost first.
     pub free: Vec<Dim>,
-}
-
-/// A conservative box of what an access touches: partitions `[p0, p1)` and elements
-/// `[lo, hi)` within each partition (or within the whole tensor for HBM, where `p0 = 0`,
-/// `p1 = 1`).
-///
-/// Built by [`AccessPattern::region`], which saturates: partitions are clamped to
-/// `0..=u32::MAX` and elements to `i64::MIN..=i64::MAX`, so a hostile pattern gives a box
-/// that is too large rather than one that wrapped around (the verifier uses the exact,
-/// unclamped bounds).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Region {
-    /// First partition.
-    pub p0: u32,
-    /// One past the last partition.
-    pub p1: u32,
-    /// First element.
-    pub lo: i64,
-    /// One past the last element.
-    pub hi: i64,
-}
-
-impl Region {
-    /// Whether the two boxes intersect.
-    pub fn overlaps(&self, other: &Region) -> bool {
-        self.p0 < other.p1 && other.p0 < self.p1 && self.lo < other.hi && other.lo < self.hi
-    }
-
-    /// Whether `self` contains all of `other`.
-    pub fn covers(&self, other: &Region) -> bool {
-        self.p0 <= other.p0 && other.p1 <= self.p1 && self.lo <= other.lo && other.hi <= self.hi
-    }
 }
 
 impl AccessPattern {
@@ -222,12 +194,14 @@ impl AccessPattern {
         }
     }
 
-    /// The conservative box this pattern touches, in elements; saturated as described at
-    /// [`Region`].
+    /// The box this pattern touches, in elements, saturated as described at [`Region`], and
+    /// whether it touches all of it; no window (see [`Self::hbm_region`]).
     pub fn region(&self, on_chip: bool) -> Region {
         let [p0, p1, lo, hi] = self.region_wide(on_chip);
         let part = |p: i128| u32::try_from(p.max(0)).unwrap_or(u32::MAX);
-        Region { p0: part(p0), p1: part(p1), lo: clamp_i64(lo), hi: clamp_i64(hi) }
+        let (p0c, p1c, loc, hic) = (part(p0), part(p1), clamp_i64(lo), clamp_i64(hi));
+        let exact = [i128::from(p0c), i128::from(p1c), i128::from(loc), i128::from(hic)] == [p0, p1, lo, hi];
+        Region { p0: p0c, p1: p1c, lo: loc, hi: hic, dense: exact && self.is_dense(on_chip), window: None }
     }
 
     /// Call `f` with the element offset of every free index, in row-major order (offsets
@@ -340,8 +314,9 @@ mod tests {
         };
         assert_eq!(ap.free_extent(), (i64::MIN, i64::MAX));
         assert_eq!(ap.flat_extent(), (i64::MIN, i64::MAX));
-        assert_eq!(ap.region(true), Region { p0: u32::MAX, p1: u32::MAX, lo: i64::MIN, hi: i64::MAX });
-        assert_eq!(ap.region(false), Region { p0: 0, p1: 1, lo: i64::MIN, hi: i64::MAX });
+        let sat = Region { p0: u32::MAX, p1: u32::MAX, lo: i64::MIN, hi: i64::MAX, dense: false, window: None };
+        assert_eq!(ap.region(true), sat);
+        assert_eq!(ap.region(false), Region { p0: 0, p1: 1, ..sat });
         // A partition stride of 2^32 is not truncated back to partition 1.
         let wide = AccessPattern { partitions: Dim::new(1 << 32, 2), ..AccessPattern::on_chip(0, 2, 0, 4) };
         assert_eq!(wide.region(true).p1, u32::MAX);
