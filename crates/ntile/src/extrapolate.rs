@@ -87,6 +87,11 @@ pub const REDUCTIONS: [Reduction; 4] = [
     Reduction { base_periods: BASE_PERIODS + 2, outer_single: false },
 ];
 
+/// The reduction of the first attempt, which fits the functions rolled along their nests: the
+/// nest roll forms the same loops from four periods on (with three, which runs it rolls
+/// first can depend on the trips).
+pub const NEST_REDUCTION: Reduction = Reduction { base_periods: BASE_PERIODS + 1, outer_single: false };
+
 /// What the report needs from a plan and its lowering, fitted like the program.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Figures {
@@ -212,6 +217,17 @@ pub enum ExtrapolateError {
 }
 
 impl ExtrapolateError {
+    /// Whether an attempt on the nests that failed this way leaves the rolled lowerings to try.
+    fn falls_back(&self) -> bool {
+        matches!(
+            self,
+            ExtrapolateError::Fit { .. }
+                | ExtrapolateError::Native(_)
+                | ExtrapolateError::TooLarge(_)
+                | ExtrapolateError::Limit { .. }
+        )
+    }
+
     /// Whether this is a fitted number outside the 64-bit integers (no larger base helps).
     fn is_overflow(&self) -> bool {
         matches!(self, ExtrapolateError::Fit { source, .. } if matches!(**source, fit::FitError::Overflow { .. }))
@@ -505,31 +521,31 @@ pub fn extrapolate_within(
     let mut last = None;
     let blocked = matches!(config.schedule, Schedule::BlockedMn | Schedule::BlockedMnk | Schedule::Auto);
     // The outer period matters only to the blocked schedules.
-    'reductions: for r in REDUCTIONS.into_iter().filter(|r| blocked || !r.outer_single) {
-        for level in [Level::Nest, Level::Rolled] {
-            match attempt(&config, (r, level), probe.take(), planning, threads, bounds) {
-                Ok(mut x) => {
-                    x.plans += plans;
-                    x.reduced_instructions += instructions;
-                    return Ok(x);
-                }
-                // The nests differ or do not lower natively: the rolled lowerings may still fit.
-                Err((e @ (ExtrapolateError::Fit { .. } | ExtrapolateError::Native(_)), tried, insts))
-                    if level == Level::Nest =>
-                {
-                    plans += tried;
-                    instructions += insts;
-                    last = Some(e);
-                }
-                Err((e @ ExtrapolateError::Fit { .. }, tried, insts)) if !e.is_overflow() => {
-                    plans += tried;
-                    instructions += insts;
-                    last = Some(e);
-                }
-                // A larger base over the bounds: the reduced GEMMs that were tried did not fit.
-                Err((ExtrapolateError::TooLarge(_), _, _)) if last.is_some() => break 'reductions,
-                Err((e, _, _)) => return Err(e),
+    let rolled = REDUCTIONS.into_iter().filter(|r| blocked || !r.outer_single).map(|r| (r, Level::Rolled));
+    for (r, level) in std::iter::once((NEST_REDUCTION, Level::Nest)).chain(rolled) {
+        match attempt(&config, (r, level), probe.take(), planning, threads, bounds) {
+            Ok(mut x) => {
+                x.plans += plans;
+                x.reduced_instructions += instructions;
+                return Ok(x);
             }
+            // The nests differ, do not lower natively or are over the bounds: the rolled
+            // lowerings of smaller GEMMs may still fit.
+            Err((e, tried, insts)) if level == Level::Nest && e.falls_back() => {
+                plans += tried;
+                instructions += insts;
+                if !matches!(e, ExtrapolateError::TooLarge(_)) {
+                    last = Some(e);
+                }
+            }
+            Err((e @ ExtrapolateError::Fit { .. }, tried, insts)) if !e.is_overflow() => {
+                plans += tried;
+                instructions += insts;
+                last = Some(e);
+            }
+            // A larger base over the bounds: the reduced GEMMs that were tried did not fit.
+            Err((ExtrapolateError::TooLarge(_), _, _)) if last.is_some() => break,
+            Err((e, _, _)) => return Err(e),
         }
     }
     Err(last.unwrap_or_else(|| ExtrapolateError::Reduced(CliError::internal("no extrapolation was tried (a bug)"))))
@@ -607,7 +623,7 @@ fn attempt(
 /// Decode a fitted document; a number past its field's range is a limit named by its path.
 fn decode<T: serde::de::DeserializeOwned>(doc: Value) -> Result<T, ExtrapolateError> {
     let limit = u64::from(u32::MAX);
-    let big = fit::first_above(&doc, limit, &["value", "trips", "start_partition", "num_partitions", "num"]);
+    let big = fit::first_above(&doc, limit, &["value", "trips", "start_partition", "num_partitions", "num", "from"]);
     match serde_json::from_value::<T>(doc) {
         Ok(v) => Ok(v),
         Err(e) => Err(match big {
@@ -616,6 +632,8 @@ fn decode<T: serde::de::DeserializeOwned>(doc: Value) -> Result<T, ExtrapolateEr
                     "4294967295, the largest semaphore wait value (u32)"
                 } else if path.ends_with(".trips") {
                     "4294967295, the largest loop trip count (u32)"
+                } else if path.ends_with(".from") {
+                    "4294967295, the most Penguin instructions a function numbers (u32)"
                 } else {
                     "4294967295 (u32)"
                 };

@@ -26,7 +26,7 @@ fn full(cfg: &GemmConfig, nested: bool) -> (bir::LoopedProgram, Figures) {
     (looped, Figures::of(&plan, &program))
 }
 
-/// Extrapolate `c` and compare everything with the full GEMM: the rolled program, the
+/// Extrapolate `c` and compare everything with the full GEMM: the looped program, the
 /// figures, and the looped model's figures (also against the unrolled model).
 fn assert_exact(c: &GemmConfig) -> Extrapolated {
     let x = extrapolate(c, AutoPlanning::Fixed, 2).unwrap_or_else(|e| panic!("{c:?}: {e}"));
@@ -35,7 +35,6 @@ fn assert_exact(c: &GemmConfig) -> Extrapolated {
     let (program, figures) = full(c, x.nested);
     assert_eq!(x.figures, figures, "{c:?}");
     assert!(x.program == program, "{c:?}: the extrapolated program differs from the full one");
-    eprintln!("{}x{}x{} {:?}: nested {}", c.m, c.k, c.n, c.schedule, x.nested);
     let hw = c.target.profile();
     let fitted = sim::model_looped(&x.program, &hw).unwrap();
     let unrolled = sim::model_with(&program.expand().unwrap(), &hw).unwrap();
@@ -50,10 +49,12 @@ fn naive_programs_reduced_in_k_are_extrapolated_exactly() {
     // A ragged K (25607 = 200 chunks + 7 rows), a ragged N, several dtypes and layouts.
     let base = cfg(256, 128 * 200 + 7, 600, Schedule::Naive);
     let x = assert_exact(&base);
+    assert!(x.nested);
     let k = x.axes[0];
+    let periods = NEST_REDUCTION.base_periods;
     assert_eq!(
         (k.name, k.period, k.base),
-        ("k", K_PERIOD_CHUNKS * 128, 25607 % (K_PERIOD_CHUNKS * 128) + BASE_PERIODS * K_PERIOD_CHUNKS * 128)
+        ("k", K_PERIOD_CHUNKS * 128, 25607 % (K_PERIOD_CHUNKS * 128) + periods * K_PERIOD_CHUNKS * 128)
     );
     assert_exact(&GemmConfig { lhs_transposed: true, out_dtype: DType::Bf16, ..base });
     assert_exact(&GemmConfig { sparsity: Some("2:4".parse().unwrap()), ..base });
@@ -69,12 +70,13 @@ fn blocked(m: u64, k: u64, n: u64, schedule: Schedule, blocks: (u64, u64, u64)) 
 fn blocked_mnk_is_extrapolated_exactly_in_every_dimension() {
     // Ragged in all three dimensions: M and N reduced (two blocks per period), then K
     // (lcm(two K blocks, K_PERIOD) chunks per period).
-    let mn = blocked(3072 + 37, 1000, 12288 + 100, Schedule::BlockedMnk, (256, 1024, 256));
+    let mn = blocked(3584 + 37, 1000, 14336 + 100, Schedule::BlockedMnk, (256, 1024, 256));
     let x = assert_exact(&mn);
+    assert!(x.nested);
     let periods: Vec<(&str, u64)> = x.axes.iter().map(|a| (a.name, a.period)).collect();
     assert_eq!(periods, [("m", 512), ("n", 2048)]);
     assert_exact(&GemmConfig { out_dtype: DType::Bf16, ..mn });
-    let k = blocked(130, 6 * 3072 + 300, 600, Schedule::BlockedMnk, (256, 1024, 256));
+    let k = blocked(130, 7 * 3072 + 300, 600, Schedule::BlockedMnk, (256, 1024, 256));
     let x = assert_exact(&k);
     assert_eq!((x.axes[0].name, x.axes[0].period), ("k", lcm(4, K_PERIOD_CHUNKS) * 128));
 }
@@ -89,8 +91,9 @@ fn blocked_mn_and_hoisted_are_extrapolated_exactly_in_m_and_n() {
 #[test]
 fn naive_is_extrapolated_exactly_in_m_and_n() {
     // Periods of two tiles: 256 rows of M, 1024 columns of N; K kept whole.
-    let c = cfg(1536 + 37, 300, 6144 + 100, Schedule::Naive);
+    let c = cfg(1792 + 37, 300, 7168 + 100, Schedule::Naive);
     let x = assert_exact(&c);
+    assert!(x.nested);
     assert_eq!(
         x.axes.iter().map(|a| (a.name, a.period, a.periods)).collect::<Vec<_>>(),
         [("m", 256, 3), ("n", 1024, 3)]
