@@ -22,7 +22,7 @@ fn an_extrapolated_report_equals_the_whole_plans() {
     let xr = &x["extrapolated"];
     assert_eq!(xr["reduced_plans"], 3, "{xr}");
     let period = ntile::extrapolate::K_PERIOD_CHUNKS * 128;
-    let base = 25607 % period + ntile::extrapolate::NEST_REDUCTION.base_periods * period;
+    let base = 25607 % period + ntile::extrapolate::BASE_PERIODS * period;
     assert_eq!(xr["base"], serde_json::json!([256, base, 600]));
     assert_eq!(xr["periods"], serde_json::json!([0, period, 0]));
     assert!(whole["extrapolated"].is_null());
@@ -136,7 +136,7 @@ fn a_gemm_over_the_memory_budget_is_extrapolated_with_the_whole_plans_figures() 
     assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
 }
 
-/// 65536^3 prints its looped program (naive: periods of two tiles in M and N, K_PERIOD
+/// 65536^3 prints its rolled program (naive: periods of two tiles in M and N, K_PERIOD
 /// chunks in K), never unrolled.
 #[test]
 fn a_65536_cubed_gemm_prints_its_extrapolated_program() {
@@ -145,15 +145,14 @@ fn a_65536_cubed_gemm_prints_its_extrapolated_program() {
     let text = stdout(&o);
     assert!(text.starts_with("program gemm target=trn2"), "{}", &text[..200.min(text.len())]);
     assert!(text.lines().count() < 2000, "{} lines", text.lines().count());
-    // The schedule's nest on every engine: 510 pairs of m tiles (and a peeled first pair),
-    // each 63 pairs of n tiles, each 42 steps of 12 K chunks; PE, ACT, DVE and every DMA
-    // queue loop alike, so the model jumps whole outer iterations.
-    let streams = text.split("\nstream ").skip(1).collect::<Vec<_>>();
-    assert!(streams.len() >= 15, "{}", &text[..400.min(text.len())]);
-    for s in &streams {
-        let name = s.lines().next().unwrap_or_default();
-        assert!(s.contains("loop i0 x510 {\n    loop i1 x63 {"), "stream {name}");
-    }
+    // 512 x 128 output tiles of 512 K steps each: the loops run thousands of times.
+    let most = text
+        .lines()
+        .filter_map(|l| {
+            l.trim().strip_prefix("loop ")?.split_whitespace().nth(1)?.strip_prefix('x')?.parse::<u64>().ok()
+        })
+        .max();
+    assert!(most.is_some_and(|t| t >= 32766), "{most:?}");
 }
 
 /// 1048576^3 needs semaphore counts past u32: refused with exit 2 naming the field.

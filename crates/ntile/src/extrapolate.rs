@@ -513,16 +513,33 @@ pub fn extrapolate_within(
     threads: usize,
     bounds: Bounds,
 ) -> Result<Extrapolated, ExtrapolateError> {
+    let blocked = matches!(cfg.schedule, Schedule::BlockedMn | Schedule::BlockedMnk | Schedule::Auto);
+    extrapolate_trying(cfg, planning, (threads, bounds), &attempts(blocked))
+}
+
+/// What [`extrapolate`] tries, in turn: the rolled lowerings at three periods (the cheapest
+/// reduced GEMMs; the outer period matters only to the blocked schedules), then the nests at
+/// four periods, then the rolled lowerings at larger bases.
+fn attempts(blocked: bool) -> Vec<(Reduction, Level)> {
+    let rolled = REDUCTIONS.into_iter().filter(|r| blocked || !r.outer_single).map(|r| (r, Level::Rolled));
+    let (small, large): (Vec<_>, Vec<_>) = rolled.partition(|(r, _)| r.base_periods == BASE_PERIODS);
+    small.into_iter().chain([(NEST_REDUCTION, Level::Nest)]).chain(large).collect()
+}
+
+/// [`extrapolate_within`] trying the reductions and levels of `attempts` in turn.
+fn extrapolate_trying(
+    cfg: &GemmConfig,
+    planning: AutoPlanning,
+    (threads, bounds): (usize, Bounds),
+    attempts: &[(Reduction, Level)],
+) -> Result<Extrapolated, ExtrapolateError> {
     cfg.validate().map_err(ExtrapolateError::Plan)?;
     let (config, mut probe, probed) = decide_blocks(cfg, planning)?;
     // A probe that is not the first base GEMM is a plan of its own.
     let mut plans = usize::from(probed && probe.is_none());
     let mut instructions = 0;
     let mut last = None;
-    let blocked = matches!(config.schedule, Schedule::BlockedMn | Schedule::BlockedMnk | Schedule::Auto);
-    // The outer period matters only to the blocked schedules.
-    let rolled = REDUCTIONS.into_iter().filter(|r| blocked || !r.outer_single).map(|r| (r, Level::Rolled));
-    for (r, level) in std::iter::once((NEST_REDUCTION, Level::Nest)).chain(rolled) {
+    for &(r, level) in attempts {
         match attempt(&config, (r, level), probe.take(), planning, threads, bounds) {
             Ok(mut x) => {
                 x.plans += plans;
@@ -530,7 +547,7 @@ pub fn extrapolate_within(
                 return Ok(x);
             }
             // The nests differ, do not lower natively or are over the bounds: the rolled
-            // lowerings of smaller GEMMs may still fit.
+            // lowerings of larger GEMMs may still fit.
             Err((e, tried, insts)) if level == Level::Nest && e.falls_back() => {
                 plans += tried;
                 instructions += insts;
@@ -544,7 +561,7 @@ pub fn extrapolate_within(
                 last = Some(e);
             }
             // A larger base over the bounds: the reduced GEMMs that were tried did not fit.
-            Err((ExtrapolateError::TooLarge(_), _, _)) if last.is_some() => break,
+            Err((ExtrapolateError::TooLarge(_), _, _)) if last.is_some() && level == Level::Rolled => break,
             Err((e, _, _)) => return Err(e),
         }
     }
