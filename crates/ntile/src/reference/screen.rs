@@ -118,7 +118,13 @@ fn dots(
     x: &[Probe],
     w: &[f64],
 ) -> Vec<(Probe, f64)> {
-    rows.map(|i| if skip[i] { ([0f64; PROBES], 0f64) } else { row_dot(mat.row(i), good, x, w) }).collect()
+    // A plain loop (not `map().collect()`, whose fold is not inlined here) keeps the row
+    // loop inside the wide function.
+    let mut out = Vec::with_capacity(rows.len());
+    for i in rows {
+        out.push(if skip[i] { ([0f64; PROBES], 0f64) } else { row_dot(mat.row(i), good, x, w) });
+    }
+    out
 }
 
 simd::wide! {
@@ -176,19 +182,20 @@ simd::wide! {
 /// `sum_j |v_j|` of each of `rows` of `mat`, in `CHAINS` partial sums.
 #[inline(always)]
 fn abs_sums(mat: Matrix<'_>, rows: Range<usize>) -> Vec<f64> {
-    rows.map(|i| {
+    let mut out = Vec::with_capacity(rows.len());
+    for i in rows {
         let row = mat.row(i);
         let mut part = [0f64; CHAINS];
         let chunks = row.chunks_exact(CHAINS);
-        let tail = chunks.remainder();
+        let tail: f64 = chunks.remainder().iter().map(|v| f64::from(v.abs())).sum();
         for c in chunks {
             for s in 0..CHAINS {
                 part[s] += f64::from(c[s].abs());
             }
         }
-        tail.iter().map(|v| f64::from(v.abs())).sum::<f64>() + part.iter().sum::<f64>()
-    })
-    .collect()
+        out.push(tail + part.iter().sum::<f64>());
+    }
+    out
 }
 
 /// The value of a matrix element, or 0 where its column (or row) is left out.
