@@ -21,7 +21,13 @@
 //! FAIL therefore always rests on an exact elementwise comparison: the randomized part only
 //! chooses where to look, at `O(MK + KN + MN)` cost instead of the product's `O(MKN)`.
 
+mod exact;
 mod screen;
+mod simd;
+
+#[cfg(test)]
+use exact::FEW;
+use exact::{exact_cols, exact_rows};
 
 use penguin::DType;
 use rand::seq::index::sample;
@@ -448,152 +454,6 @@ impl Sampled {
             });
         }
     }
-}
-
-/// Bytes of f64 scratch per operand block (bounds the memory of the exact products).
-const BLOCK_BYTES: usize = 64 << 20;
-
-/// The f64 copy and its absolute values of the selected rows of `m`.
-fn rows_f64(m: Matrix<'_>, rows: impl Iterator<Item = usize>) -> (Vec<f64>, Vec<f64>) {
-    let mut v = Vec::new();
-    for r in rows {
-        v.extend(m.row(r).iter().map(|&x| f64::from(x)));
-    }
-    let abs = v.iter().map(|x| x.abs()).collect();
-    (v, abs)
-}
-
-/// Rows or columns up to which the exact products run as plain f64 loops; more go through
-/// the packed, multi-threaded `dgemm`.
-const FEW: usize = 64;
-
-/// `visit(i, j, ref, mag)` for every element of the listed rows of `a @ b`.
-fn exact_rows(a: Matrix<'_>, b: Matrix<'_>, rows: &[usize], mut visit: impl FnMut(usize, usize, f64, f64)) {
-    let (k, n) = (a.cols, b.cols);
-    if rows.is_empty() || k == 0 || n == 0 {
-        return;
-    }
-    let (ar, ar_abs) = rows_f64(a, rows.iter().copied());
-    if rows.len() <= FEW {
-        // One sweep of B, each row of it scaled into every listed row's accumulators, split
-        // by columns across the cores.
-        let r = rows.len();
-        let parts = screen::par_rows(n, k * r, |cols| {
-            let w = cols.len();
-            let (mut out, mut mag) = (vec![0f64; r * w], vec![0f64; r * w]);
-            for kk in 0..k {
-                let brow = &b.row(kk)[cols.clone()];
-                for t in 0..r {
-                    let (x, xa) = (ar[t * k + kk], ar_abs[t * k + kk]);
-                    let (o, g) = (&mut out[t * w..(t + 1) * w], &mut mag[t * w..(t + 1) * w]);
-                    for ((o, g), &v) in o.iter_mut().zip(g.iter_mut()).zip(brow) {
-                        let v = f64::from(v);
-                        *o += x * v;
-                        *g += xa * v.abs();
-                    }
-                }
-            }
-            (cols, out, mag)
-        });
-        for (cols, out, mag) in parts {
-            let w = cols.len();
-            for (t, &i) in rows.iter().enumerate() {
-                for (jj, j) in cols.clone().enumerate() {
-                    visit(i, j, out[t * w + jj], mag[t * w + jj]);
-                }
-            }
-        }
-        return;
-    }
-    // Columns of B per block so that a block of B in f64 stays within BLOCK_BYTES.
-    let nb = (BLOCK_BYTES / 8 / k).clamp(64, n.max(64)).min(n);
-    for j0 in (0..n).step_by(nb) {
-        let j1 = (j0 + nb).min(n);
-        let w = j1 - j0;
-        let mut bb = Vec::with_capacity(k * w);
-        for kk in 0..k {
-            bb.extend(b.row(kk)[j0..j1].iter().map(|&x| f64::from(x)));
-        }
-        let bb_abs: Vec<f64> = bb.iter().map(|x| x.abs()).collect();
-        let r = sim::gemm_f64(rows.len(), k, w, &ar, &bb);
-        let mag = sim::gemm_f64(rows.len(), k, w, &ar_abs, &bb_abs);
-        for (t, &i) in rows.iter().enumerate() {
-            for j in 0..w {
-                visit(i, j0 + j, r[t * w + j], mag[t * w + j]);
-            }
-        }
-    }
-}
-
-/// `visit(i, j, ref, mag)` for every element of the listed columns of `a @ b`.
-fn exact_cols(a: Matrix<'_>, b: Matrix<'_>, cols: &[usize], mut visit: impl FnMut(usize, usize, f64, f64)) {
-    let (m, k) = (a.rows, a.cols);
-    if cols.is_empty() || k == 0 || m == 0 {
-        return;
-    }
-    let s = cols.len();
-    if s <= FEW {
-        // The listed columns of B side by side (`[k, s]`), so that every row of A updates
-        // all `s` accumulators per step: independent sums the compiler vectorises, each
-        // still summed in k order.
-        let mut bt = vec![0f64; k * s];
-        for (kk, dst) in bt.chunks_exact_mut(s).enumerate() {
-            let row = b.row(kk);
-            for (d, &j) in dst.iter_mut().zip(cols) {
-                *d = f64::from(row[j]);
-            }
-        }
-        let parts = screen::par_rows(m, k * s, |rows| {
-            let mut out = Vec::with_capacity(rows.len() * s);
-            let (mut o, mut g) = (vec![0f64; s], vec![0f64; s]);
-            for i in rows {
-                o.fill(0.0);
-                g.fill(0.0);
-                for (&x, brow) in a.row(i).iter().zip(bt.chunks_exact(s)) {
-                    let x = f64::from(x);
-                    for ((o, g), &v) in o.iter_mut().zip(g.iter_mut()).zip(brow) {
-                        let p = x * v;
-                        *o += p;
-                        *g += p.abs();
-                    }
-                }
-                out.extend(o.iter().copied().zip(g.iter().copied()));
-            }
-            out
-        })
-        .concat();
-        for i in 0..m {
-            for (t, &j) in cols.iter().enumerate() {
-                let (o, g) = out_at(&parts, i * s + t);
-                visit(i, j, o, g);
-            }
-        }
-        return;
-    }
-    let mut bs = Vec::with_capacity(k * s);
-    for kk in 0..k {
-        let row = b.row(kk);
-        bs.extend(cols.iter().map(|&j| f64::from(row[j])));
-    }
-    let bs_abs: Vec<f64> = bs.iter().map(|x| x.abs()).collect();
-    let mb = (BLOCK_BYTES / 8 / k).clamp(64, m.max(64)).min(m);
-    for i0 in (0..m).step_by(mb) {
-        let i1 = (i0 + mb).min(m);
-        let (ab, ab_abs) = rows_f64(a, i0..i1);
-        let r = sim::gemm_f64(i1 - i0, k, s, &ab, &bs);
-        let mag = sim::gemm_f64(i1 - i0, k, s, &ab_abs, &bs_abs);
-        for i in 0..i1 - i0 {
-            for (t, &j) in cols.iter().enumerate() {
-                visit(i0 + i, j, r[i * s + t], mag[i * s + t]);
-            }
-        }
-    }
-}
-
-/// An element of the concatenated per-chunk results, or NaN (compared as a failure) if a
-/// chunk went missing.
-fn out_at(parts: &[(f64, f64)], at: usize) -> (f64, f64) {
-    parts.get(at).copied().unwrap_or((f64::NAN, f64::NAN))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::ops::Range;
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use super::{Bound, Matrix};
+use super::{simd, Bound, Matrix};
 
 /// Random probes per side (one f64 vector register).
 const PROBES: usize = 4;
@@ -69,6 +69,133 @@ fn add(acc: &mut Probe, v: f64, x: &Probe) {
     for (a, x) in acc.iter_mut().zip(x) {
         *a += v * x;
     }
+}
+
+/// Partial sums per dot product: independent chains, so that a row runs at the adder's
+/// throughput instead of its latency (one chain made every sweep latency-bound).
+const CHAINS: usize = 4;
+
+/// `(sum_j v_j x_j, sum_j |v_j| w_j)` over a row `v` (f32), where `v_j` counts as 0 unless
+/// `good[j]`; `CHAINS` partial sums each, added at the end.
+#[inline(always)]
+fn row_dot(row: &[f32], good: &[bool], x: &[Probe], w: &[f64]) -> (Probe, f64) {
+    let mut p = [[0f64; PROBES]; CHAINS];
+    let mut mag = [0f64; CHAINS];
+    let (rc, gc, xc, wc) =
+        (row.chunks_exact(CHAINS), good.chunks_exact(CHAINS), x.chunks_exact(CHAINS), w.chunks_exact(CHAINS));
+    let tail = (rc.remainder(), gc.remainder(), xc.remainder(), wc.remainder());
+    for (((r, g), x), w) in rc.zip(gc).zip(xc).zip(wc) {
+        for s in 0..CHAINS {
+            let v = keep(r[s], g[s]);
+            add(&mut p[s], v, &x[s]);
+            mag[s] += v.abs() * w[s];
+        }
+    }
+    for (s, (((&r, &g), x), &w)) in tail.0.iter().zip(tail.1).zip(tail.2).zip(tail.3).enumerate() {
+        let v = keep(r, g);
+        add(&mut p[s], v, x);
+        mag[s] += v.abs() * w;
+    }
+    let mut total = [0f64; PROBES];
+    for part in &p {
+        add(&mut total, 1.0, part);
+    }
+    (total, mag.iter().sum())
+}
+
+simd::wide! {
+    /// [`dots`], with wider vectors where the processor has them.
+    fn dots_wide(mat: Matrix<'_>, rows: Range<usize>, skip: &[bool], good: &[bool], x: &[Probe], w: &[f64]) -> Vec<(Probe, f64)> => dots
+}
+
+/// [`row_dot`] of each of `rows` of `mat` (zeros for a row in `skip`).
+#[inline(always)]
+fn dots(
+    mat: Matrix<'_>,
+    rows: Range<usize>,
+    skip: &[bool],
+    good: &[bool],
+    x: &[Probe],
+    w: &[f64],
+) -> Vec<(Probe, f64)> {
+    // A plain loop (not `map().collect()`, whose fold is not inlined here) keeps the row
+    // loop inside the wide function.
+    let mut out = Vec::with_capacity(rows.len());
+    for i in rows {
+        out.push(if skip[i] { ([0f64; PROBES], 0f64) } else { row_dot(mat.row(i), good, x, w) });
+    }
+    out
+}
+
+simd::wide! {
+    /// [`scatter`], with wider vectors where the processor has them.
+    fn scatter_wide(mat: Matrix<'_>, rows: Range<usize>, skip: &[bool], good: &[bool], y: &[Probe], wy: &[f64]) -> (Vec<Probe>, Vec<f64>) => scatter
+}
+
+/// `(sum_i v_i y_i, sum_i |v_i| wy_i)` for every column of `mat` over `rows` (each row `v_i`
+/// counted as 0 where not `good`), leaving out the rows in `skip`. Four rows at a time are
+/// added into each column's sums (in row order, as one at a time would), so that the sums are
+/// loaded and stored once per four rows.
+#[inline(always)]
+fn scatter(
+    mat: Matrix<'_>,
+    rows: Range<usize>,
+    skip: &[bool],
+    good: &[bool],
+    y: &[Probe],
+    wy: &[f64],
+) -> (Vec<Probe>, Vec<f64>) {
+    let n = mat.cols;
+    let (mut acc, mut mag) = (vec![[0f64; PROBES]; n], vec![0f64; n]);
+    let (acc_n, mag_n, good) = (&mut acc[..n], &mut mag[..n], &good[..n]);
+    let kept: Vec<usize> = rows.filter(|&i| !skip[i]).collect();
+    let quads = kept.chunks_exact(4);
+    let single = quads.remainder();
+    for q in quads {
+        let r: [&[f32]; 4] = std::array::from_fn(|t| &mat.row(q[t])[..n]);
+        let (ys, ws): ([Probe; 4], [f64; 4]) = (std::array::from_fn(|t| y[q[t]]), std::array::from_fn(|t| wy[q[t]]));
+        for j in 0..n {
+            let (mut a, mut u) = (acc_n[j], mag_n[j]);
+            for t in 0..4 {
+                let v = keep(r[t][j], good[j]);
+                add(&mut a, v, &ys[t]);
+                u += v.abs() * ws[t];
+            }
+            (acc_n[j], mag_n[j]) = (a, u);
+        }
+    }
+    for &i in single {
+        for (((a, u), &v), &g) in acc_n.iter_mut().zip(mag_n.iter_mut()).zip(mat.row(i)).zip(good) {
+            let v = keep(v, g);
+            add(a, v, &y[i]);
+            *u += v.abs() * wy[i];
+        }
+    }
+    (acc, mag)
+}
+
+simd::wide! {
+    /// [`abs_sums`], with wider vectors where the processor has them.
+    fn abs_sums_wide(mat: Matrix<'_>, rows: Range<usize>) -> Vec<f64> => abs_sums
+}
+
+/// `sum_j |v_j|` of each of `rows` of `mat`, in `CHAINS` partial sums.
+#[inline(always)]
+fn abs_sums(mat: Matrix<'_>, rows: Range<usize>) -> Vec<f64> {
+    let mut out = Vec::with_capacity(rows.len());
+    for i in rows {
+        let row = mat.row(i);
+        let mut part = [0f64; CHAINS];
+        let chunks = row.chunks_exact(CHAINS);
+        let tail: f64 = chunks.remainder().iter().map(|v| f64::from(v.abs())).sum();
+        for c in chunks {
+            for s in 0..CHAINS {
+                part[s] += f64::from(c[s].abs());
+            }
+        }
+        out.push(tail + part.iter().sum::<f64>());
+    }
+    out
 }
 
 /// The value of a matrix element, or 0 where its column (or row) is left out.
@@ -155,60 +282,27 @@ pub(super) fn probe(
 ) -> Probes {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let good_col: Vec<bool> = bad_cols.iter().map(|b| !b).collect();
+    let (no_rows_k, all_cols) = (vec![false; k], vec![true; n.max(k)]);
+    let ones = vec![[1f64; PROBES]; k];
+    let unit = vec![1f64; k];
     // Column sums of |B| and row sums of |A| weigh the probes.
-    let col_sums = sum_chunks(
-        par_rows(k, n, |rows| {
-            let mut acc = vec![0f64; n];
-            for kk in rows {
-                for (s, v) in acc.iter_mut().zip(b.row(kk)) {
-                    *s += f64::from(v.abs());
-                }
-            }
-            acc
-        }),
-        n,
-    );
-    let row_sums: Vec<f64> = (0..m).map(|i| a.row(i).iter().map(|v| f64::from(v.abs())).sum()).collect();
+    let col_sums =
+        sum_chunks(par_rows(k, n, |rows| scatter_wide(b, rows, &no_rows_k, &all_cols[..n], &ones, &unit).1), n);
+    let row_sums: Vec<f64> = par_rows(m, k, |rows| abs_sums_wide(a, rows)).concat();
     let (x, wx) = probes(&col_sums, bad_cols, rng);
     let (y, wy) = probes(&row_sums, bad_rows, rng);
 
     // B x and |B| wx, row by row.
-    let bx: Vec<(Probe, f64)> = par_rows(k, n, |rows| {
-        rows.map(|kk| {
-            let (mut p, mut mag) = ([0f64; PROBES], 0f64);
-            for (j, &v) in b.row(kk).iter().enumerate() {
-                let v = keep(v, good_col[j]);
-                add(&mut p, v, &x[j]);
-                mag += v.abs() * wx[j];
-            }
-            (p, mag)
-        })
-        .collect::<Vec<_>>()
-    })
-    .concat();
+    let bx: Vec<(Probe, f64)> = par_rows(k, n, |rows| dots_wide(b, rows, &no_rows_k, &good_col, &x, &wx)).concat();
+    let (bxp, bxm): (Vec<Probe>, Vec<f64>) = bx.iter().copied().unzip();
 
-    // A (B x) and |A| (|B| wx) per row; y^T A and wy^T |A| accumulated over the good rows.
-    let parts = par_rows(m, k, |rows| {
-        let mut per_row = Vec::with_capacity(rows.len());
-        let (mut ya, mut ua) = (vec![[0f64; PROBES]; k], vec![0f64; k]);
-        for i in rows {
-            let (mut p, mut mag) = ([0f64; PROBES], 0f64);
-            let good = !bad_rows[i];
-            for (kk, &v) in a.row(i).iter().enumerate() {
-                let v = keep(v, good);
-                add(&mut p, v, &bx[kk].0);
-                mag += v.abs() * bx[kk].1;
-                add(&mut ya[kk], v, &y[i]);
-                ua[kk] += v.abs() * wy[i];
-            }
-            per_row.push((p, mag));
-        }
-        (per_row, ya, ua)
-    });
-    let mut abx = Vec::with_capacity(m);
+    // A (B x) and |A| (|B| wx) per row (zeros for the bad rows); y^T A and wy^T |A| over the
+    // good rows.
+    let abx: Vec<(Probe, f64)> =
+        par_rows(m, k, |rows| dots_wide(a, rows, bad_rows, &all_cols[..k], &bxp, &bxm)).concat();
+    let parts = par_rows(m, k, |rows| scatter_wide(a, rows, bad_rows, &all_cols[..k], &y, &wy));
     let (mut ya, mut ua) = (vec![[0f64; PROBES]; k], vec![0f64; k]);
-    for (rows, pya, pua) in parts {
-        abx.extend(rows);
+    for (pya, pua) in parts {
         for (acc, v) in ya.iter_mut().zip(pya) {
             add(acc, 1.0, &v);
         }
@@ -218,17 +312,7 @@ pub(super) fn probe(
     }
 
     // (y^T A) B and (wy^T |A|) |B| per column.
-    let parts = par_rows(k, n, |rows| {
-        let (mut yab, mut mag) = (vec![[0f64; PROBES]; n], vec![0f64; n]);
-        for kk in rows {
-            for (j, &v) in b.row(kk).iter().enumerate() {
-                let v = keep(v, good_col[j]);
-                add(&mut yab[j], v, &ya[kk]);
-                mag[j] += v.abs() * ua[kk];
-            }
-        }
-        (yab, mag)
-    });
+    let parts = par_rows(k, n, |rows| scatter_wide(b, rows, &no_rows_k, &good_col, &ya, &ua));
     let (mut yab, mut col_mag) = (vec![[0f64; PROBES]; n], vec![0f64; n]);
     for (pyab, pmag) in parts {
         for (acc, v) in yab.iter_mut().zip(pyab) {
@@ -247,27 +331,17 @@ pub(super) fn screen(p: &Probes, c: &[f32], bound: &Bound, (bad_rows, bad_cols):
     let Probes { x, wx, y, wy, abx, yab, col_mag, complete, good_col, m, n } = p;
     let (m, n) = (*m, *n);
 
-    // C x per row and y^T C per column, in one sweep of C.
-    let parts = par_rows(m, n, |rows| {
-        let mut cx = Vec::with_capacity(rows.len());
-        let mut yc = vec![[0f64; PROBES]; n];
-        for i in rows {
-            let mut p = [0f64; PROBES];
-            let good = !bad_rows[i];
-            for (j, &v) in c[i * n..(i + 1) * n].iter().enumerate() {
-                add(&mut p, keep(v, good_col[j]), &x[j]);
-                if good {
-                    add(&mut yc[j], f64::from(v), &y[i]);
-                }
-            }
-            cx.push(p);
-        }
-        (cx, yc)
-    });
-    let mut cx = Vec::with_capacity(m);
+    // C x per row and y^T C per column.
+    let cm = Matrix { rows: m, cols: n, data: c };
+    let all_cols = vec![true; n];
+    let no_rows = vec![false; m];
+    let cx: Vec<Probe> = par_rows(m, n, |rows| dots_wide(cm, rows, &no_rows, good_col, x, wx))
+        .concat()
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
     let mut yc = vec![[0f64; PROBES]; n];
-    for (pcx, pyc) in parts {
-        cx.extend(pcx);
+    for (pyc, _) in par_rows(m, n, |rows| scatter_wide(cm, rows, bad_rows, &all_cols, y, wy)) {
         for (acc, v) in yc.iter_mut().zip(pyc) {
             add(acc, 1.0, &v);
         }

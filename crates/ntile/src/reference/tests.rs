@@ -88,6 +88,27 @@ fn many_exact_rows_and_columns_agree_with_few() {
     }
 }
 
+/// A few rows and columns split across the cores (the blocked, wide loops on column and row
+/// ranges that do not start at 0) give the bits of the plain f64 loop.
+#[test]
+fn few_exact_rows_and_columns_on_every_core_match_the_plain_loop() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let (m, k, n) = (401, 227, 389);
+    let a = random(m * k, &mut rng);
+    let b = random(k * n, &mut rng);
+    let (am, bm) = (mat(m, k, &a), mat(k, n, &b));
+    let (mut seen_rows, mut seen_cols) = (0, 0);
+    exact_rows(am, bm, &[0, 5, 200, 400], |i, j, r, g| {
+        assert_eq!((r, g), naive(k, n, &a, &b, i, j), "row {i}, column {j}");
+        seen_rows += 1;
+    });
+    exact_cols(am, bm, &[0, 17, 388], |i, j, r, g| {
+        assert_eq!((r, g), naive(k, n, &a, &b, i, j), "row {i}, column {j}");
+        seen_cols += 1;
+    });
+    assert_eq!((seen_rows, seen_cols), (4 * n, 3 * m));
+}
+
 #[test]
 fn exact_mode_matches_a_hand_product() {
     let (a, b) = ([1.0, -2.0, 3.0, 4.0], [5.0, 6.0, 7.0, -8.0]);
