@@ -1,11 +1,8 @@
 //! Simulating a planned GEMM and checking its result: the simulation on the planned
-//! program, then the fp64 check.
-//!
-//! The check runs after the simulation, not beside it: the simulation already keeps every
-//! core busy (its PE products run on worker threads), so a check prepared on another thread
-//! meanwhile only took cores from it (at 2048^3 bf16 on 2 cores it made the simulate phase
-//! ~10 ms longer), while after it the check's own sweeps run on every core.
+//! program, and the fp64 check, whose part that does not need C is prepared on another
+//! thread while the kernel is simulated when the operand copies are small enough.
 
+use std::sync::Mutex;
 use std::time::Instant;
 
 use codegen::GemmConfig;
@@ -27,7 +24,7 @@ pub(super) struct Simulated {
     pub check: Option<Check>,
     /// Wall time of the simulation.
     pub simulate_ms: f64,
-    /// Wall time of the check, after the simulation.
+    /// Wall time of the check after the simulation (its thread's remaining work included).
     pub reference_ms: f64,
 }
 
@@ -47,6 +44,7 @@ pub(super) fn simulate_and_check(
     watch: &Watch<'_>,
     progress: &Progress,
 ) -> Result<Simulated, CliError> {
+    let (m, k, n) = (cfg.m, cfg.k, cfg.n);
     let t = Instant::now();
     progress.phase("simulate");
     let mut simulator = crate::threads::simulator(program)?;
@@ -61,25 +59,56 @@ pub(super) fn simulate_and_check(
     simulator.write_hbm_f32("b", &inputs.b).map_err(sim_error)?;
     // A sparse A was compressed from its [M, K] layout, so the inputs are [M, K] by now.
     let lhs_transposed = cfg.lhs_transposed && cfg.sparsity.is_none();
-    // The operands wait here for the check (dropped now when there is none).
-    let inputs = (!args.no_check).then_some(inputs);
-    let (simulator, stats) = watch.simulate(simulator)?;
-    let stats = stats.map_err(sim_error)?;
-    watch.check()?;
-    if let Some(race) = stats.races.first() {
-        return Err(CliError::internal(format!("the simulator found a race in a generated kernel (a bug): {race}")));
-    }
-    let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
-    let raw = args.output.as_ref().map(|_| simulator.read_hbm_tensor("c")).transpose().map_err(sim_error)?;
-    // The memory images go before the check, which keeps its own copies of the operands.
-    drop(simulator);
-    drop(sparse);
-    let simulate_ms = ms(t);
-    let t = Instant::now();
-    progress.phase("check");
-    let check = inputs.map(|i| CheckOperands::prepare(cfg, lhs_transposed, i).check(&c));
-    Ok(Simulated { c, raw, check, simulate_ms, reference_ms: ms(t) })
+    // The inputs wait here for whichever thread prepares the check: the scoped thread during
+    // the simulation, or this one after it (the thread could not start, or the operand copies
+    // are too large to hold beside the simulator's memory).
+    let slot = Mutex::new((!args.no_check).then_some(inputs));
+    let prepare = || {
+        let taken = slot.lock().ok().and_then(|mut i| i.take());
+        taken.map(|i| CheckOperands::prepare(cfg, lhs_transposed, i))
+    };
+    let operand_bytes = m.saturating_mul(k).saturating_add(k.saturating_mul(n)).saturating_mul(4);
+    let concurrent = !args.no_check && operand_bytes <= CONCURRENT_CHECK_BYTES;
+    std::thread::scope(|scope| {
+        let early = concurrent
+            .then(|| std::thread::Builder::new().name("ntile-check".into()).spawn_scoped(scope, prepare).ok())
+            .flatten();
+        // The simulation's outcome is taken only after the check's thread is joined, so that
+        // an error here never leaves it behind (or loses a failure of it).
+        let simulated = (|| {
+            let (simulator, stats) = watch.simulate(simulator)?;
+            let stats = stats.map_err(sim_error)?;
+            watch.check()?;
+            if let Some(race) = stats.races.first() {
+                return Err(CliError::internal(format!(
+                    "the simulator found a race in a generated kernel (a bug): {race}"
+                )));
+            }
+            let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
+            let raw = args.output.as_ref().map(|_| simulator.read_hbm_tensor("c")).transpose().map_err(sim_error)?;
+            // The memory images go before the check, which keeps its own copies of the operands.
+            drop(simulator);
+            drop(sparse);
+            Ok((c, raw, ms(t)))
+        })();
+        let t = Instant::now();
+        let early =
+            early.map(|handle| handle.join().map_err(|_| CliError::internal("the check's thread panicked (a bug)")));
+        let (c, raw, simulate_ms) = simulated?;
+        progress.phase("check");
+        let operands = match early {
+            Some(joined) => joined?,
+            None => prepare(),
+        };
+        let check = operands.map(|o| o.check(&c));
+        Ok(Simulated { c, raw, check, simulate_ms, reference_ms: ms(t) })
+    })
 }
+
+/// Operand copies up to which the check is prepared while the kernel is simulated (its
+/// rounded A and B then live beside the simulator's memory; 8192^3 keeps them apart, so that
+/// its peak stays under 2 GB).
+const CONCURRENT_CHECK_BYTES: u64 = 256 << 20;
 
 /// The check's operands, rounded as the kernel sees them, with the part of the check that
 /// does not need C.
