@@ -4,8 +4,8 @@
 //! # Method
 //! The planner stays the single source of truth. Its rotations (PSUM banks, evacuation
 //! engines, DMA queues, buffer slots) are functions of the position inside the loop they live
-//! in (`codegen`'s `rotation` module), so the looped program of a GEMM (its plan rolled along
-//! the schedule's loop nest and lowered along it, [`crate::looped::lower_nest`]) has the same *structure* (op kinds, engines, access-pattern
+//! in (`codegen`'s `rotation` module), so the rolled program of a GEMM (`bir::roll` of its
+//! lowering, origins dropped) has the same *structure* (op kinds, engines, access-pattern
 //! dims, semaphores, loop nesting) for GEMMs that differ by a whole number of *periods* in
 //! each dimension: two blocks of the inner block loop of a blocked schedule (its snake order
 //! runs it forwards and backwards in turn), one or two blocks of the outer one, two tiles of
@@ -17,15 +17,21 @@
 //!
 //! So [`extrapolate`] picks, for each large dimension, a base size `B = r + 3d` that keeps the
 //! full size's remainder `r` modulo the period `d` (so the edge tiles are the same; with fewer
-//! trips the roll forms other loops), plans and lowers along their nests the `2^D` *corner* GEMMs
+//! trips the roll forms other loops), plans, lowers and rolls the `2^D` *corner* GEMMs
 //! (`B` or `B + d` in each of the `D` reduced dimensions) and one *check* GEMM per reduced
-//! dimension (`B + 2d` in it), on several threads; serializes each looped program to JSON;
+//! dimension (`B + 2d` in it), on several threads; serializes each rolled program to JSON;
 //! fits every number through the corners by exact integer multilinear interpolation
 //! ([`fit`]); checks that the fit reproduces each check GEMM exactly; and evaluates it at the
 //! full GEMM. The plan's figures (instruction counts, matmuls, PSUM groups, SBUF peak, HBM
 //! bytes) are fitted the same way. When the reduced GEMMs do not fit, it tries again with
-//! the next of [`REDUCTIONS`] (a period of two outer blocks, then larger bases); a dimension
-//! with fewer than three periods beyond its base is kept whole.
+//! a period of two outer blocks, then with the *nests* ([`NEST_REDUCTION`]: four periods per
+//! base), then with larger bases ([`REDUCTIONS`]); a dimension with fewer than three periods
+//! beyond its base is kept whole.
+//!
+//! The nests are the reduced functions rolled along the schedule's loop nest
+//! (`GemmPlan::looped_nest`), fitted the same way and lowered loop by loop once fitted
+//! (`bir::lower_looped_native`), so every engine stream of the result keeps the schedule's
+//! loops. The rolled lowerings are tried first because they need the smallest reduced GEMMs.
 //!
 //! # Why it is exact where it succeeds
 //! A multilinear polynomial of degree <= 1 per variable is determined by its values at the
@@ -48,10 +54,13 @@
 
 #[path = "extrapolate/fit.rs"]
 pub mod fit;
+#[path = "extrapolate/reduced.rs"]
+mod reduced;
+
+use reduced::{run_all, Job, Level, NestDoc, Reduced};
 
 use codegen::{
-    k_chunks, plan_candidate, plan_gemm, plan_gemm_fitting, AutoPlanning, CodegenError, GemmConfig, GemmPlan, Schedule,
-    M_TILE, N_TILE,
+    k_chunks, plan_gemm_fitting, AutoPlanning, CodegenError, GemmConfig, GemmPlan, Schedule, M_TILE, N_TILE,
 };
 use penguin::FunctionView;
 use serde::{Deserialize, Serialize};
@@ -327,117 +336,6 @@ fn points(d: usize) -> Vec<Vec<i64>> {
 pub fn reduced_configs(cfg: &GemmConfig) -> Vec<GemmConfig> {
     let axes: Vec<Axis> = axes(cfg, REDUCTIONS[0]).into_iter().filter(|a| a.periods > 0).collect();
     points(axes.len()).iter().map(|p| at(cfg, &axes, p)).collect()
-}
-
-/// One reduced GEMM, planned and lowered along its loop nest, as JSON.
-struct Reduced {
-    program: Value,
-    figures: Value,
-    instructions: u64,
-}
-
-fn encode<T: Serialize>(v: &T) -> Result<Value, ExtrapolateError> {
-    serde_json::to_value(v)
-        .map_err(|e| ExtrapolateError::Reduced(CliError::internal(format!("cannot encode a reduced program: {e}"))))
-}
-
-/// Which program the reduced GEMMs give to the fit.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Level {
-    /// The Penguin function rolled along the schedule's nest (`GemmPlan::looped_nest`), lowered
-    /// natively once fitted: every engine stream keeps the nest, so the model jumps.
-    Nest,
-    /// The BIR lowering rolled by `bir::roll` (streams loop on their own).
-    Rolled,
-}
-
-/// A looped function as the fit sees it: its tensors as a list (the function keeps them in a
-/// map by name, which a JSON document would reorder, renumbering them).
-#[derive(Serialize, Deserialize)]
-struct NestDoc {
-    tensors: Vec<penguin::TensorData>,
-    function: penguin::LoopedFunction,
-}
-
-impl NestDoc {
-    fn of(mut function: penguin::LoopedFunction) -> NestDoc {
-        let tensors = std::mem::take(&mut function.header.tensors).into_values().collect();
-        NestDoc { tensors, function }
-    }
-
-    fn function(self) -> penguin::LoopedFunction {
-        let mut f = self.function;
-        f.header.tensors = self.tensors.into_iter().map(|t| (t.name.clone(), t)).collect();
-        f
-    }
-}
-
-/// Plan (with `cfg`'s blocks, or `plan` when given) one reduced GEMM and give its program at
-/// `level`.
-fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>, double: bool, level: Level) -> Result<Reduced, ExtrapolateError> {
-    let plan = match plan {
-        Some(p) => p,
-        None if double => plan_candidate(cfg).map_err(ExtrapolateError::Plan)?,
-        None => plan_gemm(cfg).map_err(ExtrapolateError::Plan)?,
-    };
-    let mut unrolled = crate::gemm::lower(&plan).map_err(ExtrapolateError::Reduced)?;
-    let figures = Figures::of(&plan, &unrolled);
-    // Hold as little as possible at once.
-    let program = match level {
-        Level::Nest => {
-            drop(unrolled);
-            encode(&NestDoc::of(plan.looped_nest()))?
-        }
-        Level::Rolled => {
-            drop(plan);
-            // Origins change every iteration: they would keep every loop from rolling.
-            unrolled.streams.iter_mut().flatten().for_each(|i| i.origin = None);
-            encode(&bir::roll(&unrolled))?
-        }
-    };
-    Ok(Reduced { program, figures: encode(&figures)?, instructions: figures.bir_instructions })
-}
-
-/// A reduced GEMM to plan, and its plan when it was made already.
-type Job = (GemmConfig, Option<GemmPlan>);
-
-/// Run `jobs` on up to `threads` threads, results in order.
-fn run_all(jobs: Vec<Job>, double: bool, level: Level, threads: usize) -> Vec<Result<Reduced, ExtrapolateError>> {
-    let n = jobs.len();
-    let slots: Vec<std::sync::Mutex<Option<Job>>> = jobs.into_iter().map(|j| std::sync::Mutex::new(Some(j))).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut out = Vec::new();
-        loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(slot) = slots.get(i) else { break };
-            let job = slot.lock().ok().and_then(|mut s| s.take());
-            let r = match job {
-                Some((cfg, plan)) => reduce(&cfg, plan, double, level),
-                None => Err(ExtrapolateError::Reduced(CliError::internal("a reduced GEMM was taken twice (a bug)"))),
-            };
-            out.push((i, r));
-        }
-        out
-    };
-    let mut results: Vec<(usize, Result<Reduced, ExtrapolateError>)> = std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads.clamp(1, n.max(1)))
-            .filter_map(|_| std::thread::Builder::new().spawn_scoped(scope, work).ok())
-            .collect();
-        let mut all = work();
-        for h in helpers {
-            match h.join() {
-                Ok(part) => all.extend(part),
-                Err(_) => all.push((
-                    usize::MAX,
-                    Err(ExtrapolateError::Reduced(CliError::internal("a reduced GEMM's thread panicked (a bug)"))),
-                )),
-            }
-        }
-        all
-    });
-    results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The full GEMM's blocks: `cfg`'s unless `planning` is [`AutoPlanning::Fitting`], otherwise shrunk to fit SBUF as
