@@ -138,9 +138,33 @@ fn a_looped_pir_runs_verifies_compiles_and_formats_like_its_unrolled_twin() {
     let model = |file: &std::path::Path| serde_json::to_value(ntile::api::model_kernel(file, None).unwrap()).unwrap();
     assert_eq!(model(&lf), model(&ff));
 
-    // `compile` lowers the expansion: the same BIR as the twin's.
-    let compiled = |file: &std::path::Path| stdout(&ntile(&["compile", path_str(file)]));
-    assert_eq!(compiled(&lf), compiled(&ff));
+    // `compile` lowers it loop by loop (its copies take the DMA queues in turn, so the loop is
+    // unrolled by their period): BIR whose expansion has the twin's ops on every stream and HBM
+    // layout, and which verifies and runs as the twin's program.
+    let compiled = |file: &std::path::Path| {
+        let o = ntile(&["compile", path_str(file)]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        stdout(&o)
+    };
+    let (looped_bir, flat_bir) = (compiled(&lf), compiled(&ff));
+    let lp = bir::text::parse_looped(&looped_bir).unwrap().expand().unwrap();
+    let flat = bir::text::parse(&flat_bir).unwrap();
+    assert_eq!(lp.hbm, flat.hbm);
+    for e in bir::Engine::all() {
+        let ops = |p: &bir::Program| p.stream(e).iter().map(|i| i.op.clone()).collect::<Vec<_>>();
+        assert_eq!(ops(&lp), ops(&flat), "{}", e.name());
+    }
+    let compiled_file = dir.join("g.bir");
+    std::fs::write(&compiled_file, &looped_bir).unwrap();
+    let o = ntile(&["verify", path_str(&compiled_file)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (bir_report, bir_c) = run(&compiled_file, "c3.npy");
+    assert_eq!(bir_c, flat_c);
+    assert_eq!(bir_report["modeled_time_us"], flat_report["modeled_time_us"]);
+    let o = ntile(&["compile", path_str(&lf), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let json: bir::LoopedProgram = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(json.expand().unwrap(), lp);
 
     // `fmt` prints it back rolled, comments kept beside their lines; its JSON reads back.
     let o = ntile(&["fmt", path_str(&lf)]);
@@ -286,4 +310,41 @@ fn every_error_of_an_iteration_is_placed_on_its_line() {
         assert_eq!(err.lines().filter(|l| l.starts_with("; error: i")).count(), errors, "{err}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A GEMM's planned function with its loops (`ntile gemm --emit penguin`) compiles to BIR whose
+/// engine streams keep them, and that program models and verifies as the unrolled one does.
+#[test]
+fn a_planned_gemm_with_loops_compiles_to_bir_with_loops() {
+    let dir = scratch("loops-compile");
+    let shape = ["gemm", "--m", "512", "--k", "1024", "--n", "2048", "--schedule", "blocked-mnk", "--emit"];
+    let emit = |what: &str, name: &str| {
+        let o = ntile(&[&shape[..], &[what]].concat());
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let file = dir.join(name);
+        std::fs::write(&file, stdout(&o)).unwrap();
+        file
+    };
+    let (looped, flat) = (emit("penguin", "g.pir"), emit("penguin-unrolled", "flat.pir"));
+    let compile = |file: &std::path::Path, name: &str| {
+        let out = dir.join(name);
+        let o = ntile(&["compile", path_str(file), "-o", path_str(&out)]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        out
+    };
+    let (looped_bir, flat_bir) = (compile(&looped, "g.bir"), compile(&flat, "flat.bir"));
+    let text = std::fs::read_to_string(&looped_bir).unwrap();
+    let streams_with_loops = text.split("\nstream ").filter(|s| s.contains("\n  loop i0 x")).count();
+    assert!(streams_with_loops >= 4, "{text}");
+    assert!(text.lines().count() < std::fs::read_to_string(&flat_bir).unwrap().lines().count());
+    assert_eq!(code(&ntile(&["verify", path_str(&looped_bir)])), 0);
+    let model = |file: &std::path::Path| {
+        let o = ntile(&["run", path_str(file), "--no-sim", "--json"]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        serde_json::from_str::<serde_json::Value>(&stdout(&o)).unwrap()
+    };
+    let (a, b) = (model(&looped_bir), model(&flat_bir));
+    for key in ["modeled_time_us", "bir_instructions", "hbm_bytes"] {
+        assert_eq!(a[key], b[key], "{key}");
+    }
 }

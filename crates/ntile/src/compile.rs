@@ -1,4 +1,9 @@
 //! `ntile compile`: verify a Penguin function, lower it for a target and verify the BIR.
+//!
+//! A function with loops compiles to a program with loops: it is verified and lowered on its
+//! expansion as any function is (so its errors, and the programs it is refused for, are the
+//! unrolled twin's), then lowered again loop by loop ([`bir::lower_looped`]), every engine
+//! stream keeping its loops, and that looped program is printed.
 
 use std::path::PathBuf;
 
@@ -26,6 +31,9 @@ Examples:
   ntile compile examples/gemm_4x16x8.pir                 BIR text on stdout
   ntile compile examples/gemm_4x16x8.pir --target trn1 -o gemm.bir
   ntile compile kernel.pir --json                        the BIR as JSON (same as --emit json)
+
+A function with loops (`loop iD xT { ... }`) compiles to BIR whose engine streams loop the
+same way, with semaphore waits stepping per trip; its expansion is the unrolled twin's program.
 
 Exit codes: 0 ok, 2 the function does not parse, breaks a verifier rule, does not fit the
 target, or lowers to a program the BIR verifier rejects (errors are printed beside their lines).")]
@@ -66,6 +74,10 @@ pub fn compile_function(
 /// Run `ntile compile`.
 pub fn run(args: &CompileArgs) -> Result<String, CliError> {
     let (src, ir) = load_path(&args.file)?;
+    let looped = match &ir {
+        Ir::PenguinLooped(lf, _) => Some(lf.clone()),
+        _ => None,
+    };
     let ir = crate::looped_pir::expand_ir(&src, ir)?;
     let Ir::Penguin(f, map) = &ir else {
         return Err(CliError::usage(format!(
@@ -75,9 +87,22 @@ pub fn run(args: &CompileArgs) -> Result<String, CliError> {
     };
     let program = compile_function(&src, f, map.as_ref(), args.target)?;
     let emit = if args.json { CompileEmit::Json } else { args.emit };
-    let text = match emit {
-        CompileEmit::Bir => program.to_string(),
-        CompileEmit::Json => to_json(&program)?,
+    let text = match (looped, emit) {
+        (None, CompileEmit::Bir) => program.to_string(),
+        (None, CompileEmit::Json) => to_json(&program)?,
+        (Some(lf), emit) => {
+            // The expansion lowered and verified: lowering it loop by loop is ntile's to get right.
+            let bug = |what: String| CliError::internal(format!("{}: {what} (a bug)", src.name));
+            let lp = bir::lower_looped(&lf, args.target).map_err(|e| bug(format!("lowering the loops failed: {e}")))?;
+            bir::verify_looped(&lp).map_err(|errors| {
+                let first = errors.first().map(ToString::to_string).unwrap_or_default();
+                bug(format!("the program lowered loop by loop fails the BIR verifier: {first}"))
+            })?;
+            match emit {
+                CompileEmit::Bir => lp.to_string(),
+                CompileEmit::Json => to_json(&lp)?,
+            }
+        }
     };
     write_or_return(args.output.as_deref(), text)
 }
