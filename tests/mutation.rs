@@ -197,6 +197,21 @@ fn check(name: &str, extension: &str, bytes: Vec<u8>, simulate: bool) {
                     Err(e) => located(name, &e),
                     Ok((f, _)) => {
                         let lowered = penguin::verify(&f).ok().and_then(|v| bir::lower(v, penguin::Target::Trn2).ok());
+                        if let Some(p) = lowered.as_ref().filter(|p| bir::verify_program(p).is_ok()) {
+                            // `ntile compile` lowers it loop by loop too: the same ops, stream by stream.
+                            let looped = bir::lower_looped(&lf, penguin::Target::Trn2).unwrap_or_else(|e| {
+                                panic!("lowering the loops failed where the expansion lowers: {e}")
+                            });
+                            if let Err(errors) = bir::verify_looped(&looped) {
+                                panic!("the program lowered loop by loop fails the verifier: {errors:?}");
+                            }
+                            let expanded = looped.expand().unwrap_or_else(|e| panic!("it does not expand: {e}"));
+                            for e in bir::Engine::all() {
+                                let ops =
+                                    |p: &bir::Program| p.stream(e).iter().map(|i| i.op.clone()).collect::<Vec<_>>();
+                                assert_eq!(ops(&expanded), ops(p), "the ops of {} differ", e.name());
+                            }
+                        }
                         if let Some(p) = lowered.filter(|p| bir::verify_program(p).is_ok() && simulate) {
                             run(&p);
                         }
