@@ -164,3 +164,24 @@ fn a_count_past_u32_is_refused_naming_the_limit() {
     assert!(e.contains("does not fit BIR's limits") && e.contains("the largest semaphore wait value (u32)"), "{e}");
     assert!(e.contains(".waits[") && e.contains("value` would be"), "{e}");
 }
+
+/// When the rolled lowerings of the three-period GEMMs differ in structure (naive on trn1:
+/// its PE transposes), the functions rolled along the schedule's nest are fitted at four
+/// periods and lowered loop by loop: the report says so, and its figures are the whole plan's.
+#[test]
+fn a_gemm_whose_rolled_lowerings_differ_is_extrapolated_along_its_nest() {
+    let shape = ["gemm", "--m", "2048", "--k", "300", "--n", "8192", "--schedule", "naive", "--target", "trn1"];
+    let whole = json(&[&shape[..], &["--no-sim", "--json"]].concat());
+    let x = json(&[&shape[..], &["--no-sim", "--json", "--extrapolate"]].concat());
+    let xr = &x["extrapolated"];
+    // Six rolled GEMMs (four corners, two checks) that did not fit, then six along the nest.
+    assert_eq!((xr["reduced_plans"].as_u64(), xr["along_nest"].as_bool()), (Some(12), Some(true)), "{xr}");
+    assert_eq!(xr["base"], serde_json::json!([4 * 256, 300, 4 * 1024]));
+    for key in ["matmuls", "bir_instructions", "penguin_instructions", "psum_groups", "hbm_bytes"] {
+        assert_eq!(x[key], whole[key], "{key}");
+    }
+    let t = |v: &serde_json::Value| v["modeled_time_us"].as_f64().unwrap();
+    assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
+    let o = ntile(&[&shape[..], &["--no-sim", "--extrapolate"]].concat());
+    assert!(stdout(&o).contains("along the schedule's loop nest, not unrolled"), "{}", stdout(&o));
+}

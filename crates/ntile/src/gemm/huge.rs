@@ -194,6 +194,7 @@ fn report(
         reduced_instructions: x.reduced_instructions,
         base: [x.base.m, x.base.k, x.base.n],
         periods: [period("m"), period("k"), period("n")],
+        along_nest: x.nested,
     });
     report
 }

@@ -152,6 +152,9 @@ pub struct ExtrapolatedReport {
     pub base: [u64; 3],
     /// The period of each reduced dimension in elements (`m`, `k`, `n`; 0: not reduced).
     pub periods: [u64; 3],
+    /// Whether the reduced functions rolled along the schedule's loop nest were fitted (and
+    /// the result lowered loop by loop), rather than their rolled lowerings.
+    pub along_nest: bool,
 }
 
 /// Wall-clock milliseconds of each phase.
@@ -329,8 +332,10 @@ pub fn summary(r: &Report) -> String {
     if let Some(x) = &r.extrapolated {
         let [bm, bk, bn] = x.base;
         s += &format!(
-            "          extrapolated from {} reduced plans ({} BIR instructions; base {bm}x{bk}x{bn}), not unrolled\n",
-            x.reduced_plans, x.reduced_instructions
+            "          extrapolated from {} reduced plans ({} BIR instructions; base {bm}x{bk}x{bn}){}, not unrolled\n",
+            x.reduced_plans,
+            x.reduced_instructions,
+            if x.along_nest { " along the schedule's loop nest" } else { "" }
         );
     }
     let blocks = match (&r.blocks, &r.loop_order) {
