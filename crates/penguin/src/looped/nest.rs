@@ -40,13 +40,12 @@
 //! Rolling never changes the meaning: [`expand_items`](super::expand_items) of the result is
 //! the input sequence, for the same reason as [`super::roll`]'s.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
 
-use super::roll::{roll_items, Rolled};
+use super::roll::{roll_items, same_step, steppable, Rolled, ShapeIds};
 use super::{params, Item, Loop};
 
 /// The longest body, in segments, a loop of segments may get.
@@ -337,51 +336,25 @@ fn apply<I: Rolled>(level: Vec<Unit<I>>, p: usize, runs: &[(usize, usize)], shap
     out
 }
 
-/// Whether `b - a` fits an `i64` for every parameter.
-fn steppable(a: &[i64], b: &[i64]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| y.checked_sub(*x).is_some())
-}
-
-/// Whether `c - b == b - a` for every parameter (no overflow).
-fn same_step(a: &[i64], b: &[i64], c: &[i64]) -> bool {
-    a.iter().zip(b).zip(c).all(|((x, y), z)| match (y.checked_sub(*x), z.checked_sub(*y)) {
-        (Some(d0), Some(d1)) => d0 == d1,
-        _ => false,
-    })
-}
-
 /// Interned shapes of instructions, loops and segments: equal ids for equal shapes.
 struct Shapes<I: Rolled> {
-    insts: HashMap<u64, Vec<(I::Shape, u32)>>,
-    loops: HashMap<(u32, Vec<i64>, Vec<u32>), u32>,
+    ids: ShapeIds<I>,
     seqs: HashMap<Vec<u32>, u32>,
-    next: u32,
 }
 
 impl<I: Rolled> Default for Shapes<I> {
     fn default() -> Self {
-        Shapes { insts: HashMap::new(), loops: HashMap::new(), seqs: HashMap::new(), next: 0 }
+        Shapes { ids: ShapeIds::default(), seqs: HashMap::new() }
     }
 }
 
 impl<I: Rolled> Shapes<I> {
-    fn fresh(&mut self) -> u32 {
-        self.next += 1;
-        self.next
-    }
-
     fn item(&mut self, it: &Item<I>) -> u32 {
         match it {
-            Item::Inst(i) => self.inst(i),
+            Item::Inst(i) => self.ids.of_inst(i),
             Item::Loop(l) => {
                 let body: Vec<u32> = l.body.iter().map(|b| self.item(b)).collect();
-                let key = (l.trips, l.step.clone(), body);
-                if let Some(&id) = self.loops.get(&key) {
-                    return id;
-                }
-                let id = self.fresh();
-                self.loops.insert(key, id);
-                id
+                self.ids.of_loop(l.trips, &l.step, &body)
             }
         }
     }
@@ -391,23 +364,8 @@ impl<I: Rolled> Shapes<I> {
         if let Some(&id) = self.seqs.get(&key) {
             return id;
         }
-        let id = self.fresh();
+        let id = self.ids.fresh();
         self.seqs.insert(key, id);
-        id
-    }
-
-    fn inst(&mut self, inst: &I) -> u32 {
-        let Some(shape) = inst.shape() else {
-            return self.fresh();
-        };
-        let mut h = DefaultHasher::new();
-        shape.hash(&mut h);
-        let key = h.finish();
-        if let Some(id) = self.insts.get(&key).and_then(|b| b.iter().find(|(s, _)| *s == shape).map(|(_, id)| *id)) {
-            return id;
-        }
-        let id = self.fresh();
-        self.insts.entry(key).or_default().push((shape, id));
         id
     }
 }

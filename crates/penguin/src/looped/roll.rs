@@ -64,6 +64,18 @@ pub fn roll_items<I: Rolled>(items: Vec<Item<I>>) -> Vec<Item<I>> {
 /// The roll pass with its interned shapes, to roll several sequences (BIR's engine streams)
 /// without interning an instruction shape twice.
 pub struct Roller<I: Rolled> {
+    ids: ShapeIds<I>,
+}
+
+impl<I: Rolled> Default for Roller<I> {
+    fn default() -> Self {
+        Roller { ids: ShapeIds::default() }
+    }
+}
+
+/// Interned shapes of instructions and loops: equal ids for equal shapes (shared with the
+/// nest roll, which interns segments on top).
+pub(super) struct ShapeIds<I: Rolled> {
     /// Instruction shapes, bucketed by their hash.
     insts: HashMap<u64, Vec<(I::Shape, u32)>>,
     /// Loops: trips, step and body shapes.
@@ -71,52 +83,21 @@ pub struct Roller<I: Rolled> {
     next: u32,
 }
 
-impl<I: Rolled> Default for Roller<I> {
+impl<I: Rolled> Default for ShapeIds<I> {
     fn default() -> Self {
-        Roller { insts: HashMap::new(), loops: HashMap::new(), next: 0 }
+        ShapeIds { insts: HashMap::new(), loops: HashMap::new(), next: 0 }
     }
 }
 
-impl<I: Rolled> Roller<I> {
-    /// Roll one sequence (see the module doc).
-    pub fn roll(&mut self, items: Vec<Item<I>>) -> Vec<Item<I>> {
-        let shape = items
-            .iter()
-            .map(|it| match it {
-                Item::Inst(i) => self.of_inst(i),
-                Item::Loop(l) => {
-                    // A given loop's body is interned item by item.
-                    let body: Vec<u32> = l
-                        .body
-                        .iter()
-                        .map(|b| match b {
-                            Item::Inst(i) => self.of_inst(i),
-                            Item::Loop(_) => self.fresh(),
-                        })
-                        .collect();
-                    self.of_loop(l.trips, &l.step, &body)
-                }
-            })
-            .collect();
-        let params = items.iter().map(|it| params(std::slice::from_ref(it))).collect();
-        let mut level = Level { items, shape, params };
-        'rounds: loop {
-            for period in candidates(&level.shape) {
-                if self.roll_period(&mut level, period) {
-                    continue 'rounds;
-                }
-            }
-            break;
-        }
-        level.items
-    }
-
-    fn fresh(&mut self) -> u32 {
+impl<I: Rolled> ShapeIds<I> {
+    /// An id equal to no other.
+    pub(super) fn fresh(&mut self) -> u32 {
         self.next += 1;
         self.next
     }
 
-    fn of_inst(&mut self, inst: &I) -> u32 {
+    /// The id of an instruction's shape (a fresh one when it has none).
+    pub(super) fn of_inst(&mut self, inst: &I) -> u32 {
         let Some(shape) = inst.shape() else {
             return self.fresh();
         };
@@ -131,7 +112,8 @@ impl<I: Rolled> Roller<I> {
         id
     }
 
-    fn of_loop(&mut self, trips: u32, step: &[i64], body: &[u32]) -> u32 {
+    /// The id of a loop of `trips` with this step over a body of these ids.
+    pub(super) fn of_loop(&mut self, trips: u32, step: &[i64], body: &[u32]) -> u32 {
         let key = (trips, step.to_vec(), body.to_vec());
         if let Some(&id) = self.loops.get(&key) {
             return id;
@@ -139,6 +121,41 @@ impl<I: Rolled> Roller<I> {
         let id = self.fresh();
         self.loops.insert(key, id);
         id
+    }
+}
+
+impl<I: Rolled> Roller<I> {
+    /// Roll one sequence (see the module doc).
+    pub fn roll(&mut self, items: Vec<Item<I>>) -> Vec<Item<I>> {
+        let shape = items
+            .iter()
+            .map(|it| match it {
+                Item::Inst(i) => self.ids.of_inst(i),
+                Item::Loop(l) => {
+                    // A given loop's body is interned item by item.
+                    let body: Vec<u32> = l
+                        .body
+                        .iter()
+                        .map(|b| match b {
+                            Item::Inst(i) => self.ids.of_inst(i),
+                            Item::Loop(_) => self.ids.fresh(),
+                        })
+                        .collect();
+                    self.ids.of_loop(l.trips, &l.step, &body)
+                }
+            })
+            .collect();
+        let params = items.iter().map(|it| params(std::slice::from_ref(it))).collect();
+        let mut level = Level { items, shape, params };
+        'rounds: loop {
+            for period in candidates(&level.shape) {
+                if self.roll_period(&mut level, period) {
+                    continue 'rounds;
+                }
+            }
+            break;
+        }
+        level.items
     }
 
     /// Roll every run of period `p`; whether any was found.
@@ -193,7 +210,7 @@ impl<I: Rolled> Roller<I> {
             let body: Vec<Item<I>> = level.items[i..i + p].to_vec();
             debug_assert_eq!(step.len(), param_count(&body));
             let trips = trips as u32;
-            out.shape.push(self.of_loop(trips, &step, &level.shape[i..i + p]));
+            out.shape.push(self.ids.of_loop(trips, &step, &level.shape[i..i + p]));
             out.items.push(Item::Loop(Loop { trips, body, step }));
             out.params.push(base);
             i += trips as usize * p;
@@ -233,13 +250,13 @@ fn diff(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
     a.iter().zip(b).map(|(x, y)| y.checked_sub(*x)).collect()
 }
 
-/// Whether `b - a` fits an `i64` for every parameter.
-fn steppable(a: &[i64], b: &[i64]) -> bool {
-    a.iter().zip(b).all(|(x, y)| y.checked_sub(*x).is_some())
+/// Whether `a` and `b` have as many parameters and `b - a` fits an `i64` for every one.
+pub(super) fn steppable(a: &[i64], b: &[i64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| y.checked_sub(*x).is_some())
 }
 
 /// Whether `c - b == b - a` for every parameter (no overflow).
-fn same_step(a: &[i64], b: &[i64], c: &[i64]) -> bool {
+pub(super) fn same_step(a: &[i64], b: &[i64], c: &[i64]) -> bool {
     a.iter().zip(b).zip(c).all(|((x, y), z)| match (y.checked_sub(*x), z.checked_sub(*y)) {
         (Some(d0), Some(d1)) => d0 == d1,
         _ => false,
