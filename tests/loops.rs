@@ -5,6 +5,10 @@
 
 mod common;
 
+#[path = "common/simulate.rs"]
+mod simulate;
+use simulate::simulate;
+
 use common::{code, ntile, path_str, scratch, stdout, write_f32_npy};
 
 use codegen::{plan_gemm, GemmConfig, Schedule};
@@ -24,18 +28,6 @@ fn config() -> impl Strategy<Value = GemmConfig> {
             cfg
         },
     )
-}
-
-/// C's bytes after simulating `p` on fixed inputs.
-fn simulate(p: &bir::Program, m: u64, k: u64, n: u64) -> Vec<u8> {
-    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 23) as f32 - 11.0) / 8.0).collect();
-    let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 19) as f32 - 9.0) / 4.0).collect();
-    let mut sim = sim::Simulator::new(p);
-    sim.write_hbm_f32("a", &a).unwrap();
-    sim.write_hbm_f32("b", &b).unwrap();
-    let stats = sim.run().unwrap();
-    assert!(stats.races.is_empty());
-    sim.read_hbm_tensor("c").unwrap()
 }
 
 proptest! {

@@ -5,6 +5,10 @@
 //! with its typed error and `lower_looped` falls back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test helpers assert on values")]
 
+#[path = "../../../tests/common/simulate.rs"]
+mod simulate;
+use simulate::simulate;
+
 use bir::{lower, lower_looped, lower_looped_native, Engine, LoopedProgram, Op, Program};
 use codegen::{plan_gemm, BlockSizes, GemmConfig, GemmPlan, Schedule};
 use penguin::{verify, DType, SparsityPattern, Target};
@@ -48,18 +52,6 @@ fn check_with(
     let (t_got, t_want) = (sim::model(&got).unwrap().total_ns, sim::model(&want).unwrap().total_ns);
     assert!((t_got - t_want).abs() <= 1e-9 * t_want, "{cfg:?}: {t_got} vs {t_want}");
     (plan, want, lp)
-}
-
-/// C's bytes after simulating `p` on fixed inputs.
-fn simulate(p: &Program, m: u64, k: u64, n: u64) -> Vec<u8> {
-    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 23) as f32 - 11.0) / 8.0).collect();
-    let b: Vec<f32> = (0..k * n).map(|i| ((i * 5 % 19) as f32 - 9.0) / 4.0).collect();
-    let mut sim = sim::Simulator::new(p);
-    sim.write_hbm_f32("a", &a).unwrap();
-    sim.write_hbm_f32("b", &b).unwrap();
-    let stats = sim.run().unwrap();
-    assert!(stats.races.is_empty());
-    sim.read_hbm_tensor("c").unwrap()
 }
 
 #[test]
