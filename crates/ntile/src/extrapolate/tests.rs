@@ -145,3 +145,35 @@ fn a_wait_value_past_u32_is_a_limit_naming_the_field() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A fitted nest whose edge points past the u32 numbering of Penguin instructions is a
+/// limit naming the field (the extrapolation then tries the rolled lowerings).
+#[test]
+fn an_edge_index_past_u32_is_a_limit_naming_the_field() {
+    let plan = plan_gemm(&cfg(256, 512, 512, Schedule::Naive)).unwrap();
+    let mut doc = serde_json::to_value(NestDoc::of(plan.looped_nest())).unwrap();
+    fn first_from(v: &mut serde_json::Value) -> Option<&mut serde_json::Value> {
+        match v {
+            serde_json::Value::Object(m) => {
+                if m.contains_key("from") {
+                    return m.get_mut("from");
+                }
+                m.values_mut().find_map(first_from)
+            }
+            serde_json::Value::Array(a) => a.iter_mut().find_map(first_from),
+            _ => None,
+        }
+    }
+    *first_from(&mut doc["function"]["body"]).expect("an edge") = serde_json::json!(5_000_000_000u64);
+    match decode::<NestDoc>(doc) {
+        Err(e @ ExtrapolateError::Limit { .. }) => {
+            let ExtrapolateError::Limit { path, value, limit } = &e else { unreachable!() };
+            assert!(path.starts_with("function.body[") && path.ends_with(".from"), "{path}");
+            assert_eq!(*value, 5_000_000_000);
+            assert!(limit.contains("Penguin instructions"), "{limit}");
+            assert!(e.falls_back());
+        }
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("decoded an edge past u32"),
+    }
+}
