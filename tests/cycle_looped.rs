@@ -21,7 +21,7 @@ use unrolled::{assert_close, check_against_unrolled};
 // Building blocks
 
 fn inst(op: Op, waits: &[(u32, u32)], signal: Option<u32>) -> BirInst {
-    let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: v }).collect();
+    let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: u64::from(v) }).collect();
     BirInst { op, waits, signal: signal.map(SemId), origin: None }
 }
 

@@ -128,57 +128,93 @@ proptest::proptest! {
     }
 }
 
-/// Queue 0 loads `outer x inner` times, each load signalling s0.
-fn signalling_loads(outer: u32, inner: u32) -> LoopedProgram {
+/// Queue 0 loads `trips` (a loop nest, outermost first) times, each load signalling s0; the
+/// source steps by 128 bytes per load of the innermost loop and `1 << 20` per outer trip (the
+/// offsets of a nest deeper than two stay put).
+fn signalling_loads_nest(trips: &[u32]) -> LoopedProgram {
     let mut p = Program::new("counts", Target::Trn2);
     p.hbm_size = 1 << 60;
     p.semaphores = vec!["s0".into()];
     let mut lp = LoopedProgram::from_program(&p);
+    let src_step: Vec<i64> = match trips.len() {
+        2 => vec![1 << 20, 128],
+        d => vec![0; d],
+    };
+    let zero = vec![0; trips.len()];
     let load = Nested {
         inst: inst(Op::DmaCopy { dst: sbuf(0, 64), src: hbm(0, 64), cast: CastMode::Rne }, &[], 0),
-        coef: vec![vec![0, 0], vec![0, 0], vec![1 << 20, 128], vec![0, 0]],
+        coef: vec![zero.clone(), zero.clone(), src_step, zero],
     };
-    lp.streams[Engine::Dma(0).index()] = vec![nest(&[outer, inner], &[load])];
+    lp.streams[Engine::Dma(0).index()] = vec![nest(trips, &[load])];
     lp
 }
 
-#[test]
-fn a_semaphore_signalled_past_u32_is_an_error_where_it_overflows() {
-    // 2^32 loads each signalling s0: s0 counts in a u32, so the last load (index 2^32 - 1)
-    // is an error. The model jumps to just before it.
-    let lp = signalling_loads(65_536, 65_536);
-    let (err, profile) = (LoopedOptions::default(), Target::Trn2.profile());
-    let err = model_looped_stats(&lp, &profile, err).unwrap_err();
-    let SimError::BadOperand { at, detail } = &err else { panic!("{err}") };
-    assert_eq!((at.engine, at.index), (Engine::Dma(0), (1 << 32) - 1), "{err}");
-    assert!(detail.contains("semaphore s0 is signalled for the 4294967296th time") && detail.contains("u32"), "{err}");
-    // One load fewer is fine: u32::MAX = 65535 x 65537 signals.
-    let (r, stats) = model(&signalling_loads(65_535, 65_537), &profile);
-    assert_eq!(stats.replayed + stats.skipped, u64::from(u32::MAX));
-    assert!(stats.replayed < 10_000, "{stats:?}");
-    assert_eq!(r.hbm_bytes, u64::from(u32::MAX) * 128 * 64 * 2);
+fn signalling_loads(outer: u32, inner: u32) -> LoopedProgram {
+    signalling_loads_nest(&[outer, inner])
+}
+
+/// The PE loads the stationary operand three times, waiting for s0 to reach `first`,
+/// `first + 1` and `first + 2`.
+fn pe_waits_from(first: u64) -> Vec<Item> {
+    let (tile_position, tile_size) = (TilePosition { row: 0, col: 0 }, TileSize { rows: 128, cols: 128 });
+    let ls = BirInst {
+        op: Op::LoadStationary { src: sbuf(0, 128), perf_mode: PerfMode::None, tile_position, tile_size },
+        waits: vec![bir::Wait { sem: bir::SemId(0), value: first }],
+        signal: None,
+        origin: None,
+    };
+    vec![Item::Loop(Loop { trips: 3, body: vec![Item::Inst(ls)], step: vec![0, 0, 1] })]
 }
 
 #[test]
-fn a_wait_value_past_u32_is_an_error() {
-    // After u32::MAX signals of s0 the PE waits for u32::MAX - 1, u32::MAX, then u32::MAX + 1,
-    // which no wait can hold.
-    let mut lp = signalling_loads(65_535, 65_537);
-    let (tile_position, tile_size) = (TilePosition { row: 0, col: 0 }, TileSize { rows: 128, cols: 128 });
-    let ls = BirInst {
-        signal: None,
-        ..inst(
-            Op::LoadStationary { src: sbuf(0, 128), perf_mode: PerfMode::None, tile_position, tile_size },
-            &[(0, u32::MAX - 1)],
-            0,
-        )
-    };
-    lp.streams[Engine::Pe.index()] =
-        vec![Item::Loop(Loop { trips: 3, body: vec![Item::Inst(ls)], step: vec![0, 0, 1] })];
+fn semaphores_count_past_u32() {
+    // 2^32 loads each signalling s0 (a 32-bit count would wrap at the last one), then the PE
+    // waits for counts u32::MAX - 1, u32::MAX and 2^32: all are reached, after the last load.
+    let profile = Target::Trn2.profile();
+    let mut lp = signalling_loads(65_536, 65_536);
+    lp.streams[Engine::Pe.index()] = pe_waits_from(u64::from(u32::MAX) - 1);
+    let (r, stats) = model(&lp, &profile);
+    assert_eq!(stats.replayed + stats.skipped, (1 << 32) + 3);
+    assert!(stats.replayed < 10_000, "{stats:?}");
+    assert_eq!(r.hbm_bytes, (1u64 << 32) * 128 * 64 * 2);
+    // The loads alone take as long: the PE's three loads end within their own time of them.
+    let (loads, _) = model(&signalling_loads(65_536, 65_536), &profile);
+    assert!(r.total_ns > loads.total_ns && r.total_ns < loads.total_ns + 1e4, "{} vs {}", r.total_ns, loads.total_ns);
+    // A wait for one signal more than there are is a deadlock naming both counts.
+    lp.streams[Engine::Pe.index()] = pe_waits_from(u64::from(u32::MAX));
+    let err = model_looped_stats(&lp, &profile, LoopedOptions::default()).unwrap_err();
+    let SimError::Deadlock { stuck } = &err else { panic!("{err}") };
+    assert_eq!(stuck.len(), 1, "{err}");
+    assert_eq!(
+        (stuck[0].at.engine, stuck[0].at.index, stuck[0].needed, stuck[0].current),
+        (Engine::Pe, 2, (1 << 32) + 1, 1 << 32)
+    );
+}
+
+#[test]
+fn a_semaphore_signalled_past_i64_is_an_error_where_it_overflows() {
+    // 2^63 loads each signalling s0: the model counts up to i64::MAX signals (the largest
+    // wait a loop can advance to), so the last load is an error. The model jumps to it.
+    let lp = signalling_loads_nest(&[1 << 21, 1 << 21, 1 << 21]);
+    let err = model_looped_stats(&lp, &Target::Trn2.profile(), LoopedOptions::default()).unwrap_err();
+    let SimError::BadOperand { at, detail } = &err else { panic!("{err}") };
+    assert_eq!((at.engine, at.index), (Engine::Dma(0), (1 << 63) - 1), "{err}");
+    assert!(detail.contains("semaphore s0 is signalled for the 9223372036854775808th time"), "{err}");
+}
+
+#[test]
+fn a_wait_value_out_of_range_is_an_error() {
+    // The PE waits for 1, 0, then -1, which no wait can hold.
+    let mut lp = signalling_loads(1, 1);
+    lp.streams[Engine::Pe.index()] = pe_waits_from(1);
+    let Item::Loop(l) = &mut lp.streams[Engine::Pe.index()][0] else { unreachable!() };
+    l.step[2] = -1;
     let err = model_looped_stats(&lp, &Target::Trn2.profile(), LoopedOptions::default()).unwrap_err();
     let SimError::BadOperand { at, detail } = &err else { panic!("{err}") };
     assert_eq!((at.engine, at.index), (Engine::Pe, 2), "{err}");
-    assert!(detail.contains("wait 0 (on s0; semaphore counts are u32) out of its range: to 4294967296"), "{err}");
+    let want =
+        "wait 0 (on s0; loop parameters advance in an i64) out of its range: to -1, outside 0..=9223372036854775807";
+    assert!(detail.contains(want), "{err}");
 }
 
 #[test]
@@ -202,4 +238,12 @@ fn a_parameter_out_of_range_late_in_a_long_loop_is_reported_where_it_is() {
     // Stepping up instead, the same loop jumps.
     let (_, stats) = model(&loads(128), &Target::Trn2.profile());
     assert!(stats.jumps > 0 && stats.replayed < 1000, "{stats:?}");
+    // With at most 1000 instructions replayed, the loop that jumps is modeled as before and
+    // the one that cannot jump stops at the limit instead of replaying every iteration.
+    let capped = LoopedOptions { max_replayed: 1000, ..LoopedOptions::default() };
+    let (r, _) = model_looped_stats(&loads(128), &Target::Trn2.profile(), capped).unwrap();
+    assert_eq!(r.total_ns, model(&loads(128), &Target::Trn2.profile()).0.total_ns);
+    let err = model_looped_stats(&loads(-128), &Target::Trn2.profile(), capped).unwrap_err();
+    let SimError::NoSteadyState { replayed, unrolled } = err else { panic!("{err}") };
+    assert_eq!((replayed, unrolled), (1000, 3000));
 }

@@ -37,7 +37,7 @@ pub fn psum(free: u32) -> HwAp {
 }
 
 pub fn inst(op: Op, waits: &[(u32, u32)], signal: u32) -> BirInst {
-    let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: v }).collect();
+    let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: u64::from(v) }).collect();
     BirInst { op, waits, signal: Some(SemId(signal)), origin: None }
 }
 

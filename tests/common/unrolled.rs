@@ -27,7 +27,9 @@ pub fn check_against_unrolled(lp: &LoopedProgram, profile: &HwProfile, rel: f64)
     let unrolled = lp.expand().unwrap();
     bir::verify_program(&unrolled).unwrap();
     let want = model_with(&unrolled, profile).unwrap();
-    let exact = model_looped_with(lp, profile, LoopedOptions { slices: true, extrapolate: false }).unwrap();
+    let exact =
+        model_looped_with(lp, profile, LoopedOptions { slices: true, extrapolate: false, ..LoopedOptions::default() })
+            .unwrap();
     assert_eq!(exact, want);
     let (got, stats) = model_looped_stats(lp, profile, LoopedOptions::default()).unwrap();
     assert!(got.slices.is_empty());

@@ -35,6 +35,6 @@ pub use lower::{
 };
 pub use program::{
     ApRole, BirInst, Engine, EngineClass, FromPartsError, HbmRole, HbmTensor, HwAp, InstRef, Op, OpPart, Program,
-    SemId, Wait, NUM_ENGINES,
+    SemId, Wait, MAX_SEMAPHORE_COUNT, NUM_ENGINES,
 };
 pub use verify::{partition_start_ok, verify_program};

@@ -76,7 +76,7 @@ pub fn push_inst_params(inst: &BirInst, out: &mut Vec<i64>) {
         out.push(i64::try_from(ap.byte_offset).unwrap_or(i64::MAX));
         out.push(i64::from(ap.start_partition));
     }
-    out.extend(inst.waits.iter().map(|w| i64::from(w.value)));
+    out.extend(inst.waits.iter().map(|w| i64::try_from(w.value).unwrap_or(i64::MAX)));
 }
 
 /// The parameters of a sequence of items, in order.
@@ -85,7 +85,7 @@ pub fn params(items: &[Item]) -> Vec<i64> {
 }
 
 /// `inst` with its parameters advanced by `delta` (one entry per parameter); `None` when a
-/// parameter leaves its range (a negative offset, a partition or wait value past `u32`).
+/// parameter leaves its range (a negative offset, a partition past `u32`, a wait value past `i64`).
 pub fn advance_inst(inst: &BirInst, delta: &[i64]) -> Option<BirInst> {
     let mut out = inst.clone();
     let mut d = delta.iter().copied();
@@ -109,8 +109,8 @@ pub fn advance_inst(inst: &BirInst, delta: &[i64]) -> Option<BirInst> {
         ap.start_partition = u32::try_from(part).ok()?;
     }
     for w in &mut out.waits {
-        let v = i64::from(w.value).checked_add(d.next()?)?;
-        w.value = u32::try_from(v).ok()?;
+        let v = i64::try_from(w.value).ok()?.checked_add(d.next()?)?;
+        w.value = u64::try_from(v).ok()?;
     }
     Some(out)
 }
@@ -208,7 +208,7 @@ mod tests {
                 src: test_ap(Memory::Hbm, 0, 4, 8, 1024 + off, vec![Dim::new(1, 8)]),
                 cast: penguin::CastMode::Rne,
             },
-            waits: wait.map(|value| Wait { sem: SemId(0), value }).into_iter().collect(),
+            waits: wait.map(|value| Wait { sem: SemId(0), value: u64::from(value) }).into_iter().collect(),
             signal: Some(SemId(1)),
             origin: None,
         }

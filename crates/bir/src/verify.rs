@@ -228,7 +228,7 @@ pub fn partition_start_ok(start: u32, count: u32) -> bool {
 /// Run the streams on semaphores alone; describe where they stop if they cannot finish.
 fn find_deadlock(p: &Program) -> Option<String> {
     let mut pc = vec![0usize; p.streams.len()];
-    let mut sem = vec![0u32; p.semaphores.len()];
+    let mut sem = vec![0u64; p.semaphores.len()];
     loop {
         let mut progressed = false;
         for (e, stream) in p.streams.iter().enumerate() {

@@ -51,7 +51,7 @@ fn ping_pong(a: u32, b: u32) -> LoopedFunction {
     lf
 }
 
-fn inst(op: &BirInst, sem: Engine, value: u32, signal: Engine) -> Item<BirInst> {
+fn inst(op: &BirInst, sem: Engine, value: u64, signal: Engine) -> Item<BirInst> {
     let waits = vec![Wait { sem: SemId(sem.index() as u32), value }];
     Item::Inst(BirInst { op: op.op.clone(), waits, signal: Some(SemId(signal.index() as u32)), origin: None })
 }

@@ -112,7 +112,7 @@ fn pipeline(trips: u32) -> bir::LoopedProgram {
         |offset| HwAp { memory: Memory::Hbm, partition_stride: 8192, ..chip(Memory::Hbm, DType::Bf16, offset, 512) };
     let sb = |offset, free| chip(Memory::Sbuf, DType::Bf16, offset, free);
     let inst = |op, waits: &[(u32, u32)], signal: Option<u32>| {
-        let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: v }).collect();
+        let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: u64::from(v) }).collect();
         Item::Inst(BirInst { op, waits, signal: signal.map(SemId), origin: None })
     };
     let (tile_position, tile_size) = (TilePosition { row: 0, col: 0 }, TileSize { rows: 128, cols: 128 });

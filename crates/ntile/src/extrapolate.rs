@@ -49,7 +49,7 @@
 //! # What it refuses
 //! A GEMM whose reduced programs differ in structure or in a number that is not multilinear
 //! under every reduction ([`ExtrapolateError::Fit`], naming the field and the GEMMs), and a
-//! fitted number past its field's range (a semaphore wait value past `u32`:
+//! fitted number past its field's range (a loop trip count or a start partition past `u32`:
 //! [`ExtrapolateError::Limit`]).
 
 #[path = "extrapolate/fit.rs"]
@@ -538,14 +538,12 @@ fn attempt(
 /// Decode a fitted document; a number past its field's range is a limit named by its path.
 fn decode<T: serde::de::DeserializeOwned>(doc: Value) -> Result<T, ExtrapolateError> {
     let limit = u64::from(u32::MAX);
-    let big = fit::first_above(&doc, limit, &["value", "trips", "start_partition", "num_partitions", "num", "from"]);
+    let big = fit::first_above(&doc, limit, &["trips", "start_partition", "num_partitions", "num", "from"]);
     match serde_json::from_value::<T>(doc) {
         Ok(v) => Ok(v),
         Err(e) => Err(match big {
             Some((path, value)) => {
-                let limit = if path.ends_with(".value") {
-                    "4294967295, the largest semaphore wait value (u32)"
-                } else if path.ends_with(".trips") {
+                let limit = if path.ends_with(".trips") {
                     "4294967295, the largest loop trip count (u32)"
                 } else if path.ends_with(".from") {
                     "4294967295, the most Penguin instructions a function numbers (u32)"

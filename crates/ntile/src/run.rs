@@ -241,6 +241,7 @@ fn failing_insts(e: &sim::SimError) -> Vec<sim::InstRef> {
         | E::TensorOutsideHbm { .. }
         | E::HbmTooLarge { .. }
         | E::TooManyStreams { .. }
+        | E::NoSteadyState { .. }
         | E::Internal(_) => Vec::new(),
     }
 }

@@ -16,9 +16,9 @@ pub struct Stuck {
     /// The semaphore it waits on.
     pub sem: SemId,
     /// The count it needs.
-    pub needed: u32,
+    pub needed: u64,
     /// The count the semaphore reached.
-    pub current: u32,
+    pub current: u64,
 }
 
 impl fmt::Display for Stuck {
@@ -189,6 +189,18 @@ pub enum SimError {
     Deadlock {
         /// Every unfinished stream with the wait it is blocked on.
         stuck: Vec<Stuck>,
+    },
+    /// Limit: the looped model replayed its limit of instructions one by one without a
+    /// repeating period to jump over (see `LoopedOptions::max_replayed`).
+    #[error(
+        "the looped cycle model replayed {replayed} of the {unrolled} instructions the program unrolls to \
+         without finding a repeating period to jump over, and stops there"
+    )]
+    NoSteadyState {
+        /// Instructions replayed one by one.
+        replayed: u64,
+        /// The unrolled length of the program.
+        unrolled: u64,
     },
     /// Bug: an internal invariant of the simulator failed.
     #[error("internal simulator error: {0}")]

@@ -352,7 +352,7 @@ impl Simulator {
             .map(|e| Engine::from_index(e).ok_or_else(|| SimError::Internal(format!("no engine with index {e}"))))
             .collect::<Result<_, _>>()?;
         let nsem = self.program.semaphores.len();
-        let mut sem_count = vec![0u32; nsem];
+        let mut sem_count = vec![0u64; nsem];
         // The clock that reaching value v + 1 of a semaphore publishes.
         let mut sem_clock: Vec<Vec<Clock>> = vec![Vec::new(); nsem];
         let mut clocks: Vec<Clock> = vec![[0; NUM_ENGINES]; streams.len()];
@@ -383,7 +383,7 @@ impl Simulator {
                     for w in inst.waits.iter().filter(|w| w.value > 0) {
                         let published = sem_clock
                             .get(w.sem.0 as usize)
-                            .and_then(|c| c.get(w.value as usize - 1))
+                            .and_then(|c| c.get(usize::try_from(w.value - 1).ok()?))
                             .ok_or_else(|| SimError::Internal(format!("{at}: no clock for {} = {}", w.sem, w.value)))?;
                         join(&mut clocks[e], published);
                     }

@@ -53,7 +53,7 @@ fn program(target: Target) -> Program {
 }
 
 fn push(p: &mut Program, e: Engine, op: Op, waits: &[(u32, u32)], signal: Option<u32>) {
-    let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: v }).collect();
+    let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: u64::from(v) }).collect();
     p.streams[e.index()].push(BirInst { op, waits, signal: signal.map(SemId), origin: None });
 }
 

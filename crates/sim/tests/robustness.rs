@@ -96,7 +96,7 @@ fn inst() -> impl Strategy<Value = (usize, BirInst)> {
     )
         .prop_map(|(engine, pick, op, waits, signal)| {
             let engine = engine.unwrap_or_else(|| legal_engine(&op, pick).index());
-            let waits = waits.into_iter().map(|(s, value)| Wait { sem: SemId(s), value }).collect();
+            let waits = waits.into_iter().map(|(s, value)| Wait { sem: SemId(s), value: u64::from(value) }).collect();
             (engine, BirInst { op, waits, signal: signal.map(SemId), origin: None })
         })
 }

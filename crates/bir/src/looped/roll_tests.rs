@@ -14,7 +14,7 @@ fn copy(off: u64, wait: Option<u32>) -> BirInst {
             src: test_ap(Memory::Hbm, 0, 4, 8, 1024 + off, vec![Dim::new(1, 8)]),
             cast: penguin::CastMode::Rne,
         },
-        waits: wait.map(|value| Wait { sem: SemId(0), value }).into_iter().collect(),
+        waits: wait.map(|value| Wait { sem: SemId(0), value: u64::from(value) }).into_iter().collect(),
         signal: Some(SemId(1)),
         origin: None,
     }

@@ -6,11 +6,11 @@
 //!    [`LoopError::StepLength`]).
 //! 2. **Parameters in range in every iteration**: a parameter is affine in the loop indices,
 //!    so its least and greatest values over the iteration box are at its corners, and checking
-//!    them is exact: byte offsets stay in `0..2^63` (a parameter is an `i64`), start
-//!    partitions and wait values in `0..2^32` ([`LoopError::ParamOutOfRange`]).
-//! 3. **Semaphore counts**: no semaphore is signalled more than `u32::MAX` times in the
-//!    unrolled program (a count is a `u32`, as a wait's value is; counted exactly from the
-//!    trips, a [`LoopError::Program`] naming the semaphore).
+//!    them is exact: byte offsets and wait values stay in `0..2^63` (a parameter is an
+//!    `i64`), start partitions in `0..2^32` ([`LoopError::ParamOutOfRange`]).
+//! 3. **Semaphore counts**: no semaphore is signalled more than [`MAX_SEMAPHORE_COUNT`]
+//!    times in the unrolled program (no wait could name a later count; counted exactly from
+//!    the trips, a [`LoopError::Program`] naming the semaphore).
 //! 4. **Engine rules** ([`crate::verify_program`]'s): when the unrolled program has at most
 //!    [`MAX_EXPANDED`] instructions, on the expansion itself, so every rule is checked
 //!    exactly, deadlock freedom included. A larger program is not expanded (its size could
@@ -31,7 +31,7 @@ use std::fmt;
 
 use super::{inst_param_count, param_count, Item, Loop, LoopedProgram};
 use crate::error::{BirError, VerifyError};
-use crate::program::{BirInst, Engine, InstRef, Program, NUM_ENGINES};
+use crate::program::{BirInst, Engine, InstRef, Program, MAX_SEMAPHORE_COUNT, NUM_ENGINES};
 
 /// Up to this many unrolled instructions, the engine rules are checked on the expansion.
 /// (A `BirInst` takes a few hundred bytes: 2^21 of them fit in well under a GB.)
@@ -215,7 +215,7 @@ impl<'a> Walk<'a> {
                     (format!("{name} start partition"), i128::from(u32::MAX))
                 }
             } else {
-                (format!("wait {}", q - 2 * aps.len()), i128::from(u32::MAX))
+                (format!("wait {}", q - 2 * aps.len()), i128::from(MAX_SEMAPHORE_COUNT))
             };
             if lo < 0 || hi > max {
                 self.errors.push(LoopError::ParamOutOfRange {
@@ -236,8 +236,8 @@ impl<'a> Walk<'a> {
     }
 }
 
-/// A semaphore signalled more than `u32::MAX` times in the unrolled program: its count
-/// (like a wait's value) is a `u32`, so the hardware's would wrap.
+/// A semaphore signalled more than [`MAX_SEMAPHORE_COUNT`] times in the unrolled program:
+/// no wait could name its later counts.
 fn signal_overflow(lp: &LoopedProgram) -> Option<VerifyError> {
     fn count(items: &[Item], times: u64, out: &mut [u64]) {
         for it in items {
@@ -255,11 +255,10 @@ fn signal_overflow(lp: &LoopedProgram) -> Option<VerifyError> {
     for items in &lp.streams {
         count(items, 1, &mut signals);
     }
-    let (sem, &n) = signals.iter().enumerate().find(|(_, &n)| n > u64::from(u32::MAX))?;
+    let (sem, &n) = signals.iter().enumerate().find(|(_, &n)| n > MAX_SEMAPHORE_COUNT)?;
     let name = lp.header.semaphores.get(sem).map_or("?", String::as_str);
     Some(VerifyError::program(format!(
-        "semaphore s{sem} ({name}) is signalled {n} times, more than the {} a semaphore counts (a u32)",
-        u32::MAX
+        "semaphore s{sem} ({name}) is signalled {n} times, more than the {MAX_SEMAPHORE_COUNT} a semaphore counts"
     )))
 }
 

@@ -12,7 +12,7 @@ fn copy(off: u64, wait: Option<u32>) -> BirInst {
             src: test_ap(Memory::Hbm, 0, 4, 8, off, vec![Dim::new(1, 8)]),
             cast: penguin::CastMode::Rne,
         },
-        waits: wait.map(|value| Wait { sem: SemId(0), value }).into_iter().collect(),
+        waits: wait.map(|value| Wait { sem: SemId(0), value: u64::from(value) }).into_iter().collect(),
         signal: Some(SemId(1)),
         origin: None,
     }
@@ -64,12 +64,12 @@ fn parameters_are_checked_at_the_corners_of_the_iteration_box() {
         param: "wait 0".into(),
         lo: -1,
         hi: 4,
-        max: i128::from(u32::MAX),
+        max: i128::from(i64::MAX),
     };
     assert_eq!(verify_looped(&lp), Err(vec![want.clone()]));
     assert_eq!(
         want.to_string(),
-        "dma1[1] dma_copy: wait 0 takes values -1..=4 over the loop iterations, outside 0..=4294967295"
+        "dma1[1] dma_copy: wait 0 takes values -1..=4 over the loop iterations, outside 0..=9223372036854775807"
     );
     // A start partition past u32 in the last trip.
     let lp = with(one_loop(3, vec![Item::Inst(copy(0, None))], vec![0, 1 << 31, 0, 0]));
@@ -122,18 +122,23 @@ fn a_corner_program_too_large_to_expand_is_refused() {
 }
 
 #[test]
-fn a_semaphore_signalled_past_u32_is_refused() {
-    // 65536 x 65536 copies each signal `b` (after one before the loops): 2^32 + 1 signals.
-    let nest = |outer: u32, inner: u32| {
-        let inner = Loop { trips: inner, body: vec![Item::Inst(copy(0, None))], step: vec![0; 4] };
-        with(one_loop(outer, vec![Item::Loop(inner)], vec![0; 4]))
+fn a_semaphore_signalled_past_i64_is_refused() {
+    // Loops of `trips` (outermost first) of copies that each signal `b`, after one before the
+    // loops.
+    let nest = |trips: &[u32]| {
+        let mut body = vec![Item::Inst(copy(0, None))];
+        for &t in trips[1..].iter().rev() {
+            body = vec![Item::Loop(Loop { trips: t, body, step: vec![0; 4] })];
+        }
+        with(one_loop(trips[0], body, vec![0; 4]))
     };
-    let Err(errors) = verify_looped(&nest(65_536, 65_536)) else { panic!("verified") };
+    // 2^63 + 1 signals: one more than a wait can name.
+    let Err(errors) = verify_looped(&nest(&[1 << 21, 1 << 21, 1 << 21])) else { panic!("verified") };
     let [LoopError::Program(e)] = errors.as_slice() else { panic!("{errors:?}") };
     assert_eq!(
         e.to_string(),
-        "BIR verifier: semaphore s1 (b) is signalled 4294967297 times, more than the 4294967295 a semaphore counts (a u32)"
+        "BIR verifier: semaphore s1 (b) is signalled 9223372036854775809 times, more than the 9223372036854775807 a semaphore counts"
     );
-    // u32::MAX signals are fine (1 + 2 x 2147483647).
-    assert_eq!(verify_looped(&nest(2, 2_147_483_647)), Ok(()));
+    // 2^32 + 1 signals (past a 32-bit count) are fine.
+    assert_eq!(verify_looped(&nest(&[65_536, 65_536])), Ok(()));
 }

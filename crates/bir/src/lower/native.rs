@@ -358,7 +358,7 @@ impl Tree {
                 let mut waits = Vec::new();
                 if k == 0 {
                     for (e, v, coef) in &part.waits {
-                        waits.push(Wait { sem: SemId(e.index() as u32), value: *v as u32 });
+                        waits.push(Wait { sem: SemId(e.index() as u32), value: u64::try_from(*v).unwrap_or(u64::MAX) });
                         for (s, c) in steps.iter_mut().zip(coef) {
                             s.push(*c);
                         }

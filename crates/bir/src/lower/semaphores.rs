@@ -35,10 +35,10 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
             }
         }
         // Pass 2: the semaphore count each signalling instruction reaches.
-        let mut count_at: Vec<Vec<u32>> = Vec::with_capacity(NUM_ENGINES);
+        let mut count_at: Vec<Vec<u64>> = Vec::with_capacity(NUM_ENGINES);
         for (e, stream) in self.program.streams.iter_mut().enumerate() {
-            let mut n = 0u32;
-            let mut counts = vec![0u32; stream.len()];
+            let mut n = 0u64;
+            let mut counts = vec![0u64; stream.len()];
             for (i, inst) in stream.iter_mut().enumerate() {
                 if needs_signal[e][i] {
                     n += 1;
@@ -50,7 +50,7 @@ impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
         }
         // Pass 3: one wait per producer engine, for the latest producer.
         for (c, producers) in waits_of {
-            let mut best = [0u32; NUM_ENGINES];
+            let mut best = [0u64; NUM_ENGINES];
             for p in producers {
                 let v = count_at[p.engine.index()][p.last];
                 best[p.engine.index()] = best[p.engine.index()].max(v);

@@ -133,11 +133,22 @@ impl fmt::Display for SemId {
     }
 }
 
+/// The most signals a semaphore counts: the largest wait value a loop can advance to.
+pub const MAX_SEMAPHORE_COUNT: u64 = i64::MAX as u64;
+
 /// Wait until a semaphore has been signalled at least `value` times.
+///
+/// A semaphore counts every signal over the whole kernel and never resets, as a timeline
+/// semaphore does, so its count is 64 bits wide: a 32-bit count would wrap within one kernel
+/// (a 1048576^3 GEMM signals one DMA queue's semaphore about 2.3e10 times), while 2^64 signals
+/// at one per nanosecond take more than 500 years.
+///
+/// A looped program advances wait values in an `i64` (see [`crate::looped`]), so the most
+/// signals a semaphore counts is [`MAX_SEMAPHORE_COUNT`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Wait {
     /// The semaphore.
     pub sem: SemId,
     /// The count to reach.
-    pub value: u32,
+    pub value: u64,
 }

@@ -15,7 +15,7 @@ mod op_table;
 #[cfg(test)]
 pub(crate) use ap::test_ap;
 pub use ap::HwAp;
-pub use engine::{Engine, EngineClass, InstRef, SemId, Wait, NUM_ENGINES};
+pub use engine::{Engine, EngineClass, InstRef, SemId, Wait, MAX_SEMAPHORE_COUNT, NUM_ENGINES};
 pub use op::Op;
 pub use op_table::{ApRole, FromPartsError, OpPart};
 

@@ -7,7 +7,7 @@ use super::super::{parse, parse_looped, parse_looped_with_source_map, print_loop
 use crate::looped::{param_count, Item, Loop, LoopedProgram};
 use crate::program::{test_ap, BirInst, Engine, Op, Program, SemId, Wait};
 
-fn copy(off: u64, part: u32, wait: u32) -> BirInst {
+fn copy(off: u64, part: u32, wait: u64) -> BirInst {
     BirInst {
         op: Op::DmaCopy {
             dst: test_ap(Memory::Sbuf, part, 4, 1, off, vec![Dim::new(1, 8)]),

@@ -105,7 +105,7 @@ fn a_wait_of_a_million_conditions_parses_in_linear_time() {
     let p = parse(&text).unwrap();
     let waits = &p.stream(Engine::Dve)[0].waits;
     assert_eq!(waits.len(), count as usize);
-    assert_eq!(waits.last(), Some(&Wait { sem: SemId(0), value: count - 1 }));
+    assert_eq!(waits.last(), Some(&Wait { sem: SemId(0), value: u64::from(count - 1) }));
     // The column of an error at the far end of the line is still exact.
     let bad = format!("{}, s0>=z)", &text[..text.len() - 1]);
     let col = bad.lines().nth(3).unwrap().len() - 1;
@@ -158,7 +158,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 pub(super) fn inst() -> impl Strategy<Value = BirInst> {
-    let wait = (0u32..30, any::<u32>()).prop_map(|(s, value)| Wait { sem: SemId(s), value });
+    let wait = (0u32..30, any::<u64>()).prop_map(|(s, value)| Wait { sem: SemId(s), value });
     (op(), proptest::collection::vec(wait, 0..3), proptest::option::of(0u32..30), proptest::option::of(any::<u32>()))
         .prop_map(|(op, waits, signal, origin)| BirInst {
             op,

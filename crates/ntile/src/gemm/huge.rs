@@ -98,9 +98,20 @@ fn stripe_fits(cfg: &GemmConfig) -> bool {
     2 * bytes <= u64::from(cfg.target.info().statebuf_par_size_in_bytes)
 }
 
+/// The most instructions the looped model of an extrapolated program replays one by one
+/// (about 5 s on one core): the jumps over repeating periods leave a few thousand to replay
+/// per loop level, so a program that reaches its limit has a period that never repeats.
+pub const MAX_REPLAYED: u64 = 1 << 26;
+
 fn model(x: &Extrapolated, hw: &HwProfile) -> Result<sim::CycleReport, CliError> {
-    sim::model_looped(&x.program, hw)
-        .map_err(|e| CliError::internal(format!("cycle model of the extrapolated program failed (a bug): {e}")))
+    let opts = sim::LoopedOptions { max_replayed: MAX_REPLAYED, ..sim::LoopedOptions::default() };
+    sim::model_looped_with(&x.program, hw, opts).map_err(|e| match e {
+        sim::SimError::NoSteadyState { .. } => CliError::usage(format!(
+            "{}x{}x{} cannot be modeled in reasonable time: {e}",
+            x.config.m, x.config.k, x.config.n
+        )),
+        e => CliError::internal(format!("cycle model of the extrapolated program failed (a bug): {e}")),
+    })
 }
 
 /// The most matmuls the reduced GEMMs of one `auto` candidate may have in total; a candidate

@@ -94,20 +94,20 @@ pub(super) struct Ran {
 }
 
 impl<S> Replay<S> {
-    /// A semaphore counts in a `u32` (as its waits' values do): a signal past `u32::MAX` is
-    /// an error at the instruction that gave it (engine `e`'s last committed one), where the
-    /// hardware's count would wrap. (An unrolled program cannot hold that many signals.)
+    /// A semaphore counts at most [`super::MAX_SIGNALS`] signals (the largest wait a looped
+    /// program can express): a signal past it is an error at the instruction that gave it
+    /// (engine `e`'s last committed one). (An unrolled program cannot hold that many signals.)
     pub(super) fn check_count(&self, e: usize, sem: SemId) -> Result<(), SimError> {
         let count = self.signals.get(sem.0 as usize).map_or(0, SemLog::count);
-        if count <= u64::from(u32::MAX) {
+        if count <= super::MAX_SIGNALS {
             return Ok(());
         }
         let at = InstRef { engine: self.engines[e], index: self.cursors[e].next.saturating_sub(1) };
         Err(SimError::BadOperand {
             at,
             detail: format!(
-                "semaphore {sem} is signalled for the {count}th time, past the {} signals a semaphore counts (a u32)",
-                u32::MAX
+                "semaphore {sem} is signalled for the {count}th time, past the {} signals a semaphore counts",
+                super::MAX_SIGNALS
             ),
         })
     }

@@ -16,7 +16,7 @@
 //! in one of them, its loop's wait steps equal to the semaphores' advance, no partition
 //! moving; or blocked on a wait), the following periods repeat the last one exactly. The
 //! model then jumps ahead by as many whole periods as no engine leaves its loop, no blocked
-//! engine's wait comes true and no semaphore count passes `u32::MAX`, adding `k x T` to
+//! engine's wait comes true and no semaphore count passes `i64::MAX`, adding `k x T` to
 //! every time and `k x` the advance to every count, and replays the rest.
 //!
 //! # Which loops, and how jumps nest
@@ -68,11 +68,15 @@ pub struct LoopedOptions {
     pub slices: bool,
     /// Jump over repeating periods of the steady state.
     pub extrapolate: bool,
+    /// With `extrapolate`: replay at most this many instructions one by one, then stop with
+    /// [`SimError::NoSteadyState`] (a program whose periods never repeat would otherwise be
+    /// replayed instruction by instruction, for as long as it unrolls to).
+    pub max_replayed: u64,
 }
 
 impl Default for LoopedOptions {
     fn default() -> Self {
-        LoopedOptions { slices: false, extrapolate: true }
+        LoopedOptions { slices: false, extrapolate: true, max_replayed: u64::MAX }
     }
 }
 
@@ -94,8 +98,8 @@ pub fn model_looped(lp: &LoopedProgram, profile: &HwProfile) -> Result<CycleRepo
 ///
 /// Errors: those of [`super::model_with`], and [`SimError::BadOperand`] when a loop has no
 /// trips, a step that does not fit its body, an iteration that moves a parameter out of its
-/// range (a wait value past `u32::MAX` included), or a semaphore signalled more than
-/// `u32::MAX` times (at the first instruction that meets it).
+/// range (a wait value past `i64::MAX` included: loop parameters advance in an `i64`), or a
+/// semaphore signalled more than `i64::MAX` times (at the first instruction that meets it).
 pub fn model_looped_with(
     lp: &LoopedProgram,
     profile: &HwProfile,
@@ -131,7 +135,7 @@ pub fn model_looped_stats(
     let insts = if opts.slices { usize::try_from(lp.unrolled_len()).unwrap_or(usize::MAX).min(1 << 20) } else { 0 };
     let replay = Replay::new(src, lp.header.semaphores.len(), profile, opts.slices, insts)?;
     let (ran, checkpoints, snapshots) = if opts.extrapolate && !opts.slices {
-        let mut steady = Steady::default();
+        let mut steady = Steady { limit: (opts.max_replayed, lp.unrolled_len()), ..Steady::default() };
         let ran = replay.run(&mut steady)?;
         (ran, steady.checkpoints, steady.snapshots)
     } else {
@@ -351,6 +355,10 @@ struct Steady {
     history: HashMap<(usize, usize), History>,
     checkpoints: u64,
     snapshots: u64,
+    /// Instructions considered for a commit (replayed, and retried after a jump), and the
+    /// most allowed with the program's unrolled length ([`LoopedOptions::max_replayed`]).
+    considered: u64,
+    limit: (u64, u64),
 }
 
 impl Steady {
@@ -386,10 +394,10 @@ impl Steady {
         if dnext(s0, s1)? != next || dcounts(s0, s1)? != counts || s1.hbm.checked_sub(s0.hbm)? != hbm {
             return None;
         }
-        // No semaphore may count past u32::MAX within the jump (the replay reports that).
+        // No semaphore may count past MAX_SIGNALS within the jump (the replay reports that).
         let mut periods = u64::MAX;
         for (&d, &count) in counts.iter().zip(&s2.counts) {
-            if let Some(left) = u64::from(u32::MAX).saturating_sub(count).checked_div(d) {
+            if let Some(left) = super::MAX_SIGNALS.saturating_sub(count).checked_div(d) {
                 periods = periods.min(left);
             }
         }
@@ -433,7 +441,7 @@ impl Steady {
                                 blocked = true;
                                 let d = *counts.get(w.sem.0 as usize)?;
                                 let count = *s2.counts.get(w.sem.0 as usize)?;
-                                if let Some(left) = (u64::from(w.value) - 1 - count).checked_div(d) {
+                                if let Some(left) = (w.value - 1 - count).checked_div(d) {
                                     periods = periods.min(left);
                                 }
                             }
@@ -485,6 +493,11 @@ impl Steady {
 
 impl<'p> Observer<Looped<'p>> for Steady {
     fn before_commit(&mut self, r: &mut Replay<Looped<'p>>, e: usize, start: f64) -> Result<bool, SimError> {
+        self.considered += 1;
+        if self.considered > self.limit.0 {
+            let replayed = self.limit.0;
+            return Err(SimError::NoSteadyState { replayed, unrolled: self.limit.1 });
+        }
         let Some(cursor) = r.src.cursors.get(e) else { return Ok(false) };
         let Some(first) = cursor.iteration_start() else { return Ok(false) };
         // The loops this instruction is a checkpoint of, outermost first.

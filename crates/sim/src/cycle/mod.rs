@@ -249,8 +249,8 @@ impl SemLog {
     }
 
     #[inline(always)]
-    fn reached(&self, value: u32) -> Option<f64> {
-        match (u64::from(value) - 1).checked_sub(self.dropped) {
+    fn reached(&self, value: u64) -> Option<f64> {
+        match (value - 1).checked_sub(self.dropped) {
             Some(i) => self.times.get(usize::try_from(i).ok()?).copied(),
             None => Some(self.dropped_at),
         }
@@ -320,6 +320,10 @@ struct Replay<S> {
 /// Signal logs of a lazy source longer than this are pruned when slices are not kept.
 const PRUNE_AT: usize = 256;
 
+/// The most signals a semaphore counts in the model: the largest wait value a looped
+/// program can express (its loop parameters advance in an `i64`).
+const MAX_SIGNALS: u64 = bir::MAX_SEMAPHORE_COUNT;
+
 impl<S: Source> Replay<S> {
     fn new(src: S, semaphores: usize, profile: HwProfile, keep_slices: bool, insts: usize) -> Result<Self, SimError> {
         if src.streams() > NUM_ENGINES {
@@ -350,14 +354,14 @@ impl<S: Source> Replay<S> {
 
     /// The time semaphore `sem` reached `value`, if it has.
     #[inline]
-    fn reached(&self, sem: SemId, value: u32) -> Option<f64> {
+    fn reached(&self, sem: SemId, value: u64) -> Option<f64> {
         if value == 0 {
             return Some(0.0);
         }
         let log = self.signals.get(sem.0 as usize)?;
         if !S::LAZY {
             // An unrolled replay keeps every signal.
-            return log.times.get(value as usize - 1).copied();
+            return log.times.get(usize::try_from(value - 1).ok()?).copied();
         }
         log.reached(value)
     }
@@ -544,8 +548,7 @@ impl<S: Source> Replay<S> {
                 let at = InstRef { engine: self.engines[e], index: self.cursors[e].next };
                 let w = inst.waits.iter().find(|w| self.reached(w.sem, w.value).is_none())?;
                 let count = self.signals.get(w.sem.0 as usize).map_or(0, SemLog::count);
-                let current = u32::try_from(count).unwrap_or(u32::MAX);
-                Some(Stuck { at, sem: w.sem, needed: w.value, current })
+                Some(Stuck { at, sem: w.sem, needed: w.value, current: count })
             })
             .collect();
         if !stuck.is_empty() {

@@ -118,7 +118,7 @@ impl Materialized {
             ap.start_partition = partition;
         }
         for w in &mut self.inst.waits {
-            let Some(Ok(value)) = moved.next().map(u32::try_from) else { return false };
+            let Some(Ok(value)) = moved.next().map(u64::try_from) else { return false };
             w.value = value;
         }
         true
@@ -201,7 +201,12 @@ impl<'p> Ranges<'_, 'p> {
                 Some((_, ap)) if q % 2 == 0 => i128::from(ap.byte_offset),
                 _ => i128::from(p),
             };
-            let max = if q % 2 == 0 && q / 2 < aps.len() { i128::from(u64::MAX) } else { i128::from(u32::MAX) };
+            let max = match q.checked_sub(2 * aps.len()) {
+                // A wait value.
+                Some(_) => i128::from(super::MAX_SIGNALS),
+                None if q % 2 == 0 => i128::from(u64::MAX),
+                None => i128::from(u32::MAX),
+            };
             let (mut lo, mut hi, mut moved) = (base, base, 0i128);
             for &(trips, step, at, _) in &self.enclosing {
                 let s = i128::from(step.get(at + q).copied().unwrap_or(0)) * i128::from(trips.saturating_sub(1));
@@ -238,8 +243,8 @@ fn out_of_range(inst: &BirInst, delta: &[i64]) -> String {
                 let w = q - 2 * aps.len();
                 match inst.waits.get(w) {
                     Some(wait) => (
-                        format!("the value of wait {w} (on {}; semaphore counts are u32)", wait.sem),
-                        i128::from(u32::MAX),
+                        format!("the value of wait {w} (on {}; loop parameters advance in an i64)", wait.sem),
+                        i128::from(super::MAX_SIGNALS),
                     ),
                     None => continue,
                 }

@@ -59,7 +59,7 @@ impl Build {
             .iter()
             .enumerate()
             .filter(|&(e, &v)| v > 0 && e != engine.index())
-            .map(|(e, &v)| Wait { sem: SemId(e as u32), value: v })
+            .map(|(e, &v)| Wait { sem: SemId(e as u32), value: u64::from(v) })
             .collect();
         let e = engine.index();
         self.count[e] += 1;

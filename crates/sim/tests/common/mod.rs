@@ -66,7 +66,7 @@ impl Builder {
         let stream = &mut self.program.streams[engine.index()];
         stream.push(BirInst {
             op,
-            waits: waits.iter().map(|&(sem, value)| Wait { sem, value }).collect(),
+            waits: waits.iter().map(|&(sem, value)| Wait { sem, value: u64::from(value) }).collect(),
             signal,
             origin: None,
         });
