@@ -28,7 +28,7 @@ pub mod text;
 mod verify;
 
 pub use error::{BirError, VerifyError, TOO_MANY_STRIDES};
-pub use looped::{roll, verify_looped, Item, Loop, LoopError, LoopedProgram};
+pub use looped::{roll, roll_owned, verify_looped, Item, Loop, LoopError, LoopedProgram};
 pub use lower::{
     extract_offloaded_memcpy_shape_bases, lower, lower_looped, lower_looped_expanded, lower_looped_native,
     LowerLoopedError, MAX_LOWER_UNROLLED,

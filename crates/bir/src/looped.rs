@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub mod roll;
 pub mod verify;
 
-pub use roll::roll;
+pub use roll::{roll, roll_owned};
 pub use verify::{verify_looped, LoopAt, LoopError};
 
 use crate::error::{BirError, VerifyError};
@@ -142,10 +142,24 @@ pub fn for_each_inst<E>(
 impl LoopedProgram {
     /// A looped program with no loops: every instruction of `p` as an [`Item::Inst`].
     pub fn from_program(p: &Program) -> Self {
-        let mut header = p.clone();
-        header.streams = vec![Vec::new(); NUM_ENGINES];
+        let header = Program {
+            kernel_name: p.kernel_name.clone(),
+            target: p.target,
+            hbm: p.hbm.clone(),
+            hbm_size: p.hbm_size,
+            semaphores: p.semaphores.clone(),
+            streams: vec![Vec::new(); NUM_ENGINES],
+            sbuf_peak_bytes: p.sbuf_peak_bytes,
+        };
         let streams = p.streams.iter().map(|s| s.iter().cloned().map(Item::Inst).collect()).collect();
         LoopedProgram { header, streams }
+    }
+
+    /// [`LoopedProgram::from_program`], moving the instructions instead of copying them.
+    pub fn from_program_owned(mut p: Program) -> Self {
+        let streams = std::mem::replace(&mut p.streams, vec![Vec::new(); NUM_ENGINES]);
+        let streams = streams.into_iter().map(|s| s.into_iter().map(Item::Inst).collect()).collect();
+        LoopedProgram { header: p, streams }
     }
 
     /// The items of an engine's stream.

@@ -25,7 +25,7 @@ pub fn without_origins(p: &bir::Program) -> bir::Program {
 
 /// `p`'s repeated bodies rolled into loops (origins dropped).
 pub fn rolled(p: &bir::Program) -> LoopedProgram {
-    bir::roll(&without_origins(p))
+    bir::roll_owned(without_origins(p))
 }
 
 /// The `.bir` text of `p` with its repeated bodies rolled into loops (origins dropped).

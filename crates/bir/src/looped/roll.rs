@@ -24,7 +24,15 @@ pub use penguin::looped::roll::MAX_PERIOD;
 
 /// Roll every stream of `p` (see the module doc).
 pub fn roll(p: &Program) -> LoopedProgram {
-    let mut lp = LoopedProgram::from_program(p);
+    roll_looped(LoopedProgram::from_program(p))
+}
+
+/// [`roll`], consuming the program (its instructions move into the loops).
+pub fn roll_owned(p: Program) -> LoopedProgram {
+    roll_looped(LoopedProgram::from_program_owned(p))
+}
+
+fn roll_looped(mut lp: LoopedProgram) -> LoopedProgram {
     let mut roller = Roller::default();
     for s in &mut lp.streams {
         let items: Vec<Item> = std::mem::take(s);

@@ -71,7 +71,7 @@ fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>, double: bool, level: Level) 
             drop(plan);
             // Origins change every iteration: they would keep every loop from rolling.
             unrolled.streams.iter_mut().flatten().for_each(|i| i.origin = None);
-            encode(&bir::roll(&unrolled))?
+            encode(&bir::roll_owned(unrolled))?
         }
     };
     Ok(Reduced { program, figures: encode(&figures)?, instructions: figures.bir_instructions })

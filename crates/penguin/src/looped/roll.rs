@@ -189,13 +189,17 @@ impl<I: Rolled> Roller<I> {
         if !(0..n).any(|i| trips_at(i) >= 2) {
             return false;
         }
+        let trips: Vec<usize> = (0..n).map(trips_at).collect();
         let mut out =
             Level { items: Vec::with_capacity(n), shape: Vec::with_capacity(n), params: Vec::with_capacity(n) };
+        // Items move to the new level (the first block of a loop as its body); the other
+        // blocks of a loop are dropped.
+        let mut items = std::mem::take(&mut level.items).into_iter();
         let mut i = 0;
         while i < n {
-            let trips = trips_at(i);
-            if trips < 2 {
-                out.items.push(level.items[i].clone());
+            let t = trips[i];
+            if t < 2 {
+                out.items.extend(items.next());
                 out.shape.push(level.shape[i]);
                 out.params.push(std::mem::take(&mut level.params[i]));
                 i += 1;
@@ -207,13 +211,16 @@ impl<I: Rolled> Roller<I> {
                 step.extend(diff(&level.params[q], &level.params[q + p]).unwrap_or_default());
                 base.extend_from_slice(&level.params[q]);
             }
-            let body: Vec<Item<I>> = level.items[i..i + p].to_vec();
+            let body: Vec<Item<I>> = items.by_ref().take(p).collect();
+            if (t - 1) * p > 0 {
+                items.nth((t - 1) * p - 1);
+            }
             debug_assert_eq!(step.len(), param_count(&body));
-            let trips = trips as u32;
+            let trips = t as u32;
             out.shape.push(self.ids.of_loop(trips, &step, &level.shape[i..i + p]));
             out.items.push(Item::Loop(Loop { trips, body, step }));
             out.params.push(base);
-            i += trips as usize * p;
+            i += t * p;
         }
         *level = out;
         true
