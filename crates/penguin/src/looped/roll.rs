@@ -24,9 +24,9 @@
 //! many rounds as distinct (nesting level, period) pairs, so the pass is about linear in the
 //! instruction count.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+
+use rustc_hash::{FxHashMap as HashMap, FxHasher};
 
 use super::{param_count, params, Item, Loop, Stepped};
 
@@ -85,7 +85,7 @@ pub(super) struct ShapeIds<I: Rolled> {
 
 impl<I: Rolled> Default for ShapeIds<I> {
     fn default() -> Self {
-        ShapeIds { insts: HashMap::new(), loops: HashMap::new(), next: 0 }
+        ShapeIds { insts: HashMap::default(), loops: HashMap::default(), next: 0 }
     }
 }
 
@@ -101,7 +101,7 @@ impl<I: Rolled> ShapeIds<I> {
         let Some(shape) = inst.shape() else {
             return self.fresh();
         };
-        let mut h = DefaultHasher::new();
+        let mut h = FxHasher::default();
         shape.hash(&mut h);
         let key = h.finish();
         if let Some(id) = self.insts.get(&key).and_then(|b| b.iter().find(|(s, _)| *s == shape).map(|(_, id)| *id)) {
@@ -241,7 +241,7 @@ fn candidates(shape: &[u32]) -> Vec<usize> {
     for p in 1..want.len().min(SMALL_PERIODS + 1) {
         want[p] = true;
     }
-    let mut last: HashMap<u32, usize> = HashMap::new();
+    let mut last: HashMap<u32, usize> = HashMap::default();
     for (i, s) in shape.iter().enumerate() {
         if let Some(prev) = last.insert(*s, i) {
             if let Some(w) = want.get_mut(i - prev) {
