@@ -95,6 +95,37 @@ fn auto_over_extrapolated_candidates_chooses_as_auto_does() {
     assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
 }
 
+/// `auto` on a GEMM with a dimension past `AUTO_PROXY_DIM`, through extrapolation, weighs its
+/// candidates on the proxy capped at that size (the choice `auto` makes for the proxy
+/// itself), then extrapolates the choice: the report is that of the choice given explicitly.
+#[test]
+fn auto_past_the_proxy_size_chooses_on_the_proxy() {
+    let cap = ntile::gemm::AUTO_PROXY_DIM.to_string();
+    let proxy = json(&["gemm", "--m", &cap, "--k", "256", "--n", "640", "--no-sim", "--json"]);
+    let big = (2 * ntile::gemm::AUTO_PROXY_DIM + 128).to_string();
+    let shape = ["gemm", "--m", big.as_str(), "--k", "256", "--n", "640", "--no-sim"];
+    let x = json(&[&shape[..], &["--json", "--extrapolate"]].concat());
+    for key in ["evaluated", "rejected", "block_m", "block_n", "block_k", "order"] {
+        assert_eq!(x["auto"][key], proxy["auto"][key], "auto.{key}");
+    }
+    assert_eq!(x["schedule"], proxy["schedule"]);
+    assert_eq!(x["auto"]["weighed_on"], serde_json::json!([ntile::gemm::AUTO_PROXY_DIM, 256, 640]));
+    assert!(proxy["auto"]["weighed_on"].is_null());
+    let (a, schedule) = (&x["auto"], x["schedule"].as_str().unwrap());
+    let (bm, bn, bk) = (a["block_m"].to_string(), a["block_n"].to_string(), a["block_k"].to_string());
+    let mut args = [&shape[..], &["--json", "--extrapolate", "--schedule", schedule]].concat();
+    args.extend(["--block-m", &bm, "--block-n", &bn, "--order", a["order"].as_str().unwrap()]);
+    if schedule == "blocked-mnk" {
+        args.extend(["--block-k", &bk]);
+    }
+    let explicit = json(&args);
+    for key in ["modeled_time_us", "hbm_bytes", "matmuls", "bir_instructions", "blocks", "loop_order"] {
+        assert_eq!(x[key], explicit[key], "{key}");
+    }
+    let o = ntile(&shape.iter().copied().chain(["--extrapolate"]).collect::<Vec<_>>());
+    assert!(stdout(&o).contains(&format!("weighed on {cap}x256x640")), "{}", stdout(&o));
+}
+
 /// A GEMM over the memory budget is extrapolated and gives the whole plan's report: M and N
 /// reduced, blocked-mnk with small blocks.
 #[test]

@@ -20,7 +20,7 @@ mod huge;
 mod random;
 mod report;
 
-pub use huge::MAX_UNROLLED_MATMULS;
+pub use huge::{AUTO_PROXY_DIM, MAX_UNROLLED_MATMULS};
 use report::{json, report_of, Modeled};
 pub use report::{summary, AutoReport, Blocks, Bottleneck, ExtrapolatedReport, Report, WallMs};
 

@@ -1,6 +1,8 @@
 //! `ntile gemm` on GEMMs too large to unroll (`--no-sim` or `--emit bir`): the looped program
 //! is extrapolated from reduced GEMMs ([`crate::extrapolate`]) and modeled looped
-//! ([`sim::model_looped`]), never unrolled; `auto` weighs its shortlist the same way.
+//! ([`sim::model_looped`]), never unrolled; `auto` weighs its candidates on a proxy GEMM capped
+//! at [`AUTO_PROXY_DIM`] planned whole, then extrapolates its choice (or, when there is no
+//! proxy or the choice does not extrapolate, weighs its shortlist extrapolated).
 
 use std::time::Instant;
 
@@ -117,6 +119,64 @@ fn model(x: &Extrapolated, hw: &HwProfile) -> Result<sim::CycleReport, CliError>
 /// The most matmuls the reduced GEMMs of one `auto` candidate may have in total; a candidate
 /// over it is skipped (its extrapolation would take seconds).
 pub const AUTO_MAX_REDUCED_MATMULS: u128 = 1 << 20;
+
+/// The choice of [`auto_on_proxy`], extrapolated and modeled, with the proxy's `[m, k, n]`.
+type OnProxy = (Extrapolated, sim::CycleReport, AutoChoice, [u64; 3]);
+
+/// `auto` weighs the candidates of a GEMM too large to unroll on a proxy with every dimension
+/// capped at this many elements, planned whole (see [`auto_on_proxy`]).
+pub const AUTO_PROXY_DIM: u64 = 8192;
+
+/// `auto` on a proxy GEMM: `cfg` with every dimension capped at [`AUTO_PROXY_DIM`], searched
+/// as a GEMM that fits is (every candidate planned whole, lowered and modeled), then the
+/// choice (schedule, blocks, loop order) extrapolated to `cfg` and modeled looped. At that
+/// size the largest blocks still repeat (two 4096-wide blocks per dimension), so the
+/// candidates' steady states rank as they do at full size, and no candidate is skipped for
+/// the size of its reduced GEMMs. `None` when there is no proxy (no dimension is capped, or
+/// the proxy is itself too large to plan whole) or the choice does not extrapolate (the
+/// caller then weighs every candidate extrapolated).
+fn auto_on_proxy(
+    args: &GemmArgs,
+    cfg: &GemmConfig,
+    hw: &HwProfile,
+    (threads, budget): (usize, u64),
+    watch: &Watch<'_>,
+) -> Result<Option<OnProxy>, CliError> {
+    let proxy = GemmConfig {
+        m: cfg.m.min(AUTO_PROXY_DIM),
+        k: cfg.k.min(AUTO_PROXY_DIM),
+        n: cfg.n.min(AUTO_PROXY_DIM),
+        ..cfg.clone()
+    };
+    if proxy == *cfg || too_large(&proxy, budget) {
+        return Ok(None);
+    }
+    let limits = AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
+    let cost = |p: &codegen::GemmPlan| {
+        if watch.stop() {
+            return Err(CodegenError::Unsupported("interrupted".into()));
+        }
+        super::modeled_ns(p, hw)
+    };
+    let planned = codegen::plan_gemm_auto_parallel(&proxy, &limits, hw, codegen::AUTO_SHORTLIST, threads, &cost);
+    watch.check()?;
+    let (plan, choice) = planned?;
+    drop(plan);
+    let chosen = GemmConfig {
+        schedule: choice.config.schedule,
+        blocks: choice.config.blocks,
+        order: choice.config.order,
+        ..cfg.clone()
+    };
+    let bounds = Bounds { bytes: u128::from(budget), matmuls: u128::MAX };
+    // Whatever keeps the choice from extrapolating, the search over extrapolated candidates
+    // meets it too (and reports it) or finds another candidate.
+    let Ok(x) = extrapolate_within(&chosen, AutoPlanning::Fixed, threads, bounds) else { return Ok(None) };
+    watch.check()?;
+    let cycle = model(&x, hw)?;
+    let choice = AutoChoice { config: x.config.clone(), cost: cycle.total_ns, hbm_bytes: cycle.hbm_bytes, ..choice };
+    Ok(Some((x, cycle, choice, [proxy.m, proxy.k, proxy.n])))
+}
 
 /// `auto` over extrapolated candidates: the search of [`codegen::choose_auto`], each
 /// candidate extrapolated and modeled looped. Candidates whose reduced GEMMs are too large to
@@ -243,9 +303,18 @@ pub(super) fn run(
     let progress = Progress::new(args.quiet, "ntile gemm");
     let mut wall = WallMs::default();
     let t = Instant::now();
+    let mut weighed_on = None;
     let (x, cycle, choice) = if cfg.schedule == Schedule::Auto {
-        progress.phase("plan (auto search, extrapolated)");
-        let (x, cycle, choice) = auto(args, cfg, hw, (threads, budget), watch)?;
+        progress.phase("plan (auto search on a proxy, extrapolated)");
+        let (x, cycle, choice, proxy) = match auto_on_proxy(args, cfg, hw, (threads, budget), watch)? {
+            Some((x, cycle, choice, proxy)) => (x, cycle, choice, Some(proxy)),
+            None => {
+                progress.phase("plan (auto search, extrapolated)");
+                let (x, cycle, choice) = auto(args, cfg, hw, (threads, budget), watch)?;
+                (x, cycle, choice, None)
+            }
+        };
+        weighed_on = proxy;
         wall.plan = ms(t);
         (x, cycle, Some(choice))
     } else {
@@ -267,7 +336,10 @@ pub(super) fn run(
         (x, cycle, None)
     };
     watch.check()?;
-    let report = report(&x, &cycle, hw, choice.as_ref(), wall);
+    let mut report = report(&x, &cycle, hw, choice.as_ref(), wall);
+    if let Some(a) = &mut report.auto {
+        a.weighed_on = weighed_on;
+    }
     let stdout = match args.emit {
         Some(_) => x.program.to_string(),
         None if args.json => json(&report)?,

@@ -139,6 +139,9 @@ pub struct AutoReport {
     pub block_k: u64,
     /// Outer block loop.
     pub order: String,
+    /// The proxy `[m, k, n]` the candidates were weighed on, when the GEMM is too large to
+    /// unroll and its choice was extrapolated (null when they were weighed at full size).
+    pub weighed_on: Option<[u64; 3]>,
 }
 
 /// How an extrapolated program was obtained (see [`crate::extrapolate`]).
@@ -282,6 +285,7 @@ pub(super) fn report_from(
             block_n: a.config.blocks.n,
             block_k: a.config.blocks.k,
             order: a.config.order.name().to_string(),
+            weighed_on: None,
         }),
         extrapolated: None,
         wall_ms,
@@ -397,8 +401,9 @@ pub fn summary(r: &Report) -> String {
     }
     if let Some(a) = &r.auto {
         let skipped = if a.skipped > 0 { format!(", {} not weighed", a.skipped) } else { String::new() };
+        let on = a.weighed_on.map_or(String::new(), |[m, k, n]| format!(", weighed on {m}x{k}x{n}"));
         s += &format!(
-            "  auto    chose {} of {} modeled candidates ({} did not fit SBUF{skipped})\n",
+            "  auto    chose {} of {} modeled candidates ({} did not fit SBUF{skipped}){on}\n",
             r.schedule, a.evaluated, a.rejected
         );
     }
