@@ -104,6 +104,12 @@ impl<B: IrBuilder> NeuronCodegen<B> {
         self.stats
     }
 
+    /// A hint that about `additional` more instructions will be emitted: the base builder
+    /// reserves room for them at once (see [`IrBuilder::reserve_insts`]).
+    pub fn reserve_insts(&mut self, additional: usize) {
+        self.base.reserve_insts(additional);
+    }
+
     /// Rename the kernel being built (checked by [`Self::finalize_kernel`]).
     pub fn set_kernel_name(&mut self, name: impl Into<String>) {
         self.base.set_kernel_name(name.into());
