@@ -156,6 +156,38 @@ impl AccessPattern {
         }
     }
 
+    /// [`Self::canonicalize`] in place: the free dimensions are merged inside their own
+    /// vector, so a pattern that is already canonical (or only shrinks) allocates nothing.
+    pub fn canonicalize_in_place(&mut self) {
+        if self.partitions.num == 1 {
+            self.partitions = Dim::new(1, 1);
+        }
+        let mut w: usize = 0;
+        for r in 0..self.free.len() {
+            let d = self.free[r];
+            if d.num == 1 {
+                continue;
+            }
+            let merged = w.checked_sub(1).and_then(|last| {
+                let outer = self.free[last];
+                let contiguous = d.stride.checked_mul(i64::from(d.num)) == Some(outer.stride);
+                let num = if contiguous { outer.num.checked_mul(d.num) } else { None };
+                num.map(|num| (last, num))
+            });
+            match merged {
+                Some((last, num)) => self.free[last] = Dim::new(d.stride, num),
+                None => {
+                    self.free[w] = d;
+                    w += 1;
+                }
+            }
+        }
+        self.free.truncate(w);
+        if self.free.is_empty() {
+            self.free.push(Dim::new(1, 1));
+        }
+    }
+
     /// Smallest and largest element offset of the free dimensions, relative to `offset`,
     /// saturated to the `i64` range.
     pub fn free_extent(&self) -> (i64, i64) {
@@ -280,6 +312,31 @@ mod tests {
         assert_eq!(ap.canonical_free_indices(), vec![Dim::new(1, 64)]);
         let strided = AccessPattern { free: vec![Dim::new(32, 2), Dim::new(1, 4)], ..ap };
         assert_eq!(strided.canonical_free_indices(), vec![Dim::new(32, 2), Dim::new(1, 4)]);
+    }
+
+    #[test]
+    fn canonicalize_in_place_is_canonicalize() {
+        let base = AccessPattern::on_chip(3, 1, 5, 1);
+        let frees = [
+            vec![],
+            vec![Dim::new(1, 1)],
+            vec![Dim::new(7, 1), Dim::new(9, 1)],
+            vec![Dim::new(16, 4), Dim::new(99, 1), Dim::new(4, 4), Dim::new(1, 4)],
+            vec![Dim::new(32, 2), Dim::new(1, 4)],
+            vec![Dim::new(8, 2), Dim::new(1, 1), Dim::new(2, 4), Dim::new(1, 2), Dim::new(0, 3)],
+            vec![Dim::new(i64::MIN, 2), Dim::new(1 << 62, 2), Dim::new(1 << 16, 1 << 16), Dim::new(1, 1 << 16)],
+        ];
+        for (i, free) in frees.into_iter().enumerate() {
+            for partitions in [Dim::new(5, 1), Dim::new(2, 8)] {
+                let ap = AccessPattern { partitions, free: free.clone(), ..base.clone() };
+                let mut inplace = ap.clone();
+                inplace.canonicalize_in_place();
+                assert_eq!(inplace, ap.canonicalize(), "pattern {i}");
+            }
+        }
+        let mut ap = AccessPattern { free: vec![Dim::new(4, 4), Dim::new(1, 4)], ..base };
+        ap.canonicalize_in_place();
+        assert_eq!((ap.partitions, ap.free), (Dim::new(1, 1), vec![Dim::new(1, 16)]));
     }
 
     #[test]
