@@ -24,6 +24,8 @@ struct TensorAccesses {
 #[derive(Clone, Debug, Default)]
 pub struct DepTracker {
     per_tensor: Vec<TensorAccesses>,
+    /// The operands of the instruction being processed (kept to reuse its allocation).
+    operands: Vec<(TensorId, Region, Access)>,
 }
 
 impl DepTracker {
@@ -48,14 +50,13 @@ impl DepTracker {
                 deps.push(Dep { from, kind });
             }
         };
-        let operands: Vec<(TensorId, Region, Access)> = inst
-            .operands()
-            .into_iter()
-            .filter_map(|(tile, access)| {
-                let t = tensor(tile.tensor)?;
-                Some((tile.tensor, region_of(&tile.ap, t), access))
-            })
-            .collect();
+        let mut operands = std::mem::take(&mut self.operands);
+        operands.clear();
+        inst.for_each_operand(|tile, access| {
+            if let Some(t) = tensor(tile.tensor) {
+                operands.push((tile.tensor, region_of(&tile.ap, t), access));
+            }
+        });
         for &(t, region, access) in &operands {
             let Some(acc) = self.per_tensor.get(t.index()) else { continue };
             let reads = matches!(access, Access::Read | Access::ReadWrite);
@@ -73,7 +74,7 @@ impl DepTracker {
                 }
             }
         }
-        for (t, region, access) in operands {
+        for &(t, region, access) in &operands {
             if self.per_tensor.len() <= t.index() {
                 self.per_tensor.resize_with(t.index() + 1, TensorAccesses::default);
             }
@@ -87,6 +88,7 @@ impl DepTracker {
                 }
             }
         }
+        self.operands = operands;
         deps
     }
 }

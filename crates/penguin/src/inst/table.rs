@@ -60,6 +60,13 @@ macro_rules! operands_of {
     };
 }
 
+/// Call `$g` with each operand of payload `$p` and its access.
+macro_rules! for_each_operand_of {
+    ($p:ident $g:ident [$(($f:ident $r:ident))*] [$($attrs:tt)*]) => {{
+        $($g(&$p.$f, role_access!($r $p));)*
+    }};
+}
+
 /// The operands of payload `$p`, mutably.
 macro_rules! operands_mut_of {
     ($p:ident [$(($f:ident $r:ident))*] [$($attrs:tt)*]) => {
@@ -168,6 +175,14 @@ macro_rules! inst_kinds {
             pub fn operands(&self) -> Vec<(&$crate::tile::InstTile, $crate::inst::Access)> {
                 match self {
                     $(InstData::$kind(p) => select_fields!(operands_of!(p) [] [] $($field: $what($arg),)*),)*
+                }
+            }
+
+            /// Call `f` with every operand and what the instruction does to it, in the order
+            /// of [`Self::operands`] (without collecting them).
+            pub fn for_each_operand<'a>(&'a self, mut f: impl FnMut(&'a $crate::tile::InstTile, $crate::inst::Access)) {
+                match self {
+                    $(InstData::$kind(p) => select_fields!(for_each_operand_of!(p f) [] [] $($field: $what($arg),)*),)*
                 }
             }
 
