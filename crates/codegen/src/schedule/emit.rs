@@ -212,7 +212,7 @@ impl<B: IrBuilder> Planner<'_, B> {
                 tile_size: vec![128, 128],
             };
             let mm = combine_sparse_matmult_tiles(acc, sub)?;
-            self.cg.process_new_neuroninst(InstData::MatMultSparse(mm))?;
+            self.cg.process_new_neuroninst(InstData::MatMultSparse(Box::new(mm)))?;
             return Ok(());
         }
         let sub = MatMultSubTile {
