@@ -3,8 +3,8 @@
 //! PSUM allocators.
 
 use penguin::{
-    verify::is_identifier, AccessPattern, DType, DepTracker, EngineAccumulationType, Function, FunctionView, InstData,
-    InstId, InstTile, IrBuilder, Memory, NDTile, Target, TensorData, TensorId, Tile,
+    verify::is_identifier, AccessPattern, DType, DepTracker, EngineAccumulationType, FreeDims, Function, FunctionView,
+    InstData, InstId, InstTile, IrBuilder, Memory, NDTile, Target, TensorData, TensorId, Tile,
 };
 
 use crate::error::CodegenError;
@@ -313,15 +313,19 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                 self.inst_tile(d.tensor, &d.ap, &[Memory::Sbuf, Memory::Psum])
             }
             Tile::Memref(m) => {
-                let ap = AccessPattern { start_partition: 0, partitions: m.rows, offset: m.offset, free: vec![m.cols] };
+                let ap = AccessPattern {
+                    start_partition: 0,
+                    partitions: m.rows,
+                    offset: m.offset,
+                    free: FreeDims::one(m.cols),
+                };
                 self.inst_tile(m.tensor, &ap, &[Memory::Hbm])
             }
             Tile::MemrefND(m) => {
                 let Some((first, rest)) = m.dims.split_first() else {
                     return Err(CodegenError::BadOperand("MemrefTileND needs at least one dimension".into()));
                 };
-                let ap =
-                    AccessPattern { start_partition: 0, partitions: *first, offset: m.offset, free: rest.to_vec() };
+                let ap = AccessPattern { start_partition: 0, partitions: *first, offset: m.offset, free: rest.into() };
                 self.inst_tile(m.tensor, &ap, &[Memory::Hbm])
             }
             Tile::Psum(p) => {
@@ -366,7 +370,8 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                     for t in [&mut m.stationary, &mut m.moving] {
                         t.ap.free =
                             t.ap.split_outer(2)
-                                .ok_or(CodegenError::DoubleRow(crate::combine::DOUBLE_ROW_FIRST_F_DIM))?;
+                                .ok_or(CodegenError::DoubleRow(crate::combine::DOUBLE_ROW_FIRST_F_DIM))?
+                                .into();
                     }
                 }
                 self.stats.matmuls += 1;

@@ -286,7 +286,12 @@ mod tests {
                 }
             });
         let general = (0u32..3, dim(), 0i64..30, prop::collection::vec(dim(), 0..3)).prop_map(
-            |(start_partition, partitions, offset, free)| AccessPattern { start_partition, partitions, offset, free },
+            |(start_partition, partitions, offset, free)| AccessPattern {
+                start_partition,
+                partitions,
+                offset,
+                free: free.into(),
+            },
         );
         prop_oneof![window, general]
     }
@@ -349,12 +354,13 @@ mod tests {
         assert!(all.covers(&t) && all.covers(&a) && all.dense);
         // A strided (every other column) pattern is neither a window nor dense: it covers
         // nothing, and nothing but a real superset covers it.
-        let strided = AccessPattern { free: vec![Dim::new(2, 256)], ..AccessPattern::hbm_rows(1024, 0, 128, 0, 1) };
+        let strided =
+            AccessPattern { free: vec![Dim::new(2, 256)].into(), ..AccessPattern::hbm_rows(1024, 0, 128, 0, 1) };
         let rs = strided.hbm_region(1024);
         assert_eq!((rs.window, rs.dense), (None, false));
         assert!(!rs.covers(&a) && rs.overlaps(&a) && all.covers(&rs) && !b.covers(&rs));
         // Full rows flatten into one run; a run that wraps mid-row is no window.
-        let run = AccessPattern { partitions: Dim::new(1, 2048), free: vec![], ..strided };
+        let run = AccessPattern { partitions: Dim::new(1, 2048), free: vec![].into(), ..strided };
         assert_eq!(run.hbm_window(1024), Some(Window { row_len: 1024, r0: 0, r1: 2, c0: 0, c1: 1024 }));
         assert_eq!(AccessPattern { offset: 1, ..run }.hbm_window(1024), None);
     }

@@ -242,7 +242,7 @@ pub(crate) mod props {
                 tensor: TensorId(t),
                 memory,
                 dtype,
-                ap: AccessPattern { start_partition, partitions, offset, free },
+                ap: AccessPattern { start_partition, partitions, offset, free: free.into() },
             },
         )
     }
