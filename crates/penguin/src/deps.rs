@@ -14,10 +14,15 @@ use crate::entity::{InstId, TensorId};
 use crate::function::{Function, FunctionView, TensorData};
 use crate::inst::{Access, Dep, DepKind, InstData};
 
+mod tracked;
+
+use tracked::Tracked;
+
+/// The live accesses of one tensor, each stored compactly ([`Tracked`]).
 #[derive(Clone, Debug, Default)]
 struct TensorAccesses {
-    writes: Vec<(InstId, Region)>,
-    reads: Vec<(InstId, Region)>,
+    writes: Vec<Tracked>,
+    reads: Vec<Tracked>,
 }
 
 /// Computes the incoming edges of each new instruction from the accesses before it.
@@ -61,15 +66,15 @@ impl DepTracker {
             let Some(acc) = self.per_tensor.get(t.index()) else { continue };
             let reads = matches!(access, Access::Read | Access::ReadWrite);
             let writes = matches!(access, Access::Write | Access::ReadWrite);
-            for (w, r) in &acc.writes {
-                if r.overlaps(&region) {
-                    add(*w, if reads { DepKind::Raw } else { DepKind::Waw });
+            for w in &acc.writes {
+                if w.region().overlaps(&region) {
+                    add(w.id(), if reads { DepKind::Raw } else { DepKind::Waw });
                 }
             }
             if writes {
-                for (rd, r) in &acc.reads {
-                    if r.overlaps(&region) {
-                        add(*rd, DepKind::War);
+                for rd in &acc.reads {
+                    if rd.region().overlaps(&region) {
+                        add(rd.id(), DepKind::War);
                     }
                 }
             }
@@ -80,11 +85,11 @@ impl DepTracker {
             }
             let acc = &mut self.per_tensor[t.index()];
             match access {
-                Access::Read => acc.reads.push((id, region)),
+                Access::Read => acc.reads.push(Tracked::new(id, region)),
                 Access::Write | Access::ReadWrite => {
-                    acc.writes.retain(|(_, r)| !region.covers(r));
-                    acc.reads.retain(|(_, r)| !region.covers(r));
-                    acc.writes.push((id, region));
+                    acc.writes.retain(|w| !region.covers(&w.region()));
+                    acc.reads.retain(|r| !region.covers(&r.region()));
+                    acc.writes.push(Tracked::new(id, region));
                 }
             }
         }
