@@ -67,13 +67,13 @@ impl DepTracker {
             let reads = matches!(access, Access::Read | Access::ReadWrite);
             let writes = matches!(access, Access::Write | Access::ReadWrite);
             for w in &acc.writes {
-                if w.region().overlaps(&region) {
+                if w.overlaps(&region) {
                     add(w.id(), if reads { DepKind::Raw } else { DepKind::Waw });
                 }
             }
             if writes {
                 for rd in &acc.reads {
-                    if rd.region().overlaps(&region) {
+                    if rd.overlaps(&region) {
                         add(rd.id(), DepKind::War);
                     }
                 }
@@ -87,8 +87,8 @@ impl DepTracker {
             match access {
                 Access::Read => acc.reads.push(Tracked::new(id, region)),
                 Access::Write | Access::ReadWrite => {
-                    acc.writes.retain(|w| !region.covers(&w.region()));
-                    acc.reads.retain(|r| !region.covers(&r.region()));
+                    acc.writes.retain(|w| !w.covered_by(&region));
+                    acc.reads.retain(|r| !r.covered_by(&region));
                     acc.writes.push(Tracked::new(id, region));
                 }
             }

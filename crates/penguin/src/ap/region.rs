@@ -56,7 +56,7 @@ impl Window {
     }
 
     /// Whether the window is one contiguous run of elements.
-    fn contiguous(&self) -> bool {
+    pub(crate) fn contiguous(&self) -> bool {
         self.r1 - self.r0 == 1 || (self.c0 == 0 && self.c1 == self.row_len)
     }
 }

@@ -41,6 +41,33 @@ impl Tracked {
         }
     }
 
+    /// `self.region().overlaps(other)`, without rebuilding the region when it has no window
+    /// (the common case, which the tracker tests against every live access of a tensor).
+    #[inline]
+    pub(super) fn overlaps(&self, other: &Region) -> bool {
+        match self {
+            // No window on this side: `Region::overlaps` is the box test.
+            Tracked::Box { p0, p1, lo, hi, .. } => *p0 < other.p1 && other.p0 < *p1 && *lo < other.hi && other.lo < *hi,
+            _ => self.region().overlaps(other),
+        }
+    }
+
+    /// `by.covers(&self.region())`, without rebuilding the region when it has no window.
+    #[inline]
+    pub(super) fn covered_by(&self, by: &Region) -> bool {
+        match self {
+            Tracked::Box { p0, p1, lo, hi, .. } => {
+                let boxes = by.p0 <= *p0 && *p1 <= by.p1 && by.lo <= *lo && *hi <= by.hi;
+                // `Region::covers` when the covered region has no window.
+                match &by.window {
+                    Some(w) => boxes && w.contiguous(),
+                    None => boxes && by.dense,
+                }
+            }
+            _ => by.covers(&self.region()),
+        }
+    }
+
     /// The region, exactly as given to [`Tracked::new`].
     pub(super) fn region(&self) -> Region {
         match self {
@@ -100,6 +127,14 @@ mod tests {
             assert_eq!((t.id(), t.region(), got), (id, region, kind));
         }
         assert!(window.window.is_some() && cols.window.is_some());
+        // The shortcuts agree with the regions' own tests, both ways round.
+        for (a, _) in cases {
+            for (b, _) in cases {
+                let t = Tracked::new(id, a);
+                assert_eq!(t.overlaps(&b), a.overlaps(&b), "{a:?} overlaps {b:?}");
+                assert_eq!(t.covered_by(&b), b.covers(&a), "{b:?} covers {a:?}");
+            }
+        }
         assert_eq!(std::mem::size_of::<Tracked>(), 48);
     }
 }
