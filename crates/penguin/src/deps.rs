@@ -31,6 +31,8 @@ pub struct DepTracker {
     per_tensor: Vec<TensorAccesses>,
     /// The operands of the instruction being processed (kept to reuse its allocation).
     operands: Vec<(TensorId, Region, Access)>,
+    /// The edges of the instruction being processed (kept to reuse its allocation).
+    deps: Vec<Dep>,
 }
 
 impl DepTracker {
@@ -49,7 +51,10 @@ impl DepTracker {
         inst: &InstData,
         tensor: impl Fn(TensorId) -> Option<&'a TensorData>,
     ) -> Vec<Dep> {
-        let mut deps: Vec<Dep> = Vec::new();
+        // Collected in a reused buffer and returned at their exact size (one allocation, none
+        // without edges): the function keeps every instruction's list.
+        let mut deps = std::mem::take(&mut self.deps);
+        deps.clear();
         let mut add = |from: InstId, kind: DepKind| {
             if from != id && !deps.iter().any(|d| d.from == from) {
                 deps.push(Dep { from, kind });
@@ -94,7 +99,9 @@ impl DepTracker {
             }
         }
         self.operands = operands;
-        deps
+        let out = deps.to_vec();
+        self.deps = deps;
+        out
     }
 }
 
