@@ -127,7 +127,7 @@ fn double_row_kernel(target: Target) -> Function {
             start_partition: 0,
             partitions: Dim::new(1, 128),
             offset: 0,
-            free: vec![Dim::new(i64::from(free), 2), Dim::new(1, free)],
+            free: vec![Dim::new(i64::from(free), 2), Dim::new(1, free)].into(),
         };
         tile(t, Memory::Sbuf, DType::Fp8e4m3, ap)
     };
@@ -176,7 +176,7 @@ fn too_many_strides_on_a_compute_engine() {
         start_partition: 0,
         partitions: Dim::new(1, 4),
         offset: 0,
-        free: vec![Dim::new(9, 2), Dim::new(5, 2), Dim::new(3, 2), Dim::new(1, 2)],
+        free: vec![Dim::new(9, 2), Dim::new(5, 2), Dim::new(3, 2), Dim::new(1, 2)].into(),
     };
     // Strides 9, 5, 3, 1 with 2 each: four dimensions that do not merge.
     f.push_inst(

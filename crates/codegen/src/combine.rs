@@ -262,7 +262,7 @@ mod tests {
             start_partition: 0,
             partitions: Dim::new(1, parts),
             offset: 0,
-            free: vec![Dim::new(i64::from(free), pack), Dim::new(1, free)],
+            free: vec![Dim::new(i64::from(free), pack), Dim::new(1, free)].into(),
         };
         InstTile { tensor: TensorId(t), memory: Memory::Sbuf, dtype, ap }
     }

@@ -8,7 +8,7 @@
 //! `combine_tiles` checks against the other operands, is `rows` partitions of a row each.
 
 use penguin::{
-    AccessPattern, DType, Dim, DmaGatherData, FunctionView, IndirectMemrefTileND, InstData, InstId, InstTile,
+    AccessPattern, DType, Dim, DmaGatherData, FreeDims, FunctionView, IndirectMemrefTileND, InstData, InstId, InstTile,
     IrBuilder, Memory, TensorData, Tile,
 };
 
@@ -36,7 +36,7 @@ pub(crate) fn table_tile(t: &IndirectMemrefTileND, table: &TensorData) -> Result
         start_partition: 0,
         partitions: Dim { stride: t.row_stride, num: table_rows },
         offset: t.offset,
-        free: t.free.clone(),
+        free: t.free.as_slice().into(),
     };
     Ok(InstTile { tensor: t.tensor, memory: Memory::Hbm, dtype: table.dtype, ap: ap.canonicalize() })
 }
@@ -65,7 +65,12 @@ fn index_tile(t: &IndirectMemrefTileND, index: &TensorData) -> Result<InstTile, 
             index.name, index.dtype
         )));
     }
-    let ap = AccessPattern { start_partition: 0, partitions: Dim { stride: 1, num: t.rows }, offset: 0, free: vec![] };
+    let ap = AccessPattern {
+        start_partition: 0,
+        partitions: Dim { stride: 1, num: t.rows },
+        offset: 0,
+        free: FreeDims::new(),
+    };
     Ok(InstTile { tensor: t.index, memory: index.memory, dtype: DType::Int32, ap: ap.canonicalize() })
 }
 

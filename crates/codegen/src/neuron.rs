@@ -3,8 +3,8 @@
 //! PSUM allocators.
 
 use penguin::{
-    verify::is_identifier, AccessPattern, DType, DepTracker, EngineAccumulationType, Function, FunctionView, InstData,
-    InstId, InstTile, IrBuilder, Memory, NDTile, Target, TensorData, TensorId, Tile,
+    verify::is_identifier, AccessPattern, DType, DepTracker, EngineAccumulationType, FreeDims, Function, FunctionView,
+    InstData, InstId, InstTile, IrBuilder, Memory, NDTile, Target, TensorData, TensorId, Tile,
 };
 
 use crate::error::CodegenError;
@@ -102,6 +102,12 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// Counters so far.
     pub fn stats(&self) -> CodegenStats {
         self.stats
+    }
+
+    /// A hint that about `additional` more instructions will be emitted: the base builder
+    /// reserves room for them at once (see [`IrBuilder::reserve_insts`]).
+    pub fn reserve_insts(&mut self, additional: usize) {
+        self.base.reserve_insts(additional);
     }
 
     /// Rename the kernel being built (checked by [`Self::finalize_kernel`]).
@@ -307,15 +313,19 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                 self.inst_tile(d.tensor, &d.ap, &[Memory::Sbuf, Memory::Psum])
             }
             Tile::Memref(m) => {
-                let ap = AccessPattern { start_partition: 0, partitions: m.rows, offset: m.offset, free: vec![m.cols] };
+                let ap = AccessPattern {
+                    start_partition: 0,
+                    partitions: m.rows,
+                    offset: m.offset,
+                    free: FreeDims::one(m.cols),
+                };
                 self.inst_tile(m.tensor, &ap, &[Memory::Hbm])
             }
             Tile::MemrefND(m) => {
                 let Some((first, rest)) = m.dims.split_first() else {
                     return Err(CodegenError::BadOperand("MemrefTileND needs at least one dimension".into()));
                 };
-                let ap =
-                    AccessPattern { start_partition: 0, partitions: *first, offset: m.offset, free: rest.to_vec() };
+                let ap = AccessPattern { start_partition: 0, partitions: *first, offset: m.offset, free: rest.into() };
                 self.inst_tile(m.tensor, &ap, &[Memory::Hbm])
             }
             Tile::Psum(p) => {
@@ -339,92 +349,70 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// with [`Self::combine_tiles`], wire its dependency edges ([`Self::process_dep_edges`]),
     /// then `insert` it (the only way an instruction reaches the base builder).
     pub fn process_new_neuroninst(&mut self, mut inst: InstData) -> Result<InstId, CodegenError> {
+        // The operands are already `InstTile`s: they are canonicalized in place, with the
+        // checks and errors of `combine_tiles` over `Tile::Inst` operands (the group arms) or
+        // of canonicalizing each alone, without copying them.
         match &mut inst {
             InstData::MatMult(m) => {
                 if m.dst.memory != Memory::Psum {
                     return Err(CodegenError::ResultNotPsum);
                 }
                 self.check_pe_tile(m.tile_position, m.tile_size)?;
-                let [dst, st, mv] = [&m.dst, &m.stationary, &m.moving].map(|t| Tile::Inst(t.clone()));
-                let dst = self.combine_tiles(&[dst])?;
-                let ops = self.combine_tiles(&[st])?.into_iter().chain(self.combine_tiles(&[mv])?).collect::<Vec<_>>();
-                if ops[0].partitions() != ops[1].partitions() {
-                    return Err(CodegenError::IncompatibleTiles { a: ops[0].ap.shape(), b: ops[1].ap.shape() });
+                self.combine_in_place(&mut [&mut m.dst])?;
+                self.combine_in_place(&mut [&mut m.stationary])?;
+                self.combine_in_place(&mut [&mut m.moving])?;
+                if m.stationary.partitions() != m.moving.partitions() {
+                    return Err(CodegenError::IncompatibleTiles { a: m.stationary.ap.shape(), b: m.moving.ap.shape() });
                 }
-                self.track_psum_group(&dst[0], m.flags())?;
-                m.dst = dst[0].clone();
-                m.stationary = ops[0].clone();
-                m.moving = ops[1].clone();
+                self.track_psum_group(&m.dst, m.flags())?;
                 if m.perf_mode == penguin::PerfMode::DoubleRow {
                     // Keep the pack axis visible: double-row operands are [P, 2, F].
                     for t in [&mut m.stationary, &mut m.moving] {
                         t.ap.free =
                             t.ap.split_outer(2)
-                                .ok_or(CodegenError::DoubleRow(crate::combine::DOUBLE_ROW_FIRST_F_DIM))?;
+                                .ok_or(CodegenError::DoubleRow(crate::combine::DOUBLE_ROW_FIRST_F_DIM))?
+                                .into();
                     }
                 }
                 self.stats.matmuls += 1;
             }
-            InstData::DmaCopy(d) => {
-                let c = self.combine_tiles(&[Tile::Inst(d.dst.clone()), Tile::Inst(d.src.clone())])?;
-                d.dst = c[0].clone();
-                d.src = c[1].clone();
-            }
-            InstData::TensorCopy(c) => {
-                let t = self.combine_tiles(&[Tile::Inst(c.dst.clone()), Tile::Inst(c.src.clone())])?;
-                c.dst = t[0].clone();
-                c.src = t[1].clone();
-            }
-            InstData::Memset(m) => {
-                let t = self.combine_tiles(&[Tile::Inst(m.dst.clone())])?;
-                m.dst = t[0].clone();
-            }
+            InstData::DmaCopy(d) => self.combine_in_place(&mut [&mut d.dst, &mut d.src])?,
+            InstData::TensorCopy(c) => self.combine_in_place(&mut [&mut c.dst, &mut c.src])?,
+            InstData::Memset(m) => self.combine_in_place(&mut [&mut m.dst])?,
             InstData::MatMultSparse(m) => {
                 if m.dst.memory != Memory::Psum {
                     return Err(CodegenError::ResultNotPsum);
                 }
-                let c = self.canonical_each(&[&m.dst, &m.stationary, &m.moving])?;
-                let tags = self.combine_tiles(&[Tile::Inst(m.stationary.clone()), Tile::Inst(m.tags.clone())])?;
-                self.track_psum_group(&c[0], m.flags())?;
-                [m.dst, m.stationary, m.moving] = [c[0].clone(), c[1].clone(), c[2].clone()];
-                m.tags = tags[1].clone();
+                for t in [&mut m.dst, &mut m.stationary, &mut m.moving] {
+                    self.canonical_in_place(t)?;
+                }
+                // The tags must agree with the stationary operand (canonical either way).
+                self.combine_in_place(&mut [&mut m.stationary, &mut m.tags])?;
+                self.track_psum_group(&m.dst, m.flags())?;
                 self.stats.matmuls += 1;
             }
-            InstData::TensorTensor(t) => {
-                let c = self.combine_tiles(&[
-                    Tile::Inst(t.dst.clone()),
-                    Tile::Inst(t.lhs.clone()),
-                    Tile::Inst(t.rhs.clone()),
-                ])?;
-                [t.dst, t.lhs, t.rhs] = [c[0].clone(), c[1].clone(), c[2].clone()];
-            }
+            InstData::TensorTensor(t) => self.combine_in_place(&mut [&mut t.dst, &mut t.lhs, &mut t.rhs])?,
             InstData::TiledOffloadedFma(f) | InstData::OffloadedFma(f) => {
-                let c = self.combine_tiles(&[
-                    Tile::Inst(f.dst.clone()),
-                    Tile::Inst(f.src0.clone()),
-                    Tile::Inst(f.src1.clone()),
-                ])?;
-                [f.dst, f.src0, f.src1] = [c[0].clone(), c[1].clone(), c[2].clone()];
+                self.combine_in_place(&mut [&mut f.dst, &mut f.src0, &mut f.src1])?;
             }
             InstData::TiledOffloadedMemCpy(c) | InstData::OffloadedMemCpy(c) => {
-                let t = self.combine_tiles(&[Tile::Inst(c.dst.clone()), Tile::Inst(c.src.clone())])?;
-                [c.dst, c.src] = [t[0].clone(), t[1].clone()];
+                self.combine_in_place(&mut [&mut c.dst, &mut c.src])?;
             }
-            InstData::OffloadedMemCast(c) => {
-                let t = self.combine_tiles(&[Tile::Inst(c.dst.clone()), Tile::Inst(c.src.clone())])?;
-                [c.dst, c.src] = [t[0].clone(), t[1].clone()];
-            }
+            InstData::OffloadedMemCast(c) => self.combine_in_place(&mut [&mut c.dst, &mut c.src])?,
             InstData::Transpose(t) => {
-                let c = self.canonical_each(&[&t.dst, &t.src])?;
-                [t.dst, t.src] = [c[0].clone(), c[1].clone()];
+                for t in [&mut t.dst, &mut t.src] {
+                    self.canonical_in_place(t)?;
+                }
             }
             InstData::DmaGather(g) => {
-                let c = self.canonical_each(&[&g.dst, &g.table, &g.index])?;
-                [g.dst, g.table, g.index] = [c[0].clone(), c[1].clone(), c[2].clone()];
+                for t in [&mut g.dst, &mut g.table, &mut g.index] {
+                    self.canonical_in_place(t)?;
+                }
             }
             InstData::DmaScatterAdd(sc) => {
-                let c = self.canonical_each(&[&sc.table, &sc.src, &sc.index])?;
-                [sc.table, sc.src, sc.index] = [c[0].clone(), c[1].clone(), c[2].clone()];
+                for t in [&mut sc.table, &mut sc.src, &mut sc.index] {
+                    self.canonical_in_place(t)?;
+                }
             }
         }
         let deps = self.process_dep_edges(&inst);
@@ -471,9 +459,36 @@ impl<B: IrBuilder> NeuronCodegen<B> {
         Ok(InstTile { tensor, memory: Memory::Sbuf, dtype: shape.dtype, ap })
     }
 
-    /// Canonicalize operands that need not share a shape.
-    fn canonical_each(&self, tiles: &[&InstTile]) -> Result<Vec<InstTile>, CodegenError> {
-        tiles.iter().map(|t| self.canonical_tile(&Tile::Inst((*t).clone()))).collect()
+    /// [`Self::canonical_tile`] of `Tile::Inst(t)`, in place: the tensor must exist in the
+    /// memory the tile names; the pattern is canonicalized without copying the tile.
+    fn canonical_in_place(&self, t: &mut InstTile) -> Result<(), CodegenError> {
+        let data = self.tensor(t.tensor)?;
+        if data.memory != t.memory {
+            return Err(CodegenError::BadOperand(format!(
+                "operand tensor `{}` is in {}, expected {:?}",
+                data.name,
+                data.memory,
+                [t.memory]
+            )));
+        }
+        t.ap.canonicalize_in_place();
+        Ok(())
+    }
+
+    /// [`Self::combine_tiles`] of `Tile::Inst` operands, in place: canonicalize each (the
+    /// first failure is the error), then check that they agree on partitions and elements per
+    /// partition (canonicalization keeps both).
+    fn combine_in_place(&self, tiles: &mut [&mut InstTile]) -> Result<(), CodegenError> {
+        for t in tiles.iter_mut() {
+            self.canonical_in_place(t)?;
+        }
+        let key = |t: &InstTile| (t.ap.partitions.num, t.ap.free_elems());
+        if let Some((first, rest)) = tiles.split_first() {
+            if let Some(t) = rest.iter().find(|t| key(t) != key(first)) {
+                return Err(CodegenError::IncompatibleTiles { a: first.ap.shape(), b: t.ap.shape() });
+            }
+        }
+        Ok(())
     }
 
     fn track_psum_group(&mut self, dst: &InstTile, flags: EngineAccumulationType) -> Result<(), CodegenError> {

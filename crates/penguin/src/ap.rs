@@ -12,8 +12,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+mod free;
 mod region;
 
+pub use free::FreeDims;
 pub use region::{Region, Window};
 
 /// The most free dimensions an access pattern may have.
@@ -50,15 +52,20 @@ pub struct AccessPattern {
     pub partitions: Dim,
     /// Element offset of the first element (inside the partition on chip).
     pub offset: i64,
-    /// Free dimensions, outermost first.
-    pub free: Vec<Dim>,
+    /// Free dimensions, outermost first (a list that keeps one dimension inline).
+    pub free: FreeDims,
 }
 
 impl AccessPattern {
     /// An on-chip block: partitions `[start, start + parts)`, a contiguous run of `free`
     /// elements at `offset` in each.
     pub fn on_chip(start_partition: u32, parts: u32, offset: i64, free: u32) -> Self {
-        AccessPattern { start_partition, partitions: Dim::new(1, parts), offset, free: vec![Dim::new(1, free)] }
+        AccessPattern {
+            start_partition,
+            partitions: Dim::new(1, parts),
+            offset,
+            free: FreeDims::one(Dim::new(1, free)),
+        }
     }
 
     /// A 2-d window of a row-major HBM matrix with `row_len` elements per row: `rows` rows
@@ -71,7 +78,7 @@ impl AccessPattern {
             start_partition: 0,
             partitions: Dim::new(saturate_u64(row_len), rows),
             offset: window_offset(row_len, row0, col0),
-            free: vec![Dim::new(1, cols)],
+            free: FreeDims::one(Dim::new(1, cols)),
         }
     }
 
@@ -82,7 +89,7 @@ impl AccessPattern {
             start_partition: 0,
             partitions: Dim::new(1, cols),
             offset: window_offset(row_len, row0, col0),
-            free: vec![Dim::new(saturate_u64(row_len), rows)],
+            free: FreeDims::one(Dim::new(saturate_u64(row_len), rows)),
         }
     }
 
@@ -152,7 +159,39 @@ impl AccessPattern {
             start_partition: self.start_partition,
             partitions,
             offset: self.offset,
-            free: self.canonical_free_indices(),
+            free: self.canonical_free_indices().into(),
+        }
+    }
+
+    /// [`Self::canonicalize`] in place: the free dimensions are merged inside their own
+    /// vector, so a pattern that is already canonical (or only shrinks) allocates nothing.
+    pub fn canonicalize_in_place(&mut self) {
+        if self.partitions.num == 1 {
+            self.partitions = Dim::new(1, 1);
+        }
+        let mut w: usize = 0;
+        for r in 0..self.free.len() {
+            let d = self.free[r];
+            if d.num == 1 {
+                continue;
+            }
+            let merged = w.checked_sub(1).and_then(|last| {
+                let outer = self.free[last];
+                let contiguous = d.stride.checked_mul(i64::from(d.num)) == Some(outer.stride);
+                let num = if contiguous { outer.num.checked_mul(d.num) } else { None };
+                num.map(|num| (last, num))
+            });
+            match merged {
+                Some((last, num)) => self.free[last] = Dim::new(d.stride, num),
+                None => {
+                    self.free[w] = d;
+                    w += 1;
+                }
+            }
+        }
+        self.free.truncate(w);
+        if self.free.is_empty() {
+            self.free.push(Dim::new(1, 1));
         }
     }
 
@@ -275,11 +314,36 @@ mod tests {
             start_partition: 0,
             partitions: Dim::new(1, 4),
             offset: 0,
-            free: vec![Dim::new(16, 4), Dim::new(99, 1), Dim::new(4, 4), Dim::new(1, 4)],
+            free: vec![Dim::new(16, 4), Dim::new(99, 1), Dim::new(4, 4), Dim::new(1, 4)].into(),
         };
         assert_eq!(ap.canonical_free_indices(), vec![Dim::new(1, 64)]);
-        let strided = AccessPattern { free: vec![Dim::new(32, 2), Dim::new(1, 4)], ..ap };
+        let strided = AccessPattern { free: vec![Dim::new(32, 2), Dim::new(1, 4)].into(), ..ap };
         assert_eq!(strided.canonical_free_indices(), vec![Dim::new(32, 2), Dim::new(1, 4)]);
+    }
+
+    #[test]
+    fn canonicalize_in_place_is_canonicalize() {
+        let base = AccessPattern::on_chip(3, 1, 5, 1);
+        let frees = [
+            vec![],
+            vec![Dim::new(1, 1)],
+            vec![Dim::new(7, 1), Dim::new(9, 1)],
+            vec![Dim::new(16, 4), Dim::new(99, 1), Dim::new(4, 4), Dim::new(1, 4)],
+            vec![Dim::new(32, 2), Dim::new(1, 4)],
+            vec![Dim::new(8, 2), Dim::new(1, 1), Dim::new(2, 4), Dim::new(1, 2), Dim::new(0, 3)],
+            vec![Dim::new(i64::MIN, 2), Dim::new(1 << 62, 2), Dim::new(1 << 16, 1 << 16), Dim::new(1, 1 << 16)],
+        ];
+        for (i, free) in frees.into_iter().enumerate() {
+            for partitions in [Dim::new(5, 1), Dim::new(2, 8)] {
+                let ap = AccessPattern { partitions, free: free.clone().into(), ..base.clone() };
+                let mut inplace = ap.clone();
+                inplace.canonicalize_in_place();
+                assert_eq!(inplace, ap.canonicalize(), "pattern {i}");
+            }
+        }
+        let mut ap = AccessPattern { free: vec![Dim::new(4, 4), Dim::new(1, 4)].into(), ..base };
+        ap.canonicalize_in_place();
+        assert_eq!((ap.partitions, ap.free), (Dim::new(1, 1), vec![Dim::new(1, 16)].into()));
     }
 
     #[test]
@@ -310,7 +374,7 @@ mod tests {
             start_partition: u32::MAX,
             partitions: Dim::new(i64::MAX, u32::MAX),
             offset: i64::MAX,
-            free: vec![Dim::new(i64::MAX, u32::MAX), Dim::new(i64::MIN, u32::MAX)],
+            free: vec![Dim::new(i64::MAX, u32::MAX), Dim::new(i64::MIN, u32::MAX)].into(),
         };
         assert_eq!(ap.free_extent(), (i64::MIN, i64::MAX));
         assert_eq!(ap.flat_extent(), (i64::MIN, i64::MAX));
@@ -322,19 +386,20 @@ mod tests {
         assert_eq!(wide.region(true).p1, u32::MAX);
         let [p0, ..] = AccessPattern { partitions: Dim::new(-1, 2), ..wide }.region_wide(true);
         assert_eq!(p0, -1);
-        let many = AccessPattern { free: vec![Dim::new(0, u32::MAX); 4], ..ap };
+        let many = AccessPattern { free: vec![Dim::new(0, u32::MAX); 4].into(), ..ap };
         assert_eq!((many.free_elems(), many.num_elems()), (u64::MAX, u64::MAX));
         // Merging would overflow the stride or the count: the dimensions stay apart.
         let big = AccessPattern {
-            free: vec![Dim::new(i64::MIN, 2), Dim::new(1 << 62, 2), Dim::new(1 << 16, 1 << 16), Dim::new(1, 1 << 16)],
+            free: vec![Dim::new(i64::MIN, 2), Dim::new(1 << 62, 2), Dim::new(1 << 16, 1 << 16), Dim::new(1, 1 << 16)]
+                .into(),
             ..AccessPattern::on_chip(0, 1, 0, 1)
         };
         assert_eq!(big.canonical_free_indices(), big.free);
-        assert_eq!(AccessPattern { free: vec![Dim::new(i64::MAX, 4)], ..big }.split_outer(2), None);
+        assert_eq!(AccessPattern { free: vec![Dim::new(i64::MAX, 4)].into(), ..big }.split_outer(2), None);
         let window = AccessPattern::hbm_rows(u64::MAX, u64::MAX, 2, u64::MAX, 2);
         assert_eq!((window.partitions.stride, window.offset), (i64::MAX, i64::MAX));
         let mut offsets = vec![];
-        AccessPattern { free: vec![Dim::new(i64::MAX, 3), Dim::new(i64::MIN, 3)], ..big }
+        AccessPattern { free: vec![Dim::new(i64::MAX, 3), Dim::new(i64::MIN, 3)].into(), ..big }
             .for_each_free_offset(|o| offsets.push(o));
         assert_eq!(offsets.len(), 9);
         assert_eq!((offsets[2], offsets[6]), (i64::MIN, i64::MAX));

@@ -16,6 +16,11 @@ pub trait IrBuilder {
     fn add_tensor(&mut self, data: TensorData) -> Result<TensorId, PenguinError>;
     /// Append an instruction with its incoming dependency edges.
     fn insert(&mut self, inst: InstData, deps: Vec<Dep>) -> InstId;
+    /// A hint that about `additional` more instructions will be inserted (see
+    /// [`Function::reserve_insts`]); builders may ignore it, and the default does.
+    fn reserve_insts(&mut self, additional: usize) {
+        let _ = additional;
+    }
     /// Mark kernel inputs.
     fn set_inputs(&mut self, inputs: Vec<TensorId>);
     /// Mark kernel outputs.
@@ -53,6 +58,10 @@ impl IrBuilder for GeneratedBuilder {
 
     fn insert(&mut self, inst: InstData, deps: Vec<Dep>) -> InstId {
         self.func.push_inst(inst, deps)
+    }
+
+    fn reserve_insts(&mut self, additional: usize) {
+        self.func.reserve_insts(additional);
     }
 
     fn set_inputs(&mut self, inputs: Vec<TensorId>) {

@@ -14,16 +14,25 @@ use crate::entity::{InstId, TensorId};
 use crate::function::{Function, FunctionView, TensorData};
 use crate::inst::{Access, Dep, DepKind, InstData};
 
+mod tracked;
+
+use tracked::Tracked;
+
+/// The live accesses of one tensor, each stored compactly ([`Tracked`]).
 #[derive(Clone, Debug, Default)]
 struct TensorAccesses {
-    writes: Vec<(InstId, Region)>,
-    reads: Vec<(InstId, Region)>,
+    writes: Vec<Tracked>,
+    reads: Vec<Tracked>,
 }
 
 /// Computes the incoming edges of each new instruction from the accesses before it.
 #[derive(Clone, Debug, Default)]
 pub struct DepTracker {
     per_tensor: Vec<TensorAccesses>,
+    /// The operands of the instruction being processed (kept to reuse its allocation).
+    operands: Vec<(TensorId, Region, Access)>,
+    /// The edges of the instruction being processed (kept to reuse its allocation).
+    deps: Vec<Dep>,
 }
 
 impl DepTracker {
@@ -42,52 +51,57 @@ impl DepTracker {
         inst: &InstData,
         tensor: impl Fn(TensorId) -> Option<&'a TensorData>,
     ) -> Vec<Dep> {
-        let mut deps: Vec<Dep> = Vec::new();
+        // Collected in a reused buffer and returned at their exact size (one allocation, none
+        // without edges): the function keeps every instruction's list.
+        let mut deps = std::mem::take(&mut self.deps);
+        deps.clear();
         let mut add = |from: InstId, kind: DepKind| {
             if from != id && !deps.iter().any(|d| d.from == from) {
                 deps.push(Dep { from, kind });
             }
         };
-        let operands: Vec<(TensorId, Region, Access)> = inst
-            .operands()
-            .into_iter()
-            .filter_map(|(tile, access)| {
-                let t = tensor(tile.tensor)?;
-                Some((tile.tensor, region_of(&tile.ap, t), access))
-            })
-            .collect();
+        let mut operands = std::mem::take(&mut self.operands);
+        operands.clear();
+        inst.for_each_operand(|tile, access| {
+            if let Some(t) = tensor(tile.tensor) {
+                operands.push((tile.tensor, region_of(&tile.ap, t), access));
+            }
+        });
         for &(t, region, access) in &operands {
             let Some(acc) = self.per_tensor.get(t.index()) else { continue };
             let reads = matches!(access, Access::Read | Access::ReadWrite);
             let writes = matches!(access, Access::Write | Access::ReadWrite);
-            for (w, r) in &acc.writes {
-                if r.overlaps(&region) {
-                    add(*w, if reads { DepKind::Raw } else { DepKind::Waw });
+            for w in &acc.writes {
+                if w.overlaps(&region) {
+                    add(w.id(), if reads { DepKind::Raw } else { DepKind::Waw });
                 }
             }
             if writes {
-                for (rd, r) in &acc.reads {
-                    if r.overlaps(&region) {
-                        add(*rd, DepKind::War);
+                for rd in &acc.reads {
+                    if rd.overlaps(&region) {
+                        add(rd.id(), DepKind::War);
                     }
                 }
             }
         }
-        for (t, region, access) in operands {
+        for &(t, region, access) in &operands {
             if self.per_tensor.len() <= t.index() {
                 self.per_tensor.resize_with(t.index() + 1, TensorAccesses::default);
             }
             let acc = &mut self.per_tensor[t.index()];
             match access {
-                Access::Read => acc.reads.push((id, region)),
+                Access::Read => acc.reads.push(Tracked::new(id, region)),
                 Access::Write | Access::ReadWrite => {
-                    acc.writes.retain(|(_, r)| !region.covers(r));
-                    acc.reads.retain(|(_, r)| !region.covers(r));
-                    acc.writes.push((id, region));
+                    acc.writes.retain(|w| !w.covered_by(&region));
+                    acc.reads.retain(|r| !r.covered_by(&region));
+                    acc.writes.push(Tracked::new(id, region));
                 }
             }
         }
-        deps
+        self.operands = operands;
+        let out = deps.to_vec();
+        self.deps = deps;
+        out
     }
 }
 

@@ -126,6 +126,18 @@ impl Function {
         self.tensors.get_index_of(name).and_then(TensorId::from_index)
     }
 
+    /// Make room for `additional` more instructions (the arena, program order and the edge
+    /// lists) at once, so that a producer that knows roughly how many it will append does not
+    /// grow the vectors by doubling (each doubling copies the arena into fresh memory). Space
+    /// reserved but never used is never touched. Only a hint: when the room cannot be had the
+    /// vectors stay as they are and grow on demand.
+    pub fn reserve_insts(&mut self, additional: usize) {
+        // A failed reservation (too large) leaves a vector unchanged, which is fine for a hint.
+        let _ = self.insts.try_reserve(additional);
+        let _ = self.deps.try_reserve(additional);
+        let _ = self.layout.try_reserve(additional);
+    }
+
     /// Append an instruction at the end of program order with its incoming edges.
     pub fn push_inst(&mut self, inst: InstData, deps: Vec<Dep>) -> InstId {
         let id = InstId(self.insts.len() as u32);

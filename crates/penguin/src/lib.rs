@@ -39,7 +39,7 @@ pub mod text;
 pub mod tile;
 pub mod verify;
 
-pub use ap::{AccessPattern, Dim, Region, Window};
+pub use ap::{AccessPattern, Dim, FreeDims, Region, Window};
 pub use builder::{GeneratedBuilder, IrBuilder};
 pub use deps::DepTracker;
 pub use dtype::{CastMode, DType};

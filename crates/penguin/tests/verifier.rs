@@ -139,7 +139,7 @@ fn rule5_operand_tensor_memory_and_dtype() {
     matmul(&mut f, 2).moving.dtype = DType::Fp16;
     rejects(&f, "is declared sbuf fp16 but the tensor is sbuf bf16");
     let mut f = kernel();
-    matmul(&mut f, 2).moving.ap.free = vec![Dim::new(1, 1); 5];
+    matmul(&mut f, 2).moving.ap.free = vec![Dim::new(1, 1); 5].into();
     rejects(&f, "5 free dimensions");
 }
 
@@ -260,15 +260,15 @@ fn hostile_sizes_strides_and_offsets_are_rejected_not_wrapped() {
     let cases: Vec<(&str, Edit)> = vec![
         // HBM: `stride * (num - 1)` and `offset + extent` beyond i64.
         ("outside `a`", Box::new(|f| src(f).ap.partitions = Dim::new(i64::MAX, u32::MAX))),
-        ("outside `a`", Box::new(|f| src(f).ap.free = vec![Dim::new(i64::MAX, u32::MAX); 4])),
-        ("outside `a`", Box::new(|f| src(f).ap.free = vec![Dim::new(i64::MIN, u32::MAX); 4])),
+        ("outside `a`", Box::new(|f| src(f).ap.free = vec![Dim::new(i64::MAX, u32::MAX); 4].into())),
+        ("outside `a`", Box::new(|f| src(f).ap.free = vec![Dim::new(i64::MIN, u32::MAX); 4].into())),
         ("outside `a`", Box::new(|f| src(f).ap.offset = i64::MAX)),
         ("outside `a`", Box::new(|f| src(f).ap.offset = i64::MIN)),
         (
             "outside `a`",
             Box::new(|f| {
                 src(f).ap.offset = i64::MAX - 1;
-                src(f).ap.free = vec![Dim::new(1, u32::MAX)];
+                src(f).ap.free = vec![Dim::new(1, u32::MAX)].into();
             }),
         ),
         ("outside `a`", Box::new(|f| src(f).ap = AccessPattern::hbm_rows(u64::MAX, u64::MAX, 4, u64::MAX, 16))),
@@ -280,7 +280,7 @@ fn hostile_sizes_strides_and_offsets_are_rejected_not_wrapped() {
                     start_partition: 0,
                     partitions: Dim::new(0, u32::MAX),
                     offset: 0,
-                    free: vec![Dim::new(0, u32::MAX); 4],
+                    free: vec![Dim::new(0, u32::MAX); 4].into(),
                 };
             }),
         ),
@@ -293,7 +293,7 @@ fn hostile_sizes_strides_and_offsets_are_rejected_not_wrapped() {
         ("below partition 0", Box::new(|f| matmul(f, 2).stationary.ap.partitions = Dim::new(i64::MIN, 2))),
         (
             "of a partition outside `at`",
-            Box::new(|f| matmul(f, 2).stationary.ap.free = vec![Dim::new(i64::MAX, u32::MAX); 4]),
+            Box::new(|f| matmul(f, 2).stationary.ap.free = vec![Dim::new(i64::MAX, u32::MAX); 4].into()),
         ),
         ("of a partition outside `at`", Box::new(|f| matmul(f, 2).stationary.ap.offset = i64::MAX)),
         ("of a partition outside `at`", Box::new(|f| matmul(f, 2).stationary.ap.offset = i64::MIN)),

@@ -65,7 +65,7 @@ fn combine_tiles_canonicalizes_and_checks_shapes() {
             start_partition: 0,
             partitions: Dim::new(1, 64),
             offset: 0,
-            free: vec![Dim::new(8, 8), Dim::new(1, 8)],
+            free: vec![Dim::new(8, 8), Dim::new(1, 8)].into(),
         },
     });
     let hbm = Tile::Memref(MemrefTile { tensor: a, offset: 0, rows: Dim::new(64, 64), cols: Dim::new(1, 64) });

@@ -2,7 +2,7 @@
 //! evacuations, and the software pipeline that interleaves them.
 
 use penguin::{
-    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, InstData, InstTile, IrBuilder, Memory, MemsetData,
+    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, FreeDims, InstData, InstTile, IrBuilder, Memory, MemsetData,
     OffloadedMemCastData, TensorCopyData, TilePosition, TileSize,
 };
 
@@ -67,8 +67,11 @@ impl<B: IrBuilder> Planner<'_, B> {
     /// The operand view of a loaded chunk: `parts` partitions from `start` and either one run
     /// of `free` elements or (double row) `[2, free]` with slots `width / 2` apart.
     pub(super) fn view(&self, slot: Slot, dtype: DType, start: u32, parts: u32, free: u32, width: i64) -> InstTile {
-        let dims =
-            if self.pack == 2 { vec![Dim::new(width / 2, 2), Dim::new(1, free)] } else { vec![Dim::new(1, free)] };
+        let dims = if self.pack == 2 {
+            FreeDims::from([Dim::new(width / 2, 2), Dim::new(1, free)])
+        } else {
+            FreeDims::one(Dim::new(1, free))
+        };
         let ap =
             AccessPattern { start_partition: start, partitions: Dim::new(1, parts), offset: slot.offset, free: dims };
         InstTile { tensor: slot.tensor, memory: Memory::Sbuf, dtype, ap }
@@ -212,7 +215,7 @@ impl<B: IrBuilder> Planner<'_, B> {
                 tile_size: vec![128, 128],
             };
             let mm = combine_sparse_matmult_tiles(acc, sub)?;
-            self.cg.process_new_neuroninst(InstData::MatMultSparse(mm))?;
+            self.cg.process_new_neuroninst(InstData::MatMultSparse(Box::new(mm)))?;
             return Ok(());
         }
         let sub = MatMultSubTile {

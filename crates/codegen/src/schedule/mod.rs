@@ -251,6 +251,36 @@ fn chunk_width(free: u64, pack: u32) -> i64 {
     (free * u64::from(pack)) as i64
 }
 
+/// A generous estimate of the instructions a plan with `nk` K chunks emits, reserved up front
+/// so that the function's instruction arena is not grown by doubling (every doubling copies
+/// it into fresh memory, which is most of the planning time of a large GEMM). Reserved room
+/// that stays unused is never touched, so over-estimating is nearly free; an estimate that
+/// falls short only means that the arena grows as before. It is capped at
+/// [`MAX_INST_RESERVE`], so that a plan too large to build does not reserve for it.
+///
+/// Every matmul comes with at most two operand loads (naive; the other schedules load less
+/// often), each of which may take two DMAs and two memsets in double row or a tags load when
+/// sparse; every accumulation group (one per output tile, per K block in `blocked-mnk`) adds
+/// at most a few evacuation, addition and store steps.
+fn inst_estimate(cfg: &GemmConfig, nk: usize) -> usize {
+    let tiles = cfg.m.div_ceil(M_TILE).saturating_mul(cfg.n.div_ceil(N_TILE));
+    let matmuls = tiles.saturating_mul(nk as u64);
+    let per_matmul = match (cfg.perf_mode, cfg.sparsity) {
+        (PerfMode::DoubleRow, _) => 9,
+        (_, Some(_)) => 5,
+        _ if cfg.transposes_lhs_on_pe() => 5,
+        _ => 3,
+    };
+    let k_blocks = if cfg.schedule == Schedule::BlockedMnk { cfg.k.div_ceil(cfg.blocks.k.max(1)) } else { 1 };
+    let groups = tiles.saturating_mul(k_blocks);
+    let n = matmuls.saturating_mul(per_matmul).saturating_add(groups.saturating_mul(4)).saturating_add(64);
+    usize::try_from(n.min(MAX_INST_RESERVE)).unwrap_or(0)
+}
+
+/// The most instructions [`inst_estimate`] reserves room for (a few times the largest plan
+/// that the CLI's memory budget lets it unroll).
+const MAX_INST_RESERVE: u64 = 1 << 21;
+
 fn on_chip(tensor: TensorId, memory: Memory, dtype: DType, start: u32, parts: u32, offset: i64, free: u32) -> InstTile {
     InstTile { tensor, memory, dtype, ap: AccessPattern::on_chip(start, parts, offset, free) }
 }
@@ -273,6 +303,7 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         let c = cg.add_output("c", vec![cfg.m, cfg.n], cfg.out_dtype)?;
         let pack = if cfg.perf_mode == PerfMode::DoubleRow { 2 } else { 1 };
         let (chunks, k_total) = k_chunks(cfg);
+        cg.reserve_insts(inst_estimate(cfg, chunks.len()));
         let dense = cfg.perf_mode == PerfMode::None && cfg.sparsity.is_none();
         // Row tiling rotates operands over partition groups, which the naive schedule's
         // per-step loads can follow; the stripe schedules keep operands at partition 0.

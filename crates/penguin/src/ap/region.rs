@@ -56,7 +56,7 @@ impl Window {
     }
 
     /// Whether the window is one contiguous run of elements.
-    fn contiguous(&self) -> bool {
+    pub(crate) fn contiguous(&self) -> bool {
         self.r1 - self.r0 == 1 || (self.c0 == 0 && self.c1 == self.row_len)
     }
 }
@@ -112,19 +112,70 @@ impl Region {
     }
 }
 
+/// A short list kept on the stack: a pattern has at most a partition dimension and a few free
+/// ones, so the overlap tests below never allocate for a pattern the verifier accepts (a
+/// longer one spills to the heap).
+struct Small<T: Copy, const N: usize> {
+    len: usize,
+    inline: [T; N],
+    spill: Vec<T>,
+}
+
+impl<T: Copy, const N: usize> Small<T, N> {
+    fn new(fill: T) -> Self {
+        Small { len: 0, inline: [fill; N], spill: Vec::new() }
+    }
+
+    fn push(&mut self, v: T) {
+        if self.spill.is_empty() && self.len < N {
+            self.inline[self.len] = v;
+        } else {
+            if self.spill.is_empty() {
+                self.spill.extend_from_slice(&self.inline);
+            }
+            self.spill.push(v);
+        }
+        self.len += 1;
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        if self.spill.is_empty() {
+            &mut self.inline[..self.len]
+        } else {
+            &mut self.spill
+        }
+    }
+
+    fn as_slice(&self) -> &[T] {
+        if self.spill.is_empty() {
+            &self.inline[..self.len]
+        } else {
+            &self.spill
+        }
+    }
+}
+
+/// Dimensions held on the stack by [`merged`]: the partition one and [`super::MAX_FREE_DIMS`]
+/// free ones, and one to spare.
+const SMALL_DIMS: usize = super::MAX_FREE_DIMS + 2;
+
 /// The dimensions with more than one index sorted by stride and merged where they walk
 /// memory contiguously, as `(stride, num)` in `i128`; `None` if some dimension is empty or
 /// has a stride that is not positive (an aliasing or reversed walk, left to the box).
-fn merged(dims: impl Iterator<Item = Dim>) -> Option<Vec<(i128, i128)>> {
-    let mut dims: Vec<Dim> = dims.filter(|d| d.num != 1).collect();
-    if dims.iter().any(|d| d.num == 0 || d.stride <= 0) {
-        return None;
+fn merged(dims: impl Iterator<Item = Dim>) -> Option<Small<(i128, i128), SMALL_DIMS>> {
+    let mut kept: Small<Dim, SMALL_DIMS> = Small::new(Dim::new(0, 0));
+    for d in dims.filter(|d| d.num != 1) {
+        if d.num == 0 || d.stride <= 0 {
+            return None;
+        }
+        kept.push(d);
     }
-    dims.sort_by_key(|d| d.stride);
-    let mut out: Vec<(i128, i128)> = Vec::with_capacity(dims.len());
-    for d in dims {
+    // A stable sort, as before: dimensions of equal stride keep their order.
+    kept.as_mut_slice().sort_by_key(|d| d.stride);
+    let mut out: Small<(i128, i128), SMALL_DIMS> = Small::new((0, 0));
+    for d in kept.as_slice() {
         let (stride, num) = (i128::from(d.stride), i128::from(d.num));
-        match out.last_mut() {
+        match out.as_mut_slice().last_mut() {
             Some((s, n)) if *s * *n == stride => *n *= num,
             _ => out.push((stride, num)),
         }
@@ -143,9 +194,10 @@ impl AccessPattern {
     pub(crate) fn is_dense(&self, on_chip: bool) -> bool {
         if on_chip {
             let parts = self.partitions.num == 1 || (self.partitions.num > 1 && self.partitions.stride == 1);
-            parts && merged(self.free.iter().copied()).is_some_and(|d| is_run(&d))
+            parts && merged(self.free.iter().copied()).is_some_and(|d| is_run(d.as_slice()))
         } else {
-            merged(std::iter::once(self.partitions).chain(self.free.iter().copied())).is_some_and(|d| is_run(&d))
+            merged(std::iter::once(self.partitions).chain(self.free.iter().copied()))
+                .is_some_and(|d| is_run(d.as_slice()))
         }
     }
 
@@ -234,7 +286,12 @@ mod tests {
                 }
             });
         let general = (0u32..3, dim(), 0i64..30, prop::collection::vec(dim(), 0..3)).prop_map(
-            |(start_partition, partitions, offset, free)| AccessPattern { start_partition, partitions, offset, free },
+            |(start_partition, partitions, offset, free)| AccessPattern {
+                start_partition,
+                partitions,
+                offset,
+                free: free.into(),
+            },
         );
         prop_oneof![window, general]
     }
@@ -297,12 +354,13 @@ mod tests {
         assert!(all.covers(&t) && all.covers(&a) && all.dense);
         // A strided (every other column) pattern is neither a window nor dense: it covers
         // nothing, and nothing but a real superset covers it.
-        let strided = AccessPattern { free: vec![Dim::new(2, 256)], ..AccessPattern::hbm_rows(1024, 0, 128, 0, 1) };
+        let strided =
+            AccessPattern { free: vec![Dim::new(2, 256)].into(), ..AccessPattern::hbm_rows(1024, 0, 128, 0, 1) };
         let rs = strided.hbm_region(1024);
         assert_eq!((rs.window, rs.dense), (None, false));
         assert!(!rs.covers(&a) && rs.overlaps(&a) && all.covers(&rs) && !b.covers(&rs));
         // Full rows flatten into one run; a run that wraps mid-row is no window.
-        let run = AccessPattern { partitions: Dim::new(1, 2048), free: vec![], ..strided };
+        let run = AccessPattern { partitions: Dim::new(1, 2048), free: vec![].into(), ..strided };
         assert_eq!(run.hbm_window(1024), Some(Window { row_len: 1024, r0: 0, r1: 2, c0: 0, c1: 1024 }));
         assert_eq!(AccessPattern { offset: 1, ..run }.hbm_window(1024), None);
     }

@@ -22,8 +22,8 @@ inst_kinds! {
         tile_size: attr("size"),
         acc: attr("acc"),
     },
-    /// Structured-sparse PE matmul into PSUM.
-    MatMultSparse(MatMultSparseData) = "matmult_sparse" {
+    /// Structured-sparse PE matmul into PSUM (boxed: four operands).
+    MatMultSparse(MatMultSparseData) in Box = "matmult_sparse" {
         dst: operand(Accumulate),
         stationary: operand(Read),
         moving: operand(Read),

@@ -7,7 +7,10 @@
 //! fields in the order the text parser reads them (the struct literal's order). An operand's
 //! text name is its field name; its role is `Read`, `Write`, `ReadWrite` or `Accumulate`
 //! (written when the payload's `flags()` has START, read and written otherwise). An
-//! attribute's type says how it prints and parses (its `AttrValue` impl).
+//! attribute's type says how it prints and parses (its `AttrValue` impl). A row written
+//! `Kind(Payload) in Box = ...` stores its payload boxed (`InstData::Kind(Box<Payload>)`):
+//! every instruction is as large as the largest unboxed payload, and the instruction arena
+//! of a large kernel is most of the memory planning touches.
 
 /// Split a row's fields into operands `(field Role)` and attributes `(field "key")`, in order,
 /// and hand both lists to `$cb!($args... [operands] [attributes])`.
@@ -60,6 +63,13 @@ macro_rules! operands_of {
     };
 }
 
+/// Call `$g` with each operand of payload `$p` and its access.
+macro_rules! for_each_operand_of {
+    ($p:ident $g:ident [$(($f:ident $r:ident))*] [$($attrs:tt)*]) => {{
+        $($g(&$p.$f, role_access!($r $p));)*
+    }};
+}
+
 /// The operands of payload `$p`, mutably.
 macro_rules! operands_mut_of {
     ($p:ident [$(($f:ident $r:ident))*] [$($attrs:tt)*]) => {
@@ -105,18 +115,40 @@ macro_rules! parse_field {
     };
 }
 
-/// Declare Penguin's instruction kinds: one row per kind (see the module documentation).
+/// A row's payload type: the payload struct, or a box of it (`Kind(Payload) in Box`).
+macro_rules! payload_type {
+    ($payload:ident) => {
+        $payload
+    };
+    ($payload:ident Box) => {
+        Box<$payload>
+    };
+}
+
+/// A row's payload value from the struct: boxed when the row boxes it.
+macro_rules! payload_value {
+    ($e:expr) => {
+        $e
+    };
+    ($e:expr, Box) => {
+        Box::new($e)
+    };
+}
+
+/// Declare Penguin's instruction kinds: one row per kind (see the module documentation). A
+/// row whose payload is much larger than the others boxes it (`Kind(Payload) in Box = ...`),
+/// so that it does not set the size of every instruction.
 macro_rules! inst_kinds {
     ($(
         $(#[doc = $doc:literal])*
-        $kind:ident($payload:ident) = $name:literal {
+        $kind:ident($payload:ident) $(in $boxed:ident)? = $name:literal {
             $($field:ident: $what:ident($arg:tt)),* $(,)?
         }
     ),* $(,)?) => {
         /// A Penguin instruction.
         #[derive(Clone, Debug, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
         pub enum InstData {
-            $($(#[doc = $doc])* $kind($payload),)*
+            $($(#[doc = $doc])* $kind(payload_type!($payload $($boxed)?)),)*
         }
 
         /// The kind of a Penguin instruction: its opcode, without operands or attributes.
@@ -171,6 +203,14 @@ macro_rules! inst_kinds {
                 }
             }
 
+            /// Call `f` with every operand and what the instruction does to it, in the order
+            /// of [`Self::operands`] (without collecting them).
+            pub fn for_each_operand<'a>(&'a self, mut f: impl FnMut(&'a $crate::tile::InstTile, $crate::inst::Access)) {
+                match self {
+                    $(InstData::$kind(p) => select_fields!(for_each_operand_of!(p f) [] [] $($field: $what($arg),)*),)*
+                }
+            }
+
             /// Mutable access to every operand, in the order of [`Self::operands`].
             pub fn operands_mut(&mut self) -> Vec<&mut $crate::tile::InstTile> {
                 match self {
@@ -207,9 +247,9 @@ macro_rules! inst_kinds {
                     $crate::inst::AttrError::general(format!("unknown instruction `{opcode}`"))
                 })?;
                 let inst = match kind {
-                    $(InstKind::$kind => InstData::$kind($payload {
+                    $(InstKind::$kind => InstData::$kind(payload_value!($payload {
                         $($field: parse_field!(parts, $field, $what($arg))?,)*
-                    }),)*
+                    } $(, $boxed)?)),)*
                 };
                 parts.finish(kind.attribute_keys())?;
                 Ok(inst)

@@ -24,7 +24,7 @@ fn every_kind() -> Vec<InstData> {
             tile_size: TileSize { rows: 64, cols: 128 },
             acc: Some(EngineAccumulationType::ACCU | EngineAccumulationType::STOP),
         }),
-        InstData::MatMultSparse(MatMultSparseData {
+        InstData::MatMultSparse(Box::new(MatMultSparseData {
             dst: t(0),
             stationary: t(1),
             moving: t(2),
@@ -33,7 +33,7 @@ fn every_kind() -> Vec<InstData> {
             tile_position: TilePosition::default(),
             tile_size: TileSize::default(),
             acc: None,
-        }),
+        })),
         InstData::DmaCopy(DmaCopyData {
             dst: t(0),
             src: t(1),
@@ -245,4 +245,15 @@ fn only_matmuls_accumulate_into_their_result() {
             assert_eq!(access == Access::Write, flags.contains(EngineAccumulationType::START));
         }
     }
+}
+
+/// The instruction arena of a large kernel is most of the memory planning touches: no
+/// payload may grow every instruction unnoticed (box a large one, as `matmult_sparse` is).
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn instructions_stay_small() {
+    use std::mem::size_of;
+    assert_eq!(size_of::<crate::tile::InstTile>(), 64);
+    assert_eq!(size_of::<MatMultData>(), 216);
+    assert_eq!(size_of::<InstData>(), 216);
 }

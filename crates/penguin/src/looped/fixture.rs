@@ -32,7 +32,7 @@ pub fn memset(offset: i64, value: f64) -> InstData {
     };
     let mut dst = whole_tile(crate::TensorId(0), &t);
     dst.ap.offset = offset;
-    dst.ap.free = vec![Dim::new(1, 64)];
+    dst.ap.free = vec![Dim::new(1, 64)].into();
     InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst, value })
 }
 

@@ -230,7 +230,7 @@ mod tests {
         let memset = move |offset: i64| {
             let mut dst = tile.clone();
             dst.ap.offset = offset;
-            dst.ap.free = vec![crate::Dim::new(1, 64)];
+            dst.ap.free = vec![crate::Dim::new(1, 64)].into();
             InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst, value: 0.0 })
         };
         (f, memset)

@@ -25,7 +25,7 @@ fn tile(f: &Function, t: u32, part: u32, offset: i64) -> crate::InstTile {
     tile.ap.start_partition = part;
     tile.ap.partitions.num = 32;
     tile.ap.offset = offset;
-    tile.ap.free = vec![Dim::new(1, 64)];
+    tile.ap.free = vec![Dim::new(1, 64)].into();
     tile
 }
 

@@ -148,7 +148,7 @@ fn access_pattern(c: &mut Cursor<'_>) -> Result<AccessPattern, ParseError> {
     if let Some(m) = walk_limit(i128::from(offset), std::iter::once(partitions).chain(free.iter().copied())) {
         return Err(c.error_at(col, m));
     }
-    Ok(AccessPattern { start_partition, partitions, offset, free })
+    Ok(AccessPattern { start_partition, partitions, offset, free: free.into() })
 }
 
 fn dep(c: &mut Cursor<'_>) -> Result<Dep, ParseError> {

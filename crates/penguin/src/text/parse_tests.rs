@@ -242,7 +242,7 @@ pub(crate) mod props {
                 tensor: TensorId(t),
                 memory,
                 dtype,
-                ap: AccessPattern { start_partition, partitions, offset, free },
+                ap: AccessPattern { start_partition, partitions, offset, free: free.into() },
             },
         )
     }
@@ -283,7 +283,7 @@ pub(crate) mod props {
                             tile_size,
                             acc,
                         }),
-                        InstKind::MatMultSparse => InstData::MatMultSparse(MatMultSparseData {
+                        InstKind::MatMultSparse => InstData::MatMultSparse(Box::new(MatMultSparseData {
                             dst: a,
                             stationary: b,
                             moving: c,
@@ -292,7 +292,7 @@ pub(crate) mod props {
                             tile_position,
                             tile_size,
                             acc,
-                        }),
+                        })),
                         InstKind::DmaCopy => InstData::DmaCopy(DmaCopyData { dst: a, src: b, cast, queue }),
                         InstKind::TensorCopy => InstData::TensorCopy(TensorCopyData { engine, dst: a, src: b }),
                         InstKind::Memset => InstData::Memset(MemsetData { engine, dst: a, value }),

@@ -66,8 +66,8 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             }
             return;
         }
-        for (tile, access) in inst.operands() {
-            let Some(region) = psum_region(tile) else { continue };
+        inst.for_each_operand(|tile, access| {
+            let Some(region) = psum_region(tile) else { return };
             if let Some(g) = open.iter().find(|g| g.tensor == tile.tensor && g.region.overlaps(&region)) {
                 let verb = if access == Access::Read { "reads" } else { "writes" };
                 self.err(
@@ -78,6 +78,6 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     ),
                 );
             }
-        }
+        });
     }
 }

@@ -16,9 +16,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
     /// Rules 5-7 and 9 for every operand; false if any operand is unusable.
     pub(super) fn check_operands(&mut self, id: InstId, inst: &InstData) -> bool {
         let mut ok = true;
-        for (tile, _) in inst.operands() {
-            ok &= self.check_tile(id, tile);
-        }
+        inst.for_each_operand(|tile, _| ok &= self.check_tile(id, tile));
         ok
     }
 

@@ -14,7 +14,7 @@ fn memset(offset: i64, deps: &[u32]) -> PItem {
     };
     let mut dst = whole_tile(penguin::TensorId(0), &t);
     dst.ap.offset = offset;
-    dst.ap.free = vec![Dim::new(1, 8)];
+    dst.ap.free = vec![Dim::new(1, 8)].into();
     let data = InstData::Memset(MemsetData { engine: ComputeEngine::Dve, dst, value: 0.0 });
     let deps = deps.iter().map(|&f| Dep { from: InstId(f), kind: DepKind::Waw }).collect();
     Item::Inst(PirInst { data, deps })
