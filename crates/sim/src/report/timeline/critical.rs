@@ -12,7 +12,7 @@
 use bir::{Engine, Program};
 use serde::Serialize;
 
-use super::flows::flows;
+use super::flows::released_by;
 use crate::cycle::CycleReport;
 
 /// The critical path's time per engine class.
@@ -62,12 +62,7 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
     let mut charged = [0.0f64; CLASSES.len()];
     let idle = CLASSES.len() - 1;
     // The slice that released each slice, and each slice's predecessor in its stream.
-    let mut released_by: Vec<Option<usize>> = vec![None; report.slices.len()];
-    for f in flows(program, report).into_iter().filter(|f| f.binding) {
-        if let Some(slot) = released_by.get_mut(f.consumer) {
-            *slot = Some(f.producer);
-        }
-    }
+    let released_by = released_by(program, report);
     // The slice of each (engine, stream index), densely: a walk step looks up a few of them.
     let mut slice_of: Vec<Vec<usize>> = program.streams.iter().map(|s| vec![usize::MAX; s.len()]).collect();
     for (i, s) in report.slices.iter().enumerate() {
@@ -97,7 +92,7 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
         }
         t = start;
         cur = if s.wait_ns > 0.0 {
-            released_by[i]
+            released_by.get(i).copied().flatten()
         } else {
             // What the engine was busy with: of the few instructions before it in its stream
             // (the PE overlaps weight loads with matmuls), the one that ended last by its start.

@@ -4,8 +4,12 @@
 //! the latest end of its instructions so far. Count `v` of a semaphore is reached by its
 //! `v`-th signal in time order (ties in commit order), so a wait `s >= v` was released by
 //! the instruction that gave `s` its `v`-th signal.
+//!
+//! Both [`flows`] (every wait, for the trace) and [`released_by`] (only the binding one, for
+//! the critical path) replay the signals once into per-semaphore logs sized from a count of
+//! the signals first, so a large program's logs are written once and never regrown.
 
-use bir::Program;
+use bir::{BirInst, Program};
 
 use crate::cycle::CycleReport;
 
@@ -22,12 +26,21 @@ pub(crate) struct Flow {
     pub binding: bool,
 }
 
-/// Every wait with a count above zero, paired with the slice whose signal reached it.
-/// Waits the report cannot pair (a report of another program) are left out.
-pub(crate) fn flows(program: &Program, report: &CycleReport) -> Vec<Flow> {
+/// Per semaphore: (retire time, slice index) of each signal, sorted by time, ties in commit
+/// order.
+type SignalLog = Vec<Vec<(f64, usize)>>;
+
+/// The signal logs of a modeled program.
+fn signal_log(program: &Program, report: &CycleReport) -> SignalLog {
+    let sems = program.semaphores.len();
+    let mut counts = vec![0usize; sems];
+    for sem in program.streams.iter().flatten().filter_map(|inst| inst.signal) {
+        if let Some(n) = counts.get_mut(sem.0 as usize) {
+            *n += 1;
+        }
+    }
+    let mut signals: SignalLog = counts.into_iter().map(Vec::with_capacity).collect();
     let mut retired = vec![f64::NEG_INFINITY; program.streams.len()];
-    // Per semaphore: (retire time, slice index), sorted by time, ties in commit order.
-    let mut signals: Vec<Vec<(f64, usize)>> = vec![Vec::new(); program.semaphores.len()];
     for (i, slice) in report.slices.iter().enumerate() {
         let e = slice.engine.index();
         let Some(r) = retired.get_mut(e) else { continue };
@@ -37,24 +50,42 @@ pub(crate) fn flows(program: &Program, report: &CycleReport) -> Vec<Flow> {
             continue;
         };
         if let Some(times) = signals.get_mut(sem.0 as usize) {
-            let pos = times.partition_point(|&(t, _)| t <= at);
-            times.insert(pos, (at, i));
+            // An engine retires in order, so the signals of one engine's semaphore append.
+            if times.last().is_none_or(|&(t, _)| t <= at) {
+                times.push((at, i));
+            } else {
+                let pos = times.partition_point(|&(t, _)| t <= at);
+                times.insert(pos, (at, i));
+            }
         }
     }
+    signals
+}
+
+/// Each wait of `inst` with a count above zero that the log can pair: (which wait, the time
+/// its count was reached, the signalling slice).
+fn paired<'a>(signals: &'a SignalLog, inst: &'a BirInst) -> impl Iterator<Item = (usize, f64, usize)> + 'a {
+    inst.waits.iter().enumerate().filter(|(_, w)| w.value > 0).filter_map(|(wait, w)| {
+        let &(t, producer) = signals.get(w.sem.0 as usize)?.get(w.value as usize - 1)?;
+        Some((wait, t, producer))
+    })
+}
+
+/// The instruction of `program` behind a slice.
+fn inst_of<'a>(program: &'a Program, slice: &crate::cycle::Slice) -> Option<&'a BirInst> {
+    program.streams.get(slice.engine.index()).and_then(|s| s.get(slice.index))
+}
+
+/// Every wait with a count above zero, paired with the slice whose signal reached it.
+/// Waits the report cannot pair (a report of another program) are left out.
+pub(crate) fn flows(program: &Program, report: &CycleReport) -> Vec<Flow> {
+    let signals = signal_log(program, report);
     let mut out = Vec::new();
     for (consumer, slice) in report.slices.iter().enumerate() {
-        let Some(inst) = program.streams.get(slice.engine.index()).and_then(|s| s.get(slice.index)) else {
-            continue;
-        };
+        let Some(inst) = inst_of(program, slice) else { continue };
         let first = out.len();
         let mut latest: Option<(f64, usize)> = None;
-        for (wait, w) in inst.waits.iter().enumerate() {
-            if w.value == 0 {
-                continue;
-            }
-            let Some(&(t, producer)) = signals.get(w.sem.0 as usize).and_then(|s| s.get(w.value as usize - 1)) else {
-                continue;
-            };
+        for (wait, t, producer) in paired(&signals, inst) {
             if latest.is_none_or(|(lt, _)| t > lt) {
                 latest = Some((t, out.len()));
             }
@@ -67,4 +98,24 @@ pub(crate) fn flows(program: &Program, report: &CycleReport) -> Vec<Flow> {
         }
     }
     out
+}
+
+/// Per slice, the slice whose signal released it: the producer of its binding wait (the
+/// [`Flow`] of [`flows`] marked `binding`), without listing every flow.
+pub(crate) fn released_by(program: &Program, report: &CycleReport) -> Vec<Option<usize>> {
+    let signals = signal_log(program, report);
+    report
+        .slices
+        .iter()
+        .map(|slice| {
+            let inst = inst_of(program, slice)?;
+            let mut latest: Option<(f64, usize)> = None;
+            for (_, t, producer) in paired(&signals, inst) {
+                if latest.is_none_or(|(lt, _)| t > lt) {
+                    latest = Some((t, producer));
+                }
+            }
+            latest.map(|(_, producer)| producer)
+        })
+        .collect()
 }
