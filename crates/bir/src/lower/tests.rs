@@ -1,6 +1,6 @@
 //! Unit tests of `lower.rs`.
 
-use penguin::{verify, DType, Function, TensorData};
+use penguin::{verify, CastMode, DType, Function, OffloadedMemCastData, TensorData};
 
 use super::*;
 
