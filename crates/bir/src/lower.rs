@@ -27,7 +27,7 @@ use penguin::{
 };
 
 use crate::error::BirError;
-use crate::program::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program, NUM_ENGINES};
+use crate::program::{BirInst, Dims, Engine, HbmRole, HbmTensor, HwAp, Op, Program, NUM_ENGINES};
 
 mod looped;
 mod native;
@@ -278,7 +278,7 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
             num_partitions: tile.ap.partitions.num,
             partition_stride: tile.ap.partitions.stride,
             byte_offset,
-            dims,
+            dims: dims.into(),
         })
     }
 
@@ -483,9 +483,10 @@ fn add_double_row_ap<F: FunctionView + ?Sized>(
     t: &InstTile,
 ) -> Result<HwAp, BirError> {
     let mut ap = cx.hw_ap(id, Engine::Pe, t)?;
-    ap.dims =
+    ap.dims = Dims::from(
         t.ap.split_outer(2)
-            .ok_or_else(|| BirError::Internal(format!("{id}: double_row operand without a size-2 pack axis")))?;
+            .ok_or_else(|| BirError::Internal(format!("{id}: double_row operand without a size-2 pack axis")))?,
+    );
     if ap.dims.len() > Engine::Pe.max_free_dims() {
         return Err(BirError::TooManyStrides {
             inst: id,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use penguin::{DType, InstId, Target};
 
 mod ap;
+mod dims;
 mod engine;
 mod op;
 mod op_table;
@@ -15,6 +16,7 @@ mod op_table;
 #[cfg(test)]
 pub(crate) use ap::test_ap;
 pub use ap::HwAp;
+pub use dims::Dims;
 pub use engine::{Engine, EngineClass, InstRef, SemId, Wait, NUM_ENGINES};
 pub use op::Op;
 pub use op_table::{ApRole, FromPartsError, OpPart};
