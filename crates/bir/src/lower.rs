@@ -267,7 +267,7 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
             .checked_mul(size)
             .and_then(|o| o.checked_add(base))
             .ok_or_else(|| BirError::Internal(format!("{inst}: byte offset of {} overflows", tile.tensor)))?;
-        let dims = tile.ap.canonical_free_indices();
+        let dims = Dims::canonical(&tile.ap.free);
         if dims.len() > engine.max_free_dims() {
             return Err(BirError::TooManyStrides { inst, engine, dims: dims.len(), max: engine.max_free_dims() });
         }
@@ -278,7 +278,7 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
             num_partitions: tile.ap.partitions.num,
             partition_stride: tile.ap.partitions.stride,
             byte_offset,
-            dims: dims.into(),
+            dims,
         })
     }
 

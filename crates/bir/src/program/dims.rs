@@ -41,6 +41,29 @@ impl Dims {
         Dims(Repr::One(d))
     }
 
+    /// The canonical form of a Penguin access pattern's free dimensions, as
+    /// [`penguin::AccessPattern::canonical_free_indices`] gives it (unit dimensions dropped,
+    /// contiguous neighbours merged unless the merged count would overflow; `[1, 1]` when
+    /// nothing is left), built in place: lowering makes one per operand.
+    pub fn canonical(free: &[Dim]) -> Self {
+        let mut out = Dims::new();
+        for d in free.iter().filter(|d| d.num != 1) {
+            let merged = out.as_mut_slice().last_mut().and_then(|outer| {
+                let contiguous = d.stride.checked_mul(i64::from(d.num)) == Some(outer.stride);
+                let num = if contiguous { outer.num.checked_mul(d.num) } else { None };
+                num.map(|num| (outer, num))
+            });
+            match merged {
+                Some((outer, num)) => *outer = Dim::new(d.stride, num),
+                None => out.push(*d),
+            }
+        }
+        if out.is_empty() {
+            out.push(Dim::new(1, 1));
+        }
+        out
+    }
+
     /// Append an innermost dimension.
     pub fn push(&mut self, d: Dim) {
         match &mut self.0 {
@@ -173,7 +196,35 @@ impl<'de> Deserialize<'de> for Dims {
 mod tests {
     use std::hash::{BuildHasher, RandomState};
 
+    use proptest::prelude::*;
+
     use super::*;
+
+    fn dim() -> impl Strategy<Value = Dim> {
+        let stride = prop_oneof![-3i64..70, Just(i64::MAX), Just(i64::MIN), Just(1 << 40)];
+        let num = prop_oneof![0u32..9, Just(16), Just(64), Just(u32::MAX), Just(1 << 20)];
+        (stride, num).prop_map(|(s, n)| Dim::new(s, n))
+    }
+
+    proptest! {
+        /// `Dims::canonical` is Penguin's canonical form, dimension for dimension.
+        #[test]
+        fn canonical_matches_penguin(free in proptest::collection::vec(dim(), 0..6)) {
+            let ap = penguin::AccessPattern { start_partition: 0, partitions: Dim::new(1, 1), offset: 0, free };
+            prop_assert_eq!(Dims::canonical(&ap.free), ap.canonical_free_indices());
+        }
+    }
+
+    #[test]
+    fn canonical_merges_contiguous_dimensions() {
+        // [8 x 4 contiguous] merges; a unit dim is dropped; a strided outer one stays.
+        assert_eq!(Dims::canonical(&[Dim::new(4, 8), Dim::new(1, 4)]), vec![Dim::new(1, 32)]);
+        assert_eq!(
+            Dims::canonical(&[Dim::new(64, 2), Dim::new(9, 1), Dim::new(1, 4)]),
+            vec![Dim::new(64, 2), Dim::new(1, 4)]
+        );
+        assert_eq!(Dims::canonical(&[Dim::new(5, 1)]), vec![Dim::new(1, 1)]);
+    }
 
     #[test]
     fn one_dimension_is_inline_and_reads_as_a_slice() {
