@@ -12,7 +12,7 @@
 use bir::{Engine, Program};
 use serde::Serialize;
 
-use super::flows::released_by;
+use super::flows::{released_by, NONE};
 use crate::cycle::CycleReport;
 
 /// The critical path's time per engine class.
@@ -64,13 +64,16 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
     // The slice that released each slice, and each slice's predecessor in its stream.
     let released_by = released_by(program, report);
     // The slice of each (engine, stream index), densely: a walk step looks up a few of them.
-    let mut slice_of: Vec<Vec<usize>> = program.streams.iter().map(|s| vec![usize::MAX; s.len()]).collect();
+    // Slice indices are u32 (`NONE` for none) to keep these per-instruction tables small.
+    let mut slice_of: Vec<Vec<u32>> = program.streams.iter().map(|s| vec![NONE; s.len()]).collect();
     for (i, s) in report.slices.iter().enumerate() {
         if let Some(slot) = slice_of.get_mut(s.engine.index()).and_then(|v| v.get_mut(s.index)) {
-            *slot = i;
+            *slot = u32::try_from(i).unwrap_or(NONE);
         }
     }
-    let at = |e: usize, index: usize| slice_of.get(e).and_then(|v| v.get(index)).copied().filter(|&i| i != usize::MAX);
+    let at = |e: usize, index: usize| {
+        slice_of.get(e).and_then(|v| v.get(index)).copied().filter(|&i| i != NONE).map(|i| i as usize)
+    };
     let last = report.slices.iter().enumerate().max_by(|a, b| a.1.end_ns.total_cmp(&b.1.end_ns)).map(|(i, _)| i);
     let mut t = report.total_ns;
     let mut cur = last;
@@ -92,7 +95,7 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
         }
         t = start;
         cur = if s.wait_ns > 0.0 {
-            released_by.get(i).copied().flatten()
+            released_by.get(i).copied().filter(|&p| p != NONE).map(|p| p as usize)
         } else {
             // What the engine was busy with: of the few instructions before it in its stream
             // (the PE overlaps weight loads with matmuls), the one that ended last by its start.

@@ -100,22 +100,25 @@ pub(crate) fn flows(program: &Program, report: &CycleReport) -> Vec<Flow> {
     out
 }
 
-/// Per slice, the slice whose signal released it: the producer of its binding wait (the
-/// [`Flow`] of [`flows`] marked `binding`), without listing every flow.
-pub(crate) fn released_by(program: &Program, report: &CycleReport) -> Vec<Option<usize>> {
+/// No slice, in the u32 slice tables of [`released_by`] and the critical path.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// Per slice, the slice whose signal released it ([`NONE`] if none): the producer of its
+/// binding wait (the [`Flow`] of [`flows`] marked `binding`), without listing every flow.
+pub(crate) fn released_by(program: &Program, report: &CycleReport) -> Vec<u32> {
     let signals = signal_log(program, report);
     report
         .slices
         .iter()
         .map(|slice| {
-            let inst = inst_of(program, slice)?;
+            let Some(inst) = inst_of(program, slice) else { return NONE };
             let mut latest: Option<(f64, usize)> = None;
             for (_, t, producer) in paired(&signals, inst) {
                 if latest.is_none_or(|(lt, _)| t > lt) {
                     latest = Some((t, producer));
                 }
             }
-            latest.map(|(_, producer)| producer)
+            latest.and_then(|(_, producer)| u32::try_from(producer).ok()).unwrap_or(NONE)
         })
         .collect()
 }
