@@ -26,29 +26,28 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                 }
             }
         }
-        // Pass 2: the semaphore count each instruction's engine has reached once it signalled.
-        let count_at: Vec<Vec<u32>> = self
-            .program
-            .streams
-            .iter()
-            .map(|stream| {
-                let mut n = 0u32;
-                stream
-                    .iter()
-                    .map(|inst| {
-                        n += u32::from(inst.signal.is_some());
-                        n
-                    })
-                    .collect()
-            })
-            .collect();
+        // Pass 2: the semaphore count each instruction's engine has reached once it signalled,
+        // for every stream in one table (stream `e` from `base[e]`).
+        let mut base = [0usize; NUM_ENGINES + 1];
+        for (e, stream) in self.program.streams.iter().enumerate().take(NUM_ENGINES) {
+            base[e + 1] = base[e] + stream.len();
+        }
+        let mut count_at: Vec<u32> = Vec::with_capacity(base[NUM_ENGINES]);
+        for stream in self.program.streams.iter().take(NUM_ENGINES) {
+            let mut n = 0u32;
+            count_at.extend(stream.iter().map(|inst| {
+                n += u32::from(inst.signal.is_some());
+                n
+            }));
+        }
+        let count = |p: &Placement| count_at.get(base[p.engine.index()] + p.last as usize).copied().unwrap_or(0);
         // Pass 3: one wait per producer engine, for the latest producer.
         for &id in self.func.layout() {
             for c in placed.of(id) {
                 let mut best = [0u32; NUM_ENGINES];
                 let mut cross = false;
                 for p in self.producers(placed, id)?.filter(|p| p.engine != c.engine) {
-                    let v = count_at[p.engine.index()].get(p.last as usize).copied().unwrap_or(0);
+                    let v = count(p);
                     best[p.engine.index()] = best[p.engine.index()].max(v);
                     cross = true;
                 }
