@@ -20,6 +20,15 @@
 //! edge between instructions on different engines becomes a semaphore: every engine has one
 //! semaphore that its instructions with cross-engine dependents increment, and a consumer
 //! waits until the producer's engine semaphore reaches the count of the producer.
+//!
+//! Lowering an instruction is two steps: *routing* (`LowerCx::route`: which engine each of
+//! its ops goes to and how many; the queue round robins advance here and only here) and
+//! *building* (`LowerCx::build`: the ops, for the engines routed). [`lower`] routes the
+//! whole function first, so it knows every stream's length and allocates each once, then
+//! builds the ops straight into their streams: a GEMM's streams hold hundreds of thousands of
+//! instructions, and memory is the cost that matters (regrown vectors were copied into fresh
+//! pages, and fresh pages are slow to fault in). The looped lowerings, which want one
+//! instruction's ops at a time, use both steps through `LowerCx::lower_inst`.
 
 use penguin::{
     ComputeEngine, DmaQueueHint, FunctionView, InstData, InstId, InstTile, MatMultData, Memory, PerfMode, Target,
@@ -90,10 +99,8 @@ impl Placements {
 
 /// Lower a verified function for a target.
 ///
-/// Two passes over the layout: routing (which engine each instruction's ops go to, which is
-/// all the queue rotations need) and then building the ops straight into their streams, so
-/// that every stream is allocated once at its final length (a large GEMM's streams are tens
-/// of megabytes: regrowing them copied each into fresh memory several times).
+/// Routes the whole layout, allocates every stream once at its final length, then builds the
+/// ops straight into their streams (see the module doc).
 #[expect(clippy::needless_pass_by_value, reason = "the proof of verification is handed over, as a token")]
 pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) -> Result<Program, BirError> {
     let f = func.get();
@@ -122,7 +129,7 @@ pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) ->
             *count = first
                 .checked_add(g.ops)
                 .ok_or_else(|| BirError::Unsupported(format!("more than 2^32 instructions on {}", g.engine.name())))?;
-            placed.parts.push(Placement { engine: g.engine, first, last: *count - 1 });
+            placed.parts.push(Placement { engine: g.engine, first, last: count.saturating_sub(1) });
         }
         if let Some(slot) = placed.span.get_mut(id.index()) {
             *slot = (a, placed.parts.len() as u32);
