@@ -64,16 +64,25 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
     // The slice that released each slice, and each slice's predecessor in its stream.
     let released_by = released_by(program, report);
     // The slice of each (engine, stream index), densely: a walk step looks up a few of them.
-    // Slice indices are u32 (`NONE` for none) to keep these per-instruction tables small.
-    let mut slice_of: Vec<Vec<u32>> = program.streams.iter().map(|s| vec![NONE; s.len()]).collect();
+    // Slice indices are u32 (`NONE` for none) in one table for all streams (stream `e` from
+    // `base[e]`), to keep this per-instruction table small.
+    let mut base = Vec::with_capacity(program.streams.len() + 1);
+    base.push(0usize);
+    for s in &program.streams {
+        base.push(base.last().copied().unwrap_or(0) + s.len());
+    }
+    let mut slice_of = vec![NONE; base.last().copied().unwrap_or(0)];
+    let slot = |e: usize, index: usize| {
+        let (start, end) = (*base.get(e)?, *base.get(e + 1)?);
+        let at = start.checked_add(index)?;
+        (at < end).then_some(at)
+    };
     for (i, s) in report.slices.iter().enumerate() {
-        if let Some(slot) = slice_of.get_mut(s.engine.index()).and_then(|v| v.get_mut(s.index)) {
-            *slot = u32::try_from(i).unwrap_or(NONE);
+        if let Some(at) = slot(s.engine.index(), s.index) {
+            slice_of[at] = u32::try_from(i).unwrap_or(NONE);
         }
     }
-    let at = |e: usize, index: usize| {
-        slice_of.get(e).and_then(|v| v.get(index)).copied().filter(|&i| i != NONE).map(|i| i as usize)
-    };
+    let at = |e: usize, index: usize| slot(e, index).map(|at| slice_of[at]).filter(|&i| i != NONE).map(|i| i as usize);
     let last = report.slices.iter().enumerate().max_by(|a, b| a.1.end_ns.total_cmp(&b.1.end_ns)).map(|(i, _)| i);
     let mut t = report.total_ns;
     let mut cur = last;

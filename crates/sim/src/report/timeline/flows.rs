@@ -6,8 +6,9 @@
 //! the instruction that gave `s` its `v`-th signal.
 //!
 //! Both [`flows`] (every wait, for the trace) and [`released_by`] (only the binding one, for
-//! the critical path) replay the signals once into per-semaphore logs sized from a count of
-//! the signals first, so a large program's logs are written once and never regrown.
+//! the critical path) replay the signals once into per-semaphore logs laid out in one table
+//! sized from a count of the signals first, so a large program's logs are one allocation,
+//! written once and never regrown.
 
 use bir::{BirInst, Program};
 
@@ -27,19 +28,37 @@ pub(crate) struct Flow {
 }
 
 /// Per semaphore: (retire time, slice index) of each signal, sorted by time, ties in commit
-/// order.
-type SignalLog = Vec<Vec<(f64, usize)>>;
+/// order; all semaphores' logs in one table (semaphore `s` from `base[s]`, `len[s]` long).
+struct SignalLog {
+    base: Vec<usize>,
+    len: Vec<usize>,
+    entries: Vec<(f64, usize)>,
+}
+
+impl SignalLog {
+    /// The entry that gave semaphore `sem` its `value`-th signal (`value >= 1`).
+    fn get(&self, sem: usize, value: usize) -> Option<(f64, usize)> {
+        let i = value.checked_sub(1)?;
+        if i >= *self.len.get(sem)? {
+            return None;
+        }
+        self.entries.get(self.base.get(sem)? + i).copied()
+    }
+}
 
 /// The signal logs of a modeled program.
 fn signal_log(program: &Program, report: &CycleReport) -> SignalLog {
     let sems = program.semaphores.len();
-    let mut counts = vec![0usize; sems];
+    let mut base = vec![0usize; sems + 1];
     for sem in program.streams.iter().flatten().filter_map(|inst| inst.signal) {
-        if let Some(n) = counts.get_mut(sem.0 as usize) {
+        if let Some(n) = base.get_mut(sem.0 as usize + 1) {
             *n += 1;
         }
     }
-    let mut signals: SignalLog = counts.into_iter().map(Vec::with_capacity).collect();
+    for s in 0..sems {
+        base[s + 1] += base[s];
+    }
+    let mut log = SignalLog { entries: vec![(0.0, 0); base[sems]], base, len: vec![0; sems] };
     let mut retired = vec![f64::NEG_INFINITY; program.streams.len()];
     for (i, slice) in report.slices.iter().enumerate() {
         let e = slice.engine.index();
@@ -49,24 +68,29 @@ fn signal_log(program: &Program, report: &CycleReport) -> SignalLog {
         let Some(sem) = program.streams.get(e).and_then(|s| s.get(slice.index)).and_then(|inst| inst.signal) else {
             continue;
         };
-        if let Some(times) = signals.get_mut(sem.0 as usize) {
-            // An engine retires in order, so the signals of one engine's semaphore append.
-            if times.last().is_none_or(|&(t, _)| t <= at) {
-                times.push((at, i));
-            } else {
-                let pos = times.partition_point(|&(t, _)| t <= at);
-                times.insert(pos, (at, i));
-            }
+        let s = sem.0 as usize;
+        let (Some(&start), Some(&end), Some(n)) = (log.base.get(s), log.base.get(s + 1), log.len.get_mut(s)) else {
+            continue;
+        };
+        // A slice signals once, so a semaphore's region has room for each of its signals.
+        let Some(region) = log.entries.get_mut(start..end).and_then(|r| r.get_mut(..=*n)) else { continue };
+        let last = *n;
+        region[last] = (at, i);
+        // An engine retires in order, so the signals of one engine's semaphore append.
+        if last > 0 && region[last - 1].0 > at {
+            let pos = region[..last].partition_point(|&(t, _)| t <= at);
+            region[pos..].rotate_right(1);
         }
+        *n += 1;
     }
-    signals
+    log
 }
 
 /// Each wait of `inst` with a count above zero that the log can pair: (which wait, the time
 /// its count was reached, the signalling slice).
 fn paired<'a>(signals: &'a SignalLog, inst: &'a BirInst) -> impl Iterator<Item = (usize, f64, usize)> + 'a {
     inst.waits.iter().enumerate().filter(|(_, w)| w.value > 0).filter_map(|(wait, w)| {
-        let &(t, producer) = signals.get(w.sem.0 as usize)?.get(w.value as usize - 1)?;
+        let (t, producer) = signals.get(w.sem.0 as usize, w.value as usize)?;
         Some((wait, t, producer))
     })
 }
