@@ -146,3 +146,33 @@ pub(crate) fn released_by(program: &Program, report: &CycleReport) -> Vec<u32> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use penguin::Target;
+
+    use super::*;
+
+    /// `released_by` is `flows` reduced to the producer of each binding wait.
+    #[test]
+    fn released_by_is_the_producer_of_each_binding_flow() {
+        let mut binding = 0;
+        for src in [
+            include_str!("../../../../../examples/gemm_4x16x8.pir"),
+            include_str!("../../../../../examples/offloaded_memcast.pir"),
+            include_str!("../../../../../examples/gather.pir"),
+        ] {
+            let f = penguin::parse::parse(src).unwrap();
+            let program = bir::lower(penguin::verify(&f).unwrap(), Target::Trn2).unwrap();
+            let report = crate::model(&program).unwrap();
+            let flows = flows(&program, &report);
+            let mut expected = vec![NONE; report.slices.len()];
+            for f in flows.iter().filter(|f| f.binding) {
+                expected[f.consumer] = f.producer as u32;
+            }
+            assert_eq!(released_by(&program, &report), expected);
+            binding += flows.iter().filter(|f| f.binding).count();
+        }
+        assert!(binding > 0, "the GEMM has waits");
+    }
+}
