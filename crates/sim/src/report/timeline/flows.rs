@@ -149,9 +149,57 @@ pub(crate) fn released_by(program: &Program, report: &CycleReport) -> Vec<u32> {
 
 #[cfg(test)]
 mod tests {
-    use penguin::Target;
+    use bir::{Engine, HwAp, Op, SemId, Wait};
+    use penguin::{DType, Dim, Memory, Target};
 
     use super::*;
+    use crate::cycle::Slice;
+
+    /// Two engines signal one semaphore and the later commit retires first: count 1 is the
+    /// earlier retirement's, whatever the commit order.
+    #[test]
+    fn a_signal_that_retires_earlier_takes_the_lower_count() {
+        let ap = HwAp {
+            memory: Memory::Sbuf,
+            dtype: DType::Fp32,
+            start_partition: 0,
+            num_partitions: 1,
+            partition_stride: 1,
+            byte_offset: 0,
+            dims: vec![Dim::new(1, 4)].into(),
+        };
+        let inst = |waits: Vec<Wait>, signal| BirInst {
+            op: Op::Memset { dst: ap.clone(), value: 0.0 },
+            waits,
+            signal,
+            origin: None,
+        };
+        let mut program = Program::new("k", Target::Trn2);
+        program.semaphores = vec!["s".into()];
+        let s = Some(SemId(0));
+        program.streams[Engine::Act.index()].push(inst(vec![], s));
+        program.streams[Engine::Dve.index()].push(inst(vec![], s));
+        let wait = |value| vec![Wait { sem: SemId(0), value }];
+        program.streams[Engine::Pool.index()].extend([inst(wait(1), None), inst(wait(2), None)]);
+        let slice = |engine, index, start_ns, end_ns| Slice { engine, index, start_ns, end_ns, wait_ns: 1.0 };
+        let slices = vec![
+            slice(Engine::Act, 0, 0.0, 10.0),
+            slice(Engine::Dve, 0, 1.0, 5.0),
+            slice(Engine::Pool, 0, 6.0, 7.0),
+            slice(Engine::Pool, 1, 11.0, 12.0),
+        ];
+        let report = CycleReport {
+            total_ns: 12.0,
+            engine_busy_ns: vec![0.0; bir::NUM_ENGINES],
+            hbm_bytes: 0,
+            matmul_flops: 0.0,
+            peak_flops_per_ns: 1.0,
+            slices,
+        };
+        let pairs: Vec<(usize, usize)> = flows(&program, &report).iter().map(|f| (f.consumer, f.producer)).collect();
+        assert_eq!(pairs, vec![(2, 1), (3, 0)]);
+        assert_eq!(released_by(&program, &report), vec![NONE, NONE, 1, 0]);
+    }
 
     /// `released_by` is `flows` reduced to the producer of each binding wait.
     #[test]
