@@ -33,7 +33,7 @@ fn on_chip(memory: Memory, dtype: DType, start: u32, parts: u32, offset: u64, fr
         num_partitions: parts,
         partition_stride: 1,
         byte_offset: offset,
-        dims: vec![Dim::new(1, free)],
+        dims: vec![Dim::new(1, free)].into(),
     }
 }
 
@@ -45,7 +45,7 @@ fn hbm(offset: u64, rows: u32, cols: u32) -> HwAp {
         num_partitions: rows,
         partition_stride: 4096,
         byte_offset: offset,
-        dims: vec![Dim::new(1, cols)],
+        dims: vec![Dim::new(1, cols)].into(),
     }
 }
 

@@ -12,7 +12,7 @@ pub fn on_chip(memory: Memory, dtype: DType, offset: u64, free: u32) -> HwAp {
         num_partitions: 128,
         partition_stride: 1,
         byte_offset: offset,
-        dims: vec![Dim::new(1, free)],
+        dims: vec![Dim::new(1, free)].into(),
     }
 }
 
@@ -24,7 +24,7 @@ pub fn hbm(offset: u64, cols: u32) -> HwAp {
         num_partitions: 128,
         partition_stride: 8192,
         byte_offset: offset,
-        dims: vec![Dim::new(1, cols)],
+        dims: vec![Dim::new(1, cols)].into(),
     }
 }
 

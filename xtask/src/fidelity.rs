@@ -30,7 +30,7 @@ fn load(start: u32, parts: u32, free: u32, offset: u64) -> Op {
         num_partitions: parts,
         partition_stride: 1,
         byte_offset: 0,
-        dims: vec![Dim::new(1, free)],
+        dims: vec![Dim::new(1, free)].into(),
     };
     let src = HwAp {
         memory: Memory::Hbm,
@@ -39,7 +39,7 @@ fn load(start: u32, parts: u32, free: u32, offset: u64) -> Op {
         num_partitions: parts,
         partition_stride: i64::from(free),
         byte_offset: offset,
-        dims: vec![Dim::new(1, free)],
+        dims: vec![Dim::new(1, free)].into(),
     };
     Op::DmaCopy { dst, src, cast: CastMode::Rne }
 }
@@ -75,7 +75,7 @@ fn mm_interval_cycles(target: Target, dtype: DType, n: u32) -> Result<f64> {
         num_partitions: parts,
         partition_stride: 1,
         byte_offset: 0,
-        dims: vec![Dim::new(1, free)],
+        dims: vec![Dim::new(1, free)].into(),
     };
     let psum = HwAp { memory: Memory::Psum, dtype: DType::Fp32, ..sb(128, n) };
     push(

@@ -34,7 +34,7 @@ pub use lower::{
     LowerLoopedError, MAX_LOWER_UNROLLED,
 };
 pub use program::{
-    ApRole, BirInst, Engine, EngineClass, FromPartsError, HbmRole, HbmTensor, HwAp, InstRef, Op, OpPart, Program,
+    ApRole, BirInst, Dims, Engine, EngineClass, FromPartsError, HbmRole, HbmTensor, HwAp, InstRef, Op, OpPart, Program,
     SemId, Wait, MAX_SEMAPHORE_COUNT, NUM_ENGINES,
 };
 pub use verify::{partition_start_ok, verify_program};

@@ -20,24 +20,32 @@
 //! edge between instructions on different engines becomes a semaphore: every engine has one
 //! semaphore that its instructions with cross-engine dependents increment, and a consumer
 //! waits until the producer's engine semaphore reaches the count of the producer.
+//!
+//! Lowering an instruction is two steps: *routing* (`LowerCx::route`: which engine each of
+//! its ops goes to and how many; the queue round robins advance here and only here) and
+//! *building* (`LowerCx::build`: the ops, for the engines routed). [`lower`] routes the
+//! whole function first, so it knows every stream's length and allocates each once, then
+//! builds the ops straight into their streams: a GEMM's streams hold hundreds of thousands of
+//! instructions, and memory is the cost that matters (regrown vectors were copied into fresh
+//! pages, and fresh pages are slow to fault in). The looped lowerings, which want one
+//! instruction's ops at a time, use both steps through `LowerCx::lower_inst`.
 
 use penguin::{
-    CastMode, ComputeEngine, DmaQueueHint, FunctionView, InstData, InstId, InstTile, MatMultData, Memory,
-    OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, PerfMode, Target, TensorId, Verified,
+    ComputeEngine, DmaQueueHint, FunctionView, InstData, InstId, InstTile, MatMultData, Memory, PerfMode, Target,
+    TensorId, Verified,
 };
 
 use crate::error::BirError;
-use crate::program::{BirInst, Engine, HbmRole, HbmTensor, HwAp, Op, Program};
+use crate::program::{BirInst, Dims, Engine, HbmRole, HbmTensor, HwAp, Op, Program, NUM_ENGINES};
 
 mod looped;
 mod native;
 mod semaphores;
+mod spread;
 
 pub use looped::{lower_looped, lower_looped_expanded, LowerLoopedError, MAX_LOWER_UNROLLED};
 pub use native::lower_looped_native;
-
-/// Bytes an offloaded op's piece should carry at least (see `spread`).
-const SPREAD_PIECE_BYTES: u64 = 64 * 1024;
+pub use spread::extract_offloaded_memcpy_shape_bases;
 
 /// DMA queues reserved for plain copies into HBM (the last ones); the others take every other
 /// plain copy. Offloaded ops spread over all queues.
@@ -58,32 +66,106 @@ struct LowerCx<'a, F: ?Sized> {
     program: Program,
 }
 
+/// A run of consecutive ops a Penguin instruction puts on one engine (a matmul: two on the
+/// PE; an offloaded op: one per piece, each on its queue).
+#[derive(Clone, Copy, Debug)]
+struct Group {
+    engine: Engine,
+    ops: u32,
+}
+
 /// Where a Penguin instruction landed: its engine and the index range in that stream.
 #[derive(Clone, Copy)]
 struct Placement {
     engine: Engine,
-    first: usize,
-    last: usize,
+    first: u32,
+    last: u32,
+}
+
+/// The placements of every instruction, flat: `span[id]` is the range of `parts` holding
+/// instruction `id`'s (empty for an instruction outside the layout).
+struct Placements {
+    parts: Vec<Placement>,
+    span: Vec<(u32, u32)>,
+}
+
+impl Placements {
+    /// The placements of an instruction, in the order of its groups.
+    fn of(&self, id: InstId) -> &[Placement] {
+        let (a, b) = self.span.get(id.index()).copied().unwrap_or((0, 0));
+        self.parts.get(a as usize..b as usize).unwrap_or(&[])
+    }
 }
 
 /// Lower a verified function for a target.
+///
+/// Routes the whole layout, allocates every stream once at its final length, then builds the
+/// ops straight into their streams (see the module doc).
 #[expect(clippy::needless_pass_by_value, reason = "the proof of verification is handed over, as a token")]
 pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) -> Result<Program, BirError> {
     let f = func.get();
     let mut cx = LowerCx::new(f, target);
     cx.assign_addresses()?;
-    let mut placement: Vec<Vec<Placement>> = vec![Vec::new(); f.num_insts()];
-    for &id in f.layout() {
-        let inst = f.inst(id).ok_or_else(|| BirError::Internal(format!("{id} missing from a verified function")))?;
-        for (engine, ops) in cx.lower_inst(id, inst)? {
-            let stream = &mut cx.program.streams[engine.index()];
-            let first = stream.len();
-            stream.extend(ops.into_iter().map(|op| BirInst { op, waits: Vec::new(), signal: None, origin: Some(id) }));
-            let last = cx.program.streams[engine.index()].len() - 1;
-            placement[id.index()].push(Placement { engine, first, last });
+    let layout = f.layout();
+    let missing = |id: InstId| BirError::Internal(format!("{id} missing from a verified function"));
+    let mut placed = Placements { parts: Vec::with_capacity(layout.len()), span: vec![(0, 0); f.num_insts()] };
+    let mut counts = [0u32; NUM_ENGINES];
+    let mut groups = Vec::new();
+    // An error while routing is reported after the instructions before it are built, so that
+    // the first instruction that cannot be lowered is the one named, as when lowering them
+    // one by one.
+    let mut routed = Ok(());
+    let mut until = layout.len();
+    for (pos, &id) in layout.iter().enumerate() {
+        groups.clear();
+        if let Err(e) = f.inst(id).ok_or_else(|| missing(id)).and_then(|inst| cx.route(id, inst, &mut groups)) {
+            (routed, until) = (Err(e), pos);
+            break;
+        }
+        let a = placed.parts.len() as u32;
+        for g in &groups {
+            let count = &mut counts[g.engine.index()];
+            let first = *count;
+            *count = first
+                .checked_add(g.ops)
+                .ok_or_else(|| BirError::Unsupported(format!("more than 2^32 instructions on {}", g.engine.name())))?;
+            placed.parts.push(Placement { engine: g.engine, first, last: count.saturating_sub(1) });
+        }
+        if let Some(slot) = placed.span.get_mut(id.index()) {
+            *slot = (a, placed.parts.len() as u32);
         }
     }
-    cx.wire_semaphores(&placement)?;
+    for (stream, n) in cx.program.streams.iter_mut().zip(counts) {
+        stream.reserve_exact(n as usize);
+    }
+    let mut ops = Vec::new();
+    for &id in &layout[..until] {
+        let inst = f.inst(id).ok_or_else(|| missing(id))?;
+        let parts = placed.of(id);
+        ops.clear();
+        cx.build(id, inst, parts.first().map_or(Engine::Pe, |p| p.engine), &mut ops)?;
+        let mut ops = ops.drain(..);
+        for p in parts {
+            let stream = &mut cx.program.streams[p.engine.index()];
+            if stream.len() != p.first as usize {
+                return Err(BirError::Internal(format!(
+                    "{id}: routed to {} #{}, built at #{}",
+                    p.engine.name(),
+                    p.first,
+                    stream.len()
+                )));
+            }
+            for _ in p.first..=p.last {
+                let op = ops.next().ok_or_else(|| BirError::Internal(format!("{id}: fewer ops built than routed")))?;
+                stream.push(BirInst { op, waits: Vec::new(), signal: None, origin: Some(id) });
+            }
+        }
+        if ops.next().is_some() {
+            return Err(BirError::Internal(format!("{id}: more ops built than routed")));
+        }
+    }
+    routed?;
+    cx.wire_semaphores(&placed)?;
     Ok(cx.program)
 }
 
@@ -192,7 +274,7 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
             .checked_mul(size)
             .and_then(|o| o.checked_add(base))
             .ok_or_else(|| BirError::Internal(format!("{inst}: byte offset of {} overflows", tile.tensor)))?;
-        let dims = tile.ap.canonical_free_indices();
+        let dims = Dims::canonical(&tile.ap.free);
         if dims.len() > engine.max_free_dims() {
             return Err(BirError::TooManyStrides { inst, engine, dims: dims.len(), max: engine.max_free_dims() });
         }
@@ -241,9 +323,45 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
 
     /// Lower one instruction: the ops it becomes, grouped by engine.
     fn lower_inst(&mut self, id: InstId, inst: &InstData) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
-        let one = |engine: Engine, op: Op| Ok(vec![(engine, vec![op])]);
+        let mut groups = Vec::new();
+        self.route(id, inst, &mut groups)?;
+        let mut ops = Vec::new();
+        self.build(id, inst, groups.first().map_or(Engine::Pe, |g| g.engine), &mut ops)?;
+        if ops.len() != groups.iter().map(|g| g.ops as usize).sum::<usize>() {
+            return Err(BirError::Internal(format!("{id}: {} ops built for other routes", ops.len())));
+        }
+        let mut ops = ops.into_iter();
+        Ok(groups.iter().map(|g| (g.engine, ops.by_ref().take(g.ops as usize).collect())).collect())
+    }
+
+    /// Where one instruction's ops go, group by group, taking its queues (the round robins
+    /// advance here, and only here).
+    fn route(&mut self, id: InstId, inst: &InstData, out: &mut Vec<Group>) -> Result<(), BirError> {
+        let one = |engine: Engine| Group { engine, ops: 1 };
         match inst {
-            InstData::MatMult(m) => Ok(vec![(Engine::Pe, codegen_mat_mul_op(self, id, m)?.to_vec())]),
+            InstData::MatMult(_) | InstData::MatMultSparse(_) => out.push(Group { engine: Engine::Pe, ops: 2 }),
+            InstData::Transpose(_) => out.push(one(Engine::Pe)),
+            InstData::DmaCopy(d) => out.push(one(self.copy_queue(d.dst.memory == Memory::Hbm, d.queue))),
+            InstData::TensorCopy(c) => out.push(one(compute_engine(c.engine))),
+            InstData::TensorTensor(t) => out.push(one(compute_engine(t.engine))),
+            InstData::Memset(m) => out.push(one(compute_engine(m.engine))),
+            InstData::TiledOffloadedFma(f) | InstData::OffloadedFma(f) => {
+                self.route_spread(id, &[&f.dst, &f.src0, &f.src1], None, out)?;
+            }
+            InstData::TiledOffloadedMemCpy(c) | InstData::OffloadedMemCpy(c) => {
+                self.route_spread(id, &[&c.dst, &c.src], None, out)?;
+            }
+            InstData::OffloadedMemCast(c) => self.route_spread(id, &[&c.dst, &c.src], c.queue, out)?,
+            InstData::DmaGather(_) | InstData::DmaScatterAdd(_) => out.push(one(self.next_queue())),
+        }
+        Ok(())
+    }
+
+    /// The ops of one instruction, in the order of its groups from [`Self::route`]; `engine`
+    /// is its first group's (the engine of every op but an offloaded op's pieces).
+    fn build(&self, id: InstId, inst: &InstData, engine: Engine, out: &mut Vec<Op>) -> Result<(), BirError> {
+        match inst {
+            InstData::MatMult(m) => out.extend(codegen_mat_mul_op(self, id, m)?),
             InstData::MatMultSparse(m) => {
                 let pe = Engine::Pe;
                 let ls = Op::LoadStationarySparse {
@@ -261,240 +379,51 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                     tile_position: m.tile_position,
                     tile_size: m.tile_size,
                 };
-                Ok(vec![(pe, vec![ls, mm])])
+                out.extend([ls, mm]);
             }
-            InstData::Transpose(t) => one(
-                Engine::Pe,
-                Op::Transpose { dst: self.hw_ap(id, Engine::Pe, &t.dst)?, src: self.hw_ap(id, Engine::Pe, &t.src)? },
-            ),
-            InstData::DmaCopy(d) => {
-                let engine = self.copy_queue(d.dst.memory == Memory::Hbm, d.queue);
-                let op = Op::DmaCopy {
-                    dst: self.hw_ap(id, engine, &d.dst)?,
-                    src: self.hw_ap(id, engine, &d.src)?,
-                    cast: d.cast,
-                };
-                one(engine, op)
-            }
+            InstData::Transpose(t) => out.push(Op::Transpose {
+                dst: self.hw_ap(id, Engine::Pe, &t.dst)?,
+                src: self.hw_ap(id, Engine::Pe, &t.src)?,
+            }),
+            InstData::DmaCopy(d) => out.push(Op::DmaCopy {
+                dst: self.hw_ap(id, engine, &d.dst)?,
+                src: self.hw_ap(id, engine, &d.src)?,
+                cast: d.cast,
+            }),
             InstData::TensorCopy(c) => {
-                let engine = compute_engine(c.engine);
-                one(
-                    engine,
-                    Op::TensorCopy { dst: self.hw_ap(id, engine, &c.dst)?, src: self.hw_ap(id, engine, &c.src)? },
-                )
+                let (dst, src) = (self.hw_ap(id, engine, &c.dst)?, self.hw_ap(id, engine, &c.src)?);
+                out.push(Op::TensorCopy { dst, src });
             }
-            InstData::TensorTensor(t) => {
-                let engine = compute_engine(t.engine);
-                one(
-                    engine,
-                    Op::TensorTensor {
-                        op: t.op,
-                        dst: self.hw_ap(id, engine, &t.dst)?,
-                        lhs: self.hw_ap(id, engine, &t.lhs)?,
-                        rhs: self.hw_ap(id, engine, &t.rhs)?,
-                    },
-                )
-            }
-            InstData::Memset(m) => {
-                let engine = compute_engine(m.engine);
-                one(engine, Op::Memset { dst: self.hw_ap(id, engine, &m.dst)?, value: m.value })
-            }
-            InstData::TiledOffloadedFma(f) => codegen_tiled_offloaded_fma(self, id, f),
-            InstData::OffloadedFma(f) => codegen_offloaded_fma(self, id, f),
-            InstData::TiledOffloadedMemCpy(c) => codegen_tiled_offloaded_mem_cpy(self, id, c),
-            InstData::OffloadedMemCpy(c) => codegen_offloaded_mem_cpy(self, id, c),
-            InstData::OffloadedMemCast(c) => codegen_offloaded_mem_cast(self, id, c),
-            InstData::DmaGather(g) => {
-                let engine = self.next_queue();
-                let op = Op::DmaGather {
-                    dst: self.hw_ap(id, engine, &g.dst)?,
-                    table: self.hw_ap(id, engine, &g.table)?,
-                    index: self.hw_ap(id, engine, &g.index)?,
-                };
-                one(engine, op)
-            }
-            InstData::DmaScatterAdd(sc) => {
-                let engine = self.next_queue();
-                let op = Op::DmaScatterAdd {
-                    table: self.hw_ap(id, engine, &sc.table)?,
-                    src: self.hw_ap(id, engine, &sc.src)?,
-                    index: self.hw_ap(id, engine, &sc.index)?,
-                };
-                one(engine, op)
-            }
+            InstData::TensorTensor(t) => out.push(Op::TensorTensor {
+                op: t.op,
+                dst: self.hw_ap(id, engine, &t.dst)?,
+                lhs: self.hw_ap(id, engine, &t.lhs)?,
+                rhs: self.hw_ap(id, engine, &t.rhs)?,
+            }),
+            InstData::Memset(m) => out.push(Op::Memset { dst: self.hw_ap(id, engine, &m.dst)?, value: m.value }),
+            InstData::TiledOffloadedFma(f) => spread::codegen_tiled_offloaded_fma(self, id, f, out)?,
+            InstData::OffloadedFma(f) => spread::codegen_offloaded_fma(self, id, f, out)?,
+            InstData::TiledOffloadedMemCpy(c) => spread::codegen_tiled_offloaded_mem_cpy(self, id, c, out)?,
+            InstData::OffloadedMemCpy(c) => spread::codegen_offloaded_mem_cpy(self, id, c, out)?,
+            InstData::OffloadedMemCast(c) => spread::codegen_offloaded_mem_cast(self, id, c, out)?,
+            InstData::DmaGather(g) => out.push(Op::DmaGather {
+                dst: self.hw_ap(id, engine, &g.dst)?,
+                table: self.hw_ap(id, engine, &g.table)?,
+                index: self.hw_ap(id, engine, &g.index)?,
+            }),
+            InstData::DmaScatterAdd(sc) => out.push(Op::DmaScatterAdd {
+                table: self.hw_ap(id, engine, &sc.table)?,
+                src: self.hw_ap(id, engine, &sc.src)?,
+                index: self.hw_ap(id, engine, &sc.index)?,
+            }),
         }
+        Ok(())
     }
-
-    /// Spread an offloaded op over the DMA queues, one piece per queue in turn. Every DMA
-    /// transfer pays a fixed cost (~1.3 us) on its queue, so a piece must carry enough bytes
-    /// to amortize it: an op is cut into `clamp(bytes / 64 KiB, 1, 16)` pieces. Pieces cut
-    /// the partition range (each queue serving its own partitions), except for a transposing
-    /// HBM access (contiguous along partitions, strided along the free dimension), which is cut
-    /// along its outer free dimension so that every piece keeps whole contiguous runs.
-    fn spread(
-        &mut self,
-        id: InstId,
-        aps: &[&InstTile],
-        hint: Option<DmaQueueHint>,
-        build: &dyn Fn(&[HwAp]) -> Option<Op>,
-    ) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
-        let probe = Engine::Dma(0);
-        let hw: Vec<HwAp> = aps.iter().map(|t| self.hw_ap(id, probe, t)).collect::<Result<_, _>>()?;
-        let refs: Vec<&HwAp> = hw.iter().collect();
-        let (shape, _bases) = extract_offloaded_memcpy_shape_bases(&refs)?;
-        let transposing = hw.iter().any(|ap| {
-            ap.memory == Memory::Hbm && ap.partition_stride == 1 && ap.dims.first().is_some_and(|d| d.stride != 1)
-        }) && hw.iter().all(|ap| ap.dims.len() == 1);
-        let extent =
-            if transposing { hw.first().and_then(|ap| ap.dims.first()).map_or(1, |d| d.num) } else { shape[0] };
-        let bytes: u64 =
-            hw.iter().map(|ap| ap.num_elems().saturating_mul(u64::from(ap.dtype.size_bytes()))).max().unwrap_or(0);
-        let pieces = (bytes / SPREAD_PIECE_BYTES).clamp(1, u64::from(penguin::target::NUM_DMA_QUEUES)) as u32;
-        let per = if transposing {
-            extent.div_ceil(pieces).max(1)
-        } else {
-            extent.div_ceil(pieces).max(penguin::target::NUM_PARTITIONS / penguin::target::NUM_DMA_QUEUES)
-        };
-        let mut out = Vec::new();
-        let mut start = 0;
-        let queues = penguin::target::NUM_DMA_QUEUES;
-        // A hinted op's pieces take the run of queues from `hint * pieces` (see `DmaQueueHint`).
-        let first =
-            hint.map(|DmaQueueHint(h)| (u64::from(h) * u64::from(extent.div_ceil(per)) % u64::from(queues)) as u32);
-        while start < extent {
-            let count = per.min(extent - start);
-            let engine = match first {
-                Some(q) => Engine::Dma(((q + start / per) % queues) as u8),
-                None => self.next_queue(),
-            };
-            let pieces: Vec<HwAp> = hw
-                .iter()
-                .map(|ap| if transposing { free_slice(ap, start, count) } else { partition_slice(ap, start, count) })
-                .collect::<Option<_>>()
-                .ok_or_else(|| BirError::Internal(format!("{id}: a piece of an offloaded op is out of range")))?;
-            let op = build(&pieces).ok_or_else(|| BirError::Internal(format!("{id}: offloaded op lost an operand")))?;
-            out.push((engine, vec![op]));
-            start += count;
-        }
-        Ok(out)
-    }
-}
-
-/// The seed's `extract_offloaded_memcpy_shape_bases`: the common iteration shape
-/// `[partitions, free elements]` of an offloaded op's operands and each operand's base
-/// (byte offset). Operands whose shapes differ are an error naming both shapes.
-pub fn extract_offloaded_memcpy_shape_bases(aps: &[&HwAp]) -> Result<(Vec<u32>, Vec<u64>), BirError> {
-    let shape_of = |ap: &HwAp| vec![ap.num_partitions, u32::try_from(ap.free_elems()).unwrap_or(u32::MAX)];
-    let Some(first) = aps.first() else {
-        return Err(BirError::Internal("an offloaded op without operands".into()));
-    };
-    let shape = shape_of(first);
-    for ap in &aps[1..] {
-        let other = shape_of(ap);
-        if other != shape || ap.free_elems() != first.free_elems() {
-            return Err(BirError::ShapeMismatch { a: shape, b: other });
-        }
-    }
-    Ok((shape, aps.iter().map(|ap| ap.byte_offset).collect()))
 }
 
 /// Error for tensors whose addresses do not fit a `u64`.
 fn too_large(tensor: &str, memory: &str) -> BirError {
     BirError::Unsupported(format!("tensor `{tensor}` does not fit: {memory} addresses would exceed 2^64 bytes"))
-}
-
-/// `ap.byte_offset` moved by `index` steps of `stride` elements; `None` if it leaves `u64`.
-fn step_bytes(ap: &HwAp, stride: i64, index: u32) -> Option<u64> {
-    let step = i128::from(stride) * i128::from(index) * i128::from(ap.dtype.size_bytes());
-    u64::try_from(i128::from(ap.byte_offset) + step).ok()
-}
-
-/// Elements `[start, start + count)` of the (only) free dimension of an access pattern;
-/// `None` if the piece's offset does not fit (never for an access of a verified function).
-fn free_slice(ap: &HwAp, start: u32, count: u32) -> Option<HwAp> {
-    let mut out = ap.clone();
-    if let Some(d) = out.dims.first_mut() {
-        out.byte_offset = step_bytes(ap, d.stride, start)?;
-        d.num = count;
-    }
-    Some(out)
-}
-
-/// Partitions `[start, start + count)` of an access pattern; `None` if the piece's offset or
-/// first partition does not fit (never for an access of a verified function).
-fn partition_slice(ap: &HwAp, start: u32, count: u32) -> Option<HwAp> {
-    let mut out = ap.clone();
-    out.num_partitions = count;
-    if ap.memory == Memory::Hbm {
-        out.byte_offset = step_bytes(ap, ap.partition_stride, start)?;
-    } else {
-        let first = i128::from(ap.start_partition) + i128::from(ap.partition_stride) * i128::from(start);
-        out.start_partition = u32::try_from(first).ok()?;
-    }
-    Some(out)
-}
-
-/// Lower a tiled offloaded FMA (`dst = src0 * src1 + dst` on SBUF tiles) to DMA-queue FMAs
-/// spread over the queues.
-fn codegen_tiled_offloaded_fma<F: FunctionView + ?Sized>(
-    cx: &mut LowerCx<'_, F>,
-    id: InstId,
-    f: &OffloadedFmaData,
-) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
-    cx.spread(id, &[&f.dst, &f.src0, &f.src1], None, &fma_op)
-}
-
-/// Lower an untiled offloaded FMA over whole HBM tensors, spread over the queues by rows.
-/// Its operands are already whole-tensor access patterns, so it is the tiled lowering.
-fn codegen_offloaded_fma<F: FunctionView + ?Sized>(
-    cx: &mut LowerCx<'_, F>,
-    id: InstId,
-    f: &OffloadedFmaData,
-) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
-    codegen_tiled_offloaded_fma(cx, id, f)
-}
-
-fn fma_op(v: &[HwAp]) -> Option<Op> {
-    match v {
-        [dst, src0, src1] => Some(Op::DmaFma { dst: dst.clone(), src0: src0.clone(), src1: src1.clone() }),
-        _ => None,
-    }
-}
-
-fn copy_op(v: &[HwAp], cast: CastMode) -> Option<Op> {
-    match v {
-        [dst, src] => Some(Op::DmaCopy { dst: dst.clone(), src: src.clone(), cast }),
-        _ => None,
-    }
-}
-
-/// Lower a tiled offloaded copy to DMA copies spread over the queues.
-fn codegen_tiled_offloaded_mem_cpy<F: FunctionView + ?Sized>(
-    cx: &mut LowerCx<'_, F>,
-    id: InstId,
-    c: &OffloadedMemCpyData,
-) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
-    cx.spread(id, &[&c.dst, &c.src], None, &|v| copy_op(v, CastMode::Rne))
-}
-
-/// Lower an untiled offloaded copy of whole HBM tensors, spread over the queues by rows.
-/// Its operands are already whole-tensor access patterns, so it is the tiled lowering.
-fn codegen_offloaded_mem_cpy<F: FunctionView + ?Sized>(
-    cx: &mut LowerCx<'_, F>,
-    id: InstId,
-    c: &OffloadedMemCpyData,
-) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
-    codegen_tiled_offloaded_mem_cpy(cx, id, c)
-}
-
-/// Lower an offloaded cast (a copy that converts to the destination dtype).
-fn codegen_offloaded_mem_cast<F: FunctionView + ?Sized>(
-    cx: &mut LowerCx<'_, F>,
-    id: InstId,
-    c: &OffloadedMemCastData,
-) -> Result<Vec<(Engine, Vec<Op>)>, BirError> {
-    let cast = c.cast;
-    cx.spread(id, &[&c.dst, &c.src], c.queue, &|v| copy_op(v, cast))
 }
 
 fn compute_engine(e: ComputeEngine) -> Engine {
@@ -561,9 +490,10 @@ fn add_double_row_ap<F: FunctionView + ?Sized>(
     t: &InstTile,
 ) -> Result<HwAp, BirError> {
     let mut ap = cx.hw_ap(id, Engine::Pe, t)?;
-    ap.dims =
+    ap.dims = Dims::from(
         t.ap.split_outer(2)
-            .ok_or_else(|| BirError::Internal(format!("{id}: double_row operand without a size-2 pack axis")))?;
+            .ok_or_else(|| BirError::Internal(format!("{id}: double_row operand without a size-2 pack axis")))?,
+    );
     if ap.dims.len() > Engine::Pe.max_free_dims() {
         return Err(BirError::TooManyStrides {
             inst: id,

@@ -62,9 +62,7 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
             if !inst.op.engine_class().contains(e) {
                 errors.push(at, format!("{} cannot run on {e}", inst.op.name()));
             }
-            for (ap, _) in inst.op.accesses() {
-                check_ap(&mut errors, at, e, ap, sbuf_cap, p.hbm_size);
-            }
+            inst.op.for_each_ap_role(|_, ap, _| check_ap(&mut errors, at, e, ap, sbuf_cap, p.hbm_size));
             let same = |errors: &mut Errors, a: &HwAp, b: &HwAp| {
                 if a.num_partitions != b.num_partitions || a.free_elems() != b.free_elems() {
                     errors.push(

@@ -82,7 +82,7 @@ fn shape_bases_are_common_or_a_named_error() {
     assert_eq!(shape, vec![4, 8]);
     assert_eq!(bases, vec![dst.byte_offset, src0.byte_offset, src1.byte_offset]);
     let mut narrow = src1.clone();
-    narrow.dims = vec![Dim::new(1, 4)];
+    narrow.dims = vec![Dim::new(1, 4)].into();
     let err = extract_offloaded_memcpy_shape_bases(&[dst, &narrow]).unwrap_err();
     assert_eq!(err, BirError::ShapeMismatch { a: vec![4, 8], b: vec![4, 4] });
     assert_eq!(err.to_string(), "offloaded op operands have different shapes: [4, 8] vs [4, 4]");

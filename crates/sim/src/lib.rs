@@ -32,8 +32,8 @@
 //!     p.hbm.push(HbmTensor { name: name.into(), shape: vec![2, 4], dtype: DType::Fp32, address, role });
 //! }
 //! p.hbm_size = 128;
-//! let hbm = |offset| HwAp { memory: Memory::Hbm, dtype: DType::Fp32, start_partition: 0, num_partitions: 2, partition_stride: 4, byte_offset: offset, dims: vec![Dim::new(1, 4)] };
-//! let sbuf = HwAp { memory: Memory::Sbuf, dtype: DType::Bf16, start_partition: 0, num_partitions: 2, partition_stride: 1, byte_offset: 0, dims: vec![Dim::new(1, 4)] };
+//! let hbm = |offset| HwAp { memory: Memory::Hbm, dtype: DType::Fp32, start_partition: 0, num_partitions: 2, partition_stride: 4, byte_offset: offset, dims: vec![Dim::new(1, 4)].into() };
+//! let sbuf = HwAp { memory: Memory::Sbuf, dtype: DType::Bf16, start_partition: 0, num_partitions: 2, partition_stride: 1, byte_offset: 0, dims: vec![Dim::new(1, 4)].into() };
 //! let inst = |op| BirInst { op, waits: vec![], signal: None, origin: None };
 //! p.semaphores.push("loaded".into());
 //! p.streams[Engine::Dma(0).index()].push(BirInst { signal: Some(bir::SemId(0)), ..inst(Op::DmaCopy { dst: sbuf.clone(), src: hbm(0), cast: CastMode::Rne }) });

@@ -34,7 +34,7 @@ mod tests {
             num_partitions: rows,
             partition_stride: pstride,
             byte_offset: offset,
-            dims: vec![Dim::new(1, 4)],
+            dims: vec![Dim::new(1, 4)].into(),
         }
     }
 

@@ -400,7 +400,7 @@ mod tests {
             num_partitions: parts,
             partition_stride: pstride,
             byte_offset: offset,
-            dims,
+            dims: dims.into(),
         }
     }
 
@@ -493,7 +493,7 @@ mod tests {
         let right = HwAp { byte_offset: 2048, ..left.clone() };
         let (l, r) = (Walk::new(&left, &img).unwrap(), Walk::new(&right, &img).unwrap());
         assert!(!l.region.unwrap().overlaps(&r.region.unwrap()));
-        let whole = HwAp { dims: vec![Dim::new(1, 1024)], ..left };
+        let whole = HwAp { dims: vec![Dim::new(1, 1024)].into(), ..left };
         let w = Walk::new(&whole, &img).unwrap().region.unwrap();
         assert!(w.covers(&l.region.unwrap()) && w.covers(&r.region.unwrap()));
     }

@@ -121,7 +121,7 @@ proptest! {
             // Read the touched SBUF window back raw: partitions 0..32, bytes 0..span.
             let window = HwAp {
                 memory: Memory::Sbuf, dtype: DType::Uint8, start_partition: 0, num_partitions: 32,
-                partition_stride: 1, byte_offset: 0, dims: vec![Dim::new(1, span as u32)],
+                partition_stride: 1, byte_offset: 0, dims: vec![Dim::new(1, span as u32)].into(),
             };
             let out_t = b.tensor("window", &[32, span], DType::Uint8, HbmRole::Output);
             let out = HwAp { memory: Memory::Hbm, start_partition: 0, partition_stride: span as i64, byte_offset: out_t, ..window.clone() };

@@ -21,7 +21,15 @@ fn assert_close(got: f64, want: f64) {
 }
 
 fn on_chip(memory: Memory, dtype: DType, start: u32, parts: u32, dims: Vec<Dim>) -> HwAp {
-    HwAp { memory, dtype, start_partition: start, num_partitions: parts, partition_stride: 1, byte_offset: 0, dims }
+    HwAp {
+        memory,
+        dtype,
+        start_partition: start,
+        num_partitions: parts,
+        partition_stride: 1,
+        byte_offset: 0,
+        dims: dims.into(),
+    }
 }
 
 fn sbuf(dtype: DType, start: u32, parts: u32, free: u32) -> HwAp {
@@ -41,7 +49,7 @@ fn hbm_rows(dtype: DType, offset: u64, rows: u32, row_len: i64, cols: u32) -> Hw
         num_partitions: rows,
         partition_stride: row_len,
         byte_offset: offset,
-        dims: vec![Dim::new(1, cols)],
+        dims: vec![Dim::new(1, cols)].into(),
     }
 }
 
@@ -438,7 +446,7 @@ fn short_dma_runs_cost_a_descriptor_each() {
     // partition.
     let mut p = program(Target::Trn2);
     let mut src = hbm_rows(DType::Bf16, 0, 8, 4096, 2048);
-    src.dims = vec![Dim::new(2, 2048)];
+    src.dims = vec![Dim::new(2, 2048)].into();
     push(&mut p, Engine::Dma(0), dma(sbuf(DType::Bf16, 0, 8, 2048), src), &[], None);
     assert_close(run(&p).total_ns - DMA_FIXED_NS, 8.0 * 2048.0 * TRN2_DESCRIPTOR_NS);
 }
@@ -481,7 +489,7 @@ fn transposing_load(target: Target) -> f64 {
         num_partitions: 128,
         partition_stride: 1,
         byte_offset: 0,
-        dims: vec![Dim::new(128, 128)],
+        dims: vec![Dim::new(128, 128)].into(),
     };
     push(&mut p, Engine::Dma(0), dma(sbuf(DType::Bf16, 0, 128, 128), src), &[], None);
     run(&p).total_ns
@@ -502,7 +510,7 @@ fn trn1_has_no_dma_transpose() {
         num_partitions: 128,
         partition_stride: 1,
         byte_offset: 0,
-        dims: vec![Dim::new(128, 128)],
+        dims: vec![Dim::new(128, 128)].into(),
     };
     push(&mut p, Engine::Dma(0), dma(sbuf(DType::Bf16, 0, 128, 128), src), &[], None);
     // Without the descriptor cost: 4 KiB per engine at 90% of 23 B/ns (HBM needs 182 ns).

@@ -94,7 +94,7 @@ fn saturating_and_transposing_dma() {
         num_partitions: 5,
         partition_stride: 1,
         byte_offset: addr,
-        dims: vec![Dim::new(5, 3)],
+        dims: vec![Dim::new(5, 3)].into(),
     };
     let tile = sbuf(DType::Fp8e4m3, 32, 5, 3, 3);
     b.push(Engine::Dma(3), Op::DmaCopy { dst: tile.clone(), src: cols(x), cast: CastMode::Saturate }, &[], Some(sem));

@@ -116,7 +116,7 @@ proptest! {
         p.hbm.push(HbmTensor { name: "t".into(), shape: vec![16], dtype: DType::Fp32, address: 0, role: HbmRole::Input });
         if pe_first {
             // Give matmuls a chance to get past the missing-stationary check.
-            let src = HwAp { memory: Memory::Sbuf, dtype: DType::Bf16, start_partition: 0, num_partitions: 4, partition_stride: 1, byte_offset: 0, dims: vec![Dim::new(1, 4)] };
+            let src = HwAp { memory: Memory::Sbuf, dtype: DType::Bf16, start_partition: 0, num_partitions: 4, partition_stride: 1, byte_offset: 0, dims: vec![Dim::new(1, 4)].into() };
             let ls = Op::LoadStationary { src, perf_mode: PerfMode::None, tile_position: TilePosition::default(), tile_size: TileSize::default() };
             p.streams[Engine::Pe.index()].push(BirInst { op: ls, waits: vec![], signal: None, origin: None });
         }

@@ -1,68 +1,88 @@
 //! Wiring cross-engine dependencies into semaphores: every engine has one semaphore that its
 //! instructions with cross-engine dependents increment, and a consumer waits until the
 //! producer's engine semaphore reaches the producer's count.
+//!
+//! The passes walk the dependency edges of the layout again rather than collecting the
+//! cross-engine producers of every consumer: the edges are already in the function, and a
+//! large kernel has hundreds of thousands of them.
 
-use penguin::FunctionView;
+use penguin::{FunctionView, InstId};
 
-use super::{LowerCx, Placement};
+use super::{LowerCx, Placement, Placements};
 use crate::error::BirError;
 use crate::program::{Engine, SemId, Wait, NUM_ENGINES};
 
-impl<F: FunctionView + ?Sized> LowerCx<'_, F> {
-    pub(super) fn wire_semaphores(&mut self, placement: &[Vec<Placement>]) -> Result<(), BirError> {
+impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
+    pub(super) fn wire_semaphores(&mut self, placed: &Placements) -> Result<(), BirError> {
         self.program.semaphores = Engine::all().map(|e| e.name()).collect();
-        // Pass 1: which producers signal.
-        let mut needs_signal: Vec<Vec<bool>> = self.program.streams.iter().map(|s| vec![false; s.len()]).collect();
-        let mut waits_of: Vec<(Placement, Vec<Placement>)> = Vec::new();
+        // Pass 1: the producers with a dependent on another engine signal.
         for &id in self.func.layout() {
-            let parts = placement.get(id.index()).map_or(&[][..], Vec::as_slice);
-            let mut producers: Vec<Placement> = Vec::new();
-            for dep in self.func.deps(id) {
-                let from = placement.get(dep.from.index()).map_or(&[][..], Vec::as_slice);
-                if from.is_empty() {
-                    return Err(BirError::Internal(format!("{id} depends on unplaced {}", dep.from)));
-                }
-                producers.extend_from_slice(from);
-            }
-            for &c in parts {
-                let cross: Vec<Placement> = producers.iter().copied().filter(|p| p.engine != c.engine).collect();
-                for p in &cross {
-                    needs_signal[p.engine.index()][p.last] = true;
-                }
-                if !cross.is_empty() {
-                    waits_of.push((c, cross));
+            let parts = placed.of(id);
+            for p in self.producers(placed, id)? {
+                if parts.iter().any(|c| c.engine != p.engine) {
+                    if let Some(inst) = self.program.streams[p.engine.index()].get_mut(p.last as usize) {
+                        inst.signal = Some(SemId(p.engine.index() as u32));
+                    }
                 }
             }
         }
-        // Pass 2: the semaphore count each signalling instruction reaches.
-        let mut count_at: Vec<Vec<u64>> = Vec::with_capacity(NUM_ENGINES);
-        for (e, stream) in self.program.streams.iter_mut().enumerate() {
-            let mut n = 0u64;
-            let mut counts = vec![0u64; stream.len()];
-            for (i, inst) in stream.iter_mut().enumerate() {
-                if needs_signal[e][i] {
-                    n += 1;
-                    inst.signal = Some(SemId(e as u32));
-                }
-                counts[i] = n;
-            }
-            count_at.push(counts);
+        // Pass 2: the semaphore count each instruction's engine has reached once it signalled,
+        // for every stream in one table (stream `e` from `base[e]`). A u32 holds it: an
+        // unrolled stream of 2^32 instructions would need about 900 GB.
+        let mut base = [0usize; NUM_ENGINES + 1];
+        for (e, stream) in self.program.streams.iter().enumerate().take(NUM_ENGINES) {
+            base[e + 1] = base[e] + stream.len();
         }
+        let mut count_at: Vec<u32> = Vec::with_capacity(base[NUM_ENGINES]);
+        for stream in self.program.streams.iter().take(NUM_ENGINES) {
+            let mut n = 0u32;
+            count_at.extend(stream.iter().map(|inst| {
+                n += u32::from(inst.signal.is_some());
+                n
+            }));
+        }
+        let count = |p: &Placement| count_at.get(base[p.engine.index()] + p.last as usize).copied().unwrap_or(0);
         // Pass 3: one wait per producer engine, for the latest producer.
-        for (c, producers) in waits_of {
-            let mut best = [0u64; NUM_ENGINES];
-            for p in producers {
-                let v = count_at[p.engine.index()][p.last];
-                best[p.engine.index()] = best[p.engine.index()].max(v);
+        for &id in self.func.layout() {
+            for c in placed.of(id) {
+                let mut best = [0u32; NUM_ENGINES];
+                let mut cross = false;
+                for p in self.producers(placed, id)?.filter(|p| p.engine != c.engine) {
+                    let v = count(p);
+                    best[p.engine.index()] = best[p.engine.index()].max(v);
+                    cross = true;
+                }
+                if !cross {
+                    continue;
+                }
+                let mut waits = Vec::with_capacity(best.iter().filter(|v| **v > 0).count());
+                waits.extend(
+                    best.iter()
+                        .enumerate()
+                        .filter(|(_, v)| **v > 0)
+                        .map(|(e, v)| Wait { sem: SemId(e as u32), value: u64::from(*v) }),
+                );
+                if let Some(inst) = self.program.streams[c.engine.index()].get_mut(c.first as usize) {
+                    inst.waits = waits;
+                }
             }
-            let waits: Vec<Wait> = best
-                .iter()
-                .enumerate()
-                .filter(|(_, v)| **v > 0)
-                .map(|(e, v)| Wait { sem: SemId(e as u32), value: *v })
-                .collect();
-            self.program.streams[c.engine.index()][c.first].waits = waits;
         }
         Ok(())
+    }
+
+    /// The placements of every instruction `id` depends on; an unplaced one is an error.
+    fn producers<'p>(
+        &self,
+        placed: &'p Placements,
+        id: InstId,
+    ) -> Result<impl Iterator<Item = &'p Placement> + 'p, BirError>
+    where
+        'a: 'p,
+    {
+        let deps: &'a [penguin::Dep] = self.func.deps(id);
+        if let Some(dep) = deps.iter().find(|d| placed.of(d.from).is_empty()) {
+            return Err(BirError::Internal(format!("{id} depends on unplaced {}", dep.from)));
+        }
+        Ok(deps.iter().flat_map(move |d| placed.of(d.from)))
     }
 }

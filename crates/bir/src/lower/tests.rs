@@ -1,6 +1,6 @@
 //! Unit tests of `lower.rs`.
 
-use penguin::{verify, DType, Function, TensorData};
+use penguin::{verify, CastMode, DType, Function, OffloadedMemCastData, TensorData};
 
 use super::*;
 
@@ -94,4 +94,27 @@ fn queue_hints_choose_the_queue() {
     let used: Vec<u8> =
         (0..penguin::target::NUM_DMA_QUEUES as u8).filter(|&q| !p.stream(Engine::Dma(q)).is_empty()).collect();
     assert_eq!(used, vec![12, 13, 14, 15]);
+}
+
+/// Routing sizes every stream before anything is built: each is allocated once, at its final
+/// length, and the unrolled lowering agrees with lowering one instruction at a time
+/// (`lower_inst`, which the looped lowerings use) op for op and queue for queue.
+#[test]
+fn streams_are_allocated_at_their_final_length() {
+    let f = penguin::parse::parse(include_str!("../../../../examples/gemm_4x16x8.pir")).unwrap();
+    let p = lower(verify(&f).unwrap(), Target::Trn2).unwrap();
+    for (e, s) in p.streams.iter().enumerate() {
+        assert_eq!(s.capacity(), s.len(), "stream {e}");
+    }
+    let mut cx = LowerCx::new(&f, Target::Trn2);
+    cx.assign_addresses().unwrap();
+    let mut one_by_one: Vec<Vec<Op>> = vec![Vec::new(); p.streams.len()];
+    for &id in &f.layout {
+        for (engine, ops) in cx.lower_inst(id, &f.insts[id.index()]).unwrap() {
+            one_by_one[engine.index()].extend(ops);
+        }
+    }
+    let ops: Vec<Vec<Op>> = p.streams.iter().map(|s| s.iter().map(|i| i.op.clone()).collect()).collect();
+    assert_eq!(ops, one_by_one);
+    assert!(ops.iter().map(Vec::len).sum::<usize>() > 0);
 }

@@ -4,7 +4,11 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use penguin::{DType, Dim, Memory};
+#[cfg(test)]
+use penguin::Dim;
+use penguin::{DType, Memory};
+
+use super::Dims;
 
 /// A hardware access pattern.
 ///
@@ -27,7 +31,7 @@ pub struct HwAp {
     /// Byte offset: within a partition on chip, absolute in HBM.
     pub byte_offset: u64,
     /// Free dimensions, element strides.
-    pub dims: Vec<Dim>,
+    pub dims: Dims,
 }
 
 /// `stride * (num - 1)`, the offset of the last index of a dimension (exact: below 2^96 in
@@ -136,7 +140,7 @@ pub(crate) fn test_ap(memory: Memory, start: u32, parts: u32, pstride: i64, offs
         num_partitions: parts,
         partition_stride: pstride,
         byte_offset: offset,
-        dims,
+        dims: dims.into(),
     }
 }
 

@@ -18,6 +18,8 @@ pub use ap::HwAp;
 pub use engine::{Engine, EngineClass, InstRef, SemId, Wait, MAX_SEMAPHORE_COUNT, NUM_ENGINES};
 pub use op::Op;
 pub use op_table::{ApRole, FromPartsError, OpPart};
+/// The free dimensions of a hardware access pattern: Penguin's, one kept inline.
+pub use penguin::FreeDims as Dims;
 
 /// One instruction of a stream.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -137,19 +137,26 @@ impl Op {
     /// read-modify-write counts twice, a table only the rows its index names), saturating at
     /// `u64::MAX`.
     pub fn hbm_bytes(&self) -> u64 {
-        let aps = self.ap_roles();
-        let rows = aps.iter().find(|(_, _, role)| *role == ApRole::Index).map(|(_, ap, _)| ap.num_elems());
-        aps.iter()
-            .filter(|(_, ap, _)| ap.memory == Memory::Hbm)
-            .map(|(_, ap, role)| {
-                let moved = match rows {
-                    Some(rows) if role.is_indexed() => rows.saturating_mul(ap.free_elems()),
-                    Some(_) | None => ap.num_elems(),
-                };
-                let size = u64::from(ap.dtype.size_bytes());
-                moved.saturating_mul(size).saturating_mul(if role.is_update() { 2 } else { 1 })
-            })
-            .fold(0, u64::saturating_add)
+        let mut rows = None;
+        self.for_each_ap_role(|_, ap, role| {
+            if rows.is_none() && role == ApRole::Index {
+                rows = Some(ap.num_elems());
+            }
+        });
+        let mut total = 0u64;
+        self.for_each_ap_role(|_, ap, role| {
+            if ap.memory != Memory::Hbm {
+                return;
+            }
+            let moved = match rows {
+                Some(rows) if role.is_indexed() => rows.saturating_mul(ap.free_elems()),
+                Some(_) | None => ap.num_elems(),
+            };
+            let size = u64::from(ap.dtype.size_bytes());
+            total =
+                total.saturating_add(moved.saturating_mul(size).saturating_mul(if role.is_update() { 2 } else { 1 }));
+        });
+        total
     }
 
     /// Every access pattern with whether it is written (a read-modify-write counts as written).
@@ -189,6 +196,15 @@ mod tests {
         let unknown = Op::from_parts("no_such_op", &attrs, aps).map(|_| ()).unwrap_err();
         assert_eq!(unknown.part, OpPart::Opcode);
         assert_eq!(unknown.message, "unknown BIR op `no_such_op`");
+    }
+
+    #[test]
+    fn for_each_ap_role_visits_ap_roles_in_order() {
+        for op in Op::examples() {
+            let mut seen = Vec::new();
+            op.for_each_ap_role(|name, ap, role| seen.push((name, ap, role)));
+            assert_eq!(seen, op.ap_roles(), "{}", op.name());
+        }
     }
 
     #[test]

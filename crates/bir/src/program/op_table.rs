@@ -438,6 +438,14 @@ macro_rules! declare_ops {
                 }
             }
 
+            /// Call `f` on each of [`Self::ap_roles`], in order, without collecting them (for
+            /// the passes that visit every instruction of a large program).
+            pub fn for_each_ap_role<'a>(&'a self, mut f: impl FnMut(&'static str, &'a HwAp, ApRole)) {
+                match self {
+                    $( Op::$V { $($ap,)* .. } => { $( f(stringify!($ap), $ap, ApRole::$role); )* } )*
+                }
+            }
+
             /// The attributes other than access patterns, as text-format `key=value`s.
             pub fn attributes(&self) -> Vec<(&'static str, String)> {
                 match self {

@@ -70,7 +70,7 @@ fn hw_ap(c: &mut Cursor<'_>) -> Result<HwAp, ParseError> {
     let partition_stride = c.int("a partition stride")?;
     c.expect("@")?;
     let byte_offset = c.int("a byte offset")?;
-    let mut dims = Vec::new();
+    let mut dims = crate::program::Dims::new();
     while c.peek() == Some('[') {
         dims.push(c.dim()?);
     }

@@ -126,7 +126,7 @@ fn ap() -> impl Strategy<Value = HwAp> {
             num_partitions,
             partition_stride,
             byte_offset,
-            dims,
+            dims: dims.into(),
         })
 }
 

@@ -43,6 +43,30 @@ impl FreeDims {
         FreeDims(Repr::One(d))
     }
 
+    /// The canonical form of free dimensions, as
+    /// [`AccessPattern::canonical_free_indices`](super::AccessPattern::canonical_free_indices)
+    /// gives it (unit dimensions dropped, contiguous neighbours merged unless the merged count
+    /// would overflow; `[1, 1]` when nothing is left), built in place: BIR's lowering makes
+    /// one per operand.
+    pub fn canonical(free: &[Dim]) -> Self {
+        let mut out = FreeDims::new();
+        for d in free.iter().filter(|d| d.num != 1) {
+            let merged = out.as_mut_slice().last_mut().and_then(|outer| {
+                let contiguous = d.stride.checked_mul(i64::from(d.num)) == Some(outer.stride);
+                let num = if contiguous { outer.num.checked_mul(d.num) } else { None };
+                num.map(|num| (outer, num))
+            });
+            match merged {
+                Some((outer, num)) => *outer = Dim::new(d.stride, num),
+                None => out.push(*d),
+            }
+        }
+        if out.is_empty() {
+            out.push(Dim::new(1, 1));
+        }
+        out
+    }
+
     /// The dimensions as a slice.
     pub fn as_slice(&self) -> &[Dim] {
         match &self.0 {
@@ -208,6 +232,12 @@ impl PartialEq<Vec<Dim>> for FreeDims {
     }
 }
 
+impl PartialEq<[Dim]> for FreeDims {
+    fn eq(&self, other: &[Dim]) -> bool {
+        self.as_slice() == other
+    }
+}
+
 impl PartialEq<FreeDims> for Vec<Dim> {
     fn eq(&self, other: &FreeDims) -> bool {
         self.as_slice() == other.as_slice()
@@ -278,6 +308,34 @@ mod tests {
             }
             assert_eq!(m.first().map(|d| d.num), (n > 0).then_some(99));
         }
+    }
+
+    fn dim() -> impl proptest::strategy::Strategy<Value = Dim> {
+        use proptest::prelude::*;
+        let stride = prop_oneof![-3i64..70, Just(i64::MAX), Just(i64::MIN), Just(1 << 40)];
+        let num = prop_oneof![0u32..9, Just(16), Just(64), Just(u32::MAX), Just(1 << 20)];
+        (stride, num).prop_map(|(s, n)| Dim::new(s, n))
+    }
+
+    proptest::proptest! {
+        /// `FreeDims::canonical` is the access pattern's canonical form, dimension for dimension.
+        #[test]
+        fn canonical_matches_the_access_patterns(free in proptest::collection::vec(dim(), 0..6)) {
+            let free = FreeDims::from(free);
+            let ap = super::super::AccessPattern { start_partition: 0, partitions: Dim::new(1, 1), offset: 0, free };
+            proptest::prop_assert_eq!(FreeDims::canonical(&ap.free), ap.canonical_free_indices());
+        }
+    }
+
+    #[test]
+    fn canonical_merges_contiguous_dimensions() {
+        // [8 x 4 contiguous] merges; a unit dim is dropped; a strided outer one stays.
+        assert_eq!(FreeDims::canonical(&[Dim::new(4, 8), Dim::new(1, 4)]), vec![Dim::new(1, 32)]);
+        assert_eq!(
+            FreeDims::canonical(&[Dim::new(64, 2), Dim::new(9, 1), Dim::new(1, 4)]),
+            vec![Dim::new(64, 2), Dim::new(1, 4)]
+        );
+        assert_eq!(FreeDims::canonical(&[Dim::new(5, 1)]), vec![Dim::new(1, 1)]);
     }
 
     /// One dimension is stored inline, and the type is no larger than the vector it replaces.

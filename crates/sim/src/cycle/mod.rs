@@ -207,7 +207,17 @@ pub fn model(program: &Program) -> Result<CycleReport, SimError> {
 /// those of the program's target. Errors as [`model`].
 pub fn model_with(program: &Program, profile: &HwProfile) -> Result<CycleReport, SimError> {
     let profile = HwProfile { target: program.target, ..*profile };
-    let replay = Replay::new(Flat::new(program), program.semaphores.len(), profile, true, program.num_insts())?;
+    let mut replay = Replay::new(Flat::new(program), program.semaphores.len(), profile, true, program.num_insts())?;
+    // Every signal is kept: size each semaphore's log once instead of regrowing it.
+    let mut counts = vec![0usize; replay.signals.len()];
+    for sem in program.streams.iter().flatten().filter_map(|inst| inst.signal) {
+        if let Some(n) = counts.get_mut(sem.0 as usize) {
+            *n += 1;
+        }
+    }
+    for (log, n) in replay.signals.iter_mut().zip(counts) {
+        log.times.reserve_exact(n);
+    }
     Ok(replay.run(&mut NoObserver)?.report)
 }
 

@@ -64,7 +64,7 @@ fn ap(memory: Memory, dtype: DType) -> HwAp {
         num_partitions: 128,
         partition_stride: 1,
         byte_offset: 0,
-        dims: vec![Dim::new(1, 512)],
+        dims: vec![Dim::new(1, 512)].into(),
     }
 }
 

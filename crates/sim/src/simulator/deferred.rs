@@ -353,7 +353,7 @@ mod tests {
             num_partitions: 2,
             partition_stride: 1,
             byte_offset: 8,
-            dims: vec![Dim::new(1, 3)],
+            dims: vec![Dim::new(1, 3)].into(),
         };
         let dst = Walk::new(&ap, &images).unwrap();
         let count = MAX_PENDING * 2 + 7;
@@ -409,7 +409,7 @@ mod tests {
                 num_partitions: 2,
                 partition_stride: 1,
                 byte_offset,
-                dims: vec![Dim::new(1, 4)],
+                dims: vec![Dim::new(1, 4)].into(),
             };
             Walk::new(&ap, &images).unwrap()
         };

@@ -100,7 +100,7 @@ impl Build {
                 num_partitions: nr as u32,
                 partition_stride: row_len as i64,
                 byte_offset: hbm_byte + (r0 * row_len) as u64 * size,
-                dims: vec![Dim::new(1, cols as u32)],
+                dims: vec![Dim::new(1, cols as u32)].into(),
             };
             let s = HwAp {
                 memory: Memory::Sbuf,
@@ -109,7 +109,7 @@ impl Build {
                 num_partitions: nr as u32,
                 partition_stride: 1,
                 byte_offset: sbuf_byte,
-                dims: vec![Dim::new(1, cols as u32)],
+                dims: vec![Dim::new(1, cols as u32)].into(),
             };
             let (dst, src) = if store { (h, s) } else { (s, h) };
             let q = self.queue();
@@ -127,7 +127,7 @@ fn on_chip(memory: Memory, dtype: DType, parts: usize, byte: u64, n: usize) -> H
         num_partitions: parts as u32,
         partition_stride: 1,
         byte_offset: byte,
-        dims: vec![Dim::new(1, n as u32)],
+        dims: vec![Dim::new(1, n as u32)].into(),
     }
 }
 

@@ -9,7 +9,15 @@ use penguin::{DType, Dim, Memory, Target};
 /// An on-chip pattern: `parts` partitions from `start` (step 1), `byte_offset` inside each,
 /// the given free dims.
 pub fn chip(memory: Memory, dtype: DType, start: u32, parts: u32, byte_offset: u64, dims: Vec<Dim>) -> HwAp {
-    HwAp { memory, dtype, start_partition: start, num_partitions: parts, partition_stride: 1, byte_offset, dims }
+    HwAp {
+        memory,
+        dtype,
+        start_partition: start,
+        num_partitions: parts,
+        partition_stride: 1,
+        byte_offset,
+        dims: dims.into(),
+    }
 }
 
 /// `parts` SBUF partitions from `start`, a contiguous run of `n` elements at `byte_offset`.
@@ -32,7 +40,7 @@ pub fn hbm(dtype: DType, byte_offset: u64, rows: u32, row_len: i64, cols: u32) -
         num_partitions: rows,
         partition_stride: row_len,
         byte_offset,
-        dims: vec![Dim::new(1, cols)],
+        dims: vec![Dim::new(1, cols)].into(),
     }
 }
 

@@ -12,7 +12,7 @@
 use bir::{Engine, Program};
 use serde::Serialize;
 
-use super::flows::flows;
+use super::flows::{released_by, NONE};
 use crate::cycle::CycleReport;
 
 /// The critical path's time per engine class.
@@ -62,20 +62,27 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
     let mut charged = [0.0f64; CLASSES.len()];
     let idle = CLASSES.len() - 1;
     // The slice that released each slice, and each slice's predecessor in its stream.
-    let mut released_by: Vec<Option<usize>> = vec![None; report.slices.len()];
-    for f in flows(program, report).into_iter().filter(|f| f.binding) {
-        if let Some(slot) = released_by.get_mut(f.consumer) {
-            *slot = Some(f.producer);
-        }
-    }
+    let released_by = released_by(program, report);
     // The slice of each (engine, stream index), densely: a walk step looks up a few of them.
-    let mut slice_of: Vec<Vec<usize>> = program.streams.iter().map(|s| vec![usize::MAX; s.len()]).collect();
+    // Slice indices are u32 (`NONE` for none) in one table for all streams (stream `e` from
+    // `base[e]`), to keep this per-instruction table small.
+    let mut base = Vec::with_capacity(program.streams.len() + 1);
+    base.push(0usize);
+    for s in &program.streams {
+        base.push(base.last().copied().unwrap_or(0) + s.len());
+    }
+    let mut slice_of = vec![NONE; base.last().copied().unwrap_or(0)];
+    let slot = |e: usize, index: usize| {
+        let (start, end) = (*base.get(e)?, *base.get(e + 1)?);
+        let at = start.checked_add(index)?;
+        (at < end).then_some(at)
+    };
     for (i, s) in report.slices.iter().enumerate() {
-        if let Some(slot) = slice_of.get_mut(s.engine.index()).and_then(|v| v.get_mut(s.index)) {
-            *slot = i;
+        if let Some(at) = slot(s.engine.index(), s.index) {
+            slice_of[at] = u32::try_from(i).unwrap_or(NONE);
         }
     }
-    let at = |e: usize, index: usize| slice_of.get(e).and_then(|v| v.get(index)).copied().filter(|&i| i != usize::MAX);
+    let at = |e: usize, index: usize| slot(e, index).map(|at| slice_of[at]).filter(|&i| i != NONE).map(|i| i as usize);
     let last = report.slices.iter().enumerate().max_by(|a, b| a.1.end_ns.total_cmp(&b.1.end_ns)).map(|(i, _)| i);
     let mut t = report.total_ns;
     let mut cur = last;
@@ -97,7 +104,7 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
         }
         t = start;
         cur = if s.wait_ns > 0.0 {
-            released_by[i]
+            released_by.get(i).copied().filter(|&p| p != NONE).map(|p| p as usize)
         } else {
             // What the engine was busy with: of the few instructions before it in its stream
             // (the PE overlaps weight loads with matmuls), the one that ended last by its start.
