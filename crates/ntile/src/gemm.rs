@@ -100,7 +100,8 @@ pub struct GemmArgs {
     pub sparsity: Option<SparsityPattern>,
     /// Loop nest: naive, hoisted, blocked-mn, blocked-mnk, or auto (rank every schedule, block
     /// size, loop order and transpose method, cycle-model the best 8 and the blocked schedules'
-    /// defaults; within 0.5% of the fastest the fewest HBM bytes wins)
+    /// defaults; within 0.5% of the fastest the fewest HBM bytes wins; a GEMM too large to
+    /// unroll is weighed on a proxy with each dimension capped at 8192)
     #[arg(long, default_value = "auto")]
     pub schedule: Option<Schedule>,
     /// Rows of C per block (blocked schedules), in elements [default: 512; 1024 for
