@@ -124,7 +124,7 @@ pub const AUTO_MAX_REDUCED_MATMULS: u128 = 1 << 20;
 type OnProxy = (Extrapolated, sim::CycleReport, AutoChoice, [u64; 3]);
 
 /// `auto` weighs the candidates of a GEMM too large to unroll on a proxy with every dimension
-/// capped at this many elements, planned whole (see [`auto_on_proxy`]).
+/// capped at this many elements, planned whole; its choice is then extrapolated.
 pub const AUTO_PROXY_DIM: u64 = 8192;
 
 /// `auto` on a proxy GEMM: `cfg` with every dimension capped at [`AUTO_PROXY_DIM`], searched
