@@ -150,7 +150,9 @@ pub fn targets(ntile: &Path) -> Result<String> {
         let runs: Vec<Run> = (0..3).map(|_| run(ntile, &big, None)).collect::<Result<_>>()?;
         let plm = median(
             runs.iter()
-                .map(|r| field(r, &["wall_ms", "plan"]) + field(r, &["wall_ms", "lower"]) + field(r, &["wall_ms", "model"]))
+                .map(|r| {
+                    field(r, &["wall_ms", "plan"]) + field(r, &["wall_ms", "lower"]) + field(r, &["wall_ms", "model"])
+                })
                 .collect(),
         );
         out += &format!(
