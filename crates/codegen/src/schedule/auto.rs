@@ -383,6 +383,32 @@ pub fn choose_auto<T>(
 /// The search: weigh the anchors, then the best-estimated candidates in rank order until the
 /// shortlist is full, `batch` jobs at a time through `weigh_all` (which returns one result per
 /// job, in order), and choose among them.
+/// Drop the weighed candidates that can no longer be chosen, so the search holds a few plans
+/// rather than every one it weighed: one slower than the tolerance of the fastest so far
+/// (the fastest only gets faster), and one another candidate matches in time or beats and
+/// also beats in HBM bytes, or ties in both and was weighed first (whenever it is within the
+/// tolerance, so is the other, which the choice prefers).
+fn prune<T>(weighed: &mut Vec<(T, AutoCost)>) {
+    let fastest = weighed.iter().map(|(_, c)| c.time).fold(f64::INFINITY, f64::min);
+    let key = |c: &AutoCost| (c.hbm_bytes, c.time);
+    let beats = |(j, d): (usize, &AutoCost), (i, c): (usize, &AutoCost)| {
+        d.time <= c.time && (key(d).0 < key(c).0 || key(d) == key(c) && (d.time < c.time || j < i))
+    };
+    let keep: Vec<bool> = weighed
+        .iter()
+        .enumerate()
+        .map(|(i, (_, c))| {
+            c.time <= fastest * (1.0 + AUTO_TIME_TOLERANCE)
+                && !weighed.iter().enumerate().any(|(j, (_, d))| j != i && beats((j, d), (i, c)))
+        })
+        .collect();
+    let mut at = 0;
+    weighed.retain(|_| {
+        at += 1;
+        keep[at - 1]
+    });
+}
+
 fn search<T>(
     cfg: &GemmConfig,
     limits: &AutoLimits,
@@ -396,16 +422,23 @@ fn search<T>(
     let mut ranked: Vec<(f64, GemmConfig)> =
         limits.apply_all(&auto_candidates(cfg)).into_iter().map(|c| (estimate_ns_with(&c, hw), c)).collect();
     ranked.sort_by(|x, y| x.0.total_cmp(&y.0));
+    // The weighed candidates that may still be chosen (see `prune`), and the configs of all.
     let mut weighed: Vec<(T, AutoCost)> = Vec::new();
+    let mut seen: Vec<GemmConfig> = Vec::new();
     let mut rejected = 0;
     let mut skipped = 0;
     let mut last_err = None;
     let mut take = |results: Vec<Result<Weighed<T>, CodegenError>>,
-                    weighed: &mut Vec<(T, AutoCost)>|
+                    weighed: &mut Vec<(T, AutoCost)>,
+                    seen: &mut Vec<GemmConfig>|
      -> Result<(), CodegenError> {
         for r in results {
             match r? {
-                Weighed::Plan(plan, c) => weighed.push((*plan, c)),
+                Weighed::Plan(plan, c) => {
+                    seen.push(config_of(&plan).clone());
+                    weighed.push((*plan, c));
+                    prune(weighed);
+                }
                 Weighed::Rejected(e) => {
                     rejected += 1;
                     last_err = Some(e);
@@ -429,26 +462,26 @@ fn search<T>(
         })
         .collect();
     for jobs in anchors.chunks(batch.max(1)) {
-        take(weigh_all(jobs), &mut weighed)?;
+        take(weigh_all(jobs), &mut weighed, &mut seen)?;
     }
-    let quota = weighed.len().saturating_add(shortlist.max(1));
+    let quota = seen.len().saturating_add(shortlist.max(1));
     let mut ranked = ranked.into_iter().map(|(_, c)| c).peekable();
-    while weighed.len() < quota && ranked.peek().is_some() {
+    while seen.len() < quota && ranked.peek().is_some() {
         // No more jobs than the shortlist still needs, so the same candidates are weighed
         // whatever the batch.
-        let room = (quota - weighed.len()).min(batch.max(1));
+        let room = (quota - seen.len()).min(batch.max(1));
         let mut jobs = Vec::with_capacity(room);
         for cand in ranked.by_ref() {
-            if !weighed.iter().any(|(p, _)| *config_of(p) == cand) {
+            if !seen.contains(&cand) {
                 jobs.push(AutoJob { config: cand, planning: AutoPlanning::DoubleBuffered });
                 if jobs.len() == room {
                     break;
                 }
             }
         }
-        take(weigh_all(&jobs), &mut weighed)?;
+        take(weigh_all(&jobs), &mut weighed, &mut seen)?;
     }
-    let evaluated = weighed.len();
+    let evaluated = seen.len();
     let fastest = weighed.iter().map(|(_, c)| c.time).fold(f64::INFINITY, f64::min);
     let best = weighed
         .into_iter()
@@ -467,5 +500,43 @@ fn search<T>(
             Ok((plan, choice))
         }
         None => Err(last_err.unwrap_or_else(|| CodegenError::BadGemm("auto found no schedule".into()))),
+    }
+}
+
+#[cfg(test)]
+mod prune_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// The choice the search makes among `weighed`: the fewest HBM bytes (then the least
+    /// time, then the first) among those within the tolerance of the fastest.
+    fn choice(weighed: &[(usize, AutoCost)]) -> Option<usize> {
+        let fastest = weighed.iter().map(|(_, c)| c.time).fold(f64::INFINITY, f64::min);
+        weighed
+            .iter()
+            .filter(|(_, c)| c.time <= fastest * (1.0 + AUTO_TIME_TOLERANCE))
+            .min_by(|(_, x), (_, y)| x.hbm_bytes.cmp(&y.hbm_bytes).then(x.time.total_cmp(&y.time)))
+            .map(|(i, _)| *i)
+    }
+
+    proptest! {
+        /// Pruning after every candidate keeps the one the search would choose among all of
+        /// them, and never more than it must (ties in time and bytes included).
+        #[test]
+        fn pruning_keeps_the_choice(costs in proptest::collection::vec((0u32..6, 0u64..4), 1..40)) {
+            let costs: Vec<AutoCost> = costs
+                .into_iter()
+                .map(|(t, hbm_bytes)| AutoCost { time: 1000.0 * (1.0 + f64::from(t) * AUTO_TIME_TOLERANCE / 2.0), hbm_bytes })
+                .collect();
+            let all: Vec<(usize, AutoCost)> = costs.iter().copied().enumerate().collect();
+            let mut kept: Vec<(usize, AutoCost)> = Vec::new();
+            for (i, c) in costs.iter().enumerate() {
+                kept.push((i, *c));
+                prune(&mut kept);
+                prop_assert_eq!(choice(&kept), choice(&all[..=i]));
+            }
+            prop_assert!(kept.len() <= 4, "{kept:?}");
+        }
     }
 }
