@@ -45,7 +45,7 @@ use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
 
-use super::roll::{roll_items, same_step, steppable, Rolled, ShapeIds};
+use super::roll::{roll_items, run_trips, Rolled, ShapeIds};
 use super::{params, Item, Loop};
 
 /// The longest body, in segments, a loop of segments may get.
@@ -250,30 +250,8 @@ fn runs<I>(level: &[Unit<I>], p: usize) -> Vec<(usize, usize)> {
     if p == 0 || 2 * p > n {
         return Vec::new();
     }
-    // run_a[j]: consecutive j' >= j with equal shapes at j' and j' + p (and a step that fits).
-    let mut run_a = vec![0usize; n - p + 1];
-    for j in (0..n - p).rev() {
-        let (a, b) = (&level[j], &level[j + p]);
-        let ok = a.shape == b.shape && steppable(&a.params, &b.params);
-        run_a[j] = if ok { run_a[j + 1] + 1 } else { 0 };
-    }
-    // run_b[j]: consecutive j' >= j whose step from block to block stays the same.
-    let m = n.saturating_sub(2 * p);
-    let mut run_b = vec![0usize; m + 1];
-    for j in (0..m).rev() {
-        let ok = run_a[j] > 0
-            && run_a[j + p] > 0
-            && same_step(&level[j].params, &level[j + p].params, &level[j + 2 * p].params);
-        run_b[j] = if ok { run_b[j + 1] + 1 } else { 0 };
-    }
-    let trips_at = |i: usize| -> usize {
-        if i + 2 * p > n {
-            return 1;
-        }
-        let by_shape = run_a[i] / p + 1;
-        let by_step = run_b.get(i).map_or(0, |r| r / p) + 2;
-        by_shape.min(by_step).min(u32::MAX as usize)
-    };
+    let trips = run_trips(n, p, &|a, b| level[a].shape == level[b].shape, &|j| &level[j].params);
+    let trips_at = |i: usize| trips[i];
     let mut out = Vec::new();
     let mut i = 0;
     while i < n {

@@ -165,31 +165,10 @@ impl<I: Rolled> Roller<I> {
             return false;
         }
         let (shape, params) = (&level.shape, &level.params);
-        // run_a[j]: consecutive j' >= j with equal shapes at j' and j' + p (and a step that fits).
-        let mut run_a = vec![0usize; n - p + 1];
-        for j in (0..n - p).rev() {
-            let ok = shape[j] == shape[j + p] && steppable(&params[j], &params[j + p]);
-            run_a[j] = if ok { run_a[j + 1] + 1 } else { 0 };
-        }
-        // run_b[j]: consecutive j' >= j whose step from block to block stays the same.
-        let m = n.saturating_sub(2 * p);
-        let mut run_b = vec![0usize; m + 1];
-        for j in (0..m).rev() {
-            let ok = run_a[j] > 0 && run_a[j + p] > 0 && same_step(&params[j], &params[j + p], &params[j + 2 * p]);
-            run_b[j] = if ok { run_b[j + 1] + 1 } else { 0 };
-        }
-        let trips_at = |i: usize| -> usize {
-            if i + 2 * p > n {
-                return 1;
-            }
-            let by_shape = run_a[i] / p + 1;
-            let by_step = run_b.get(i).map_or(0, |r| r / p) + 2;
-            by_shape.min(by_step).min(u32::MAX as usize)
-        };
-        if !(0..n).any(|i| trips_at(i) >= 2) {
+        let trips = run_trips(n, p, &|a, b| shape[a] == shape[b], &|j| &params[j]);
+        if !trips.iter().any(|&t| t >= 2) {
             return false;
         }
-        let trips: Vec<usize> = (0..n).map(trips_at).collect();
         let mut out =
             Level { items: Vec::with_capacity(n), shape: Vec::with_capacity(n), params: Vec::with_capacity(n) };
         // Items move to the new level (the first block of a loop as its body); the other
@@ -234,6 +213,41 @@ struct Level<I> {
     params: Vec<Vec<i64>>,
 }
 
+/// For a sequence of `n` items and a period `p` (`0 < 2p <= n`): at each item, the trips of
+/// the longest loop of period `p` that could start there (1 when none), from whether two
+/// items have equal shapes and from each item's parameters: consecutive blocks equal item by
+/// item whose parameters advance by the same step from one block to the next.
+pub(super) fn run_trips<'a>(
+    n: usize,
+    p: usize,
+    same_shape: &dyn Fn(usize, usize) -> bool,
+    params: &dyn Fn(usize) -> &'a [i64],
+) -> Vec<usize> {
+    // run_a[j]: consecutive j' >= j with equal shapes at j' and j' + p (and a step that fits).
+    let mut run_a = vec![0usize; n - p + 1];
+    for j in (0..n - p).rev() {
+        let ok = same_shape(j, j + p) && steppable(params(j), params(j + p));
+        run_a[j] = if ok { run_a[j + 1] + 1 } else { 0 };
+    }
+    // run_b[j]: consecutive j' >= j whose step from block to block stays the same.
+    let m = n.saturating_sub(2 * p);
+    let mut run_b = vec![0usize; m + 1];
+    for j in (0..m).rev() {
+        let ok = run_a[j] > 0 && run_a[j + p] > 0 && same_step(params(j), params(j + p), params(j + 2 * p));
+        run_b[j] = if ok { run_b[j + 1] + 1 } else { 0 };
+    }
+    (0..n)
+        .map(|i| {
+            if i + 2 * p > n {
+                return 1;
+            }
+            let by_shape = run_a[i] / p + 1;
+            let by_step = run_b.get(i).map_or(0, |r| r / p) + 2;
+            by_shape.min(by_step).min(u32::MAX as usize)
+        })
+        .collect()
+}
+
 /// The periods worth trying, ascending.
 fn candidates(shape: &[u32]) -> Vec<usize> {
     let n = shape.len();
@@ -258,12 +272,12 @@ fn diff(a: &[i64], b: &[i64]) -> Option<Vec<i64>> {
 }
 
 /// Whether `a` and `b` have as many parameters and `b - a` fits an `i64` for every one.
-pub(super) fn steppable(a: &[i64], b: &[i64]) -> bool {
+fn steppable(a: &[i64], b: &[i64]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| y.checked_sub(*x).is_some())
 }
 
 /// Whether `c - b == b - a` for every parameter (no overflow).
-pub(super) fn same_step(a: &[i64], b: &[i64], c: &[i64]) -> bool {
+fn same_step(a: &[i64], b: &[i64], c: &[i64]) -> bool {
     a.iter().zip(b).zip(c).all(|((x, y), z)| match (y.checked_sub(*x), z.checked_sub(*y)) {
         (Some(d0), Some(d1)) => d0 == d1,
         _ => false,
