@@ -117,22 +117,7 @@ impl AccessPattern {
     /// dropped and dimensions that walk memory contiguously merged (unless the merged stride
     /// or count would not fit its type).
     pub fn canonical_free_indices(&self) -> Vec<Dim> {
-        let mut out: Vec<Dim> = Vec::with_capacity(self.free.len());
-        for d in self.free.iter().filter(|d| d.num != 1) {
-            let merged = out.last_mut().and_then(|outer| {
-                let contiguous = d.stride.checked_mul(i64::from(d.num)) == Some(outer.stride);
-                let num = if contiguous { outer.num.checked_mul(d.num) } else { None };
-                num.map(|num| (outer, num))
-            });
-            match merged {
-                Some((outer, num)) => *outer = Dim::new(d.stride, num),
-                None => out.push(*d),
-            }
-        }
-        if out.is_empty() {
-            out.push(Dim::new(1, 1));
-        }
-        out
+        FreeDims::canonical(&self.free).into_vec()
     }
 
     /// The free dimensions with the outermost one of size `n` (splitting a canonical merged

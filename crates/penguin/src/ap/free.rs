@@ -43,11 +43,11 @@ impl FreeDims {
         FreeDims(Repr::One(d))
     }
 
-    /// The canonical form of free dimensions, as
+    /// The canonical form of free dimensions (what
     /// [`AccessPattern::canonical_free_indices`](super::AccessPattern::canonical_free_indices)
-    /// gives it (unit dimensions dropped, contiguous neighbours merged unless the merged count
-    /// would overflow; `[1, 1]` when nothing is left), built in place: BIR's lowering makes
-    /// one per operand.
+    /// returns): unit dimensions dropped, contiguous neighbours merged unless the merged count
+    /// would overflow, `[1, 1]` when nothing is left. Built in place: BIR's lowering makes one
+    /// per operand.
     pub fn canonical(free: &[Dim]) -> Self {
         let mut out = FreeDims::new();
         for d in free.iter().filter(|d| d.num != 1) {
@@ -317,13 +317,41 @@ mod tests {
         (stride, num).prop_map(|(s, n)| Dim::new(s, n))
     }
 
+    /// A dimension short enough to walk.
+    fn small_dim() -> impl proptest::strategy::Strategy<Value = Dim> {
+        use proptest::strategy::Strategy;
+        (-3i64..70, 0u32..5).prop_map(|(s, n)| Dim::new(s, n))
+    }
+
+    /// The element offsets `dims` walks, outermost dimension first.
+    fn walk(dims: &[Dim]) -> Vec<i64> {
+        dims.iter().fold(vec![0], |outer, d| {
+            outer.iter().flat_map(|&o| (0..i64::from(d.num)).map(move |k| o + k * d.stride)).collect()
+        })
+    }
+
     proptest::proptest! {
-        /// `FreeDims::canonical` is the access pattern's canonical form, dimension for dimension.
+        /// The canonical form walks the same elements in the same order, has no unit
+        /// dimension (unless it is the lone `[1, 1]`), and is what the access pattern's
+        /// `canonical_free_indices` returns.
         #[test]
-        fn canonical_matches_the_access_patterns(free in proptest::collection::vec(dim(), 0..6)) {
+        fn canonical_walks_the_same_elements(
+            free in proptest::collection::vec(small_dim(), 0..5),
+        ) {
+            let canon = FreeDims::canonical(&free);
+            proptest::prop_assert_eq!(walk(&canon), walk(&free));
+            proptest::prop_assert!(canon.len() == 1 || canon.iter().all(|d| d.num != 1), "{canon:?}");
             let free = FreeDims::from(free);
             let ap = super::super::AccessPattern { start_partition: 0, partitions: Dim::new(1, 1), offset: 0, free };
-            proptest::prop_assert_eq!(FreeDims::canonical(&ap.free), ap.canonical_free_indices());
+            proptest::prop_assert_eq!(canon, ap.canonical_free_indices());
+        }
+
+        /// Counts and strides at the ends of their ranges never overflow a merge.
+        #[test]
+        fn canonical_of_extreme_dimensions_merges_only_what_fits(free in proptest::collection::vec(dim(), 0..6)) {
+            let canon = FreeDims::canonical(&free);
+            let total = |d: &[Dim]| d.iter().try_fold(1u64, |n, d| n.checked_mul(u64::from(d.num)));
+            proptest::prop_assert_eq!(total(&canon), total(&free));
         }
     }
 
