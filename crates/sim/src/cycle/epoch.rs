@@ -94,12 +94,12 @@ pub(super) struct Ran {
 }
 
 impl<S> Replay<S> {
-    /// A semaphore counts at most [`super::MAX_SIGNALS`] signals (the largest wait a looped
+    /// A semaphore counts at most [`bir::MAX_SEMAPHORE_COUNT`] signals (the largest wait a looped
     /// program can express): a signal past it is an error at the instruction that gave it
     /// (engine `e`'s last committed one). (An unrolled program cannot hold that many signals.)
     pub(super) fn check_count(&self, e: usize, sem: SemId) -> Result<(), SimError> {
         let count = self.signals.get(sem.0 as usize).map_or(0, SemLog::count);
-        if count <= super::MAX_SIGNALS {
+        if count <= bir::MAX_SEMAPHORE_COUNT {
             return Ok(());
         }
         let at = InstRef { engine: self.engines[e], index: self.cursors[e].next.saturating_sub(1) };
@@ -107,7 +107,7 @@ impl<S> Replay<S> {
             at,
             detail: format!(
                 "semaphore {sem} is signalled for the {count}th time, past the {} signals a semaphore counts",
-                super::MAX_SIGNALS
+                bir::MAX_SEMAPHORE_COUNT
             ),
         })
     }

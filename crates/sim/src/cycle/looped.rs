@@ -394,10 +394,10 @@ impl Steady {
         if dnext(s0, s1)? != next || dcounts(s0, s1)? != counts || s1.hbm.checked_sub(s0.hbm)? != hbm {
             return None;
         }
-        // No semaphore may count past MAX_SIGNALS within the jump (the replay reports that).
+        // No semaphore may count past bir::MAX_SEMAPHORE_COUNT within the jump (the replay reports that).
         let mut periods = u64::MAX;
         for (&d, &count) in counts.iter().zip(&s2.counts) {
-            if let Some(left) = super::MAX_SIGNALS.saturating_sub(count).checked_div(d) {
+            if let Some(left) = bir::MAX_SEMAPHORE_COUNT.saturating_sub(count).checked_div(d) {
                 periods = periods.min(left);
             }
         }

@@ -330,10 +330,6 @@ struct Replay<S> {
 /// Signal logs of a lazy source longer than this are pruned when slices are not kept.
 const PRUNE_AT: usize = 256;
 
-/// The most signals a semaphore counts in the model: the largest wait value a looped
-/// program can express (its loop parameters advance in an `i64`).
-const MAX_SIGNALS: u64 = bir::MAX_SEMAPHORE_COUNT;
-
 impl<S: Source> Replay<S> {
     fn new(src: S, semaphores: usize, profile: HwProfile, keep_slices: bool, insts: usize) -> Result<Self, SimError> {
         if src.streams() > NUM_ENGINES {

@@ -203,7 +203,7 @@ impl<'p> Ranges<'_, 'p> {
             };
             let max = match q.checked_sub(2 * aps.len()) {
                 // A wait value.
-                Some(_) => i128::from(super::MAX_SIGNALS),
+                Some(_) => i128::from(bir::MAX_SEMAPHORE_COUNT),
                 None if q % 2 == 0 => i128::from(u64::MAX),
                 None => i128::from(u32::MAX),
             };
@@ -244,7 +244,7 @@ fn out_of_range(inst: &BirInst, delta: &[i64]) -> String {
                 match inst.waits.get(w) {
                     Some(wait) => (
                         format!("the value of wait {w} (on {}; loop parameters advance in an i64)", wait.sem),
-                        i128::from(super::MAX_SIGNALS),
+                        i128::from(bir::MAX_SEMAPHORE_COUNT),
                     ),
                     None => continue,
                 }
