@@ -19,6 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod check;
 #[cfg(test)]
 mod fixture;
 mod function;
@@ -176,6 +177,61 @@ pub fn for_each_inst<I: Stepped, E: From<StepError>>(
     Ok(())
 }
 
+/// The unrolled index, in the first iteration of its loops, of the instruction that unrolled
+/// instruction `n` of `items` is an iteration of (where a looped text prints it); `None` past
+/// the end.
+pub fn first_iteration<I>(items: &[Item<I>], n: u64) -> Option<u64> {
+    fn find<I>(items: &[Item<I>], start: u64, n: u64) -> Option<u64> {
+        let mut at = start;
+        for it in items {
+            match it {
+                Item::Inst(_) => {
+                    if at == n {
+                        return Some(at);
+                    }
+                    at = at.saturating_add(1);
+                }
+                Item::Loop(l) => {
+                    let body = unrolled_len(&l.body);
+                    let all = body.saturating_mul(u64::from(l.trips));
+                    if n >= at && n - at < all && body > 0 {
+                        return find(&l.body, at, at + (n - at) % body);
+                    }
+                    at = at.saturating_add(all);
+                }
+            }
+        }
+        None
+    }
+    find(items, 0, n)
+}
+
+/// Call `f` on every instruction of the unrolled `items`, in order, with the unrolled index of
+/// the first iteration of the instruction it is an iteration of ([`first_iteration`] of each
+/// unrolled index in turn, in time linear in the unrolled size).
+pub fn for_each_first_iteration<I>(items: &[Item<I>], mut f: impl FnMut(u64)) {
+    fn walk<I>(items: &[Item<I>], first: &mut u64, f: &mut dyn FnMut(u64)) {
+        for it in items {
+            match it {
+                Item::Inst(_) => {
+                    f(*first);
+                    *first += 1;
+                }
+                Item::Loop(l) => {
+                    let start = *first;
+                    for _ in 0..l.trips {
+                        *first = start;
+                        walk(&l.body, first, f);
+                    }
+                    let body = *first - start;
+                    *first = start + body * u64::from(l.trips);
+                }
+            }
+        }
+    }
+    walk(items, &mut 0, &mut f);
+}
+
 /// Every instruction of `items`, unrolled (after [`check_steps`]).
 pub fn expand_items<I: Stepped>(items: &[Item<I>]) -> Result<Vec<I>, StepError> {
     check_steps(items)?;
@@ -233,6 +289,24 @@ mod tests {
             T("c", 99),
         ];
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn first_iterations_name_the_printed_instruction() {
+        // a; 2 x { b; 3 x { c } }; d: unrolled a b c c c b c c c d.
+        let inner = Item::Loop(Loop { trips: 3, body: vec![Item::Inst(T("c", 0))], step: vec![0] });
+        let items = vec![
+            Item::Inst(T("a", 0)),
+            Item::Loop(Loop { trips: 2, body: vec![Item::Inst(T("b", 0)), inner], step: vec![0, 0] }),
+            Item::Inst(T("d", 0)),
+        ];
+        let firsts: Vec<Option<u64>> = (0..11).map(|n| first_iteration(&items, n)).collect();
+        let want = [0, 1, 2, 2, 2, 1, 2, 2, 2, 9];
+        assert_eq!(firsts[..10], want.map(Some));
+        assert_eq!(firsts[10], None);
+        let mut all = Vec::new();
+        for_each_first_iteration(&items, |f| all.push(f));
+        assert_eq!(all, want);
     }
 
     #[test]

@@ -29,13 +29,13 @@
 
 use std::fmt;
 
-use super::{inst_param_count, param_count, Item, Loop, LoopedProgram};
+use penguin::looped::check::{param_range, rules_form, walk_loops, Enclosing, LoopFault, LoopRules, RulesForm};
+
+use super::{Item, LoopedProgram};
 use crate::error::{BirError, VerifyError};
 use crate::program::{BirInst, Engine, InstRef, Program, MAX_SEMAPHORE_COUNT, NUM_ENGINES};
 
-/// Up to this many unrolled instructions, the engine rules are checked on the expansion.
-/// (A `BirInst` takes a few hundred bytes: 2^21 of them fit in well under a GB.)
-pub const MAX_EXPANDED: u64 = 1 << 21;
+pub use penguin::looped::check::MAX_EXPANDED;
 
 /// Where a loop is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -117,122 +117,73 @@ pub enum LoopError {
 /// Verify a looped program (see the module doc); every structural error, or the engine
 /// rules' error.
 pub fn verify_looped(lp: &LoopedProgram) -> Result<(), Vec<LoopError>> {
-    let mut errors = Vec::new();
+    let mut rules = Rules { engine: Engine::Pe, errors: Vec::new() };
     for e in Engine::all() {
-        let mut w = Walk { e, index: 0, box_: Vec::new(), errors: &mut errors };
-        w.items(lp.stream(e));
+        rules.engine = e;
+        walk_loops(lp.stream(e), &mut rules);
     }
-    if !errors.is_empty() {
-        return Err(errors);
+    if !rules.errors.is_empty() {
+        return Err(rules.errors);
     }
     if let Some(e) = signal_overflow(lp) {
         return Err(vec![LoopError::Program(BirError::Verify(vec![e]))]);
     }
     let n = lp.unrolled_len();
-    let checked = if n <= MAX_EXPANDED {
-        lp.expand().and_then(|p| crate::verify_program(&p))
-    } else {
-        let corner = corner_items(lp);
-        let len = corner.unrolled_len();
-        if len > MAX_EXPANDED {
-            return Err(vec![LoopError::CornerTooLarge { unrolled: n, corner: len }]);
-        }
-        corner_program(&corner).and_then(|p| crate::verify_program(&p))
+    let corner = || {
+        let c = corner_items(lp);
+        let len = c.unrolled_len();
+        (c, len)
+    };
+    let checked = match rules_form(n, MAX_EXPANDED, corner) {
+        Ok(RulesForm::Expansion) => lp.expand().and_then(|p| crate::verify_program(&p)),
+        Ok(RulesForm::Corner(c)) => corner_program(&c).and_then(|p| crate::verify_program(&p)),
+        Err(e) => return Err(vec![LoopError::CornerTooLarge { unrolled: e.unrolled, corner: e.corner }]),
     };
     checked.map_err(|e| vec![LoopError::Program(e)])
 }
 
-/// The structural walk of one stream.
-struct Walk<'a> {
-    e: Engine,
-    index: u64,
-    /// The enclosing loops: (trips, step, how far into the step the walk has come).
-    box_: Vec<(u32, &'a [i64], usize)>,
-    errors: &'a mut Vec<LoopError>,
+/// BIR's side of the structural walk of one stream: rules 1 and 2.
+struct Rules {
+    engine: Engine,
+    errors: Vec<LoopError>,
 }
 
-impl<'a> Walk<'a> {
-    fn items(&mut self, items: &'a [Item]) {
-        for it in items {
-            match it {
-                Item::Inst(i) => self.inst(i),
-                Item::Loop(l) => self.a_loop(l),
-            }
-        }
+impl LoopRules<BirInst> for Rules {
+    fn fault(&mut self, at: penguin::looped::LoopAt, fault: LoopFault) {
+        let at = LoopAt { engine: self.engine, first: at.first, depth: at.depth };
+        self.errors.push(match fault {
+            LoopFault::ZeroTrips => LoopError::ZeroTrips { at },
+            LoopFault::EmptyBody => LoopError::EmptyBody { at },
+            LoopFault::StepLength { step, params } => LoopError::StepLength { at, step, params },
+        });
     }
 
-    fn a_loop(&mut self, l: &'a Loop) {
-        let at = LoopAt { engine: self.e, first: self.index, depth: self.box_.len() };
-        let params = param_count(&l.body);
-        let mut ok = true;
-        if l.trips == 0 {
-            self.errors.push(LoopError::ZeroTrips { at });
-            ok = false;
-        }
-        if l.body.is_empty() {
-            self.errors.push(LoopError::EmptyBody { at });
-        }
-        if l.step.len() != params {
-            self.errors.push(LoopError::StepLength { at, step: l.step.len(), params });
-            ok = false;
-        }
-        let start = self.index;
-        if ok {
-            self.box_.push((l.trips, &l.step, 0));
-            self.items(&l.body);
-            self.box_.pop();
-        } else {
-            // Keep the enclosing loops' step positions right.
-            for (_, _, at) in &mut self.box_ {
-                *at += params;
-            }
-            self.index += penguin::looped::unrolled_len(&l.body);
-        }
-        let body = self.index - start;
-        self.index = start.saturating_add(body.saturating_mul(u64::from(l.trips)));
-    }
-
-    fn inst(&mut self, i: &BirInst) {
-        let n = inst_param_count(i);
-        let mut base = Vec::with_capacity(n);
-        super::push_inst_params(i, &mut base);
+    fn inst(&mut self, index: u64, i: &BirInst, params: &[i64], loops: &[Enclosing<'_>]) {
         let aps = i.op.aps();
-        for (q, &b) in base.iter().enumerate() {
-            let (mut lo, mut hi) = (i128::from(b), i128::from(b));
-            for (trips, step, at) in &self.box_ {
-                let s = i128::from(step.get(at + q).copied().unwrap_or(0)) * (i128::from(*trips) - 1);
-                if s < 0 {
-                    lo += s;
-                } else {
-                    hi += s;
-                }
-            }
-            let (param, max) = if q < 2 * aps.len() {
-                let name = aps[q / 2].0;
-                if q % 2 == 0 {
-                    (format!("{name} byte offset"), i128::from(i64::MAX))
-                } else {
-                    (format!("{name} start partition"), i128::from(u32::MAX))
-                }
+        for (q, &b) in params.iter().enumerate() {
+            let (lo, hi) = param_range(loops, q, b);
+            let max = if q >= 2 * aps.len() {
+                i128::from(MAX_SEMAPHORE_COUNT)
+            } else if q % 2 == 0 {
+                i128::from(i64::MAX)
             } else {
-                (format!("wait {}", q - 2 * aps.len()), i128::from(MAX_SEMAPHORE_COUNT))
+                i128::from(u32::MAX)
             };
             if lo < 0 || hi > max {
-                self.errors.push(LoopError::ParamOutOfRange {
-                    engine: self.e,
-                    index: self.index,
-                    op: i.op.name(),
-                    param,
-                    lo,
-                    hi,
-                    max,
-                });
+                let param = if q < 2 * aps.len() {
+                    let name = aps[q / 2].0;
+                    if q % 2 == 0 {
+                        format!("{name} byte offset")
+                    } else {
+                        format!("{name} start partition")
+                    }
+                } else {
+                    format!("wait {}", q - 2 * aps.len())
+                };
+                let (engine, op) = (self.engine, i.op.name());
+                self.errors.push(LoopError::ParamOutOfRange { engine, index, op, param, lo, hi, max });
             }
         }
-        for (_, _, at) in &mut self.box_ {
-            *at += n;
-        }
-        self.index += 1;
     }
 }
 
@@ -264,30 +215,8 @@ fn signal_overflow(lp: &LoopedProgram) -> Option<VerifyError> {
 
 /// Every loop run for its first and last trip (see the module doc).
 fn corner_items(lp: &LoopedProgram) -> LoopedProgram {
-    fn corners(items: &[Item]) -> Vec<Item> {
-        items
-            .iter()
-            .map(|it| match it {
-                Item::Inst(i) => Item::Inst(i.clone()),
-                Item::Loop(l) => {
-                    let body = corners(&l.body);
-                    if l.trips <= 2 {
-                        Item::Loop(Loop { trips: l.trips, body, step: l.step.clone() })
-                    } else {
-                        // Trips 0 and T-1: one step of (T-1) times the step.
-                        let t = i64::from(l.trips - 1);
-                        let step = l.step.iter().map(|s| s.saturating_mul(t)).collect();
-                        Item::Loop(Loop { trips: 2, body, step })
-                    }
-                }
-            })
-            .collect()
-    }
-    let mut c = lp.clone();
-    for s in &mut c.streams {
-        *s = corners(s);
-    }
-    c
+    let streams = lp.streams.iter().map(|s| penguin::looped::check::corner_items(s, &BirInst::clone, None)).collect();
+    LoopedProgram { header: lp.header.clone(), streams }
 }
 
 /// The corner program of `c` (from [`corner_items`]) expanded, without waits.

@@ -3,6 +3,7 @@
 use penguin::{Dim, Memory, Target};
 
 use super::*;
+use crate::looped::Loop;
 use crate::program::{test_ap, Op, SemId, Wait};
 
 fn copy(off: u64, wait: Option<u32>) -> BirInst {

@@ -29,31 +29,11 @@
 //! rule's error names the instruction by its index in the expansion, or in the corner
 //! function when the function is too large to expand.
 
-use std::fmt;
-
-use super::{param_count, unrolled_len, ExpandError, Item, Loop, LoopedFunction, PirInst, Stepped};
+use super::check::{corner_items, param_range, rules_form, walk_loops, Enclosing, LoopFault, LoopRules, RulesForm};
+use super::{ExpandError, LoopedFunction, PirInst};
 use crate::error::VerifierError;
 
-/// Up to this many unrolled instructions, the function rules are checked on the expansion.
-/// An instruction with its edges takes a few hundred bytes, so 2^21 of them fit in well
-/// under a GB, and the verifier is linear in the instructions; planned GEMMs up to about
-/// 4096x4096x4096 (naive, 2^18 tiles of a few instructions each) are checked exactly.
-pub const MAX_EXPANDED: u64 = 1 << 21;
-
-/// Where a loop is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct LoopAt {
-    /// The unrolled index of its first instruction.
-    pub first: u64,
-    /// Its depth (0 for a loop at the top of the function).
-    pub depth: usize,
-}
-
-impl fmt::Display for LoopAt {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "i{} loop at depth {}", self.first, self.depth)
-    }
-}
+pub use super::check::{LoopAt, MAX_EXPANDED};
 
 /// A looped function the verifier rejects.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -147,9 +127,9 @@ pub fn verify_looped(lf: &LoopedFunction) -> Result<(), Vec<LoopError>> {
 /// instructions (larger ones are checked on their corner function; 0 always checks the
 /// corner function).
 pub fn verify_looped_within(lf: &LoopedFunction, max_expanded: u64) -> Result<(), Vec<LoopError>> {
-    let mut errors = Vec::new();
-    let mut w = Walk { index: 0, box_: Vec::new(), errors: &mut errors };
-    w.items(&lf.body);
+    let mut rules = Rules { errors: Vec::new() };
+    walk_loops(&lf.body, &mut rules);
+    let mut errors = rules.errors;
     let n = lf.unrolled_len();
     if errors.is_empty() && n > u64::from(u32::MAX) {
         errors.push(LoopError::TooLong(n));
@@ -157,19 +137,17 @@ pub fn verify_looped_within(lf: &LoopedFunction, max_expanded: u64) -> Result<()
     if !errors.is_empty() {
         return Err(errors);
     }
-    let f = if n <= max_expanded {
-        lf.expand()
-    } else {
-        let corner = corner_function(lf);
-        let len = corner.unrolled_len();
-        if len > max_expanded.max(MAX_EXPANDED) {
-            return Err(vec![LoopError::CornerTooLarge {
-                unrolled: n,
-                corner: len,
-                max: max_expanded.max(MAX_EXPANDED),
-            }]);
+    let corner = || {
+        let c = corner_function(lf);
+        let len = c.unrolled_len();
+        (c, len)
+    };
+    let f = match rules_form(n, max_expanded, corner) {
+        Ok(RulesForm::Expansion) => lf.expand(),
+        Ok(RulesForm::Corner(c)) => c.expand(),
+        Err(e) => {
+            return Err(vec![LoopError::CornerTooLarge { unrolled: e.unrolled, corner: e.corner, max: e.max }]);
         }
-        corner.expand()
     };
     let f = f.map_err(|e| vec![LoopError::Expand(e)])?;
     match crate::verify(&f) {
@@ -178,174 +156,78 @@ pub fn verify_looped_within(lf: &LoopedFunction, max_expanded: u64) -> Result<()
     }
 }
 
-/// An enclosing loop during the walk.
-struct Frame<'a> {
-    trips: u32,
-    step: &'a [i64],
-    /// How far into the step the walk has come.
-    at: usize,
-    /// Unrolled instructions per iteration.
-    stride: u64,
+/// Penguin's side of the structural walk: rules 1 and 2.
+struct Rules {
+    errors: Vec<LoopError>,
 }
 
-/// The structural walk.
-struct Walk<'a, 'e> {
-    index: u64,
-    box_: Vec<Frame<'a>>,
-    errors: &'e mut Vec<LoopError>,
-}
-
-impl<'a> Walk<'a, '_> {
-    fn items(&mut self, items: &'a [Item<PirInst>]) {
-        for it in items {
-            match it {
-                Item::Inst(i) => self.inst(i),
-                Item::Loop(l) => self.a_loop(l),
-            }
-        }
+impl LoopRules<PirInst> for Rules {
+    fn fault(&mut self, at: LoopAt, fault: LoopFault) {
+        self.errors.push(match fault {
+            LoopFault::ZeroTrips => LoopError::ZeroTrips { at },
+            LoopFault::EmptyBody => LoopError::EmptyBody { at },
+            LoopFault::StepLength { step, params } => LoopError::StepLength { at, step, params },
+        });
     }
 
-    fn a_loop(&mut self, l: &'a Loop<PirInst>) {
-        let at = LoopAt { first: self.index, depth: self.box_.len() };
-        let params = param_count(&l.body);
-        let mut ok = true;
-        if l.trips == 0 {
-            self.errors.push(LoopError::ZeroTrips { at });
-            ok = false;
-        }
-        if l.body.is_empty() {
-            self.errors.push(LoopError::EmptyBody { at });
-        }
-        if l.step.len() != params {
-            self.errors.push(LoopError::StepLength { at, step: l.step.len(), params });
-            ok = false;
-        }
-        let start = self.index;
-        let stride = unrolled_len(&l.body);
-        if ok {
-            self.box_.push(Frame { trips: l.trips, step: &l.step, at: 0, stride });
-            self.items(&l.body);
-            self.box_.pop();
-        } else {
-            // Keep the enclosing loops' step positions right.
-            for fr in &mut self.box_ {
-                fr.at += params;
-            }
-        }
-        self.index = start.saturating_add(stride.saturating_mul(u64::from(l.trips)));
-    }
-
-    fn inst(&mut self, i: &PirInst) {
-        let n = i.param_count();
-        let mut base = Vec::with_capacity(n);
-        i.push_params(&mut base);
+    fn inst(&mut self, index: u64, i: &PirInst, params: &[i64], loops: &[Enclosing<'_>]) {
         let kind = i.data.kind();
         let names = kind.operand_names();
         let ops = 2 * i.data.operands().len();
         let edges = ops + i.deps.len();
-        // Each parameter's step in each enclosing loop.
-        let step = |fr: &Frame<'_>, q: usize| i128::from(fr.step.get(fr.at + q).copied().unwrap_or(0));
-        for (q, &b) in base.iter().enumerate() {
-            let (mut lo, mut hi) = (i128::from(b), i128::from(b));
-            for fr in &self.box_ {
-                let s = step(fr, q) * (i128::from(fr.trips) - 1);
-                if s < 0 {
-                    lo += s;
-                } else {
-                    hi += s;
-                }
-            }
-            let (param, min, max) = if q < ops {
-                let name = names.get(q / 2).copied().unwrap_or("operand");
-                if q % 2 == 0 {
-                    (format!("{name} offset"), i128::from(i64::MIN), i128::from(i64::MAX))
-                } else {
-                    (format!("{name} start partition"), 0, i128::from(u32::MAX))
-                }
-            } else if q < edges {
-                (format!("edge {} from", q - ops), 0, i128::from(u32::MAX))
+        for (q, &b) in params.iter().enumerate() {
+            let (lo, hi) = param_range(loops, q, b);
+            let (min, max) = if q < ops && q % 2 == 0 {
+                (i128::from(i64::MIN), i128::from(i64::MAX))
             } else {
-                ("queue hint".to_string(), 0, i128::from(u32::MAX))
+                (0, i128::from(u32::MAX))
             };
             if lo < min || hi > max {
-                self.errors.push(LoopError::ParamOutOfRange {
-                    index: self.index,
-                    op: kind.name(),
-                    param,
-                    lo,
-                    hi,
-                    min,
-                    max,
-                });
+                let param = if q < ops {
+                    let name = names.get(q / 2).copied().unwrap_or("operand");
+                    if q % 2 == 0 {
+                        format!("{name} offset")
+                    } else {
+                        format!("{name} start partition")
+                    }
+                } else if q < edges {
+                    format!("edge {} from", q - ops)
+                } else {
+                    "queue hint".to_string()
+                };
+                self.errors.push(LoopError::ParamOutOfRange { index, op: kind.name(), param, lo, hi, min, max });
             }
             if (ops..edges).contains(&q) {
                 // from - position is affine too: its greatest value is at the corner where
                 // each loop index is at the end that raises it.
-                let (mut at, mut from) = (i128::from(self.index), i128::from(b));
-                for fr in &self.box_ {
-                    let (s, stride) = (step(fr, q), i128::from(fr.stride));
+                let (mut at, mut from) = (i128::from(index), i128::from(b));
+                for l in loops {
+                    let (s, stride) = (i128::from(l.step(q)), i128::from(l.stride));
                     if s > stride {
-                        let k = i128::from(fr.trips) - 1;
+                        let k = i128::from(l.trips) - 1;
                         at += k * stride;
                         from += k * s;
                     }
                 }
                 if from >= at {
-                    let (index, op, edge) = (self.index, kind.name(), q - ops);
+                    let (op, edge) = (kind.name(), q - ops);
                     self.errors.push(LoopError::ForwardEdge { index, op, edge, at, from });
                 }
             }
         }
-        for fr in &mut self.box_ {
-            fr.at += n;
-        }
-        self.index = self.index.saturating_add(1);
     }
 }
 
 /// Every loop run for its first and last trip, without edges (see the module doc).
 fn corner_function(lf: &LoopedFunction) -> LoopedFunction {
-    fn corners(items: &[Item<PirInst>]) -> Vec<Item<PirInst>> {
-        items
-            .iter()
-            .map(|it| match it {
-                Item::Inst(i) => Item::Inst(PirInst { data: i.data.clone(), deps: Vec::new() }),
-                Item::Loop(l) => {
-                    let body = corners(&l.body);
-                    let keep = params_kept(&l.body);
-                    let step = l.step.iter().zip(&keep).filter(|(_, k)| **k).map(|(s, _)| *s);
-                    if l.trips <= 2 {
-                        Item::Loop(Loop { trips: l.trips, body, step: step.collect() })
-                    } else {
-                        // Trips 0 and T-1: one step of (T-1) times the step.
-                        let t = i64::from(l.trips - 1);
-                        Item::Loop(Loop { trips: 2, body, step: step.map(|s| s.saturating_mul(t)).collect() })
-                    }
-                }
-            })
-            .collect()
-    }
-    LoopedFunction { header: lf.header.clone(), body: corners(&lf.body) }
-}
-
-/// For each parameter of `items`, whether it is an operand's or a queue hint (kept in the corner function)
-/// rather than an edge's (dropped with the edges).
-fn params_kept(items: &[Item<PirInst>]) -> Vec<bool> {
-    let mut out = Vec::new();
-    fn walk(items: &[Item<PirInst>], out: &mut Vec<bool>) {
-        for it in items {
-            match it {
-                Item::Inst(i) => {
-                    out.extend(std::iter::repeat_n(true, 2 * i.data.operands().len()));
-                    out.extend(std::iter::repeat_n(false, i.deps.len()));
-                    out.extend(i.data.queue_hint().map(|_| true));
-                }
-                Item::Loop(l) => walk(&l.body, out),
-            }
-        }
-    }
-    walk(items, &mut out);
-    out
+    let reduce = |i: &PirInst| PirInst { data: i.data.clone(), deps: Vec::new() };
+    // An operand's parameters and a queue hint are kept, the edges' are dropped with them.
+    let kept = |i: &PirInst, out: &mut Vec<bool>| {
+        out.extend(std::iter::repeat_n(true, 2 * i.data.operands().len()));
+        out.extend(std::iter::repeat_n(false, i.deps.len()));
+        out.extend(i.data.queue_hint().map(|_| true));
+    };
+    LoopedFunction { header: lf.header.clone(), body: corner_items(&lf.body, &reduce, Some(&kept)) }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::looped::fixture::{function, header, inst, looped, memset, waw, COLS};
+use crate::looped::Item;
 use crate::{Entity, InstId};
 
 fn lf(body: Vec<Item<PirInst>>) -> LoopedFunction {
