@@ -31,10 +31,11 @@
 
 use std::fmt::Write as _;
 
+use penguin::text::loop_nest::{print_items, LoopPrinter};
 use penguin::text::loop_syntax::terms;
 
 use super::print::{lines, Line};
-use crate::looped::{Item, Loop, LoopedProgram};
+use crate::looped::LoopedProgram;
 use crate::program::{BirInst, Engine, HwAp, InstRef};
 
 /// What a line of looped text prints.
@@ -102,47 +103,25 @@ pub fn inst_text_looped(i: &BirInst, coefs: &[Vec<i64>]) -> String {
     s
 }
 
-/// The enclosing loops' steps, each with how far into it the walk has come.
-struct Walk<'a> {
+/// The `.bir` instruction lines of one stream.
+struct Printer {
     e: Engine,
-    steps: Vec<(&'a [i64], usize)>,
-    index: u64,
-    out: Vec<(LoopLine, String)>,
 }
 
-impl<'a> Walk<'a> {
-    fn items(&mut self, items: &'a [Item]) {
-        for it in items {
-            let indent = "  ".repeat(self.steps.len() + 1);
-            match it {
-                Item::Inst(i) => {
-                    let n = crate::looped::inst_param_count(i);
-                    let coefs: Vec<Vec<i64>> = (0..n)
-                        .map(|q| self.steps.iter().map(|(s, at)| s.get(at + q).copied().unwrap_or(0)).collect())
-                        .collect();
-                    for (_, at) in &mut self.steps {
-                        *at += n;
-                    }
-                    let text = format!("{indent}{}: {}", self.index, inst_text_looped(i, &coefs));
-                    self.out.push((
-                        LoopLine::Plain(Line::Inst(InstRef { engine: self.e, index: self.index as usize })),
-                        text,
-                    ));
-                    self.index = self.index.saturating_add(1);
-                }
-                Item::Loop(l) => self.a_loop(l, &indent),
-            }
-        }
+impl LoopPrinter<BirInst> for Printer {
+    type Line = LoopLine;
+
+    fn inst(&mut self, index: u64, i: &BirInst, coefs: &[Vec<i64>], line: &mut String) -> LoopLine {
+        let _ = write!(line, "{index}: {}", inst_text_looped(i, coefs));
+        LoopLine::Plain(Line::Inst(InstRef { engine: self.e, index: index as usize }))
     }
 
-    fn a_loop(&mut self, l: &'a Loop, indent: &str) {
-        let (start, depth) = (self.index, self.steps.len());
-        self.out.push((LoopLine::Open(self.e, start, depth), format!("{indent}loop i{depth} x{} {{", l.trips)));
-        self.steps.push((&l.step, 0));
-        self.items(&l.body);
-        self.steps.pop();
-        self.index = start.saturating_add(penguin::looped::unrolled_len(&l.body).saturating_mul(u64::from(l.trips)));
-        self.out.push((LoopLine::Close(self.e, start, depth), format!("{indent}}}")));
+    fn open(&self, first: u64, depth: usize) -> LoopLine {
+        LoopLine::Open(self.e, first, depth)
+    }
+
+    fn close(&self, first: u64, depth: usize) -> LoopLine {
+        LoopLine::Close(self.e, first, depth)
     }
 }
 
@@ -157,9 +136,7 @@ pub fn looped_lines(lp: &LoopedProgram) -> Vec<(LoopLine, String)> {
             continue;
         }
         out.push((LoopLine::Plain(Line::Stream(e)), format!("stream {e}:")));
-        let mut w = Walk { e, steps: Vec::new(), index: 0, out };
-        w.items(items);
-        out = w.out;
+        print_items(items, 1, &mut Printer { e }, &mut out);
     }
     out
 }

@@ -3,23 +3,26 @@
 //! The header lines (`program`, `hbm`, `sem`, `stream`) are read by the unrolled parser
 //! ([`super::parse_with_source_map`]) with every other line of the stream sections blanked,
 //! so their errors and line numbers are the same in both forms. The stream sections are read
-//! here: loop lines, and instruction lines whose loop-index terms are found, recorded and
-//! blanked (replaced by spaces, so columns stay exact) before the instruction itself is read
-//! by the unrolled parser's instruction reader.
+//! here with the reader both formats share: loop lines by [`LoopReader`], instruction lines
+//! by [`take_terms`], which finds, records and blanks their loop-index terms (replaced by
+//! spaces, so columns stay exact) before the instruction itself is read by the unrolled
+//! parser's instruction reader. What is `.bir`'s own is which numbers are parameters (the
+//! [`TermScan`] of a line), the stream sections, and the `sbuf_peak` default.
 
 use std::collections::HashMap;
 
-use penguin::text::lexer::{numbered_lines, split_comment, Cursor, ParseError, MAX_EXTENT};
+use penguin::looped::{first_iteration, for_each_first_iteration};
+use penguin::text::lexer::{numbered_lines, split_comment, Cursor, ParseError};
+use penguin::text::loop_nest::LoopReader;
+use penguin::text::loop_terms::{operand_param, take_terms, TermScan};
 use penguin::Memory;
-
-use penguin::text::loop_syntax::{col, is_word, loop_header, loop_term, LoopTerm};
 
 use super::loops::LoopLine;
 use super::parse::SourceMap;
 use super::parse::{inst, parse_with_source_map};
 use super::print::Line;
-use crate::looped::{Item, Loop, LoopedProgram};
-use crate::program::{Engine, InstRef, NUM_ENGINES};
+use crate::looped::{inst_param_count, Item, LoopedProgram};
+use crate::program::{BirInst, Engine, InstRef, NUM_ENGINES};
 
 /// Where each line of a parsed looped program was written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,29 +46,7 @@ impl LoopSourceMap {
     /// The printed line of instruction `n` of engine `e`'s unrolled stream (the instruction
     /// it is an iteration of).
     pub fn unrolled_at(lp: &LoopedProgram, e: Engine, n: u64) -> Option<LoopLine> {
-        fn find(items: &[Item], start: u64, n: u64) -> Option<u64> {
-            let mut at = start;
-            for it in items {
-                match it {
-                    Item::Inst(_) => {
-                        if at == n {
-                            return Some(at);
-                        }
-                        at += 1;
-                    }
-                    Item::Loop(l) => {
-                        let body = penguin::looped::unrolled_len(&l.body);
-                        let all = body.saturating_mul(u64::from(l.trips));
-                        if n >= at && n - at < all && body > 0 {
-                            return find(&l.body, at, at + (n - at) % body);
-                        }
-                        at = at.saturating_add(all);
-                    }
-                }
-            }
-            None
-        }
-        let first = find(lp.stream(e), 0, n)?;
+        let first = first_iteration(lp.stream(e), n)?;
         Some(LoopLine::Plain(Line::Inst(InstRef { engine: e, index: usize::try_from(first).ok()? })))
     }
 
@@ -73,37 +54,6 @@ impl LoopSourceMap {
     /// the line of the instruction it is an iteration of. Takes time linear in the unrolled
     /// size.
     pub fn unrolled(&self, lp: &LoopedProgram) -> SourceMap {
-        fn walk(
-            items: &[Item],
-            e: Engine,
-            first: &mut usize,
-            at: &mut usize,
-            map: &LoopSourceMap,
-            out: &mut SourceMap,
-        ) {
-            for it in items {
-                match it {
-                    Item::Inst(_) => {
-                        if let Some(line) =
-                            map.line_of(LoopLine::Plain(Line::Inst(InstRef { engine: e, index: *first })))
-                        {
-                            out.lines.insert(Line::Inst(InstRef { engine: e, index: *at }), line);
-                        }
-                        *first += 1;
-                        *at += 1;
-                    }
-                    Item::Loop(l) => {
-                        let start = *first;
-                        for _ in 0..l.trips {
-                            *first = start;
-                            walk(&l.body, e, first, at, map, out);
-                        }
-                        let body = *first - start;
-                        *first = start + body * l.trips as usize;
-                    }
-                }
-            }
-        }
         let mut out = SourceMap::default();
         for (l, n) in &self.lines {
             if let LoopLine::Plain(p) = l {
@@ -113,8 +63,14 @@ impl LoopSourceMap {
             }
         }
         for e in Engine::all() {
-            let (mut first, mut at) = (0, 0);
-            walk(lp.stream(e), e, &mut first, &mut at, self, &mut out);
+            let mut at = 0;
+            for_each_first_iteration(lp.stream(e), |first| {
+                let printed = LoopLine::Plain(Line::Inst(InstRef { engine: e, index: first as usize }));
+                if let Some(line) = self.line_of(printed) {
+                    out.lines.insert(Line::Inst(InstRef { engine: e, index: at }), line);
+                }
+                at += 1;
+            });
         }
         out
     }
@@ -133,103 +89,49 @@ enum Slot<'a> {
     Wait(usize),
 }
 
-/// One `+C*iD` term: its parameter, loop depth, coefficient and byte position.
-struct Term<'a> {
-    slot: Slot<'a>,
-    depth: usize,
-    coef: i64,
-    pos: usize,
+/// Where the scan of an instruction line is: inside `wait(...)`, after how many waits.
+#[derive(Default)]
+struct Scan {
+    in_wait: bool,
+    waits: usize,
 }
 
-/// The terms of an instruction line, and the line with them blanked.
-fn take_terms(line_no: usize, code: &str) -> Result<(Vec<Term<'_>>, String), ParseError> {
-    let b = code.as_bytes();
-    let err = |pos: usize, m: String| ParseError { line: line_no, col: col(code, pos), message: m };
-    let mut blanked = b.to_vec();
-    let mut terms: Vec<Term<'_>> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let (mut key, mut in_wait, mut waits) = ("", false, 0usize);
-    let mut last_end: Option<(usize, Slot<'_>)> = None;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if is_word(c) {
-            let j = (i..b.len()).find(|&j| !is_word(b[j])).unwrap_or(b.len());
-            let w = &code[i..j];
-            if b.get(j) == Some(&b'=') && b.get(j + 1) != Some(&b'=') {
-                key = w;
-            }
-            if w == "wait" && code[j..].trim_start().starts_with('(') {
-                (in_wait, waits) = (true, 0);
-            }
-            i = j;
-            continue;
+impl<'a> TermScan<'a> for Scan {
+    type Slot = Slot<'a>;
+
+    const FOLLOWS: &'static str = "a start partition, a byte offset or a wait value";
+
+    fn word(&mut self, w: &'a str, rest: &'a str) {
+        if w == "wait" && rest.trim_start().starts_with('(') {
+            (self.in_wait, self.waits) = (true, 0);
         }
-        if c == b'>' && b.get(i + 1) == Some(&b'=') {
-            waits += usize::from(in_wait);
-            i += 2;
-            continue;
-        }
-        if c == b')' {
-            in_wait = false;
-        }
-        let Some(LoopTerm { coef, depth, end: d1 }) = loop_term(code, i, line_no)? else {
-            i += 1;
-            continue;
-        };
-        // The parameter: the number before, or the term before.
-        let mut p = i;
-        while p > 0 && b[p - 1] == b' ' {
-            p -= 1;
-        }
-        let slot = match last_end {
-            Some((end, slot)) if end == p => slot,
-            _ => {
-                let mut q = p;
-                while q > 0 && b[q - 1].is_ascii_digit() {
-                    q -= 1;
-                }
-                let number = q < p;
-                while q > 0 && b[q - 1] == b' ' {
-                    q -= 1;
-                }
-                let before = |k: usize| q.checked_sub(k).map(|x| b[x]);
-                match (number, before(1), before(2)) {
-                    (true, Some(b'p'), Some(b'[')) => Slot::Partition(key),
-                    (true, Some(b'@'), _) => Slot::Offset(key),
-                    (true, Some(b'='), Some(b'>')) if in_wait => Slot::Wait(waits - 1),
-                    _ => {
-                        return Err(err(
-                            i,
-                            format!(
-                            "a loop index term (`{}`) may only follow a start partition, a byte offset or a wait value",
-                            &code[i..d1]
-                        ),
-                        ))
-                    }
-                }
-            }
-        };
-        if !seen.insert((slot, depth)) {
-            return Err(err(i, format!("`i{depth}` appears twice in one parameter")));
-        }
-        terms.push(Term { slot, depth, coef, pos: i });
-        blanked[i..d1].fill(b' ');
-        last_end = Some((d1, slot));
-        i = d1;
     }
-    let blanked = String::from_utf8(blanked).map_err(|_| err(0, "the line is not UTF-8".into()))?;
-    Ok((terms, blanked))
-}
 
-/// An open loop.
-struct Frame {
-    trips: u32,
-    line: usize,
-    col: usize,
-    start: u64,
-    items: Vec<Item>,
-    step: Vec<i64>,
+    fn byte(&mut self, b: &[u8], i: usize) {
+        match b[i] {
+            b'>' if b.get(i + 1) == Some(&b'=') => self.waits += usize::from(self.in_wait),
+            b')' => self.in_wait = false,
+            _ => {}
+        }
+    }
+
+    fn slot(&self, key: &'a str, b: &[u8], p: usize) -> Option<Slot<'a>> {
+        let mut q = p;
+        while q > 0 && b[q - 1].is_ascii_digit() {
+            q -= 1;
+        }
+        let number = q < p;
+        while q > 0 && b[q - 1] == b' ' {
+            q -= 1;
+        }
+        let before = |k: usize| q.checked_sub(k).map(|x| b[x]);
+        match (number, before(1), before(2)) {
+            (true, Some(b'p'), Some(b'[')) => Some(Slot::Partition(key)),
+            (true, Some(b'@'), _) => Some(Slot::Offset(key)),
+            (true, Some(b'='), Some(b'>')) if self.in_wait => self.waits.checked_sub(1).map(Slot::Wait),
+            _ => None,
+        }
+    }
 }
 
 /// Whether the program line gives `sbuf_peak=`.
@@ -252,112 +154,43 @@ struct Streams {
     streams: Vec<Vec<Item>>,
     map: LoopSourceMap,
     current: Option<Engine>,
-    frames: Vec<Frame>,
-    index: u64,
+    loops: LoopReader<BirInst>,
     sbuf_end: i128,
 }
 
 impl Streams {
-    fn unclosed(&self) -> Result<(), ParseError> {
-        match self.frames.last() {
-            Some(f) => Err(ParseError {
-                line: f.line,
-                col: f.col,
-                message: format!("loop i{} is not closed (a `}}` is missing)", self.frames.len() - 1),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    fn push(&mut self, e: Engine, item: Item) {
-        match self.frames.last_mut() {
-            Some(f) => f.items.push(item),
-            None => self.streams[e.index()].push(item),
-        }
-    }
-
-    fn open(&mut self, mut c: Cursor<'_>, line_no: usize) -> Result<(), ParseError> {
-        let (col, trips) = loop_header(&mut c, self.frames.len())?;
-        self.frames.push(Frame { trips, line: line_no, col, start: self.index, items: Vec::new(), step: Vec::new() });
-        Ok(())
-    }
-
-    fn close(&mut self, e: Engine, mut c: Cursor<'_>, line_no: usize) -> Result<(), ParseError> {
-        let col = c.col();
-        c.expect("}")?;
-        c.expect_end()?;
-        let Some(f) = self.frames.pop() else {
-            return Err(c.error_at(col, "a `}` with no open loop"));
-        };
-        if f.items.is_empty() {
-            return Err(c.error_at(col, format!("loop i{} has an empty body", self.frames.len())));
-        }
-        let body = self.index - f.start;
-        let end = u128::from(f.start) + u128::from(body) * u128::from(f.trips);
-        if end > u128::from(MAX_EXTENT) {
-            return Err(ParseError {
-                line: f.line,
-                col: f.col,
-                message: format!("the stream unrolls to {end} instructions, more than 2^48"),
-            });
-        }
-        self.index = end as u64;
-        let depth = self.frames.len();
-        self.map.lines.insert(LoopLine::Open(e, f.start, depth), f.line);
-        self.map.lines.insert(LoopLine::Close(e, f.start, depth), line_no);
-        self.push(e, Item::Loop(Loop { trips: f.trips, body: f.items, step: f.step }));
+    fn close(&mut self, e: Engine, c: Cursor<'_>, line_no: usize) -> Result<(), ParseError> {
+        let closed = self.loops.close(c, "stream", &mut self.streams[e.index()])?;
+        self.map.lines.insert(LoopLine::Open(e, closed.first, closed.depth), closed.line);
+        self.map.lines.insert(LoopLine::Close(e, closed.first, closed.depth), line_no);
         Ok(())
     }
 
     fn instruction(&mut self, e: Engine, code: &str, line_no: usize) -> Result<(), ParseError> {
-        let (terms, blanked) = take_terms(line_no, code)?;
+        let (terms, blanked) = take_terms(line_no, code, Scan::default())?;
         let mut c = Cursor::new(line_no, &blanked);
-        let index = usize::try_from(self.index).unwrap_or(usize::MAX);
+        let index = usize::try_from(self.loops.index()).unwrap_or(usize::MAX);
         let i = inst(&mut c, index)?;
         c.expect_end()?;
         let names: Vec<&str> = i.op.aps().iter().map(|(n, _)| *n).collect();
-        let depth = self.frames.len();
-        let n = crate::looped::inst_param_count(&i);
-        let mut coefs = vec![vec![0i64; depth]; n];
-        for t in &terms {
-            let at = |m: String| ParseError { line: line_no, col: col(code, t.pos), message: m };
-            let q = match t.slot {
-                Slot::Partition(k) | Slot::Offset(k) => {
-                    let a = names.iter().position(|x| *x == k).ok_or_else(|| at(format!("no access pattern `{k}`")))?;
-                    2 * a + usize::from(matches!(t.slot, Slot::Partition(_)))
-                }
-                Slot::Wait(w) => 2 * names.len() + w,
-            };
-            if t.depth >= depth {
-                let known = match depth {
-                    0 => "no loop encloses this instruction".to_string(),
-                    1 => "the enclosing loop is i0".to_string(),
-                    d => format!("the enclosing loops are i0..i{}", d - 1),
-                };
-                return Err(at(format!("unknown loop index `i{}`: {known}", t.depth)));
-            }
-            if let Some(row) = coefs.get_mut(q) {
-                row[t.depth] = t.coef;
-            }
-        }
-        for (m, f) in self.frames.iter_mut().enumerate() {
-            f.step.extend(coefs.iter().map(|row| row[m]));
-        }
+        let coefs = self.loops.coefs(code, line_no, &terms, inst_param_count(&i), |slot| match slot {
+            Slot::Partition(k) => operand_param(&names, k, true, "access pattern"),
+            Slot::Offset(k) => operand_param(&names, k, false, "access pattern"),
+            Slot::Wait(w) => Ok(2 * names.len() + w),
+        })?;
         // The highest SBUF byte over every iteration (the corners of the iteration box).
-        let reach = |q: usize| -> i128 {
-            coefs[q].iter().zip(&self.frames).map(|(&c, f)| (i128::from(c) * (i128::from(f.trips) - 1)).max(0)).sum()
-        };
         for (a, (_, ap)) in i.op.aps().iter().enumerate() {
             if ap.memory == Memory::Sbuf {
                 let hi: i128 =
                     ap.dims.iter().map(|d| (i128::from(d.stride) * (i128::from(d.num.max(1)) - 1)).max(0)).sum();
-                let end = i128::from(ap.byte_offset) + reach(2 * a) + (hi + 1) * i128::from(ap.dtype.size_bytes());
+                let end = i128::from(ap.byte_offset)
+                    + self.loops.reach(&coefs[2 * a])
+                    + (hi + 1) * i128::from(ap.dtype.size_bytes());
                 self.sbuf_end = self.sbuf_end.max(end);
             }
         }
         self.map.lines.insert(LoopLine::Plain(Line::Inst(InstRef { engine: e, index })), line_no);
-        self.push(e, Item::Inst(i));
-        self.index += 1;
+        self.loops.push_inst(i, &coefs, &mut self.streams[e.index()]);
         Ok(())
     }
 }
@@ -394,8 +227,7 @@ pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedProgram, LoopSo
         streams: vec![Vec::new(); NUM_ENGINES],
         map: LoopSourceMap { lines: base_map.lines.iter().map(|(l, n)| (LoopLine::Plain(*l), *n)).collect() },
         current: None,
-        frames: Vec::new(),
-        index: 0,
+        loops: LoopReader::default(),
         sbuf_end: 0,
     };
     for (line_no, raw) in numbered_lines(text) {
@@ -405,19 +237,19 @@ pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedProgram, LoopSo
             continue;
         }
         match first_word(code).as_deref() {
-            Some("program" | "hbm" | "sem") => s.unclosed()?,
+            Some("program" | "hbm" | "sem") => s.loops.unclosed()?,
             Some("stream") => {
-                s.unclosed()?;
+                s.loops.unclosed()?;
                 let _ = c.word();
                 let (_, name) = c.expect_word("an engine")?;
                 s.current = Engine::all().find(|e| e.name() == name);
-                s.index = 0;
+                s.loops.restart();
             }
             w => {
                 // The header parser refused instructions outside a stream section.
                 let Some(e) = s.current else { continue };
                 if w == Some("loop") {
-                    s.open(c, line_no)?;
+                    s.loops.open(c, line_no)?;
                 } else if c.peek() == Some('}') {
                     s.close(e, c, line_no)?;
                 } else {
@@ -426,7 +258,7 @@ pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedProgram, LoopSo
             }
         }
     }
-    s.unclosed()?;
+    s.loops.unclosed()?;
     header.streams = vec![Vec::new(); NUM_ENGINES];
     if !peak_given {
         header.sbuf_peak_bytes = u64::try_from(s.sbuf_end.max(0)).unwrap_or(u64::MAX);

@@ -42,7 +42,8 @@ use std::fmt::{self, Write as _};
 use crate::deps::compute_deps;
 use crate::error::Entity;
 use crate::function::{Function, FunctionView};
-use crate::looped::{unrolled_len, Item, Loop, LoopedFunction, PirInst, Stepped};
+use crate::looped::{Item, LoopedFunction, PirInst};
+use crate::text::loop_nest::{print_items, LoopPrinter};
 use crate::text::print::lines;
 use crate::tile::InstTile;
 
@@ -144,46 +145,28 @@ fn needs_empty_after(lf: &LoopedFunction) -> bool {
     lf.expand().is_ok_and(|f| compute_deps(&f).iter().any(|d| !d.is_empty()))
 }
 
-/// The enclosing loops' steps, each with how far into it the walk has come.
-struct Walk<'a> {
+/// The `.pir` instruction lines of a looped function.
+struct Printer<'a> {
     header: &'a Function,
-    steps: Vec<(&'a [i64], usize)>,
-    index: u64,
+    /// Whether the next instruction must say `after()` (see [`needs_empty_after`]).
     empty_after: bool,
-    out: Vec<(LoopLine, String)>,
 }
 
-impl<'a> Walk<'a> {
-    fn items(&mut self, items: &'a [Item<PirInst>]) {
-        for it in items {
-            let indent = "  ".repeat(self.steps.len());
-            match it {
-                Item::Inst(i) => {
-                    let n = i.param_count();
-                    let coefs: Vec<Vec<i64>> = (0..n)
-                        .map(|q| self.steps.iter().map(|(s, at)| s.get(at + q).copied().unwrap_or(0)).collect())
-                        .collect();
-                    for (_, at) in &mut self.steps {
-                        *at += n;
-                    }
-                    let line = inst_text_looped(self.header, self.index, i, &coefs, self.empty_after);
-                    self.empty_after = false;
-                    self.out.push((LoopLine::Inst(self.index), format!("{indent}{line}")));
-                    self.index = self.index.saturating_add(1);
-                }
-                Item::Loop(l) => self.a_loop(l, &indent),
-            }
-        }
+impl LoopPrinter<PirInst> for Printer<'_> {
+    type Line = LoopLine;
+
+    fn inst(&mut self, index: u64, i: &PirInst, coefs: &[Vec<i64>], line: &mut String) -> LoopLine {
+        line.push_str(&inst_text_looped(self.header, index, i, coefs, self.empty_after));
+        self.empty_after = false;
+        LoopLine::Inst(index)
     }
 
-    fn a_loop(&mut self, l: &'a Loop<PirInst>, indent: &str) {
-        let (start, depth) = (self.index, self.steps.len());
-        self.out.push((LoopLine::Open(start, depth), format!("{indent}loop i{depth} x{} {{", l.trips)));
-        self.steps.push((&l.step, 0));
-        self.items(&l.body);
-        self.steps.pop();
-        self.index = start.saturating_add(unrolled_len(&l.body).saturating_mul(u64::from(l.trips)));
-        self.out.push((LoopLine::Close(start, depth), format!("{indent}}}")));
+    fn open(&self, first: u64, depth: usize) -> LoopLine {
+        LoopLine::Open(first, depth)
+    }
+
+    fn close(&self, first: u64, depth: usize) -> LoopLine {
+        LoopLine::Close(first, depth)
     }
 }
 
@@ -193,10 +176,10 @@ pub fn looped_lines(lf: &LoopedFunction) -> Vec<(LoopLine, String)> {
     header.insts.clear();
     header.layout.clear();
     header.deps.clear();
-    let out: Vec<(LoopLine, String)> = lines(&header).into_iter().map(|(e, s)| (LoopLine::Plain(e), s)).collect();
-    let mut w = Walk { header: &header, steps: Vec::new(), index: 0, empty_after: needs_empty_after(lf), out };
-    w.items(&lf.body);
-    w.out
+    let mut out: Vec<(LoopLine, String)> = lines(&header).into_iter().map(|(e, s)| (LoopLine::Plain(e), s)).collect();
+    let mut printer = Printer { header: &header, empty_after: needs_empty_after(lf) };
+    print_items(&lf.body, 0, &mut printer, &mut out);
+    out
 }
 
 /// The `.pir` text of a looped function.

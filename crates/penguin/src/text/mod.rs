@@ -4,10 +4,16 @@
 //! [`parse_looped`]).
 //!
 //! The lexer is public on purpose: the `bir` crate reads its `.bir` format with the same
-//! [`lexer::Cursor`], comments and limits, so both formats report errors alike.
+//! [`lexer::Cursor`], comments and limits, so both formats report errors alike. So is what
+//! both looped texts share, written once for any instruction type: the spelling of loops and
+//! terms ([`loop_syntax`]), the nest of loop lines printed and read back ([`loop_nest`]), and
+//! the terms found on an instruction line ([`loop_terms`]); each format says only how its
+//! instruction lines read and which of their numbers are parameters.
 
 pub mod lexer;
+pub mod loop_nest;
 pub mod loop_syntax;
+pub mod loop_terms;
 pub mod loops;
 pub mod parse;
 pub mod parse_loops;

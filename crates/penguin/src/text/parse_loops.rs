@@ -2,22 +2,25 @@
 //!
 //! The header lines (`kernel`, `debug_name`, `inputs`, `outputs`, `tensor`) are read by the
 //! unrolled parser ([`super::parse::parse_with_source_map`]) with every other line blanked, so
-//! their errors and line numbers are the same in both forms. The rest is read here: loop
-//! lines, and instruction lines whose loop-index terms are found, recorded and blanked
-//! (replaced by spaces, so columns stay exact) before the instruction itself is read by the
-//! unrolled parser's instruction reader.
+//! their errors and line numbers are the same in both forms. The rest is read here with the
+//! reader both formats share: loop lines by [`LoopReader`], instruction lines by
+//! [`take_terms`], which finds, records and blanks their loop-index terms (replaced by spaces,
+//! so columns stay exact) before the instruction itself is read by the unrolled parser's
+//! instruction reader. What is `.pir`'s own is which numbers are parameters (the
+//! [`TermScan`] of a line), the header lines, and the dependency edges.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
-use super::lexer::{numbered_lines, split_comment, Cursor, ParseError, MAX_EXTENT};
-use super::loop_syntax::{col, is_word, loop_header, loop_term, LoopTerm};
+use super::lexer::{numbered_lines, split_comment, Cursor, ParseError};
+use super::loop_nest::LoopReader;
+use super::loop_terms::{operand_param, take_terms, TermScan};
 use super::loops::{LoopLine, QUEUE_KEY};
 use super::parse::{inst_after_id, parse_with_source_map, SourceMap};
 use crate::deps::compute_deps;
 use crate::entity::InstId;
 use crate::error::Entity;
 use crate::function::Function;
-use crate::looped::{unrolled_len, Item, Loop, LoopedFunction, PirInst, Stepped};
+use crate::looped::{first_iteration, for_each_first_iteration, Item, LoopedFunction, PirInst, Stepped};
 
 pub use super::loop_syntax::MAX_LOOP_DEPTH;
 
@@ -36,29 +39,7 @@ impl LoopSourceMap {
 
     /// The printed instruction that unrolled instruction `n` is an iteration of.
     pub fn unrolled_at(lf: &LoopedFunction, n: u64) -> Option<LoopLine> {
-        fn find(items: &[Item<PirInst>], start: u64, n: u64) -> Option<u64> {
-            let mut at = start;
-            for it in items {
-                match it {
-                    Item::Inst(_) => {
-                        if at == n {
-                            return Some(at);
-                        }
-                        at += 1;
-                    }
-                    Item::Loop(l) => {
-                        let body = unrolled_len(&l.body);
-                        let all = body.saturating_mul(u64::from(l.trips));
-                        if n >= at && n - at < all && body > 0 {
-                            return find(&l.body, at, at + (n - at) % body);
-                        }
-                        at = at.saturating_add(all);
-                    }
-                }
-            }
-            None
-        }
-        find(&lf.body, 0, n).map(LoopLine::Inst)
+        first_iteration(&lf.body, n).map(LoopLine::Inst)
     }
 
     /// The line of the instruction that unrolled instruction `n` is an iteration of.
@@ -70,26 +51,8 @@ impl LoopSourceMap {
     /// the line of the instruction it is an iteration of. Takes time linear in the unrolled
     /// size.
     pub fn unrolled(&self, lf: &LoopedFunction) -> SourceMap {
-        fn walk(items: &[Item<PirInst>], first: &mut u64, map: &LoopSourceMap, out: &mut Vec<usize>) {
-            for it in items {
-                match it {
-                    Item::Inst(_) => {
-                        out.push(map.line_of(LoopLine::Inst(*first)).unwrap_or(0));
-                        *first += 1;
-                    }
-                    Item::Loop(l) => {
-                        let start = *first;
-                        for _ in 0..l.trips {
-                            *first = start;
-                            walk(&l.body, first, map, out);
-                        }
-                        *first = start + unrolled_len(&l.body) * u64::from(l.trips);
-                    }
-                }
-            }
-        }
         let mut insts = Vec::new();
-        walk(&lf.body, &mut 0, self, &mut insts);
+        for_each_first_iteration(&lf.body, |first| insts.push(self.line_of(LoopLine::Inst(first)).unwrap_or(0)));
         let tensors = (0..lf.header.tensors.len())
             .map(|t| self.line_of(LoopLine::Plain(Entity::Tensor(crate::TensorId(t as u32)))).unwrap_or(0))
             .collect();
@@ -111,218 +74,117 @@ enum Slot<'a> {
     Queue,
 }
 
-/// One `+C*iD` term: its parameter, loop depth, coefficient and byte position.
-struct Term<'a> {
-    slot: Slot<'a>,
-    depth: usize,
-    coef: i64,
-    pos: usize,
-}
-
 /// Where the scan of an instruction line is.
 #[derive(Default)]
-struct Scan<'a> {
-    key: &'a str,
+struct Scan {
     in_tile: bool,
     in_dim: bool,
     in_after: bool,
     deps: usize,
 }
 
-/// The parameter a term starting at `i` follows, if it follows one: the number ending at
-/// `p` (after any spaces) read in context.
-fn slot_before<'a>(b: &[u8], p: usize, s: &Scan<'a>) -> Option<Slot<'a>> {
-    let mut q = p;
-    while q > 0 && b[q - 1].is_ascii_digit() {
-        q -= 1;
+impl<'a> TermScan<'a> for Scan {
+    type Slot = Slot<'a>;
+
+    const FOLLOWS: &'static str =
+        "a start partition, an element offset, an instruction id in `after(...)` or a queue hint";
+
+    fn word(&mut self, w: &'a str, rest: &'a str) {
+        if w == "after" && rest.trim_start().starts_with('(') {
+            (self.in_after, self.deps) = (true, 0);
+        }
+        if self.in_after && w.len() > 1 && w.starts_with('i') && w.bytes().skip(1).all(|x| x.is_ascii_digit()) {
+            self.deps += 1;
+        }
     }
-    if q == p {
-        return None;
+
+    fn byte(&mut self, b: &[u8], i: usize) {
+        match b[i] {
+            b'{' => self.in_tile = true,
+            b'}' => self.in_tile = false,
+            b'[' => self.in_dim = true,
+            b']' => self.in_dim = false,
+            b')' => self.in_after = false,
+            _ => {}
+        }
     }
-    let before = |k: usize| q.checked_sub(k).map(|x| b[x]);
-    if s.in_after && before(1) == Some(b'i') && !before(2).is_some_and(is_word) {
-        return Some(Slot::Dep(s.deps.checked_sub(1)?));
-    }
-    if !s.in_tile && !s.in_after && s.key == QUEUE_KEY && before(1) == Some(b'=') {
-        return Some(Slot::Queue);
-    }
-    if !s.in_tile || s.in_dim {
-        return None;
-    }
-    if matches!(before(1), Some(b'+' | b'-')) && matches!(before(2), Some(b' ' | b']')) {
-        return Some(Slot::Offset(s.key));
-    }
-    // `{p START`, with optional spaces.
-    let mut r = q;
-    while r > 0 && b[r - 1] == b' ' {
-        r -= 1;
-    }
-    if r > 0 && b[r - 1] == b'p' {
-        r -= 1;
+
+    /// The number ending at `p`, read in context.
+    fn slot(&self, key: &'a str, b: &[u8], p: usize) -> Option<Slot<'a>> {
+        let mut q = p;
+        while q > 0 && b[q - 1].is_ascii_digit() {
+            q -= 1;
+        }
+        if q == p {
+            return None;
+        }
+        let before = |k: usize| q.checked_sub(k).map(|x| b[x]);
+        if self.in_after && before(1) == Some(b'i') && !before(2).is_some_and(super::loop_syntax::is_word) {
+            return Some(Slot::Dep(self.deps.checked_sub(1)?));
+        }
+        if !self.in_tile && !self.in_after && key == QUEUE_KEY && before(1) == Some(b'=') {
+            return Some(Slot::Queue);
+        }
+        if !self.in_tile || self.in_dim {
+            return None;
+        }
+        if matches!(before(1), Some(b'+' | b'-')) && matches!(before(2), Some(b' ' | b']')) {
+            return Some(Slot::Offset(key));
+        }
+        // `{p START`, with optional spaces.
+        let mut r = q;
         while r > 0 && b[r - 1] == b' ' {
             r -= 1;
         }
-        if r > 0 && b[r - 1] == b'{' {
-            return Some(Slot::Partition(s.key));
+        if r > 0 && b[r - 1] == b'p' {
+            r -= 1;
+            while r > 0 && b[r - 1] == b' ' {
+                r -= 1;
+            }
+            if r > 0 && b[r - 1] == b'{' {
+                return Some(Slot::Partition(key));
+            }
         }
+        None
     }
-    None
-}
-
-/// The terms of an instruction line, and the line with them blanked.
-fn take_terms(line_no: usize, code: &str) -> Result<(Vec<Term<'_>>, String), ParseError> {
-    let b = code.as_bytes();
-    let err = |pos: usize, m: String| ParseError { line: line_no, col: col(code, pos), message: m };
-    let mut blanked = b.to_vec();
-    let mut terms: Vec<Term<'_>> = Vec::new();
-    let mut seen = HashSet::new();
-    let mut s = Scan::default();
-    let mut last_end: Option<(usize, Slot<'_>)> = None;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if is_word(c) {
-            let j = (i..b.len()).find(|&j| !is_word(b[j])).unwrap_or(b.len());
-            let w = &code[i..j];
-            if b.get(j) == Some(&b'=') && b.get(j + 1) != Some(&b'=') {
-                s.key = w;
-            }
-            if w == "after" && code[j..].trim_start().starts_with('(') {
-                (s.in_after, s.deps) = (true, 0);
-            }
-            if s.in_after && w.len() > 1 && w.starts_with('i') && w.bytes().skip(1).all(|x| x.is_ascii_digit()) {
-                s.deps += 1;
-            }
-            i = j;
-            continue;
-        }
-        match c {
-            b'{' => s.in_tile = true,
-            b'}' => s.in_tile = false,
-            b'[' => s.in_dim = true,
-            b']' => s.in_dim = false,
-            b')' => s.in_after = false,
-            _ => {}
-        }
-        let Some(LoopTerm { coef, depth, end: d1 }) = loop_term(code, i, line_no)? else {
-            i += 1;
-            continue;
-        };
-        // The parameter: the number before, or the term before.
-        let mut p = i;
-        while p > 0 && b[p - 1] == b' ' {
-            p -= 1;
-        }
-        let slot = match last_end {
-            Some((end, slot)) if end == p => slot,
-            _ => slot_before(b, p, &s).ok_or_else(|| {
-                err(
-                    i,
-                    format!(
-                        "a loop index term (`{}`) may only follow a start partition, an element offset, an \
-                         instruction id in `after(...)` or a queue hint",
-                        &code[i..d1]
-                    ),
-                )
-            })?,
-        };
-        if !seen.insert((slot, depth)) {
-            return Err(err(i, format!("`i{depth}` appears twice in one parameter")));
-        }
-        terms.push(Term { slot, depth, coef, pos: i });
-        blanked[i..d1].fill(b' ');
-        last_end = Some((d1, slot));
-        i = d1;
-    }
-    let blanked = String::from_utf8(blanked).map_err(|_| err(0, "the line is not UTF-8".into()))?;
-    Ok((terms, blanked))
-}
-
-/// An open loop.
-struct Frame {
-    trips: u32,
-    line: usize,
-    col: usize,
-    start: u64,
-    items: Vec<Item<PirInst>>,
-    step: Vec<i64>,
 }
 
 /// The body parser's state.
 struct Body {
     items: Vec<Item<PirInst>>,
     map: LoopSourceMap,
-    frames: Vec<Frame>,
-    index: u64,
+    loops: LoopReader<PirInst>,
     /// The line and column of the first loop.
     first_loop: Option<(usize, usize)>,
     any_after: bool,
 }
 
 impl Body {
-    fn unclosed(&self) -> Result<(), ParseError> {
-        match self.frames.last() {
-            Some(f) => Err(ParseError {
-                line: f.line,
-                col: f.col,
-                message: format!("loop i{} is not closed (a `}}` is missing)", self.frames.len() - 1),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    fn push(&mut self, item: Item<PirInst>) {
-        match self.frames.last_mut() {
-            Some(f) => f.items.push(item),
-            None => self.items.push(item),
-        }
-    }
-
-    fn open(&mut self, mut c: Cursor<'_>, line_no: usize) -> Result<(), ParseError> {
-        let (col, trips) = loop_header(&mut c, self.frames.len())?;
+    fn open(&mut self, c: Cursor<'_>, line_no: usize) -> Result<(), ParseError> {
+        let col = self.loops.open(c, line_no)?;
         self.first_loop.get_or_insert((line_no, col));
-        self.frames.push(Frame { trips, line: line_no, col, start: self.index, items: Vec::new(), step: Vec::new() });
         Ok(())
     }
 
-    fn close(&mut self, mut c: Cursor<'_>, line_no: usize) -> Result<(), ParseError> {
-        let col = c.col();
-        c.expect("}")?;
-        c.expect_end()?;
-        let Some(f) = self.frames.pop() else {
-            return Err(c.error_at(col, "a `}` with no open loop"));
-        };
-        if f.items.is_empty() {
-            return Err(c.error_at(col, format!("loop i{} has an empty body", self.frames.len())));
-        }
-        let body = self.index - f.start;
-        let end = u128::from(f.start) + u128::from(body) * u128::from(f.trips);
-        if end > u128::from(MAX_EXTENT) {
-            return Err(ParseError {
-                line: f.line,
-                col: f.col,
-                message: format!("the function unrolls to {end} instructions, more than 2^48"),
-            });
-        }
-        self.index = end as u64;
-        let depth = self.frames.len();
-        self.map.lines.insert(LoopLine::Open(f.start, depth), f.line);
-        self.map.lines.insert(LoopLine::Close(f.start, depth), line_no);
-        self.push(Item::Loop(Loop { trips: f.trips, body: f.items, step: f.step }));
+    fn close(&mut self, c: Cursor<'_>, line_no: usize) -> Result<(), ParseError> {
+        let closed = self.loops.close(c, "function", &mut self.items)?;
+        self.map.lines.insert(LoopLine::Open(closed.first, closed.depth), closed.line);
+        self.map.lines.insert(LoopLine::Close(closed.first, closed.depth), line_no);
         Ok(())
     }
 
     fn instruction(&mut self, header: &Function, code: &str, line_no: usize) -> Result<(), ParseError> {
-        let (terms, blanked) = take_terms(line_no, code)?;
+        let (terms, blanked) = take_terms(line_no, code, Scan::default())?;
         let mut c = Cursor::new(line_no, &blanked);
         let (id_col, n) = c.id(
             'i',
             "a line starting with `kernel`, `debug_name`, `inputs`, `outputs`, `tensor`, `loop`, `}` or `iN =`",
         )?;
-        if u64::from(n) != self.index {
+        let index = self.loops.index();
+        if u64::from(n) != index {
             return Err(c.error_at(
                 id_col,
-                format!("instruction id i{n} does not match its place in the unrolled program order (i{})", self.index),
+                format!("instruction id i{n} does not match its place in the unrolled program order (i{index})"),
             ));
         }
         c.expect("=")?;
@@ -332,41 +194,16 @@ impl Body {
         let inst = PirInst { data, deps: deps.unwrap_or_default() };
         let names = inst.data.operand_names();
         let operands = inst.data.operands().len();
-        let depth = self.frames.len();
-        let mut coefs = vec![vec![0i64; depth]; inst.param_count()];
-        for t in &terms {
-            let at = |m: String| ParseError { line: line_no, col: col(code, t.pos), message: m };
-            let q = match t.slot {
-                Slot::Partition(k) | Slot::Offset(k) => {
-                    let a = names
-                        .iter()
-                        .take(operands)
-                        .position(|x| *x == k)
-                        .ok_or_else(|| at(format!("no operand `{k}`")))?;
-                    2 * a + usize::from(matches!(t.slot, Slot::Partition(_)))
-                }
-                Slot::Dep(k) => 2 * operands + k,
-                Slot::Queue if inst.data.queue_hint().is_some() => 2 * operands + inst.deps.len(),
-                Slot::Queue => return Err(at(format!("{} has no queue hint to step", inst.data.opcode()))),
-            };
-            if t.depth >= depth {
-                let known = match depth {
-                    0 => "no loop encloses this instruction".to_string(),
-                    1 => "the enclosing loop is i0".to_string(),
-                    d => format!("the enclosing loops are i0..i{}", d - 1),
-                };
-                return Err(at(format!("unknown loop index `i{}`: {known}", t.depth)));
-            }
-            if let Some(row) = coefs.get_mut(q) {
-                row[t.depth] = t.coef;
-            }
-        }
-        for (m, f) in self.frames.iter_mut().enumerate() {
-            f.step.extend(coefs.iter().map(|row| row[m]));
-        }
-        self.map.lines.insert(LoopLine::Inst(self.index), line_no);
-        self.push(Item::Inst(inst));
-        self.index += 1;
+        let names = &names[..operands.min(names.len())];
+        let coefs = self.loops.coefs(code, line_no, &terms, inst.param_count(), |slot| match slot {
+            Slot::Partition(k) => operand_param(names, k, true, "operand"),
+            Slot::Offset(k) => operand_param(names, k, false, "operand"),
+            Slot::Dep(k) => Ok(2 * operands + k),
+            Slot::Queue if inst.data.queue_hint().is_some() => Ok(2 * operands + inst.deps.len()),
+            Slot::Queue => Err(format!("{} has no queue hint to step", inst.data.opcode())),
+        })?;
+        self.map.lines.insert(LoopLine::Inst(index), line_no);
+        self.loops.push_inst(inst, &coefs, &mut self.items);
         Ok(())
     }
 }
@@ -392,7 +229,7 @@ pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedFunction, LoopS
     for (t, &line) in hmap.tensors.iter().enumerate() {
         map.lines.insert(LoopLine::Plain(Entity::Tensor(crate::TensorId(t as u32))), line);
     }
-    let mut body = Body { items: Vec::new(), map, frames: Vec::new(), index: 0, first_loop: None, any_after: false };
+    let mut body = Body { items: Vec::new(), map, loops: LoopReader::default(), first_loop: None, any_after: false };
     for (line_no, raw) in numbered_lines(text) {
         let code = split_comment(raw).0;
         let mut c = Cursor::new(line_no, code);
@@ -409,7 +246,7 @@ pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedFunction, LoopS
                 return Err(c.error("a looped function has no `layout` line (its line order is the program order)"))
             }
             Some(w) if HEADER_WORDS.contains(&w) => {
-                if let Some(depth) = body.frames.len().checked_sub(1) {
+                if let Some(depth) = body.loops.depth().checked_sub(1) {
                     return Err(c.error(format!("a `{w}` line inside loop i{depth} (close the loop first)")));
                 }
             }
@@ -418,7 +255,7 @@ pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedFunction, LoopS
             _ => body.instruction(&header, code, line_no)?,
         }
     }
-    body.unclosed()?;
+    body.loops.unclosed()?;
     let mut lf = LoopedFunction { header, body: body.items };
     if !body.any_after {
         if let Some((line, col)) = body.first_loop {
