@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod check;
 #[cfg(test)]
-mod fixture;
+pub(crate) mod fixture;
 mod function;
 pub mod nest;
 pub mod roll;
@@ -246,60 +246,31 @@ pub fn expand_items<I: Stepped>(items: &[Item<I>]) -> Result<Vec<I>, StepError> 
 
 #[cfg(test)]
 mod tests {
+    use super::fixture::{looped, t, T};
     use super::*;
-
-    /// A test instruction: a name and one parameter that must stay in `0..=100`.
-    #[derive(Clone, Debug, PartialEq)]
-    struct T(&'static str, i64);
-
-    impl Stepped for T {
-        fn param_count(&self) -> usize {
-            1
-        }
-        fn push_params(&self, out: &mut Vec<i64>) {
-            out.push(self.1);
-        }
-        fn advance(&self, delta: &[i64]) -> Option<Self> {
-            let v = self.1.checked_add(*delta.first()?)?;
-            (0..=100).contains(&v).then_some(T(self.0, v))
-        }
-    }
 
     #[test]
     fn nested_loops_expand_with_their_steps() {
         // outer x2 { a(0 + 10*i0); inner x3 { b(1 + 10*i0 + 2*i1) } }; c(99)
-        let inner = Item::Loop(Loop { trips: 3, body: vec![Item::Inst(T("b", 1))], step: vec![2] });
-        let items = vec![
-            Item::Loop(Loop { trips: 2, body: vec![Item::Inst(T("a", 0)), inner], step: vec![10, 10] }),
-            Item::Inst(T("c", 99)),
-        ];
+        let inner = looped(3, vec![t("b", &[1])], vec![2]);
+        let items = vec![looped(2, vec![t("a", &[0]), inner], vec![10, 10]), t("c", &[99])];
         assert_eq!(param_count(&items), 3);
         assert_eq!(params(&items), vec![0, 1, 99]);
         assert_eq!(unrolled_len(&items), 9);
         let got = expand_items(&items).unwrap();
-        let want = vec![
-            T("a", 0),
-            T("b", 1),
-            T("b", 3),
-            T("b", 5),
-            T("a", 10),
-            T("b", 11),
-            T("b", 13),
-            T("b", 15),
-            T("c", 99),
-        ];
+        let want: Vec<T> =
+            [("a", 0), ("b", 1), ("b", 3), ("b", 5), ("a", 10), ("b", 11), ("b", 13), ("b", 15), ("c", 99)]
+                .into_iter()
+                .map(|(name, p)| T(name, vec![p]))
+                .collect();
         assert_eq!(got, want);
     }
 
     #[test]
     fn first_iterations_name_the_printed_instruction() {
         // a; 2 x { b; 3 x { c } }; d: unrolled a b c c c b c c c d.
-        let inner = Item::Loop(Loop { trips: 3, body: vec![Item::Inst(T("c", 0))], step: vec![0] });
-        let items = vec![
-            Item::Inst(T("a", 0)),
-            Item::Loop(Loop { trips: 2, body: vec![Item::Inst(T("b", 0)), inner], step: vec![0, 0] }),
-            Item::Inst(T("d", 0)),
-        ];
+        let inner = looped(3, vec![t("c", &[])], vec![]);
+        let items = vec![t("a", &[]), looped(2, vec![t("b", &[]), inner], vec![]), t("d", &[])];
         let firsts: Vec<Option<u64>> = (0..11).map(|n| first_iteration(&items, n)).collect();
         let want = [0, 1, 2, 2, 2, 1, 2, 2, 2, 9];
         assert_eq!(firsts[..10], want.map(Some));
@@ -311,11 +282,12 @@ mod tests {
 
     #[test]
     fn bad_loops_are_refused() {
-        let zero = vec![Item::Loop(Loop { trips: 0, body: vec![Item::Inst(T("a", 0))], step: vec![1] })];
+        let zero = vec![looped(0, vec![t("a", &[0])], vec![1])];
         assert_eq!(expand_items(&zero), Err(StepError::ZeroTrips));
-        let short = vec![Item::Loop(Loop { trips: 2, body: vec![Item::Inst(T("a", 0))], step: vec![] })];
+        let short = vec![looped(2, vec![t("a", &[0])], vec![])];
         assert_eq!(expand_items(&short), Err(StepError::StepLength { got: 0, want: 1 }));
-        let far = vec![Item::Loop(Loop { trips: 3, body: vec![Item::Inst(T("a", 0))], step: vec![60] })];
+        // The third trip moves the parameter below 0.
+        let far = vec![looped(3, vec![t("a", &[100])], vec![-60])];
         assert_eq!(expand_items(&far), Err(StepError::OutOfRange));
     }
 }

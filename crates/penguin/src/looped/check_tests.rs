@@ -3,30 +3,7 @@
 
 use super::*;
 use crate::looped::expand_items;
-
-/// A test instruction: its parameters, any values.
-#[derive(Clone, Debug, PartialEq)]
-struct P(Vec<i64>);
-
-impl Stepped for P {
-    fn param_count(&self) -> usize {
-        self.0.len()
-    }
-    fn push_params(&self, out: &mut Vec<i64>) {
-        out.extend_from_slice(&self.0);
-    }
-    fn advance(&self, delta: &[i64]) -> Option<Self> {
-        self.0.iter().zip(delta).map(|(v, d)| v.checked_add(*d)).collect::<Option<_>>().map(P)
-    }
-}
-
-fn inst(params: &[i64]) -> Item<P> {
-    Item::Inst(P(params.to_vec()))
-}
-
-fn looped(trips: u32, body: Vec<Item<P>>, step: &[i64]) -> Item<P> {
-    Item::Loop(Loop { trips, body, step: step.to_vec() })
-}
+use crate::looped::fixture::{looped, t, T};
 
 /// What the walk reported: faults, and per instruction its index, parameters, each
 /// parameter's range and the loops' (trips, steps of its parameters, stride).
@@ -36,18 +13,18 @@ struct Record {
     insts: Vec<(u64, Vec<i64>, Vec<(i128, i128)>, Vec<(u32, Vec<i64>, u64)>)>,
 }
 
-impl LoopRules<P> for Record {
+impl LoopRules<T> for Record {
     fn fault(&mut self, at: LoopAt, fault: LoopFault) {
         self.faults.push((at, fault));
     }
-    fn inst(&mut self, index: u64, _: &P, params: &[i64], loops: &[Enclosing<'_>]) {
+    fn inst(&mut self, index: u64, _: &T, params: &[i64], loops: &[Enclosing<'_>]) {
         let ranges = params.iter().enumerate().map(|(q, &b)| param_range(loops, q, b)).collect();
         let loops = loops.iter().map(|l| (l.trips, (0..params.len()).map(|q| l.step(q)).collect(), l.stride)).collect();
         self.insts.push((index, params.to_vec(), ranges, loops));
     }
 }
 
-fn walk(items: &[Item<P>]) -> Record {
+fn walk(items: &[Item<T>]) -> Record {
     let mut r = Record::default();
     walk_loops(items, &mut r);
     r
@@ -56,8 +33,8 @@ fn walk(items: &[Item<P>]) -> Record {
 #[test]
 fn the_walk_gives_each_instruction_its_loops_and_ranges() {
     // a(5); 3 x { b(0, 10); 4 x { c(100) } } with steps b: +1, -2; c: +7 outer, -1 inner.
-    let inner = looped(4, vec![inst(&[100])], &[-1]);
-    let items = vec![inst(&[5]), looped(3, vec![inst(&[0, 10]), inner], &[1, -2, 7])];
+    let inner = looped(4, vec![t("p", &[100])], vec![-1]);
+    let items = vec![t("p", &[5]), looped(3, vec![t("p", &[0, 10]), inner], vec![1, -2, 7])];
     let r = walk(&items);
     assert!(r.faults.is_empty());
     let want = vec![
@@ -72,10 +49,10 @@ fn the_walk_gives_each_instruction_its_loops_and_ranges() {
 #[test]
 fn malformed_loops_are_reported_and_skipped_with_the_steps_kept_in_place() {
     // 2 x { zero-trip loop over x(1); empty loop; y(2) }: y's step is still its own.
-    let bad = looped(0, vec![inst(&[1])], &[0]);
-    let empty = looped(5, vec![], &[]);
-    let short = looped(2, vec![inst(&[1, 1])], &[0]);
-    let items = vec![looped(2, vec![bad, empty, inst(&[2]), short], &[0, 3, 0, 0])];
+    let bad = looped(0, vec![t("p", &[1])], vec![0]);
+    let empty = looped(5, vec![], vec![]);
+    let short = looped(2, vec![t("p", &[1, 1])], vec![0]);
+    let items = vec![looped(2, vec![bad, empty, t("p", &[2]), short], vec![0, 3, 0, 0])];
     let r = walk(&items);
     let at = |first| LoopAt { first, depth: 1 };
     assert_eq!(
@@ -95,25 +72,25 @@ fn malformed_loops_are_reported_and_skipped_with_the_steps_kept_in_place() {
 fn corners_keep_the_first_and_last_trip() {
     // 5 x { a(0); 3 x { b(1) } }, and a 2-trip loop that stays as it is.
     let items = vec![
-        looped(5, vec![inst(&[0]), looped(3, vec![inst(&[1])], &[2])], &[10, 100]),
-        looped(2, vec![inst(&[7])], &[1]),
+        looped(5, vec![t("p", &[0]), looped(3, vec![t("p", &[1])], vec![2])], vec![10, 100]),
+        looped(2, vec![t("p", &[7])], vec![1]),
     ];
-    let c = corner_items(&items, &P::clone, None);
+    let c = corner_items(&items, &T::clone, None);
     let want = vec![
-        looped(2, vec![inst(&[0]), looped(2, vec![inst(&[1])], &[4])], &[40, 400]),
-        looped(2, vec![inst(&[7])], &[1]),
+        looped(2, vec![t("p", &[0]), looped(2, vec![t("p", &[1])], vec![4])], vec![40, 400]),
+        looped(2, vec![t("p", &[7])], vec![1]),
     ];
     assert_eq!(c, want);
-    let expanded: Vec<i64> = expand_items(&c).unwrap().into_iter().flat_map(|p| p.0).collect();
+    let expanded: Vec<i64> = expand_items(&c).unwrap().into_iter().flat_map(|p| p.1).collect();
     assert_eq!(expanded, vec![0, 1, 5, 40, 401, 405, 7, 8]);
     // Dropping each instruction's second parameter drops its step entries too.
-    let two = vec![looped(4, vec![inst(&[0, 9])], &[1, i64::MAX])];
-    let keep_first = |p: &P, out: &mut Vec<bool>| out.extend((0..p.0.len()).map(|q| q == 0));
-    let c = corner_items(&two, &|p: &P| P(p.0[..1].to_vec()), Some(&keep_first));
-    assert_eq!(c, vec![looped(2, vec![inst(&[0])], &[3])]);
+    let two = vec![looped(4, vec![t("p", &[0, 9])], vec![1, i64::MAX])];
+    let keep_first = |p: &T, out: &mut Vec<bool>| out.extend((0..p.1.len()).map(|q| q == 0));
+    let c = corner_items(&two, &|p: &T| T("p", p.1[..1].to_vec()), Some(&keep_first));
+    assert_eq!(c, vec![looped(2, vec![t("p", &[0])], vec![3])]);
     // Steps saturate instead of overflowing.
-    let c = corner_items(&two, &P::clone, None);
-    assert_eq!(c, vec![looped(2, vec![inst(&[0, 9])], &[3, i64::MAX])]);
+    let c = corner_items(&two, &T::clone, None);
+    assert_eq!(c, vec![looped(2, vec![t("p", &[0, 9])], vec![3, i64::MAX])]);
 }
 
 #[test]

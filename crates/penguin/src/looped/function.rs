@@ -211,51 +211,20 @@ impl LoopedFunction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::looped::Loop;
-    use crate::{whole_tile, ComputeEngine, DType, DepKind, Memory, MemsetData, TensorData};
-
-    /// A function with one SBUF tensor `[128, 256]` fp32 and no instructions, and a memset
-    /// of its 64 elements at `offset` in each partition.
-    fn fixture() -> (Function, impl Fn(i64) -> InstData) {
-        let mut f = Function::new("fill");
-        let t = TensorData {
-            name: "x".into(),
-            shape: vec![128, 256],
-            dtype: DType::Fp32,
-            memory: Memory::Sbuf,
-            address: Some(0),
-        };
-        let id = f.add_tensor(t.clone()).unwrap();
-        let tile = whole_tile(id, &t);
-        let memset = move |offset: i64| {
-            let mut dst = tile.clone();
-            dst.ap.offset = offset;
-            dst.ap.free = vec![crate::Dim::new(1, 64)].into();
-            InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst, value: 0.0 })
-        };
-        (f, memset)
-    }
+    use crate::looped::fixture::{header, inst, looped, memset, waw};
 
     #[test]
     fn a_loop_steps_offsets_and_edges() {
-        let (header, memset) = fixture();
-        let waw = |from| vec![Dep { from: InstId(from), kind: DepKind::Waw }];
         // memset @0; loop x3 { memset @64+64*i0 after(i0+1*i0) }
-        let body = vec![
-            Item::Inst(PirInst { data: memset(0), deps: vec![] }),
-            Item::Loop(crate::looped::Loop {
-                trips: 3,
-                body: vec![Item::Inst(PirInst { data: memset(64), deps: waw(0) })],
-                step: vec![64, 0, 1],
-            }),
-        ];
-        let lf = LoopedFunction { header: header.clone(), body };
+        let body =
+            vec![inst(memset(0, 0.0), vec![]), looped(3, vec![inst(memset(64, 0.0), waw(&[0]))], vec![64, 0, 1])];
+        let lf = LoopedFunction { header: header(), body };
         assert_eq!(lf.unrolled_len(), 4);
         let f = lf.expand().unwrap();
-        let mut want = header;
-        want.push_inst(memset(0), vec![]);
+        let mut want = header();
+        want.push_inst(memset(0, 0.0), vec![]);
         for k in 0..3u32 {
-            want.push_inst(memset(64 * (i64::from(k) + 1)), waw(k));
+            want.push_inst(memset(64 * (i64::from(k) + 1), 0.0), waw(&[k]));
         }
         assert_eq!(f, want);
         // Wrapping an unrolled function and expanding it gives it back.
@@ -264,17 +233,9 @@ mod tests {
 
     #[test]
     fn edges_must_point_backwards() {
-        let (header, memset) = fixture();
         // The second trip's edge would point at itself.
-        let body = vec![Item::Loop(Loop {
-            trips: 2,
-            body: vec![Item::Inst(PirInst {
-                data: memset(0),
-                deps: vec![Dep { from: InstId(0), kind: DepKind::Waw }],
-            })],
-            step: vec![64, 0, 2],
-        })];
-        let lf = LoopedFunction { header, body };
+        let body = vec![looped(2, vec![inst(memset(0, 0.0), waw(&[0]))], vec![64, 0, 2])];
+        let lf = LoopedFunction { header: header(), body };
         assert_eq!(lf.expand(), Err(ExpandError::ForwardEdge { at: 0, from: 0 }));
     }
 }

@@ -2,37 +2,11 @@
 //! segment, a segment that breaks the pattern, nested marks, and marks that do not fit.
 
 use super::*;
-use crate::looped::{expand_items, Stepped};
-
-/// A test instruction: a name (its shape) and one parameter.
-#[derive(Clone, Debug, PartialEq)]
-struct T(&'static str, i64);
-
-impl Stepped for T {
-    fn param_count(&self) -> usize {
-        1
-    }
-    fn push_params(&self, out: &mut Vec<i64>) {
-        out.push(self.1);
-    }
-    fn advance(&self, delta: &[i64]) -> Option<Self> {
-        Some(T(self.0, self.1.checked_add(*delta.first()?)?))
-    }
-}
-
-impl Rolled for T {
-    type Shape = &'static str;
-    fn shape(&self) -> Option<&'static str> {
-        Some(self.0)
-    }
-}
+use crate::looped::expand_items;
+use crate::looped::fixture::{looped as lp, t, T};
 
 fn i(name: &'static str, p: i64) -> Item<T> {
-    Item::Inst(T(name, p))
-}
-
-fn lp(trips: u32, body: Vec<Item<T>>, step: Vec<i64>) -> Item<T> {
-    Item::Loop(Loop { trips, body, step })
+    t(name, &[p])
 }
 
 /// Concatenate segments, marking each one's start at its level; roll; check the result

@@ -1,28 +1,13 @@
 //! Tests of the shared looped-text pieces ([`super`] and [`super::super::loop_terms`]) on a
 //! toy format, apart from both IRs: an instruction line is `v N N ...`, every number a
-//! parameter.
+//! parameter of a synthetic instruction.
 
 use std::fmt::Write as _;
 
 use super::super::lexer::{numbered_lines, split_comment, Cursor, ParseError};
 use super::super::loop_terms::{take_terms, TermScan};
 use super::*;
-
-/// A toy instruction: its parameters.
-#[derive(Clone, Debug, PartialEq)]
-struct V(Vec<i64>);
-
-impl Stepped for V {
-    fn param_count(&self) -> usize {
-        self.0.len()
-    }
-    fn push_params(&self, out: &mut Vec<i64>) {
-        out.extend_from_slice(&self.0);
-    }
-    fn advance(&self, delta: &[i64]) -> Option<Self> {
-        self.0.iter().zip(delta).map(|(v, d)| v.checked_add(*d)).collect::<Option<_>>().map(V)
-    }
-}
+use crate::looped::fixture::{looped, t, T};
 
 /// What a toy line prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,11 +19,11 @@ enum ToyLine {
 
 struct Toy;
 
-impl LoopPrinter<V> for Toy {
+impl LoopPrinter<T> for Toy {
     type Line = ToyLine;
-    fn inst(&mut self, index: u64, v: &V, coefs: &[Vec<i64>], line: &mut String) -> ToyLine {
-        line.push('v');
-        for (x, c) in v.0.iter().zip(coefs) {
+    fn inst(&mut self, index: u64, v: &T, coefs: &[Vec<i64>], line: &mut String) -> ToyLine {
+        line.push_str(v.0);
+        for (x, c) in v.1.iter().zip(coefs) {
             let _ = write!(line, " {x}{}", super::super::loop_syntax::terms(c));
         }
         ToyLine::Inst(index)
@@ -68,7 +53,7 @@ impl<'a> TermScan<'a> for Numbers {
 }
 
 /// Read toy text: loop lines, `}` and `v` lines.
-fn read(text: &str) -> Result<Vec<Item<V>>, ParseError> {
+fn read(text: &str) -> Result<Vec<Item<T>>, ParseError> {
     let mut top = Vec::new();
     let mut loops = LoopReader::default();
     for (line_no, raw) in numbered_lines(text) {
@@ -93,13 +78,13 @@ fn read(text: &str) -> Result<Vec<Item<V>>, ParseError> {
             v.push(c.int::<i64>("a number")?);
         }
         let coefs = loops.coefs(code, line_no, &terms, v.len(), Ok)?;
-        loops.push_inst(V(v), &coefs, &mut top);
+        loops.push_inst(T("v", v), &coefs, &mut top);
     }
     loops.unclosed()?;
     Ok(top)
 }
 
-fn print(items: &[Item<V>]) -> (Vec<ToyLine>, String) {
+fn print(items: &[Item<T>]) -> (Vec<ToyLine>, String) {
     let mut out = Vec::new();
     print_items(items, 0, &mut Toy, &mut out);
     let text = out.iter().map(|(_, s)| format!("{s}\n")).collect();
@@ -117,13 +102,9 @@ loop i0 x3 {
 v 9
 ";
 
-fn nest() -> Vec<Item<V>> {
-    let inner = Item::Loop(Loop { trips: 2, body: vec![Item::Inst(V(vec![0]))], step: vec![4] });
-    vec![
-        Item::Inst(V(vec![1])),
-        Item::Loop(Loop { trips: 3, body: vec![Item::Inst(V(vec![5, 7])), inner], step: vec![2, 0, -1] }),
-        Item::Inst(V(vec![9])),
-    ]
+fn nest() -> Vec<Item<T>> {
+    let inner = looped(2, vec![t("v", &[0])], vec![4]);
+    vec![t("v", &[1]), looped(3, vec![t("v", &[5, 7]), inner], vec![2, 0, -1]), t("v", &[9])]
 }
 
 #[test]
@@ -159,7 +140,7 @@ fn loop_and_term_errors_name_line_and_column() {
 
 #[test]
 fn the_reach_of_a_parameter_is_its_greatest_advance() {
-    let mut loops: LoopReader<V> = LoopReader::default();
+    let mut loops: LoopReader<T> = LoopReader::default();
     loops.open(Cursor::new(1, "loop i0 x3 {"), 1).unwrap();
     loops.open(Cursor::new(2, "loop i1 x5 {"), 2).unwrap();
     assert_eq!(loops.depth(), 2);
