@@ -21,6 +21,8 @@
 use penguin::looped::StepError;
 use serde::{Deserialize, Serialize};
 
+#[cfg(test)]
+pub(crate) mod fixture;
 pub mod roll;
 pub mod verify;
 
@@ -211,28 +213,12 @@ fn check_steps(items: &[Item]) -> Result<(), BirError> {
 
 #[cfg(test)]
 mod tests {
+    use super::fixture::{copy, program};
     use super::*;
-    use crate::program::{test_ap, Op, SemId, Wait};
-    use penguin::{Dim, Memory};
-
-    fn copy(off: u64, wait: Option<u32>) -> BirInst {
-        BirInst {
-            op: Op::DmaCopy {
-                dst: test_ap(Memory::Sbuf, 0, 4, 1, off, vec![Dim::new(1, 8)]),
-                src: test_ap(Memory::Hbm, 0, 4, 8, 1024 + off, vec![Dim::new(1, 8)]),
-                cast: penguin::CastMode::Rne,
-            },
-            waits: wait.map(|value| Wait { sem: SemId(0), value: u64::from(value) }).into_iter().collect(),
-            signal: Some(SemId(1)),
-            origin: None,
-        }
-    }
 
     #[test]
     fn expand_advances_offsets_and_waits_per_iteration() {
-        let mut p = Program::new("k", penguin::Target::Trn2);
-        p.semaphores = vec!["a".into(), "b".into()];
-        let mut lp = LoopedProgram::from_program(&p);
+        let mut lp = LoopedProgram::from_program(&program(Engine::Dma(0), Vec::new()));
         let body = vec![Item::Inst(copy(0, Some(1)))];
         // dst offset +32, dst partition 0, src offset +32, src partition 0, wait +1.
         lp.streams[Engine::Dma(0).index()] = vec![Item::Loop(Loop { trips: 3, body, step: vec![32, 0, 32, 0, 1] })];

@@ -1,40 +1,11 @@
 //! Tests of the roll pass: hand-made edge cases and a property test over random streams.
 
-use penguin::{Dim, Memory, Target};
 use proptest::prelude::*;
 
 use super::*;
+use crate::looped::fixture::{copy, memset, program};
 use crate::looped::Item;
-use crate::program::{test_ap, Engine, Op, SemId, Wait};
-
-fn copy(off: u64, wait: Option<u32>) -> BirInst {
-    BirInst {
-        op: Op::DmaCopy {
-            dst: test_ap(Memory::Sbuf, 0, 4, 1, off, vec![Dim::new(1, 8)]),
-            src: test_ap(Memory::Hbm, 0, 4, 8, 1024 + off, vec![Dim::new(1, 8)]),
-            cast: penguin::CastMode::Rne,
-        },
-        waits: wait.map(|value| Wait { sem: SemId(0), value: u64::from(value) }).into_iter().collect(),
-        signal: Some(SemId(1)),
-        origin: None,
-    }
-}
-
-fn memset(off: u64, value: f64) -> BirInst {
-    BirInst {
-        op: Op::Memset { dst: test_ap(Memory::Sbuf, 0, 4, 1, off, vec![Dim::new(1, 8)]), value },
-        waits: Vec::new(),
-        signal: None,
-        origin: None,
-    }
-}
-
-fn program(stream: Vec<BirInst>) -> Program {
-    let mut p = Program::new("k", Target::Trn2);
-    p.semaphores = vec!["a".into(), "b".into()];
-    p.streams[Engine::Dma(0).index()] = stream;
-    p
-}
+use crate::program::Engine;
 
 /// The rolled stream of dma0, checked to expand back to the program.
 #[track_caller]
@@ -56,16 +27,16 @@ fn trips(items: &[Item]) -> Vec<Option<u32>> {
 
 #[test]
 fn empty_streams_stay_empty() {
-    let p = program(Vec::new());
+    let p = program(Engine::Dma(0), Vec::new());
     let lp = roll(&p);
     assert!(lp.streams.iter().all(Vec::is_empty));
     assert_eq!(lp.expand().unwrap(), p);
-    assert_eq!(rolled(&program(vec![copy(0, None)])), vec![Item::Inst(copy(0, None))]);
+    assert_eq!(rolled(&program(Engine::Dma(0), vec![copy(0, None)])), vec![Item::Inst(copy(0, None))]);
 }
 
 #[test]
 fn a_period_one_run_becomes_one_loop() {
-    let p = program((0..5).map(|k| copy(32 * k, Some(1 + k as u32))).collect());
+    let p = program(Engine::Dma(0), (0..5).map(|k| copy(32 * k, Some(1 + k as u32))).collect());
     let items = rolled(&p);
     assert_eq!(
         items,
@@ -75,20 +46,20 @@ fn a_period_one_run_becomes_one_loop() {
 
 #[test]
 fn a_run_of_two_rolls() {
-    let p = program(vec![copy(0, None), copy(64, None)]);
+    let p = program(Engine::Dma(0), vec![copy(0, None), copy(64, None)]);
     assert_eq!(trips(&rolled(&p)), vec![Some(2)]);
 }
 
 #[test]
 fn a_step_that_breaks_in_the_middle_starts_a_new_loop() {
     let offs = [0, 32, 64, 200, 232, 264, 296];
-    let p = program(offs.iter().map(|&o| copy(o, None)).collect());
+    let p = program(Engine::Dma(0), offs.iter().map(|&o| copy(o, None)).collect());
     assert_eq!(trips(&rolled(&p)), vec![Some(3), Some(4)]);
     // A different instruction in between stays unrolled.
     let mut s: Vec<BirInst> = (0..3).map(|k| copy(32 * k, None)).collect();
     s.push(memset(0, 1.0));
     s.extend((0..3).map(|k| copy(500 + 32 * k, None)));
-    let items = rolled(&program(s));
+    let items = rolled(&program(Engine::Dma(0), s));
     assert_eq!(trips(&items), vec![Some(3), None, Some(3)]);
 }
 
@@ -101,7 +72,7 @@ fn a_grid_nests_with_prologue_and_epilogue() {
         }
     }
     s.push(memset(8, 0.0));
-    let items = rolled(&program(s));
+    let items = rolled(&program(Engine::Dma(0), s));
     assert_eq!(trips(&items), vec![None, Some(4), None]);
     let Item::Loop(outer) = &items[1] else { panic!("not a loop") };
     assert_eq!(outer.step, vec![1000, 0, 1000, 0, 3]);
@@ -114,7 +85,7 @@ fn a_grid_nests_with_prologue_and_epilogue() {
 fn bodies_of_several_instructions_roll() {
     // (memset, copy) pairs: a period-2 body.
     let s: Vec<BirInst> = (0..6u64).flat_map(|k| [memset(16 * k, 2.0), copy(64 * k, None)]).collect();
-    let items = rolled(&program(s));
+    let items = rolled(&program(Engine::Dma(0), s));
     assert_eq!(trips(&items), vec![Some(6)]);
     let Item::Loop(l) = &items[0] else { panic!("not a loop") };
     assert_eq!(l.body.len(), 2);
@@ -125,9 +96,9 @@ fn unsteppable_instructions_stay_unrolled() {
     // Offsets past i64 and NaN memsets are never equal in shape, so never roll; the result is
     // still the program.
     let huge: Vec<BirInst> = (0..3).map(|k| copy((1 << 63) + 8 * k, None)).collect();
-    assert_eq!(trips(&rolled(&program(huge))), vec![None; 3]);
+    assert_eq!(trips(&rolled(&program(Engine::Dma(0), huge))), vec![None; 3]);
     let nan: Vec<BirInst> = (0..3).map(|k| memset(8 * k, f64::NAN)).collect();
-    let p = program(nan);
+    let p = program(Engine::Dma(0), nan);
     let lp = roll(&p);
     assert_eq!(lp.stream(Engine::Dma(0)).len(), 3);
     // NaN != NaN, so compare the text.
@@ -167,7 +138,7 @@ fn stream() -> impl Strategy<Value = Vec<BirInst>> {
 proptest! {
     #[test]
     fn rolling_is_lossless(streams in proptest::collection::vec(stream(), 1..3)) {
-        let mut p = program(Vec::new());
+        let mut p = program(Engine::Dma(0), Vec::new());
         for (e, s) in streams.into_iter().enumerate() {
             p.streams[e] = s;
         }

@@ -1,27 +1,18 @@
 //! Tests of the looped verifier.
 
-use penguin::{Dim, Memory, Target};
-
 use super::*;
+use crate::looped::fixture::{dma_copy, program};
 use crate::looped::Loop;
-use crate::program::{test_ap, Op, SemId, Wait};
+use crate::program::{SemId, Wait};
 
+/// A copy between SBUF and HBM bytes `off`.
 fn copy(off: u64, wait: Option<u32>) -> BirInst {
-    BirInst {
-        op: Op::DmaCopy {
-            dst: test_ap(Memory::Sbuf, 0, 4, 1, off, vec![Dim::new(1, 8)]),
-            src: test_ap(Memory::Hbm, 0, 4, 8, off, vec![Dim::new(1, 8)]),
-            cast: penguin::CastMode::Rne,
-        },
-        waits: wait.map(|value| Wait { sem: SemId(0), value: u64::from(value) }).into_iter().collect(),
-        signal: Some(SemId(1)),
-        origin: None,
-    }
+    dma_copy(0, off, off, wait.map(u64::from))
 }
 
+/// A program of 64 KiB of HBM with `stream` on dma1.
 fn with(stream: Vec<Item>) -> LoopedProgram {
-    let mut p = Program::new("k", Target::Trn2);
-    p.semaphores = vec!["a".into(), "b".into()];
+    let mut p = program(Engine::Dma(1), Vec::new());
     p.hbm_size = 1 << 16;
     let mut lp = LoopedProgram::from_program(&p);
     lp.streams[Engine::Dma(1).index()] = stream;

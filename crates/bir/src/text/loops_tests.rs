@@ -1,23 +1,17 @@
 //! Tests of loops in the `.bir` text: round trips, the unrolled form unchanged, and errors.
 
-use penguin::{Dim, Memory, Target};
+use penguin::Target;
 use proptest::prelude::*;
 
 use super::super::{parse, parse_looped, parse_looped_with_source_map, print_looped, Line, LoopLine};
+use crate::looped::fixture::dma_copy;
 use crate::looped::{param_count, Item, Loop, LoopedProgram};
-use crate::program::{test_ap, BirInst, Engine, Op, Program, SemId, Wait};
+use crate::program::{BirInst, Engine, Op, Program, SemId};
 
+/// A copy to SBUF bytes `off` from partition `part`, from HBM bytes `1024 + off`, after s0
+/// reaches `wait`.
 fn copy(off: u64, part: u32, wait: u64) -> BirInst {
-    BirInst {
-        op: Op::DmaCopy {
-            dst: test_ap(Memory::Sbuf, part, 4, 1, off, vec![Dim::new(1, 8)]),
-            src: test_ap(Memory::Hbm, 0, 4, 8, 1024 + off, vec![Dim::new(1, 8)]),
-            cast: penguin::CastMode::Rne,
-        },
-        waits: vec![Wait { sem: SemId(0), value: wait }],
-        signal: Some(SemId(1)),
-        origin: None,
-    }
+    dma_copy(part, off, 1024 + off, Some(wait))
 }
 
 fn looped() -> LoopedProgram {
