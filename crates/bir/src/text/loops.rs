@@ -31,7 +31,7 @@
 
 use std::fmt::Write as _;
 
-use penguin::text::loop_nest::{print_items, LoopPrinter};
+use penguin::text::loop_nest::{print_items, text_of, LoopPrinter};
 use penguin::text::loop_syntax::terms;
 
 use super::print::{lines, Line};
@@ -143,12 +143,7 @@ pub fn looped_lines(lp: &LoopedProgram) -> Vec<(LoopLine, String)> {
 
 /// The `.bir` text of a looped program.
 pub fn print_looped(lp: &LoopedProgram) -> String {
-    let mut s = String::new();
-    for (_, line) in looped_lines(lp) {
-        s.push_str(&line);
-        s.push('\n');
-    }
-    s
+    text_of(looped_lines(lp))
 }
 
 impl std::fmt::Display for LoopedProgram {

@@ -43,6 +43,17 @@ pub fn print_items<I: Stepped, P: LoopPrinter<I>>(
     w.items(items);
 }
 
+/// The text of printed lines (from [`print_items`] and the format's header lines): each
+/// line, then a newline.
+pub fn text_of<L>(lines: Vec<(L, String)>) -> String {
+    let mut s = String::with_capacity(lines.iter().map(|(_, line)| line.len() + 1).sum());
+    for (_, line) in lines {
+        s.push_str(&line);
+        s.push('\n');
+    }
+    s
+}
+
 /// The printing walk: the enclosing loops' steps, each with how far into it the walk has come.
 struct Walk<'a, 'p, P: LoopPrinter<I>, I> {
     printer: &'p mut P,

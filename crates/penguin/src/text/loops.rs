@@ -43,7 +43,7 @@ use crate::deps::compute_deps;
 use crate::error::Entity;
 use crate::function::{Function, FunctionView};
 use crate::looped::{Item, LoopedFunction, PirInst};
-use crate::text::loop_nest::{print_items, LoopPrinter};
+use crate::text::loop_nest::{print_items, text_of, LoopPrinter};
 use crate::text::print::lines;
 use crate::tile::InstTile;
 
@@ -184,12 +184,7 @@ pub fn looped_lines(lf: &LoopedFunction) -> Vec<(LoopLine, String)> {
 
 /// The `.pir` text of a looped function.
 pub fn print_looped(lf: &LoopedFunction) -> String {
-    let mut s = String::new();
-    for (_, line) in looped_lines(lf) {
-        s.push_str(&line);
-        s.push('\n');
-    }
-    s
+    text_of(looped_lines(lf))
 }
 
 impl fmt::Display for LoopedFunction {
