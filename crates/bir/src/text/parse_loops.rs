@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use penguin::looped::{first_iteration, for_each_first_iteration};
 use penguin::text::lexer::{numbered_lines, split_comment, Cursor, ParseError};
 use penguin::text::loop_nest::LoopReader;
+use penguin::text::loop_syntax::first_word;
 use penguin::text::loop_terms::{operand_param, take_terms, TermScan};
 use penguin::Memory;
 
@@ -197,7 +198,6 @@ impl Streams {
 
 /// Parse looped `.bir` text, also returning the line of every entity.
 pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedProgram, LoopSourceMap), ParseError> {
-    let first_word = |code: &str| Cursor::new(0, code).word().map(|(_, w)| w.to_string());
     // The header, read by the unrolled parser with the stream bodies blanked.
     let mut header_text = String::with_capacity(text.len());
     let mut seen_stream = false;
@@ -207,8 +207,7 @@ pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedProgram, LoopSo
             header_text.push('\n');
         }
         let code = split_comment(raw).0;
-        let w = first_word(code);
-        match w.as_deref() {
+        match first_word(code) {
             Some("program") => {
                 peak_given |= gives_sbuf_peak(code);
                 header_text.push_str(raw);
@@ -236,7 +235,7 @@ pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedProgram, LoopSo
         if c.is_at_end() {
             continue;
         }
-        match first_word(code).as_deref() {
+        match first_word(code) {
             Some("program" | "hbm" | "sem") => s.loops.unclosed()?,
             Some("stream") => {
                 s.loops.unclosed()?;

@@ -22,6 +22,11 @@ pub fn terms(coefs: &[i64]) -> String {
     s
 }
 
+/// The first word of a line of code, which says what kind of line it is.
+pub fn first_word(code: &str) -> Option<&str> {
+    Cursor::new(0, code).word().map(|(_, w)| w)
+}
+
 /// Whether `b` can be part of a word (an identifier or a number).
 pub fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'

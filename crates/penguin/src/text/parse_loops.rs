@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use super::lexer::{numbered_lines, split_comment, Cursor, ParseError};
 use super::loop_nest::LoopReader;
+use super::loop_syntax::first_word;
 use super::loop_terms::{operand_param, take_terms, TermScan};
 use super::loops::{LoopLine, QUEUE_KEY};
 use super::parse::{inst_after_id, parse_with_source_map, SourceMap};
@@ -212,14 +213,13 @@ const HEADER_WORDS: [&str; 6] = ["kernel", "debug_name", "inputs", "outputs", "l
 
 /// Parse looped `.pir` text, also returning the line of every entity.
 pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedFunction, LoopSourceMap), ParseError> {
-    let first_word = |code: &str| Cursor::new(0, code).word().map(|(_, w)| w.to_string());
     // The header, read by the unrolled parser with every other line blanked.
     let mut header_text = String::with_capacity(text.len());
     for (n, raw) in numbered_lines(text) {
         if n > 1 {
             header_text.push('\n');
         }
-        if first_word(split_comment(raw).0).is_some_and(|w| HEADER_WORDS.contains(&w.as_str())) {
+        if first_word(split_comment(raw).0).is_some_and(|w| HEADER_WORDS.contains(&w)) {
             header_text.push_str(raw);
         }
     }
@@ -241,7 +241,7 @@ pub fn parse_looped_with_source_map(text: &str) -> Result<(LoopedFunction, LoopS
             let found = word.map_or_else(|| c.found(), |w| format!("`{w}`"));
             return Err(c.error(format!("expected `kernel NAME` as the first line, found {found}")));
         }
-        match word.as_deref() {
+        match word {
             Some("layout") => {
                 return Err(c.error("a looped function has no `layout` line (its line order is the program order)"))
             }
