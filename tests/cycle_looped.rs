@@ -15,7 +15,7 @@ use codegen::{plan_gemm, GemmConfig, Schedule};
 use hand_gemm::{gemm_program, GemmSpec};
 use penguin::{CastMode, DType, Dim, EngineAccumulationType, Memory, PerfMode, Target, TilePosition, TileSize};
 use sim::{model_looped, model_looped_default, model_with, SimError};
-use unrolled::{assert_close, check_against_unrolled};
+use unrolled::{assert_close, check_against_unrolled, profiles, widths};
 
 // ---------------------------------------------------------------------------------------
 // Building blocks
@@ -98,24 +98,42 @@ fn evacuate(n: u32) -> Op {
     }
 }
 
-/// A loop over `body` whose byte offsets advance by `offset_step` and waits by `wait_step`
-/// (partitions stay).
-fn looped(trips: u32, body: Vec<Item>, offset_step: i64, wait_step: i64) -> Item {
-    fn steps(items: &[Item], offset_step: i64, wait_step: i64, out: &mut Vec<i64>) {
+/// What a parameter of a BIR instruction is (in `bir::looped` order).
+#[derive(Clone, Copy)]
+enum Param {
+    Offset,
+    Partition,
+    Wait(SemId),
+}
+
+/// One entry per parameter of `items`, in order: `f` of what the parameter is.
+fn per_param(items: &[Item], f: &dyn Fn(Param) -> i64) -> Vec<i64> {
+    fn walk(items: &[Item], f: &dyn Fn(Param) -> i64, out: &mut Vec<i64>) {
         for it in items {
             match it {
                 Item::Inst(i) => {
                     for _ in i.op.aps() {
-                        out.extend([offset_step, 0]);
+                        out.extend([f(Param::Offset), f(Param::Partition)]);
                     }
-                    out.extend(i.waits.iter().map(|_| wait_step));
+                    out.extend(i.waits.iter().map(|w| f(Param::Wait(w.sem))));
                 }
-                Item::Loop(l) => steps(&l.body, offset_step, wait_step, out),
+                Item::Loop(l) => walk(&l.body, f, out),
             }
         }
     }
-    let mut step = Vec::new();
-    steps(&body, offset_step, wait_step, &mut step);
+    let mut out = Vec::new();
+    walk(items, f, &mut out);
+    out
+}
+
+/// A loop over `body` whose byte offsets advance by `offset_step` and waits by `wait_step`
+/// (partitions stay).
+fn looped(trips: u32, body: Vec<Item>, offset_step: i64, wait_step: i64) -> Item {
+    let step = per_param(&body, &|p| match p {
+        Param::Offset => offset_step,
+        Param::Partition => 0,
+        Param::Wait(_) => wait_step,
+    });
     Item::Loop(Loop { trips, body, step })
 }
 
@@ -204,31 +222,13 @@ fn a_nested_top_level_loop_matches_the_unrolled_model() {
         if items.is_empty() {
             continue;
         }
-        let mut step = Vec::new();
-        fn kinds(items: &[Item], out: &mut Vec<Option<SemId>>) {
-            for it in items {
-                match it {
-                    Item::Inst(i) => {
-                        for _ in i.op.aps() {
-                            out.extend([None, None]);
-                        }
-                        out.extend(i.waits.iter().map(|w| Some(w.sem)));
-                    }
-                    Item::Loop(l) => kinds(&l.body, out),
-                }
-            }
-        }
-        let mut k = Vec::new();
-        kinds(items, &mut k);
-        for kind in k {
-            // Per outer iteration each semaphore counts one pipeline's signals; WEIGHTS once.
-            step.push(match kind {
-                Some(SemId(s)) if s == WEIGHTS => 0,
-                Some(SemId(s)) if s == LOADED || s == FREED || s == EVAC || s == STORED => i64::from(trips),
-                Some(_) => 1,
-                None => 0,
-            });
-        }
+        // Per outer iteration each semaphore counts one pipeline's signals; WEIGHTS once.
+        let step = per_param(items, &|p| match p {
+            Param::Wait(SemId(s)) if s == WEIGHTS => 0,
+            Param::Wait(SemId(s)) if s == LOADED || s == FREED || s == EVAC || s == STORED => i64::from(trips),
+            Param::Wait(_) => 1,
+            Param::Offset | Param::Partition => 0,
+        });
         lp.streams[e] = vec![Item::Loop(Loop { trips: 3, body: items.clone(), step })];
     }
     check_against_unrolled(&lp, &Target::Trn2.profile(), 1e-3);
@@ -423,13 +423,9 @@ proptest::proptest! {
     fn looped_and_unrolled_pipelines_agree(
         trips in 1u32..160,
         inner in 1u32..5,
-        n in proptest::sample::select(vec![64u32, 128, 200, 384, 512]),
-        depth in 1u32..5,
-        hbm_rate in 50.0f64..500.0,
+        n in widths(),
+        profile in profiles(),
     ) {
-        let mut profile = Target::Trn2.profile();
-        profile.dma_queue_depth = f64::from(depth);
-        profile.hbm_bytes_per_ns = hbm_rate;
         check_against_unrolled(&pipeline(trips, inner, n), &profile, 1e-3);
     }
 }

@@ -15,7 +15,7 @@ mod nest;
 mod unrolled;
 
 use nest::{gemm_nest, gemm_nest_levels, hbm, inst, nest, psum, sbuf, Nested, EVACUATED, FREED};
-use unrolled::{check_against_unrolled, close};
+use unrolled::{check_against_unrolled, close, profiles, widths};
 
 /// Instructions the pipeline unrolls to.
 fn unrolled_len(a: u32, b: u32, c: u32) -> u64 {
@@ -117,13 +117,9 @@ proptest::proptest! {
     fn looped_and_unrolled_nests_agree(
         tiles in proptest::collection::vec(1u32..7, 1..4),
         c in 1u32..160,
-        n in proptest::sample::select(vec![64u32, 128, 200, 384, 512]),
-        depth in 1u32..5,
-        hbm_rate in 50.0f64..500.0,
+        n in widths(),
+        profile in profiles(),
     ) {
-        let mut profile = Target::Trn2.profile();
-        profile.dma_queue_depth = f64::from(depth);
-        profile.hbm_bytes_per_ns = hbm_rate;
         check_against_unrolled(&gemm_nest_levels(&tiles, c, n), &profile, 1e-9);
     }
 }

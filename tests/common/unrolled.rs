@@ -4,7 +4,8 @@
 #![allow(clippy::unwrap_used, reason = "test helpers assert on values")]
 
 use bir::LoopedProgram;
-use penguin::HwProfile;
+use penguin::{HwProfile, Target};
+use proptest::prelude::{prop, Strategy};
 use sim::{model_looped_stats, model_looped_with, model_with, CycleReport, LoopedOptions, LoopedStats};
 
 /// Whether `got` is within `rel` (relative) of `want`.
@@ -42,4 +43,22 @@ pub fn check_against_unrolled(lp: &LoopedProgram, profile: &HwProfile, rel: f64)
     assert_eq!(got.peak_flops_per_ns, want.peak_flops_per_ns);
     assert_eq!(stats.replayed + stats.skipped, unrolled.num_insts() as u64);
     (got, stats)
+}
+
+/// The hardware profiles the looped-model property tests draw: trn2's, with a DMA queue
+/// depth of 1 to 4 and an HBM rate of 50 to 500 bytes per ns (what moves the DMA-bound steady
+/// state a looped model must find).
+pub fn profiles() -> impl Strategy<Value = HwProfile> {
+    (1u32..5, 50.0f64..500.0).prop_map(|(depth, hbm_rate)| {
+        let mut profile = Target::Trn2.profile();
+        profile.dma_queue_depth = f64::from(depth);
+        profile.hbm_bytes_per_ns = hbm_rate;
+        profile
+    })
+}
+
+/// The moving free sizes (tile widths) the looped-model property tests draw, ragged ones
+/// included.
+pub fn widths() -> impl Strategy<Value = u32> {
+    prop::sample::select(vec![64u32, 128, 200, 384, 512])
 }
