@@ -116,30 +116,17 @@ fn err(text: &str) -> String {
 
 #[test]
 fn loop_syntax_errors_name_line_and_column() {
+    // The loop lines and terms are read as in every looped text (see penguin's `loop_nest`
+    // tests); here, how the `.bir` reader places them and what is its own.
     let head = "program k target=trn2\nsem s0 \"a\"\nstream dma0:\n";
     let inst = "dma_copy dst=sbuf.fp32[p0:4:1 @0 [1, 8]] src=hbm.fp32[p0:4:8 @0 [1, 8]]";
     let cases = [
         (format!("{head}  loop i0 x2 {{\n    {inst}\n"), "4:3: loop i0 is not closed (a `}` is missing)"),
         (format!("{head}  loop i0 x2 {{\n    {inst}\nstream dma1:\n"), "4:3: loop i0 is not closed (a `}` is missing)"),
-        (format!("{head}  loop i0 x0 {{\n    {inst}\n  }}\n"), "4:11: a loop needs at least 1 trip (found x0)"),
-        (
-            format!("{head}  loop i0 x4294967296 {{\n    {inst}\n  }}\n"),
-            "4:11: trip count 4294967296 is out of range (at most 4294967295)",
-        ),
-        (
-            format!("{head}  loop i0 x99999999999999999999 {{\n    {inst}\n  }}\n"),
-            "4:11: trip count `x99999999999999999999` is out of range",
-        ),
         (
             format!("{head}  loop i0 x4294967295 {{\n  loop i1 x4294967295 {{\n    {inst}\n  }}\n  }}\n"),
             "4:3: the stream unrolls to 18446744065119617025 instructions, more than 2^48",
         ),
-        (
-            format!("{head}  loop i1 x2 {{\n"),
-            "4:8: expected loop index `i0` (indices are numbered by depth), found `i1`",
-        ),
-        (format!("{head}  loop i0 2 {{\n"), "4:11: expected a trip count `xT`, found `2`"),
-        (format!("{head}  loop i0 x2\n"), "4:13: expected `{`, found end of line"),
         (format!("{head}  }}\n"), "4:3: a `}` with no open loop"),
         (format!("{head}  loop i0 x2 {{\n  }}\n"), "5:3: loop i0 has an empty body"),
         (
@@ -151,16 +138,8 @@ fn loop_syntax_errors_name_line_and_column() {
             "4:37: unknown loop index `i0`: no loop encloses this instruction",
         ),
         (
-            format!("{head}  loop i0 x2 {{\n    {}\n  }}\n", inst.replace("@0 [1", "@0+4*i0-4*i0 [1")),
-            "5:42: `i0` appears twice in one parameter",
-        ),
-        (
             format!("{head}  loop i0 x2 {{\n    {}\n  }}\n", inst.replace("p0:4:1", "p0:4+1*i0:1")),
             "5:32: a loop index term (`+1*i0`) may only follow a start partition, a byte offset or a wait value",
-        ),
-        (
-            format!("{head}  loop i0 x2 {{\n    {}\n  }}\n", inst.replace("@0 [1", "@0+99999999999999999999*i0 [1")),
-            "5:37: loop step `+99999999999999999999` is out of range",
         ),
         (
             format!("{head}  loop i0 x2 {{\n    7: {inst}\n  }}\n"),

@@ -132,6 +132,15 @@ fn loop_and_term_errors_name_line_and_column() {
     );
     assert_eq!(err("loop i0 x2 {\nv 1+2*i0-i0\n}\n"), "2:9: `i0` appears twice in one parameter");
     assert_eq!(err("loop i0 x2 {\nv +2*i0\n}\n"), "2:3: a loop index term (`+2*i0`) may only follow a number");
+    // The loop line itself.
+    assert_eq!(err("loop i0 x0 {\nv 1\n}\n"), "1:9: a loop needs at least 1 trip (found x0)");
+    assert_eq!(err("loop i0 x4294967296 {\n"), "1:9: trip count 4294967296 is out of range (at most 4294967295)");
+    assert_eq!(err("loop i0 x99999999999999999999 {\n"), "1:9: trip count `x99999999999999999999` is out of range");
+    assert_eq!(err("loop i1 x2 {\n"), "1:6: expected loop index `i0` (indices are numbered by depth), found `i1`");
+    assert_eq!(err("loop i0 2 {\n"), "1:9: expected a trip count `xT`, found `2`");
+    assert_eq!(err("loop i0 x2\n"), "1:11: expected `{`, found end of line");
+    let deep: String = (0..65).map(|d| format!("loop i{d} x1 {{\n")).collect();
+    assert_eq!(err(&deep), "65:1: loops nest at most 64 deep");
     assert_eq!(
         err("loop i0 x65537 {\nloop i1 x65536 {\nloop i2 x65536 {\nv 1\n}\n}\n}\n"),
         "1:1: the sequence unrolls to 281479271677952 instructions, more than 2^48"

@@ -170,27 +170,17 @@ fn err(text: &str) -> String {
 
 #[test]
 fn loop_syntax_errors_name_line_and_column() {
+    // The loop lines and terms are read as in every looped text (see `loop_nest`'s tests);
+    // here, how the `.pir` reader places them and what is its own.
     let head = "kernel k\ntensor t0 \"x\" sbuf fp32 [128, 512] @0\n";
     let inst = "i0 = memset engine=pool value=0 dst=t0{p0[1, 32] +0 [1, 64]} after()";
     let body = |inner: &str| format!("{head}loop i0 x2 {{\n  {inner}\n}}\n");
     let cases = [
         (format!("{head}loop i0 x2 {{\n  {inst}\n"), "3:1: loop i0 is not closed (a `}` is missing)"),
-        (format!("{head}loop i0 x0 {{\n  {inst}\n}}\n"), "3:9: a loop needs at least 1 trip (found x0)"),
-        (
-            format!("{head}loop i0 x4294967296 {{\n  {inst}\n}}\n"),
-            "3:9: trip count 4294967296 is out of range (at most 4294967295)",
-        ),
         (
             format!("{head}loop i0 x4294967295 {{\nloop i1 x4294967295 {{\n  {inst}\n}}\n}}\n"),
             "3:1: the function unrolls to 18446744065119617025 instructions, more than 2^48",
         ),
-        (
-            format!("{head}{}", (0..65).map(|d| format!("loop i{d} x1 {{\n")).collect::<String>()),
-            "67:1: loops nest at most 64 deep",
-        ),
-        (format!("{head}loop i1 x2 {{\n"), "3:6: expected loop index `i0` (indices are numbered by depth), found `i1`"),
-        (format!("{head}loop i0 2 {{\n"), "3:9: expected a trip count `xT`, found `2`"),
-        (format!("{head}loop i0 x2\n"), "3:11: expected `{`, found end of line"),
         (format!("{head}}}\n"), "3:1: a `}` with no open loop"),
         (format!("{head}loop i0 x2 {{\n}}\n"), "4:1: loop i0 has an empty body"),
         (body(&inst.replace("+0 [", "+0+4*i1 [")), "4:54: unknown loop index `i1`: the enclosing loop is i0"),
@@ -198,7 +188,6 @@ fn loop_syntax_errors_name_line_and_column() {
             format!("{head}{}\n", inst.replace("+0 [", "+0+4*i0 [")),
             "3:52: unknown loop index `i0`: no loop encloses this instruction",
         ),
-        (body(&inst.replace("+0 [", "+0+4*i0-4*i0 [")), "4:59: `i0` appears twice in one parameter"),
         (
             body(&inst.replace("[1, 32]", "[1+1*i0, 32]")),
             "4:46: a loop index term (`+1*i0`) may only follow a start partition, an element offset, an \
@@ -208,10 +197,6 @@ fn loop_syntax_errors_name_line_and_column() {
             body(&inst.replace("value=0", "value=0+2*i0")),
             "4:34: a loop index term (`+2*i0`) may only follow a start partition, an element offset, an \
              instruction id in `after(...)` or a queue hint",
-        ),
-        (
-            body(&inst.replace("+0 [", "+0+99999999999999999999*i0 [")),
-            "4:54: loop step `+99999999999999999999` is out of range",
         ),
         (
             body(&inst.replace("i0 =", "i7 =")),
