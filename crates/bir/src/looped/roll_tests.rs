@@ -1,4 +1,5 @@
-//! Tests of the roll pass: hand-made edge cases and a property test over random streams.
+//! Tests of the roll pass on BIR programs: a BIR instruction's parameters and shape, and a
+//! property test over random streams (the pass's own cases are penguin's `roll_tests.rs`).
 
 use proptest::prelude::*;
 
@@ -42,53 +43,6 @@ fn a_period_one_run_becomes_one_loop() {
         items,
         vec![Item::Loop(Loop { trips: 5, body: vec![Item::Inst(copy(0, Some(1)))], step: vec![32, 0, 32, 0, 1] })]
     );
-}
-
-#[test]
-fn a_run_of_two_rolls() {
-    let p = program(Engine::Dma(0), vec![copy(0, None), copy(64, None)]);
-    assert_eq!(trips(&rolled(&p)), vec![Some(2)]);
-}
-
-#[test]
-fn a_step_that_breaks_in_the_middle_starts_a_new_loop() {
-    let offs = [0, 32, 64, 200, 232, 264, 296];
-    let p = program(Engine::Dma(0), offs.iter().map(|&o| copy(o, None)).collect());
-    assert_eq!(trips(&rolled(&p)), vec![Some(3), Some(4)]);
-    // A different instruction in between stays unrolled.
-    let mut s: Vec<BirInst> = (0..3).map(|k| copy(32 * k, None)).collect();
-    s.push(memset(0, 1.0));
-    s.extend((0..3).map(|k| copy(500 + 32 * k, None)));
-    let items = rolled(&program(Engine::Dma(0), s));
-    assert_eq!(trips(&items), vec![Some(3), None, Some(3)]);
-}
-
-#[test]
-fn a_grid_nests_with_prologue_and_epilogue() {
-    let mut s = vec![memset(0, 0.0)];
-    for i in 0..4u64 {
-        for j in 0..3u64 {
-            s.push(copy(1000 * i + 32 * j, Some((3 * i + j) as u32)));
-        }
-    }
-    s.push(memset(8, 0.0));
-    let items = rolled(&program(Engine::Dma(0), s));
-    assert_eq!(trips(&items), vec![None, Some(4), None]);
-    let Item::Loop(outer) = &items[1] else { panic!("not a loop") };
-    assert_eq!(outer.step, vec![1000, 0, 1000, 0, 3]);
-    assert_eq!(trips(&outer.body), vec![Some(3)]);
-    let Item::Loop(inner) = &outer.body[0] else { panic!("not a loop") };
-    assert_eq!(inner.step, vec![32, 0, 32, 0, 1]);
-}
-
-#[test]
-fn bodies_of_several_instructions_roll() {
-    // (memset, copy) pairs: a period-2 body.
-    let s: Vec<BirInst> = (0..6u64).flat_map(|k| [memset(16 * k, 2.0), copy(64 * k, None)]).collect();
-    let items = rolled(&program(Engine::Dma(0), s));
-    assert_eq!(trips(&items), vec![Some(6)]);
-    let Item::Loop(l) = &items[0] else { panic!("not a loop") };
-    assert_eq!(l.body.len(), 2);
 }
 
 #[test]

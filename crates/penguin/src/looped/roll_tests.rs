@@ -1,10 +1,64 @@
-//! Tests of the roll pass on Penguin functions: hand-built loops, nests, edges that step
-//! with the loop, and irregular instructions that must stay unrolled.
+//! Tests of the roll pass: its runs, breaks and nests on a synthetic instruction, then on
+//! Penguin functions (edges that step with the loop, irregular instructions that must stay
+//! unrolled, program order).
 
 use super::*;
-use crate::looped::fixture::{function, header, inst, looped, memset, waw};
-use crate::looped::{LoopedFunction, PirInst};
+use crate::looped::fixture::{function, header, inst, looped, memset, t, waw, T};
+use crate::looped::{expand_items, LoopedFunction, PirInst};
 use crate::Function;
+
+/// `items` rolled, checked to expand back to them exactly.
+#[track_caller]
+fn rolled_t(items: Vec<Item<T>>) -> Vec<Item<T>> {
+    let out = roll_items(items.clone());
+    let flat: Vec<Item<T>> = expand_items(&out).unwrap().into_iter().map(Item::Inst).collect();
+    assert_eq!(flat, items);
+    out
+}
+
+/// Each item's trips, `None` for an instruction.
+fn trips<I>(items: &[Item<I>]) -> Vec<Option<u32>> {
+    items
+        .iter()
+        .map(|i| match i {
+            Item::Inst(_) => None,
+            Item::Loop(l) => Some(l.trips),
+        })
+        .collect()
+}
+
+#[test]
+fn runs_roll_from_two_trips_and_a_step_that_breaks_starts_a_new_loop() {
+    assert_eq!(rolled_t(vec![t("a", &[0]), t("a", &[64])]), vec![looped(2, vec![t("a", &[0])], vec![64])]);
+    let offs = [0, 32, 64, 200, 232, 264, 296];
+    assert_eq!(trips(&rolled_t(offs.iter().map(|&o| t("a", &[o])).collect())), vec![Some(3), Some(4)]);
+    // A different instruction in between stays unrolled.
+    let mut s: Vec<Item<T>> = (0..3).map(|k| t("a", &[32 * k])).collect();
+    s.push(t("m", &[0]));
+    s.extend((0..3).map(|k| t("a", &[500 + 32 * k])));
+    assert_eq!(trips(&rolled_t(s)), vec![Some(3), None, Some(3)]);
+}
+
+#[test]
+fn a_grid_nests_with_prologue_and_epilogue() {
+    // m; 4 rows of 3: offset 1000 i + 32 j, count 3 i + j; m.
+    let mut s = vec![t("m", &[0])];
+    for i in 0..4 {
+        for j in 0..3 {
+            s.push(t("a", &[1000 * i + 32 * j, 3 * i + j]));
+        }
+    }
+    s.push(t("m", &[8]));
+    let inner = looped(3, vec![t("a", &[0, 0])], vec![32, 1]);
+    assert_eq!(rolled_t(s), vec![t("m", &[0]), looped(4, vec![inner], vec![1000, 3]), t("m", &[8])]);
+}
+
+#[test]
+fn bodies_of_several_instructions_roll() {
+    // (m, a) pairs: a period-2 body.
+    let s: Vec<Item<T>> = (0..6).flat_map(|k| [t("m", &[16 * k]), t("a", &[64 * k])]).collect();
+    assert_eq!(rolled_t(s), vec![looped(6, vec![t("m", &[0]), t("a", &[0])], vec![16, 64])]);
+}
 
 /// `f` rolled, checked to expand back to `f` exactly.
 #[track_caller]
@@ -30,15 +84,6 @@ fn a_run_with_an_edge_to_the_previous_iteration_rolls_into_one_loop() {
     // Parameters: dst offset, dst start partition, edge 0 from.
     let want = vec![inst(memset(0, 0.0), vec![]), looped(4, vec![inst(memset(64, 0.0), waw(&[0]))], vec![64, 0, 1])];
     assert_eq!(items, want);
-}
-
-#[test]
-fn a_grid_rolls_into_nested_loops() {
-    // 3 rows of 4 memsets: offset 1024 i + 64 j.
-    let insts = (0..3i64).flat_map(|i| (0..4i64).map(move |j| (memset(1024 * i + 64 * j, 0.0), vec![]))).collect();
-    let items = rolled(&function(insts));
-    let inner = looped(4, vec![inst(memset(0, 0.0), vec![])], vec![64, 0]);
-    assert_eq!(items, vec![looped(3, vec![inner], vec![1024, 0])]);
 }
 
 #[test]
