@@ -117,30 +117,6 @@ pub fn advance_inst(inst: &BirInst, delta: &[i64]) -> Option<BirInst> {
     Some(out)
 }
 
-/// Call `f` on every instruction of `items` in execution order, with parameters advanced by
-/// `base` (one entry per parameter of `items`); stops at the first `Err`.
-pub fn for_each_inst<E>(
-    items: &[Item],
-    base: &[i64],
-    f: &mut dyn FnMut(BirInst) -> Result<(), E>,
-    out_of_range: &dyn Fn() -> E,
-) -> Result<(), E> {
-    /// The caller's error, or a parameter out of range.
-    enum Stop<E> {
-        Range,
-        Caller(E),
-    }
-    impl<E> From<StepError> for Stop<E> {
-        fn from(_: StepError) -> Self {
-            Stop::Range
-        }
-    }
-    penguin::looped::for_each_inst(items, base, &mut |i| f(i).map_err(Stop::Caller)).map_err(|e| match e {
-        Stop::Range => out_of_range(),
-        Stop::Caller(e) => e,
-    })
-}
-
 impl LoopedProgram {
     /// A looped program with no loops: every instruction of `p` as an [`Item::Inst`].
     pub fn from_program(p: &Program) -> Self {
@@ -180,23 +156,13 @@ impl LoopedProgram {
         let mut p = self.header.clone();
         p.streams = vec![Vec::new(); NUM_ENGINES];
         for (e, items) in self.streams.iter().enumerate() {
-            check_steps(items)?;
-            let out = &mut p.streams[e];
-            let zero = vec![0; param_count(items)];
-            for_each_inst(
-                items,
-                &zero,
-                &mut |i| {
-                    out.push(i);
-                    Ok(())
-                },
-                &|| {
-                    BirError::Verify(vec![VerifyError::program(format!(
-                        "a loop on {} moves a parameter out of range",
-                        engine_name(e)
-                    ))])
-                },
-            )?;
+            p.streams[e] = penguin::looped::expand_items(items).map_err(|err| {
+                let message = match err {
+                    StepError::OutOfRange => format!("a loop on {} moves a parameter out of range", engine_name(e)),
+                    malformed => malformed.to_string(),
+                };
+                BirError::Verify(vec![VerifyError::program(message)])
+            })?;
         }
         Ok(p)
     }
@@ -204,11 +170,6 @@ impl LoopedProgram {
 
 fn engine_name(e: usize) -> String {
     Engine::from_index(e).map_or_else(|| format!("stream {e}"), |e| e.name())
-}
-
-/// Every loop in `items` has at least one trip and one step per body parameter.
-fn check_steps(items: &[Item]) -> Result<(), BirError> {
-    penguin::looped::check_steps(items).map_err(|e| BirError::Verify(vec![VerifyError::program(e.to_string())]))
 }
 
 #[cfg(test)]
