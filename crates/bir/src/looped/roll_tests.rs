@@ -16,16 +16,6 @@ fn rolled(p: &Program) -> Vec<Item> {
     lp.stream(Engine::Dma(0)).to_vec()
 }
 
-fn trips(items: &[Item]) -> Vec<Option<u32>> {
-    items
-        .iter()
-        .map(|i| match i {
-            Item::Inst(_) => None,
-            Item::Loop(l) => Some(l.trips),
-        })
-        .collect()
-}
-
 #[test]
 fn empty_streams_stay_empty() {
     let p = program(Engine::Dma(0), Vec::new());
@@ -50,7 +40,8 @@ fn unsteppable_instructions_stay_unrolled() {
     // Offsets past i64 and NaN memsets are never equal in shape, so never roll; the result is
     // still the program.
     let huge: Vec<BirInst> = (0..3).map(|k| copy((1 << 63) + 8 * k, None)).collect();
-    assert_eq!(trips(&rolled(&program(Engine::Dma(0), huge))), vec![None; 3]);
+    let items = rolled(&program(Engine::Dma(0), huge));
+    assert!(items.len() == 3 && items.iter().all(|i| matches!(i, Item::Inst(_))), "{items:?}");
     let nan: Vec<BirInst> = (0..3).map(|k| memset(8 * k, f64::NAN)).collect();
     let p = program(Engine::Dma(0), nan);
     let lp = roll(&p);

@@ -32,7 +32,7 @@
 use std::fmt::Write as _;
 
 use penguin::text::loop_nest::{print_items, text_of, LoopPrinter};
-use penguin::text::loop_syntax::terms;
+use penguin::text::loop_syntax::param_terms;
 
 use super::print::{lines, Line};
 use crate::looped::LoopedProgram;
@@ -50,18 +50,12 @@ pub enum LoopLine {
     Close(Engine, u64, usize),
 }
 
-/// An access pattern with its parameters' terms (`part` and `off` coefficients).
-fn ap_text(ap: &HwAp, part: &[i64], off: &[i64]) -> String {
+/// An access pattern with its parameters' terms (`part` after the start partition, `off`
+/// after the byte offset).
+fn ap_text(ap: &HwAp, part: &str, off: &str) -> String {
     let mut s = format!(
         "{}.{}[p{}{}:{}:{} @{}{}",
-        ap.memory,
-        ap.dtype,
-        ap.start_partition,
-        terms(part),
-        ap.num_partitions,
-        ap.partition_stride,
-        ap.byte_offset,
-        terms(off)
+        ap.memory, ap.dtype, ap.start_partition, part, ap.num_partitions, ap.partition_stride, ap.byte_offset, off
     );
     for d in &ap.dims {
         let _ = write!(s, " {d}");
@@ -74,24 +68,19 @@ fn ap_text(ap: &HwAp, part: &[i64], off: &[i64]) -> String {
 /// `q`, in [`crate::looped::params`] order); with no loops, the same as
 /// [`super::inst_text`].
 pub fn inst_text_looped(i: &BirInst, coefs: &[Vec<i64>]) -> String {
-    let none: Vec<i64> = Vec::new();
-    let coef = |q: usize| coefs.get(q).unwrap_or(&none).as_slice();
+    let coef = |q: usize| param_terms(coefs, q);
     let mut s = String::from(i.op.name());
     for (key, value) in i.op.attributes() {
         let _ = write!(s, " {key}={value}");
     }
     let aps = i.op.aps();
     for (a, (name, ap)) in aps.iter().enumerate() {
-        let _ = write!(s, " {name}={}", ap_text(ap, coef(2 * a + 1), coef(2 * a)));
+        let _ = write!(s, " {name}={}", ap_text(ap, &coef(2 * a + 1), &coef(2 * a)));
     }
     if !i.waits.is_empty() {
         let base = 2 * aps.len();
-        let waits: Vec<String> = i
-            .waits
-            .iter()
-            .enumerate()
-            .map(|(k, w)| format!("{}>={}{}", w.sem, w.value, terms(coef(base + k))))
-            .collect();
+        let waits: Vec<String> =
+            i.waits.iter().enumerate().map(|(k, w)| format!("{}>={}{}", w.sem, w.value, coef(base + k))).collect();
         let _ = write!(s, " wait({})", waits.join(", "));
     }
     if let Some(sig) = i.signal {

@@ -22,6 +22,12 @@ pub fn terms(coefs: &[i64]) -> String {
     s
 }
 
+/// The terms of parameter `q` whose coefficients are `coefs[q]` (none when `coefs` has no
+/// entry for it).
+pub fn param_terms(coefs: &[Vec<i64>], q: usize) -> String {
+    coefs.get(q).map_or_else(String::new, |c| terms(c))
+}
+
 /// The first word of a line of code, which says what kind of line it is.
 pub fn first_word(code: &str) -> Option<&str> {
     Cursor::new(0, code).word().map(|(_, w)| w)

@@ -44,6 +44,7 @@ use crate::error::Entity;
 use crate::function::{Function, FunctionView};
 use crate::looped::{Item, LoopedFunction, PirInst};
 use crate::text::loop_nest::{print_items, text_of, LoopPrinter};
+use crate::text::loop_syntax::param_terms;
 use crate::text::print::lines;
 use crate::tile::InstTile;
 
@@ -68,21 +69,14 @@ pub(crate) const QUEUE_KEY: &str = "queue";
 
 /// A tile whose start partition and offset have the given terms; with none, as the
 /// unrolled printer writes it.
-fn tile_text(header: &Function, t: &InstTile, part: &[i64], off: &[i64]) -> String {
+fn tile_text(header: &Function, t: &InstTile, part: &str, off: &str) -> String {
     let stated = match header.tensor(t.tensor) {
         Some(td) if td.memory == t.memory && td.dtype == t.dtype => String::new(),
         _ => format!(":{}:{}", t.memory, t.dtype),
     };
     let ap = &t.ap;
-    let mut s = format!(
-        "{}{stated}{{p{}{}{} {:+}{}",
-        t.tensor,
-        ap.start_partition,
-        terms(part),
-        ap.partitions,
-        ap.offset,
-        terms(off)
-    );
+    let mut s =
+        format!("{}{stated}{{p{}{}{} {:+}{}", t.tensor, ap.start_partition, part, ap.partitions, ap.offset, off);
     for d in &ap.free {
         let _ = write!(s, " {d}");
     }
@@ -94,27 +88,22 @@ fn tile_text(header: &Function, t: &InstTile, part: &[i64], off: &[i64]) -> Stri
 /// (`coefs[q]` for parameter `q`, in [`PirInst`]'s order); with no loops, the line the
 /// unrolled printer writes.
 pub fn inst_text_looped(header: &Function, index: u64, i: &PirInst, coefs: &[Vec<i64>], empty_after: bool) -> String {
-    let none: Vec<i64> = Vec::new();
-    let coef = |q: usize| coefs.get(q).unwrap_or(&none).as_slice();
+    let coef = |q: usize| param_terms(coefs, q);
     let mut s = format!("i{index} = {}", i.data.opcode());
     let operands = i.data.operands();
     // The queue hint is the last parameter, after the edges.
     let queue = coef(2 * operands.len() + i.deps.len());
     for (key, value) in i.data.attributes() {
-        let stepped = if key == QUEUE_KEY { terms(queue) } else { String::new() };
+        let stepped = if key == QUEUE_KEY { queue.as_str() } else { "" };
         let _ = write!(s, " {key}={value}{stepped}");
     }
     for (a, ((t, _), name)) in operands.iter().zip(i.data.operand_names()).enumerate() {
-        let _ = write!(s, " {name}={}", tile_text(header, t, coef(2 * a + 1), coef(2 * a)));
+        let _ = write!(s, " {name}={}", tile_text(header, t, &coef(2 * a + 1), &coef(2 * a)));
     }
     if !i.deps.is_empty() || empty_after {
         let base = 2 * operands.len();
-        let list: Vec<String> = i
-            .deps
-            .iter()
-            .enumerate()
-            .map(|(k, d)| format!("{}{} {}", d.from, terms(coef(base + k)), d.kind.name()))
-            .collect();
+        let list: Vec<String> =
+            i.deps.iter().enumerate().map(|(k, d)| format!("{}{} {}", d.from, coef(base + k), d.kind.name())).collect();
         let _ = write!(s, " after({})", list.join(", "));
     }
     s
