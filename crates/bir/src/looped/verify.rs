@@ -26,6 +26,11 @@
 //! corner program. Otherwise an instruction is named by its engine and its index in the unrolled stream,
 //! as in [`crate::verify_program`]'s messages (`dma0[37]`); a loop by its engine, the
 //! unrolled index of its first instruction and its depth.
+//!
+//! The walk of rules 1 and 2, the parameter ranges, the corner program and the choice of
+//! what rule 4 runs on are penguin's, shared with Penguin's looped verifier
+//! ([`penguin::looped::check`]); what is BIR's is which range each parameter must stay in,
+//! the semaphore counts, and the waits left out of the corner program.
 
 use std::fmt;
 

@@ -28,6 +28,11 @@
 //! an instruction by its unrolled index in the first iteration of its loops. A function
 //! rule's error names the instruction by its index in the expansion, or in the corner
 //! function when the function is too large to expand.
+//!
+//! The walk of rules 1 and 2, the parameter ranges, the corner function and the choice of
+//! what rule 3 runs on are shared with BIR's looped verifier ([`super::check`]); what is
+//! Penguin's is which range each parameter must stay in, the forward-edge rule, and the
+//! edges left out of the corner function.
 
 use super::check::{corner_items, param_range, rules_form, walk_loops, Enclosing, LoopFault, LoopRules, RulesForm};
 use super::{ExpandError, LoopedFunction, PirInst};
