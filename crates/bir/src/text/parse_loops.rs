@@ -15,7 +15,7 @@ use penguin::looped::{first_iteration, for_each_first_iteration};
 use penguin::text::lexer::{numbered_lines, split_comment, Cursor, ParseError};
 use penguin::text::loop_nest::LoopReader;
 use penguin::text::loop_syntax::first_word;
-use penguin::text::loop_terms::{operand_param, take_terms, TermScan};
+use penguin::text::loop_terms::{operand_param, take_terms, LineTerms, TermScan};
 use penguin::Memory;
 
 use super::loops::LoopLine;
@@ -168,7 +168,7 @@ impl Streams {
     }
 
     fn instruction(&mut self, e: Engine, code: &str, line_no: usize) -> Result<(), ParseError> {
-        let (terms, blanked) = take_terms(line_no, code, Scan::default())?;
+        let LineTerms { terms, blanked } = take_terms(line_no, code, Scan::default())?;
         let mut c = Cursor::new(line_no, &blanked);
         let index = usize::try_from(self.loops.index()).unwrap_or(usize::MAX);
         let i = inst(&mut c, index)?;

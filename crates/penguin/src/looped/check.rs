@@ -180,6 +180,10 @@ impl<'a, R> Walk<'a, '_, R> {
     }
 }
 
+/// For an instruction, pushes whether the corner sequence keeps each of its parameters (see
+/// [`corner_items`]).
+pub type KeptParams<'a, I> = &'a dyn Fn(&I, &mut Vec<bool>);
+
 /// Every loop of `items` run for its first and last trip only: a loop of more than 2 trips
 /// becomes one of 2 whose step is `trips - 1` times its own (saturating). Each instruction
 /// is replaced by `reduce` of it; when `kept` is given, it pushes for each parameter of an
@@ -187,7 +191,7 @@ impl<'a, R> Walk<'a, '_, R> {
 pub fn corner_items<I: Stepped>(
     items: &[Item<I>],
     reduce: &dyn Fn(&I) -> I,
-    kept: Option<&dyn Fn(&I, &mut Vec<bool>)>,
+    kept: Option<KeptParams<'_, I>>,
 ) -> Vec<Item<I>> {
     items
         .iter()
@@ -215,8 +219,8 @@ pub fn corner_items<I: Stepped>(
 }
 
 /// For each parameter of `items`, whether `kept` keeps it.
-fn kept_params<I>(items: &[Item<I>], kept: &dyn Fn(&I, &mut Vec<bool>)) -> Vec<bool> {
-    fn walk<I>(items: &[Item<I>], kept: &dyn Fn(&I, &mut Vec<bool>), out: &mut Vec<bool>) {
+fn kept_params<I>(items: &[Item<I>], kept: KeptParams<'_, I>) -> Vec<bool> {
+    fn walk<I>(items: &[Item<I>], kept: KeptParams<'_, I>, out: &mut Vec<bool>) {
         for it in items {
             match it {
                 Item::Inst(i) => kept(i, out),

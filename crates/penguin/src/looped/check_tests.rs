@@ -5,12 +5,21 @@ use super::*;
 use crate::looped::expand_items;
 use crate::looped::fixture::{looped, t, T};
 
-/// What the walk reported: faults, and per instruction its index, parameters, each
-/// parameter's range and the loops' (trips, steps of its parameters, stride).
+/// What the walk told of one instruction: its index, parameters, each parameter's range, and
+/// the loops around it as (trips, the steps of its parameters, stride).
+#[derive(Debug, PartialEq)]
+struct Seen {
+    index: u64,
+    params: Vec<i64>,
+    ranges: Vec<(i128, i128)>,
+    loops: Vec<(u32, Vec<i64>, u64)>,
+}
+
+/// What the walk reported: faults, and every instruction.
 #[derive(Default)]
 struct Record {
     faults: Vec<(LoopAt, LoopFault)>,
-    insts: Vec<(u64, Vec<i64>, Vec<(i128, i128)>, Vec<(u32, Vec<i64>, u64)>)>,
+    insts: Vec<Seen>,
 }
 
 impl LoopRules<T> for Record {
@@ -20,7 +29,7 @@ impl LoopRules<T> for Record {
     fn inst(&mut self, index: u64, _: &T, params: &[i64], loops: &[Enclosing<'_>]) {
         let ranges = params.iter().enumerate().map(|(q, &b)| param_range(loops, q, b)).collect();
         let loops = loops.iter().map(|l| (l.trips, (0..params.len()).map(|q| l.step(q)).collect(), l.stride)).collect();
-        self.insts.push((index, params.to_vec(), ranges, loops));
+        self.insts.push(Seen { index, params: params.to_vec(), ranges, loops });
     }
 }
 
@@ -38,10 +47,10 @@ fn the_walk_gives_each_instruction_its_loops_and_ranges() {
     let r = walk(&items);
     assert!(r.faults.is_empty());
     let want = vec![
-        (0, vec![5], vec![(5, 5)], vec![]),
-        (1, vec![0, 10], vec![(0, 2), (6, 10)], vec![(3, vec![1, -2], 5)]),
+        Seen { index: 0, params: vec![5], ranges: vec![(5, 5)], loops: vec![] },
+        Seen { index: 1, params: vec![0, 10], ranges: vec![(0, 2), (6, 10)], loops: vec![(3, vec![1, -2], 5)] },
         // c: 100 + 7 i0 - i1 over i0 < 3, i1 < 4: 97 ..= 114.
-        (2, vec![100], vec![(97, 114)], vec![(3, vec![7], 5), (4, vec![-1], 1)]),
+        Seen { index: 2, params: vec![100], ranges: vec![(97, 114)], loops: vec![(3, vec![7], 5), (4, vec![-1], 1)] },
     ];
     assert_eq!(r.insts, want);
 }
@@ -65,7 +74,7 @@ fn malformed_loops_are_reported_and_skipped_with_the_steps_kept_in_place() {
     );
     // The zero-trip and empty loops unroll to nothing, so y is unrolled instruction 0 (the
     // short loop after it starts at 1); the outer loop's stride counts the short loop's 2.
-    assert_eq!(r.insts, vec![(0, vec![2], vec![(2, 5)], vec![(2, vec![3], 3)])]);
+    assert_eq!(r.insts, vec![Seen { index: 0, params: vec![2], ranges: vec![(2, 5)], loops: vec![(2, vec![3], 3)] }]);
 }
 
 #[test]

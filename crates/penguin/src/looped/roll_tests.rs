@@ -9,8 +9,8 @@ use crate::Function;
 
 /// `items` rolled, checked to expand back to them exactly.
 #[track_caller]
-fn rolled_t(items: Vec<Item<T>>) -> Vec<Item<T>> {
-    let out = roll_items(items.clone());
+fn rolled_t(items: &[Item<T>]) -> Vec<Item<T>> {
+    let out = roll_items(items.to_vec());
     let flat: Vec<Item<T>> = expand_items(&out).unwrap().into_iter().map(Item::Inst).collect();
     assert_eq!(flat, items);
     out
@@ -29,14 +29,14 @@ fn trips<I>(items: &[Item<I>]) -> Vec<Option<u32>> {
 
 #[test]
 fn runs_roll_from_two_trips_and_a_step_that_breaks_starts_a_new_loop() {
-    assert_eq!(rolled_t(vec![t("a", &[0]), t("a", &[64])]), vec![looped(2, vec![t("a", &[0])], vec![64])]);
+    assert_eq!(rolled_t(&[t("a", &[0]), t("a", &[64])]), vec![looped(2, vec![t("a", &[0])], vec![64])]);
     let offs = [0, 32, 64, 200, 232, 264, 296];
-    assert_eq!(trips(&rolled_t(offs.iter().map(|&o| t("a", &[o])).collect())), vec![Some(3), Some(4)]);
+    assert_eq!(trips(&rolled_t(&offs.map(|o| t("a", &[o])))), vec![Some(3), Some(4)]);
     // A different instruction in between stays unrolled.
     let mut s: Vec<Item<T>> = (0..3).map(|k| t("a", &[32 * k])).collect();
     s.push(t("m", &[0]));
     s.extend((0..3).map(|k| t("a", &[500 + 32 * k])));
-    assert_eq!(trips(&rolled_t(s)), vec![Some(3), None, Some(3)]);
+    assert_eq!(trips(&rolled_t(&s)), vec![Some(3), None, Some(3)]);
 }
 
 #[test]
@@ -50,14 +50,14 @@ fn a_grid_nests_with_prologue_and_epilogue() {
     }
     s.push(t("m", &[8]));
     let inner = looped(3, vec![t("a", &[0, 0])], vec![32, 1]);
-    assert_eq!(rolled_t(s), vec![t("m", &[0]), looped(4, vec![inner], vec![1000, 3]), t("m", &[8])]);
+    assert_eq!(rolled_t(&s), vec![t("m", &[0]), looped(4, vec![inner], vec![1000, 3]), t("m", &[8])]);
 }
 
 #[test]
 fn bodies_of_several_instructions_roll() {
     // (m, a) pairs: a period-2 body.
     let s: Vec<Item<T>> = (0..6).flat_map(|k| [t("m", &[16 * k]), t("a", &[64 * k])]).collect();
-    assert_eq!(rolled_t(s), vec![looped(6, vec![t("m", &[0]), t("a", &[0])], vec![16, 64])]);
+    assert_eq!(rolled_t(&s), vec![looped(6, vec![t("m", &[0]), t("a", &[0])], vec![16, 64])]);
 }
 
 /// `f` rolled, checked to expand back to `f` exactly.

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::super::lexer::{numbered_lines, split_comment, Cursor, ParseError};
-use super::super::loop_terms::{take_terms, TermScan};
+use super::super::loop_terms::{take_terms, LineTerms, TermScan};
 use super::*;
 use crate::looped::fixture::{looped, t, T};
 
@@ -70,7 +70,7 @@ fn read(text: &str) -> Result<Vec<Item<T>>, ParseError> {
             loops.open(c, line_no)?;
             continue;
         }
-        let (terms, blanked) = take_terms(line_no, code, Numbers::default())?;
+        let LineTerms { terms, blanked } = take_terms(line_no, code, Numbers::default())?;
         let mut c = Cursor::new(line_no, &blanked);
         c.expect("v")?;
         let mut v = Vec::new();

@@ -47,12 +47,21 @@ pub struct Term<S> {
     pub pos: usize,
 }
 
+/// The terms of an instruction line, and the line with them blanked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineTerms<S> {
+    /// The terms, in order.
+    pub terms: Vec<Term<S>>,
+    /// The line with every term replaced by spaces.
+    pub blanked: String,
+}
+
 /// The terms of instruction line `line_no`, and the line with them blanked.
 pub fn take_terms<'a, S: TermScan<'a>>(
     line_no: usize,
     code: &'a str,
     mut scan: S,
-) -> Result<(Vec<Term<S::Slot>>, String), ParseError> {
+) -> Result<LineTerms<S::Slot>, ParseError> {
     let b = code.as_bytes();
     let err = |pos: usize, m: String| ParseError { line: line_no, col: col(code, pos), message: m };
     let mut blanked = b.to_vec();
@@ -97,7 +106,7 @@ pub fn take_terms<'a, S: TermScan<'a>>(
         i = end;
     }
     let blanked = String::from_utf8(blanked).map_err(|_| err(0, "the line is not UTF-8".into()))?;
-    Ok((terms, blanked))
+    Ok(LineTerms { terms, blanked })
 }
 
 /// The parameter index of the start partition (`partition`) or the offset of the operand

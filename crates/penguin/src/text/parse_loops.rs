@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use super::lexer::{numbered_lines, split_comment, Cursor, ParseError};
 use super::loop_nest::LoopReader;
 use super::loop_syntax::first_word;
-use super::loop_terms::{operand_param, take_terms, TermScan};
+use super::loop_terms::{operand_param, take_terms, LineTerms, TermScan};
 use super::loops::{LoopLine, QUEUE_KEY};
 use super::parse::{inst_after_id, parse_with_source_map, SourceMap};
 use crate::deps::compute_deps;
@@ -175,7 +175,7 @@ impl Body {
     }
 
     fn instruction(&mut self, header: &Function, code: &str, line_no: usize) -> Result<(), ParseError> {
-        let (terms, blanked) = take_terms(line_no, code, Scan::default())?;
+        let LineTerms { terms, blanked } = take_terms(line_no, code, Scan::default())?;
         let mut c = Cursor::new(line_no, &blanked);
         let (id_col, n) = c.id(
             'i',
