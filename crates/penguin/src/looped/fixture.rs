@@ -52,7 +52,7 @@ pub fn function(insts: Vec<(InstData, Vec<Dep>)>) -> Function {
 
 /// An instruction item.
 pub fn inst(data: InstData, deps: Vec<Dep>) -> Item<PirInst> {
-    Item::Inst(PirInst { data, deps })
+    Item::Inst(PirInst { data, deps, loc: None })
 }
 
 /// A loop item.

@@ -309,7 +309,7 @@ fn corner_function(lf: &LoopedFunction) -> LoopedFunction {
         items
             .iter()
             .map(|it| match it {
-                Item::Inst(i) => Item::Inst(PirInst { data: i.data.clone(), deps: Vec::new() }),
+                Item::Inst(i) => Item::Inst(PirInst { data: i.data.clone(), deps: Vec::new(), loc: None }),
                 Item::Loop(l) => {
                     let body = corners(&l.body);
                     let keep = params_kept(&l.body);

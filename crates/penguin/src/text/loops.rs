@@ -116,6 +116,9 @@ pub fn inst_text_looped(header: &Function, index: u64, i: &PirInst, coefs: &[Vec
             .collect();
         let _ = write!(s, " after({})", list.join(", "));
     }
+    if let Some(loc) = &i.loc {
+        let _ = write!(s, " {}", crate::text::print::loc_text(loc));
+    }
     s
 }
 
