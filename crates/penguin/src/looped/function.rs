@@ -280,7 +280,8 @@ mod tests {
             trips: 2,
             body: vec![Item::Inst(PirInst {
                 data: memset(0),
-                deps: vec![Dep { from: InstId(0), kind: DepKind::Waw }], loc: None,
+                deps: vec![Dep { from: InstId(0), kind: DepKind::Waw }],
+                loc: None,
             })],
             step: vec![64, 0, 2],
         })];
