@@ -88,8 +88,7 @@ impl Groups {
         loc: &str,
     ) -> Result<(), NkiError> {
         let state = self.tiles.entry(tile).or_default();
-        let overlapping: Vec<usize> =
-            state.open.iter().copied().filter(|&g| overlaps(self.groups[g].bx, bx)).collect();
+        let overlapping: Vec<usize> = state.open.iter().copied().filter(|&g| overlaps(self.groups[g].bx, bx)).collect();
         let same = overlapping.iter().copied().find(|&g| self.groups[g].region == *region);
         let err = |message: String| NkiError::Accumulation { loc: loc.to_string(), message };
         let adds = match mode {
@@ -112,11 +111,7 @@ impl Groups {
                 )));
             }
             if mode == Accumulate::Add {
-                let zero = state
-                    .zeros
-                    .iter()
-                    .copied()
-                    .find(|&z| covers(self.zeros[z].bx, bx) && !self.zeros[z].read);
+                let zero = state.zeros.iter().copied().find(|&z| covers(self.zeros[z].bx, bx) && !self.zeros[z].read);
                 match zero {
                     Some(z) => {
                         self.zeros[z].fed = true;

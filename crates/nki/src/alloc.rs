@@ -74,7 +74,9 @@ impl SitePlan {
         }
         let bytes = self.slots * self.stride;
         match self.request.memory {
-            Memory::Psum => bytes.div_ceil(penguin::target::PSUM_BANK_BYTES.into()) * u64::from(penguin::target::PSUM_BANK_BYTES),
+            Memory::Psum => {
+                bytes.div_ceil(penguin::target::PSUM_BANK_BYTES.into()) * u64::from(penguin::target::PSUM_BANK_BYTES)
+            }
             _ => bytes.div_ceil(SBUF_ALIGN) * SBUF_ALIGN,
         }
     }
@@ -94,13 +96,11 @@ impl SitePlan {
     pub(crate) fn report(&self) -> AllocationReport {
         let r = &self.request;
         let ranges = if self.direct {
-            r.instances
-                .iter()
-                .filter_map(|i| i.direct)
-                .map(|(_, b)| (b, b + self.tile_bytes))
-                .collect()
+            r.instances.iter().filter_map(|i| i.direct).map(|(_, b)| (b, b + self.tile_bytes)).collect()
         } else {
-            (0..self.slots).map(|s| (self.address + s * self.stride, self.address + s * self.stride + self.tile_bytes)).collect()
+            (0..self.slots)
+                .map(|s| (self.address + s * self.stride, self.address + s * self.stride + self.tile_bytes))
+                .collect()
         };
         AllocationReport {
             name: r.name.clone(),
@@ -236,7 +236,8 @@ fn plan(mut request: SiteRequest) -> Result<SitePlan, NkiError> {
 impl SitePlan {
     fn place_slots(&mut self) {
         let (slots, stride) = (self.slots.max(1), self.stride);
-        self.placement = (0..self.request.instances.len() as u64).map(|i| (i % slots, 0, (i % slots) * stride)).collect();
+        self.placement =
+            (0..self.request.instances.len() as u64).map(|i| (i % slots, 0, (i % slots) * stride)).collect();
     }
 }
 
@@ -252,7 +253,9 @@ pub(crate) fn allocate(requests: Vec<SiteRequest>, target: Target) -> Result<Vec
         let ids: Vec<usize> = (0..plans.len()).filter(|&i| plans[i].request.memory == memory).collect();
         for &i in &ids {
             let p = &plans[i];
-            if p.direct && (p.address + p.tile_bytes > capacity || p.partitions > u64::from(info.statebuf_num_partitions)) {
+            if p.direct
+                && (p.address + p.tile_bytes > capacity || p.partitions > u64::from(info.statebuf_num_partitions))
+            {
                 return Err(NkiError::Invalid {
                     loc: p.request.loc.clone(),
                     message: format!(
@@ -304,7 +307,8 @@ fn pack(plans: &mut [SitePlan], ids: &[usize], capacity: u64) -> Result<(), usiz
             .filter(|&&j| plans[j].meets(&plans[i]))
             .map(|&j| (plans[j].address, plans[j].address + plans[j].storage()))
             .collect();
-        let mut candidates: Vec<u64> = std::iter::once(0).chain(conflicts.iter().map(|c| c.1.div_ceil(align) * align)).collect();
+        let mut candidates: Vec<u64> =
+            std::iter::once(0).chain(conflicts.iter().map(|c| c.1.div_ceil(align) * align)).collect();
         candidates.sort_unstable();
         let at = candidates
             .into_iter()

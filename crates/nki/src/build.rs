@@ -114,8 +114,12 @@ impl KernelBuilder {
                     None
                 }
                 Some(ops) => {
-                    let views = ops.iter().map(|(_, v, _)| view::resolve(&a.tensors, v, &loc)).collect::<Result<Vec<_>, _>>()?;
-                    let memories: Vec<Memory> = views.iter().map(|v| memory(a.tensors[v.tensor as usize].buffer)).collect();
+                    let views = ops
+                        .iter()
+                        .map(|(_, v, _)| view::resolve(&a.tensors, v, &loc))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let memories: Vec<Memory> =
+                        views.iter().map(|v| memory(a.tensors[v.tensor as usize].buffer)).collect();
                     kinds::check(rec, &views, &memories, &loc)?;
                     self.check_record(rec, &a.tensors, &views, &loc)?;
                     for ((_, _, role), v) in ops.iter().zip(&views) {
@@ -137,7 +141,10 @@ impl KernelBuilder {
         }
         if !loops.is_empty() {
             let loc = trace.ops.last().map(|r| trace.loc_text(r.loc())).unwrap_or_default();
-            return Err(NkiError::Invalid { loc, message: format!("{} loop(s) are never closed (loop_end)", loops.len()) });
+            return Err(NkiError::Invalid {
+                loc,
+                message: format!("{} loop(s) are never closed (loop_end)", loops.len()),
+            });
         }
         for &o in &trace.outputs {
             let t = &a.tensors[o as usize];
@@ -149,20 +156,15 @@ impl KernelBuilder {
     }
 
     /// The rules of a record that need the tensors (dtypes, matmul limits, PSUM banks).
-    fn check_record(&self, rec: &Record, tensors: &[TensorInfo], views: &[Resolved], loc: &str) -> Result<(), NkiError> {
+    fn check_record(
+        &self,
+        rec: &Record,
+        tensors: &[TensorInfo],
+        views: &[Resolved],
+        loc: &str,
+    ) -> Result<(), NkiError> {
         let unsupported = |what: String| NkiError::Unsupported { loc: loc.to_string(), record: rec.kind(), what };
         let dtype = |i: usize| tensors[views[i].tensor as usize].dtype;
-        for v in views {
-            let t = &tensors[v.tensor as usize];
-            if t.buffer == Buffer::Psum {
-                let size = i64::from(t.dtype.size_bytes());
-                let (_, _, lo, hi) = v.tile_box();
-                let bank = i64::from(penguin::target::PSUM_BANK_BYTES);
-                if t.tile_bytes() > bank as u64 && (lo * size) / bank != (hi * size - 1) / bank {
-                    return Err(unsupported(format!("a view of PSUM tile `{}` that crosses a 2 KiB bank", t.name)));
-                }
-            }
-        }
         match rec {
             Record::Matmul { perf_mode, .. } => {
                 let (d, s, m) = (&views[0], &views[1], &views[2]);
@@ -178,17 +180,30 @@ impl KernelBuilder {
                     return Err(NkiError::ShapeMismatch {
                         loc: loc.to_string(),
                         op: "matmul",
-                        what: format!("stationary {:?} and moving {:?} contract different partitions", s.shape, m.shape),
+                        what: format!(
+                            "stationary {:?} and moving {:?} contract different partitions",
+                            s.shape, m.shape
+                        ),
                     });
                 }
                 let (mm, nn) = (s.free_elems() / pack, m.free_elems() / pack);
                 let max_m = u64::from(penguin::target::MAX_STATIONARY_FREE);
                 let max_n = u64::from(penguin::target::MAX_MOVING_FREE);
                 if mm > max_m {
-                    return Err(NkiError::MatmulTooWide { loc: loc.to_string(), operand: "stationary", size: mm, max: max_m });
+                    return Err(NkiError::MatmulTooWide {
+                        loc: loc.to_string(),
+                        operand: "stationary",
+                        size: mm,
+                        max: max_m,
+                    });
                 }
                 if nn > max_n {
-                    return Err(NkiError::MatmulTooWide { loc: loc.to_string(), operand: "moving", size: nn, max: max_n });
+                    return Err(NkiError::MatmulTooWide {
+                        loc: loc.to_string(),
+                        operand: "moving",
+                        size: nn,
+                        max: max_n,
+                    });
                 }
                 if d.partitions() != mm || d.free_elems() != nn {
                     return Err(NkiError::ShapeMismatch {
@@ -205,19 +220,42 @@ impl KernelBuilder {
                 }
             }
             Record::Transpose { .. } if dtype(0) != penguin::DType::Fp32 => {
-                return Err(unsupported(format!("a {} transpose result (ntile's PE transpose writes fp32 PSUM)", dtype(0))));
+                return Err(unsupported(format!(
+                    "a {} transpose result (ntile's PE transpose writes fp32 PSUM)",
+                    dtype(0)
+                )));
             }
             _ => {}
+        }
+        for v in views {
+            let t = &tensors[v.tensor as usize];
+            if t.buffer == Buffer::Psum {
+                let size = i64::from(t.dtype.size_bytes());
+                let (_, _, lo, hi) = v.tile_box();
+                let bank = i64::from(penguin::target::PSUM_BANK_BYTES);
+                if t.tile_bytes() > bank as u64 && (lo * size) / bank != (hi * size - 1) / bank {
+                    return Err(unsupported(format!("a view of PSUM tile `{}` that crosses a 2 KiB bank", t.name)));
+                }
+            }
         }
         Ok(())
     }
 
     /// Feed a PSUM access to the accumulation analysis.
-    fn psum_event(groups: &mut Groups, rec: &Record, r: usize, v: &Resolved, role: Role, loc: &str) -> Result<(), NkiError> {
+    fn psum_event(
+        groups: &mut Groups,
+        rec: &Record,
+        r: usize,
+        v: &Resolved,
+        role: Role,
+        loc: &str,
+    ) -> Result<(), NkiError> {
         let bx = v.tile_box();
         let tile = (v.tensor, v.block);
         match (rec, role) {
-            (Record::Matmul { accumulate, .. }, Role::Accumulate) => groups.matmul(r, tile, &v.ap, bx, *accumulate, loc),
+            (Record::Matmul { accumulate, .. }, Role::Accumulate) => {
+                groups.matmul(r, tile, &v.ap, bx, *accumulate, loc)
+            }
             (_, Role::Read) => {
                 groups.access(r, tile, bx, true, false, loc);
                 Ok(())
@@ -290,7 +328,13 @@ fn check_marker(rec: &Record, loops: &mut Vec<u64>, loc: &str) -> Result<(), Nki
 }
 
 /// Track HBM writes; a read of a tensor the kernel created must be of bytes written before.
-fn hbm_access(written: &mut [Vec<(i64, i64)>], t: &TensorInfo, v: &Resolved, role: Role, loc: &str) -> Result<(), NkiError> {
+fn hbm_access(
+    written: &mut [Vec<(i64, i64)>],
+    t: &TensorInfo,
+    v: &Resolved,
+    role: Role,
+    loc: &str,
+) -> Result<(), NkiError> {
     let (lo, hi) = v.ap.flat_extent();
     let extent = (v.ap.offset + lo, v.ap.offset + hi + 1);
     let list = &mut written[v.tensor as usize];
@@ -298,7 +342,8 @@ fn hbm_access(written: &mut [Vec<(i64, i64)>], t: &TensorInfo, v: &Resolved, rol
         Role::Write | Role::Accumulate => list.push(extent),
         Role::Read if t.buffer == Buffer::Input => {}
         Role::Read => {
-            let mut parts: Vec<(i64, i64)> = list.iter().copied().filter(|&(a, b)| a < extent.1 && extent.0 < b).collect();
+            let mut parts: Vec<(i64, i64)> =
+                list.iter().copied().filter(|&(a, b)| a < extent.1 && extent.0 < b).collect();
             parts.sort_unstable();
             let mut reach = extent.0;
             for (a, b) in parts {
@@ -328,7 +373,13 @@ fn site_requests(a: &Analysis) -> Vec<SiteRequest> {
         let key = (t.site, memory(t.buffer), t.dtype, t.direct.is_some());
         let req = by_key.entry(key).or_insert_with(|| {
             order.push(key);
-            SiteRequest { name: t.name.clone(), loc: t.loc.clone(), memory: key.1, dtype: t.dtype, instances: Vec::new() }
+            SiteRequest {
+                name: t.name.clone(),
+                loc: t.loc.clone(),
+                memory: key.1,
+                dtype: t.dtype,
+                instances: Vec::new(),
+            }
         });
         req.instances.push(Instance {
             tensor,

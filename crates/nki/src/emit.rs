@@ -156,7 +156,8 @@ impl Emitter<'_> {
         let t = &self.a.tensors[v.tensor as usize];
         let mut ap = v.ap.clone();
         if !t.buffer.is_on_chip() {
-            let tensor = self.hbm[v.tensor as usize].ok_or_else(|| NkiError::Internal(format!("{loc}: `{}` undeclared", t.name)))?;
+            let tensor = self.hbm[v.tensor as usize]
+                .ok_or_else(|| NkiError::Internal(format!("{loc}: `{}` undeclared", t.name)))?;
             return Ok(InstTile { tensor, memory: Memory::Hbm, dtype: t.dtype, ap });
         }
         let p = self
@@ -209,7 +210,11 @@ impl Emitter<'_> {
             self.cg.set_srcloc(Some(locs.intern(loc)));
             let tiles = c.views.iter().map(|v| self.tile(v, loc)).collect::<Result<Vec<_>, _>>()?;
             let inst = if let Record::Matmul { perf_mode, tile_position, tile_size, .. } = rec {
-                let g = *a.groups.group_of.get(&r).ok_or_else(|| NkiError::Internal(format!("{loc}: matmul without a group")))?;
+                let g = *a
+                    .groups
+                    .group_of
+                    .get(&r)
+                    .ok_or_else(|| NkiError::Internal(format!("{loc}: matmul without a group")))?;
                 let [dst, stationary, moving]: [InstTile; 3] =
                     tiles.try_into().map_err(|_| NkiError::Internal(format!("{loc}: matmul operands")))?;
                 let double = *perf_mode == TracePerfMode::DoubleRow;

@@ -39,7 +39,10 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
         }
         Record::Transpose { dst, src, engine, .. } => {
             if let Some(e @ (EngineName::Dve | EngineName::Act | EngineName::Pool | EngineName::Sp)) = engine {
-                return Err(unsupported(format!("a transpose on {} (ntile transposes on the PE, through PSUM)", e.name())));
+                return Err(unsupported(format!(
+                    "a transpose on {} (ntile transposes on the PE, through PSUM)",
+                    e.name()
+                )));
             }
             vec![("dst", dst, Write), ("src", src, Read)]
         }
@@ -104,7 +107,10 @@ pub(crate) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
     let shapes = |what: String| NkiError::ShapeMismatch { loc: loc.to_string(), op: r.kind(), what };
     let same = |a: &Resolved, b: &Resolved, an: &str, bn: &str| {
         if a.partitions() != b.partitions() || a.free_elems() != b.free_elems() {
-            Err(shapes(format!("{an} {:?} and {bn} {:?} differ in partitions or elements per partition", a.shape, b.shape)))
+            Err(shapes(format!(
+                "{an} {:?} and {bn} {:?} differ in partitions or elements per partition",
+                a.shape, b.shape
+            )))
         } else {
             Ok(())
         }
@@ -209,7 +215,13 @@ pub(crate) struct Choice {
 /// SBUF copies alternate DVE and ACT by the PSUM instance's slot, so that the choice is a
 /// function of the place in the loop and streams roll; memsets of SBUF on GpSimd, of PSUM
 /// on DVE; other elementwise work on DVE).
-pub(crate) fn engine(r: &Record, named: Option<EngineName>, dst: Memory, choice: Choice, loc: &str) -> Result<ComputeEngine, NkiError> {
+pub(crate) fn engine(
+    r: &Record,
+    named: Option<EngineName>,
+    dst: Memory,
+    choice: Choice,
+    loc: &str,
+) -> Result<ComputeEngine, NkiError> {
     match named {
         Some(EngineName::Act) => Ok(ComputeEngine::Act),
         Some(EngineName::Dve) => Ok(ComputeEngine::Dve),

@@ -58,7 +58,8 @@ impl Trace {
         let de = &mut serde_json::Deserializer::from_str(text);
         let trace: Trace = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
-            NkiError::Trace { path: if path == "." { String::new() } else { path }, message: e.into_inner().to_string() }
+            let path = if path == "." || path == "?" { String::new() } else { path };
+            NkiError::Trace { path, message: e.into_inner().to_string() }
         })?;
         if trace.format != TRACE_FORMAT {
             return Err(NkiError::Trace {
@@ -69,7 +70,10 @@ impl Trace {
         if trace.version != TRACE_VERSION {
             return Err(NkiError::Trace {
                 path: "version".into(),
-                message: format!("trace version {} is not supported (this ntile reads version {TRACE_VERSION})", trace.version),
+                message: format!(
+                    "trace version {} is not supported (this ntile reads version {TRACE_VERSION})",
+                    trace.version
+                ),
             });
         }
         Ok(trace)

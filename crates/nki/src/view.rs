@@ -178,7 +178,8 @@ pub(crate) fn resolve(tensors: &[TensorInfo], view: &View, loc: &str) -> Result<
     let Some(t) = tensors.get(view.t as usize) else {
         return Err(invalid(format!("a view names tensor {}, but the trace has {} tensors", view.t, tensors.len())));
     };
-    let out_of_range = |detail: String| NkiError::ViewOutOfRange { loc: loc.to_string(), tensor: t.name.clone(), detail };
+    let out_of_range =
+        |detail: String| NkiError::ViewOutOfRange { loc: loc.to_string(), tensor: t.name.clone(), detail };
     let Some(&(p_stride, p_count)) = view.ap.first() else {
         return Err(invalid(format!("a view of `{}` has no dimensions", t.name)));
     };

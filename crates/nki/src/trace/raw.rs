@@ -493,7 +493,9 @@ impl TryFrom<RawRecord> for Record {
             },
             "bn_stats" => Record::BnStats { loc, dst: dst()?, src: src()? },
             "bn_aggr" => Record::BnAggr { loc, dst: dst()?, src: src()? },
-            "loop_begin" => Record::LoopBegin { loc, kind: need(o, "kind", r.kind)?, trips: need(o, "trips", r.trips)? },
+            "loop_begin" => {
+                Record::LoopBegin { loc, kind: need(o, "kind", r.kind)?, trips: need(o, "trips", r.trips)? }
+            }
             "iteration" => Record::Iteration { loc, index: need(o, "index", r.index)? },
             _ => Record::LoopEnd { loc },
         })

@@ -1,1 +1,11 @@
-//! placeholder
+//! The nki crate's tests: hand-built traces through the kernel builder, checked on the
+//! built function, its allocation report and its errors, and run through `bir` and `sim`
+//! against f64 references.
+
+mod allocation;
+mod errors;
+mod loops;
+mod matmul;
+mod support;
+mod tb;
+mod trace_format;
