@@ -122,7 +122,13 @@ fn alternating() -> LoopedFunction {
         _ => unreachable!(),
     };
     let mut body: Vec<Item<PirInst>> = (0..200)
-        .map(|x| Item::Inst(PirInst { data: if x % 2 == 0 { memset.clone() } else { pool.clone() }, deps: vec![], loc: None }))
+        .map(|x| {
+            Item::Inst(PirInst {
+                data: if x % 2 == 0 { memset.clone() } else { pool.clone() },
+                deps: vec![],
+                loc: None,
+            })
+        })
         .collect();
     let one = vec![Item::Inst(PirInst { data: memset, deps: vec![], loc: None })];
     body.push(Item::Loop(Loop { trips: 200, body: one, step: vec![0, 0] }));
@@ -239,7 +245,8 @@ fn loads(trips: u32, hint_step: Option<i64>) -> LoopedFunction {
     let mut lf = LoopedFunction::from_function(&f);
     let mut step = vec![0, 0, 64, 0];
     step.extend(hint_step);
-    lf.body = vec![Item::Loop(Loop { trips, body: vec![Item::Inst(PirInst { data: copy, deps: vec![], loc: None })], step })];
+    lf.body =
+        vec![Item::Loop(Loop { trips, body: vec![Item::Inst(PirInst { data: copy, deps: vec![], loc: None })], step })];
     lf
 }
 
@@ -303,7 +310,8 @@ fn casts(trips: u32, hint_step: i64) -> LoopedFunction {
     });
     let mut lf = LoopedFunction::from_function(&f);
     let step = vec![0, 0, 1024, 0, hint_step];
-    lf.body = vec![Item::Loop(Loop { trips, body: vec![Item::Inst(PirInst { data: cast, deps: vec![], loc: None })], step })];
+    lf.body =
+        vec![Item::Loop(Loop { trips, body: vec![Item::Inst(PirInst { data: cast, deps: vec![], loc: None })], step })];
     lf
 }
 

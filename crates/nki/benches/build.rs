@@ -34,7 +34,9 @@ fn bench_build(c: &mut Criterion) {
     let mut group = c.benchmark_group("nki_tiled_matmul_4096x8192x8192");
     group.sample_size(10).measurement_time(Duration::from_secs(20)).warm_up_time(Duration::from_secs(2));
     group.bench_function("from_json", |b| b.iter(|| nki::Trace::from_json(black_box(&json)).unwrap()));
-    group.bench_function("build", |b| b.iter(|| nki::KernelBuilder::new(Target::Trn2).build(black_box(&trace)).unwrap()));
+    group.bench_function("build", |b| {
+        b.iter(|| nki::KernelBuilder::new(Target::Trn2).build(black_box(&trace)).unwrap());
+    });
     group.finish();
 }
 

@@ -317,10 +317,8 @@ fn check_marker(rec: &Record, loops: &mut Vec<u64>, loc: &str) -> Result<(), Nki
             }
             Some(_) => {}
         },
-        Record::LoopEnd { .. } => {
-            if loops.pop().is_none() {
-                return Err(invalid("a loop_end without its loop_begin".into()));
-            }
+        Record::LoopEnd { .. } if loops.pop().is_none() => {
+            return Err(invalid("a loop_end without its loop_begin".into()));
         }
         _ => {}
     }
@@ -366,9 +364,9 @@ fn site_requests(a: &Analysis) -> Vec<SiteRequest> {
     type Key = (u32, Memory, penguin::DType, bool);
     let mut order: Vec<Key> = Vec::new();
     let mut by_key: HashMap<Key, SiteRequest> = HashMap::new();
-    let mut tiles: Vec<(&(u32, u64), &(usize, usize))> = a.live.iter().collect();
-    tiles.sort_by_key(|(k, v)| (v.0, **k));
-    for (&(tensor, block), &(first, last)) in tiles {
+    let mut tiles: Vec<((u32, u64), (usize, usize))> = a.live.iter().map(|(k, v)| (*k, *v)).collect();
+    tiles.sort_by_key(|&(k, v)| (v.0, k));
+    for ((tensor, block), (first, last)) in tiles {
         let t = &a.tensors[tensor as usize];
         let key = (t.site, memory(t.buffer), t.dtype, t.direct.is_some());
         let req = by_key.entry(key).or_insert_with(|| {

@@ -219,19 +219,21 @@ impl Emitter<'_> {
                     tiles.try_into().map_err(|_| NkiError::Internal(format!("{loc}: matmul operands")))?;
                 let double = *perf_mode == TracePerfMode::DoubleRow;
                 let codegen = |source| NkiError::Codegen { loc: Some(loc.clone()), source };
-                if !open.contains_key(&g) {
-                    let total = u32::try_from(k_total[g]).map_err(|_| NkiError::Invalid {
-                        loc: loc.clone(),
-                        message: format!("an accumulation group of {} contraction rows", k_total[g]),
-                    })?;
-                    let acc = if double {
-                        MatMultAccumulation::open_double_row(dst.clone(), total)
-                    } else {
-                        MatMultAccumulation::open(dst.clone(), total)
-                    };
-                    open.insert(g, acc.map_err(codegen)?);
-                }
-                let acc = open.get_mut(&g).ok_or_else(|| NkiError::Internal("group".into()))?;
+                let acc = match open.entry(g) {
+                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        let total = u32::try_from(k_total[g]).map_err(|_| NkiError::Invalid {
+                            loc: loc.clone(),
+                            message: format!("an accumulation group of {} contraction rows", k_total[g]),
+                        })?;
+                        let acc = if double {
+                            MatMultAccumulation::open_double_row(dst.clone(), total)
+                        } else {
+                            MatMultAccumulation::open(dst.clone(), total)
+                        };
+                        e.insert(acc.map_err(codegen)?)
+                    }
+                };
                 let [row, col] = tile_position.unwrap_or([0, 0]);
                 let [rows, cols] = tile_size.unwrap_or([128, 128]);
                 let sub = MatMultSubTile {

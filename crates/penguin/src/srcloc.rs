@@ -185,7 +185,7 @@ mod tests {
         assert!(json.contains(r#""srclocs":[[0,"k.py:3"],[1,"k.py:7"],[2,"k.py:7"]]"#), "{json}");
         assert_eq!(serde_json::from_str::<crate::Function>(&json).unwrap(), f);
         // A function without locations has no `srclocs` key, and reads as before.
-        let mut bare = f.clone();
+        let mut bare = f;
         bare.srclocs.clear();
         let json = serde_json::to_string(&bare).unwrap();
         assert!(!json.contains("srclocs"));

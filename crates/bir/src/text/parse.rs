@@ -194,7 +194,8 @@ pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseEr
             continue;
         }
         let start = c.clone();
-        let Some((col, kw)) = c.word().filter(|(_, w)| matches!(*w, "program" | "hbm" | "sem" | "loc" | "stream")) else {
+        let Some((col, kw)) = c.word().filter(|(_, w)| matches!(*w, "program" | "hbm" | "sem" | "loc" | "stream"))
+        else {
             if !seen_program {
                 return Err(start.clone().expected("`program NAME target=TARGET` as the first line"));
             }

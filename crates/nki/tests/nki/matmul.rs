@@ -130,7 +130,7 @@ fn accumulate_true_false_and_null() {
     // A read between them ends the group: null starts a new one there.
     let k = two_matmuls(Accumulate::Infer, Accumulate::Infer, true).build().unwrap();
     assert_eq!(flags(&k), vec![Acc::START | Acc::STOP; 2]);
-    let got = run(&k, &[("lhsT", at.clone()), ("rhs", bv.clone())]);
+    let got = run(&k, &[("lhsT", at), ("rhs", bv)]);
     exact(&got["out"], &second);
 }
 

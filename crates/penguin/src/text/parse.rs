@@ -255,14 +255,14 @@ fn resolve(p: PendingInst, func: &Function) -> Result<(InstData, Option<Vec<Dep>
     Ok((inst, p.deps))
 }
 
+/// An instruction read from its line: the instruction, its `after(...)` list and its
+/// `loc(...)`, each if written.
+pub(crate) type LocatedInst = (InstData, Option<Vec<Dep>>, Option<String>);
+
 /// One instruction line after its `iN =` (the looped parser's hook): the instruction, with
 /// its operands resolved against `func`'s tensors, its `after(...)` list if it has one, and
 /// its `loc(...)` if it has one.
-pub(crate) fn inst_after_id(
-    c: &mut Cursor<'_>,
-    id: InstId,
-    func: &Function,
-) -> Result<(InstData, Option<Vec<Dep>>, Option<String>), ParseError> {
+pub(crate) fn inst_after_id(c: &mut Cursor<'_>, id: InstId, func: &Function) -> Result<LocatedInst, ParseError> {
     let mut p = inst_body(c, id)?;
     let loc = p.loc.take();
     let (inst, deps) = resolve(p, func)?;
