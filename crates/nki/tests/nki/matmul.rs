@@ -148,3 +148,43 @@ fn accumulating_without_a_group_names_both_locations() {
     let e = two_matmuls(Accumulate::Add, Accumulate::Add, false).build().unwrap_err();
     assert!(e.to_string().starts_with("kernel.py:10: `+=` (accumulate \"add\") adds into"), "{e}");
 }
+
+#[test]
+fn engines_left_open_follow_the_planners_rules() {
+    let trace = tiled_matmul(256, 256, 1024, DType::Bf16, Target::Trn2, AccStyle::ZeroFillAdd);
+    let k = nki::KernelBuilder::new(Target::Trn2).build(&trace).unwrap();
+    // PSUM -> SBUF copies alternate DVE and ACT with the PSUM tile's slot (two slots).
+    let copies: Vec<penguin::ComputeEngine> = k
+        .function
+        .insts
+        .iter()
+        .filter_map(|i| match i {
+            InstData::TensorCopy(c) => Some(c.engine),
+            _ => None,
+        })
+        .collect();
+    use penguin::ComputeEngine::{Act, Dve, Pool};
+    assert_eq!(copies, vec![Dve, Act, Dve, Act]);
+    // Memsets: GpSimd for SBUF, DVE for PSUM (a PSUM fill another op reads is kept).
+    let mut t = Tb::new("fills", Target::Trn2);
+    let out = t.at(2).output("out", DType::Fp32, &[128, 512]);
+    let s = t.at(3).tensor("s", Buffer::Sbuf, DType::Fp32, &[128, 512]);
+    let p = t.at(4).tensor("p", Buffer::Psum, DType::Fp32, &[128, 512]);
+    t.at(5).memset(tile(s, 128, 512), 1.0).memset(tile(p, 128, 512), 0.0);
+    t.at(6).tensor_tensor(tile(s, 128, 512), tile(s, 128, 512), tile(p, 128, 512), nki::trace::Alu::Add);
+    t.at(7).dma(window(out, 512, 0, 128, 0, 512), tile(s, 128, 512));
+    let k = t.build().unwrap();
+    let engines: Vec<(String, penguin::ComputeEngine)> = k
+        .function
+        .insts
+        .iter()
+        .filter_map(|i| match i {
+            InstData::Memset(m) => Some(("memset".to_string(), m.engine)),
+            InstData::TensorTensor(x) => Some(("tensor_tensor".to_string(), x.engine)),
+            _ => None,
+        })
+        .collect();
+    let want = [("memset", Pool), ("memset", Dve), ("tensor_tensor", Dve)];
+    assert_eq!(engines, want.map(|(n, e)| (n.to_string(), e)).to_vec());
+    assert_eq!(run(&k, &[])["out"], vec![1.0; 128 * 512]);
+}
