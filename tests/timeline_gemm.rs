@@ -317,3 +317,21 @@ fn slices_name_their_source_line_when_known() {
         assert!(s["args"].get("planner_step").is_none());
     }
 }
+
+#[test]
+fn slices_name_the_source_location_lowering_carried_from_their_origin() {
+    let (mut p, r, info) = gemm(Target::Trn2, Schedule::Naive, false);
+    // Every Penguin instruction on a line of kernel.py, as a traced NKI kernel's would be.
+    let origins: Vec<penguin::InstId> = p.streams.iter().flatten().filter_map(|i| i.origin).collect();
+    for &o in &origins {
+        p.srclocs.set(o, Some(format!("kernel.py:{}", o.0 + 1).into()));
+    }
+    let ev = events(&p, &r, &info);
+    let slices: Vec<&Value> = ev.iter().filter(|e| e["ph"] == "X" && e["name"] != "wait").collect();
+    assert!(!slices.is_empty());
+    for s in slices {
+        let origin: u32 = s["args"]["origin"].as_str().unwrap()[1..].parse().unwrap();
+        assert_eq!(s["args"]["source"], format!("kernel.py:{}", origin + 1).as_str(), "{s}");
+        assert!(s["args"].get("planner_step").is_none());
+    }
+}

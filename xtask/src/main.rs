@@ -135,6 +135,7 @@ fn rust_version_check() -> Result<()> {
 fn bench() -> Result<()> {
     cargo(&["bench", "-p", "ntile", "--bench", "sim", "--bench", "cycle", "--bench", "extrapolate"])?;
     cargo(&["bench", "-p", "penguin", "--bench", "parse"])?;
+    cargo(&["bench", "-p", "nki", "--bench", "build"])?;
     let root = workspace_root();
     let criterion = root.join("target/criterion");
     let mean_ms = |group: &str, name: &str| -> Option<f64> {
@@ -182,6 +183,11 @@ fn bench() -> Result<()> {
     for name in ["inputs_line_10mb", "memset_lines_100k"] {
         if let Some(t) = mean_ms("parse_pir", name) {
             out += &format!("parse .pir {name}: {t:.1} ms\n");
+        }
+    }
+    for (name, what) in [("from_json", "read the JSON trace"), ("build", "build the kernel")] {
+        if let Some(t) = mean_ms("nki_tiled_matmul_4096x8192x8192", name) {
+            out += &format!("nki tiled matmul 4096x8192x8192 (134k records): {what}: {t:.0} ms\n");
         }
     }
     cargo(&["build", "--release", "-p", "ntile"])?;

@@ -128,6 +128,7 @@ impl LoopedProgram {
             semaphores: p.semaphores.clone(),
             streams: vec![Vec::new(); NUM_ENGINES],
             sbuf_peak_bytes: p.sbuf_peak_bytes,
+            srclocs: p.srclocs.clone(),
         };
         let streams = p.streams.iter().map(|s| s.iter().cloned().map(Item::Inst).collect()).collect();
         LoopedProgram { header, streams }

@@ -105,6 +105,7 @@ impl Placements {
 pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) -> Result<Program, BirError> {
     let f = func.get();
     let mut cx = LowerCx::new(f, target);
+    let mut locs = penguin::LocInterner::default();
     cx.assign_addresses()?;
     let layout = f.layout();
     let missing = |id: InstId| BirError::Internal(format!("{id} missing from a verified function"));
@@ -166,6 +167,11 @@ pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) ->
     }
     routed?;
     cx.wire_semaphores(&placed)?;
+    for &id in layout {
+        if let Some(loc) = f.srcloc(id) {
+            cx.program.srclocs.set(id, Some(locs.intern(loc)));
+        }
+    }
     Ok(cx.program)
 }
 

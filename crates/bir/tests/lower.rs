@@ -190,3 +190,21 @@ fn too_many_strides_on_a_compute_engine() {
     let err = lower(verify(&f).unwrap(), Target::Trn2).unwrap_err();
     assert!(err.to_string().starts_with("Too many strides!"), "{err}");
 }
+
+#[test]
+fn source_locations_follow_origins_into_the_program_and_its_text() {
+    let mut f = penguin::parse::parse(include_str!("../../../examples/gemm_4x16x8.pir")).unwrap();
+    let located = f.layout[1];
+    f.srclocs.set(located, Some("kernel.py:12".into()));
+    let p = lower(verify(&f).unwrap(), Target::Trn2).unwrap();
+    let from_line: Vec<&bir::BirInst> = p.streams.iter().flatten().filter(|i| i.origin == Some(located)).collect();
+    assert!(!from_line.is_empty());
+    assert!(from_line.iter().all(|i| p.srcloc(i) == Some("kernel.py:12")));
+    let others = p.streams.iter().flatten().filter(|i| i.origin != Some(located));
+    assert!(others.into_iter().all(|i| p.srcloc(i).is_none()));
+    let text = p.to_string();
+    assert!(text.contains(&format!("\nloc {located} \"kernel.py:12\"\n")), "{text}");
+    assert_eq!(bir::text::parse(&text).unwrap(), p);
+    let json = serde_json::to_string(&p).unwrap();
+    assert_eq!(serde_json::from_str::<bir::Program>(&json).unwrap(), p);
+}

@@ -38,14 +38,14 @@ fn ping_pong(a: u32, b: u32) -> LoopedFunction {
     let (f, memset, copy) = header();
     let mut lf = LoopedFunction::from_function(&f);
     let body = vec![
-        Item::Inst(PirInst { data: memset.clone(), deps: vec![dep(1, DepKind::War)] }),
-        Item::Inst(PirInst { data: copy.clone(), deps: vec![dep(2, DepKind::Raw), dep(1, DepKind::Waw)] }),
+        Item::Inst(PirInst { data: memset.clone(), deps: vec![dep(1, DepKind::War)], loc: None }),
+        Item::Inst(PirInst { data: copy.clone(), deps: vec![dep(2, DepKind::Raw), dep(1, DepKind::Waw)], loc: None }),
     ];
     let inner = Item::Loop(Loop { trips: b, body, step: vec![0, 0, 2, 0, 0, 0, 0, 2, 2] });
     let bb = 2 * i64::from(b);
     lf.body = vec![
-        Item::Inst(PirInst { data: memset, deps: vec![] }),
-        Item::Inst(PirInst { data: copy, deps: vec![dep(0, DepKind::Raw)] }),
+        Item::Inst(PirInst { data: memset, deps: vec![], loc: None }),
+        Item::Inst(PirInst { data: copy, deps: vec![dep(0, DepKind::Raw)], loc: None }),
         Item::Loop(Loop { trips: a, body: vec![inner], step: vec![0, 0, bb, 0, 0, 0, 0, bb, bb] }),
     ];
     lf
@@ -122,14 +122,20 @@ fn alternating() -> LoopedFunction {
         _ => unreachable!(),
     };
     let mut body: Vec<Item<PirInst>> = (0..200)
-        .map(|x| Item::Inst(PirInst { data: if x % 2 == 0 { memset.clone() } else { pool.clone() }, deps: vec![] }))
+        .map(|x| {
+            Item::Inst(PirInst {
+                data: if x % 2 == 0 { memset.clone() } else { pool.clone() },
+                deps: vec![],
+                loc: None,
+            })
+        })
         .collect();
-    let one = vec![Item::Inst(PirInst { data: memset, deps: vec![] })];
+    let one = vec![Item::Inst(PirInst { data: memset, deps: vec![], loc: None })];
     body.push(Item::Loop(Loop { trips: 200, body: one, step: vec![0, 0] }));
     let deps = vec![dep(200, DepKind::Raw), dep(0, DepKind::Raw)];
     body.push(Item::Loop(Loop {
         trips: 200,
-        body: vec![Item::Inst(PirInst { data: copy, deps })],
+        body: vec![Item::Inst(PirInst { data: copy, deps, loc: None })],
         step: vec![0, 0, 0, 0, 1, 1],
     }));
     lf.body = body;
@@ -159,11 +165,11 @@ fn pipelined(trips: u32) -> LoopedFunction {
         _ => unreachable!(),
     };
     let body = vec![
-        Item::Inst(PirInst { data: memset, deps: vec![dep(0, DepKind::War)] }),
-        Item::Inst(PirInst { data: copy, deps: vec![dep(1, DepKind::Raw)] }),
+        Item::Inst(PirInst { data: memset, deps: vec![dep(0, DepKind::War)], loc: None }),
+        Item::Inst(PirInst { data: copy, deps: vec![dep(1, DepKind::Raw)], loc: None }),
     ];
     lf.body = vec![
-        Item::Inst(PirInst { data: pool, deps: vec![] }),
+        Item::Inst(PirInst { data: pool, deps: vec![], loc: None }),
         Item::Loop(Loop { trips, body, step: vec![0, 0, 2, 0, 0, 0, 0, 2] }),
     ];
     lf
@@ -239,7 +245,8 @@ fn loads(trips: u32, hint_step: Option<i64>) -> LoopedFunction {
     let mut lf = LoopedFunction::from_function(&f);
     let mut step = vec![0, 0, 64, 0];
     step.extend(hint_step);
-    lf.body = vec![Item::Loop(Loop { trips, body: vec![Item::Inst(PirInst { data: copy, deps: vec![] })], step })];
+    lf.body =
+        vec![Item::Loop(Loop { trips, body: vec![Item::Inst(PirInst { data: copy, deps: vec![], loc: None })], step })];
     lf
 }
 
@@ -303,7 +310,8 @@ fn casts(trips: u32, hint_step: i64) -> LoopedFunction {
     });
     let mut lf = LoopedFunction::from_function(&f);
     let step = vec![0, 0, 1024, 0, hint_step];
-    lf.body = vec![Item::Loop(Loop { trips, body: vec![Item::Inst(PirInst { data: cast, deps: vec![] })], step })];
+    lf.body =
+        vec![Item::Loop(Loop { trips, body: vec![Item::Inst(PirInst { data: cast, deps: vec![], loc: None })], step })];
     lf
 }
 
@@ -332,14 +340,14 @@ fn an_offloaded_op_is_unrolled_by_the_least_period_of_its_queues() {
 fn producers_in_three_nodes_with_an_affine_count_need_no_peeling() {
     let (f, memset, copy) = header();
     let mut lf = LoopedFunction::from_function(&f);
-    let one = |data: &InstData| Item::Inst(PirInst { data: data.clone(), deps: vec![] });
+    let one = |data: &InstData| Item::Inst(PirInst { data: data.clone(), deps: vec![], loc: None });
     lf.body = vec![
         one(&memset),
         Item::Loop(Loop { trips: 98, body: vec![one(&memset)], step: vec![0, 0] }),
         one(&memset),
         Item::Loop(Loop {
             trips: 100,
-            body: vec![Item::Inst(PirInst { data: copy, deps: vec![dep(0, DepKind::Raw)] })],
+            body: vec![Item::Inst(PirInst { data: copy, deps: vec![dep(0, DepKind::Raw)], loc: None })],
             step: vec![0, 0, 0, 0, 1],
         }),
     ];

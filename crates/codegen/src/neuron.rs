@@ -3,8 +3,9 @@
 //! PSUM allocators.
 
 use penguin::{
-    verify::is_identifier, AccessPattern, DType, DepTracker, EngineAccumulationType, FreeDims, Function, FunctionView,
-    InstData, InstId, InstTile, IrBuilder, Memory, NDTile, Target, TensorData, TensorId, Tile,
+    verify::is_identifier, Access, AccessPattern, DType, DepTracker, EngineAccumulationType, FreeDims, Function,
+    FunctionView, InstData, InstId, InstTile, IrBuilder, Memory, NDTile, Region, SourceLoc, Target, TensorData,
+    TensorId, Tile,
 };
 
 use crate::error::CodegenError;
@@ -67,6 +68,14 @@ pub struct NeuronCodegen<B: IrBuilder> {
     sbuf_next: u64,
     psum_live: Vec<(TensorId, penguin::Region)>,
     stats: CodegenStats,
+    /// Per tensor: whether its bytes overlap another on-chip tensor's (see
+    /// [`Self::add_tensor_at`]); the accesses of such tensors are also tracked by storage.
+    aliased: Vec<bool>,
+    /// Dependency tracking by storage (one key per memory, regions in bytes) for the
+    /// accesses of aliased tensors.
+    storage_deps: DepTracker,
+    /// The source location given to every instruction inserted from now on.
+    srcloc: Option<SourceLoc>,
 }
 
 impl<B: IrBuilder> NeuronCodegen<B> {
@@ -81,7 +90,17 @@ impl<B: IrBuilder> NeuronCodegen<B> {
             sbuf_next: 0,
             psum_live: Vec::new(),
             stats: CodegenStats::default(),
+            aliased: Vec::new(),
+            storage_deps: DepTracker::new(),
+            srcloc: None,
         }
+    }
+
+    /// Set the source location ([`penguin::srcloc`]) of the instructions inserted from now
+    /// on, until the next call (`None`: none), as Cranelift's `FunctionBuilder::set_srcloc`.
+    /// Instructions an emitter inserts on the way (a broadcast's memset) get it too.
+    pub fn set_srcloc(&mut self, loc: Option<SourceLoc>) {
+        self.srcloc = loc;
     }
 
     /// The target.
@@ -129,6 +148,88 @@ impl<B: IrBuilder> NeuronCodegen<B> {
         let id = self.add_hbm(name, shape, dtype)?;
         self.outputs.push(id);
         Ok(id)
+    }
+
+    /// Declare an HBM tensor that is neither an input nor an output (scratch the kernel
+    /// writes and reads; lowering places it with the others).
+    pub fn add_internal_hbm(&mut self, name: &str, shape: Vec<u64>, dtype: DType) -> Result<TensorId, CodegenError> {
+        self.add_hbm(name, shape, dtype)
+    }
+
+    /// Add an on-chip tensor (`data.memory` SBUF or PSUM) at the byte address
+    /// `data.address` of each of its partitions, chosen by the caller's allocator instead
+    /// of [`Self::alloc_sbuf`]'s bump pointer. It must fit the target: at most
+    /// `statebuf_num_partitions` partitions, ending within the SBUF partition or the PSUM
+    /// banks. Tensors may share bytes (an allocator reuses the storage of tensors whose live
+    /// ranges are over): the accesses of tensors that overlap another's bytes are then also
+    /// compared by storage, so every overlap in memory is a dependency edge.
+    pub fn add_tensor_at(&mut self, data: TensorData) -> Result<TensorId, CodegenError> {
+        let info = self.target.info();
+        let capacity = match data.memory {
+            Memory::Sbuf => u64::from(info.statebuf_par_size_in_bytes),
+            Memory::Psum => u64::from(info.psum_num_banks * info.psum_par_size_in_bytes),
+            Memory::Hbm => {
+                return Err(CodegenError::BadOperand(format!(
+                    "add_tensor_at places on-chip tensors, not `{}`",
+                    data.name
+                )))
+            }
+        };
+        let Some(address) = data.address else {
+            return Err(CodegenError::BadOperand(format!("add_tensor_at needs an address for `{}`", data.name)));
+        };
+        let partitions = data.partitions();
+        if partitions == 0 || partitions > u64::from(info.statebuf_num_partitions) {
+            return Err(CodegenError::TooManyPartitions {
+                partitions: u32::try_from(partitions).unwrap_or(u32::MAX),
+                statebuf_num_partitions: info.statebuf_num_partitions,
+            });
+        }
+        let end = address.saturating_add(data.bytes_per_partition());
+        if end > capacity {
+            return Err(match data.memory {
+                Memory::Psum => CodegenError::PsumBankOverflow {
+                    bytes: end,
+                    psum_par_size_in_bytes: info.psum_num_banks * info.psum_par_size_in_bytes,
+                },
+                _ => CodegenError::SbufCapacity {
+                    tensor: data.name.clone(),
+                    needed: data.bytes_per_partition(),
+                    available: capacity,
+                    used: address,
+                    target: self.target,
+                },
+            });
+        }
+        if data.memory == Memory::Sbuf {
+            self.stats.sbuf_peak_bytes_per_partition = self.stats.sbuf_peak_bytes_per_partition.max(end);
+        }
+        let memory = data.memory;
+        let rows = data.partitions();
+        let id = self.base.add_tensor(data)?;
+        // Every on-chip tensor with an address whose bytes meet the new one's aliases it.
+        let mut overlaps = false;
+        for i in 0..id.index() {
+            let Some(other) = TensorId::from_index(i).and_then(|t| self.view().tensor(t)) else { continue };
+            let Some(a) = other.address.filter(|_| other.memory == memory) else { continue };
+            let meets =
+                a < end && address < a.saturating_add(other.bytes_per_partition()) && rows.min(other.partitions()) > 0;
+            if meets {
+                overlaps = true;
+                self.set_aliased(TensorId(i as u32));
+            }
+        }
+        if overlaps {
+            self.set_aliased(id);
+        }
+        Ok(id)
+    }
+
+    fn set_aliased(&mut self, t: TensorId) {
+        if self.aliased.len() <= t.index() {
+            self.aliased.resize(t.index() + 1, false);
+        }
+        self.aliased[t.index()] = true;
     }
 
     fn add_hbm(&mut self, name: &str, shape: Vec<u64>, dtype: DType) -> Result<TensorId, CodegenError> {
@@ -512,16 +613,43 @@ impl<B: IrBuilder> NeuronCodegen<B> {
 
     /// The seed's `process_dep_edges`: RAW/WAR/WAW edges from earlier instructions whose tiles
     /// overlap this one's.
+    ///
+    /// The accesses to tensors that share bytes with others ([`Self::add_tensor_at`]) are
+    /// also compared by storage, so edges between different tensors overlapping in memory
+    /// are found too.
     pub fn process_dep_edges(&mut self, inst: &InstData) -> Vec<penguin::Dep> {
         let func = self.base.function();
         let next = InstId(func.num_insts() as u32);
-        self.deps.process(next, inst, |t| func.tensor(t))
+        let mut deps = self.deps.process(next, inst, |t| func.tensor(t));
+        if self.aliased.iter().any(|&a| a) {
+            let mut accesses: Vec<(TensorId, Region, Access)> = Vec::new();
+            inst.for_each_operand(|tile, access| {
+                if !self.aliased.get(tile.tensor.index()).copied().unwrap_or(false) {
+                    return;
+                }
+                if let Some(region) = func.tensor(tile.tensor).and_then(|t| storage_region(&tile.ap, t)) {
+                    accesses.push(region_key(tile.memory, region, access));
+                }
+            });
+            if !accesses.is_empty() {
+                for d in self.storage_deps.process_accesses(next, &accesses) {
+                    if !deps.iter().any(|e| e.from == d.from) {
+                        deps.push(d);
+                    }
+                }
+            }
+        }
+        deps
     }
 
     /// The seed's `insert`: append to the function and record its dependency edges. Private:
     /// every instruction reaches it through [`Self::process_new_neuroninst`].
     fn insert(&mut self, inst: InstData, deps: Vec<penguin::Dep>) -> InstId {
-        self.base.insert(inst, deps)
+        let id = self.base.insert(inst, deps);
+        if let Some(loc) = &self.srcloc {
+            self.base.set_srcloc(id, loc.clone());
+        }
+        id
     }
 
     /// The seed's `finalize_kernel`: check the kernel name (`Kernel name mismatch` when it
@@ -544,6 +672,25 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     pub fn finalize(self) -> Result<Function, CodegenError> {
         Ok(self.base.finalize()?)
     }
+}
+
+/// The bytes an on-chip access touches in its memory: the region of `ap` in `t`, its
+/// element bounds turned into byte addresses of the partitions (`None` for HBM or an
+/// unallocated tensor).
+fn storage_region(ap: &AccessPattern, t: &TensorData) -> Option<Region> {
+    let address = i64::try_from(t.address?).ok()?;
+    if !t.memory.is_on_chip() {
+        return None;
+    }
+    let size = i64::from(t.dtype.size_bytes());
+    let r = ap.region(true);
+    let byte = |e: i64| e.saturating_mul(size).saturating_add(address);
+    Some(Region { lo: byte(r.lo), hi: byte(r.hi), window: None, ..r })
+}
+
+/// A storage access keyed by its memory (SBUF 0, PSUM 1).
+fn region_key(memory: Memory, region: Region, access: Access) -> (TensorId, Region, Access) {
+    (TensorId(u32::from(memory == Memory::Psum)), region, access)
 }
 
 #[cfg(test)]

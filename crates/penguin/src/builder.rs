@@ -6,6 +6,7 @@ use crate::entity::{InstId, TensorId};
 use crate::error::{PenguinError, VerifierErrors};
 use crate::function::{Function, TensorData};
 use crate::inst::{Dep, InstData};
+use crate::srcloc::SourceLoc;
 use crate::verify::verify;
 
 /// What a layer that builds Penguin functions provides.
@@ -29,6 +30,11 @@ pub trait IrBuilder {
     fn set_kernel_name(&mut self, name: String);
     /// Stamp the debug kernel function name.
     fn set_debug_kernel_function_name(&mut self, name: String);
+    /// Give an inserted instruction a source location ([`crate::srcloc`]); builders that
+    /// keep none may ignore it, and the default does.
+    fn set_srcloc(&mut self, inst: InstId, loc: SourceLoc) {
+        let _ = (inst, loc);
+    }
     /// Verify and return the function.
     fn finalize(self) -> Result<Function, VerifierErrors>;
 }
@@ -78,6 +84,10 @@ impl IrBuilder for GeneratedBuilder {
 
     fn set_debug_kernel_function_name(&mut self, name: String) {
         self.func.debug_kernel_function_name = Some(name);
+    }
+
+    fn set_srcloc(&mut self, inst: InstId, loc: SourceLoc) {
+        self.func.srclocs.set(inst, Some(loc));
     }
 
     fn finalize(self) -> Result<Function, VerifierErrors> {

@@ -51,6 +51,25 @@ impl DepTracker {
         inst: &InstData,
         tensor: impl Fn(TensorId) -> Option<&'a TensorData>,
     ) -> Vec<Dep> {
+        let mut operands = std::mem::take(&mut self.operands);
+        operands.clear();
+        inst.for_each_operand(|tile, access| {
+            if let Some(t) = tensor(tile.tensor) {
+                operands.push((tile.tensor, region_of(&tile.ap, t), access));
+            }
+        });
+        let out = self.process_accesses(id, &operands);
+        self.operands = operands;
+        out
+    }
+
+    /// The incoming edges of an instruction (numbered `id`) that makes `accesses`, then
+    /// record them: [`Self::process`] with the regions given instead of computed from the
+    /// operands. The key of an access is any dense id: [`Self::process`] keys by tensor, and
+    /// a producer whose tensors share storage may key by the storage, with the regions in a
+    /// unit common to the tensors in it (bytes), to get the edges between accesses to
+    /// different tensors that overlap in memory.
+    pub fn process_accesses(&mut self, id: InstId, accesses: &[(TensorId, Region, Access)]) -> Vec<Dep> {
         // Collected in a reused buffer and returned at their exact size (one allocation, none
         // without edges): the function keeps every instruction's list.
         let mut deps = std::mem::take(&mut self.deps);
@@ -60,14 +79,7 @@ impl DepTracker {
                 deps.push(Dep { from, kind });
             }
         };
-        let mut operands = std::mem::take(&mut self.operands);
-        operands.clear();
-        inst.for_each_operand(|tile, access| {
-            if let Some(t) = tensor(tile.tensor) {
-                operands.push((tile.tensor, region_of(&tile.ap, t), access));
-            }
-        });
-        for &(t, region, access) in &operands {
+        for &(t, region, access) in accesses {
             let Some(acc) = self.per_tensor.get(t.index()) else { continue };
             let reads = matches!(access, Access::Read | Access::ReadWrite);
             let writes = matches!(access, Access::Write | Access::ReadWrite);
@@ -84,7 +96,7 @@ impl DepTracker {
                 }
             }
         }
-        for &(t, region, access) in &operands {
+        for &(t, region, access) in accesses {
             if self.per_tensor.len() <= t.index() {
                 self.per_tensor.resize_with(t.index() + 1, TensorAccesses::default);
             }
@@ -98,7 +110,6 @@ impl DepTracker {
                 }
             }
         }
-        self.operands = operands;
         let out = deps.to_vec();
         self.deps = deps;
         out

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::dtype::DType;
 use crate::entity::{InstId, Memory, TensorId};
 use crate::inst::{Dep, InstData};
+use crate::srcloc::SourceLocs;
 
 /// A named allocation.
 ///
@@ -82,6 +83,11 @@ pub trait FunctionView {
     fn inputs(&self) -> &[TensorId];
     /// Kernel outputs (HBM tensors).
     fn outputs(&self) -> &[TensorId];
+    /// The source location of an instruction in its producer's source, if it has one.
+    fn srcloc(&self, id: InstId) -> Option<&str> {
+        let _ = id;
+        None
+    }
 }
 
 /// A Penguin function.
@@ -103,6 +109,10 @@ pub struct Function {
     pub inputs: Vec<TensorId>,
     /// Kernel outputs.
     pub outputs: Vec<TensorId>,
+    /// The source location of each instruction that has one (a side table; absent from the
+    /// JSON when empty).
+    #[serde(default, skip_serializing_if = "SourceLocs::is_empty")]
+    pub srclocs: SourceLocs,
 }
 
 impl Function {
@@ -183,5 +193,9 @@ impl FunctionView for Function {
 
     fn outputs(&self) -> &[TensorId] {
         &self.outputs
+    }
+
+    fn srcloc(&self, id: InstId) -> Option<&str> {
+        self.srclocs.get(id)
     }
 }

@@ -34,6 +34,7 @@ mod function;
 mod inst;
 pub mod json_f64;
 pub mod looped;
+pub mod srcloc;
 pub mod target;
 pub mod text;
 pub mod tile;
@@ -53,6 +54,7 @@ pub use inst::{
     TensorTensorData, TensorTensorOp, TilePosition, TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
 };
 pub use looped::{verify_looped, LoopedFunction, PirInst};
+pub use srcloc::{LocInterner, SourceLoc, SourceLocs};
 pub use target::{HwProfile, Target, TargetInfo};
 pub use text::lexer::ParseError;
 pub use tile::{DataTile, IndirectMemrefTileND, InstTile, MemrefTile, MemrefTileND, NDTile, NeuronPSUMTensor, Tile};

@@ -143,7 +143,7 @@ mod tests {
         let mut lf = LoopedFunction::from_function(&f);
         lf.body = vec![Item::Loop(Loop {
             trips: 6,
-            body: vec![Item::Inst(penguin::PirInst { data: first, deps: vec![] })],
+            body: vec![Item::Inst(penguin::PirInst { data: first, deps: vec![], loc: None })],
             step: vec![8, 0],
         })];
         assert_eq!(lf.expand().unwrap(), f);
@@ -162,7 +162,7 @@ mod tests {
         // Seven trips: the last memset writes past the end of the tensor.
         lf.body = vec![Item::Loop(Loop {
             trips: 7,
-            body: vec![Item::Inst(penguin::PirInst { data: first, deps: vec![] })],
+            body: vec![Item::Inst(penguin::PirInst { data: first, deps: vec![], loc: None })],
             step: vec![8, 0],
         })];
         let err = lower_looped(&lf, Target::Trn2).unwrap_err();
@@ -183,7 +183,7 @@ mod tests {
         let mut lf = LoopedFunction::from_function(&f);
         let inner = Item::Loop(Loop {
             trips: 1 << 13,
-            body: vec![Item::Inst(penguin::PirInst { data: first, deps: vec![] })],
+            body: vec![Item::Inst(penguin::PirInst { data: first, deps: vec![], loc: None })],
             step: vec![0, 0],
         });
         lf.body = vec![Item::Loop(Loop { trips: 1 << 12, body: vec![inner], step: vec![0, 0] })];

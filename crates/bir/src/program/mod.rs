@@ -85,6 +85,11 @@ pub struct Program {
     pub streams: Vec<Vec<BirInst>>,
     /// Highest SBUF byte used in any partition.
     pub sbuf_peak_bytes: u64,
+    /// The source location of each Penguin instruction that has one, by the
+    /// [`BirInst::origin`] of the instructions it lowered to (copied from the function by
+    /// lowering; absent from the JSON when empty).
+    #[serde(default, skip_serializing_if = "penguin::SourceLocs::is_empty")]
+    pub srclocs: penguin::SourceLocs,
 }
 
 impl Program {
@@ -98,7 +103,13 @@ impl Program {
             semaphores: Vec::new(),
             streams: vec![Vec::new(); NUM_ENGINES],
             sbuf_peak_bytes: 0,
+            srclocs: penguin::SourceLocs::new(),
         }
+    }
+
+    /// The source location of an instruction: that of the Penguin instruction it came from.
+    pub fn srcloc(&self, inst: &BirInst) -> Option<&str> {
+        self.srclocs.get(inst.origin?)
     }
 
     /// The stream of an engine.

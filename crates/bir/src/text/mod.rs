@@ -7,6 +7,7 @@
 //! program NAME target=TARGET [hbm_size=BYTES] [sbuf_peak=BYTES]      first line
 //! hbm "NAME" DTYPE [D0, D1, ...] @ADDRESS [input|output|internal]    an HBM tensor
 //! sem sN "NAME"                                                    semaphores s0, s1, ... in order
+//! loc iN "FILE:LINE"                                               the source location of Penguin instruction iN
 //! stream ENGINE:                                                   pe act dve pool sp dma0..dma15
 //!   [N:] OPCODE KEY=VALUE ... OPERAND=AP ... [wait(sN>=V, ...)] [signal(sN)] [origin(iN)]
 //!

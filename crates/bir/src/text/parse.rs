@@ -185,6 +185,7 @@ pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseEr
     let (mut hbm_size, mut sbuf_peak) = (None, None);
     let mut current: Option<Engine> = None;
     let mut hbm_names = HashSet::<String>::new();
+    let mut locs = penguin::LocInterner::default();
     let mut last_line = 1;
     for (line_no, raw) in numbered_lines(text) {
         last_line = line_no;
@@ -193,7 +194,8 @@ pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseEr
             continue;
         }
         let start = c.clone();
-        let Some((col, kw)) = c.word().filter(|(_, w)| matches!(*w, "program" | "hbm" | "sem" | "stream")) else {
+        let Some((col, kw)) = c.word().filter(|(_, w)| matches!(*w, "program" | "hbm" | "sem" | "loc" | "stream"))
+        else {
             if !seen_program {
                 return Err(start.clone().expected("`program NAME target=TARGET` as the first line"));
             }
@@ -286,6 +288,15 @@ pub fn parse_with_source_map(text: &str) -> Result<(Program, SourceMap), ParseEr
                 }
                 p.semaphores.push(c.name("a semaphore name")?);
                 map.lines.insert(Line::Sem(id), line_no);
+            }
+            "loc" => {
+                let id_col = c.col();
+                let id = InstId(c.id('i', "a Penguin instruction id `iN`")?.1);
+                if p.srclocs.get(id).is_some() {
+                    return Err(c.error_at(id_col, format!("a second `loc {id}` line")));
+                }
+                let loc = c.string()?;
+                p.srclocs.set(id, Some(locs.intern(&loc)));
             }
             _ => {
                 let ecol = c.col();

@@ -89,6 +89,9 @@ pub fn lines(p: &Program) -> Vec<(Line, String)> {
         let id = SemId(i as u32);
         out.push((Line::Sem(id), format!("sem {id} {}", quote(name))));
     }
+    for (id, loc) in p.srclocs.iter() {
+        out.push((Line::Program, format!("loc {id} {}", quote(loc))));
+    }
     for e in Engine::all() {
         let stream = p.stream(e);
         if stream.is_empty() {

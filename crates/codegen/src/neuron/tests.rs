@@ -130,3 +130,70 @@ fn finalize_kernel_checks_the_name() {
     let f = c.finalize_kernel().unwrap();
     assert_eq!(f.debug_kernel_function_name.as_deref(), Some("k.trn2"));
 }
+
+fn sbuf_at(name: &str, dtype: DType, free: u64, address: u64) -> TensorData {
+    TensorData { name: name.into(), shape: vec![128, free], dtype, memory: Memory::Sbuf, address: Some(address) }
+}
+
+#[test]
+fn tensors_placed_over_each_others_bytes_get_edges_by_storage() {
+    let mut c = cg();
+    // `a` (fp32, bytes 0..1024) and `b` (bf16, bytes 512..1536) share 512 bytes; `c` does not.
+    let a = c.add_tensor_at(sbuf_at("a", DType::Fp32, 256, 0)).unwrap();
+    let b = c.add_tensor_at(sbuf_at("b", DType::Bf16, 512, 512)).unwrap();
+    let d = c.add_tensor_at(sbuf_at("c", DType::Bf16, 512, 4096)).unwrap();
+    let tile = |t: TensorId, dtype: DType, offset: i64, n: u32| InstTile {
+        tensor: t,
+        memory: Memory::Sbuf,
+        dtype,
+        ap: AccessPattern::on_chip(0, 128, offset, n),
+    };
+    let copy = |dst: InstTile, src: InstTile| {
+        InstData::TensorCopy(penguin::TensorCopyData { engine: penguin::ComputeEngine::Dve, dst, src })
+    };
+    // i0 writes a[128..256] (bytes 512..1024), i1 copies it into c; i2 writes b[0..256]
+    // (bytes 512..1024): WAW with i0 and WAR with i1 although the tensors differ. i3 writes
+    // b[256..512] (bytes 1024..1536), which a does not reach: no edge.
+    let i0 = c.process_new_neuroninst(copy(tile(a, DType::Fp32, 128, 128), tile(d, DType::Bf16, 0, 128))).unwrap();
+    let i1 = c.process_new_neuroninst(copy(tile(d, DType::Bf16, 256, 128), tile(a, DType::Fp32, 128, 128))).unwrap();
+    let i2 = c.process_new_neuroninst(copy(tile(b, DType::Bf16, 0, 256), tile(d, DType::Bf16, 0, 256))).unwrap();
+    let i3 = c.process_new_neuroninst(copy(tile(b, DType::Bf16, 256, 256), tile(d, DType::Bf16, 0, 256))).unwrap();
+    let f = c.function();
+    let from = |i: InstId| f.deps[i.index()].iter().map(|d| (d.from, d.kind)).collect::<Vec<_>>();
+    use penguin::DepKind::{Raw, War, Waw};
+    assert_eq!(from(i1), vec![(i0, Raw)]);
+    let mut got = from(i2);
+    got.sort_by_key(|e| e.0);
+    assert_eq!(got, vec![(i0, Waw), (i1, War)]);
+    // c (not aliased) is only read here: i3's edges are none.
+    assert_eq!(from(i3), vec![]);
+    assert_eq!(c.stats().sbuf_peak_bytes_per_partition, 4096 + 1024);
+}
+
+#[test]
+fn tensors_at_addresses_must_fit_and_carry_the_current_source_location() {
+    let mut c = cg();
+    let err = c.add_tensor_at(sbuf_at("big", DType::Fp32, 1024, 229_376 - 1024)).unwrap_err();
+    assert!(matches!(err, CodegenError::SbufCapacity { needed: 4096, available: 229_376, .. }), "{err}");
+    let psum = TensorData {
+        name: "p".into(),
+        shape: vec![128, 512],
+        dtype: DType::Fp32,
+        memory: Memory::Psum,
+        address: Some(7 * 2048),
+    };
+    let p = c.add_tensor_at(psum.clone()).unwrap();
+    let over = TensorData { name: "q".into(), address: Some(7 * 2048 + 4), ..psum };
+    assert!(matches!(c.add_tensor_at(over), Err(CodegenError::PsumBankOverflow { .. })));
+    let dst =
+        InstTile { tensor: p, memory: Memory::Psum, dtype: DType::Fp32, ap: AccessPattern::on_chip(0, 128, 0, 512) };
+    c.set_srcloc(Some("k.py:9".into()));
+    let id = c
+        .process_new_neuroninst(InstData::Memset(penguin::MemsetData {
+            engine: penguin::ComputeEngine::Dve,
+            dst,
+            value: 0.0,
+        }))
+        .unwrap();
+    assert_eq!(c.function().srclocs.get(id), Some("k.py:9"));
+}

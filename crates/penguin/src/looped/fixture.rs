@@ -89,5 +89,5 @@ pub fn function(insts: Vec<(InstData, Vec<Dep>)>) -> Function {
 
 /// An instruction item.
 pub fn inst(data: InstData, deps: Vec<Dep>) -> Item<PirInst> {
-    Item::Inst(PirInst { data, deps })
+    Item::Inst(PirInst { data, deps, loc: None })
 }

@@ -20,6 +20,7 @@ use super::{check_steps, expand_items, unrolled_len, Item, StepError, Stepped};
 use crate::entity::InstId;
 use crate::function::{Function, FunctionView};
 use crate::inst::{Dep, InstData};
+use crate::srcloc::SourceLoc;
 
 /// One Penguin instruction with its incoming dependency edges (each `from` is a place in
 /// the unrolled program order, earlier than the instruction's own).
@@ -29,6 +30,10 @@ pub struct PirInst {
     pub data: InstData,
     /// Its incoming edges.
     pub deps: Vec<Dep>,
+    /// Its source location ([`crate::srcloc`]); the same in every iteration of a loop, as
+    /// everything that is not a parameter is.
+    #[serde(default, skip_serializing_if = "Option::is_none", with = "crate::srcloc::optional")]
+    pub loc: Option<SourceLoc>,
 }
 
 impl Stepped for PirInst {
@@ -97,7 +102,8 @@ impl Rolled for PirInst {
 /// A Penguin function whose program order may loop.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LoopedFunction {
-    /// Everything but the instructions (its `insts`, `layout` and `deps` are empty).
+    /// Everything but the instructions (its `insts`, `layout`, `deps` and `srclocs` are
+    /// empty: each instruction carries its own location).
     pub header: Function,
     /// Program order.
     pub body: Vec<Item<PirInst>>,
@@ -145,13 +151,15 @@ impl LoopedFunction {
                         (from != u32::MAX).then_some(Dep { from: InstId(from), kind: d.kind })
                     })
                     .collect();
-                Some(Item::Inst(PirInst { data, deps }))
+                let loc = f.srclocs.get_shared(id).cloned();
+                Some(Item::Inst(PirInst { data, deps, loc }))
             })
             .collect();
         let mut header = f.clone();
         header.insts.clear();
         header.layout.clear();
         header.deps.clear();
+        header.srclocs.clear();
         LoopedFunction { header, body }
     }
 
@@ -197,12 +205,14 @@ impl LoopedFunction {
         f.insts.clear();
         f.layout.clear();
         f.deps.clear();
+        f.srclocs.clear();
         for inst in expand_items(&self.body)? {
             let at = f.insts.len() as u32;
             if let Some(d) = inst.deps.iter().find(|d| d.from.0 >= at) {
                 return Err(ExpandError::ForwardEdge { at, from: d.from.0 });
             }
-            f.push_inst(inst.data, inst.deps);
+            let id = f.push_inst(inst.data, inst.deps);
+            f.srclocs.set(id, inst.loc);
         }
         Ok(f)
     }

@@ -144,10 +144,10 @@ fn roll_renumbers_an_arena_out_of_program_order() {
 
 #[test]
 fn zeroed_sets_every_parameter_to_zero() {
-    let i = PirInst { data: memset(640, 0.0), deps: waw(&[7]) };
-    assert_eq!(zeroed(&i), Some(PirInst { data: memset(0, 0.0), deps: waw(&[0]) }));
+    let i = PirInst { data: memset(640, 0.0), deps: waw(&[7]), loc: None };
+    assert_eq!(zeroed(&i), Some(PirInst { data: memset(0, 0.0), deps: waw(&[0]), loc: None }));
     // An offset of i64::MIN has no negation.
-    let j = PirInst { data: memset(i64::MIN, 0.0), deps: vec![] };
+    let j = PirInst { data: memset(i64::MIN, 0.0), deps: vec![], loc: None };
     assert_eq!(zeroed(&j), None);
     assert!(j.shape().is_none());
 }

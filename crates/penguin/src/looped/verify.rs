@@ -225,7 +225,7 @@ impl LoopRules<PirInst> for Rules {
 
 /// Every loop run for its first and last trip, without edges (see the module doc).
 fn corner_function(lf: &LoopedFunction) -> LoopedFunction {
-    let reduce = |i: &PirInst| PirInst { data: i.data.clone(), deps: Vec::new() };
+    let reduce = |i: &PirInst| PirInst { data: i.data.clone(), deps: Vec::new(), loc: None };
     // An operand's parameters and a queue hint are kept, the edges' are dropped with them.
     let kept = |i: &PirInst, out: &mut Vec<bool>| {
         out.extend(std::iter::repeat_n(true, 2 * i.data.operands().len()));

@@ -106,6 +106,9 @@ pub fn inst_text_looped(header: &Function, index: u64, i: &PirInst, coefs: &[Vec
             i.deps.iter().enumerate().map(|(k, d)| format!("{}{} {}", d.from, coef(base + k), d.kind.name())).collect();
         let _ = write!(s, " after({})", list.join(", "));
     }
+    if let Some(loc) = &i.loc {
+        let _ = write!(s, " {}", crate::text::print::loc_text(loc));
+    }
     s
 }
 

@@ -31,7 +31,7 @@ fn tile(f: &Function, t: u32, part: u32, offset: i64) -> crate::InstTile {
 
 fn memset(f: &Function, part: u32, offset: i64, deps: Vec<Dep>) -> Item<PirInst> {
     let data = InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst: tile(f, 0, part, offset), value: 0.0 });
-    Item::Inst(PirInst { data, deps })
+    Item::Inst(PirInst { data, deps, loc: None })
 }
 
 fn dep(from: u32, kind: DepKind) -> Vec<Dep> {
@@ -51,7 +51,7 @@ fn looped() -> LoopedFunction {
     let inner = Loop { trips: 2, body: vec![memset(&h, 0, 1024, dep(1, DepKind::Raw))], step: vec![0, 32, 1] };
     let outer = Loop {
         trips: 4,
-        body: vec![Item::Inst(PirInst { data: copy, deps: dep(0, DepKind::Waw) }), Item::Loop(inner)],
+        body: vec![Item::Inst(PirInst { data: copy, deps: dep(0, DepKind::Waw), loc: None }), Item::Loop(inner)],
         step: vec![64, 0, 512, 0, 3, -128, 0, 3],
     };
     let body = vec![memset(&h, 0, 0, vec![]), Item::Loop(outer)];
@@ -259,7 +259,7 @@ fn items(depth: u32) -> BoxedStrategy<Vec<Item<PirInst>>> {
             .prop_map(|(from, kind)| Dep { from: InstId(from), kind }),
         0..3,
     );
-    let leaf = (props::inst(), deps).prop_map(|(data, deps)| Item::Inst(PirInst { data, deps }));
+    let leaf = (props::inst(), deps).prop_map(|(data, deps)| Item::Inst(PirInst { data, deps, loc: None }));
     let item = if depth == 0 {
         leaf.boxed()
     } else {
@@ -342,7 +342,7 @@ fn queue_hints_step_with_their_loops() {
         })
     };
     // Params: dst offset, dst partition, src offset, src partition, edge, queue.
-    let body = vec![Item::Inst(PirInst { data: copy(5), deps: vec![] })];
+    let body = vec![Item::Inst(PirInst { data: copy(5), deps: vec![], loc: None })];
     let lf = LoopedFunction {
         header: h.clone(),
         body: vec![

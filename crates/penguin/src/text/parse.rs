@@ -12,12 +12,15 @@
 //! outputs t2                                   kernel outputs, in order
 //! layout i0, i2, i1                            optional: program order (default: line order)
 //! tensor tN "NAME" MEMORY DTYPE [D0, D1, ...] [@ADDRESS]
-//! iN = OPCODE KEY=VALUE ... OPERAND=TILE ... [after(iM KIND, ...)]
+//! iN = OPCODE KEY=VALUE ... OPERAND=TILE ... [after(iM KIND, ...)] [loc("STRING")]
 //!
 //! TILE  = tN{p START [STRIDE, NUM] OFFSET [STRIDE, NUM]...}      memory and dtype of tN
 //!       | tN:MEMORY:DTYPE{...}                                   stated (when they differ)
 //! KIND  = raw | war | waw                                        (default raw)
 //! ```
+//!
+//! `loc("kernel.py:41")` is the instruction's source location in its producer's source
+//! ([`crate::srcloc`]); an instruction without one has none.
 //!
 //! The same text may loop its instructions (`loop iD xT {` ... `}`, parameters with `+C*iD`
 //! terms): that syntax is in [`crate::text::loops`] and read by [`crate::text::parse_looped`].
@@ -47,6 +50,7 @@ use crate::entity::{InstId, Memory, TensorId};
 use crate::error::Entity;
 use crate::function::{Function, FunctionView, TensorData};
 use crate::inst::{Dep, DepKind, InstData};
+use crate::srcloc::LocInterner;
 use crate::text::lexer::{numbered_lines, split_comment, tensor_limit, walk_limit, Cursor, ParseError};
 use crate::tile::InstTile;
 
@@ -113,6 +117,7 @@ struct PendingInst {
     attrs: Vec<(usize, String, String)>,
     operands: Vec<(usize, String, PendingTile)>,
     deps: Option<Vec<Dep>>,
+    loc: Option<String>,
 }
 
 /// The tile of an operand: `tN{...}` or `tN:MEMORY:DTYPE{...}`.
@@ -179,17 +184,27 @@ fn inst_body<'a>(c: &mut Cursor<'a>, id: InstId) -> Result<PendingInst, ParseErr
         attrs: Vec::new(),
         operands: Vec::new(),
         deps: None,
+        loc: None,
     };
     // A set, so that a line of many keys is checked for repeats in linear time.
     let mut keys = HashSet::<&'a str>::new();
     while !c.is_at_end() {
-        let (col, key) = c.expect_word("`KEY=VALUE`, `OPERAND=tN{...}` or `after(...)`")?;
+        let (col, key) = c.expect_word("`KEY=VALUE`, `OPERAND=tN{...}`, `after(...)` or `loc(...)`")?;
         if key == "after" && c.peek() == Some('(') {
             if inst.deps.is_some() {
                 return Err(c.error_at(col, "a second `after(...)` (list every edge in one)"));
             }
             c.expect("(")?;
             inst.deps = Some(c.list(")", dep)?);
+            continue;
+        }
+        if key == "loc" && c.peek() == Some('(') {
+            if inst.loc.is_some() {
+                return Err(c.error_at(col, "a second `loc(...)`"));
+            }
+            c.expect("(")?;
+            inst.loc = Some(c.string()?);
+            c.expect(")")?;
             continue;
         }
         c.expect("=")?;
@@ -240,15 +255,18 @@ fn resolve(p: PendingInst, func: &Function) -> Result<(InstData, Option<Vec<Dep>
     Ok((inst, p.deps))
 }
 
+/// An instruction read from its line: the instruction, its `after(...)` list and its
+/// `loc(...)`, each if written.
+pub(crate) type LocatedInst = (InstData, Option<Vec<Dep>>, Option<String>);
+
 /// One instruction line after its `iN =` (the looped parser's hook): the instruction, with
-/// its operands resolved against `func`'s tensors, and its `after(...)` list if it has one.
-pub(crate) fn inst_after_id(
-    c: &mut Cursor<'_>,
-    id: InstId,
-    func: &Function,
-) -> Result<(InstData, Option<Vec<Dep>>), ParseError> {
-    let p = inst_body(c, id)?;
-    resolve(p, func)
+/// its operands resolved against `func`'s tensors, its `after(...)` list if it has one, and
+/// its `loc(...)` if it has one.
+pub(crate) fn inst_after_id(c: &mut Cursor<'_>, id: InstId, func: &Function) -> Result<LocatedInst, ParseError> {
+    let mut p = inst_body(c, id)?;
+    let loc = p.loc.take();
+    let (inst, deps) = resolve(p, func)?;
+    Ok((inst, deps, loc))
 }
 
 /// Parse a `.pir` text, also returning the line of every entity.
@@ -368,8 +386,12 @@ pub fn parse_with_source_map(text: &str) -> Result<(Function, SourceMap), ParseE
         }
     }
     let any_after = pending.iter().any(|p| p.deps.is_some());
-    for p in pending {
+    let mut locs = LocInterner::default();
+    for mut p in pending {
         map.insts.push(p.line);
+        if let Some(loc) = p.loc.take() {
+            func.srclocs.set(p.id, Some(locs.intern(&loc)));
+        }
         let (inst, deps) = resolve(p, &func)?;
         func.insts.push(inst);
         func.deps.push(deps.unwrap_or_default());

@@ -189,10 +189,10 @@ impl Body {
             ));
         }
         c.expect("=")?;
-        let (data, deps) = inst_after_id(&mut c, InstId(n), header)?;
+        let (data, deps, loc) = inst_after_id(&mut c, InstId(n), header)?;
         c.expect_end()?;
         self.any_after |= deps.is_some();
-        let inst = PirInst { data, deps: deps.unwrap_or_default() };
+        let inst = PirInst { data, deps: deps.unwrap_or_default(), loc: loc.map(crate::SourceLoc::from) };
         let names = inst.data.operand_names();
         let operands = inst.data.operands().len();
         let names = &names[..operands.min(names.len())];

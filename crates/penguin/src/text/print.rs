@@ -8,7 +8,7 @@
 //! tensor t0 "a" hbm fp32 [4, 8]
 //! tensor t3 "at_0" sbuf bf16 [8, 4] @0
 //! i0 = dma_copy cast=rne dst=t3{p0[1, 8] +0 [1, 4]} src=t0{p0[1, 8] +0 [8, 4]}
-//! i2 = matmult perf=none pos=0,0 size=128,128 acc=start|stop dst=t5{...} stationary=t3{...} moving=t4{...} after(i0 raw, i1 raw)
+//! i2 = matmult perf=none pos=0,0 size=128,128 acc=start|stop dst=t5{...} stationary=t3{...} moving=t4{...} after(i0 raw, i1 raw) loc("kernel.py:41")
 //! ```
 //!
 //! A tile prints as `tN{p START [STRIDE, NUM] OFFSET [STRIDE, NUM]...}`; its memory and dtype
@@ -87,7 +87,15 @@ fn inst_line(func: &Function, id: InstId, inst: &InstData, empty_after: bool) ->
         let list: Vec<String> = deps.iter().map(|d| format!("{} {}", d.from, d.kind.name())).collect();
         let _ = write!(s, " after({})", list.join(", "));
     }
+    if let Some(loc) = func.srclocs.get(id) {
+        let _ = write!(s, " {}", loc_text(loc));
+    }
     s
+}
+
+/// An instruction's source location as it ends its line: `loc("kernel.py:41")`.
+pub fn loc_text(loc: &str) -> String {
+    format!("loc({})", quote(loc))
 }
 
 fn id_list<T: fmt::Display>(ids: &[T]) -> String {

@@ -5,7 +5,8 @@
 //! something, each instruction an `"X"` slice named by its op. Its args hold its access
 //! patterns, attributes, waits and signal, the tensors it reads and writes (`a -> a0`), the
 //! output tile rows `m`, columns `n` and the `k_step`s it serves (see
-//! [`KernelInfo`](crate::KernelInfo)), and its source line or planner step.
+//! [`KernelInfo`](crate::KernelInfo)), and its source line (from the `KernelInfo`, else the
+//! program's source location of its origin) or planner step.
 //!
 //! Each semaphore wait that held an instruction back is an `"X"` slice named `wait` just
 //! before it on the same track, with the semaphores and counts in its args and the
@@ -144,10 +145,14 @@ impl Serialize for Args<'_> {
             let line = src.lines.get(self.slice.engine.index())?.get(self.slice.index).copied().flatten()?;
             Some((src.file.as_str(), line))
         });
-        match (line, inst.origin) {
-            (Some((file, line)), _) => map.serialize_entry("source", &Text(format_args!("{file}:{line}")))?,
-            (None, Some(origin)) => map.serialize_entry("planner_step", &Text(origin))?,
-            (None, None) => {}
+        // A line the producer gave wins; else the source location that lowering carried
+        // from the instruction's origin (a traced kernel's `file.py:line`); else the origin
+        // is a planner step.
+        match (line, self.cx.program.srcloc(inst), inst.origin) {
+            (Some((file, line)), _, _) => map.serialize_entry("source", &Text(format_args!("{file}:{line}")))?,
+            (None, Some(loc), _) => map.serialize_entry("source", loc)?,
+            (None, None, Some(origin)) => map.serialize_entry("planner_step", &Text(origin))?,
+            (None, None, None) => {}
         }
         map.end()
     }

@@ -17,7 +17,7 @@ fn memset(offset: i64, deps: &[u32]) -> PItem {
     dst.ap.free = vec![Dim::new(1, 8)].into();
     let data = InstData::Memset(MemsetData { engine: ComputeEngine::Dve, dst, value: 0.0 });
     let deps = deps.iter().map(|&f| Dep { from: InstId(f), kind: DepKind::Waw }).collect();
-    Item::Inst(PirInst { data, deps })
+    Item::Inst(PirInst { data, deps, loc: None })
 }
 
 /// `a; outer x5 { b; mid x2 { c; inner x3 { d } } }; e`, each memset after the one before it.

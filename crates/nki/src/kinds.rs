@@ -1,0 +1,271 @@
+//! The one place that maps trace records onto Penguin instructions: which records ntile can
+//! express today, their operands (what each writes and reads), the memory and shape rules
+//! of each, the engine chosen where a record leaves it to the builder, and the instruction
+//! emitted. A record kind without instructions yet (activation, tensor_scalar, ...) fails
+//! here with [`NkiError::Unsupported`]; giving it instructions is a change to this module.
+
+use penguin::{
+    CastMode, ComputeEngine, DmaCopyData, DmaQueueHint, InstData, InstTile, Memory, MemsetData, TensorCopyData,
+    TensorTensorData, TensorTensorOp, TransposeData,
+};
+
+use crate::error::NkiError;
+use crate::trace::{Alu, EngineName, Record, View};
+use crate::view::Resolved;
+
+/// What an operand does to its tile (for liveness and the PSUM rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Written.
+    Write,
+    /// Read.
+    Read,
+    /// A matmul's result: written or accumulated into.
+    Accumulate,
+}
+
+/// One operand of a record: its name in the trace, the view and its role.
+pub(crate) type Operand<'a> = (&'static str, &'a View, Role);
+
+/// The operands of a record ntile supports (the destination first), `None` for a loop
+/// marker, or the error for a record it does not support yet.
+pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operand<'a>>>, NkiError> {
+    use Role::{Accumulate, Read, Write};
+    let unsupported = |what: String| NkiError::Unsupported { loc: loc.to_string(), record: r.kind(), what };
+    Ok(Some(match r {
+        Record::DmaCopy { dst, src, .. } => vec![("dst", dst, Write), ("src", src, Read)],
+        Record::Matmul { dst, stationary, moving, .. } => {
+            vec![("dst", dst, Accumulate), ("stationary", stationary, Read), ("moving", moving, Read)]
+        }
+        Record::Transpose { dst, src, engine, .. } => {
+            if let Some(e @ (EngineName::Dve | EngineName::Act | EngineName::Pool | EngineName::Sp)) = engine {
+                return Err(unsupported(format!(
+                    "a transpose on {} (ntile transposes on the PE, through PSUM)",
+                    e.name()
+                )));
+            }
+            vec![("dst", dst, Write), ("src", src, Read)]
+        }
+        Record::TensorCopy { dst, src, .. } => vec![("dst", dst, Write), ("src", src, Read)],
+        Record::Memset { dst, .. } => vec![("dst", dst, Write)],
+        Record::TensorTensor { dst, in0, in1, alu, .. } => {
+            if tensor_tensor_op(*alu).is_none() {
+                return Err(unsupported(format!(
+                    "the ALU operation `{alu}` (ntile's tensor_tensor has add, multiply and maximum)"
+                )));
+            }
+            vec![("dst", dst, Write), ("in0", in0, Read), ("in1", in1, Read)]
+        }
+        Record::Activation { .. }
+        | Record::TensorScalar { .. }
+        | Record::TensorReduce { .. }
+        | Record::AffineSelect { .. }
+        | Record::Iota { .. }
+        | Record::BnStats { .. }
+        | Record::BnAggr { .. } => {
+            return Err(unsupported(format!("ntile has no {} instruction yet", r.kind())));
+        }
+        Record::LoopBegin { .. } | Record::Iteration { .. } | Record::LoopEnd { .. } => return Ok(None),
+    }))
+}
+
+/// The Penguin operation of an ALU name, where `tensor_tensor` has one.
+pub(crate) fn tensor_tensor_op(alu: Alu) -> Option<TensorTensorOp> {
+    match alu {
+        Alu::Add => Some(TensorTensorOp::Add),
+        Alu::Multiply => Some(TensorTensorOp::Mul),
+        Alu::Maximum => Some(TensorTensorOp::Max),
+        Alu::Subtract
+        | Alu::Divide
+        | Alu::Minimum
+        | Alu::Power
+        | Alu::Equal
+        | Alu::NotEqual
+        | Alu::Greater
+        | Alu::GreaterEqual
+        | Alu::Less
+        | Alu::LessEqual
+        | Alu::BitwiseAnd
+        | Alu::BitwiseOr
+        | Alu::BitwiseXor => None,
+    }
+}
+
+/// The memory of each operand, in [`operands`] order.
+pub(crate) type Memories<'m> = &'m [Memory];
+
+/// The memory and shape rules of a supported record (rule 1 of the design): `res` and
+/// `mem` are its operands resolved, in [`operands`] order.
+pub(crate) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) -> Result<(), NkiError> {
+    let wrong = |op: &'static str, operand: &'static str, m: Memory, rule: &'static str| NkiError::WrongMemory {
+        loc: loc.to_string(),
+        op,
+        operand,
+        buffer: buffer_name(m),
+        rule,
+    };
+    let shapes = |what: String| NkiError::ShapeMismatch { loc: loc.to_string(), op: r.kind(), what };
+    let same = |a: &Resolved, b: &Resolved, an: &str, bn: &str| {
+        if a.partitions() != b.partitions() || a.free_elems() != b.free_elems() {
+            Err(shapes(format!(
+                "{an} {:?} and {bn} {:?} differ in partitions or elements per partition",
+                a.shape, b.shape
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    let pool = |e: &Option<EngineName>| *e == Some(EngineName::Pool);
+    match r {
+        Record::DmaCopy { .. } => {
+            for (i, name) in [(0, "dst"), (1, "src")] {
+                if mem[i] == Memory::Psum {
+                    return Err(wrong("dma_copy", name, mem[i], "DMA moves between HBM and SBUF, never PSUM"));
+                }
+            }
+            same(&res[0], &res[1], "dst", "src")
+        }
+        Record::Matmul { .. } => {
+            if mem[0] != Memory::Psum {
+                return Err(NkiError::MatmulResultNotPsum { loc: loc.to_string() });
+            }
+            for (i, name) in [(1, "stationary"), (2, "moving")] {
+                if mem[i] != Memory::Sbuf {
+                    return Err(wrong("matmul", name, mem[i], "the PE reads its operands from SBUF"));
+                }
+            }
+            Ok(())
+        }
+        Record::Transpose { .. } => {
+            if mem[0] != Memory::Psum {
+                return Err(wrong("transpose", "dst", mem[0], "a PE transpose writes PSUM"));
+            }
+            if mem[1] != Memory::Sbuf {
+                return Err(wrong("transpose", "src", mem[1], "a PE transpose reads SBUF"));
+            }
+            let (d, s) = (&res[0], &res[1]);
+            if d.partitions() != s.free_elems() || d.free_elems() != s.partitions() {
+                return Err(shapes(format!("dst {:?} is not the transpose of src {:?}", d.shape, s.shape)));
+            }
+            for (v, name) in [(s, "src"), (d, "dst")] {
+                if v.free_elems() > 128 {
+                    return Err(shapes(format!("{name} {:?} has more than 128 elements per partition", v.shape)));
+                }
+            }
+            Ok(())
+        }
+        Record::TensorCopy { engine, .. } => {
+            for (i, name) in [(0, "dst"), (1, "src")] {
+                if mem[i] == Memory::Hbm {
+                    return Err(wrong("tensor_copy", name, mem[i], "compute engines work on chip (use dma_copy)"));
+                }
+                if mem[i] == Memory::Psum && pool(engine) {
+                    return Err(wrong("tensor_copy", name, mem[i], "GpSimd cannot access PSUM"));
+                }
+            }
+            same(&res[0], &res[1], "dst", "src")
+        }
+        Record::Memset { engine, .. } => {
+            if mem[0] == Memory::Hbm {
+                return Err(wrong("memset", "dst", mem[0], "compute engines work on chip"));
+            }
+            if mem[0] == Memory::Psum && pool(engine) {
+                return Err(wrong("memset", "dst", mem[0], "GpSimd cannot access PSUM"));
+            }
+            Ok(())
+        }
+        Record::TensorTensor { engine, .. } => {
+            for (i, name) in [(0, "dst"), (1, "in0"), (2, "in1")] {
+                if mem[i] == Memory::Hbm {
+                    return Err(wrong("tensor_tensor", name, mem[i], "compute engines work on chip"));
+                }
+                if mem[i] == Memory::Psum && pool(engine) {
+                    return Err(wrong("tensor_tensor", name, mem[i], "GpSimd cannot access PSUM"));
+                }
+            }
+            if mem[1] == Memory::Psum && mem[2] == Memory::Psum {
+                return Err(wrong("tensor_tensor", "in1", Memory::Psum, "at most one input may be in PSUM"));
+            }
+            same(&res[0], &res[1], "dst", "in0")?;
+            same(&res[0], &res[2], "dst", "in1")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The trace's name of a memory.
+pub(crate) fn buffer_name(m: Memory) -> &'static str {
+    match m {
+        Memory::Hbm => "hbm",
+        Memory::Sbuf => "sbuf",
+        Memory::Psum => "psum",
+    }
+}
+
+/// What the builder decided for a record besides its operands.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Choice {
+    /// The slot of the PSUM instance a copy reads (its engine alternates with it).
+    pub(crate) psum_slot: Option<u64>,
+    /// The DMA queue hint.
+    pub(crate) queue: u32,
+}
+
+/// The compute engine of a record: the one it names, else the planner's choice (PSUM to
+/// SBUF copies alternate DVE and ACT by the PSUM instance's slot, so that the choice is a
+/// function of the place in the loop and streams roll; memsets of SBUF on GpSimd, of PSUM
+/// on DVE; other elementwise work on DVE).
+pub(crate) fn engine(
+    r: &Record,
+    named: Option<EngineName>,
+    dst: Memory,
+    choice: Choice,
+    loc: &str,
+) -> Result<ComputeEngine, NkiError> {
+    match named {
+        Some(EngineName::Act) => Ok(ComputeEngine::Act),
+        Some(EngineName::Dve) => Ok(ComputeEngine::Dve),
+        Some(EngineName::Pool) => Ok(ComputeEngine::Pool),
+        Some(e @ (EngineName::Pe | EngineName::Sp)) => Err(NkiError::Unsupported {
+            loc: loc.to_string(),
+            record: r.kind(),
+            what: format!("engine {} for {} (ntile runs it on act, dve or pool)", e.name(), r.kind()),
+        }),
+        None => Ok(match (r, choice.psum_slot) {
+            (Record::Memset { .. }, _) if dst == Memory::Sbuf => ComputeEngine::Pool,
+            (Record::TensorCopy { .. }, Some(slot)) if slot % 2 == 1 => ComputeEngine::Act,
+            _ => ComputeEngine::Dve,
+        }),
+    }
+}
+
+/// The Penguin instruction of a supported record other than a matmul (which goes through
+/// the combine, see `emit.rs`); `tiles` are its operands in [`operands`] order.
+pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &str) -> Result<InstData, NkiError> {
+    let bug = || NkiError::Internal(format!("{loc}: {} has the wrong number of operands", r.kind()));
+    let mut take = || if tiles.is_empty() { Err(bug()) } else { Ok(tiles.remove(0)) };
+    Ok(match r {
+        Record::DmaCopy { .. } => {
+            let (dst, src) = (take()?, take()?);
+            InstData::DmaCopy(DmaCopyData { dst, src, cast: CastMode::Rne, queue: Some(DmaQueueHint(choice.queue)) })
+        }
+        Record::Transpose { .. } => InstData::Transpose(TransposeData { dst: take()?, src: take()? }),
+        Record::TensorCopy { engine: named, .. } => {
+            let (dst, src) = (take()?, take()?);
+            let engine = engine(r, *named, dst.memory, choice, loc)?;
+            InstData::TensorCopy(TensorCopyData { engine, dst, src })
+        }
+        Record::Memset { value, engine: named, .. } => {
+            let dst = take()?;
+            let engine = engine(r, *named, dst.memory, choice, loc)?;
+            InstData::Memset(MemsetData { engine, dst, value: value.0 })
+        }
+        Record::TensorTensor { alu, engine: named, .. } => {
+            let (dst, lhs, rhs) = (take()?, take()?, take()?);
+            let engine = engine(r, *named, dst.memory, choice, loc)?;
+            let op = tensor_tensor_op(*alu).ok_or_else(bug)?;
+            InstData::TensorTensor(TensorTensorData { engine, op, dst, lhs, rhs })
+        }
+        _ => return Err(bug()),
+    })
+}
