@@ -1,6 +1,7 @@
-//! The memory budget of `ntile gemm`: what planning, lowering, modeling and simulating a GEMM
-//! will need, estimated before anything is allocated, and refused (exit 2) when it exceeds
-//! the budget, so that no shape ends in an allocation abort or an out-of-memory kill.
+//! The memory budget of a GEMM: what planning, lowering, modeling and simulating a GEMM
+//! will need, estimated before anything is allocated, and refused ([`DriverError::Budget`])
+//! when it exceeds the budget, so that no shape ends in an allocation abort or an
+//! out-of-memory kill.
 //!
 //! The figures are deliberately on the safe side. Planning keeps a Penguin function, its BIR
 //! lowering and the cycle model's timeline, all about proportional to the matmul count (output
@@ -12,7 +13,7 @@
 
 use codegen::{GemmConfig, Schedule, M_TILE, N_TILE};
 
-use crate::error::CliError;
+use crate::DriverError;
 
 /// Bytes charged per matmul for an explicit schedule.
 const PLAN_BYTES_PER_MATMUL: u64 = 10 << 10;
@@ -40,24 +41,6 @@ fn mem_total(meminfo: &str) -> Option<u64> {
         Some(_) => return None,
     };
     value.checked_mul(unit)
-}
-
-/// Parse `--max-memory`: a byte count with an optional `K`, `M`, `G` or `T` suffix (powers of
-/// 1024; `KiB`, `MB` and the like are read the same way).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(digits);
-    let value: u64 = num.parse().map_err(|_| format!("`{s}` is not a byte count (e.g. 8000000000 or 8G)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().trim_end_matches("ib").trim_end_matches('b') {
-        "" => 0,
-        "k" => 10,
-        "m" => 20,
-        "g" => 30,
-        "t" => 40,
-        _ => return Err(format!("`{s}`: unknown unit `{unit}` (use K, M, G or T)")),
-    };
-    value.checked_mul(1 << shift).ok_or_else(|| format!("`{s}` is too large"))
 }
 
 /// A byte count for people.
@@ -103,37 +86,20 @@ pub fn sim_bytes(cfg: &GemmConfig) -> u128 {
 /// edges and source-map entry measured about 800 bytes; a BIR one less).
 pub const EXPANDED_BYTES_PER_INST: u64 = 1 << 10;
 
-/// Refuse to expand a looped file to `insts` instructions when they would not fit the
-/// default memory budget (exit 2, naming both).
-pub fn check_expansion(name: &str, insts: u64) -> Result<(), CliError> {
+/// Refuse to expand a looped program to `insts` instructions when they would not fit the
+/// default memory budget, naming both.
+pub fn check_expansion(name: &str, insts: u64) -> Result<(), DriverError> {
     check_expansion_within(name, insts, default_budget())
 }
 
 /// [`check_expansion`] against `budget` bytes.
-fn check_expansion_within(name: &str, insts: u64, budget: u64) -> Result<(), CliError> {
+fn check_expansion_within(name: &str, insts: u64, budget: u64) -> Result<(), DriverError> {
     let need = u128::from(insts) * u128::from(EXPANDED_BYTES_PER_INST);
     if need <= u128::from(budget) {
         return Ok(());
     }
-    Err(CliError::usage(format!(
+    Err(DriverError::Budget(format!(
         "{name}: expanding its loops to {insts} instructions needs about {}, over the memory budget of {}",
-        human(need),
-        human(u128::from(budget))
-    )))
-}
-
-/// Refuse input arrays whose reading alone would exceed `budget`: a file is held as read and
-/// as f32 values (twice its size again for float16), so it is charged three times its size.
-pub fn check_files(paths: &[&std::path::Path], budget: u64) -> Result<(), CliError> {
-    let bytes: u128 = paths.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|m| u128::from(m.len())).sum();
-    let need = bytes.saturating_mul(3);
-    if need <= u128::from(budget) {
-        return Ok(());
-    }
-    Err(CliError::usage(format!(
-        "the input arrays ({}) need about {} to read, over the memory budget of {}; \
-         raise --max-memory BYTES if the machine has the memory",
-        human(bytes),
         human(need),
         human(u128::from(budget))
     )))
@@ -146,12 +112,12 @@ pub fn hbm_bytes(cfg: &GemmConfig) -> u128 {
     inputs.saturating_add((m * n).saturating_mul(u128::from(cfg.out_dtype.size_bytes())))
 }
 
-/// Refuse a GEMM whose estimate exceeds `budget` (exit 2), naming both and what to do; and,
+/// Refuse a GEMM whose estimate exceeds `budget`, naming both and what to do; and,
 /// when it is to be simulated, one whose HBM tensors exceed what the simulator can hold.
-pub fn check(cfg: &GemmConfig, simulate: bool, budget: u64) -> Result<(), CliError> {
+pub fn check(cfg: &GemmConfig, simulate: bool, budget: u64) -> Result<(), DriverError> {
     let hbm = hbm_bytes(cfg);
     if simulate && hbm > u128::from(sim::MAX_HBM_BYTES) {
-        return Err(CliError::usage(format!(
+        return Err(DriverError::Budget(format!(
             "{}x{}x{} is too large to simulate: its HBM tensors need {}, more than the simulator's {}; \
              --no-sim plans and models it without simulating",
             cfg.m,
@@ -172,7 +138,7 @@ pub fn check(cfg: &GemmConfig, simulate: bool, budget: u64) -> Result<(), CliErr
     } else {
         "; try a smaller shape, or raise --max-memory BYTES if the machine has the memory"
     };
-    Err(CliError::usage(format!(
+    Err(DriverError::Budget(format!(
         "{}x{}x{} is too large: {what} it needs about {} ({} matmuls), over the memory budget of {}{advice}",
         cfg.m,
         cfg.k,
@@ -188,17 +154,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn byte_counts_parse_with_units() {
-        assert_eq!(parse_bytes("123"), Ok(123));
-        assert_eq!(parse_bytes("8G"), Ok(8 << 30));
-        assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
-        assert_eq!(parse_bytes("2kb"), Ok(2048));
-        assert!(parse_bytes("8X").unwrap_err().contains("unknown unit `X`"));
-        assert!(parse_bytes("G").unwrap_err().contains("not a byte count"));
-        assert!(parse_bytes("99999999999T").unwrap_err().contains("too large"));
-    }
-
-    #[test]
     fn mem_total_is_read_in_bytes() {
         assert_eq!(mem_total("MemTotal:       24684092 kB\nMemFree: 1 kB\n"), Some(24684092 * 1024));
         assert_eq!(mem_total("MemFree: 1 kB\n"), None);
@@ -207,31 +162,31 @@ mod tests {
     #[test]
     fn huge_shapes_are_refused_and_ordinary_ones_pass() {
         let big = GemmConfig::new(65536, 65536, 65536, penguin::DType::Bf16, penguin::Target::Trn2);
-        let e = check(&big, false, 16 << 30).unwrap_err();
-        assert_eq!(e.code, crate::error::EXIT_USAGE);
-        assert!(e.message.contains("33554432 matmuls"), "{}", e.message);
-        assert!(e.message.contains("over the memory budget of 16.0 GiB"), "{}", e.message);
+        let e = check(&big, false, 16 << 30).unwrap_err().to_string();
+        assert!(e.contains("33554432 matmuls"), "{e}");
+        assert!(e.contains("over the memory budget of 16.0 GiB"), "{e}");
         let ok = GemmConfig::new(1024, 1024, 1024, penguin::DType::Bf16, penguin::Target::Trn2);
-        assert_eq!(check(&ok, true, 1 << 30), Ok(()));
+        assert!(check(&ok, true, 1 << 30).is_ok());
         // Too big to simulate in 1 GiB, but plannable: the message suggests --no-sim.
         let wide = GemmConfig::new(16384, 1, 16384, penguin::DType::Bf16, penguin::Target::Trn2);
-        let e = check(&wide, true, 1 << 30).unwrap_err();
-        assert!(e.message.contains("--no-sim"), "{}", e.message);
-        assert_eq!(check(&wide, false, 1 << 30), Ok(()));
+        let e = check(&wide, true, 1 << 30).unwrap_err().to_string();
+        assert!(e.contains("--no-sim"), "{e}");
+        assert!(check(&wide, false, 1 << 30).is_ok());
         // Within any budget, C of 32768^2 fp32 is beyond the simulator's HBM.
         let e = check(&GemmConfig::new(32768, 1, 32768, penguin::DType::Bf16, penguin::Target::Trn2), true, u64::MAX)
-            .unwrap_err();
-        assert!(e.message.contains("too large to simulate: its HBM tensors need 4.0 GiB"), "{}", e.message);
-        assert!(e.message.contains("--no-sim"), "{}", e.message);
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("too large to simulate: its HBM tensors need 4.0 GiB"), "{e}");
+        assert!(e.contains("--no-sim"), "{e}");
     }
 
     #[test]
     fn an_expansion_over_the_budget_is_refused_naming_both() {
         assert!(check_expansion_within("g.pir", 1 << 20, 1 << 30).is_ok());
         let e = check_expansion_within("g.pir", 1 << 22, 1 << 30).unwrap_err();
-        assert_eq!(e.code, crate::error::EXIT_USAGE);
+        assert!(matches!(e, DriverError::Budget(_)));
         assert_eq!(
-            e.message,
+            e.to_string(),
             "g.pir: expanding its loops to 4194304 instructions needs about 4.0 GiB, over the memory budget of 1.0 GiB"
         );
     }

@@ -39,7 +39,7 @@
 //! refuse numbers that are not (a quadratic count, a rotation whose phase drifts with the
 //! shape), and any difference in structure is refused outright. SBUF decisions are kept
 //! equal to the full GEMM's: block sizes are decided once (shrunk to fit SBUF as
-//! `plan_gemm_fitting` does, on a reduced GEMM with at least as many blocks of each kind) and
+//! [`Planning::Fitting`] does, on a reduced GEMM with at least as many blocks of each kind) and
 //! every reduced GEMM is planned with them; the stripe schedules (`hoisted`, `blocked-mn`),
 //! whose SBUF footprint grows with K, are never reduced in K; every reduced dimension keeps
 //! at least three periods, so no block is lone. What the checks cannot see is a structure
@@ -59,14 +59,12 @@ mod reduced;
 
 use reduced::{run_all, Job, Level, NestDoc, Reduced};
 
-use codegen::{
-    k_chunks, plan_gemm_fitting, AutoPlanning, CodegenError, GemmConfig, GemmPlan, Schedule, M_TILE, N_TILE,
-};
+use codegen::{k_chunks, CodegenError, GemmConfig, GemmPlan, Planning, Schedule, M_TILE, N_TILE};
 use penguin::FunctionView;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{CliError, EXIT_INTERNAL};
+use crate::DriverError;
 
 /// K chunks after which the planner's rotations along K repeat ([`codegen::K_PERIOD`]);
 /// `blocked-mnk`'s K period is the least common multiple of this and two K blocks.
@@ -188,7 +186,7 @@ pub struct Extrapolated {
 }
 
 /// Why a GEMM could not be extrapolated.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum ExtrapolateError {
     /// Limit: the reduced GEMMs do not determine the full one (structure or a number differs).
     #[error("cannot extrapolate {what} from the reduced GEMMs (documents 0, 1, ...: {shapes}): {source}")]
@@ -220,12 +218,17 @@ pub enum ExtrapolateError {
     /// A reduced GEMM failed to plan (SBUF capacity, bad input, a bug).
     #[error("{0}")]
     Plan(CodegenError),
-    /// A reduced GEMM failed to lower or encode (with the CLI's error and exit code).
+    /// A reduced GEMM failed to lower or encode (with its own error).
     #[error("{0}")]
-    Reduced(CliError),
+    Reduced(Box<DriverError>),
 }
 
 impl ExtrapolateError {
+    /// A reduced GEMM's failure.
+    pub(crate) fn reduced(e: DriverError) -> Self {
+        ExtrapolateError::Reduced(Box::new(e))
+    }
+
     /// Whether an attempt on the nests that failed this way leaves the rolled lowerings to try.
     fn falls_back(&self) -> bool {
         matches!(
@@ -240,16 +243,6 @@ impl ExtrapolateError {
     /// Whether this is a fitted number outside the 64-bit integers (no larger base helps).
     fn is_overflow(&self) -> bool {
         matches!(self, ExtrapolateError::Fit { source, .. } if matches!(**source, fit::FitError::Overflow { .. }))
-    }
-}
-
-impl From<ExtrapolateError> for CliError {
-    fn from(e: ExtrapolateError) -> Self {
-        match e {
-            ExtrapolateError::Reduced(e) => e,
-            ExtrapolateError::Plan(e) => e.into(),
-            other => CliError::usage(other.to_string()),
-        }
     }
 }
 
@@ -338,21 +331,22 @@ pub fn reduced_configs(cfg: &GemmConfig) -> Vec<GemmConfig> {
     points(axes.len()).iter().map(|p| at(cfg, &axes, p)).collect()
 }
 
-/// The full GEMM's blocks: `cfg`'s unless `planning` is [`AutoPlanning::Fitting`], otherwise shrunk to fit SBUF as
-/// `plan_gemm_fitting` would shrink them for the full GEMM, decided on a reduced GEMM with
+/// The full GEMM's blocks: `cfg`'s unless `planning` is [`Planning::Fitting`], otherwise shrunk to fit SBUF as
+/// [`Planning::Fitting`] would shrink them for the full GEMM, decided on a reduced GEMM with
 /// at least as many blocks of each kind (the decision depends on the block sizes only).
 /// Returns the config, the probe's plan when it is the base GEMM with those blocks, and
 /// whether a probe was planned.
 fn decide_blocks(
     cfg: &GemmConfig,
-    planning: AutoPlanning,
+    planning: Planning,
 ) -> Result<(GemmConfig, Option<GemmPlan>, bool), ExtrapolateError> {
-    if planning != AutoPlanning::Fitting || matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) {
+    if planning != Planning::Fitting || matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) {
         return Ok((cfg.clone(), None, false));
     }
     let probe_axes: Vec<Axis> = axes(cfg, REDUCTIONS[0]).into_iter().filter(|a| a.periods > 0).collect();
     let probe = at(cfg, &probe_axes, &vec![0; probe_axes.len()]);
-    let plan = plan_gemm_fitting(&probe).map_err(ExtrapolateError::Plan)?;
+    let fitting = codegen::PlanRequest::new(&probe).with_planning(Planning::Fitting);
+    let plan = codegen::plan(&fitting, &codegen::default_builder).map_err(ExtrapolateError::Plan)?.plan;
     let decided = GemmConfig { blocks: plan.config.blocks, ..cfg.clone() };
     let new_axes: Vec<Axis> = axes(&decided, REDUCTIONS[0]).into_iter().filter(|a| a.periods > 0).collect();
     let reuse = at(&decided, &new_axes, &vec![0; new_axes.len()]) == plan.config;
@@ -362,7 +356,7 @@ fn decide_blocks(
 /// Extrapolate the looped program and figures of `cfg` (an explicit schedule, planned as
 /// `planning` says: its blocks shrunk to fit SBUF, as given, or as given with two slots per
 /// refilled block) from reduced GEMMs planned on up to `threads` threads. See the module doc.
-pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> Result<Extrapolated, ExtrapolateError> {
+pub fn extrapolate(cfg: &GemmConfig, planning: Planning, threads: usize) -> Result<Extrapolated, ExtrapolateError> {
     extrapolate_within(cfg, planning, threads, Bounds::NONE)
 }
 
@@ -407,7 +401,7 @@ impl Bounds {
 /// [`extrapolate`] refusing reduced GEMMs over `bounds` ([`ExtrapolateError::TooLarge`]).
 pub fn extrapolate_within(
     cfg: &GemmConfig,
-    planning: AutoPlanning,
+    planning: Planning,
     threads: usize,
     bounds: Bounds,
 ) -> Result<Extrapolated, ExtrapolateError> {
@@ -427,7 +421,7 @@ fn attempts(blocked: bool) -> Vec<(Reduction, Level)> {
 /// [`extrapolate_within`] trying the reductions and levels of `attempts` in turn.
 fn extrapolate_trying(
     cfg: &GemmConfig,
-    planning: AutoPlanning,
+    planning: Planning,
     (threads, bounds): (usize, Bounds),
     attempts: &[(Reduction, Level)],
 ) -> Result<Extrapolated, ExtrapolateError> {
@@ -463,7 +457,7 @@ fn extrapolate_trying(
             Err((e, _, _)) => return Err(e),
         }
     }
-    Err(last.unwrap_or_else(|| ExtrapolateError::Reduced(CliError::internal("no extrapolation was tried (a bug)"))))
+    Err(last.unwrap_or_else(|| ExtrapolateError::reduced(DriverError::internal("no extrapolation was tried (a bug)"))))
 }
 
 /// One attempt of [`extrapolate`] with the reduction `r`, fitting the programs at `level`; on
@@ -472,7 +466,7 @@ fn attempt(
     config: &GemmConfig,
     (r, level): (Reduction, Level),
     mut probe: Option<GemmPlan>,
-    planning: AutoPlanning,
+    planning: Planning,
     threads: usize,
     bounds: Bounds,
 ) -> Result<Extrapolated, (ExtrapolateError, usize, u64)> {
@@ -492,7 +486,7 @@ fn attempt(
     let configs: Vec<GemmConfig> = jobs.iter().map(|(c, _)| c.clone()).collect();
     bounds.admit(&configs, threads).map_err(|e| (e, 0, 0))?;
     let tried = jobs.len();
-    let reduced: Vec<Reduced> = run_all(jobs, planning == AutoPlanning::DoubleBuffered, level, threads)
+    let reduced: Vec<Reduced> = run_all(jobs, planning == Planning::DoubleBuffered, level, threads)
         .into_iter()
         .collect::<Result<_, _>>()
         .map_err(|e| (e, tried, 0))?;
@@ -552,10 +546,9 @@ fn decode<T: serde::de::DeserializeOwned>(doc: Value) -> Result<T, ExtrapolateEr
                 };
                 ExtrapolateError::Limit { path, value, limit }
             }
-            None => ExtrapolateError::Reduced(CliError {
-                code: EXIT_INTERNAL,
-                message: format!("the extrapolated program does not decode (a bug): {e}"),
-            }),
+            None => ExtrapolateError::reduced(DriverError::internal(format!(
+                "the extrapolated program does not decode (a bug): {e}"
+            ))),
         }),
     }
 }
