@@ -226,7 +226,7 @@ fn check(name: &str, extension: &str, bytes: Vec<u8>, simulate: bool) {
             assert_eq!(back.to_string(), printed, "print(parse(print(p))) differs");
             match bir::verify_looped(&lp) {
                 Err(errors) => {
-                    located(name, &driver::program::bir_loops::looped_errors(&src, &lp, map.as_ref(), &errors))
+                    located(name, &driver::program::bir_loops::looped_errors(&src, &lp, map.as_ref(), &errors));
                 }
                 Ok(()) if simulate && lp.unrolled_len() < 1 << 16 => match lp.expand() {
                     Ok(p) => run(&p),
