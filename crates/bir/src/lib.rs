@@ -6,7 +6,7 @@
 //! producer's function through [`penguin::FunctionView`] and needs proof that it was verified
 //! ([`penguin::Verified`]); on such input it never panics. [`verify_program`] checks the
 //! engine-level rules listed in its module. Programs that loop ([`LoopedProgram`], in
-//! [`looped`]) come from rolling a lowering ([`roll`]) or from lowering a looped Penguin
+//! [`looped`]) come from rolling a lowering ([`roll()`]) or from lowering a looped Penguin
 //! function loop by loop ([`lower_looped`], [`lower_looped_native`]), and are checked by
 //! [`verify_looped`]; [`text`] prints and parses both forms as `.bir`.
 //!

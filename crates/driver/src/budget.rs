@@ -13,7 +13,7 @@
 
 use codegen::{GemmConfig, Schedule, M_TILE, N_TILE};
 
-use crate::DriverError;
+use crate::error::DriverError;
 
 /// Bytes charged per matmul for an explicit schedule.
 const PLAN_BYTES_PER_MATMUL: u64 = 10 << 10;
@@ -147,6 +147,16 @@ pub fn check(cfg: &GemmConfig, simulate: bool, budget: u64) -> Result<(), Driver
         matmuls(cfg.m, cfg.k, cfg.n),
         human(u128::from(budget)),
     )))
+}
+
+/// Above this many matmuls a GEMM is extrapolated even when its unrolled plan would fit the
+/// memory budget (planning it whole would take seconds).
+pub const MAX_UNROLLED_MATMULS: u128 = 1 << 22;
+
+/// Whether `cfg` is too large to plan unrolled: over the memory budget, or more than
+/// [`MAX_UNROLLED_MATMULS`] matmuls.
+pub fn too_large(cfg: &GemmConfig, budget: u64) -> bool {
+    matmuls(cfg.m, cfg.k, cfg.n) > MAX_UNROLLED_MATMULS || check(cfg, false, budget).is_err()
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::DriverError;
+use crate::error::DriverError;
 
 /// A cancellation flag shared between the caller and a run. Once set, the run ends with
 /// [`DriverError::Interrupted`] at its next check.

@@ -4,7 +4,7 @@
 
 use codegen::CodegenError;
 
-use crate::extrapolate::ExtrapolateError;
+use crate::extrapolate::fit::FitError;
 
 /// Whose fault an error is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +103,7 @@ pub enum InputProblem {
         /// The tensor.
         tensor: String,
         /// The array's element type.
-        given: crate::run::Elem,
+        given: crate::array::Elem,
         /// The tensor's dtype.
         dtype: penguin::DType,
         /// The element types it takes.
@@ -205,5 +205,66 @@ fn bir_message(e: &bir::BirError) -> String {
     match bir_kind(e) {
         ErrorKind::Bug => format!("lowering failed (a bug): {e}"),
         _ => e.to_string(),
+    }
+}
+
+/// Why a GEMM could not be extrapolated.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtrapolateError {
+    /// Limit: the reduced GEMMs do not determine the full one (structure or a number differs).
+    #[error("cannot extrapolate {what} from the reduced GEMMs (documents 0, 1, ...: {shapes}): {source}")]
+    Fit {
+        /// The document fitted.
+        what: &'static str,
+        /// The reduced GEMMs' shapes.
+        shapes: String,
+        /// The field that failed.
+        source: Box<FitError>,
+    },
+    /// Limit: a fitted number is past the range of its field.
+    #[error("the extrapolated program does not fit BIR's limits: `{path}` would be {value}, past {limit}")]
+    Limit {
+        /// The field, as a JSON path.
+        path: String,
+        /// Its value.
+        value: u64,
+        /// The limit, in words.
+        limit: &'static str,
+    },
+    /// Limit: the reduced GEMMs are over the time or memory allowed.
+    #[error("too large to extrapolate: {0}")]
+    TooLarge(String),
+    /// The fitted function rolled along its nest does not lower natively (the rolled BIR
+    /// lowerings are fitted instead).
+    #[error("the extrapolated function does not lower along its loops: {0}")]
+    Native(String),
+    /// A reduced GEMM failed to plan (SBUF capacity, bad input, a bug).
+    #[error("{0}")]
+    Plan(CodegenError),
+    /// A reduced GEMM failed to lower or encode (with its own error).
+    #[error("{0}")]
+    Reduced(Box<DriverError>),
+}
+
+impl ExtrapolateError {
+    /// A reduced GEMM's failure.
+    pub(crate) fn reduced(e: DriverError) -> Self {
+        ExtrapolateError::Reduced(Box::new(e))
+    }
+
+    /// Whether an attempt on the nests that failed this way leaves the rolled lowerings to try.
+    pub(crate) fn falls_back(&self) -> bool {
+        matches!(
+            self,
+            ExtrapolateError::Fit { .. }
+                | ExtrapolateError::Native(_)
+                | ExtrapolateError::TooLarge(_)
+                | ExtrapolateError::Limit { .. }
+        )
+    }
+
+    /// Whether this is a fitted number outside the 64-bit integers (no larger base helps).
+    pub(crate) fn is_overflow(&self) -> bool {
+        matches!(self, ExtrapolateError::Fit { source, .. } if matches!(**source, FitError::Overflow { .. }))
     }
 }

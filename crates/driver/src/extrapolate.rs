@@ -52,19 +52,21 @@
 //! fitted number past its field's range (a loop trip count or a start partition past `u32`:
 //! [`ExtrapolateError::Limit`]).
 
+#[path = "extrapolate/figures.rs"]
+pub(crate) mod figures;
 #[path = "extrapolate/fit.rs"]
 pub mod fit;
 #[path = "extrapolate/reduced.rs"]
 mod reduced;
 
+pub use figures::Figures;
+
 use reduced::{run_all, Job, Level, NestDoc, Reduced};
 
-use codegen::{k_chunks, CodegenError, GemmConfig, GemmPlan, Planning, Schedule, M_TILE, N_TILE};
-use penguin::FunctionView;
-use serde::{Deserialize, Serialize};
+use codegen::{k_chunks, GemmConfig, GemmPlan, Planning, Schedule, M_TILE, N_TILE};
 use serde_json::Value;
 
-use crate::DriverError;
+use crate::error::{DriverError, ExtrapolateError};
 
 /// K chunks after which the planner's rotations along K repeat ([`codegen::K_PERIOD`]);
 /// `blocked-mnk`'s K period is the least common multiple of this and two K blocks.
@@ -98,53 +100,6 @@ pub const REDUCTIONS: [Reduction; 4] = [
 /// nest roll forms the same loops from four periods on (with three, which runs it rolls
 /// first can depend on the trips).
 pub const NEST_REDUCTION: Reduction = Reduction { base_periods: BASE_PERIODS + 1, outer_single: false };
-
-/// What the report needs from a plan and its lowering, fitted like the program.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Figures {
-    /// Penguin instructions.
-    pub penguin_instructions: u64,
-    /// BIR instructions of the unrolled program.
-    pub bir_instructions: u64,
-    /// Matmul instructions.
-    pub matmuls: u64,
-    /// Accumulation groups.
-    pub psum_groups: u64,
-    /// Most accumulation groups live at once.
-    pub max_live_psum_groups: u32,
-    /// Highest SBUF byte used per partition.
-    pub sbuf_peak_bytes_per_partition: u64,
-    /// Single-buffered blocks: `a_block`, `b_block`, `result`.
-    pub single_buffered: [bool; 3],
-    /// Bytes DMA instructions move to or from HBM.
-    pub hbm_bytes: u64,
-    /// Every HBM tensor moved once.
-    pub hbm_read_once_bytes: u64,
-}
-
-impl Figures {
-    /// The figures of a plan and its lowered program.
-    pub fn of(plan: &GemmPlan, program: &bir::Program) -> Figures {
-        let sb = plan.stats.single_buffered;
-        Figures {
-            penguin_instructions: plan.function.layout().len() as u64,
-            bir_instructions: program.num_insts() as u64,
-            matmuls: plan.stats.matmuls,
-            psum_groups: plan.stats.psum_groups,
-            max_live_psum_groups: plan.stats.max_live_psum_groups,
-            sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
-            single_buffered: [sb.a_block, sb.b_block, sb.result],
-            hbm_bytes: program.hbm_traffic_bytes(),
-            hbm_read_once_bytes: program.hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add),
-        }
-    }
-
-    /// The single-buffered blocks as the planner's stats hold them.
-    pub fn single_buffered(&self) -> codegen::SingleBuffered {
-        let [a_block, b_block, result] = self.single_buffered;
-        codegen::SingleBuffered { a_block, b_block, result }
-    }
-}
 
 /// One dimension of the GEMM as the extrapolation sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,67 +138,6 @@ pub struct Extrapolated {
     pub plans: usize,
     /// Their BIR instructions, in total.
     pub reduced_instructions: u64,
-}
-
-/// Why a GEMM could not be extrapolated.
-#[derive(Debug, thiserror::Error)]
-pub enum ExtrapolateError {
-    /// Limit: the reduced GEMMs do not determine the full one (structure or a number differs).
-    #[error("cannot extrapolate {what} from the reduced GEMMs (documents 0, 1, ...: {shapes}): {source}")]
-    Fit {
-        /// The document fitted.
-        what: &'static str,
-        /// The reduced GEMMs' shapes.
-        shapes: String,
-        /// The field that failed.
-        source: Box<fit::FitError>,
-    },
-    /// Limit: a fitted number is past the range of its field.
-    #[error("the extrapolated program does not fit BIR's limits: `{path}` would be {value}, past {limit}")]
-    Limit {
-        /// The field, as a JSON path.
-        path: String,
-        /// Its value.
-        value: u64,
-        /// The limit, in words.
-        limit: &'static str,
-    },
-    /// Limit: the reduced GEMMs are over the time or memory allowed.
-    #[error("too large to extrapolate: {0}")]
-    TooLarge(String),
-    /// The fitted function rolled along its nest does not lower natively (the rolled BIR
-    /// lowerings are fitted instead).
-    #[error("the extrapolated function does not lower along its loops: {0}")]
-    Native(String),
-    /// A reduced GEMM failed to plan (SBUF capacity, bad input, a bug).
-    #[error("{0}")]
-    Plan(CodegenError),
-    /// A reduced GEMM failed to lower or encode (with its own error).
-    #[error("{0}")]
-    Reduced(Box<DriverError>),
-}
-
-impl ExtrapolateError {
-    /// A reduced GEMM's failure.
-    pub(crate) fn reduced(e: DriverError) -> Self {
-        ExtrapolateError::Reduced(Box::new(e))
-    }
-
-    /// Whether an attempt on the nests that failed this way leaves the rolled lowerings to try.
-    fn falls_back(&self) -> bool {
-        matches!(
-            self,
-            ExtrapolateError::Fit { .. }
-                | ExtrapolateError::Native(_)
-                | ExtrapolateError::TooLarge(_)
-                | ExtrapolateError::Limit { .. }
-        )
-    }
-
-    /// Whether this is a fitted number outside the 64-bit integers (no larger base helps).
-    fn is_overflow(&self) -> bool {
-        matches!(self, ExtrapolateError::Fit { source, .. } if matches!(**source, fit::FitError::Overflow { .. }))
-    }
 }
 
 /// The least common multiple.

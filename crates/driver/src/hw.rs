@@ -5,7 +5,7 @@ use penguin::target::{Entry, HwProfile, ProfileError, GEOMETRY};
 use penguin::Target;
 use serde_json::{Map, Value};
 
-use crate::DriverError;
+use crate::error::DriverError;
 
 /// Apply the overrides of a JSON text (the form in the module doc) to `profile`.
 pub fn apply_overrides(profile: &mut HwProfile, text: &str) -> Result<(), DriverError> {
@@ -120,7 +120,7 @@ mod tests {
         for (text, key) in cases {
             let mut p = Target::Trn2.profile();
             let e = apply_overrides(&mut p, text).unwrap_err();
-            assert_eq!(e.kind(), crate::ErrorKind::Input, "{text}");
+            assert_eq!(e.kind(), crate::error::ErrorKind::Input, "{text}");
             assert!(e.to_string().contains(&format!("`{key}`")), "{text}: {e}");
         }
         assert!(apply_overrides(&mut Target::Trn2.profile(), "[1]").is_err());

@@ -7,7 +7,7 @@
 //!   sparsity, hardware profile, [`GemmOptions`]) planned by `codegen` (`auto` searches,
 //!   lowering and modeling each candidate once), verified, lowered by `bir`, verified again,
 //!   cycle-modeled by `sim`, and simulated on its inputs ([`GemmInputs`], or seeded random
-//!   ones) and checked against the fp64 reference ([`reference`]) when asked. A GEMM too
+//!   ones) and checked against the fp64 reference ([`reference`](mod@reference)) when asked. A GEMM too
 //!   large to unroll is extrapolated from smaller ones ([`extrapolate`]) and modeled looped.
 //!   The [`GemmOutcome`] holds the plan and its facts, the program, the [`Report`], C and
 //!   the trace/SVG exporters.
@@ -38,12 +38,14 @@
 //! ```
 #![deny(missing_docs)]
 
+mod array;
 pub mod budget;
 mod cancel;
 mod error;
 pub mod extrapolate;
 pub mod gemm;
 pub mod hw;
+mod lower;
 pub mod program;
 pub mod reference;
 pub mod run;
@@ -51,7 +53,7 @@ pub mod threads;
 pub mod timeline;
 
 pub use cancel::Cancel;
-pub use error::{DriverError, ErrorKind, InputProblem};
+pub use error::{DriverError, ErrorKind, ExtrapolateError, InputProblem};
 pub use gemm::{gemm, BlockRequest, GemmInputs, GemmOptions, GemmOutcome, GemmRequest, Operand, Report};
 pub use program::{Program, Source};
 pub use run::{run_program, Array, Elem, Inputs, Output, RunOptions, RunOutcome, RunReport, Runnable};

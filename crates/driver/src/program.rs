@@ -8,10 +8,11 @@
 //! parser when that fails. Every failure names the source, and the line and column where the
 //! text says them.
 
+use penguin::looped::Item;
 use penguin::text::lexer::{numbered_lines, split_comment};
-use penguin::{Function, ParseError, Target, VerifierErrors};
+use penguin::{Function, LoopedFunction, ParseError, PirInst, Target, VerifierErrors};
 
-use crate::DriverError;
+use crate::error::DriverError;
 
 pub mod bir_loops;
 pub mod pir_loops;
@@ -153,7 +154,7 @@ pub fn load(src: &Source) -> Result<Program, DriverError> {
             let f: Function = match serde_json::from_str(&src.text) {
                 Ok(f) => f,
                 // A looped function's JSON (`ntile fmt F.pir --json` of a file with loops).
-                Err(e) => return pir_loops::from_json(src, &src.text).unwrap_or_else(|| Err(json(e))),
+                Err(e) => return looped_from_json(src, &src.text).unwrap_or_else(|| Err(json(e))),
             };
             penguin::parse::check_limits(&f).map_err(|(e, m)| DriverError::input(format!("{}: {e}: {m}", src.name)))?;
             check_tensor_names(src, &f)?;
@@ -178,6 +179,37 @@ pub fn load(src: &Source) -> Result<Program, DriverError> {
             Program::Bir(p, None)
         }
     })
+}
+
+/// A looped function from JSON (`ntile fmt F.pir --json` of a file with loops), checked as
+/// the text parser checks it: well-formed loops (at least one trip and one item, a step entry
+/// per parameter) and the text format's limits on every instruction.
+fn looped_from_json(src: &Source, text: &str) -> Option<Result<Program, DriverError>> {
+    let lf: LoopedFunction = serde_json::from_str(text).ok()?;
+    let bad = |m: String| Some(Err(DriverError::input(format!("{}: {m}", src.name))));
+    if let Err(e) = penguin::looped::check_steps(&lf.body) {
+        return bad(e.to_string());
+    }
+    let mut f = lf.header.clone();
+    let mut stack: Vec<&[Item<PirInst>]> = vec![&lf.body];
+    while let Some(items) = stack.pop() {
+        for it in items {
+            match it {
+                Item::Inst(i) => {
+                    f.push_inst(i.data.clone(), Vec::new());
+                }
+                Item::Loop(l) if l.body.is_empty() => return bad("a loop has an empty body".into()),
+                Item::Loop(l) => stack.push(&l.body),
+            }
+        }
+    }
+    if lf.unrolled_len() > penguin::text::lexer::MAX_EXTENT {
+        return bad(format!("the function unrolls to {} instructions, more than 2^48", lf.unrolled_len()));
+    }
+    if let Err((_, m)) = penguin::parse::check_limits(&f) {
+        return bad(m);
+    }
+    Some(check_tensor_names(src, &f).map(|()| Program::PenguinLooped(lf, None)))
 }
 
 /// Every tensor of a function from JSON is listed under its own name (the text names each

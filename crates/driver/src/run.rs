@@ -11,82 +11,18 @@
 
 use penguin::{DType, HwProfile, Target};
 
+use crate::cancel::{self, Cancel};
+use crate::error::DriverError;
 use crate::error::InputProblem;
 use crate::program::{bir_loops, check_program, compile_function, pir_loops, Program, Source};
-use crate::{cancel, Cancel, DriverError};
 
 mod locate;
 mod report;
 
+pub use crate::array::{Array, Elem, Output};
+
 use locate::{inst_line, sim_message, SourceLines};
 pub use report::{RunReport, Written};
-
-/// The element type of an input array (the `.npy` kinds ntile reads).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Elem {
-    /// float32.
-    F32,
-    /// float16.
-    F16,
-    /// uint16 (bf16 bit patterns).
-    U16,
-    /// uint8 (uint8 values or fp8 bit patterns).
-    U8,
-    /// int8.
-    I8,
-    /// int16.
-    I16,
-    /// int32.
-    I32,
-}
-
-impl Elem {
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            Elem::F32 | Elem::I32 => 4,
-            Elem::F16 | Elem::U16 | Elem::I16 => 2,
-            Elem::U8 | Elem::I8 => 1,
-        }
-    }
-
-    /// The numpy type string (`<f4`, `|u1`, ...).
-    pub fn descr(self) -> &'static str {
-        match self {
-            Elem::F32 => "<f4",
-            Elem::F16 => "<f2",
-            Elem::U16 => "<u2",
-            Elem::U8 => "|u1",
-            Elem::I8 => "|i1",
-            Elem::I16 => "<i2",
-            Elem::I32 => "<i4",
-        }
-    }
-}
-
-/// A typed array: element type, row-major shape and little-endian bytes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Array {
-    /// The element type.
-    pub elem: Elem,
-    /// The shape.
-    pub shape: Vec<u64>,
-    /// The elements' bytes, row-major.
-    pub data: Vec<u8>,
-}
-
-/// An output tensor after a run: its dtype, shape and raw little-endian bytes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Output {
-    /// The tensor.
-    pub name: String,
-    /// Its dtype.
-    pub dtype: DType,
-    /// Its shape.
-    pub shape: Vec<u64>,
-    /// Its bytes, row-major, in its dtype.
-    pub data: Vec<u8>,
-}
 
 /// The input arrays of a run, by tensor name, read when the run needs them (after the checks
 /// that need none, so a run refused for its size reads nothing).

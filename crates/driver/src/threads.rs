@@ -2,7 +2,7 @@
 //! every core, or the `NTILE_THREADS` environment variable (a positive integer; 1 runs on one
 //! thread). The simulated bytes and the schedule chosen are the same for any number.
 
-use crate::DriverError;
+use crate::error::DriverError;
 
 /// The environment variable that sets the simulator's threads.
 pub const THREADS_VAR: &str = "NTILE_THREADS";

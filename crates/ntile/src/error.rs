@@ -54,3 +54,11 @@ impl From<DriverError> for CliError {
         CliError { code, message: e.to_string() }
     }
 }
+
+/// A clap error as a usage error: its first line, without the `error: ` prefix.
+#[expect(clippy::needless_pass_by_value, reason = "a map_err adapter")]
+pub(crate) fn clap_error(e: clap::Error) -> CliError {
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    CliError::usage(first.strip_prefix("error: ").unwrap_or(first).trim().to_string())
+}

@@ -1,7 +1,7 @@
 //! The `ntile` command-line tool: a thin shell over the pipeline library ([`driver`]). Each
 //! command parses its flags, reads its files, builds the driver's typed request, calls it,
 //! and prints or writes what it gives. It is also a library, so that tests run its commands
-//! in-process and the Python module runs any command line ([`parse`], [`run`]).
+//! in-process and the Python module runs any command line ([`parse`], [`run()`]).
 //!
 //! Every command returns its output text or a [`CliError`] carrying the exit code of SPEC
 //! section 7: 0 success, 1 result outside the bound, 2 bad input or usage, 3 internal error
@@ -108,15 +108,7 @@ pub fn run(cli: &Cli) -> Result<(String, u8), CliError> {
 /// a usage error whose message is clap's, without its `error: ` prefix and usage footer.
 pub fn parse<S: AsRef<str>>(argv: &[S]) -> Result<Cli, CliError> {
     let words = std::iter::once("ntile").chain(argv.iter().map(AsRef::as_ref));
-    Cli::try_parse_from(words).map_err(clap_error)
-}
-
-/// A clap error as a usage error: its first line, without the `error: ` prefix.
-#[expect(clippy::needless_pass_by_value, reason = "a map_err adapter")]
-pub(crate) fn clap_error(e: clap::Error) -> CliError {
-    let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or_default();
-    CliError::usage(first.strip_prefix("error: ").unwrap_or(first).trim().to_string())
+    Cli::try_parse_from(words).map_err(error::clap_error)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! ([`EngineAccumulationType`]), the [`Function`] that owns them, the [`IrBuilder`] trait
 //! with its base implementation [`GeneratedBuilder`], and the
 //! [`verify()`](crate::verify::verify) pass. Beside them: the `.pir` text format ([`text`],
-//! [`parse`], [`print`]; its lexer is shared with BIR's), the loops both IRs share
+//! [`parse`], [`print`](mod@print); its lexer is shared with BIR's), the loops both IRs share
 //! ([`looped`]: `Item`/`Loop` over any stepped instruction, the roll pass, a Penguin
 //! [`LoopedFunction`] and its verifier), and each target's geometry and hardware profile
 //! ([`target`]), which the planner's estimate and the cycle model read.

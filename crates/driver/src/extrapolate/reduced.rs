@@ -5,8 +5,9 @@ use codegen::{GemmConfig, GemmPlan, PlanRequest, Planning};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ExtrapolateError, Figures};
-use crate::DriverError;
+use super::figures::Figures;
+use crate::error::DriverError;
+use crate::error::ExtrapolateError;
 
 /// One reduced GEMM, planned and lowered, as JSON.
 pub(super) struct Reduced {
@@ -62,7 +63,7 @@ fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>, double: bool, level: Level) 
             codegen::plan(&request, &codegen::default_builder).map_err(ExtrapolateError::Plan)?.plan
         }
     };
-    let mut unrolled = crate::gemm::lower(&plan).map_err(ExtrapolateError::reduced)?;
+    let mut unrolled = crate::lower::lower(&plan).map_err(ExtrapolateError::reduced)?;
     let figures = Figures::of(&plan, &unrolled);
     // Hold as little as possible at once.
     let program = match level {

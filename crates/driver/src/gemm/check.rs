@@ -8,9 +8,11 @@ use std::time::Instant;
 use codegen::{GemmConfig, GemmPlan};
 use penguin::DType;
 
-use super::{ms, GemmOptions, Inputs};
+use super::inputs::Inputs;
+use super::request::GemmOptions;
+use crate::error::DriverError;
+use crate::lower::ms;
 use crate::reference::{self, Check, CheckOptions, Matrix};
-use crate::DriverError;
 
 /// What the simulation and the check give.
 pub(super) struct Simulated {

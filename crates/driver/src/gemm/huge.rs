@@ -9,20 +9,15 @@ use std::time::Instant;
 use codegen::{AutoChoice, AutoCost, AutoJob, AutoSearch, CodegenError, GemmConfig, PlanRequest, Planning, Schedule};
 use penguin::HwProfile;
 
+use super::outcome::GemmOutcome;
 use super::report::{report_from, ExtrapolatedReport, Facts};
-use super::{ms, GemmOutcome, GemmRequest, Report, WallMs};
-use crate::extrapolate::{extrapolate_within, Bounds, ExtrapolateError, Extrapolated};
-use crate::{budget, cancel, DriverError};
-
-/// Above this many matmuls a GEMM is extrapolated even when its unrolled plan would fit the
-/// memory budget (planning it whole would take seconds).
-pub const MAX_UNROLLED_MATMULS: u128 = 1 << 22;
-
-/// Whether `cfg` is too large to plan unrolled: over the memory budget, or more than
-/// [`MAX_UNROLLED_MATMULS`] matmuls.
-pub(crate) fn too_large(cfg: &GemmConfig, budget: u64) -> bool {
-    budget::matmuls(cfg.m, cfg.k, cfg.n) > MAX_UNROLLED_MATMULS || budget::check(cfg, false, budget).is_err()
-}
+use super::report::{Report, WallMs};
+use super::request::GemmRequest;
+use crate::error::DriverError;
+use crate::error::ExtrapolateError;
+use crate::extrapolate::{extrapolate_within, Bounds, Extrapolated};
+use crate::lower::{auto_cost, ms};
+use crate::{budget, cancel};
 
 /// Why `cfg` is extrapolated rather than planned whole.
 fn why_extrapolated(req: &GemmRequest, cfg: &GemmConfig) -> String {
@@ -128,12 +123,12 @@ fn auto_on_proxy(
         n: cfg.n.min(AUTO_PROXY_DIM),
         ..cfg.clone()
     };
-    if proxy == *cfg || too_large(&proxy, budget) {
+    if proxy == *cfg || budget::too_large(&proxy, budget) {
         return Ok(None);
     }
     let cancel = req.options.cancel.as_ref();
     // Only the choice is kept: its lowering is the proxy's, not the GEMM's.
-    let cost = |p: &codegen::GemmPlan| super::auto_cost(p, hw, cancel).map(|(c, _)| (c, ()));
+    let cost = |p: &codegen::GemmPlan| auto_cost(p, hw, cancel).map(|(c, _)| (c, ()));
     let search = AutoSearch { limits: req.limits(), hw, shortlist: codegen::AUTO_SHORTLIST, threads, cost: &cost };
     let planned = codegen::plan(&PlanRequest::new(&proxy).with_search(search), &codegen::default_builder);
     cancel::check(cancel)?;
@@ -321,10 +316,4 @@ pub(super) fn run(
         a.weighed_on = weighed_on;
     }
     Ok(GemmOutcome::extrapolated(report, x))
-}
-
-impl GemmOutcome {
-    fn extrapolated(report: Report, x: Extrapolated) -> Self {
-        GemmOutcome { report, plan: None, program: None, cycle: None, extrapolated: Some(x), c: None, c_bytes: None }
-    }
 }

@@ -7,7 +7,7 @@ use penguin::{DType, SparsityPattern};
 use rand::{Rng, SeedableRng};
 
 use super::random;
-use crate::DriverError;
+use crate::error::DriverError;
 
 /// One GEMM operand in memory: a row-major `[rows, cols]` matrix of values.
 #[derive(Clone, Debug, PartialEq)]
@@ -170,7 +170,7 @@ mod tests {
         assert_eq!(
             e.as_ref().map(|e| (e.kind(), e.to_string())),
             Some((
-                crate::ErrorKind::Input,
+                crate::error::ErrorKind::Input,
                 "shapes do not chain: A [M, K] is [2, 3] (K = 3) but B [K, N] is [4, 2]".to_string()
             ))
         );

@@ -5,7 +5,7 @@ use codegen::{AutoChoice, GemmConfig, GemmPlan, Tiling};
 use penguin::{DType, HwProfile};
 use serde::Serialize;
 
-use crate::extrapolate::Figures;
+use crate::extrapolate::figures::Figures;
 use crate::reference::Check;
 
 /// The `--json` report (keys are stable once added).

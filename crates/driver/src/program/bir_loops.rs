@@ -7,7 +7,7 @@ use bir::text::{Line, LoopLine, LoopSourceMap};
 use bir::{LoopError, LoopedProgram};
 
 use super::Source;
-use crate::DriverError;
+use crate::error::DriverError;
 
 /// The most unrolled instructions `ntile run` expands a looped program to.
 pub const MAX_RUN_UNROLLED: u64 = 1 << 26;

@@ -11,42 +11,11 @@ use penguin::text::{LoopLine, LoopSourceMap};
 use penguin::{Entity, Function, LoopedFunction, PirInst, VerifierErrors};
 
 use super::{Program, Source};
-use crate::DriverError;
+use crate::error::DriverError;
 
 /// The most unrolled instructions a looped function is expanded to (about 4 million: an
 /// unrolled Penguin instruction with its edges takes a few hundred bytes).
 pub const MAX_RUN_UNROLLED: u64 = 1 << 22;
-
-/// A looped function from JSON (`ntile fmt F.pir --json` of a file with loops), checked as
-/// the text parser checks it: well-formed loops (at least one trip and one item, a step entry
-/// per parameter) and the text format's limits on every instruction.
-pub fn from_json(src: &Source, text: &str) -> Option<Result<Program, DriverError>> {
-    let lf: LoopedFunction = serde_json::from_str(text).ok()?;
-    let bad = |m: String| Some(Err(DriverError::input(format!("{}: {m}", src.name))));
-    if let Err(e) = penguin::looped::check_steps(&lf.body) {
-        return bad(e.to_string());
-    }
-    let mut f = lf.header.clone();
-    let mut stack: Vec<&[Item<PirInst>]> = vec![&lf.body];
-    while let Some(items) = stack.pop() {
-        for it in items {
-            match it {
-                Item::Inst(i) => {
-                    f.push_inst(i.data.clone(), Vec::new());
-                }
-                Item::Loop(l) if l.body.is_empty() => return bad("a loop has an empty body".into()),
-                Item::Loop(l) => stack.push(&l.body),
-            }
-        }
-    }
-    if lf.unrolled_len() > penguin::text::lexer::MAX_EXTENT {
-        return bad(format!("the function unrolls to {} instructions, more than 2^48", lf.unrolled_len()));
-    }
-    if let Err((_, m)) = penguin::parse::check_limits(&f) {
-        return bad(m);
-    }
-    Some(super::check_tensor_names(src, &f).map(|()| Program::PenguinLooped(lf, None)))
-}
 
 /// The printed line an entity of the expansion belongs to (an instruction: the looped
 /// instruction it is an iteration of, looked up in `firsts` when given).

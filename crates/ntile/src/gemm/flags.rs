@@ -15,13 +15,13 @@ pub fn apply(args: &mut GemmArgs, set: &[&str], words: &[String]) -> Result<(), 
         return Ok(());
     }
     let cmd = GemmArgs::augment_args(clap::Command::new("gemm").no_binary_name(true));
-    let matches = cmd.clone().try_get_matches_from(words).map_err(crate::clap_error)?;
+    let matches = cmd.clone().try_get_matches_from(words).map_err(crate::error::clap_error)?;
     let given = |id: &str| matches!(matches.value_source(id), Some(ValueSource::CommandLine));
     if let Some(id) = set.iter().find(|id| given(id)) {
         let shown = cmd.get_arguments().find(|a| a.get_id() == *id).map_or_else(|| id.to_string(), ToString::to_string);
         return Err(CliError::usage(format!("the argument '{shown}' cannot be used multiple times")));
     }
-    let from = GemmArgs::from_arg_matches(&matches).map_err(crate::clap_error)?;
+    let from = GemmArgs::from_arg_matches(&matches).map_err(crate::error::clap_error)?;
     // Only the flags the words give: the defaults of the others leave `args` as it is.
     macro_rules! take {
         ($($field:ident),* $(,)?) => {
