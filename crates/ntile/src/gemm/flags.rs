@@ -14,8 +14,10 @@ pub fn apply(args: &mut GemmArgs, set: &[&str], words: &[String]) -> Result<(), 
     if words.is_empty() {
         return Ok(());
     }
-    let cmd = GemmArgs::augment_args(clap::Command::new("gemm").no_binary_name(true));
+    let mut cmd = GemmArgs::augment_args(clap::Command::new("gemm").no_binary_name(true));
     let matches = cmd.clone().try_get_matches_from(words).map_err(crate::error::clap_error)?;
+    // An argument prints as on the command line (`--schedule <SCHEDULE>`) once it is built.
+    cmd.build();
     let given = |id: &str| matches!(matches.value_source(id), Some(ValueSource::CommandLine));
     if let Some(id) = set.iter().find(|id| given(id)) {
         let shown = cmd.get_arguments().find(|a| a.get_id() == *id).map_or_else(|| id.to_string(), ToString::to_string);
