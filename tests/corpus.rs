@@ -158,9 +158,13 @@ fn a_failure_inside_auto_is_internal() {
         schedule: codegen::Schedule::Auto,
         ..codegen::GemmConfig::new(256, 256, 256, penguin::DType::Bf16, penguin::Target::Trn2)
     };
-    let mut cost = |_: &codegen::GemmPlan| Err(codegen::CodegenError::Internal("cycle model failed: boom".into()));
-    let e = codegen::plan_gemm_auto(&cfg, 4, &mut cost).unwrap_err();
-    let cli = ntile::CliError::from(e);
+    let cost = |_: &codegen::GemmPlan| Err(codegen::CodegenError::Internal("cycle model failed: boom".into()));
+    let hw = cfg.target.profile();
+    let search =
+        codegen::AutoSearch { limits: codegen::AutoLimits::default(), hw: &hw, shortlist: 4, threads: 1, cost: &cost };
+    let request = codegen::PlanRequest::new(&cfg).with_search(search);
+    let e = codegen::plan::<_, ()>(&request, &codegen::default_builder).unwrap_err();
+    let cli = ntile::CliError::from(driver::DriverError::from(e));
     assert_eq!(cli.code, ntile::error::EXIT_INTERNAL);
     assert_eq!(cli.message, "internal error: cycle model failed: boom (a bug)");
 }

@@ -9,10 +9,15 @@
 mod trace;
 
 use bir::{Engine, Program};
-use codegen::{plan_gemm, GemmConfig, Schedule};
+use codegen::{GemmConfig, Schedule};
 use penguin::{DType, Target};
 use sim::{model, CycleReport};
 use trace::{thread_names, trace_json};
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 /// Every slice starts after the semaphore counts it waits for were reached, engines never
 /// overlap themselves (except the PE's documented overlaps and the DMA queues' transfers in

@@ -11,11 +11,16 @@ mod unrolled;
 
 use bir::looped::{advance_inst, push_inst_params};
 use bir::{BirInst, Engine, HwAp, Item, Loop, LoopedProgram, Op, Program, SemId, Wait};
-use codegen::{plan_gemm, GemmConfig, Schedule};
+use codegen::{GemmConfig, Schedule};
 use hand_gemm::{gemm_program, GemmSpec};
 use penguin::{CastMode, DType, Dim, EngineAccumulationType, Memory, PerfMode, Target, TilePosition, TileSize};
 use sim::{model_looped, model_looped_default, model_with, SimError};
 use unrolled::{assert_close, check_against_unrolled, profiles, widths};
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 // ---------------------------------------------------------------------------------------
 // Building blocks

@@ -21,8 +21,8 @@ fn an_extrapolated_report_equals_the_whole_plans() {
     let x = json(&[&shape[..], &["--extrapolate"]].concat());
     let xr = &x["extrapolated"];
     assert_eq!(xr["reduced_plans"], 3, "{xr}");
-    let period = ntile::extrapolate::K_PERIOD_CHUNKS * 128;
-    let base = 25607 % period + ntile::extrapolate::BASE_PERIODS * period;
+    let period = driver::extrapolate::K_PERIOD_CHUNKS * 128;
+    let base = 25607 % period + driver::extrapolate::BASE_PERIODS * period;
     assert_eq!(xr["base"], serde_json::json!([256, base, 600]));
     assert_eq!(xr["periods"], serde_json::json!([0, period, 0]));
     assert!(whole["extrapolated"].is_null());
@@ -100,16 +100,16 @@ fn auto_over_extrapolated_candidates_chooses_as_auto_does() {
 /// itself), then extrapolates the choice: the report is that of the choice given explicitly.
 #[test]
 fn auto_past_the_proxy_size_chooses_on_the_proxy() {
-    let cap = ntile::gemm::AUTO_PROXY_DIM.to_string();
+    let cap = driver::gemm::AUTO_PROXY_DIM.to_string();
     let proxy = json(&["gemm", "--m", &cap, "--k", "256", "--n", "640", "--no-sim", "--json"]);
-    let big = (2 * ntile::gemm::AUTO_PROXY_DIM + 128).to_string();
+    let big = (2 * driver::gemm::AUTO_PROXY_DIM + 128).to_string();
     let shape = ["gemm", "--m", big.as_str(), "--k", "256", "--n", "640", "--no-sim"];
     let x = json(&[&shape[..], &["--json", "--extrapolate"]].concat());
     for key in ["evaluated", "rejected", "block_m", "block_n", "block_k", "order"] {
         assert_eq!(x["auto"][key], proxy["auto"][key], "auto.{key}");
     }
     assert_eq!(x["schedule"], proxy["schedule"]);
-    assert_eq!(x["auto"]["weighed_on"], serde_json::json!([ntile::gemm::AUTO_PROXY_DIM, 256, 640]));
+    assert_eq!(x["auto"]["weighed_on"], serde_json::json!([driver::gemm::AUTO_PROXY_DIM, 256, 640]));
     assert!(proxy["auto"]["weighed_on"].is_null());
     let (a, schedule) = (&x["auto"], x["schedule"].as_str().unwrap());
     let (bm, bn, bk) = (a["block_m"].to_string(), a["block_n"].to_string(), a["block_k"].to_string());

@@ -208,8 +208,8 @@ fn pir_function(path: &Path, body: &str) -> Result<penguin::Function, String> {
         return penguin::parse::parse(body).map_err(|e| format!("syntax: {e}"));
     }
     let (lf, map) = penguin::text::parse_looped_with_source_map(body).map_err(|e| format!("syntax: {e}"))?;
-    let src = ntile::fmt::Source { name: "f".into(), extension: "pir".into(), text: body.into() };
-    Ok(ntile::looped_pir::unroll(&src, &lf, Some(&map)).map_err(|e| e.message)?.0)
+    let src = driver::Source { name: "f".into(), extension: "pir".into(), text: body.into() };
+    Ok(driver::program::pir_loops::unroll(&src, &lf, Some(&map)).map_err(|e| e.to_string())?.0)
 }
 
 /// The verifier's errors for a body, each with the line it concerns.
@@ -224,8 +224,8 @@ fn verify_errors(path: &Path, body: &str) -> Vec<(usize, String)> {
         };
         let first = map.line_of(bir::text::LoopLine::Plain(bir::text::Line::Program)).unwrap_or(1);
         let Err(errors) = bir::verify_looped(&lp) else { return Vec::new() };
-        let src = ntile::fmt::Source { name: "f".into(), extension: "bir".into(), text: body.into() };
-        let message = ntile::looped::looped_errors(&src, &lp, Some(&map), &errors).message;
+        let src = driver::Source { name: "f".into(), extension: "bir".into(), text: body.into() };
+        let message = driver::program::bir_loops::looped_errors(&src, &lp, Some(&map), &errors).to_string();
         return message
             .lines()
             .skip(1)
@@ -248,9 +248,10 @@ fn verify_errors(path: &Path, body: &str) -> Vec<(usize, String)> {
             Err(e) => return syntax(e),
         };
         let first = map.line_of(penguin::text::LoopLine::Plain(penguin::Entity::Function)).unwrap_or(1);
-        let src = ntile::fmt::Source { name: "f".into(), extension: "pir".into(), text: body.into() };
-        let Err(e) = ntile::looped_pir::unroll(&src, &lf, Some(&map)) else { return Vec::new() };
-        let mut lines = e.message.lines();
+        let src = driver::Source { name: "f".into(), extension: "pir".into(), text: body.into() };
+        let Err(e) = driver::program::pir_loops::unroll(&src, &lf, Some(&map)) else { return Vec::new() };
+        let message = e.to_string();
+        let mut lines = message.lines();
         let head = lines.next().unwrap_or_default();
         let located: Vec<&str> = if head.ends_with("verifier error(s)") {
             lines.take_while(|l| !l.is_empty()).collect()

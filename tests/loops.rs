@@ -11,9 +11,20 @@ use simulate::simulate;
 
 use common::{code, ntile, path_str, scratch, stdout, write_f32_npy};
 
-use codegen::{plan_gemm, GemmConfig, Schedule};
+use codegen::{GemmConfig, Schedule};
 use penguin::{DType, Target};
 use proptest::prelude::*;
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
+
+/// Plan `cfg` with its blocks shrunk until they fit SBUF.
+fn plan_gemm_fitting(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    let request = codegen::PlanRequest::new(cfg).with_planning(codegen::Planning::Fitting);
+    codegen::plan(&request, &codegen::default_builder).map(|p| p.plan)
+}
 
 fn config() -> impl Strategy<Value = GemmConfig> {
     let dtype = proptest::sample::select(vec![DType::Fp32, DType::Bf16, DType::Fp16, DType::Fp8e4m3]);
@@ -38,10 +49,10 @@ proptest! {
     #[test]
     fn looped_and_unrolled_programs_simulate_and_model_the_same(cfg in config()) {
         let plan = plan_gemm(&cfg).map_err(|e| TestCaseError::fail(format!("{cfg:?}: {e}")))?;
-        let program = ntile::gemm::lower(&plan).unwrap();
+        let program = driver::gemm::lower(&plan).unwrap();
         // Lossless with origins (which keep most loops from forming) and without.
         prop_assert_eq!(&bir::roll(&program).expand().unwrap(), &program);
-        let bare = ntile::looped::without_origins(&program);
+        let bare = driver::program::bir_loops::without_origins(&program);
         let looped = bir::roll(&bare);
         prop_assert_eq!(&looped.expand().unwrap(), &bare);
         prop_assert_eq!(&bir::text::parse_looped(&looped.to_string()).unwrap(), &looped);
@@ -72,7 +83,7 @@ fn a_rolled_file_runs_verifies_and_formats_like_its_unrolled_twin() {
     assert!(looped.lines().count() + 40 < flat.lines().count(), "{looped}");
     // The looped text is the roll of the unrolled one, origins dropped.
     let unrolled = bir::text::parse(&flat).unwrap();
-    assert_eq!(looped, ntile::looped::rolled_text(&unrolled));
+    assert_eq!(looped, driver::program::bir_loops::rolled_text(&unrolled));
     let (lf, ff) = (dir.join("g.bir"), dir.join("flat.bir"));
     std::fs::write(&lf, &looped).unwrap();
     std::fs::write(&ff, &flat).unwrap();
@@ -148,13 +159,13 @@ fn emit_penguin_prints_the_plan_rolled_and_it_lowers_and_runs_like_the_unrolled_
     let mut cfg = GemmConfig::new(256, 4096, 1024, DType::Bf16, Target::Trn2);
     cfg.input_dtype = DType::Bf16;
     cfg.blocks = codegen::BlockSizes::for_schedule(Schedule::Naive);
-    assert_eq!(lf, codegen::plan_gemm_fitting(&cfg).unwrap().looped());
+    assert_eq!(lf, plan_gemm_fitting(&cfg).unwrap().looped());
     // Lowering the looped function by expanding it is rolling the lowering of the unrolled
     // one; lowering it natively (loop by loop) gives the same ops on every stream.
     let lp = bir::lower_looped_expanded(&lf, Target::Trn2).unwrap();
     let program = bir::lower(penguin::verify(&f).unwrap(), Target::Trn2).unwrap();
-    assert_eq!(lp, ntile::looped::rolled(&program));
-    assert_eq!(lp.expand().unwrap(), ntile::looped::without_origins(&program));
+    assert_eq!(lp, driver::program::bir_loops::rolled(&program));
+    assert_eq!(lp.expand().unwrap(), driver::program::bir_loops::without_origins(&program));
     let native = bir::lower_looped(&lf, Target::Trn2).unwrap().expand().unwrap();
     for e in bir::Engine::all() {
         let ops = |p: &bir::Program| p.stream(e).iter().map(|i| i.op.clone()).collect::<Vec<_>>();
@@ -181,9 +192,9 @@ fn rolled_lines(m: u64, k: u64, n: u64, schedule: Schedule, hbm: DType) -> usize
     cfg.schedule = schedule;
     cfg.input_dtype = hbm;
     cfg.blocks = codegen::BlockSizes::for_schedule(schedule);
-    let plan = codegen::plan_gemm_fitting(&cfg).unwrap();
-    let program = ntile::gemm::lower(&plan).unwrap();
-    ntile::looped::rolled_text(&program).lines().count()
+    let plan = plan_gemm_fitting(&cfg).unwrap();
+    let program = driver::gemm::lower(&plan).unwrap();
+    driver::program::bir_loops::rolled_text(&program).lines().count()
 }
 
 /// Every rotation of a plan (PSUM banks, evacuation engines, DMA queues) follows the place

@@ -135,7 +135,14 @@ fn a_looped_pir_runs_verifies_compiles_and_formats_like_its_unrolled_twin() {
     assert_eq!(stdout(&o), verdict);
 
     // The Python API's cycle model reads it too: the twin's report.
-    let model = |file: &std::path::Path| serde_json::to_value(ntile::api::model_kernel(file, None).unwrap()).unwrap();
+    let model = |file: &std::path::Path| {
+        let (src, program) = ntile::fmt::load_path(file).unwrap();
+        let runnable = driver::Runnable::new(&src.name, program, None).unwrap();
+        let options = driver::RunOptions::default();
+        let mut report = runnable.run(&mut Vec::new(), &options).unwrap().report;
+        report.kernel.clear();
+        serde_json::to_value(report).unwrap()
+    };
     assert_eq!(model(&lf), model(&ff));
 
     // `compile` lowers it loop by loop (its copies take the DMA queues in turn, so the loop is
@@ -261,7 +268,7 @@ fn looped_json_is_checked_like_the_text() {
 #[test]
 fn a_function_too_large_to_expand_is_verified_by_its_loops() {
     let dir = scratch("loops_pir_large");
-    let trips = 2 * ntile::looped_pir::MAX_RUN_UNROLLED;
+    let trips = 2 * driver::program::pir_loops::MAX_RUN_UNROLLED;
     let text = |offset: &str| {
         format!(
             "kernel big\ntensor t0 \"x\" sbuf fp32 [128, 8] @0\nloop i0 x{trips} {{\n  i0 = memset engine=dve value=1 dst=t0{{p0[1, 128] {offset} [1, 8]}} after()\n}}\n"

@@ -7,7 +7,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
-use ntile::fmt::{bir_errors, load, penguin_errors, source_from_bytes, Ir, Source};
+use driver::program::{bir_errors, load, penguin_errors, Program as Ir, Source};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -131,9 +131,9 @@ fn mutate(rng: &mut StdRng, input: &[u8]) -> Vec<u8> {
 /// Assert that a refusal is a user error (exit 2) whose message names the file as
 /// `NAME:LINE:COL:` or `NAME:LINE:`, or just `NAME:` where no line applies (a JSON form's
 /// structural error, a file-wide verifier message).
-fn located(src_name: &str, e: &ntile::CliError) {
-    let message = &e.message;
-    assert_eq!(e.code, ntile::error::EXIT_USAGE, "not a user error: {message}");
+fn located(src_name: &str, e: &driver::DriverError) {
+    let message = &e.to_string();
+    assert_eq!(e.kind(), driver::ErrorKind::Input, "not a user error: {message}");
     let rest = message.strip_prefix(src_name).and_then(|r| r.strip_prefix(':'));
     let Some(rest) = rest else { panic!("error does not name the file: {message}") };
     // A position, when given, is 1-based.
@@ -146,7 +146,7 @@ fn located(src_name: &str, e: &ntile::CliError) {
 
 /// Everything `ntile verify` (and `ntile run` up to the simulation) does with a file.
 fn check(name: &str, extension: &str, bytes: Vec<u8>, simulate: bool) {
-    let src = match source_from_bytes(name.to_string(), extension.to_string(), bytes) {
+    let src = match Source::from_bytes(name.to_string(), extension.to_string(), bytes) {
         Ok(s) => s,
         Err(e) => return located(name, &e),
     };
@@ -193,7 +193,7 @@ fn check(name: &str, extension: &str, bytes: Vec<u8>, simulate: bool) {
                 .unwrap_or_else(|e| panic!("the print does not parse: {e}\n{printed}"));
             assert_eq!(back.to_string(), printed, "print(parse(print(f))) differs");
             if lf.unrolled_len() < 1 << 16 {
-                match ntile::looped_pir::unroll(&src, &lf, map.as_ref()) {
+                match driver::program::pir_loops::unroll(&src, &lf, map.as_ref()) {
                     Err(e) => located(name, &e),
                     Ok((f, _)) => {
                         let lowered = penguin::verify(&f).ok().and_then(|v| bir::lower(v, penguin::Target::Trn2).ok());
@@ -225,7 +225,9 @@ fn check(name: &str, extension: &str, bytes: Vec<u8>, simulate: bool) {
                 .unwrap_or_else(|e| panic!("the print does not parse: {e}\n{printed}"));
             assert_eq!(back.to_string(), printed, "print(parse(print(p))) differs");
             match bir::verify_looped(&lp) {
-                Err(errors) => located(name, &ntile::looped::looped_errors(&src, &lp, map.as_ref(), &errors)),
+                Err(errors) => {
+                    located(name, &driver::program::bir_loops::looped_errors(&src, &lp, map.as_ref(), &errors));
+                }
                 Ok(()) if simulate && lp.unrolled_len() < 1 << 16 => match lp.expand() {
                     Ok(p) => run(&p),
                     Err(e) => panic!("a verified looped program does not expand: {e}"),

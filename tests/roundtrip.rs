@@ -3,9 +3,14 @@
 //! through JSON. (Arbitrary, not necessarily valid, functions and programs round-trip through
 //! text in the `penguin::parse` and `bir::text` unit tests.)
 
-use codegen::{plan_gemm, GemmConfig, Schedule};
+use codegen::{GemmConfig, Schedule};
 use penguin::{DType, Target};
 use proptest::prelude::*;
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 fn config() -> impl Strategy<Value = GemmConfig> {
     let dtype = proptest::sample::select(vec![DType::Fp32, DType::Bf16, DType::Fp16, DType::Fp8e4m3, DType::Fp8e5m2]);

@@ -7,10 +7,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use bir::{Engine, Program};
-use codegen::{plan_gemm, GemmConfig, Schedule};
+use codegen::{GemmConfig, Schedule};
 use penguin::{DType, Memory, Target};
 use serde_json::Value;
 use sim::{chrome_trace_with, model, tile_grid_svg, Axis, CycleReport, GemmLayout, KernelInfo, SbufBuffer, TensorAxes};
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 const M: u64 = 384;
 const K: u64 = 640;

@@ -1,8 +1,9 @@
 """ntile from Python: plan, lower, simulate and model tiled GEMMs on numpy arrays.
 
-The work is done by the same Rust code as the ``ntile`` command line: every keyword argument
-becomes the CLI flag of the same name, the report is the dict of ``ntile gemm --json``, bad
-input raises ``ValueError`` with the CLI's message, and the GIL is released while ntile runs.
+The work is done by the same Rust pipeline as the ``ntile`` command line (its ``driver``
+crate): every keyword argument is the CLI flag of the same name, the report is the dict of
+``ntile gemm --json``, bad input raises ``ValueError`` with the CLI's message, and the GIL is
+released while ntile runs.
 """
 
 from __future__ import annotations
@@ -128,19 +129,24 @@ class GemmResult:
         self,
         report: Dict[str, Any],
         c: Optional[np.ndarray],
-        argv: Sequence[str],
+        fields: Mapping[str, Any],
+        flags: Sequence[str],
         hw: Optional[Union[PathLike, Mapping[str, Any]]] = None,
     ) -> None:
         self.report = report
         self.c = c
-        self._argv = list(argv)
+        self._fields = dict(fields)
+        self._flags = list(flags)
         self._hw = dict(hw) if isinstance(hw, Mapping) else (None if hw is None else os.fspath(hw))
         self._svg: Optional[str] = None
 
-    def _model(self, extra: Sequence[str]) -> None:
+    def _model(self, extra: Sequence[str], timeline: Optional[str] = None) -> Optional[str]:
+        """Plan and model the GEMM again (no simulation), with ``extra`` flags."""
         with _HwFile(self._hw) as hw_path:
-            hw_flag = [] if hw_path is None else ["--hw", hw_path]
-            _native.gemm(self._argv + hw_flag + ["--no-sim"] + list(extra))
+            fields = dict(self._fields, no_sim=True, hw=hw_path)
+            fields.pop("no_check", None)
+            _, _, picture = _native.gemm(fields, self._flags + list(extra), None, None, timeline)
+        return picture
 
     @property
     def check(self) -> Optional[Dict[str, Any]]:
@@ -164,11 +170,7 @@ class GemmResult:
     def svg(self) -> str:
         """The modeled engine timeline as SVG text (computed once, then kept)."""
         if self._svg is None:
-            with tempfile.TemporaryDirectory(prefix="ntile-") as tmp:
-                path = os.path.join(tmp, "timeline.svg")
-                self._model(["--svg", path])
-                with open(path, encoding="utf-8") as f:
-                    self._svg = f.read()
+            self._svg = self._model([], timeline="svg")
         return self._svg
 
     def _repr_svg_(self) -> str:
@@ -185,12 +187,20 @@ class GemmResult:
         )
 
     def __getstate__(self) -> Dict[str, Any]:
-        return {"report": self.report, "c": self.c, "argv": self._argv, "hw": self._hw, "svg": self._svg}
+        return {
+            "report": self.report,
+            "c": self.c,
+            "fields": self._fields,
+            "flags": self._flags,
+            "hw": self._hw,
+            "svg": self._svg,
+        }
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.report = state["report"]
         self.c = state["c"]
-        self._argv = state["argv"]
+        self._fields = state["fields"]
+        self._flags = state["flags"]
         self._hw = state["hw"]
         self._svg = state["svg"]
 
@@ -237,14 +247,14 @@ def _checked(result: "GemmResult", check: bool) -> "GemmResult":
     return result
 
 
-def _sim_flags(simulate: bool, check: bool) -> list:
-    """``--no-sim`` without a simulation, ``--no-check`` for a simulation left unchecked."""
+def _sim_fields(simulate: bool, check: bool) -> Dict[str, Any]:
+    """``no_sim`` without a simulation, ``no_check`` for a simulation left unchecked."""
     if not simulate:
-        return ["--no-sim"]
-    return [] if check else ["--no-check"]
+        return {"no_sim": True}
+    return {} if check else {"no_check": True}
 
 
-def _flags(
+def _fields(
     dtype: Optional[str],
     out_dtype: str,
     target: str,
@@ -253,11 +263,11 @@ def _flags(
     lhs_transposed: bool,
     perf_mode: Optional[str],
     sparsity: Optional[str],
-    flags: Sequence[str],
-) -> list:
-    argv = ["--out-dtype", str(out_dtype), "--target", str(target), "--schedule", str(schedule)]
+) -> Dict[str, Any]:
+    """The flags the keywords set, by flag name (``block_m`` for ``--block-m``)."""
+    fields: Dict[str, Any] = {"out_dtype": str(out_dtype), "target": str(target), "schedule": str(schedule)}
     if dtype is not None:
-        argv += ["--dtype", str(dtype)]
+        fields["dtype"] = str(dtype)
     if block is not None:
         if isinstance(block, Mapping):
             unknown = set(block) - {"m", "n", "k"}
@@ -270,14 +280,14 @@ def _flags(
                 raise ValueError(f"block: expected (m, n) or (m, n, k), got {block!r}")
             sizes = list(zip(("m", "n", "k"), block))
         for d, v in sizes:
-            argv += [f"--block-{d}", str(int(v))]
+            fields[f"block_{d}"] = int(v)
     if lhs_transposed:
-        argv.append("--lhs-transposed")
+        fields["lhs_transposed"] = True
     if perf_mode is not None:
-        argv += ["--perf-mode", str(perf_mode)]
+        fields["perf_mode"] = str(perf_mode)
     if sparsity is not None:
-        argv += ["--sparsity", str(sparsity)]
-    return argv + [str(f) for f in flags]
+        fields["sparsity"] = str(sparsity)
+    return fields
 
 
 class _HwFile:
@@ -335,25 +345,24 @@ def gemm(
     See ``ntile/__init__.pyi`` for the full description of every argument.
     """
     (op_a, hbm_a), (op_b, hbm_b) = _operand("a", a), _operand("b", b)
-    argv = []
+    fields = _fields(dtype, out_dtype, target, schedule, block, lhs_transposed, perf_mode, sparsity)
     if dtype is None:
         # The matmul dtype of an ml_dtypes operand is its own; float32 operands take the
         # CLI's default (bf16).
         if hbm_a != "fp32":
-            argv += ["--lhs-dtype", hbm_a]
+            fields["lhs_dtype"] = hbm_a
         if hbm_b != "fp32":
-            argv += ["--rhs-dtype", hbm_b]
+            fields["rhs_dtype"] = hbm_b
     # HBM holds one dtype for A and B: theirs when they agree, else fp32 (every narrow
     # value is exact in fp32, so the numbers are the same).
-    hbm = hbm_a if hbm_a == hbm_b else "fp32"
-    argv += ["--hbm-dtype", hbm]
-    argv += _flags(dtype, out_dtype, target, schedule, block, lhs_transposed, perf_mode, sparsity, flags)
+    fields["hbm_dtype"] = hbm_a if hbm_a == hbm_b else "fp32"
+    flags = [str(f) for f in flags]
     with _HwFile(hw) as hw_path:
-        hw_flag = [] if hw_path is None else ["--hw", hw_path]
-        text, c = _native.gemm(argv + hw_flag + _sim_flags(simulate, check), op_a, op_b)
+        call = dict(fields, hw=hw_path, **_sim_fields(simulate, check))
+        text, c, _ = _native.gemm(call, flags, op_a, op_b)
     report = json.loads(text)
-    shape = ["--m", str(report["m"]), "--k", str(report["k"]), "--n", str(report["n"])]
-    result = GemmResult(report, _to_numpy_c(c, report), shape + argv, hw)
+    shape = {"m": report["m"], "k": report["k"], "n": report["n"]}
+    result = GemmResult(report, _to_numpy_c(c, report), dict(fields, **shape), flags, hw)
     return _checked(result, simulate and check)
 
 
@@ -380,13 +389,13 @@ def model(
     With ``simulate=True`` it also simulates seeded random inputs and checks them, as
     ``ntile gemm`` does with no ``--lhs``/``--rhs``.
     """
-    argv = ["--m", str(int(m)), "--k", str(int(k)), "--n", str(int(n))]
-    argv += _flags(dtype, out_dtype, target, schedule, block, lhs_transposed, perf_mode, sparsity, flags)
+    fields = {"m": int(m), "k": int(k), "n": int(n)}
+    fields.update(_fields(dtype, out_dtype, target, schedule, block, lhs_transposed, perf_mode, sparsity))
+    flags = [str(f) for f in flags]
     with _HwFile(hw) as hw_path:
-        hw_flag = [] if hw_path is None else ["--hw", hw_path]
-        text, c = _native.gemm(argv + hw_flag + _sim_flags(simulate, check))
+        text, c, _ = _native.gemm(dict(fields, hw=hw_path, **_sim_fields(simulate, check)), flags)
     report = json.loads(text)
-    result = GemmResult(report, _to_numpy_c(c, report), argv, hw)
+    result = GemmResult(report, _to_numpy_c(c, report), fields, flags, hw)
     return _checked(result, simulate and check)
 
 
@@ -396,15 +405,16 @@ def _is_path(kernel: Any) -> bool:
     return isinstance(kernel, str) and "\n" not in kernel and os.path.exists(kernel)
 
 
-def _npy_input(name: str, x: Any) -> np.ndarray:
-    """An input array as ``ntile run`` reads it: narrow floats as their bit patterns."""
+def _input(name: str, x: Any) -> Tuple[np.ndarray, str, list]:
+    """An input array as the native layer takes it: its bytes, its numpy type string and its
+    shape; narrow floats as their bit patterns."""
     arr = np.ascontiguousarray(x)
     hbm = _HBM_DTYPES.get(arr.dtype)
     if hbm == "bf16":
-        return arr.view(np.uint16)
-    if hbm is not None:
-        return arr.view(np.uint8)
-    return arr
+        arr = arr.view(np.uint16)
+    elif hbm is not None:
+        arr = arr.view(np.uint8)
+    return arr.reshape(-1).view(np.uint8), arr.dtype.str, list(arr.shape)
 
 
 def run(
@@ -419,46 +429,20 @@ def run(
     Returns ``(outputs, report)``: each output tensor as a numpy array of its dtype (ml_dtypes
     for bf16/fp8), and the cycle model of the program.
     """
-    with tempfile.TemporaryDirectory(prefix="ntile-") as tmp:
-        if _is_path(kernel):
-            path = os.fspath(kernel)
-            shown = None
-        else:
-            if not isinstance(kernel, str):
-                raise ValueError(f"kernel: expected a path or the kernel's text, got {type(kernel).__name__}")
-            path = os.path.join(tmp, "kernel")
-            shown = "<kernel>"
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(kernel)
-
-        def tidy(e: Exception) -> Exception:
-            if shown is not None:
-                return type(e)(str(e).replace(path, shown))
-            return e
-
-        try:
-            info = json.loads(_native.model_kernel(path, target))
-            tensors = {t["name"]: t for t in info["tensors"]}
-            wanted = list(outputs) if outputs is not None else [t for t in tensors if tensors[t]["role"] == "output"]
-            argv = ["run", path]
-            if target is not None:
-                argv += ["--target", str(target)]
-            for i, (name, x) in enumerate(inputs.items()):
-                p = os.path.join(tmp, f"in{i}.npy")
-                np.save(p, _npy_input(name, x))
-                argv += ["--input", f"{name}={p}"]
-            for i, name in enumerate(wanted):
-                argv += ["--output", f"{name}={os.path.join(tmp, f'out{i}.npy')}"]
-            stdout, _ = _native.cli(argv)
-        except (ValueError, RuntimeError) as e:
-            raise tidy(e) from None
-        result: Dict[str, np.ndarray] = {}
-        for i, name in enumerate(wanted):
-            raw = np.load(os.path.join(tmp, f"out{i}.npy"))
-            want = _NUMPY_OF.get(tensors[name]["dtype"], raw.dtype)
-            result[name] = raw if raw.dtype == want else raw.view(want)
-    if shown is not None:
-        stdout = stdout.replace(path, shown)
+    if _is_path(kernel):
+        path, text = os.fspath(kernel), None
+    elif isinstance(kernel, str):
+        path, text = None, kernel
+    else:
+        raise ValueError(f"kernel: expected a path or the kernel's text, got {type(kernel).__name__}")
+    arrays = [(str(name), _input(str(name), x)) for name, x in inputs.items()]
+    wanted = None if outputs is None else [str(o) for o in outputs]
+    outs, report, stdout = _native.run(path, text, arrays, target, wanted)
+    result: Dict[str, np.ndarray] = {}
+    for name, dtype, shape, data in outs:
+        want = _NUMPY_OF.get(dtype, np.dtype(np.uint8))
+        result[name] = np.frombuffer(data, dtype=want).reshape(shape).copy()
+    info = json.loads(report)
     info["stdout"] = stdout
     return RunResult(result, info)
 

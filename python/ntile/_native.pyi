@@ -1,6 +1,6 @@
 """The Rust half of ntile's Python module (use the functions of ``ntile`` instead)."""
 
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -9,13 +9,29 @@ __version__: str
 Operand = Tuple[np.ndarray, str, int, int]
 """A flat C-contiguous array (float32, or uint8 bit patterns), its ntile dtype, rows, cols."""
 
+InputArray = Tuple[np.ndarray, str, List[int]]
+"""An input array's bytes (flat uint8), its numpy type string (``<f4``, ``<u2``, ...), its shape."""
+
 def gemm(
-    argv: List[str], a: Optional[Operand] = None, b: Optional[Operand] = None
-) -> Tuple[str, Optional[np.ndarray]]:
-    """``ntile gemm`` with ``argv``: the ``--json`` report text and C as flat float32."""
+    fields: Dict[str, Any],
+    flags: Sequence[str],
+    a: Optional[Operand] = None,
+    b: Optional[Operand] = None,
+    timeline: Optional[str] = None,
+) -> Tuple[str, Optional[np.ndarray], Optional[str]]:
+    """A GEMM with the flags ``fields`` sets by name (``block_m`` for ``--block-m``) and more
+    ``flags`` as words: the ``--json`` report text, C as flat float32, and with
+    ``timeline="svg"`` the modeled engine timeline as SVG text."""
 
 def cli(argv: List[str]) -> Tuple[str, int]:
     """Any ``ntile`` command line: its stdout text and exit code."""
 
-def model_kernel(path: str, target: Optional[str] = None) -> str:
-    """The cycle model and HBM tensors of a kernel file, as JSON text."""
+def run(
+    path: Optional[str],
+    text: Optional[str],
+    inputs: List[Tuple[str, InputArray]],
+    target: Optional[str] = None,
+    outputs: Optional[List[str]] = None,
+) -> Tuple[List[Tuple[str, str, List[int], bytes]], str, str]:
+    """Simulate a kernel (its path, or its text) on input arrays by tensor name: each output
+    as (name, dtype, shape, bytes), the report as JSON text, and what ``ntile run`` prints."""

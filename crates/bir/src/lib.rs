@@ -5,7 +5,10 @@
 //! partition start/count, up to 4 `[stride, num]`, byte offset, dtype). [`lower`] reads any
 //! producer's function through [`penguin::FunctionView`] and needs proof that it was verified
 //! ([`penguin::Verified`]); on such input it never panics. [`verify_program`] checks the
-//! engine-level rules listed in its module.
+//! engine-level rules listed in its module. Programs that loop ([`LoopedProgram`], in
+//! [`looped`]) come from rolling a lowering ([`roll()`]) or from lowering a looped Penguin
+//! function loop by loop ([`lower_looped`], [`lower_looped_native`]), and are checked by
+//! [`verify_looped`]; [`text`] prints and parses both forms as `.bir`.
 //!
 //! ```
 //! use penguin::{verify, whole_tile, ComputeEngine, DType, Function, InstData, Memory, MemsetData, Target, TensorData};

@@ -10,8 +10,13 @@ mod simulate;
 use simulate::simulate;
 
 use bir::{lower, lower_looped, lower_looped_native, Engine, LoopedProgram, Op, Program};
-use codegen::{plan_gemm, BlockSizes, GemmConfig, GemmPlan, Schedule};
+use codegen::{BlockSizes, GemmConfig, GemmPlan, Schedule};
 use penguin::{verify, DType, SparsityPattern, Target};
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 const SCHEDULES: [Schedule; 4] = [Schedule::Naive, Schedule::Hoisted, Schedule::BlockedMn, Schedule::BlockedMnk];
 

@@ -28,7 +28,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use penguin::looped::NestMark;
-use penguin::{DType, Function, PerfMode, SparsityPattern, Target};
+use penguin::{DType, Function, PerfMode, SparsityPattern, Target, TensorId};
 use serde::{Deserialize, Serialize};
 
 use crate::combine::check_double_row_dtypes;
@@ -202,7 +202,7 @@ pub struct GemmConfig {
 
 impl GemmConfig {
     /// A dense GEMM with both operands in `dtype`, fp32 inputs and output, naive schedule
-    /// (`auto` needs a cost model: see `plan_gemm_auto`).
+    /// (`auto` needs a cost model: see [`crate::AutoSearch`]).
     pub fn new(m: u64, k: u64, n: u64, dtype: DType, target: Target) -> Self {
         GemmConfig {
             m,
@@ -315,7 +315,9 @@ impl GemmConfig {
     }
 }
 
-/// A planned GEMM kernel.
+/// A planned GEMM kernel, with the facts downstream code needs about it (its tiling, blocks
+/// and loop order, and which tensor plays which role), so nothing after the planner
+/// re-derives them from the configuration or looks tensors up by name.
 #[derive(Clone, Debug)]
 pub struct GemmPlan {
     /// The verified function.
@@ -328,6 +330,75 @@ pub struct GemmPlan {
     /// order ([`NestMark`]; see the `schedule` module doc for each schedule's levels): what
     /// [`Self::looped`] rolls along.
     pub nest: Vec<NestMark>,
+    /// How C and K are cut: the K chunks, the output tile grid, the edge tiles, the blocks
+    /// and the loop order.
+    pub tiling: Tiling,
+    /// The HBM tensors of [`Self::function`] by role.
+    pub tensors: GemmTensors,
+}
+
+/// The HBM tensors of a planned GEMM by role (ids in the plan's function; the tensor's name
+/// is `function.tensor(id).name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmTensors {
+    /// A: `[M, K]` (`[K, M]` when `lhs_transposed`), or the compressed kept values of a
+    /// sparse A (`[M, K']`, see [`SparseA`]).
+    pub a: TensorId,
+    /// The int16 positions of a sparse A's kept values (`[M, K']`), when A is sparse.
+    pub a_tags: Option<TensorId>,
+    /// B: `[K, N]`.
+    pub b: TensorId,
+    /// C: `[M, N]`, the output.
+    pub c: TensorId,
+}
+
+/// How a GEMM is cut into tiles and blocks: what the planner plans along, and what a report,
+/// a timeline or an extrapolation needs to know of it. [`Tiling::of`] gives it for any
+/// configuration (an extrapolated GEMM has no plan of its own).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tiling {
+    /// The K sub-tiles of every accumulation group ([`k_chunks`]).
+    pub k_chunks: Vec<KChunk>,
+    /// K padded as the chunks cover it (even in double row, whole groups when sparse).
+    pub k_total: u64,
+    /// Output tiles along M and N.
+    pub tiles: [u64; 2],
+    /// Rows x columns of a full output tile (smaller than [`M_TILE`] x [`N_TILE`] when C is).
+    pub tile_shape: [u64; 2],
+    /// Rows x columns of the last (bottom-right) output tile, the ragged edge.
+    pub edge_tile_shape: [u64; 2],
+    /// Block sizes in elements of the blocked schedules (`blocked-mn` blocks the whole K:
+    /// its `k` is K); `None` for the others.
+    pub blocks: Option<BlockSizes>,
+    /// The outer block loop of the blocked schedules; `None` for the others.
+    pub loop_order: Option<LoopOrder>,
+}
+
+impl Tiling {
+    /// The tiling of `cfg` as planned.
+    pub fn of(cfg: &GemmConfig) -> Tiling {
+        let (k_chunks, k_total) = k_chunks(cfg);
+        let edge = |total: u64, tile: u64| match total % tile {
+            0 => total.min(tile),
+            r => r,
+        };
+        let blocked = matches!(cfg.schedule, Schedule::BlockedMn | Schedule::BlockedMnk);
+        let k = if cfg.schedule == Schedule::BlockedMnk { cfg.blocks.k } else { cfg.k };
+        Tiling {
+            k_chunks,
+            k_total,
+            tiles: [cfg.m.div_ceil(M_TILE), cfg.n.div_ceil(N_TILE)],
+            tile_shape: [cfg.m.min(M_TILE), cfg.n.min(N_TILE)],
+            edge_tile_shape: [edge(cfg.m, M_TILE), edge(cfg.n, N_TILE)],
+            blocks: blocked.then_some(BlockSizes { k, ..cfg.blocks }),
+            loop_order: blocked.then_some(cfg.order),
+        }
+    }
+
+    /// Contraction rows of a full K step (256 in double row); 0 without K steps.
+    pub fn k_step_rows(&self) -> u64 {
+        self.k_chunks.first().map_or(0, |c| u64::from(c.len))
+    }
 }
 
 impl GemmPlan {

@@ -6,21 +6,26 @@
 //! [`NeuronCodegen::process_new_neuroninst`] (the per-instruction hook, with
 //! [`NeuronCodegen::process_dep_edges`] and the private `insert`, which nothing else reaches),
 //! [`NeuronCodegen::finalize_kernel`] and [`NeuronCodegen::finalize`]. The matmul combine
-//! tier is free functions ([`combine_matmult_tiles`]), as in the seed. The GEMM planner
-//! ([`plan_gemm`]) is the main emitter; it is generic over the base builder
-//! ([`plan_gemm_with_builder`]), and its other entry points are wrappers that use
-//! [`penguin::GeneratedBuilder`].
+//! tier is free functions ([`combine_matmult_tiles`]), as in the seed. The GEMM planner is
+//! the main emitter. It has one entry point, [`plan`]: a [`PlanRequest`] (the
+//! [`GemmConfig`], how its blocks are planned, and `auto`'s search with its cost) and a
+//! factory of base builders ([`default_builder`] gives [`penguin::GeneratedBuilder`]). The
+//! [`GemmPlan`] it returns carries what downstream code needs of it: its [`Tiling`] (K
+//! chunks, tile grid, edge tiles, blocks, loop order) and its HBM tensors by role
+//! ([`GemmTensors`]).
 //!
 //! Invariants: every instruction goes through `process_new_neuroninst`, so every operand is
 //! canonical and every overlap between instructions is a dependency edge; at most 8
 //! accumulation groups are live; SBUF allocations fit the target.
 //!
 //! ```
-//! use codegen::{plan_gemm, GemmConfig};
+//! use codegen::{default_builder, plan, GemmConfig, PlanRequest};
 //! use penguin::{DType, Target};
 //!
-//! let plan = plan_gemm(&GemmConfig::new(300, 1000, 777, DType::Bf16, Target::Trn2)).unwrap();
+//! let cfg = GemmConfig::new(300, 1000, 777, DType::Bf16, Target::Trn2);
+//! let plan = plan(&PlanRequest::new(&cfg), &default_builder).unwrap().plan;
 //! assert_eq!(plan.stats.matmuls, 3 * 2 * 8);
+//! assert_eq!((plan.tiling.tiles, plan.tiling.edge_tile_shape), ([3, 2], [44, 265]));
 //! ```
 #![deny(missing_docs)]
 
@@ -31,6 +36,7 @@ mod gemm;
 mod indirect;
 mod neuron;
 mod offload;
+mod plan;
 mod schedule;
 
 pub use auto_limits::AutoLimits;
@@ -42,16 +48,14 @@ pub use combine::{
 };
 pub use error::CodegenError;
 pub use gemm::{
-    double_row_position, k_chunks, pack_double_row, unpack_double_row, BlockSizes, GemmConfig, GemmPlan, KChunk,
-    LoopOrder, Schedule, SparseA, UnknownSchedule, K_TILE, M_TILE, N_TILE,
+    double_row_position, k_chunks, pack_double_row, unpack_double_row, BlockSizes, GemmConfig, GemmPlan, GemmTensors,
+    KChunk, LoopOrder, Schedule, SparseA, Tiling, UnknownSchedule, K_TILE, M_TILE, N_TILE,
 };
 pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions, SingleBuffered};
 pub use offload::{Base, OffloadValue, ShapeBases};
 pub use penguin::looped::NestMark;
+pub use plan::{default_builder, plan, AutoCostFn, AutoSearch, PlanRequest, Planned, Planning};
 pub use schedule::{
-    auto_candidates, estimate_ns, estimate_ns_with, plan_gemm, plan_gemm_auto, plan_gemm_auto_parallel,
-    plan_gemm_auto_with, plan_gemm_auto_with_builder, plan_gemm_auto_within, plan_gemm_fitting,
-    plan_gemm_fitting_with_builder, plan_gemm_with_builder, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
-    K_PERIOD,
+    auto_candidates, choose_auto, estimate_ns, estimate_ns_with, AutoChoice, AutoCost, AutoJob, AutoJobCost,
+    AUTO_SHORTLIST, AUTO_TIME_TOLERANCE, K_PERIOD,
 };
-pub use schedule::{choose_auto, plan_candidate, AutoJob, AutoJobCost, AutoPlanning};

@@ -3,10 +3,15 @@
 //! plan rolls to a short body.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test helpers assert on values")]
 
-use codegen::{plan_gemm, BlockSizes, GemmConfig, LoopOrder, Schedule};
+use codegen::{BlockSizes, GemmConfig, LoopOrder, Schedule};
 use penguin::looped::{verify_looped_within, Item};
 use penguin::{verify_looped, DType, FunctionView, LoopedFunction, PerfMode, SparsityPattern, Target};
 use proptest::prelude::*;
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 /// Matmul dtypes the planner takes.
 const DTYPES: [DType; 7] =

@@ -3,9 +3,14 @@
 //! schedule, target and operand variant, and the loops of a large GEMM are the schedule's.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "test helpers assert on values")]
 
-use codegen::{plan_gemm, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule};
+use codegen::{BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule};
 use penguin::looped::{loop_nest, printed_lines, LoopShape};
 use penguin::{verify_looped, DType, PerfMode, SparsityPattern, Target};
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 /// Explicit schedules (`auto` plans one of them).
 const SCHEDULES: [Schedule; 4] = [Schedule::Naive, Schedule::Hoisted, Schedule::BlockedMn, Schedule::BlockedMnk];

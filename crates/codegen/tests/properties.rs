@@ -5,9 +5,14 @@
 
 use std::collections::HashMap;
 
-use codegen::{plan_gemm, GemmConfig};
+use codegen::GemmConfig;
 use penguin::{DType, EngineAccumulationType as Acc, FunctionView, InstData, Memory, Target, TensorId};
 use proptest::prelude::*;
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 /// What the last DMA into an SBUF buffer loaded: which K rows.
 #[derive(Clone, Copy, Debug, PartialEq)]

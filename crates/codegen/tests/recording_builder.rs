@@ -4,12 +4,11 @@
 //! the default `GeneratedBuilder`.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests assert on values")]
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use codegen::{
-    plan_gemm, plan_gemm_auto_with_builder, plan_gemm_auto_within, plan_gemm_fitting, plan_gemm_fitting_with_builder,
-    plan_gemm_with_builder, AutoCost, AutoLimits, BlockSizes, CodegenError, GemmConfig, GemmPlan, Schedule,
+    default_builder, plan, AutoCost, AutoLimits, AutoSearch, BlockSizes, CodegenError, GemmConfig, GemmPlan,
+    PlanRequest, Planning, Schedule,
 };
 use penguin::{
     DType, Dep, Function, FunctionView, GeneratedBuilder, InstData, InstId, IrBuilder, Memory, PenguinError, Target,
@@ -35,7 +34,25 @@ enum Call {
     Finalize,
 }
 
-type Log = Rc<RefCell<Vec<Call>>>;
+/// The calls of every builder a factory opened (the auto search opens them on several
+/// threads).
+#[derive(Default)]
+struct Log(Arc<Mutex<Vec<Call>>>);
+
+impl Log {
+    fn push(&self, call: Call) {
+        self.0.lock().unwrap().push(call);
+    }
+
+    fn take(&self) -> Vec<Call> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+/// Plan `request` over the default builder.
+fn plan_default(request: &PlanRequest<'_>) -> GemmPlan {
+    plan(request, &default_builder).unwrap().plan
+}
 
 /// Wraps the default builder and appends each call to a log shared with the test (the
 /// builder itself is consumed by `finalize`).
@@ -45,15 +62,15 @@ struct RecordingBuilder {
 }
 
 impl RecordingBuilder {
-    fn opener(log: &Log) -> impl FnMut(&str) -> RecordingBuilder + '_ {
+    fn opener(log: &Log) -> impl Fn(&str) -> RecordingBuilder + Sync + '_ {
         move |name| {
-            log.borrow_mut().push(Call::Open(name.to_string()));
-            RecordingBuilder { inner: GeneratedBuilder::new(name), log: Rc::clone(log) }
+            log.push(Call::Open(name.to_string()));
+            RecordingBuilder { inner: GeneratedBuilder::new(name), log: Log(Arc::clone(&log.0)) }
         }
     }
 
     fn record(&self, call: Call) {
-        self.log.borrow_mut().push(call);
+        self.log.push(call);
     }
 }
 
@@ -103,7 +120,7 @@ impl IrBuilder for RecordingBuilder {
 /// Plan through a recording builder: the plan and the calls.
 fn recorded(cfg: &GemmConfig) -> (GemmPlan, Vec<Call>) {
     let log = Log::default();
-    let plan = plan_gemm_with_builder(cfg, &mut RecordingBuilder::opener(&log)).unwrap();
+    let plan = plan(&PlanRequest::new(cfg), &RecordingBuilder::opener(&log)).unwrap().plan;
     let calls = log.take();
     (plan, calls)
 }
@@ -165,9 +182,10 @@ fn check_recording(cfg: &GemmConfig, plan: &GemmPlan, calls: &[Call]) {
         calls.iter().filter_map(|c| if let Call::SetDebugName(v) = c { Some(v) } else { None }).collect();
     assert_eq!(debug, [&format!("gemm.{}", cfg.target)]);
 
-    let default = plan_gemm(cfg).unwrap();
+    let default = plan_default(&PlanRequest::new(cfg));
     assert_eq!(f, &default.function);
     assert_eq!(plan.stats, default.stats);
+    assert_eq!((&plan.tiling, plan.tensors), (&default.tiling, default.tensors));
 }
 
 /// 300 x 1000 x 777, bf16 inputs on trn2, naive: 3 m tiles x 2 n tiles x 8 K tiles. Each
@@ -217,7 +235,8 @@ fn a_naive_gemm_planned_through_a_recording_builder() {
             assert_eq!(tile.ap, tile.ap.canonicalize(), "{inst:?}");
         }
     }
-    // Inputs a, b; output c; then verification.
+    // Inputs a, b; output c, as the plan names them by role; then verification.
+    assert_eq!((plan.tensors.a, plan.tensors.b, plan.tensors.c, plan.tensors.a_tags), (a, b, c, None));
     assert_eq!(plan.function.inputs(), [a, b]);
     assert_eq!(plan.function.outputs(), [c]);
 }
@@ -248,14 +267,15 @@ fn fitting_opens_a_builder_per_attempt() {
     cfg.schedule = Schedule::BlockedMn;
     cfg.blocks = BlockSizes { m: 1024, n: 4096, k: 8192 };
     let log = Log::default();
-    let plan = plan_gemm_fitting_with_builder(&cfg, &mut RecordingBuilder::opener(&log)).unwrap();
+    let fitting = PlanRequest::new(&cfg).with_planning(Planning::Fitting);
+    let plan = plan(&fitting, &RecordingBuilder::opener(&log)).unwrap().plan;
     let calls = log.take();
     let opened = calls.iter().filter(|c| matches!(c, Call::Open(_))).count();
     let finalized = calls.iter().filter(|c| matches!(c, Call::Finalize)).count();
     assert!(opened > 1, "the first blocks fit: {:?}", plan.config.blocks);
     // Only the attempt that fit was finalized.
     assert_eq!(finalized, 1);
-    let default = plan_gemm_fitting(&cfg).unwrap();
+    let default = plan_default(&fitting);
     assert_eq!((&plan.function, plan.config.blocks), (&default.function, default.config.blocks));
 }
 
@@ -263,26 +283,22 @@ fn fitting_opens_a_builder_per_attempt() {
 /// default one, with a builder per candidate planned.
 #[test]
 fn auto_plans_each_candidate_in_its_own_builder() {
-    let cfg = GemmConfig::new(512, 2048, 1024, DType::Bf16, Target::Trn2);
+    let mut cfg = GemmConfig::new(512, 2048, 1024, DType::Bf16, Target::Trn2);
+    cfg.schedule = Schedule::Auto;
     let hw = cfg.target.profile();
     // A deterministic cost: fewer matmul instructions and HBM-facing DMAs are cheaper.
-    let mut cost = |plan: &GemmPlan| -> Result<AutoCost, CodegenError> {
+    let cost = |plan: &GemmPlan| -> Result<(AutoCost, ()), CodegenError> {
         let f = &plan.function;
         let dmas = f.layout().iter().filter(|&&i| matches!(f.inst(i), Some(InstData::DmaCopy(_)))).count();
-        Ok(AutoCost { time: dmas as f64, hbm_bytes: plan.stats.matmuls })
+        Ok((AutoCost { time: dmas as f64, hbm_bytes: plan.stats.matmuls }, ()))
     };
+    let search = || AutoSearch { limits: AutoLimits::default(), hw: &hw, shortlist: 4, threads: 1, cost: &cost };
     let log = Log::default();
-    let (plan, choice) = plan_gemm_auto_with_builder(
-        &cfg,
-        &AutoLimits::default(),
-        &hw,
-        4,
-        &mut cost,
-        &mut RecordingBuilder::opener(&log),
-    )
-    .unwrap();
+    let planned = plan(&PlanRequest::new(&cfg).with_search(search()), &RecordingBuilder::opener(&log)).unwrap();
     let calls = log.take();
-    let (default, default_choice) = plan_gemm_auto_within(&cfg, &AutoLimits::default(), &hw, 4, &mut cost).unwrap();
+    let default = plan(&PlanRequest::new(&cfg).with_search(search()), &default_builder).unwrap();
+    let ((choice, ()), (default_choice, ())) = (planned.auto.unwrap(), default.auto.unwrap());
+    let (plan, default) = (planned.plan, default.plan);
     assert_eq!(plan.function, default.function);
     assert_eq!(choice, default_choice);
     let opened = calls.iter().filter(|c| matches!(c, Call::Open(_))).count();

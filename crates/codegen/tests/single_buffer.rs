@@ -4,8 +4,19 @@
 //! capacity.
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests assert on values")]
 
-use codegen::{plan_gemm, plan_gemm_fitting, BlockSizes, CodegenError, GemmConfig, GemmPlan, LoopOrder, Schedule};
+use codegen::{BlockSizes, CodegenError, GemmConfig, GemmPlan, LoopOrder, Schedule};
 use penguin::{DType, FunctionView, Target, TensorId};
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
+
+/// Plan `cfg` with its blocks shrunk until they fit SBUF.
+fn plan_gemm_fitting(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    let request = codegen::PlanRequest::new(cfg).with_planning(codegen::Planning::Fitting);
+    codegen::plan(&request, &codegen::default_builder).map(|p| p.plan)
+}
 
 /// The SBUF tensors of a plan whose names start with `prefix`.
 fn buffers(plan: &GemmPlan, prefix: &str) -> Vec<String> {

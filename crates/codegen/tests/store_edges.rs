@@ -5,8 +5,13 @@
 
 use std::collections::HashSet;
 
-use codegen::{plan_gemm, BlockSizes, GemmConfig, Schedule};
+use codegen::{BlockSizes, GemmConfig, Schedule};
 use penguin::{Access, AccessPattern, DType, DepKind, Function, InstId, Target, TensorId};
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 /// Every element an HBM pattern touches, by brute force.
 fn hbm_elems(ap: &AccessPattern) -> HashSet<i64> {

@@ -14,12 +14,17 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use codegen::{plan_gemm, BlockSizes, GemmConfig, Schedule};
+use codegen::{BlockSizes, GemmConfig, Schedule};
 
 #[path = "../../../tests/common/nest.rs"]
 mod nest;
 use criterion::{criterion_group, criterion_main, Criterion};
 use penguin::{DType, Target};
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 /// The lowered program of the GEMM under a schedule, or why it could not be planned.
 fn program(schedule: Schedule, blocks: BlockSizes) -> Result<bir::Program, String> {
@@ -77,13 +82,27 @@ fn bench_auto(c: &mut Criterion) {
     cfg.input_dtype = DType::Bf16;
     cfg.out_dtype = DType::Bf16;
     cfg.schedule = Schedule::Auto;
-    let mut cost = |plan: &codegen::GemmPlan| -> Result<codegen::AutoCost, codegen::CodegenError> {
+    let cost = |plan: &codegen::GemmPlan| -> Result<(codegen::AutoCost, ()), codegen::CodegenError> {
         let verified = penguin::verify(&plan.function).map_err(|e| codegen::CodegenError::BadGemm(format!("{e:?}")))?;
         let p = bir::lower(verified, plan.config.target).map_err(|e| codegen::CodegenError::BadGemm(e.to_string()))?;
         let r = sim::model(&p).map_err(|e| codegen::CodegenError::BadGemm(e.to_string()))?;
-        Ok(codegen::AutoCost { time: r.total_ns, hbm_bytes: r.hbm_bytes })
+        Ok((codegen::AutoCost { time: r.total_ns, hbm_bytes: r.hbm_bytes }, ()))
     };
-    let (plan, choice) = codegen::plan_gemm_auto(&cfg, codegen::AUTO_SHORTLIST, &mut cost).unwrap();
+    let hw = cfg.target.profile();
+    let auto = || {
+        let search = codegen::AutoSearch {
+            limits: codegen::AutoLimits::default(),
+            hw: &hw,
+            shortlist: codegen::AUTO_SHORTLIST,
+            threads: 1,
+            cost: &cost,
+        };
+        let planned = codegen::plan(&codegen::PlanRequest::new(&cfg).with_search(search), &codegen::default_builder);
+        let planned = planned.unwrap();
+        let (choice, ()) = planned.auto.unwrap();
+        (planned.plan, choice)
+    };
+    let (plan, choice) = auto();
     eprintln!(
         "auto 8192^3: chose {} blocks {:?} {:?}, modeled {:.1} us, {} evaluated, {} rejected",
         plan.config.schedule,
@@ -96,7 +115,7 @@ fn bench_auto(c: &mut Criterion) {
     let mut group = c.benchmark_group("auto_search_8192");
     group.sample_size(10).measurement_time(Duration::from_secs(30)).warm_up_time(Duration::from_secs(1));
     group.bench_function("bf16_trn2", |bench| {
-        bench.iter(|| black_box(codegen::plan_gemm_auto(&cfg, codegen::AUTO_SHORTLIST, &mut cost).unwrap().1.cost));
+        bench.iter(|| black_box(auto().1.cost));
     });
     group.finish();
 }

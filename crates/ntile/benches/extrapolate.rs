@@ -11,7 +11,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use codegen::{AutoPlanning, BlockSizes, GemmConfig, Schedule};
+use codegen::{BlockSizes, GemmConfig, Planning, Schedule};
 use criterion::{criterion_group, criterion_main, Criterion};
 use penguin::{DType, Target};
 
@@ -23,16 +23,16 @@ fn config() -> GemmConfig {
     cfg
 }
 
-fn run(threads: usize) -> (ntile::extrapolate::Extrapolated, sim::CycleReport) {
+fn run(threads: usize) -> (driver::extrapolate::Extrapolated, sim::CycleReport) {
     let cfg = config();
-    let x = ntile::extrapolate::extrapolate(&cfg, AutoPlanning::Fitting, threads).unwrap();
+    let x = driver::extrapolate::extrapolate(&cfg, Planning::Fitting, threads).unwrap();
     let r = sim::model_looped(&x.program, &cfg.target.profile()).unwrap();
     (x, r)
 }
 
 fn bench_extrapolate(c: &mut Criterion) {
-    let threads = ntile::threads::threads().unwrap();
-    match ntile::extrapolate::extrapolate(&config(), AutoPlanning::Fitting, threads) {
+    let threads = driver::threads::threads().unwrap();
+    match driver::extrapolate::extrapolate(&config(), Planning::Fitting, threads) {
         Ok(_) => {
             let (x, r) = run(threads);
             eprintln!(

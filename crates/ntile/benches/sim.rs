@@ -7,10 +7,15 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use codegen::{plan_gemm, GemmConfig, Schedule};
+use codegen::{GemmConfig, Schedule};
 use criterion::{criterion_group, criterion_main, Criterion};
 use penguin::{DType, Target};
 use sim::Simulator;
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 const SIZE: usize = 1024;
 

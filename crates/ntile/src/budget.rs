@@ -1,46 +1,10 @@
-//! The memory budget of `ntile gemm`: what planning, lowering, modeling and simulating a GEMM
-//! will need, estimated before anything is allocated, and refused (exit 2) when it exceeds
-//! the budget, so that no shape ends in an allocation abort or an out-of-memory kill.
-//!
-//! The figures are deliberately on the safe side. Planning keeps a Penguin function, its BIR
-//! lowering and the cycle model's timeline, all about proportional to the matmul count (output
-//! tiles x K sub-tiles): measured in release at 2048^3, 8192^3, 4096x8192x4096 (also sparse
-//! and with PE transposes) and 1x65536x65536, 5 to 7 KiB per matmul for an explicit schedule
-//! and 11 to 15 KiB for `auto` (which keeps its shortlisted plans); the estimate charges 10
-//! and 20 KiB. Simulation holds the HBM image, the f32 inputs, the fp64
-//! reference and the result.
+//! The memory budget as the CLI takes it: `--max-memory` parsed, and input files refused
+//! before they are read when reading them alone would exceed the budget (the rest of the
+//! budget is the driver's, [`driver::budget`]).
 
-use codegen::{GemmConfig, Schedule, M_TILE, N_TILE};
+use driver::budget::human;
 
 use crate::error::CliError;
-
-/// Bytes charged per matmul for an explicit schedule.
-const PLAN_BYTES_PER_MATMUL: u64 = 10 << 10;
-/// Bytes charged per matmul for `auto`.
-const AUTO_BYTES_PER_MATMUL: u64 = 20 << 10;
-/// Fixed cost of a run (the simulator's SBUF and PSUM images, tables, the binary).
-const BASE_BYTES: u64 = 64 << 20;
-/// The budget when physical memory cannot be read.
-pub const FALLBACK_BUDGET: u64 = 4 << 30;
-
-/// The default budget: half of physical memory (`MemTotal` of `/proc/meminfo`), or
-/// [`FALLBACK_BUDGET`] when that cannot be read.
-pub fn default_budget() -> u64 {
-    std::fs::read_to_string("/proc/meminfo").ok().as_deref().and_then(mem_total).map_or(FALLBACK_BUDGET, |b| b / 2)
-}
-
-/// `MemTotal` of a `/proc/meminfo` text, in bytes.
-fn mem_total(meminfo: &str) -> Option<u64> {
-    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let mut words = line.split_whitespace().skip(1);
-    let value: u64 = words.next()?.parse().ok()?;
-    let unit = match words.next() {
-        Some("kB") => 1024,
-        None => 1,
-        Some(_) => return None,
-    };
-    value.checked_mul(unit)
-}
 
 /// Parse `--max-memory`: a byte count with an optional `K`, `M`, `G` or `T` suffix (powers of
 /// 1024; `KiB`, `MB` and the like are read the same way).
@@ -60,68 +24,6 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     value.checked_mul(1 << shift).ok_or_else(|| format!("`{s}` is too large"))
 }
 
-/// A byte count for people.
-pub fn human(bytes: u128) -> String {
-    let units = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < units.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} bytes")
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
-}
-
-/// Matmuls the plan will have: output tiles x K sub-tiles of 128.
-pub fn matmuls(m: u64, k: u64, n: u64) -> u128 {
-    // Saturating: the shape is checked against its limits elsewhere; this never overflows.
-    u128::from(m.div_ceil(M_TILE))
-        .saturating_mul(u128::from(n.div_ceil(N_TILE)))
-        .saturating_mul(u128::from(k.div_ceil(128)))
-}
-
-/// Estimated bytes for planning, lowering and modeling.
-pub fn plan_bytes(cfg: &GemmConfig) -> u128 {
-    let per = if cfg.schedule == Schedule::Auto { AUTO_BYTES_PER_MATMUL } else { PLAN_BYTES_PER_MATMUL };
-    matmuls(cfg.m, cfg.k, cfg.n).saturating_mul(u128::from(per)).saturating_add(u128::from(BASE_BYTES))
-}
-
-/// Estimated bytes for simulating and checking, beyond planning: the HBM image, f32 inputs
-/// (and a transposed copy), fp64 copies of the inputs, the reference and its magnitudes, and
-/// the result.
-pub fn sim_bytes(cfg: &GemmConfig) -> u128 {
-    let (m, k, n) = (u128::from(cfg.m), u128::from(cfg.k), u128::from(cfg.n));
-    let inputs = (m * k).saturating_add(k * n);
-    inputs.saturating_mul(4 + 4 + 4 + 8).saturating_add((m * n).saturating_mul(4 + 8 + 8 + 4 + 4))
-}
-
-/// Bytes charged per instruction of an expanded looped file (a Penguin instruction with its
-/// edges and source-map entry measured about 800 bytes; a BIR one less).
-pub const EXPANDED_BYTES_PER_INST: u64 = 1 << 10;
-
-/// Refuse to expand a looped file to `insts` instructions when they would not fit the
-/// default memory budget (exit 2, naming both).
-pub fn check_expansion(name: &str, insts: u64) -> Result<(), CliError> {
-    check_expansion_within(name, insts, default_budget())
-}
-
-/// [`check_expansion`] against `budget` bytes.
-fn check_expansion_within(name: &str, insts: u64, budget: u64) -> Result<(), CliError> {
-    let need = u128::from(insts) * u128::from(EXPANDED_BYTES_PER_INST);
-    if need <= u128::from(budget) {
-        return Ok(());
-    }
-    Err(CliError::usage(format!(
-        "{name}: expanding its loops to {insts} instructions needs about {}, over the memory budget of {}",
-        human(need),
-        human(u128::from(budget))
-    )))
-}
-
 /// Refuse input arrays whose reading alone would exceed `budget`: a file is held as read and
 /// as f32 values (twice its size again for float16), so it is charged three times its size.
 pub fn check_files(paths: &[&std::path::Path], budget: u64) -> Result<(), CliError> {
@@ -139,50 +41,6 @@ pub fn check_files(paths: &[&std::path::Path], budget: u64) -> Result<(), CliErr
     )))
 }
 
-/// Bytes of HBM tensors the simulator must hold: A and B in their HBM dtype, C in its own.
-pub fn hbm_bytes(cfg: &GemmConfig) -> u128 {
-    let (m, k, n) = (u128::from(cfg.m), u128::from(cfg.k), u128::from(cfg.n));
-    let inputs = (m * k).saturating_add(k * n).saturating_mul(u128::from(cfg.input_dtype.size_bytes()));
-    inputs.saturating_add((m * n).saturating_mul(u128::from(cfg.out_dtype.size_bytes())))
-}
-
-/// Refuse a GEMM whose estimate exceeds `budget` (exit 2), naming both and what to do; and,
-/// when it is to be simulated, one whose HBM tensors exceed what the simulator can hold.
-pub fn check(cfg: &GemmConfig, simulate: bool, budget: u64) -> Result<(), CliError> {
-    let hbm = hbm_bytes(cfg);
-    if simulate && hbm > u128::from(sim::MAX_HBM_BYTES) {
-        return Err(CliError::usage(format!(
-            "{}x{}x{} is too large to simulate: its HBM tensors need {}, more than the simulator's {}; \
-             --no-sim plans and models it without simulating",
-            cfg.m,
-            cfg.k,
-            cfg.n,
-            human(hbm),
-            human(u128::from(sim::MAX_HBM_BYTES))
-        )));
-    }
-    let plan = plan_bytes(cfg);
-    let total = plan.saturating_add(if simulate { sim_bytes(cfg) } else { 0 });
-    if total <= u128::from(budget) {
-        return Ok(());
-    }
-    let what = if simulate { "planning, modeling and simulating" } else { "planning and modeling" };
-    let advice = if simulate && plan <= u128::from(budget) {
-        "; --no-sim plans and models it without simulating, or raise --max-memory BYTES if the machine has the memory"
-    } else {
-        "; try a smaller shape, or raise --max-memory BYTES if the machine has the memory"
-    };
-    Err(CliError::usage(format!(
-        "{}x{}x{} is too large: {what} it needs about {} ({} matmuls), over the memory budget of {}{advice}",
-        cfg.m,
-        cfg.k,
-        cfg.n,
-        human(total),
-        matmuls(cfg.m, cfg.k, cfg.n),
-        human(u128::from(budget)),
-    )))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,43 +54,5 @@ mod tests {
         assert!(parse_bytes("8X").unwrap_err().contains("unknown unit `X`"));
         assert!(parse_bytes("G").unwrap_err().contains("not a byte count"));
         assert!(parse_bytes("99999999999T").unwrap_err().contains("too large"));
-    }
-
-    #[test]
-    fn mem_total_is_read_in_bytes() {
-        assert_eq!(mem_total("MemTotal:       24684092 kB\nMemFree: 1 kB\n"), Some(24684092 * 1024));
-        assert_eq!(mem_total("MemFree: 1 kB\n"), None);
-    }
-
-    #[test]
-    fn huge_shapes_are_refused_and_ordinary_ones_pass() {
-        let big = GemmConfig::new(65536, 65536, 65536, penguin::DType::Bf16, penguin::Target::Trn2);
-        let e = check(&big, false, 16 << 30).unwrap_err();
-        assert_eq!(e.code, crate::error::EXIT_USAGE);
-        assert!(e.message.contains("33554432 matmuls"), "{}", e.message);
-        assert!(e.message.contains("over the memory budget of 16.0 GiB"), "{}", e.message);
-        let ok = GemmConfig::new(1024, 1024, 1024, penguin::DType::Bf16, penguin::Target::Trn2);
-        assert_eq!(check(&ok, true, 1 << 30), Ok(()));
-        // Too big to simulate in 1 GiB, but plannable: the message suggests --no-sim.
-        let wide = GemmConfig::new(16384, 1, 16384, penguin::DType::Bf16, penguin::Target::Trn2);
-        let e = check(&wide, true, 1 << 30).unwrap_err();
-        assert!(e.message.contains("--no-sim"), "{}", e.message);
-        assert_eq!(check(&wide, false, 1 << 30), Ok(()));
-        // Within any budget, C of 32768^2 fp32 is beyond the simulator's HBM.
-        let e = check(&GemmConfig::new(32768, 1, 32768, penguin::DType::Bf16, penguin::Target::Trn2), true, u64::MAX)
-            .unwrap_err();
-        assert!(e.message.contains("too large to simulate: its HBM tensors need 4.0 GiB"), "{}", e.message);
-        assert!(e.message.contains("--no-sim"), "{}", e.message);
-    }
-
-    #[test]
-    fn an_expansion_over_the_budget_is_refused_naming_both() {
-        assert!(check_expansion_within("g.pir", 1 << 20, 1 << 30).is_ok());
-        let e = check_expansion_within("g.pir", 1 << 22, 1 << 30).unwrap_err();
-        assert_eq!(e.code, crate::error::EXIT_USAGE);
-        assert_eq!(
-            e.message,
-            "g.pir: expanding its loops to 4194304 instructions needs about 4.0 GiB, over the memory budget of 1.0 GiB"
-        );
     }
 }

@@ -9,7 +9,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use codegen::{plan_gemm, plan_gemm_auto_with, BlockSizes, GemmConfig, GemmPlan, Schedule};
+use codegen::{BlockSizes, GemmConfig, Schedule};
+use driver::{BlockRequest, GemmRequest};
 use penguin::target::{HwProfile, GEOMETRY, KEYS};
 use penguin::{DType, Target};
 
@@ -84,7 +85,7 @@ pub fn run(args: &CalibrateArgs) -> Result<String, CliError> {
     let rows = parse_csv(&text, args.target).map_err(|e| prefix(&args.measured, &e))?;
     let start = crate::hw::load_profile(args.hw.as_deref(), args.target)?;
     let fit = calibrate(&rows, &start, &args.fit)?;
-    crate::npy::write_atomic(&args.output, crate::hw::profile_json(&fit.profile)?.as_bytes())?;
+    crate::npy::write_atomic(&args.output, driver::hw::profile_json(&fit.profile)?.as_bytes())?;
     let mut s = report(&rows, &fit, &start, &args.fit);
     s += &format!("wrote {}\n", args.output.display());
     Ok(s)
@@ -177,17 +178,35 @@ pub fn parse_csv(text: &str, target: Target) -> Result<Vec<Row>, CliError> {
     Ok(rows)
 }
 
+/// The request of a row, under `hw`: modeled without a simulation, default blocks (shrunk to
+/// fit) when the row gives none, and `auto` searching freely (the kernel it chooses under the
+/// starting profile is the one that was measured).
+pub fn request(row: &Row, hw: &HwProfile) -> GemmRequest {
+    let c = &row.config;
+    let mut req = GemmRequest::new(c.m, c.k, c.n, c.lhs_dtype, c.target);
+    req.rhs_dtype = c.rhs_dtype;
+    req.out_dtype = c.out_dtype;
+    req.hbm_dtype = Some(c.input_dtype);
+    req.schedule = c.schedule;
+    req.lhs_transposed = c.lhs_transposed;
+    if !row.default_blocks && c.schedule != Schedule::Auto {
+        req.blocks = BlockRequest { m: Some(c.blocks.m), n: Some(c.blocks.n), k: Some(c.blocks.k) };
+    }
+    req.hw = Some(*hw);
+    req.options.simulate = false;
+    req
+}
+
 /// Plan and lower a row as `ntile gemm --no-sim` would under `hw`.
 pub fn lower_row(row: &Row, hw: &HwProfile) -> Result<bir::Program, CliError> {
-    let plan: GemmPlan = if row.config.schedule == Schedule::Auto {
-        let mut cost = |plan: &GemmPlan| crate::gemm::modeled_ns(plan, hw);
-        plan_gemm_auto_with(&row.config, hw, codegen::AUTO_SHORTLIST, &mut cost)?.0
-    } else if row.default_blocks {
-        codegen::plan_gemm_fitting(&row.config)?
-    } else {
-        plan_gemm(&row.config)?
-    };
-    crate::gemm::lower(&plan)
+    let outcome = driver::gemm(&request(row, hw), None)?;
+    outcome.program.ok_or_else(|| {
+        let c = &row.config;
+        CliError::usage(format!(
+            "{}x{}x{} is too large to unroll, so its program is extrapolated and cannot be calibrated against",
+            c.m, c.k, c.n
+        ))
+    })
 }
 
 /// Modeled time of each lowered program under `hw`, in us.
@@ -240,7 +259,7 @@ fn with(start: &HwProfile, params: &[Param], x: &[f64]) -> Result<HwProfile, Cli
     let mut p = *start;
     for (param, &v) in params.iter().zip(x) {
         let info = KEYS.iter().find(|k| k.name == param.key).map_or(1.0, |k| k.max);
-        p.set(param.key, v.exp().min(info), None).map_err(crate::hw::profile_error)?;
+        p.set(param.key, v.exp().min(info), None).map_err(driver::hw::profile_error)?;
     }
     Ok(p)
 }

@@ -8,11 +8,12 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use penguin::{Function, Target};
+use driver::program::{compile_function, pir_loops};
+use driver::Program;
+use penguin::Target;
 
 use crate::error::CliError;
-use crate::fmt::{load_path, penguin_errors, to_json, write_or_return, Ir, Source};
-use crate::verify::check_program;
+use crate::fmt::{load_path, to_json, write_or_return};
 
 /// What `ntile compile` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -55,31 +56,15 @@ pub struct CompileArgs {
     pub output: Option<PathBuf>,
 }
 
-/// Verify, lower and verify again: the program a Penguin function runs as.
-pub fn compile_function(
-    src: &Source,
-    f: &Function,
-    map: Option<&penguin::parse::SourceMap>,
-    target: Target,
-) -> Result<bir::Program, CliError> {
-    let verified = penguin::verify(f).map_err(|e| penguin_errors(src, f, map, &e))?;
-    let program = bir::lower(verified, target).map_err(|e| match e {
-        bir::BirError::Internal(_) => CliError::internal(format!("{}: lowering failed (a bug): {e}", src.name)),
-        other => CliError::usage(format!("{}: cannot lower for {target}: {other}", src.name)),
-    })?;
-    check_program(src, &program, None, "the lowered program fails the BIR verifier")?;
-    Ok(program)
-}
-
 /// Run `ntile compile`.
 pub fn run(args: &CompileArgs) -> Result<String, CliError> {
-    let (src, ir) = load_path(&args.file)?;
-    let looped = match &ir {
-        Ir::PenguinLooped(lf, _) => Some(lf.clone()),
+    let (src, program) = load_path(&args.file)?;
+    let looped = match &program {
+        Program::PenguinLooped(lf, _) => Some(lf.clone()),
         _ => None,
     };
-    let ir = crate::looped_pir::expand_ir(&src, ir)?;
-    let Ir::Penguin(f, map) = &ir else {
+    let program = pir_loops::expand(&src, program)?;
+    let Program::Penguin(f, map) = &program else {
         return Err(CliError::usage(format!(
             "{}: is a BIR program; `ntile compile` takes a Penguin function (.pir). Use `ntile verify` or `ntile run` on BIR",
             src.name

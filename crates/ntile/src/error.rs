@@ -2,12 +2,16 @@
 
 use std::fmt;
 
+use driver::{DriverError, ErrorKind};
+
 /// Exit code: the simulated result disagrees with the reference.
 pub const EXIT_MISMATCH: u8 = 1;
 /// Exit code: bad input or usage.
 pub const EXIT_USAGE: u8 = 2;
 /// Exit code: an internal invariant failed (a bug).
 pub const EXIT_INTERNAL: u8 = 3;
+/// Exit code of an interrupted run (128 + SIGINT, as shells report it).
+pub const EXIT_INTERRUPTED: u8 = 130;
 
 /// A failure with the exit code it maps to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,43 +42,23 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-impl From<codegen::CodegenError> for CliError {
-    fn from(e: codegen::CodegenError) -> Self {
-        use codegen::CodegenError as E;
-        match e {
-            E::Verify(_) => CliError::internal(format!("generated kernel failed verification (a bug): {e}")),
-            E::Penguin(_) => CliError::internal(format!("internal error: {e}")),
-            E::Internal(_) => CliError::internal(format!("{e} (a bug)")),
-            E::ResultNotPsum
-            | E::NotADataTile
-            | E::KernelNameMismatch { .. }
-            | E::UnsupportedKernelName(_)
-            | E::SbufCapacity { .. }
-            | E::TooManyPartitions { .. }
-            | E::PsumBankOverflow { .. }
-            | E::PsumGroupsExhausted(_)
-            | E::IncompatibleTiles { .. }
-            | E::KSliceMismatch { .. }
-            | E::PsumRegionMismatch { .. }
-            | E::BadOperand(_)
-            | E::BadGemm(_)
-            | E::DoubleRow(_)
-            | E::Bundle(_)
-            | E::Sparse(_)
-            | E::NotSparse { .. }
-            | E::Unsupported(_) => CliError::usage(e.to_string()),
-        }
+impl From<DriverError> for CliError {
+    /// The one place a pipeline failure becomes an exit code: the user's fault 2, a bug 3,
+    /// an interruption 130.
+    fn from(e: DriverError) -> Self {
+        let code = match e.kind() {
+            ErrorKind::Input => EXIT_USAGE,
+            ErrorKind::Bug => EXIT_INTERNAL,
+            ErrorKind::Interrupted => EXIT_INTERRUPTED,
+        };
+        CliError { code, message: e.to_string() }
     }
 }
 
-impl From<bir::BirError> for CliError {
-    fn from(e: bir::BirError) -> Self {
-        use bir::BirError as E;
-        match e {
-            E::SbufCapacity { .. } | E::TooManyStrides { .. } | E::Unsupported(_) | E::ShapeMismatch { .. } => {
-                CliError::usage(e.to_string())
-            }
-            E::Internal(_) | E::Verify(_) => CliError::internal(format!("lowering failed (a bug): {e}")),
-        }
-    }
+/// A clap error as a usage error: its first line, without the `error: ` prefix.
+#[expect(clippy::needless_pass_by_value, reason = "a map_err adapter")]
+pub(crate) fn clap_error(e: clap::Error) -> CliError {
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    CliError::usage(first.strip_prefix("error: ").unwrap_or(first).trim().to_string())
 }

@@ -1,28 +1,25 @@
-//! `ntile gemm`: plan, lower, simulate and check one GEMM, and report on it.
+//! `ntile gemm`: its flags turned into a [`GemmRequest`] for the driver, the input files
+//! read, and what the run gives printed (the summary, `--json` or `--emit`) and written
+//! (`-o`, `--trace`, `--svg`, `--svg-grid`).
 
 use std::borrow::Cow;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
-use codegen::{plan_gemm, plan_gemm_auto_parallel, AutoLimits, BlockSizes, GemmConfig, GemmPlan, LoopOrder, Schedule};
-use penguin::{DType, HwProfile, PerfMode, SparsityPattern, Target};
-use rand::{Rng, SeedableRng};
+use codegen::{LoopOrder, Schedule};
+use driver::{BlockRequest, DriverError, GemmInputs, GemmOptions, GemmRequest, Operand, Report};
+use penguin::{DType, PerfMode, SparsityPattern, Target};
 
-use crate::api::{GemmInputs, Operand, Watch};
 use crate::budget;
 use crate::error::CliError;
 use crate::npy::{self, OutKind};
 use crate::progress::Progress;
 
-mod check;
-mod huge;
-mod random;
-mod report;
+pub mod flags;
+mod summary;
 
-pub use huge::{AUTO_PROXY_DIM, MAX_UNROLLED_MATMULS};
-use report::{json, report_of, Modeled};
-pub use report::{summary, AutoReport, Blocks, Bottleneck, ExtrapolatedReport, Report, WallMs};
+pub use summary::{json, summary};
 
 /// Where A is transposed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -188,110 +185,176 @@ pub struct Outcome {
     pub result: Option<Vec<f32>>,
 }
 
-fn ms(t: Instant) -> f64 {
-    t.elapsed().as_secs_f64() * 1e3
-}
-
-struct Inputs<'a> {
-    a: Cow<'a, [f32]>,
-    b: Cow<'a, [f32]>,
-}
-
+/// The GEMM's shape and operands: those given in memory (the Python module's), the files of
+/// `--lhs`/`--rhs` read, or the flags' shape with no operands (random ones are drawn).
 fn resolve_shape<'a>(
     args: &GemmArgs,
     given: Option<GemmInputs<'a>>,
-) -> Result<(u64, u64, u64, Option<Inputs<'a>>), CliError> {
-    let (a, b, a_name, b_name) = match (given, &args.lhs, &args.rhs) {
-        (Some(g), _, _) => (g.a, g.b, "a".to_string(), "b".to_string()),
+) -> Result<(u64, u64, u64, Option<GemmInputs<'a>>), CliError> {
+    let inputs = match (given, &args.lhs, &args.rhs) {
+        (Some(g), _, _) => g,
         (None, Some(lp), Some(rp)) => {
-            let operand = |path: &PathBuf| -> Result<(Operand<'a>, String), CliError> {
+            let operand = |path: &PathBuf| -> Result<Operand<'a>, CliError> {
                 let arr = npy::read_f32(path)?;
-                let name = path.display().to_string();
                 match arr.shape[..] {
-                    [r, c] if r > 0 && c > 0 => Ok((Operand { rows: r, cols: c, values: Cow::Owned(arr.data) }, name)),
+                    [r, c] if r > 0 && c > 0 => Ok(Operand { rows: r, cols: c, values: Cow::Owned(arr.data) }),
                     _ => Err(CliError::usage(format!(
-                        "{name}: expected a non-empty 2-D array, got shape {:?}",
+                        "{}: expected a non-empty 2-D array, got shape {:?}",
+                        path.display(),
                         arr.shape
                     ))),
                 }
             };
-            let (a, a_name) = operand(lp)?;
-            let (b, b_name) = operand(rp)?;
-            (a, b, a_name, b_name)
+            GemmInputs { a: operand(lp)?, b: operand(rp)? }
         }
         _ => {
             let d = 1024;
             return Ok((args.m.unwrap_or(d), args.k.unwrap_or(d), args.n.unwrap_or(d), None));
         }
     };
-    for (op, name) in [(&a, &a_name), (&b, &b_name)] {
-        if op.rows == 0 || op.cols == 0 {
-            return Err(CliError::usage(format!("{name}: expected a non-empty 2-D array, got shape {:?}", op.shape())));
-        }
-    }
-    let ((ar, ac), (br, bc)) = ((a.rows, a.cols), (b.rows, b.cols));
-    let (m, k) = if args.lhs_transposed { (ac, ar) } else { (ar, ac) };
-    if br != k {
-        let layout = if args.lhs_transposed { "[K, M]" } else { "[M, K]" };
-        return Err(CliError::usage(format!(
-            "shapes do not chain: A {layout} is {:?} (K = {k}) but B [K, N] is {:?}",
-            a.shape(),
-            b.shape()
-        )));
-    }
-    for (flag, given, actual) in [("--m", args.m, m), ("--k", args.k, k), ("--n", args.n, bc)] {
+    let (m, k, n) = inputs.shape(args.lhs_transposed)?;
+    for (flag, given, actual) in [("--m", args.m, m), ("--k", args.k, k), ("--n", args.n, n)] {
         if let Some(g) = given {
             if g != actual {
                 return Err(CliError::usage(format!("{flag} {g} disagrees with the input arrays ({actual})")));
             }
         }
     }
-    Ok((m, k, bc, Some(Inputs { a: a.values, b: b.values })))
+    Ok((m, k, n, Some(inputs)))
 }
 
-/// Keep the `N` largest magnitudes of every group of `M` along K of a row-major `[m, k]` A.
-fn prune(a: &mut [f32], m: u64, k: u64, p: SparsityPattern) {
-    for row in a.chunks_mut(k as usize).take(m as usize) {
-        for group in row.chunks_mut(p.m as usize) {
-            let mut order: Vec<usize> = (0..group.len()).collect();
-            order.sort_by(|&x, &y| group[y].abs().total_cmp(&group[x].abs()));
-            for &j in &order[(p.n as usize).min(group.len())..] {
-                group[j] = 0.0;
-            }
+/// The request the flags make for an `m x k x n` GEMM (the hardware profile left to the
+/// target's).
+pub fn request(args: &GemmArgs, (m, k, n): (u64, u64, u64)) -> GemmRequest {
+    let dtype = args.dtype.unwrap_or(DType::Bf16);
+    let unrolled_ir = matches!(args.emit, Some(Emit::Penguin | Emit::PenguinUnrolled | Emit::BirUnrolled));
+    GemmRequest {
+        m,
+        k,
+        n,
+        lhs_dtype: args.lhs_dtype.unwrap_or(dtype),
+        rhs_dtype: args.rhs_dtype.unwrap_or(dtype),
+        out_dtype: args.out_dtype.unwrap_or(DType::Fp32),
+        hbm_dtype: args.hbm_dtype,
+        target: args.target.unwrap_or(Target::Trn2),
+        schedule: args.schedule.unwrap_or_default(),
+        blocks: BlockRequest { m: args.block_m, n: args.block_n, k: args.block_k },
+        order: args.order,
+        pe_transpose: args.transpose.map(|t| t == TransposeOn::Pe),
+        lhs_transposed: args.lhs_transposed,
+        perf_mode: args.perf_mode.unwrap_or_default(),
+        sparsity: args.sparsity,
+        hw: None,
+        options: GemmOptions {
+            simulate: !args.no_sim && args.emit.is_none(),
+            check: !args.no_check,
+            extrapolate: args.extrapolate,
+            unrolled: args.trace.is_some() || args.svg.is_some() || args.svg_grid.is_some() || unrolled_ir,
+            model_extrapolated: args.emit.is_none(),
+            c_bytes: args.output.is_some(),
+            seed: args.seed,
+            max_memory: args.max_memory,
+            cancel: None,
+            progress: None,
+        },
+    }
+}
+
+/// A GEMM refused for needing its unrolled program names the first flag that needs it.
+pub fn refusal(args: &GemmArgs, e: DriverError) -> CliError {
+    let DriverError::NotUnrolled { why } = &e else { return e.into() };
+    let refuse = |flag: &str, needs: &str| CliError::usage(format!("{flag} needs {needs}, but {why}"));
+    if args.trace.is_some() {
+        return refuse("--trace", "every instruction's modeled time");
+    }
+    if args.svg.is_some() {
+        return refuse("--svg", "every instruction's modeled time");
+    }
+    if args.svg_grid.is_some() {
+        return refuse("--svg-grid", "every store's modeled time");
+    }
+    match args.emit {
+        Some(Emit::Penguin) => refuse("--emit penguin", "the planned Penguin function (use --emit bir)"),
+        Some(Emit::PenguinUnrolled) => refuse("--emit penguin-unrolled", "the planned Penguin function"),
+        Some(Emit::BirUnrolled) => refuse("--emit bir-unrolled", "the unrolled program (use --emit bir)"),
+        Some(Emit::Bir) | None => e.into(),
+    }
+}
+
+/// The request of `args` and its operands (`given` in memory, else `--lhs`/`--rhs` read),
+/// with the flags checked against each other, the shape and dtypes checked, and the
+/// `--hw` profile loaded.
+pub fn prepare<'a>(
+    args: &GemmArgs,
+    given: Option<GemmInputs<'a>>,
+) -> Result<(GemmRequest, Option<GemmInputs<'a>>), CliError> {
+    validate(args)?;
+    if given.is_none() {
+        if let (Some(a), Some(b)) = (&args.lhs, &args.rhs) {
+            let budget = args.max_memory.unwrap_or_else(driver::budget::default_budget);
+            budget::check_files(&[a, b], budget)?;
         }
     }
+    let (m, k, n, inputs) = resolve_shape(args, given)?;
+    let mut req = request(args, (m, k, n));
+    // Shape and dtype limits first: their messages say more than a bad profile file's.
+    req.extrapolates(inputs.is_some())?;
+    req.hw = Some(crate::hw::load_profile(args.hw.as_deref(), req.target)?);
+    Ok((req, inputs))
 }
 
-/// Transpose a row-major `[rows, cols]` matrix.
-fn transpose(a: &[f32], rows: usize, cols: usize) -> Vec<f32> {
-    let mut t = vec![0.0; a.len()];
-    for r in 0..rows {
-        for c in 0..cols {
-            t[c * rows + r] = a[r * cols + c];
-        }
+/// Write what `args` asks of a run (`--trace`, `--svg`, `--svg-grid`, `-o`) and return the
+/// text for stdout (the IR of `--emit`, the `--json` report or the summary).
+pub fn finish(args: &GemmArgs, outcome: &driver::GemmOutcome) -> Result<String, CliError> {
+    if let Some(path) = &args.trace {
+        npy::write_atomic(path, outcome.trace().ok_or_else(no_timeline)?.as_bytes())?;
     }
-    t
-}
-
-/// Seeded uniform inputs in [-1, 1), or small integers 0..16 for uint8 operands.
-fn random_inputs(m: u64, k: u64, n: u64, seed: u64, (lhs, rhs): (DType, DType)) -> Inputs<'static> {
-    if lhs != DType::Uint8 && rhs != DType::Uint8 {
-        // The same stream, drawn on every core.
-        let a = random::uniform(seed, 0, (m * k) as usize);
-        let b = random::uniform(seed, m * k, (k * n) as usize);
-        return Inputs { a: Cow::Owned(a), b: Cow::Owned(b) };
+    if let Some(path) = &args.svg {
+        npy::write_atomic(path, outcome.timeline_svg().ok_or_else(no_timeline)?.as_bytes())?;
     }
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut gen = |len: u64, dtype: DType| {
-        (0..len)
-            .map(
-                |_| if dtype == DType::Uint8 { f32::from(rng.gen_range(0u8..16)) } else { rng.gen_range(-1.0f32..1.0) },
-            )
-            .collect::<Vec<f32>>()
+    if let Some(path) = &args.svg_grid {
+        let grid = outcome.tile_grid_svg().ok_or_else(|| CliError::internal("a GEMM without a tile grid (a bug)"))?;
+        npy::write_atomic(path, grid.as_bytes())?;
+    }
+    let stdout = match (args.emit, &outcome.plan, &outcome.program, &outcome.extrapolated) {
+        (Some(_), None, _, Some(x)) => x.program.to_string(),
+        (Some(Emit::Penguin), Some(plan), _, _) => plan.looped().to_string(),
+        (Some(Emit::PenguinUnrolled), Some(plan), _, _) => plan.function.to_string(),
+        (Some(Emit::Bir), _, Some(program), _) => driver::program::bir_loops::rolled_text(program),
+        (Some(Emit::BirUnrolled), _, Some(program), _) => program.to_string(),
+        (Some(_), ..) => return Err(CliError::internal("nothing to emit (a bug)")),
+        (None, ..) if args.json => json(&outcome.report)?,
+        (None, ..) => summary(&outcome.report),
     };
-    let a = gen(m * k, lhs);
-    let b = gen(k * n, rhs);
-    Inputs { a: Cow::Owned(a), b: Cow::Owned(b) }
+    if let (Some(path), Some(raw)) = (&args.output, &outcome.c_bytes) {
+        let r = &outcome.report;
+        let kind = match r.out_dtype.parse().unwrap_or(DType::Fp32) {
+            DType::Fp16 => OutKind::F16,
+            DType::Bf16 => OutKind::U16Bits,
+            _ => OutKind::F32,
+        };
+        npy::write_atomic(path, &npy::to_npy_bytes(&[r.m, r.n], kind, raw)?)?;
+    }
+    Ok(stdout)
+}
+
+/// Run `ntile gemm`.
+pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
+    let (mut req, inputs) = prepare(args, None)?;
+    let progress = Arc::new(Progress::new(args.quiet, "ntile gemm"));
+    if progress.is_live() {
+        let shown = Arc::clone(&progress);
+        req.options.progress = Some(Arc::new(move |phase: &str| shown.phase(phase)));
+    }
+    let outcome = driver::gemm(&req, inputs).map_err(|e| refusal(args, e))?;
+    drop(req);
+    drop(progress);
+    let stdout = finish(args, &outcome)?;
+    Ok(Outcome { report: outcome.report, stdout, result: outcome.c })
+}
+
+fn no_timeline() -> CliError {
+    CliError::internal("a GEMM planned whole without a timeline (a bug)")
 }
 
 /// Refuse flags that would be silently ignored by the others given (exit 2, naming both).
@@ -342,223 +405,4 @@ pub fn validate(args: &GemmArgs) -> Result<(), CliError> {
         return conflict("--transpose", "--lhs-transposed", "A given as [K, M] is not transposed at all");
     }
     Ok(())
-}
-
-/// Run `ntile gemm`.
-pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
-    run_with(args, None, &Watch::none())
-}
-
-/// Run `ntile gemm` on operands given in memory (instead of `--lhs`/`--rhs`), stopping with
-/// [`crate::api::interrupted`] when `watch` says so.
-pub fn run_with(args: &GemmArgs, inputs: Option<GemmInputs<'_>>, watch: &Watch<'_>) -> Result<Outcome, CliError> {
-    validate(args)?;
-    let budget = args.max_memory.unwrap_or_else(budget::default_budget);
-    if let (Some(a), Some(b)) = (&args.lhs, &args.rhs) {
-        budget::check_files(&[a, b], budget)?;
-    }
-    let (m, k, n, given) = resolve_shape(args, inputs)?;
-    let dtype = args.dtype.unwrap_or(DType::Bf16);
-    let defaults = BlockSizes::for_schedule(args.schedule.unwrap_or_default());
-    let cfg = GemmConfig {
-        m,
-        k,
-        n,
-        lhs_dtype: args.lhs_dtype.unwrap_or(dtype),
-        rhs_dtype: args.rhs_dtype.unwrap_or(dtype),
-        out_dtype: args.out_dtype.unwrap_or(DType::Fp32),
-        input_dtype: args.hbm_dtype.unwrap_or_else(|| default_hbm_dtype(args, dtype, given.is_some())),
-        target: args.target.unwrap_or(Target::Trn2),
-        schedule: args.schedule.unwrap_or_default(),
-        lhs_transposed: args.lhs_transposed,
-        perf_mode: args.perf_mode.unwrap_or_default(),
-        sparsity: args.sparsity,
-        blocks: BlockSizes {
-            m: args.block_m.unwrap_or(defaults.m),
-            n: args.block_n.unwrap_or(defaults.n),
-            k: args.block_k.unwrap_or(defaults.k),
-        },
-        order: args.order.unwrap_or_default(),
-        pe_transpose: args.transpose.map(|t| t == TransposeOn::Pe),
-    };
-    let simulate = !args.no_sim && args.emit.is_none();
-    // Shape and dtype limits first: their messages say more than a memory estimate.
-    cfg.validate()?;
-    if args.extrapolate || !simulate && huge::too_large(&cfg, budget) {
-        // Too large to unroll: extrapolated from smaller GEMMs and modeled looped.
-        let hw = crate::hw::load_profile(args.hw.as_deref(), cfg.target)?;
-        return huge::run(args, &cfg, budget, &hw, watch);
-    }
-    budget::check(&cfg, simulate, budget)?;
-    // Random inputs are drawn on other threads while the kernel is planned and lowered.
-    let early_dtypes = (cfg.lhs_dtype, cfg.rhs_dtype);
-    let early = (simulate && given.is_none()).then(|| {
-        let seed = args.seed;
-        random::Background::start(move || random_inputs(m, k, n, seed, early_dtypes))
-    });
-    let hw = crate::hw::load_profile(args.hw.as_deref(), cfg.target)?;
-    let mut wall = WallMs::default();
-    let progress = Progress::new(args.quiet, "ntile gemm");
-    progress.phase(if cfg.schedule == Schedule::Auto { "plan (auto search)" } else { "plan" });
-    let t = Instant::now();
-    let (plan, auto) = if cfg.schedule == Schedule::Auto {
-        let limits =
-            AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
-        let cost = |p: &GemmPlan| {
-            if watch.stop() {
-                return Err(codegen::CodegenError::Unsupported("interrupted".into()));
-            }
-            modeled_ns(p, &hw)
-        };
-        let threads = crate::threads::threads()?;
-        let planned = plan_gemm_auto_parallel(&cfg, &limits, &hw, codegen::AUTO_SHORTLIST, threads, &cost);
-        watch.check()?;
-        let (plan, choice) = planned?;
-        (plan, Some(choice))
-    } else if args.block_m.is_none() && args.block_n.is_none() && args.block_k.is_none() {
-        // Default blocks shrink until they fit the target's SBUF.
-        (codegen::plan_gemm_fitting(&cfg)?, None)
-    } else {
-        (plan_gemm(&cfg)?, None)
-    };
-    let cfg = plan.config.clone();
-    wall.plan = ms(t);
-    watch.check()?;
-    let t = Instant::now();
-    progress.phase("lower");
-    let program = lower(&plan)?;
-    wall.lower = ms(t);
-    if simulate && program.hbm_size > sim::MAX_HBM_BYTES {
-        return Err(CliError::usage(format!(
-            "{m}x{k}x{n} is too large to simulate: its HBM tensors need {} bytes, more than the simulator's {} bytes; \
-             --no-sim plans and models it without simulating",
-            program.hbm_size,
-            sim::MAX_HBM_BYTES
-        )));
-    }
-    watch.check()?;
-    progress.phase("model");
-    let t = Instant::now();
-    let cycle =
-        sim::model_with(&program, &hw).map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))?;
-    wall.model = ms(t);
-    watch.check()?;
-    if args.trace.is_some() || args.svg.is_some() || args.svg_grid.is_some() {
-        let info = crate::kernel_info::kernel_info(&plan);
-        if let Some(path) = &args.trace {
-            npy::write_atomic(path, sim::chrome_trace_with(&program, &cycle, &info).as_bytes())?;
-        }
-        if let Some(path) = &args.svg {
-            npy::write_atomic(path, sim::timeline_svg_with(&program, &cycle, &info).as_bytes())?;
-        }
-        if let Some(path) = &args.svg_grid {
-            let grid = sim::tile_grid_svg(&program, &cycle, &info)
-                .ok_or_else(|| CliError::internal("a GEMM without a tile grid (a bug)"))?;
-            npy::write_atomic(path, grid.as_bytes())?;
-        }
-    }
-    let modeled = Modeled { program: &program, cycle: &cycle, auto: auto.as_ref(), hw: &hw };
-    match args.emit {
-        Some(Emit::Penguin) => {
-            let report = report_of(&cfg, &plan, &modeled, None, wall);
-            return Ok(Outcome { report, stdout: plan.looped().to_string(), result: None });
-        }
-        Some(Emit::PenguinUnrolled) => {
-            let report = report_of(&cfg, &plan, &modeled, None, wall);
-            return Ok(Outcome { report, stdout: plan.function.to_string(), result: None });
-        }
-        Some(Emit::Bir) => {
-            let report = report_of(&cfg, &plan, &modeled, None, wall);
-            return Ok(Outcome { report, stdout: crate::looped::rolled_text(&program), result: None });
-        }
-        Some(Emit::BirUnrolled) => {
-            let report = report_of(&cfg, &plan, &modeled, None, wall);
-            return Ok(Outcome { report, stdout: program.to_string(), result: None });
-        }
-        None => {}
-    }
-    if args.no_sim {
-        let report = report_of(&cfg, &plan, &modeled, None, wall);
-        let stdout = if args.json { json(&report)? } else { summary(&report) };
-        return Ok(Outcome { report, stdout, result: None });
-    }
-    let from_user = given.is_some();
-    let mut inputs = match given {
-        Some(i) => i,
-        None => match early.and_then(random::Background::finish) {
-            Some(drawn) if early_dtypes == (cfg.lhs_dtype, cfg.rhs_dtype) => drawn,
-            _ => random_inputs(m, k, n, args.seed, (cfg.lhs_dtype, cfg.rhs_dtype)),
-        },
-    };
-    let sparse = match cfg.sparsity {
-        Some(p) => {
-            if cfg.lhs_transposed {
-                inputs.a = Cow::Owned(transpose(&inputs.a, k as usize, m as usize));
-            }
-            if !from_user {
-                prune(inputs.a.to_mut(), m, k, p);
-            }
-            Some(codegen::SparseA::compress(&inputs.a, m, k, p)?)
-        }
-        None => None,
-    };
-    let done = check::simulate_and_check(args, &cfg, &program, inputs, sparse, watch, &progress)?;
-    (wall.simulate, wall.reference) = (done.simulate_ms, done.reference_ms);
-    let (c, raw, check) = (done.c, done.raw, done.check);
-    if let (Some(path), Some(raw)) = (&args.output, raw) {
-        let kind = match cfg.out_dtype {
-            DType::Fp16 => OutKind::F16,
-            DType::Bf16 => OutKind::U16Bits,
-            _ => OutKind::F32,
-        };
-        npy::write_atomic(path, &npy::to_npy_bytes(&[m, n], kind, &raw)?)?;
-    }
-    let report = report_of(&cfg, &plan, &modeled, check, wall);
-    let stdout = if args.json { json(&report)? } else { summary(&report) };
-    Ok(Outcome { report, stdout, result: Some(c) })
-}
-
-/// A and B's HBM dtype when `--hbm-dtype` is not given: the matmul dtype (as a real kernel
-/// keeps them), except for float32 operands given as data (`.npy` files or in-memory arrays),
-/// mixed operand dtypes and uint8, which are fp32 in HBM and cast on load.
-fn default_hbm_dtype(args: &GemmArgs, dtype: DType, data_given: bool) -> DType {
-    let lhs = args.lhs_dtype.unwrap_or(dtype);
-    let rhs = args.rhs_dtype.unwrap_or(dtype);
-    if !data_given && lhs == rhs && lhs.is_float() {
-        lhs
-    } else {
-        DType::Fp32
-    }
-}
-
-/// Verify, lower and verify the BIR of a plan.
-pub fn lower(plan: &GemmPlan) -> Result<bir::Program, CliError> {
-    let verified = penguin::verify(&plan.function)
-        .map_err(|e| CliError::internal(format!("generated kernel failed verification (a bug): {e}")))?;
-    let program = bir::lower(verified, plan.config.target)?;
-    bir::verify_program(&program)?;
-    Ok(program)
-}
-
-/// How A is transposed (see [`Report::lhs_transpose`]).
-fn lhs_transpose_name(cfg: &GemmConfig) -> &'static str {
-    if cfg.lhs_transposed && cfg.sparsity.is_none() {
-        "none"
-    } else if cfg.transposes_lhs_on_pe() {
-        "pe"
-    } else {
-        "dma"
-    }
-}
-
-/// `auto`'s cost: the cycle model's time and HBM bytes of the lowered candidate.
-pub fn modeled_ns(plan: &GemmPlan, hw: &HwProfile) -> Result<codegen::AutoCost, codegen::CodegenError> {
-    // A candidate that cannot be lowered or modeled is a bug in ntile, not the user's input.
-    let program = lower(plan).map_err(|e| match e.code {
-        crate::error::EXIT_INTERNAL => codegen::CodegenError::Internal(e.message),
-        _ => codegen::CodegenError::Unsupported(e.message),
-    })?;
-    let report = sim::model_with(&program, hw)
-        .map_err(|e| codegen::CodegenError::Internal(format!("cycle model failed: {e}")))?;
-    Ok(codegen::AutoCost { time: report.total_ns, hbm_bytes: report.hbm_bytes })
 }

@@ -1,31 +1,27 @@
-//! The `ntile` command-line tool as a library, so that tests can run its commands in-process.
+//! The `ntile` command-line tool: a thin shell over the pipeline library ([`driver`]). Each
+//! command parses its flags, reads its files, builds the driver's typed request, calls it,
+//! and prints or writes what it gives. It is also a library, so that tests run its commands
+//! in-process and the Python module runs any command line ([`parse`], [`run()`]).
 //!
 //! Every command returns its output text or a [`CliError`] carrying the exit code of SPEC
-//! section 7: 0 success, 1 result outside the bound, 2 bad input or usage, 3 internal error.
+//! section 7: 0 success, 1 result outside the bound, 2 bad input or usage, 3 internal error
+//! (a [`driver::DriverError`] is mapped to its code in one place, `From` in [`error`]).
 //! Nothing a user passes (flags, `.npy` files) makes it panic, and output files are written
 //! atomically.
 #![deny(missing_docs)]
 
-pub mod api;
 pub mod budget;
 pub mod calibrate;
 pub mod comments;
 pub mod compile;
 pub mod error;
-pub mod extrapolate;
 pub mod fmt;
 pub mod gemm;
 pub mod hw;
-pub mod kernel_info;
-pub mod looped;
-pub mod looped_pir;
 pub mod npy;
 pub mod progress;
-pub mod reference;
 pub mod run;
 pub mod sweep;
-pub mod threads;
-mod timing;
 pub mod verify;
 
 use clap::{Parser, Subcommand};
@@ -105,5 +101,24 @@ pub fn run(cli: &Cli) -> Result<(String, u8), CliError> {
         Command::Sweep(args) => Ok((sweep::run(args)?, 0)),
         Command::Hw(args) => Ok((hw::run(args)?, 0)),
         Command::Calibrate(args) => Ok((calibrate::run(args)?, 0)),
+    }
+}
+
+/// Parse a command line (without the program name) as the `ntile` binary does. A bad flag is
+/// a usage error whose message is clap's, without its `error: ` prefix and usage footer.
+pub fn parse<S: AsRef<str>>(argv: &[S]) -> Result<Cli, CliError> {
+    let words = std::iter::once("ntile").chain(argv.iter().map(AsRef::as_ref));
+    Cli::try_parse_from(words).map_err(error::clap_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_reports_clap_errors_as_usage() {
+        let e = parse(&["gemm", "--m", "x"]).err();
+        let e = e.map(|e| (e.code, e.message.contains("invalid value 'x' for '--m <M>'")));
+        assert_eq!(e, Some((crate::error::EXIT_USAGE, true)));
     }
 }

@@ -11,14 +11,13 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use driver::run::{Elem, Inputs, Output, Runnable};
+use driver::{Array, DriverError, InputProblem, RunOptions, RunReport};
 use penguin::{DType, Target};
 
-use crate::compile::compile_function;
 use crate::error::CliError;
-use crate::fmt::{load_path, Ir, Source};
+use crate::fmt::load_path;
 use crate::npy::{self, OutKind};
-use crate::timing::{self, Written};
-use crate::verify::check_program;
 
 /// `NAME=FILE.npy`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,46 +134,38 @@ fn read_raw(path: &Path) -> Result<RawArray, CliError> {
     Ok(RawArray { shape, descr, data: payload[..need as usize].to_vec() })
 }
 
-fn f32s(a: &RawArray) -> Vec<f32> {
-    match a.descr.as_str() {
-        "<f2" => a.data.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
-        _ => a.data.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
+/// The `--input` files, each read when the run stores it; the type string of each file read,
+/// for messages.
+struct Files<'a> {
+    bindings: &'a [Binding],
+    descrs: Vec<(String, String)>,
+}
+
+impl Files<'_> {
+    fn binding(&self, name: &str) -> Option<&Binding> {
+        self.bindings.iter().find(|b| b.name == name)
     }
 }
 
-/// Store one input array into the simulator, checking shape and dtype against the tensor.
-fn write_input(sim: &mut sim::Simulator, t: &bir::HbmTensor, b: &Binding) -> Result<(), CliError> {
-    let a = read_raw(&b.path)?;
-    let at = format!("--input {}={}", b.name, b.path.display());
-    if a.shape != t.shape {
-        return Err(CliError::usage(format!("{at}: shape {:?} but tensor `{}` is {:?}", a.shape, t.name, t.shape)));
+impl Inputs for Files<'_> {
+    fn names(&self) -> Vec<String> {
+        self.bindings.iter().map(|b| b.name.clone()).collect()
     }
-    let float = t.dtype.is_float();
-    let raw_ok = matches!(
-        (t.dtype, a.descr.as_str()),
-        (DType::Int16, "<i2")
-            | (DType::Int32, "<i4")
-            | (DType::Bf16, "<u2")
-            | (DType::Uint8 | DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2, "|u1" | "<u1")
-    );
-    let sim_err = |e: sim::SimError| CliError::usage(format!("{at}: {e}"));
-    if raw_ok {
-        sim.write_hbm_tensor(&t.name, &a.data).map_err(sim_err)
-    } else if float && matches!(a.descr.as_str(), "<f4" | "<f2") {
-        sim.write_hbm_f32(&t.name, &f32s(&a)).map_err(sim_err)
-    } else {
-        let accepts = match t.dtype {
-            DType::Fp32 | DType::Fp16 => "float32 or float16",
-            DType::Bf16 => "float32, float16 or uint16 bf16 bit patterns",
-            DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 => "float32, float16 or uint8 fp8 bit patterns",
-            DType::Uint8 => "uint8",
-            DType::Int16 => "int16",
-            DType::Int32 => "int32",
+
+    fn array(&mut self, name: &str) -> Result<Array, DriverError> {
+        let b = self.binding(name).ok_or_else(|| DriverError::Internal(format!("no --input {name} (a bug)")))?;
+        let raw = read_raw(&b.path).map_err(|e| DriverError::Input(e.message))?;
+        let elem = match raw.descr.as_str() {
+            "<f4" => Elem::F32,
+            "<i4" => Elem::I32,
+            "<f2" => Elem::F16,
+            "<i2" => Elem::I16,
+            "<u2" => Elem::U16,
+            "|i1" | "<i1" => Elem::I8,
+            _ => Elem::U8,
         };
-        Err(CliError::usage(format!(
-            "{at}: holds {} but tensor `{}` is {} (it takes {accepts})",
-            a.descr, t.name, t.dtype
-        )))
+        self.descrs.push((name.to_string(), raw.descr));
+        Ok(Array { elem, shape: raw.shape, data: raw.data })
     }
 }
 
@@ -198,8 +189,9 @@ fn write_int_npy<T: npyz::AutoSerialize + Copy, const N: usize>(
     Ok(out)
 }
 
-/// The `.npy` bytes of a tensor's raw contents.
-fn output_npy(t: &bir::HbmTensor, raw: &[u8]) -> Result<Vec<u8>, CliError> {
+/// The `.npy` bytes of an output tensor.
+fn output_npy(t: &Output) -> Result<Vec<u8>, CliError> {
+    let raw = &t.data;
     let kind = match t.dtype {
         DType::Fp32 => OutKind::F32,
         DType::Fp16 => OutKind::F16,
@@ -211,99 +203,24 @@ fn output_npy(t: &bir::HbmTensor, raw: &[u8]) -> Result<Vec<u8>, CliError> {
     npy::to_npy_bytes(&t.shape, kind, raw)
 }
 
-/// The file lines of the program being run, to place simulator errors.
-enum SourceLines {
-    /// A Penguin function lowered to the program: a BIR instruction is placed by its `origin`.
-    Penguin(Option<penguin::parse::SourceMap>),
-    /// A BIR program: a BIR instruction is placed by its own line.
-    Bir(Option<bir::text::SourceMap>),
-}
-
-/// The instructions a simulator error names: the one that failed, or every stuck one of a
-/// deadlock (empty when the error is not about an instruction).
-fn failing_insts(e: &sim::SimError) -> Vec<sim::InstRef> {
-    use sim::SimError as E;
+/// The CLI's message of a failed run: flags and files named as the command line gave them.
+fn run_error(e: DriverError, files: &Files<'_>) -> CliError {
     match e {
-        E::WrongEngine { at, .. }
-        | E::UnknownSemaphore { at, .. }
-        | E::OutOfRange { at, .. }
-        | E::CopyShape { at, .. }
-        | E::BadOperand { at, .. }
-        | E::NoStationary { at }
-        | E::MatmulShape { at, .. }
-        | E::IndexOutOfRange { at, .. }
-        | E::Unsupported { at, .. }
-        | E::AccumulateWithoutStart { at, .. }
-        | E::ReadOpenGroup { at, .. } => vec![*at],
-        E::Deadlock { stuck } => stuck.iter().map(|s| s.at).collect(),
-        E::UnknownTensor { .. }
-        | E::TensorSize { .. }
-        | E::TensorOutsideHbm { .. }
-        | E::HbmTooLarge { .. }
-        | E::TooManyStreams { .. }
-        | E::NoSteadyState { .. }
-        | E::Internal(_) => Vec::new(),
-    }
-}
-
-/// The file line of BIR instruction `at`: its own line in a `.bir` file, the line of the
-/// Penguin instruction it was lowered from in a `.pir` file.
-fn inst_line(program: &bir::Program, lines: &SourceLines, at: sim::InstRef) -> Option<usize> {
-    match lines {
-        SourceLines::Bir(map) => map.as_ref()?.line_of(bir::text::Line::Inst(at)),
-        SourceLines::Penguin(map) => {
-            let id = program.streams.get(at.engine.index())?.get(at.index)?.origin?;
-            map.as_ref()?.line_of(penguin::Entity::Inst(id))
+        DriverError::MissingInput { program, tensor } => {
+            CliError::usage(format!("{program}: input `{tensor}` is not given (pass --input {tensor}=FILE.npy)"))
         }
-    }
-}
-
-/// A simulator error with the file line of the instruction it names, when known. For a
-/// lowered Penguin function each BIR position is also named by the Penguin instruction it
-/// came from: `i0 (dma0[0]): ...`, on the line of `i0`.
-fn sim_message(src: &Source, program: &bir::Program, lines: &SourceLines, e: &sim::SimError) -> String {
-    let message = e.to_string();
-    let (line, message) = match lines {
-        SourceLines::Bir(map) => {
-            // The failing instruction's own line; a deadlock names several and gets none.
-            let at = match e {
-                sim::SimError::Deadlock { .. } => None,
-                _ => failing_insts(e).first().copied(),
-            };
-            (at.and_then(|at| map.as_ref()?.line_of(bir::text::Line::Inst(at))), message)
-        }
-        SourceLines::Penguin(map) => {
-            let origin = |at: sim::InstRef| {
-                program.streams.get(at.engine.index()).and_then(|s| s.get(at.index)).and_then(|i| i.origin)
-            };
-            let insts = failing_insts(e);
-            let line = insts.iter().find_map(|&at| {
-                let id = origin(at)?;
-                map.as_ref()?.line_of(penguin::Entity::Inst(id))
-            });
-            let message = match e {
-                // Each stuck stream prints as `pe[3] waits for ...`.
-                sim::SimError::Deadlock { stuck } => {
-                    let named = |s: &sim::Stuck| match origin(s.at) {
-                        Some(id) => format!("{id} ({s})"),
-                        None => s.to_string(),
-                    };
-                    format!("deadlock: {}", stuck.iter().map(named).collect::<Vec<_>>().join(", "))
+        DriverError::InputArray { tensor, problem } => {
+            let path = files.binding(&tensor).map_or_else(String::new, |b| b.path.display().to_string());
+            let problem = match problem {
+                InputProblem::Dtype { tensor: t, dtype, accepts, given } => {
+                    let descr = files.descrs.iter().find(|(n, _)| *n == tensor).map_or(given.descr(), |(_, d)| d);
+                    format!("holds {descr} but tensor `{t}` is {dtype} (it takes {accepts})")
                 }
-                _ => match insts.first().and_then(|&at| Some((at, origin(at)?))) {
-                    Some((at, id)) => match message.strip_prefix(&format!("{at}: ")) {
-                        Some(rest) => format!("{id} ({at}): {rest}"),
-                        None => format!("{id} ({at}): {message}"),
-                    },
-                    None => message,
-                },
+                other => other.to_string(),
             };
-            (line, message)
+            CliError::usage(format!("--input {tensor}={path}: {problem}"))
         }
-    };
-    match line {
-        Some(line) => format!("{}:{line}: simulation failed: {message}", src.name),
-        None => format!("{}: simulation failed: {message}", src.name),
+        other => other.into(),
     }
 }
 
@@ -320,57 +237,17 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
             "--max-memory cannot be used with --no-sim: it bounds the simulation's memory images, and --no-sim allocates none",
         ));
     }
-    let (src, ir) = load_path(&args.file)?;
-    let ir = crate::looped_pir::expand_ir(&src, ir)?;
-    let mut penguin_instructions = None;
-    let mut buffers = Vec::new();
-    let (program, lines, required): (bir::Program, SourceLines, Vec<String>) = match ir {
-        Ir::Penguin(f, fmap) => {
-            // The function names its SBUF allocations; the timeline tracks them by name.
-            buffers = crate::kernel_info::sbuf_buffers(&f);
-            let target = args.target.unwrap_or(Target::Trn2);
-            let program = compile_function(&src, &f, fmap.as_ref(), target)?;
-            let required =
-                f.inputs.iter().filter_map(|&t| penguin::FunctionView::tensor(&f, t)).map(|t| t.name.clone()).collect();
-            penguin_instructions = Some(penguin::FunctionView::layout(&f).len() as u64);
-            (program, SourceLines::Penguin(fmap), required)
+    let (src, program) = load_path(&args.file)?;
+    let runnable = Runnable::new(&src.name, program, args.target).map_err(|e| match e {
+        DriverError::TargetMismatch { program, program_target, given } => {
+            CliError::usage(format!("{program}: the program is for {program_target}, but --target says {given}"))
         }
-        Ir::Bir(p, bmap) => {
-            if let Some(t) = args.target.filter(|t| *t != p.target) {
-                return Err(CliError::usage(format!(
-                    "{}: the program is for {}, but --target says {t}",
-                    src.name, p.target
-                )));
-            }
-            check_program(&src, &p, bmap.as_ref(), "BIR verifier")?;
-            let required = p.hbm.iter().filter(|t| t.role == bir::HbmRole::Input).map(|t| t.name.clone()).collect();
-            (p, SourceLines::Bir(bmap), required)
-        }
-        Ir::PenguinLooped(..) => return Err(CliError::internal("a looped function was not expanded")),
-        Ir::BirLooped(lp, lmap) => {
-            if let Some(t) = args.target.filter(|t| *t != lp.header.target) {
-                return Err(CliError::usage(format!(
-                    "{}: the program is for {}, but --target says {t}",
-                    src.name, lp.header.target
-                )));
-            }
-            // Verified looped, then run unrolled: the same as its unrolled twin.
-            let (p, bmap) = crate::looped::unroll(&src, &lp, lmap.as_ref())?;
-            let required = p.hbm.iter().filter(|t| t.role == bir::HbmRole::Input).map(|t| t.name.clone()).collect();
-            (p, SourceLines::Bir(bmap), required)
-        }
-    };
-    let names: Vec<&str> = program.hbm.iter().map(|t| t.name.as_str()).collect();
+        other => other.into(),
+    })?;
     let tensor = |b: &Binding, flag: &str| {
-        program.hbm_tensor(&b.name).ok_or_else(|| {
-            CliError::usage(format!(
-                "--{flag} {}: `{}` is not an HBM tensor of {} (it has {})",
-                b.name,
-                b.name,
-                src.name,
-                names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-            ))
-        })
+        runnable
+            .tensor(&b.name)
+            .ok_or_else(|| CliError::usage(format!("--{flag} {}: {}", b.name, runnable.not_a_tensor(&b.name))))
     };
     for (i, b) in args.inputs.iter().enumerate() {
         tensor(b, "input")?;
@@ -381,106 +258,119 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
     for b in &args.outputs {
         tensor(b, "output")?;
     }
+    let program = runnable.program();
     let hw = crate::hw::load_profile(args.hw.as_deref(), program.target)?;
-    // What the trace and SVG say of each instruction: its file line and the buffers it uses.
-    let info = || sim::KernelInfo {
-        buffers: buffers.clone(),
-        source: Some(crate::kernel_info::source_lines(&src.name, &program, |engine, index| {
-            inst_line(&program, &lines, sim::InstRef { engine, index })
-        })),
-        ..sim::KernelInfo::default()
+    let options = RunOptions {
+        simulate: !args.no_sim,
+        hw: Some(hw),
+        max_memory: args.max_memory,
+        outputs: Some(args.outputs.iter().map(|b| b.name.clone()).collect()),
+        cancel: None,
     };
-    if args.no_sim {
-        let cycle = model(&src, &program, &lines, &hw)?;
-        timing::write_timelines(&program, &cycle, &info(), args.trace.as_deref(), args.svg.as_deref())?;
-        let report = timing::report(&program, &cycle, penguin_instructions, None, Vec::new());
+    let mut files = Files { bindings: &args.inputs, descrs: Vec::new() };
+    let mut outcome = runnable.run(&mut files, &options).map_err(|e| run_error(e, &files))?;
+    let Some(simulated) = outcome.simulated else {
+        write_timelines(&runnable, &outcome, args)?;
+        let report = &outcome.report;
         if args.json {
-            return timing::json(&report);
+            return json(report);
         }
         let head = format!(
             "modeled {} on {} without data (--no-sim): {} instructions, {} matmuls, {} bytes to or from HBM\n",
             program.kernel_name, program.target, report.bir_instructions, report.matmuls, report.hbm_bytes
         );
-        return Ok(head + &timing::summary(&report));
-    }
-    if let Some(missing) = required.iter().find(|n| !args.inputs.iter().any(|b| &b.name == *n)) {
-        return Err(CliError::usage(format!(
-            "{}: input `{missing}` is not given (pass --input {missing}=FILE.npy)",
-            src.name
-        )));
-    }
-    // The program's own size, not an input, is what the simulator cannot hold.
-    if program.hbm_size > sim::MAX_HBM_BYTES {
-        return Err(CliError::usage(format!(
-            "{}: the program needs {} bytes of HBM (hbm_size), more than the simulator can allocate ({} bytes)",
-            src.name,
-            program.hbm_size,
-            sim::MAX_HBM_BYTES
-        )));
-    }
-    // The simulator allocates the program's whole HBM image and the target's SBUF and PSUM.
-    let budget = args.max_memory.unwrap_or_else(crate::budget::default_budget);
-    let chip = program.target.info();
-    let on_chip = 128 * u64::from(chip.statebuf_par_size_in_bytes)
-        + 128 * u64::from(chip.psum_num_banks) * u64::from(chip.psum_par_size_in_bytes);
-    let images = program.hbm_size.saturating_add(on_chip);
-    if images > budget {
-        return Err(CliError::usage(format!(
-            "{}: simulating it needs about {} of memory images (hbm_size {} bytes plus SBUF and PSUM), over the \
-             memory budget of {}; raise --max-memory BYTES if the machine has the memory, or time it with --no-sim",
-            src.name,
-            crate::budget::human(u128::from(images)),
-            program.hbm_size,
-            crate::budget::human(u128::from(budget))
-        )));
-    }
-    let mut simulator = crate::threads::simulator(&program)?;
-    for b in &args.inputs {
-        write_input(&mut simulator, tensor(b, "input")?, b)?;
-    }
-    let stats = simulator.run().map_err(|e| CliError::usage(sim_message(&src, &program, &lines, &e)))?;
-    if let Some(race) = stats.races.first() {
-        let more = stats.races.len() as u64 - 1 + stats.races_dropped;
-        let tail = if more > 0 { format!(" (and {more} more)") } else { String::new() };
-        // Placed on the line of the access that ran later.
-        let at = match inst_line(&program, &lines, race.later.at) {
-            Some(line) => format!("{}:{line}", src.name),
-            None => src.name.clone(),
-        };
-        return Err(CliError::usage(format!("{at}: {race}{tail}")));
-    }
+        return Ok(head + &summary(report));
+    };
     let mut out = format!(
         "ran {} on {}: {} instructions, {} matmuls, {} bytes moved by DMA\n",
-        program.kernel_name, program.target, stats.instructions, stats.matmuls, stats.dma_bytes
+        program.kernel_name, program.target, simulated.instructions, simulated.matmuls, simulated.dma_bytes
     );
-    let mut written = Vec::new();
-    for b in &args.outputs {
-        let t = tensor(b, "output")?;
-        let raw = simulator.read_hbm_tensor(&t.name).map_err(|e| CliError::usage(format!("{}: {e}", src.name)))?;
-        npy::write_atomic(&b.path, &output_npy(t, &raw)?)?;
+    for (b, t) in args.outputs.iter().zip(&outcome.outputs) {
+        npy::write_atomic(&b.path, &output_npy(t)?)?;
         out += &format!("  wrote {} {} {:?} to {}\n", t.name, t.dtype, t.shape, b.path.display());
-        let shape = t.shape.clone();
-        written.push(Written { name: t.name.clone(), dtype: t.dtype.to_string(), shape, path: b.path.clone() });
+        let (name, dtype, shape, path) = (t.name.clone(), t.dtype.to_string(), t.shape.clone(), b.path.clone());
+        outcome.report.outputs.push(driver::run::Written { name, dtype, shape, path });
     }
-    let cycle = model(&src, &program, &lines, &hw)?;
-    timing::write_timelines(&program, &cycle, &info(), args.trace.as_deref(), args.svg.as_deref())?;
-    let report = timing::report(&program, &cycle, penguin_instructions, Some(stats.dma_bytes), written);
+    write_timelines(&runnable, &outcome, args)?;
     if args.json {
-        return timing::json(&report);
+        return json(&outcome.report);
     }
-    Ok(out + &timing::summary(&report))
+    Ok(out + &summary(&outcome.report))
 }
 
-/// The cycle model of the program; a program the model cannot replay (a deadlock) is the
-/// user's error, placed on its file line like a simulation error.
-fn model(
-    src: &Source,
-    program: &bir::Program,
-    lines: &SourceLines,
-    hw: &penguin::HwProfile,
-) -> Result<sim::CycleReport, CliError> {
-    sim::model_with(program, hw).map_err(|e| {
-        let message = sim_message(src, program, lines, &e);
-        CliError::usage(message.replacen("simulation failed", "cycle model failed", 1))
-    })
+/// Write the `--trace` and `--svg` timelines of the model, atomically.
+fn write_timelines(runnable: &Runnable, outcome: &driver::RunOutcome, args: &RunArgs) -> Result<(), CliError> {
+    if let Some(path) = &args.trace {
+        npy::write_atomic(path, runnable.trace(outcome).as_bytes())?;
+    }
+    if let Some(path) = &args.svg {
+        npy::write_atomic(path, runnable.timeline_svg(outcome).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The report as one pretty-printed JSON object.
+pub fn json(report: &RunReport) -> Result<String, CliError> {
+    serde_json::to_string_pretty(report)
+        .map(|s| s + "\n")
+        .map_err(|e| CliError::internal(format!("cannot encode the report: {e}")))
+}
+
+/// The summary lines of the model: time, HFU, HBM traffic and a bar per engine class.
+pub fn summary(r: &RunReport) -> String {
+    let hfu = match r.hfu {
+        Some(h) => format!("HFU {h:.2}"),
+        None => "no matmuls".to_string(),
+    };
+    let mut s = format!(
+        "  model   {:.1} us modeled, {hfu}; HBM traffic {:.1} KiB\n",
+        r.modeled_time_us,
+        r.hbm_bytes as f64 / 1024.0
+    );
+    let b = &r.engine_busy;
+    for (name, frac) in [("pe", b.pe), ("act", b.act), ("dve", b.dve), ("pool", b.pool), ("dma", b.dma)] {
+        let filled = (frac.clamp(0.0, 1.0) * 20.0).round() as usize;
+        s += &format!(
+            "          {name:<4} [{}{}] {:>3.0}%\n",
+            "#".repeat(filled),
+            ".".repeat(20 - filled),
+            frac * 100.0
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report_with(hfu: Option<f64>, busy: sim::EngineBusy) -> RunReport {
+        RunReport {
+            kernel: "k".into(),
+            target: "trn2".into(),
+            penguin_instructions: None,
+            bir_instructions: 3,
+            matmuls: 0,
+            sbuf_peak_bytes_per_partition: 0,
+            hbm_bytes: 2048,
+            simulated: false,
+            dma_bytes: None,
+            outputs: Vec::new(),
+            modeled_time_us: 2.5,
+            hfu,
+            engine_busy: busy,
+        }
+    }
+
+    #[test]
+    fn summary_shows_time_traffic_and_a_bar_per_engine() {
+        let busy = sim::EngineBusy { pe: 0.5, act: 0.0, dve: 0.25, pool: 0.0, dma: 1.0 };
+        let s = summary(&report_with(None, busy));
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[0], "  model   2.5 us modeled, no matmuls; HBM traffic 2.0 KiB");
+        assert_eq!(lines[1], "          pe   [##########..........]  50%");
+        assert_eq!(lines[3], "          dve  [#####...............]  25%");
+        assert_eq!(lines[5], "          dma  [####################] 100%");
+        assert!(summary(&report_with(Some(0.3), busy)).starts_with("  model   2.5 us modeled, HFU 0.30;"));
+    }
 }

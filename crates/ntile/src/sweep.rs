@@ -7,7 +7,8 @@
 //! - SCALE-Sim's GEMM topology: `Layer,M,N,K` (or `Layer Name, M, N, K,`), for
 //!   `C[M, N] = A[M, K] @ B[K, N]`.
 //!
-//! Every layer runs through the `--no-sim` path of `ntile gemm` (plan + lower + model).
+//! Every layer is a [`GemmRequest`] run by the driver without a simulation, as `ntile gemm
+//! --no-sim` runs it (plan + lower + model).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,11 +16,11 @@ use std::sync::Mutex;
 
 use clap::Args;
 use codegen::Schedule;
+use driver::GemmRequest;
 use penguin::{DType, Target};
 use serde::Serialize;
 
 use crate::error::CliError;
-use crate::gemm::{self, GemmArgs};
 use crate::progress::Progress;
 
 /// Flags of `ntile sweep`.
@@ -227,25 +228,25 @@ pub fn parse(text: &str) -> Result<Vec<Layer>, CliError> {
     Ok(layers)
 }
 
-/// Model one layer through `ntile gemm --no-sim`.
+/// The request of one layer: modeled without a simulation.
+pub fn request(args: &SweepArgs, layer: &Layer) -> GemmRequest {
+    let mut req = GemmRequest::new(layer.m, layer.k, layer.n, layer.dtype.unwrap_or(args.dtype), args.target);
+    req.hbm_dtype = args.hbm_dtype;
+    req.out_dtype = args.out_dtype;
+    req.schedule = layer.schedule.unwrap_or(args.schedule);
+    req.options.simulate = false;
+    req
+}
+
+/// Model one layer.
 fn model(args: &SweepArgs, layer: &Layer) -> Result<Row, CliError> {
     let dtype = layer.dtype.unwrap_or(args.dtype);
-    let gemm_args = GemmArgs {
-        m: Some(layer.m),
-        k: Some(layer.k),
-        n: Some(layer.n),
-        dtype: Some(dtype),
-        hbm_dtype: args.hbm_dtype,
-        out_dtype: Some(args.out_dtype),
-        target: Some(args.target),
-        schedule: Some(layer.schedule.unwrap_or(args.schedule)),
-        no_sim: true,
-        quiet: true,
-        ..GemmArgs::default()
-    };
-    let out = gemm::run(&gemm_args).map_err(|e| CliError {
-        code: e.code,
-        message: format!("{}: line {} ({}): {}", args.layers.display(), layer.line, layer.name, e.message),
+    let out = driver::gemm(&request(args, layer), None).map_err(|e| {
+        let e = CliError::from(e);
+        CliError {
+            code: e.code,
+            message: format!("{}: line {} ({}): {}", args.layers.display(), layer.line, layer.name, e.message),
+        }
     })?;
     let r = out.report;
     Ok(Row {

@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use driver::program::{bir_loops, check_program, penguin_errors, pir_loops};
+use driver::Program;
 
 use crate::error::CliError;
-use crate::fmt::{bir_errors, load_path, penguin_errors, Ir};
+use crate::fmt::load_path;
 
 /// Flags of `ntile verify`.
 #[derive(Args, Clone, Debug)]
@@ -24,9 +26,9 @@ pub struct VerifyArgs {
 
 /// Run `ntile verify`.
 pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
-    let (src, ir) = load_path(&args.file)?;
-    match &ir {
-        Ir::Penguin(f, map) => {
+    let (src, program) = load_path(&args.file)?;
+    match &program {
+        Program::Penguin(f, map) => {
             penguin::verify(f).map_err(|e| penguin_errors(&src, f, map.as_ref(), &e))?;
             Ok(format!(
                 "{}: ok: kernel {} ({} tensors, {} instructions)\n",
@@ -36,7 +38,7 @@ pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
                 f.layout.len()
             ))
         }
-        Ir::Bir(p, map) => {
+        Program::Bir(p, map) => {
             check_program(&src, p, map.as_ref(), "BIR verifier")?;
             Ok(format!(
                 "{}: ok: program {} for {} ({} instructions on {} streams)\n",
@@ -47,32 +49,32 @@ pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
                 p.streams.iter().filter(|s| !s.is_empty()).count()
             ))
         }
-        Ir::PenguinLooped(lf, _) if lf.unrolled_len() > crate::looped_pir::MAX_RUN_UNROLLED => {
+        Program::PenguinLooped(lf, _) if lf.unrolled_len() > pir_loops::MAX_RUN_UNROLLED => {
             // Too large to expand: checked by the looped verifier (parameters exactly, the
             // function rules on each loop's first and last trip).
-            crate::looped_pir::verify_unexpanded(&src, lf)?;
+            pir_loops::verify_unexpanded(&src, lf)?;
             Ok(format!(
                 "{}: ok: kernel {} ({} tensors, {} instructions unrolled, {} loops; checked without expanding)\n",
                 src.name,
                 lf.header.kernel_name,
                 lf.header.tensors.len(),
                 lf.unrolled_len(),
-                crate::looped_pir::loop_count(lf)
+                pir_loops::loop_count(lf)
             ))
         }
-        Ir::PenguinLooped(lf, map) => {
-            let (f, _) = crate::looped_pir::unroll(&src, lf, map.as_ref())?;
+        Program::PenguinLooped(lf, map) => {
+            let (f, _) = pir_loops::unroll(&src, lf, map.as_ref())?;
             Ok(format!(
                 "{}: ok: kernel {} ({} tensors, {} instructions unrolled, {} loops)\n",
                 src.name,
                 f.kernel_name,
                 f.tensors.len(),
                 f.layout.len(),
-                crate::looped_pir::loop_count(lf)
+                pir_loops::loop_count(lf)
             ))
         }
-        Ir::BirLooped(p, map) => {
-            crate::looped::check_looped(&src, p, map.as_ref())?;
+        Program::BirLooped(p, map) => {
+            bir_loops::check_looped(&src, p, map.as_ref())?;
             Ok(format!(
                 "{}: ok: program {} for {} ({} instructions unrolled, {} loops, on {} streams)\n",
                 src.name,
@@ -83,19 +85,5 @@ pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
                 p.streams.iter().filter(|s| !s.is_empty()).count()
             ))
         }
-    }
-}
-
-/// Run the BIR verifier; its errors are the user's (a hand-written or lowered program).
-pub fn check_program(
-    src: &crate::fmt::Source,
-    p: &bir::Program,
-    map: Option<&bir::text::SourceMap>,
-    what: &str,
-) -> Result<(), CliError> {
-    match bir::verify_program(p) {
-        Ok(()) => Ok(()),
-        Err(bir::BirError::Verify(errors)) => Err(bir_errors(src, p, map, what, &errors)),
-        Err(other) => Err(CliError::usage(format!("{}: {other}", src.name))),
     }
 }

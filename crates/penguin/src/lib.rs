@@ -5,7 +5,11 @@
 //! the tiling path ([`InstData`]) with their accumulation flags
 //! ([`EngineAccumulationType`]), the [`Function`] that owns them, the [`IrBuilder`] trait
 //! with its base implementation [`GeneratedBuilder`], and the
-//! [`verify()`](crate::verify::verify) pass.
+//! [`verify()`](crate::verify::verify) pass. Beside them: the `.pir` text format ([`text`],
+//! [`parse`], [`print`](mod@print); its lexer is shared with BIR's), the loops both IRs share
+//! ([`looped`]: `Item`/`Loop` over any stepped instruction, the roll pass, a Penguin
+//! [`LoopedFunction`] and its verifier), and each target's geometry and hardware profile
+//! ([`target`]), which the planner's estimate and the cycle model read.
 //!
 //! Invariants: ids are dense from 0 and print as `t3` / `i3`; instructions live in an arena
 //! and program order is a separate list; a function that [`verify()`](crate::verify::verify)

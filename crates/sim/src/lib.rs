@@ -1,4 +1,20 @@
-//! `sim`, ntile's functional simulator: runs a [`bir::Program`] on byte-exact memory images.
+//! `sim`, ntile's execution of BIR: the functional simulator, the cycle model and the
+//! exporters of the modeled timeline. It reads BIR only (never Penguin or the planner).
+//!
+//! - **The functional simulator** (`simulator.rs`, `simulator/`: PE arithmetic, deferred PE
+//!   products on worker threads, PSUM accumulation groups, data flow; `memory.rs` the images,
+//!   `convert.rs` the casts, `race.rs` the race detector, `looped.rs` looped programs run
+//!   expanded): [`Simulator`] runs a [`bir::Program`] on byte-exact memory images.
+//! - **The cycle model** (`cycle/`: PE issue, DMA queues and engines, HBM; `cycle/source.rs`
+//!   and `cycle/looped.rs` model a [`bir::LoopedProgram`] without unrolling it, jumping over
+//!   repeating periods): [`model`] / [`model_with`] give a [`CycleReport`] (per-instruction
+//!   [`Slice`]s, engine busy times, HBM bytes, FLOPs) from the hardware profile alone, with no
+//!   data; [`model_looped`] the same figures for a looped program.
+//! - **The exporters** (`report/`): the Chrome/Perfetto trace ([`chrome_trace_with`],
+//!   `report/trace.rs`), the SVG timeline and tile grid ([`timeline_svg_with`],
+//!   [`tile_grid_svg`], `report/svg.rs`), and what they derive from a model
+//!   (`report/timeline/`: wait flows, tile labels, counters, the [`critical_path`], the tile
+//!   grid), told about the kernel by a [`KernelInfo`].
 //!
 //! A [`Simulator`] holds the HBM, SBUF and PSUM images of one program and executes its
 //! engine streams in an order the semaphores allow, with the dtype semantics of

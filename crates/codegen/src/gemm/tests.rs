@@ -3,7 +3,12 @@
 use penguin::{EngineAccumulationType as Acc, FunctionView, InstData, TensorId};
 
 use super::*;
-use crate::schedule::plan_gemm;
+use crate::{default_builder, plan, PlanRequest};
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
+    plan(&PlanRequest::new(cfg), &default_builder).map(|p| p.plan)
+}
 
 #[test]
 fn ragged_tiles_cover_the_range() {

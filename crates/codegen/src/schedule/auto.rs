@@ -6,7 +6,7 @@ use crate::auto_limits::AutoLimits;
 use crate::error::CodegenError;
 use crate::gemm::{k_chunks, tiles, GemmConfig, GemmPlan, LoopOrder, Schedule, M_TILE, N_TILE};
 
-use super::{generated, plan_buffered, plan_gemm_fitting_with_builder, plan_gemm_with_builder};
+use crate::plan::{AutoCostFn, AutoSearch, Planning};
 
 /// The candidates `auto` considers for a GEMM: every schedule with a few block sizes and
 /// both loop orders.
@@ -198,71 +198,24 @@ pub fn estimate_ns_with(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
     top * parts.iter().map(|t| (t / top).powi(8)).sum::<f64>().powf(1.0 / 8.0)
 }
 
-/// Plan with `auto`: weigh with `cost` (the cycle model in practice) the blocked schedules
-/// with their default blocks and the best `shortlist` candidates of [`auto_candidates`] by
-/// [`estimate_ns`] that fit SBUF. The fewest HBM bytes among those within
-/// [`AUTO_TIME_TOLERANCE`] of the fastest wins.
-pub fn plan_gemm_auto(
+/// `auto`'s search over planned candidates: weigh with the search's cost (the cycle model
+/// in practice) the blocked schedules with their default blocks and the best `shortlist`
+/// candidates of [`auto_candidates`] by [`estimate_ns_with`] that fit SBUF, up to `threads`
+/// at once, each planned, lowered and costed on a thread of its own. The fewest HBM bytes
+/// among those within [`AUTO_TIME_TOLERANCE`] of the fastest wins. The candidates weighed,
+/// and so the choice, do not depend on `threads`: a batch never holds more candidates than
+/// the shortlist still needs, and its results are taken in rank order. Peak memory grows
+/// with `threads` (each holds one planned candidate in flight).
+pub(crate) fn search_plans<B: IrBuilder, X: Send>(
     cfg: &GemmConfig,
-    shortlist: usize,
-    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
-) -> Result<(GemmPlan, AutoChoice), CodegenError> {
-    plan_gemm_auto_with(cfg, &cfg.target.profile(), shortlist, cost)
-}
-
-/// [`plan_gemm_auto`] ranking the candidates with [`estimate_ns_with`] under `hw` (the cost
-/// closure should model with the same profile).
-pub fn plan_gemm_auto_with(
-    cfg: &GemmConfig,
-    hw: &HwProfile,
-    shortlist: usize,
-    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
-) -> Result<(GemmPlan, AutoChoice), CodegenError> {
-    plan_gemm_auto_within(cfg, &AutoLimits::default(), hw, shortlist, cost)
-}
-
-/// [`plan_gemm_auto_with`] with a fixed loop order or fixed block sizes: every candidate
-/// weighed, the blocked schedules' defaults included, has them (see [`AutoLimits`]).
-pub fn plan_gemm_auto_within(
-    cfg: &GemmConfig,
-    limits: &AutoLimits,
-    hw: &HwProfile,
-    shortlist: usize,
-    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
-) -> Result<(GemmPlan, AutoChoice), CodegenError> {
-    plan_gemm_auto_with_builder(cfg, limits, hw, shortlist, cost, &mut generated)
-}
-
-/// [`plan_gemm_auto_within`] over any base builder (see [`super::plan_gemm_with_builder`]):
-/// every candidate planned opens a fresh one.
-pub fn plan_gemm_auto_with_builder<B: IrBuilder>(
-    cfg: &GemmConfig,
-    limits: &AutoLimits,
-    hw: &HwProfile,
-    shortlist: usize,
-    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
-    new_base: &mut dyn FnMut(&str) -> B,
-) -> Result<(GemmPlan, AutoChoice), CodegenError> {
-    search(cfg, limits, hw, shortlist, 1, &|p: &GemmPlan| &p.config, &mut |jobs| {
-        jobs.iter().map(|job| weigh(job.plan(new_base), &mut *cost)).collect()
-    })
-}
-
-/// [`plan_gemm_auto_within`] weighing up to `threads` candidates at once, each planned,
-/// lowered and costed on a thread of its own. The candidates weighed, and so the choice, are
-/// exactly the sequential search's: a batch never holds more candidates than the shortlist
-/// still needs, and its results are taken in rank order. Peak memory grows with `threads`
-/// (each holds one planned candidate in flight).
-pub fn plan_gemm_auto_parallel(
-    cfg: &GemmConfig,
-    limits: &AutoLimits,
-    hw: &HwProfile,
-    shortlist: usize,
-    threads: usize,
-    cost: &(dyn Fn(&GemmPlan) -> Result<AutoCost, CodegenError> + Sync),
-) -> Result<(GemmPlan, AutoChoice), CodegenError> {
-    search(cfg, limits, hw, shortlist, threads.max(1), &|p: &GemmPlan| &p.config, &mut |jobs| {
-        let one = |job: &AutoJob| weigh(job.plan(&mut generated), &mut |p| cost(p));
+    s: &AutoSearch<'_, X>,
+    new_base: &(dyn Fn(&str) -> B + Sync),
+) -> Result<(GemmPlan, AutoChoice, X), CodegenError> {
+    fn config_of<X>((p, _): &(GemmPlan, X)) -> &GemmConfig {
+        &p.config
+    }
+    let ((plan, x), choice) = search(cfg, &s.limits, s.hw, s.shortlist, s.threads.max(1), &config_of, &mut |jobs| {
+        let one = |job: &AutoJob| weigh(job.planning.plan(&job.config, new_base), s.cost);
         if jobs.len() == 1 {
             return jobs.iter().map(one).collect();
         }
@@ -281,19 +234,8 @@ pub fn plan_gemm_auto_parallel(
                 })
                 .collect()
         })
-    })
-}
-
-/// How a candidate of the search is planned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AutoPlanning {
-    /// A blocked schedule at its default blocks, shrunk to fit SBUF ([`super::plan_gemm_fitting`]).
-    Fitting,
-    /// The user's blocks, planned as given ([`super::plan_gemm`]).
-    Fixed,
-    /// A shortlisted candidate, planned as given with two slots per refilled block
-    /// ([`plan_candidate`]).
-    DoubleBuffered,
+    })?;
+    Ok((plan, choice, x))
 }
 
 /// One candidate of the search and how it is planned.
@@ -302,24 +244,7 @@ pub struct AutoJob {
     /// The candidate.
     pub config: GemmConfig,
     /// How it is planned.
-    pub planning: AutoPlanning,
-}
-
-impl AutoJob {
-    fn plan<B: IrBuilder>(&self, new_base: &mut dyn FnMut(&str) -> B) -> Result<GemmPlan, CodegenError> {
-        match self.planning {
-            AutoPlanning::Fixed => plan_gemm_with_builder(&self.config, new_base),
-            AutoPlanning::Fitting => plan_gemm_fitting_with_builder(&self.config, new_base),
-            // Candidates keep two slots per refilled block (the shortlist has smaller blocks).
-            AutoPlanning::DoubleBuffered => plan_buffered(&self.config, false, new_base),
-        }
-    }
-}
-
-/// Plan a shortlisted `auto` candidate as the search does: as given, with two slots per
-/// refilled block ([`CodegenError::SbufCapacity`] when they do not fit).
-pub fn plan_candidate(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
-    plan_buffered(cfg, false, &mut generated)
+    pub planning: Planning,
 }
 
 /// A weighed candidate, one that does not fit SBUF (counted and skipped), or one the cost
@@ -332,14 +257,14 @@ enum Weighed<T> {
 
 /// Cost a planned candidate; one that does not fit SBUF is rejected, any other error stops
 /// the search.
-fn weigh(
+fn weigh<X>(
     planned: Result<GemmPlan, CodegenError>,
-    cost: &mut dyn FnMut(&GemmPlan) -> Result<AutoCost, CodegenError>,
-) -> Result<Weighed<GemmPlan>, CodegenError> {
+    cost: &AutoCostFn<'_, X>,
+) -> Result<Weighed<(GemmPlan, X)>, CodegenError> {
     match planned {
         Ok(plan) => {
-            let c = cost(&plan)?;
-            Ok(Weighed::Plan(Box::new(plan), c))
+            let (c, x) = cost(&plan)?;
+            Ok(Weighed::Plan(Box::new((plan, x)), c))
         }
         Err(e @ CodegenError::SbufCapacity { .. }) => Ok(Weighed::Rejected(e)),
         Err(e) => Err(e),
@@ -354,12 +279,12 @@ type WeighAll<'a, T> = dyn FnMut(&[AutoJob]) -> Vec<Result<Weighed<T>, CodegenEr
 pub type AutoJobCost<'a, T> = dyn FnMut(&AutoJob) -> Result<Option<(T, GemmConfig, AutoCost)>, CodegenError> + 'a;
 
 /// `auto`'s search over candidates that `cost` weighs without the search planning them:
-/// `cost` plans (or otherwise obtains) each [`AutoJob`] as its [`AutoPlanning`] says and
+/// `cost` plans (or otherwise obtains) each [`AutoJob`] as its [`Planning`] says and
 /// returns what it made of it, the configuration it planned (the blocks a
-/// [`AutoPlanning::Fitting`] job shrank to) and its cost, or `None` to skip it (the next
+/// [`Planning::Fitting`] job shrank to) and its cost, or `None` to skip it (the next
 /// ranked candidate takes its place); [`CodegenError::SbufCapacity`] rejects a candidate, any
 /// other error stops the search. With nothing skipped, the candidates weighed and the choice
-/// are those of [`plan_gemm_auto_within`] for the same costs.
+/// are those of the search [`crate::plan`] runs for `auto` with the same costs.
 pub fn choose_auto<T>(
     cfg: &GemmConfig,
     limits: &AutoLimits,
@@ -452,7 +377,7 @@ fn search<T>(
     // `--schedule blocked-mnk` plan) are always weighed, so `auto` is never slower than them
     // for want of looking.
     let fixed = limits.block_m.is_some() || limits.block_n.is_some() || limits.block_k.is_some();
-    let planning = if fixed { AutoPlanning::Fixed } else { AutoPlanning::Fitting };
+    let planning = if fixed { Planning::Fixed } else { Planning::Fitting };
     let anchors: Vec<AutoJob> = [Schedule::BlockedMn, Schedule::BlockedMnk]
         .into_iter()
         .filter_map(|schedule| {
@@ -473,7 +398,7 @@ fn search<T>(
         let mut jobs = Vec::with_capacity(room);
         for cand in ranked.by_ref() {
             if !seen.contains(&cand) {
-                jobs.push(AutoJob { config: cand, planning: AutoPlanning::DoubleBuffered });
+                jobs.push(AutoJob { config: cand, planning: Planning::DoubleBuffered });
                 if jobs.len() == room {
                     break;
                 }

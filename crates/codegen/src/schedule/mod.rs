@@ -32,7 +32,7 @@
 //! reload waits for the last reads of the previous one), an outer A transposed on the PE,
 //! blocked-mnk's result block when two do not fit, and, with explicit blocks, any refilled
 //! block whose two slots do not fit SBUF (the inner block first, then the outer one; see
-//! [`plan_gemm`]). A single-slot block is loaded by its step's compute, after the previous
+//! [`crate::Planning::Fixed`]). A single-slot block is loaded by its step's compute, after the previous
 //! step's last reads. blocked-mn emits its next inner block in K pieces between the current
 //! step's m tiles (the queues run in order: a whole block queued at once would hold back loads
 //! the current step still needs). A transposed on the PE is
@@ -66,12 +66,10 @@ mod pe_transpose;
 mod rotation;
 
 use penguin::looped::NestMark;
-use penguin::{
-    AccessPattern, DType, FunctionView, GeneratedBuilder, InstTile, IrBuilder, Memory, NDTile, PerfMode, TensorId,
-};
+use penguin::{AccessPattern, DType, FunctionView, InstTile, IrBuilder, Memory, NDTile, PerfMode, TensorId};
 
 use crate::error::CodegenError;
-use crate::gemm::{k_chunks, GemmConfig, GemmPlan, KChunk, Schedule, SparseA, M_TILE, N_TILE};
+use crate::gemm::{k_chunks, GemmConfig, GemmPlan, GemmTensors, KChunk, Schedule, SparseA, Tiling, M_TILE, N_TILE};
 use crate::neuron::NeuronCodegen;
 
 use blocked_mnk::mnk_natural_width;
@@ -79,46 +77,26 @@ use pe_transpose::PeQueue;
 
 pub use rotation::K_PERIOD;
 
+pub(crate) use auto::search_plans;
 pub use auto::{
-    auto_candidates, estimate_ns, estimate_ns_with, plan_gemm_auto, plan_gemm_auto_parallel, plan_gemm_auto_with,
-    plan_gemm_auto_with_builder, plan_gemm_auto_within, AutoChoice, AutoCost, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
+    auto_candidates, choose_auto, estimate_ns, estimate_ns_with, AutoChoice, AutoCost, AutoJob, AutoJobCost,
+    AUTO_SHORTLIST, AUTO_TIME_TOLERANCE,
 };
-pub use auto::{choose_auto, plan_candidate, AutoJob, AutoJobCost, AutoPlanning};
 
 /// The name of every kernel the planner opens.
 const KERNEL_NAME: &str = "gemm";
 
-/// The default base builder: a [`GeneratedBuilder`] for a kernel named `name`.
-fn generated(name: &str) -> GeneratedBuilder {
-    GeneratedBuilder::new(name)
-}
-
-/// Plan, emit and verify a GEMM kernel with the configured schedule.
+/// Plan one configuration as given, single-buffering blocks that do not fit twice only when
+/// `single` is set (otherwise they fail with [`CodegenError::SbufCapacity`], as shrinking the
+/// blocks wants). The planner opens its kernel with `new_base(kernel_name)`, which must return
+/// an empty builder for a kernel of that name; [`NeuronCodegen`] drives it (every instruction
+/// through `process_new_neuroninst`), and the plan's function is what its `finalize` returns.
 ///
-/// `auto` needs a cost model; without one it plans `blocked-mn` (see [`plan_gemm_auto`]).
-/// A blocked schedule's refilled block whose two slots do not fit SBUF gets one slot (the
-/// inner block first, then the outer one), reported in [`crate::CodegenStats::single_buffered`].
-pub fn plan_gemm(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
-    plan_gemm_with_builder(cfg, &mut generated)
-}
-
-/// [`plan_gemm`] over any base builder: the planner opens its kernel with
-/// `new_base(kernel_name)`, which must return an empty builder for a kernel of that name, and
-/// [`NeuronCodegen`] drives it (every instruction through `process_new_neuroninst`); the plan's
-/// function is what the builder's `finalize` returns.
-pub fn plan_gemm_with_builder<B: IrBuilder>(
-    cfg: &GemmConfig,
-    new_base: &mut dyn FnMut(&str) -> B,
-) -> Result<GemmPlan, CodegenError> {
-    plan_buffered(cfg, true, new_base)
-}
-
-/// [`plan_gemm`], single-buffering blocks that do not fit twice only when `single` is set
-/// (otherwise they fail with [`CodegenError::SbufCapacity`], as shrinking the blocks wants).
-fn plan_buffered<B: IrBuilder>(
+/// `auto` needs a cost model; planned here (without one) it plans `blocked-mn`.
+pub(crate) fn plan_buffered<B: IrBuilder>(
     cfg: &GemmConfig,
     single: bool,
-    new_base: &mut dyn FnMut(&str) -> B,
+    new_base: &dyn Fn(&str) -> B,
 ) -> Result<GemmPlan, CodegenError> {
     cfg.validate()?;
     let mut p = Planner::new(cfg, new_base(KERNEL_NAME))?;
@@ -131,25 +109,21 @@ fn plan_buffered<B: IrBuilder>(
     }
     let single_buffered = p.single_buffered;
     let nest = p.nest;
+    let tensors = GemmTensors { a: p.a, a_tags: p.a_tags, b: p.b, c: p.c };
     let mut cg = p.cg;
     cg.finalize_kernel()?;
     let stats = crate::CodegenStats { single_buffered, ..cg.stats() };
     let function = cg.finalize()?;
-    Ok(GemmPlan { function, stats, config: cfg.clone(), nest })
+    Ok(GemmPlan { function, stats, config: cfg.clone(), nest, tiling: Tiling::of(cfg), tensors })
 }
 
 /// Plan with the configured blocks, or, when they do not fit SBUF, with the largest smaller
 /// blocks that do (halving N, then M, then K blocks): what default block sizes should do.
-/// Blocks are single-buffered only when no blocking fits with two slots.
-pub fn plan_gemm_fitting(cfg: &GemmConfig) -> Result<GemmPlan, CodegenError> {
-    plan_gemm_fitting_with_builder(cfg, &mut generated)
-}
-
-/// [`plan_gemm_fitting`] over any base builder (see [`plan_gemm_with_builder`]): each
-/// attempt opens a fresh one.
-pub fn plan_gemm_fitting_with_builder<B: IrBuilder>(
+/// Blocks are single-buffered only when no blocking fits with two slots. Each attempt opens a
+/// fresh builder.
+pub(crate) fn plan_fitting<B: IrBuilder>(
     cfg: &GemmConfig,
-    new_base: &mut dyn FnMut(&str) -> B,
+    new_base: &dyn Fn(&str) -> B,
 ) -> Result<GemmPlan, CodegenError> {
     match plan_shrinking(cfg, false, new_base) {
         Err(CodegenError::SbufCapacity { .. }) => plan_shrinking(cfg, true, new_base),
@@ -157,11 +131,11 @@ pub fn plan_gemm_fitting_with_builder<B: IrBuilder>(
     }
 }
 
-/// [`plan_gemm_fitting`] with or without single buffering.
+/// [`plan_fitting`] with or without single buffering.
 fn plan_shrinking<B: IrBuilder>(
     cfg: &GemmConfig,
     single: bool,
-    new_base: &mut dyn FnMut(&str) -> B,
+    new_base: &dyn Fn(&str) -> B,
 ) -> Result<GemmPlan, CodegenError> {
     let mut c = cfg.clone();
     loop {
@@ -411,7 +385,25 @@ fn inner_slots(steps: &[(usize, usize)], slots: usize) -> (Vec<usize>, Vec<bool>
 mod tests {
     use super::*;
     use crate::gemm::BlockSizes;
+    use crate::{default_builder, plan, AutoLimits, AutoSearch, PlanRequest};
     use penguin::Target;
+
+    /// `auto` through [`plan`] with `cost` on `threads` threads: the plan and the choice.
+    fn auto(
+        cfg: &GemmConfig,
+        limits: &AutoLimits,
+        shortlist: usize,
+        threads: usize,
+        cost: &(dyn Fn(&GemmPlan) -> Result<AutoCost, CodegenError> + Sync),
+    ) -> Result<(GemmPlan, AutoChoice), CodegenError> {
+        let hw = cfg.target.profile();
+        let cost = |p: &GemmPlan| cost(p).map(|c| (c, ()));
+        let search = AutoSearch { limits: *limits, hw: &hw, shortlist, threads, cost: &cost };
+        let cfg = GemmConfig { schedule: Schedule::Auto, ..cfg.clone() };
+        let planned = plan(&PlanRequest::new(&cfg).with_search(search), &default_builder)?;
+        let choice = planned.auto.map(|(c, ())| c).ok_or_else(|| CodegenError::Internal("no choice".into()))?;
+        Ok((planned.plan, choice))
+    }
 
     #[test]
     fn snake_runs_odd_outer_iterations_backwards() {
@@ -444,12 +436,12 @@ mod tests {
         for (slowdown, lean_wins) in [(1.0 + AUTO_TIME_TOLERANCE / 2.0, true), (1.0 + 2.0 * AUTO_TIME_TOLERANCE, false)]
         {
             // The lean candidate (the largest M block) is `slowdown` slower.
-            let mut cost = |plan: &GemmPlan| -> Result<AutoCost, CodegenError> {
+            let cost = |plan: &GemmPlan| -> Result<AutoCost, CodegenError> {
                 let lean = plan.config.schedule == Schedule::BlockedMn && plan.config.blocks.m >= 512;
                 let time = if lean { 1000.0 * slowdown } else { 1000.0 };
                 Ok(AutoCost { time, hbm_bytes: if lean { 1 } else { 2 } })
             };
-            let (plan, choice) = plan_gemm_auto(&cfg, usize::MAX, &mut cost).unwrap();
+            let (plan, choice) = auto(&cfg, &AutoLimits::default(), usize::MAX, 1, &cost).unwrap();
             let lean = plan.config.schedule == Schedule::BlockedMn && plan.config.blocks.m >= 512;
             assert_eq!(lean, lean_wins, "slowdown {slowdown}: chose {:?}", plan.config.blocks);
             assert_eq!(choice.hbm_bytes, if lean_wins { 1 } else { 2 });
@@ -472,12 +464,11 @@ mod tests {
         for ((m, k, n), shortlist) in [((512, 256, 2048), 5), ((1024, 16384, 512), usize::MAX), ((256, 16384, 8192), 5)]
         {
             let cfg = GemmConfig::new(m, k, n, DType::Bf16, Target::Trn2);
-            let limits = crate::AutoLimits::default();
-            let hw = cfg.target.profile();
-            let (seq_plan, seq) = plan_gemm_auto_within(&cfg, &limits, &hw, shortlist, &mut |p| cost(p)).unwrap();
+            let limits = AutoLimits::default();
+            let (seq_plan, seq) = auto(&cfg, &limits, shortlist, 1, &cost).unwrap();
             rejections += seq.rejected;
-            for threads in [1, 2, 3, 8] {
-                let (plan, choice) = plan_gemm_auto_parallel(&cfg, &limits, &hw, shortlist, threads, &cost).unwrap();
+            for threads in [2, 3, 8] {
+                let (plan, choice) = auto(&cfg, &limits, shortlist, threads, &cost).unwrap();
                 assert_eq!(choice, seq, "{m}x{k}x{n} on {threads} threads");
                 assert!(plan.function == seq_plan.function, "{m}x{k}x{n} on {threads} threads: another plan");
             }
@@ -491,11 +482,10 @@ mod tests {
                 _ => cost(plan),
             }
         };
-        let hw = cfg.target.profile();
-        let limits = crate::AutoLimits::default();
-        let seq = plan_gemm_auto_within(&cfg, &limits, &hw, usize::MAX, &mut |p| failing(p)).err();
+        let limits = AutoLimits::default();
+        let seq = auto(&cfg, &limits, usize::MAX, 1, &failing).err();
         assert!(matches!(seq, Some(CodegenError::BadGemm(_))), "{seq:?}");
-        assert_eq!(plan_gemm_auto_parallel(&cfg, &limits, &hw, usize::MAX, 4, &failing).err(), seq);
+        assert_eq!(auto(&cfg, &limits, usize::MAX, 4, &failing).err(), seq);
     }
 
     /// The blocked schedules at their default blocks are always weighed, however the
@@ -505,14 +495,14 @@ mod tests {
         let cfg = GemmConfig::new(2048, 1024, 4096, DType::Bf16, Target::Trn2);
         for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk] {
             let defaults = BlockSizes::for_schedule(schedule);
-            let mut cost = |plan: &GemmPlan| -> Result<AutoCost, CodegenError> {
+            let cost = |plan: &GemmPlan| -> Result<AutoCost, CodegenError> {
                 let wanted = plan.config.schedule == schedule && plan.config.blocks == defaults;
                 Ok(AutoCost { time: if wanted { 1.0 } else { 2.0 }, hbm_bytes: 0 })
             };
             // The estimate alone would not have picked it.
             let top = auto_candidates(&cfg).into_iter().min_by(|x, y| estimate_ns(x).total_cmp(&estimate_ns(y)));
             assert!(top.is_some_and(|t| (t.schedule, t.blocks) != (schedule, defaults)));
-            let (plan, choice) = plan_gemm_auto(&cfg, 1, &mut cost).unwrap();
+            let (plan, choice) = auto(&cfg, &AutoLimits::default(), 1, 1, &cost).unwrap();
             assert_eq!((plan.config.schedule, plan.config.blocks), (schedule, defaults));
             assert_eq!(choice.evaluated, 3, "two defaults and a shortlist of one");
         }

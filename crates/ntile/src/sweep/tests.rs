@@ -2,6 +2,7 @@
 //! with `ntile gemm --no-sim`.
 
 use super::*;
+use crate::gemm::{self, GemmArgs};
 
 fn args() -> SweepArgs {
     SweepArgs {

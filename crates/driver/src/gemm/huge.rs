@@ -1,4 +1,4 @@
-//! `ntile gemm` on GEMMs too large to unroll (`--no-sim` or `--emit bir`): the looped program
+//! GEMMs too large to unroll (modeled without a simulation): the looped program
 //! is extrapolated from reduced GEMMs ([`crate::extrapolate`]) and modeled looped
 //! ([`sim::model_looped`]), never unrolled; `auto` weighs its candidates on a proxy GEMM capped
 //! at [`AUTO_PROXY_DIM`] planned whole, then extrapolates its choice (or, when there is no
@@ -6,61 +6,37 @@
 
 use std::time::Instant;
 
-use codegen::{AutoChoice, AutoCost, AutoJob, AutoLimits, AutoPlanning, CodegenError, GemmConfig, Schedule};
+use codegen::{AutoChoice, AutoCost, AutoJob, AutoSearch, CodegenError, GemmConfig, PlanRequest, Planning, Schedule};
 use penguin::HwProfile;
 
-use super::report::{json, report_from, ExtrapolatedReport};
-use super::{ms, summary, Emit, GemmArgs, Outcome, WallMs};
-use crate::api::Watch;
-use crate::budget;
-use crate::error::CliError;
-use crate::extrapolate::{extrapolate_within, Bounds, ExtrapolateError, Extrapolated};
-use crate::progress::Progress;
+use super::outcome::GemmOutcome;
+use super::report::{report_from, ExtrapolatedReport, Facts};
+use super::report::{Report, WallMs};
+use super::request::GemmRequest;
+use crate::error::DriverError;
+use crate::error::ExtrapolateError;
+use crate::extrapolate::{extrapolate_within, Bounds, Extrapolated};
+use crate::lower::{auto_cost, ms};
+use crate::{budget, cancel};
 
-/// Above this many matmuls a GEMM is extrapolated even when its unrolled plan would fit the
-/// memory budget (planning it whole would take seconds).
-pub const MAX_UNROLLED_MATMULS: u128 = 1 << 22;
-
-/// Whether `cfg` is too large to plan unrolled: over the memory budget, or more than
-/// [`MAX_UNROLLED_MATMULS`] matmuls.
-pub(super) fn too_large(cfg: &GemmConfig, budget: u64) -> bool {
-    budget::matmuls(cfg.m, cfg.k, cfg.n) > MAX_UNROLLED_MATMULS || budget::check(cfg, false, budget).is_err()
-}
-
-/// Refuse the flags that need the unrolled program (exit 2, naming why).
-fn refuse_flags(args: &GemmArgs, cfg: &GemmConfig) -> Result<(), CliError> {
-    let why = if args.extrapolate {
+/// Why `cfg` is extrapolated rather than planned whole.
+fn why_extrapolated(req: &GemmRequest, cfg: &GemmConfig) -> String {
+    if req.options.extrapolate {
         "with --extrapolate its program is extrapolated from smaller GEMMs and modeled looped".to_string()
     } else {
         format!(
-        "{}x{}x{} is too large to unroll ({} matmuls), so its program is extrapolated from smaller GEMMs and modeled looped",
-        cfg.m,
-        cfg.k,
-        cfg.n,
-        budget::matmuls(cfg.m, cfg.k, cfg.n)
+            "{}x{}x{} is too large to unroll ({} matmuls), so its program is extrapolated from smaller GEMMs and modeled looped",
+            cfg.m,
+            cfg.k,
+            cfg.n,
+            budget::matmuls(cfg.m, cfg.k, cfg.n)
         )
-    };
-    let refuse = |flag: &str, needs: &str| Err(CliError::usage(format!("{flag} needs {needs}, but {why}")));
-    if args.trace.is_some() {
-        return refuse("--trace", "every instruction's modeled time");
-    }
-    if args.svg.is_some() {
-        return refuse("--svg", "every instruction's modeled time");
-    }
-    if args.svg_grid.is_some() {
-        return refuse("--svg-grid", "every store's modeled time");
-    }
-    match args.emit {
-        Some(Emit::Penguin) => refuse("--emit penguin", "the planned Penguin function (use --emit bir)"),
-        Some(Emit::PenguinUnrolled) => refuse("--emit penguin-unrolled", "the planned Penguin function"),
-        Some(Emit::BirUnrolled) => refuse("--emit bir-unrolled", "the unrolled program (use --emit bir)"),
-        Some(Emit::Bir) | None => Ok(()),
     }
 }
 
 /// Refuse when planning the reduced GEMMs of every schedule that may be planned would exceed
 /// the budget (`threads` of them in flight at once).
-fn check_memory(cfg: &GemmConfig, threads: usize, budget: u64) -> Result<(), CliError> {
+fn check_memory(cfg: &GemmConfig, threads: usize, budget: u64) -> Result<(), DriverError> {
     let schedules: Vec<Schedule> = match cfg.schedule {
         Schedule::Auto => {
             let mut s = vec![Schedule::Naive, Schedule::BlockedMnk];
@@ -77,7 +53,7 @@ fn check_memory(cfg: &GemmConfig, threads: usize, budget: u64) -> Result<(), Cli
         reduced.sort_unstable_by(|a, b| b.cmp(a));
         let need: u128 = reduced.iter().take(threads.max(1)).sum();
         if need > u128::from(budget) {
-            return Err(CliError::usage(format!(
+            return Err(DriverError::Budget(format!(
                 "{}x{}x{} is too large to unroll and its {schedule} program is extrapolated from smaller GEMMs, \
                  but planning them needs about {}, over the memory budget of {}; raise --max-memory BYTES if the \
                  machine has the memory, or set NTILE_THREADS=1",
@@ -105,14 +81,14 @@ fn stripe_fits(cfg: &GemmConfig) -> bool {
 /// per loop level, so a program that reaches its limit has a period that never repeats.
 pub const MAX_REPLAYED: u64 = 1 << 26;
 
-fn model(x: &Extrapolated, hw: &HwProfile) -> Result<sim::CycleReport, CliError> {
+fn model(x: &Extrapolated, hw: &HwProfile) -> Result<sim::CycleReport, DriverError> {
     let opts = sim::LoopedOptions { max_replayed: MAX_REPLAYED, ..sim::LoopedOptions::default() };
     sim::model_looped_with(&x.program, hw, opts).map_err(|e| match e {
-        sim::SimError::NoSteadyState { .. } => CliError::usage(format!(
+        sim::SimError::NoSteadyState { .. } => DriverError::input(format!(
             "{}x{}x{} cannot be modeled in reasonable time: {e}",
             x.config.m, x.config.k, x.config.n
         )),
-        e => CliError::internal(format!("cycle model of the extrapolated program failed (a bug): {e}")),
+        e => DriverError::internal(format!("cycle model of the extrapolated program failed (a bug): {e}")),
     })
 }
 
@@ -136,32 +112,29 @@ pub const AUTO_PROXY_DIM: u64 = 8192;
 /// the proxy is itself too large to plan whole) or the choice does not extrapolate (the
 /// caller then weighs every candidate extrapolated).
 fn auto_on_proxy(
-    args: &GemmArgs,
+    req: &GemmRequest,
     cfg: &GemmConfig,
     hw: &HwProfile,
     (threads, budget): (usize, u64),
-    watch: &Watch<'_>,
-) -> Result<Option<OnProxy>, CliError> {
+) -> Result<Option<OnProxy>, DriverError> {
     let proxy = GemmConfig {
         m: cfg.m.min(AUTO_PROXY_DIM),
         k: cfg.k.min(AUTO_PROXY_DIM),
         n: cfg.n.min(AUTO_PROXY_DIM),
         ..cfg.clone()
     };
-    if proxy == *cfg || too_large(&proxy, budget) {
+    if proxy == *cfg || budget::too_large(&proxy, budget) {
         return Ok(None);
     }
-    let limits = AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
-    let cost = |p: &codegen::GemmPlan| {
-        if watch.stop() {
-            return Err(CodegenError::Unsupported("interrupted".into()));
-        }
-        super::modeled_ns(p, hw)
+    let cancel = req.options.cancel.as_ref();
+    // Only the choice is kept: its lowering is the proxy's, not the GEMM's.
+    let cost = |p: &codegen::GemmPlan| auto_cost(p, hw, cancel).map(|(c, _)| (c, ()));
+    let search = AutoSearch { limits: req.limits(), hw, shortlist: codegen::AUTO_SHORTLIST, threads, cost: &cost };
+    let planned = codegen::plan(&PlanRequest::new(&proxy).with_search(search), &codegen::default_builder);
+    cancel::check(cancel)?;
+    let Some((choice, ())) = planned?.auto else {
+        return Err(DriverError::internal("auto planned the proxy without a choice (a bug)"));
     };
-    let planned = codegen::plan_gemm_auto_parallel(&proxy, &limits, hw, codegen::AUTO_SHORTLIST, threads, &cost);
-    watch.check()?;
-    let (plan, choice) = planned?;
-    drop(plan);
     let chosen = GemmConfig {
         schedule: choice.config.schedule,
         blocks: choice.config.blocks,
@@ -171,8 +144,8 @@ fn auto_on_proxy(
     let bounds = Bounds { bytes: u128::from(budget), matmuls: u128::MAX };
     // Whatever keeps the choice from extrapolating, the search over extrapolated candidates
     // meets it too (and reports it) or finds another candidate.
-    let Ok(x) = extrapolate_within(&chosen, AutoPlanning::Fixed, threads, bounds) else { return Ok(None) };
-    watch.check()?;
+    let Ok(x) = extrapolate_within(&chosen, Planning::Fixed, threads, bounds) else { return Ok(None) };
+    cancel::check(cancel)?;
     let cycle = model(&x, hw)?;
     let choice = AutoChoice { config: x.config.clone(), cost: cycle.total_ns, hbm_bytes: cycle.hbm_bytes, ..choice };
     Ok(Some((x, cycle, choice, [proxy.m, proxy.k, proxy.n])))
@@ -182,16 +155,16 @@ fn auto_on_proxy(
 /// candidate extrapolated and modeled looped. Candidates whose reduced GEMMs are too large to
 /// weigh quickly, or whose reduced programs do not fit, are skipped.
 fn auto(
-    args: &GemmArgs,
+    req: &GemmRequest,
     cfg: &GemmConfig,
     hw: &HwProfile,
     (threads, budget): (usize, u64),
-    watch: &Watch<'_>,
-) -> Result<(Extrapolated, sim::CycleReport, AutoChoice), CliError> {
-    let limits = AutoLimits { order: args.order, block_m: args.block_m, block_n: args.block_n, block_k: args.block_k };
-    let mut failure: Option<CliError> = None;
+) -> Result<(Extrapolated, sim::CycleReport, AutoChoice), DriverError> {
+    let cancel = req.options.cancel.as_ref();
+    let limits = req.limits();
+    let mut failure: Option<DriverError> = None;
     let mut cost = |job: &AutoJob| -> Result<Option<(Weighed, GemmConfig, AutoCost)>, CodegenError> {
-        if watch.stop() {
+        if cancel::stopped(cancel) {
             return Err(CodegenError::Unsupported("interrupted".into()));
         }
         let c = &job.config;
@@ -209,7 +182,7 @@ fn auto(
         match extrapolate_within(c, job.planning, threads, bounds) {
             Ok(x) => {
                 let cycle = model(&x, hw).map_err(|e| {
-                    let msg = e.message.clone();
+                    let msg = e.to_string();
                     failure = Some(e);
                     CodegenError::Internal(msg)
                 })?;
@@ -226,19 +199,19 @@ fn auto(
             }
             // A limit of the full GEMM (a count past u32) holds for every candidate.
             Err(e) => {
-                let e = CliError::from(e);
-                let msg = e.message.clone();
+                let e = DriverError::from(e);
+                let msg = e.to_string();
                 failure = Some(e);
                 Err(CodegenError::Unsupported(msg))
             }
         }
     };
     let chosen = codegen::choose_auto(cfg, &limits, hw, codegen::AUTO_SHORTLIST, &mut cost);
-    watch.check()?;
+    cancel::check(cancel)?;
     match (chosen, failure) {
         (Ok(((x, cycle), choice)), _) => Ok((x, cycle, choice)),
         (Err(CodegenError::BadGemm(_) | CodegenError::Unsupported(_) | CodegenError::Internal(_)), Some(f)) => Err(f),
-        (Err(CodegenError::BadGemm(_)), None) => Err(CliError::usage(format!(
+        (Err(CodegenError::BadGemm(_)), None) => Err(DriverError::input(format!(
             "auto found no candidate small enough to extrapolate for {}x{}x{} (each one's reduced GEMMs have more \
              than {AUTO_MAX_REDUCED_MATMULS} matmuls); choose --schedule and blocks explicitly",
             cfg.m, cfg.k, cfg.n
@@ -257,8 +230,10 @@ fn report(
     hw: &HwProfile,
     choice: Option<&AutoChoice>,
     wall: WallMs,
-) -> super::Report {
-    let mut report = report_from(&x.config, &x.figures, cycle, hw, choice, None, None, wall);
+) -> Report {
+    let tiling = codegen::Tiling::of(&x.config);
+    let facts = Facts { tiling: &tiling, figures: &x.figures, hw };
+    let mut report = report_from(&x.config, &facts, cycle, choice, None, None, wall);
     let period = |name: &str| x.axes.iter().find(|a| a.name == name).map_or(0, |a| a.period);
     report.extrapolated = Some(ExtrapolatedReport {
         reduced_plans: x.plans,
@@ -272,7 +247,7 @@ fn report(
 
 /// The report of an extrapolated GEMM that was not modeled (`--emit bir`): every modeled
 /// figure 0.
-fn unmodeled_report(x: &Extrapolated, hw: &HwProfile, wall: WallMs) -> super::Report {
+fn unmodeled_report(x: &Extrapolated, hw: &HwProfile, wall: WallMs) -> Report {
     let cycle = sim::CycleReport {
         total_ns: 0.0,
         engine_busy_ns: vec![0.0; bir::NUM_ENGINES],
@@ -286,31 +261,32 @@ fn unmodeled_report(x: &Extrapolated, hw: &HwProfile, wall: WallMs) -> super::Re
 
 /// Plan (by extrapolation), model and report a GEMM too large to unroll.
 pub(super) fn run(
-    args: &GemmArgs,
+    req: &GemmRequest,
     cfg: &GemmConfig,
     budget: u64,
     hw: &HwProfile,
-    watch: &Watch<'_>,
-) -> Result<Outcome, CliError> {
-    if args.extrapolate && !args.no_sim && args.emit.is_none() {
-        return Err(CliError::usage(
+) -> Result<GemmOutcome, DriverError> {
+    let opts = &req.options;
+    if opts.extrapolate && opts.simulate {
+        return Err(DriverError::input(
             "--extrapolate needs --no-sim (or --emit bir): an extrapolated program is modeled, not simulated",
         ));
     }
-    refuse_flags(args, cfg)?;
+    if opts.unrolled {
+        return Err(DriverError::NotUnrolled { why: why_extrapolated(req, cfg) });
+    }
     let threads = crate::threads::threads()?;
     check_memory(cfg, threads, budget)?;
-    let progress = Progress::new(args.quiet, "ntile gemm");
     let mut wall = WallMs::default();
     let t = Instant::now();
     let mut weighed_on = None;
     let (x, cycle, choice) = if cfg.schedule == Schedule::Auto {
-        progress.phase("plan (auto search on a proxy, extrapolated)");
-        let (x, cycle, choice, proxy) = match auto_on_proxy(args, cfg, hw, (threads, budget), watch)? {
+        opts.phase("plan (auto search on a proxy, extrapolated)");
+        let (x, cycle, choice, proxy) = match auto_on_proxy(req, cfg, hw, (threads, budget))? {
             Some((x, cycle, choice, proxy)) => (x, cycle, choice, Some(proxy)),
             None => {
-                progress.phase("plan (auto search, extrapolated)");
-                let (x, cycle, choice) = auto(args, cfg, hw, (threads, budget), watch)?;
+                opts.phase("plan (auto search, extrapolated)");
+                let (x, cycle, choice) = auto(req, cfg, hw, (threads, budget))?;
                 (x, cycle, choice, None)
             }
         };
@@ -318,32 +294,26 @@ pub(super) fn run(
         wall.plan = ms(t);
         (x, cycle, Some(choice))
     } else {
-        progress.phase("plan (extrapolated)");
-        let explicit = args.block_m.is_some() || args.block_n.is_some() || args.block_k.is_some();
-        let planning = if explicit { AutoPlanning::Fixed } else { AutoPlanning::Fitting };
+        opts.phase("plan (extrapolated)");
+        let planning = if req.blocks.any() { Planning::Fixed } else { Planning::Fitting };
         let bounds = Bounds { bytes: u128::from(budget), matmuls: u128::MAX };
         let x = extrapolate_within(cfg, planning, threads, bounds)?;
         wall.plan = ms(t);
-        watch.check()?;
-        if args.emit.is_some() {
-            // Only the program is printed: no model (the outcome's report has no modeled time).
-            return Ok(Outcome { report: unmodeled_report(&x, hw, wall), stdout: x.program.to_string(), result: None });
+        opts.check_cancel()?;
+        if !opts.model_extrapolated {
+            // Only the program is asked for: no model (the report has no modeled time).
+            return Ok(GemmOutcome::extrapolated(unmodeled_report(&x, hw, wall), x));
         }
-        progress.phase("model");
+        opts.phase("model");
         let t = Instant::now();
         let cycle = model(&x, hw)?;
         wall.model = ms(t);
         (x, cycle, None)
     };
-    watch.check()?;
+    opts.check_cancel()?;
     let mut report = report(&x, &cycle, hw, choice.as_ref(), wall);
     if let Some(a) = &mut report.auto {
         a.weighed_on = weighed_on;
     }
-    let stdout = match args.emit {
-        Some(_) => x.program.to_string(),
-        None if args.json => json(&report)?,
-        None => summary(&report),
-    };
-    Ok(Outcome { report, stdout, result: None })
+    Ok(GemmOutcome::extrapolated(report, x))
 }

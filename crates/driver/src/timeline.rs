@@ -1,33 +1,31 @@
-//! What `ntile gemm` tells the trace and the SVG about its kernel: a title, the SBUF
-//! buffers of the plan, and how the HBM tensors map to output tiles and K steps.
+//! What the timelines (the trace and the SVG) are told about a kernel: a planned GEMM's
+//! title, its SBUF buffers and how its HBM tensors map to output tiles and K steps (from the
+//! plan's facts), and for any program the buffers of its Penguin function and the source
+//! line of each instruction.
 
-use codegen::{GemmConfig, GemmPlan, Schedule};
-use penguin::Memory;
+use codegen::{GemmPlan, Schedule};
+use penguin::{FunctionView, Memory};
 use sim::{Axis, GemmLayout, KernelInfo, SbufBuffer, TensorAxes};
 
-/// The block sizes a schedule uses, if it blocks (`blocked-mn`, `blocked-mnk`).
-pub fn blocks_of(cfg: &GemmConfig) -> Option<codegen::BlockSizes> {
-    matches!(cfg.schedule, Schedule::BlockedMn | Schedule::BlockedMnk).then_some(cfg.blocks)
-}
-
 /// One line naming the GEMM: shape, dtypes, target, schedule and blocks.
-pub fn title(cfg: &GemmConfig) -> String {
+pub fn title(plan: &GemmPlan) -> String {
+    let cfg = &plan.config;
     let mut s = format!(
         "gemm {}x{}x{}  {} x {} -> {} (HBM {})  on {}  {}",
         cfg.m, cfg.k, cfg.n, cfg.lhs_dtype, cfg.rhs_dtype, cfg.out_dtype, cfg.input_dtype, cfg.target, cfg.schedule
     );
-    if let Some(b) = blocks_of(cfg) {
+    if let (Some(b), Some(order)) = (plan.tiling.blocks, plan.tiling.loop_order) {
         if cfg.schedule == Schedule::BlockedMnk {
-            s += &format!(" (blocks m {} n {} k {}, {})", b.m, b.n, b.k, cfg.order.name());
+            s += &format!(" (blocks m {} n {} k {}, {})", b.m, b.n, b.k, order.name());
         } else {
-            s += &format!(" (blocks m {} n {}, {})", b.m, b.n, cfg.order.name());
+            s += &format!(" (blocks m {} n {}, {})", b.m, b.n, order.name());
         }
     }
     s
 }
 
 /// The SBUF tensors of a Penguin function as the buffers the timeline tracks (for
-/// [`KernelInfo::buffers`]; `ntile run` can pass those of a `.pir` file).
+/// [`KernelInfo::buffers`]).
 pub fn sbuf_buffers(f: &penguin::Function) -> Vec<SbufBuffer> {
     f.tensors
         .values()
@@ -49,7 +47,7 @@ pub fn kernel_info(plan: &GemmPlan) -> KernelInfo {
     let cfg = &plan.config;
     let f = &plan.function;
     let buffers = sbuf_buffers(f);
-    let chunks = codegen::k_chunks(cfg).0;
+    let chunks = &plan.tiling.k_chunks;
     let k_rows = chunks.first().map_or(codegen::K_TILE, |c| u64::from(c.len));
     let k_parts = chunks.first().map_or(codegen::K_TILE, |c| u64::from(c.parts));
     let (tm, tn) = (codegen::M_TILE, codegen::N_TILE);
@@ -58,23 +56,25 @@ pub fn kernel_info(plan: &GemmPlan) -> KernelInfo {
         (None, false) => ((Axis::M, tm), (Axis::K, k_rows)),
         (None, true) => ((Axis::K, k_rows), (Axis::M, tm)),
     };
+    let name = |id| f.tensor(id).map_or_else(String::new, |t| t.name.clone());
+    let roles = plan.tensors;
     let mut tensors = vec![
-        TensorAxes { name: "a".into(), rows: a.0, cols: a.1 },
-        TensorAxes { name: "b".into(), rows: (Axis::K, k_rows), cols: (Axis::N, tn) },
-        TensorAxes { name: "c".into(), rows: (Axis::M, tm), cols: (Axis::N, tn) },
+        TensorAxes { name: name(roles.a), rows: a.0, cols: a.1 },
+        TensorAxes { name: name(roles.b), rows: (Axis::K, k_rows), cols: (Axis::N, tn) },
+        TensorAxes { name: name(roles.c), rows: (Axis::M, tm), cols: (Axis::N, tn) },
     ];
-    if cfg.sparsity.is_some() {
-        tensors.push(TensorAxes { name: "a_tags".into(), rows: a.0, cols: a.1 });
+    if let Some(tags) = roles.a_tags {
+        tensors.push(TensorAxes { name: name(tags), rows: a.0, cols: a.1 });
     }
     KernelInfo {
-        title: Some(title(cfg)),
+        title: Some(title(plan)),
         buffers,
         gemm: Some(GemmLayout {
             m: cfg.m,
             n: cfg.n,
             tile_m: tm,
             tile_n: tn,
-            block: blocks_of(cfg).map(|b| (b.m, b.n)),
+            block: plan.tiling.blocks.map(|b| (b.m, b.n)),
             tensors,
         }),
         source: None,

@@ -1,16 +1,13 @@
-//! Looped BIR in the CLI: the rolled form `ntile gemm --emit bir` prints, and `.bir` files
-//! with loops as `ntile run`, `verify` and `fmt` read them.
-//!
-//! A `.bir` text is read by the unrolled parser first (so a file without loops reads, and
-//! fails, exactly as before) and by the looped parser when that fails. `ntile run` expands a
-//! looped program (up to [`MAX_RUN_UNROLLED`] instructions) after verifying it, and runs
-//! the expansion, so a looped file and its unrolled twin give the same results and report.
+//! Looped BIR programs: the rolled form of a lowering (what `ntile gemm --emit bir` prints),
+//! and a looped program verified (its errors placed on their lines) and expanded for a run
+//! (up to [`MAX_RUN_UNROLLED`] instructions), so a looped program and its unrolled twin give
+//! the same results and report.
 
 use bir::text::{Line, LoopLine, LoopSourceMap};
 use bir::{LoopError, LoopedProgram};
 
-use crate::error::CliError;
-use crate::fmt::{Ir, Source};
+use super::Source;
+use crate::error::DriverError;
 
 /// The most unrolled instructions `ntile run` expands a looped program to.
 pub const MAX_RUN_UNROLLED: u64 = 1 << 26;
@@ -31,26 +28,6 @@ pub fn rolled(p: &bir::Program) -> LoopedProgram {
 /// The `.bir` text of `p` with its repeated bodies rolled into loops (origins dropped).
 pub fn rolled_text(p: &bir::Program) -> String {
     rolled(p).to_string()
-}
-
-/// Whether a text uses loop syntax (a `loop` or `}` line).
-pub(crate) fn has_loop_lines(text: &str) -> bool {
-    text.lines().any(|l| {
-        let t = l.trim_start();
-        t.starts_with('}') || t.strip_prefix("loop").is_some_and(|r| r.starts_with([' ', '\t']))
-    })
-}
-
-/// Parse `.bir` text: unrolled when it can be, looped otherwise.
-pub fn load_bir_text(src: &Source) -> Result<Ir, CliError> {
-    let located = |e: penguin::ParseError| CliError::usage(format!("{}:{e}", src.name));
-    match bir::text::parse_with_source_map(&src.text) {
-        Ok((p, map)) => Ok(Ir::Bir(p, Some(map))),
-        Err(plain) => match bir::text::parse_looped_with_source_map(&src.text) {
-            Ok((lp, map)) => Ok(Ir::BirLooped(lp, Some(map))),
-            Err(looped) => Err(located(if has_loop_lines(&src.text) { looped } else { plain })),
-        },
-    }
 }
 
 /// The file line a looped verifier error concerns.
@@ -96,7 +73,12 @@ fn messages(
 
 /// A looped verifier failure: each error with its file line, then the program with each
 /// error printed under the line it concerns.
-pub fn looped_errors(src: &Source, lp: &LoopedProgram, map: Option<&LoopSourceMap>, errors: &[LoopError]) -> CliError {
+pub fn looped_errors(
+    src: &Source,
+    lp: &LoopedProgram,
+    map: Option<&LoopSourceMap>,
+    errors: &[LoopError],
+) -> DriverError {
     let located = messages(lp, map, errors);
     let mut msg = format!("{}: BIR verifier: {} error(s)\n", src.name, located.len());
     for (at, m) in &located {
@@ -122,11 +104,11 @@ pub fn looped_errors(src: &Source, lp: &LoopedProgram, map: Option<&LoopSourceMa
             msg += &format!("; error: {m}\n");
         }
     }
-    CliError::usage(msg.trim_end().to_string())
+    DriverError::input(msg.trim_end())
 }
 
 /// Verify a looped program; its errors are the user's.
-pub fn check_looped(src: &Source, lp: &LoopedProgram, map: Option<&LoopSourceMap>) -> Result<(), CliError> {
+pub fn check_looped(src: &Source, lp: &LoopedProgram, map: Option<&LoopSourceMap>) -> Result<(), DriverError> {
     bir::verify_looped(lp).map_err(|errors| looped_errors(src, lp, map, &errors))
 }
 
@@ -135,21 +117,21 @@ pub fn unroll(
     src: &Source,
     lp: &LoopedProgram,
     map: Option<&LoopSourceMap>,
-) -> Result<(bir::Program, Option<bir::text::SourceMap>), CliError> {
+) -> Result<(bir::Program, Option<bir::text::SourceMap>), DriverError> {
     check_looped(src, lp, map)?;
     let n = lp.unrolled_len();
     if n > MAX_RUN_UNROLLED {
-        return Err(CliError::usage(format!(
+        return Err(DriverError::input(format!(
             "{}: the program unrolls to {n} instructions, more than the {MAX_RUN_UNROLLED} a run expands",
             src.name
         )));
     }
     crate::budget::check_expansion(&src.name, n)?;
-    let p = lp.expand().map_err(|e| CliError::usage(format!("{}: {e}", src.name)))?;
+    let p = lp.expand().map_err(|e| DriverError::input(format!("{}: {e}", src.name)))?;
     let map = map.map(|m| m.unrolled(lp));
     if n > bir::looped::verify::MAX_EXPANDED {
         // Too large for the looped verifier to expand, but expanded now: every rule on it.
-        crate::verify::check_program(src, &p, map.as_ref(), "BIR verifier")?;
+        super::check_program(src, &p, map.as_ref(), "BIR verifier")?;
     }
     Ok((p, map))
 }

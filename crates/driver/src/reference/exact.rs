@@ -9,7 +9,8 @@
 
 use std::ops::Range;
 
-use super::{screen, simd, Matrix};
+use super::bound::Matrix;
+use super::{screen, simd};
 
 /// Bytes of f64 scratch per operand block (bounds the memory of the exact products).
 const BLOCK_BYTES: usize = 64 << 20;

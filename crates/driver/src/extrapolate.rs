@@ -39,7 +39,7 @@
 //! refuse numbers that are not (a quadratic count, a rotation whose phase drifts with the
 //! shape), and any difference in structure is refused outright. SBUF decisions are kept
 //! equal to the full GEMM's: block sizes are decided once (shrunk to fit SBUF as
-//! `plan_gemm_fitting` does, on a reduced GEMM with at least as many blocks of each kind) and
+//! [`Planning::Fitting`] does, on a reduced GEMM with at least as many blocks of each kind) and
 //! every reduced GEMM is planned with them; the stripe schedules (`hoisted`, `blocked-mn`),
 //! whose SBUF footprint grows with K, are never reduced in K; every reduced dimension keeps
 //! at least three periods, so no block is lone. What the checks cannot see is a structure
@@ -52,21 +52,21 @@
 //! fitted number past its field's range (a loop trip count or a start partition past `u32`:
 //! [`ExtrapolateError::Limit`]).
 
+#[path = "extrapolate/figures.rs"]
+pub(crate) mod figures;
 #[path = "extrapolate/fit.rs"]
 pub mod fit;
 #[path = "extrapolate/reduced.rs"]
 mod reduced;
 
+pub use figures::Figures;
+
 use reduced::{run_all, Job, Level, NestDoc, Reduced};
 
-use codegen::{
-    k_chunks, plan_gemm_fitting, AutoPlanning, CodegenError, GemmConfig, GemmPlan, Schedule, M_TILE, N_TILE,
-};
-use penguin::FunctionView;
-use serde::{Deserialize, Serialize};
+use codegen::{k_chunks, GemmConfig, GemmPlan, Planning, Schedule, M_TILE, N_TILE};
 use serde_json::Value;
 
-use crate::error::{CliError, EXIT_INTERNAL};
+use crate::error::{DriverError, ExtrapolateError};
 
 /// K chunks after which the planner's rotations along K repeat ([`codegen::K_PERIOD`]);
 /// `blocked-mnk`'s K period is the least common multiple of this and two K blocks.
@@ -100,53 +100,6 @@ pub const REDUCTIONS: [Reduction; 4] = [
 /// nest roll forms the same loops from four periods on (with three, which runs it rolls
 /// first can depend on the trips).
 pub const NEST_REDUCTION: Reduction = Reduction { base_periods: BASE_PERIODS + 1, outer_single: false };
-
-/// What the report needs from a plan and its lowering, fitted like the program.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Figures {
-    /// Penguin instructions.
-    pub penguin_instructions: u64,
-    /// BIR instructions of the unrolled program.
-    pub bir_instructions: u64,
-    /// Matmul instructions.
-    pub matmuls: u64,
-    /// Accumulation groups.
-    pub psum_groups: u64,
-    /// Most accumulation groups live at once.
-    pub max_live_psum_groups: u32,
-    /// Highest SBUF byte used per partition.
-    pub sbuf_peak_bytes_per_partition: u64,
-    /// Single-buffered blocks: `a_block`, `b_block`, `result`.
-    pub single_buffered: [bool; 3],
-    /// Bytes DMA instructions move to or from HBM.
-    pub hbm_bytes: u64,
-    /// Every HBM tensor moved once.
-    pub hbm_read_once_bytes: u64,
-}
-
-impl Figures {
-    /// The figures of a plan and its lowered program.
-    pub fn of(plan: &GemmPlan, program: &bir::Program) -> Figures {
-        let sb = plan.stats.single_buffered;
-        Figures {
-            penguin_instructions: plan.function.layout().len() as u64,
-            bir_instructions: program.num_insts() as u64,
-            matmuls: plan.stats.matmuls,
-            psum_groups: plan.stats.psum_groups,
-            max_live_psum_groups: plan.stats.max_live_psum_groups,
-            sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
-            single_buffered: [sb.a_block, sb.b_block, sb.result],
-            hbm_bytes: program.hbm_traffic_bytes(),
-            hbm_read_once_bytes: program.hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add),
-        }
-    }
-
-    /// The single-buffered blocks as the planner's stats hold them.
-    pub fn single_buffered(&self) -> codegen::SingleBuffered {
-        let [a_block, b_block, result] = self.single_buffered;
-        codegen::SingleBuffered { a_block, b_block, result }
-    }
-}
 
 /// One dimension of the GEMM as the extrapolation sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,72 +138,6 @@ pub struct Extrapolated {
     pub plans: usize,
     /// Their BIR instructions, in total.
     pub reduced_instructions: u64,
-}
-
-/// Why a GEMM could not be extrapolated.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ExtrapolateError {
-    /// Limit: the reduced GEMMs do not determine the full one (structure or a number differs).
-    #[error("cannot extrapolate {what} from the reduced GEMMs (documents 0, 1, ...: {shapes}): {source}")]
-    Fit {
-        /// The document fitted.
-        what: &'static str,
-        /// The reduced GEMMs' shapes.
-        shapes: String,
-        /// The field that failed.
-        source: Box<fit::FitError>,
-    },
-    /// Limit: a fitted number is past the range of its field.
-    #[error("the extrapolated program does not fit BIR's limits: `{path}` would be {value}, past {limit}")]
-    Limit {
-        /// The field, as a JSON path.
-        path: String,
-        /// Its value.
-        value: u64,
-        /// The limit, in words.
-        limit: &'static str,
-    },
-    /// Limit: the reduced GEMMs are over the time or memory allowed.
-    #[error("too large to extrapolate: {0}")]
-    TooLarge(String),
-    /// The fitted function rolled along its nest does not lower natively (the rolled BIR
-    /// lowerings are fitted instead).
-    #[error("the extrapolated function does not lower along its loops: {0}")]
-    Native(String),
-    /// A reduced GEMM failed to plan (SBUF capacity, bad input, a bug).
-    #[error("{0}")]
-    Plan(CodegenError),
-    /// A reduced GEMM failed to lower or encode (with the CLI's error and exit code).
-    #[error("{0}")]
-    Reduced(CliError),
-}
-
-impl ExtrapolateError {
-    /// Whether an attempt on the nests that failed this way leaves the rolled lowerings to try.
-    fn falls_back(&self) -> bool {
-        matches!(
-            self,
-            ExtrapolateError::Fit { .. }
-                | ExtrapolateError::Native(_)
-                | ExtrapolateError::TooLarge(_)
-                | ExtrapolateError::Limit { .. }
-        )
-    }
-
-    /// Whether this is a fitted number outside the 64-bit integers (no larger base helps).
-    fn is_overflow(&self) -> bool {
-        matches!(self, ExtrapolateError::Fit { source, .. } if matches!(**source, fit::FitError::Overflow { .. }))
-    }
-}
-
-impl From<ExtrapolateError> for CliError {
-    fn from(e: ExtrapolateError) -> Self {
-        match e {
-            ExtrapolateError::Reduced(e) => e,
-            ExtrapolateError::Plan(e) => e.into(),
-            other => CliError::usage(other.to_string()),
-        }
-    }
 }
 
 /// The least common multiple.
@@ -338,21 +225,22 @@ pub fn reduced_configs(cfg: &GemmConfig) -> Vec<GemmConfig> {
     points(axes.len()).iter().map(|p| at(cfg, &axes, p)).collect()
 }
 
-/// The full GEMM's blocks: `cfg`'s unless `planning` is [`AutoPlanning::Fitting`], otherwise shrunk to fit SBUF as
-/// `plan_gemm_fitting` would shrink them for the full GEMM, decided on a reduced GEMM with
+/// The full GEMM's blocks: `cfg`'s unless `planning` is [`Planning::Fitting`], otherwise shrunk to fit SBUF as
+/// [`Planning::Fitting`] would shrink them for the full GEMM, decided on a reduced GEMM with
 /// at least as many blocks of each kind (the decision depends on the block sizes only).
 /// Returns the config, the probe's plan when it is the base GEMM with those blocks, and
 /// whether a probe was planned.
 fn decide_blocks(
     cfg: &GemmConfig,
-    planning: AutoPlanning,
+    planning: Planning,
 ) -> Result<(GemmConfig, Option<GemmPlan>, bool), ExtrapolateError> {
-    if planning != AutoPlanning::Fitting || matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) {
+    if planning != Planning::Fitting || matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) {
         return Ok((cfg.clone(), None, false));
     }
     let probe_axes: Vec<Axis> = axes(cfg, REDUCTIONS[0]).into_iter().filter(|a| a.periods > 0).collect();
     let probe = at(cfg, &probe_axes, &vec![0; probe_axes.len()]);
-    let plan = plan_gemm_fitting(&probe).map_err(ExtrapolateError::Plan)?;
+    let fitting = codegen::PlanRequest::new(&probe).with_planning(Planning::Fitting);
+    let plan = codegen::plan(&fitting, &codegen::default_builder).map_err(ExtrapolateError::Plan)?.plan;
     let decided = GemmConfig { blocks: plan.config.blocks, ..cfg.clone() };
     let new_axes: Vec<Axis> = axes(&decided, REDUCTIONS[0]).into_iter().filter(|a| a.periods > 0).collect();
     let reuse = at(&decided, &new_axes, &vec![0; new_axes.len()]) == plan.config;
@@ -362,7 +250,7 @@ fn decide_blocks(
 /// Extrapolate the looped program and figures of `cfg` (an explicit schedule, planned as
 /// `planning` says: its blocks shrunk to fit SBUF, as given, or as given with two slots per
 /// refilled block) from reduced GEMMs planned on up to `threads` threads. See the module doc.
-pub fn extrapolate(cfg: &GemmConfig, planning: AutoPlanning, threads: usize) -> Result<Extrapolated, ExtrapolateError> {
+pub fn extrapolate(cfg: &GemmConfig, planning: Planning, threads: usize) -> Result<Extrapolated, ExtrapolateError> {
     extrapolate_within(cfg, planning, threads, Bounds::NONE)
 }
 
@@ -407,7 +295,7 @@ impl Bounds {
 /// [`extrapolate`] refusing reduced GEMMs over `bounds` ([`ExtrapolateError::TooLarge`]).
 pub fn extrapolate_within(
     cfg: &GemmConfig,
-    planning: AutoPlanning,
+    planning: Planning,
     threads: usize,
     bounds: Bounds,
 ) -> Result<Extrapolated, ExtrapolateError> {
@@ -427,7 +315,7 @@ fn attempts(blocked: bool) -> Vec<(Reduction, Level)> {
 /// [`extrapolate_within`] trying the reductions and levels of `attempts` in turn.
 fn extrapolate_trying(
     cfg: &GemmConfig,
-    planning: AutoPlanning,
+    planning: Planning,
     (threads, bounds): (usize, Bounds),
     attempts: &[(Reduction, Level)],
 ) -> Result<Extrapolated, ExtrapolateError> {
@@ -463,7 +351,7 @@ fn extrapolate_trying(
             Err((e, _, _)) => return Err(e),
         }
     }
-    Err(last.unwrap_or_else(|| ExtrapolateError::Reduced(CliError::internal("no extrapolation was tried (a bug)"))))
+    Err(last.unwrap_or_else(|| ExtrapolateError::reduced(DriverError::internal("no extrapolation was tried (a bug)"))))
 }
 
 /// One attempt of [`extrapolate`] with the reduction `r`, fitting the programs at `level`; on
@@ -472,7 +360,7 @@ fn attempt(
     config: &GemmConfig,
     (r, level): (Reduction, Level),
     mut probe: Option<GemmPlan>,
-    planning: AutoPlanning,
+    planning: Planning,
     threads: usize,
     bounds: Bounds,
 ) -> Result<Extrapolated, (ExtrapolateError, usize, u64)> {
@@ -492,7 +380,7 @@ fn attempt(
     let configs: Vec<GemmConfig> = jobs.iter().map(|(c, _)| c.clone()).collect();
     bounds.admit(&configs, threads).map_err(|e| (e, 0, 0))?;
     let tried = jobs.len();
-    let reduced: Vec<Reduced> = run_all(jobs, planning == AutoPlanning::DoubleBuffered, level, threads)
+    let reduced: Vec<Reduced> = run_all(jobs, planning == Planning::DoubleBuffered, level, threads)
         .into_iter()
         .collect::<Result<_, _>>()
         .map_err(|e| (e, tried, 0))?;
@@ -552,10 +440,9 @@ fn decode<T: serde::de::DeserializeOwned>(doc: Value) -> Result<T, ExtrapolateEr
                 };
                 ExtrapolateError::Limit { path, value, limit }
             }
-            None => ExtrapolateError::Reduced(CliError {
-                code: EXIT_INTERNAL,
-                message: format!("the extrapolated program does not decode (a bug): {e}"),
-            }),
+            None => ExtrapolateError::reduced(DriverError::internal(format!(
+                "the extrapolated program does not decode (a bug): {e}"
+            ))),
         }),
     }
 }

@@ -1,12 +1,13 @@
 //! The reduced GEMMs of an extrapolation: each planned on a thread of its own and given to the
 //! fit as JSON, at one of two levels ([`Level`]).
 
-use codegen::{plan_candidate, plan_gemm, GemmConfig, GemmPlan};
+use codegen::{GemmConfig, GemmPlan, PlanRequest, Planning};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ExtrapolateError, Figures};
-use crate::error::CliError;
+use super::figures::Figures;
+use crate::error::DriverError;
+use crate::error::ExtrapolateError;
 
 /// One reduced GEMM, planned and lowered, as JSON.
 pub(super) struct Reduced {
@@ -17,7 +18,7 @@ pub(super) struct Reduced {
 
 pub(super) fn encode<T: Serialize>(v: &T) -> Result<Value, ExtrapolateError> {
     serde_json::to_value(v)
-        .map_err(|e| ExtrapolateError::Reduced(CliError::internal(format!("cannot encode a reduced program: {e}"))))
+        .map_err(|e| ExtrapolateError::reduced(DriverError::internal(format!("cannot encode a reduced program: {e}"))))
 }
 
 /// Which program the reduced GEMMs give to the fit.
@@ -56,10 +57,13 @@ impl NestDoc {
 fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>, double: bool, level: Level) -> Result<Reduced, ExtrapolateError> {
     let plan = match plan {
         Some(p) => p,
-        None if double => plan_candidate(cfg).map_err(ExtrapolateError::Plan)?,
-        None => plan_gemm(cfg).map_err(ExtrapolateError::Plan)?,
+        None => {
+            let planning = if double { Planning::DoubleBuffered } else { Planning::Fixed };
+            let request = PlanRequest::new(cfg).with_planning(planning);
+            codegen::plan(&request, &codegen::default_builder).map_err(ExtrapolateError::Plan)?.plan
+        }
     };
-    let mut unrolled = crate::gemm::lower(&plan).map_err(ExtrapolateError::Reduced)?;
+    let mut unrolled = crate::lower::lower(&plan).map_err(ExtrapolateError::reduced)?;
     let figures = Figures::of(&plan, &unrolled);
     // Hold as little as possible at once.
     let program = match level {
@@ -98,7 +102,7 @@ pub(super) fn run_all(
             let job = slot.lock().ok().and_then(|mut s| s.take());
             let r = match job {
                 Some((cfg, plan)) => reduce(&cfg, plan, double, level),
-                None => Err(ExtrapolateError::Reduced(CliError::internal("a reduced GEMM was taken twice (a bug)"))),
+                None => Err(ExtrapolateError::reduced(DriverError::internal("a reduced GEMM was taken twice (a bug)"))),
             };
             out.push((i, r));
         }
@@ -114,7 +118,7 @@ pub(super) fn run_all(
                 Ok(part) => all.extend(part),
                 Err(_) => all.push((
                     usize::MAX,
-                    Err(ExtrapolateError::Reduced(CliError::internal("a reduced GEMM's thread panicked (a bug)"))),
+                    Err(ExtrapolateError::reduced(DriverError::internal("a reduced GEMM's thread panicked (a bug)"))),
                 )),
             }
         }

@@ -1,11 +1,6 @@
-//! Looped Penguin functions in the CLI: `.pir` files with loops as `ntile fmt`, `verify`,
-//! `run` and `compile` read them.
-//!
-//! A `.pir` text is read by the unrolled parser first (so a file without loops reads, and
-//! fails, exactly as before) and by the looped parser when that fails. `fmt` prints a looped
-//! function back rolled; the other commands expand it (up to [`MAX_RUN_UNROLLED`]
-//! instructions), verify the expansion with [`penguin::verify()`] and go on with it, so a
-//! looped file and its unrolled twin give the same results. A verifier error names the file
+//! Looped Penguin functions: read from JSON, and expanded (up to [`MAX_RUN_UNROLLED`]
+//! instructions) and verified with [`penguin::verify()`] for a run or a compile, so a looped
+//! function and its unrolled twin give the same results. A verifier error names the file
 //! line of the instruction it concerns (the line of the looped instruction it is an iteration
 //! of).
 
@@ -15,56 +10,12 @@ use penguin::looped::{expand_items, for_each_inst, Item, StepError};
 use penguin::text::{LoopLine, LoopSourceMap};
 use penguin::{Entity, Function, LoopedFunction, PirInst, VerifierErrors};
 
-use crate::error::CliError;
-use crate::fmt::{Ir, Source};
-use crate::looped::has_loop_lines;
+use super::{Program, Source};
+use crate::error::DriverError;
 
 /// The most unrolled instructions a looped function is expanded to (about 4 million: an
 /// unrolled Penguin instruction with its edges takes a few hundred bytes).
 pub const MAX_RUN_UNROLLED: u64 = 1 << 22;
-
-/// Parse `.pir` text: unrolled when it can be, looped otherwise.
-pub fn load_pir_text(src: &Source) -> Result<Ir, CliError> {
-    let located = |e: penguin::ParseError| CliError::usage(format!("{}:{e}", src.name));
-    match penguin::parse::parse_with_source_map(&src.text) {
-        Ok((f, map)) => Ok(Ir::Penguin(f, Some(map))),
-        Err(plain) => match penguin::text::parse_looped_with_source_map(&src.text) {
-            Ok((lf, map)) => Ok(Ir::PenguinLooped(lf, Some(map))),
-            Err(looped) => Err(located(if has_loop_lines(&src.text) { looped } else { plain })),
-        },
-    }
-}
-
-/// A looped function from JSON (`ntile fmt F.pir --json` of a file with loops), checked as
-/// the text parser checks it: well-formed loops (at least one trip and one item, a step entry
-/// per parameter) and the text format's limits on every instruction.
-pub fn from_json(src: &Source, text: &str) -> Option<Result<Ir, CliError>> {
-    let lf: LoopedFunction = serde_json::from_str(text).ok()?;
-    let bad = |m: String| Some(Err(CliError::usage(format!("{}: {m}", src.name))));
-    if let Err(e) = penguin::looped::check_steps(&lf.body) {
-        return bad(e.to_string());
-    }
-    let mut f = lf.header.clone();
-    let mut stack: Vec<&[Item<PirInst>]> = vec![&lf.body];
-    while let Some(items) = stack.pop() {
-        for it in items {
-            match it {
-                Item::Inst(i) => {
-                    f.push_inst(i.data.clone(), Vec::new());
-                }
-                Item::Loop(l) if l.body.is_empty() => return bad("a loop has an empty body".into()),
-                Item::Loop(l) => stack.push(&l.body),
-            }
-        }
-    }
-    if lf.unrolled_len() > penguin::text::lexer::MAX_EXTENT {
-        return bad(format!("the function unrolls to {} instructions, more than 2^48", lf.unrolled_len()));
-    }
-    if let Err((_, m)) = penguin::parse::check_limits(&f) {
-        return bad(m);
-    }
-    Some(crate::fmt::check_tensor_names(src, &f).map(|()| Ir::PenguinLooped(lf, None)))
-}
 
 /// The printed line an entity of the expansion belongs to (an instruction: the looped
 /// instruction it is an iteration of, looked up in `firsts` when given).
@@ -113,7 +64,7 @@ pub fn looped_errors(
     lf: &LoopedFunction,
     map: Option<&LoopSourceMap>,
     errors: &VerifierErrors,
-) -> CliError {
+) -> DriverError {
     let mut msg = format!("{}: {} verifier error(s)\n", src.name, errors.0.len());
     let mut under: HashMap<LoopLine, Vec<String>> = HashMap::new();
     let mut unplaced = Vec::new();
@@ -144,7 +95,7 @@ pub fn looped_errors(
     for m in left.chain(unplaced) {
         msg += &format!("; error: {m}\n");
     }
-    CliError::usage(msg.trim_end().to_string())
+    DriverError::input(msg.trim_end())
 }
 
 /// Where the expansion of `lf` leaves a parameter's range: the unrolled index of the first
@@ -166,10 +117,10 @@ pub fn unroll(
     src: &Source,
     lf: &LoopedFunction,
     map: Option<&LoopSourceMap>,
-) -> Result<(Function, Option<penguin::parse::SourceMap>), CliError> {
+) -> Result<(Function, Option<penguin::parse::SourceMap>), DriverError> {
     let n = lf.unrolled_len();
     if n > MAX_RUN_UNROLLED {
-        return Err(CliError::usage(format!(
+        return Err(DriverError::input(format!(
             "{}: the function unrolls to {n} instructions, more than the {MAX_RUN_UNROLLED} ntile expands",
             src.name
         )));
@@ -183,9 +134,12 @@ pub fn unroll(
     let insts = expand_items(&lf.body).map_err(|e| match e {
         StepError::OutOfRange => {
             let i = first_out_of_range(lf);
-            CliError::usage(format!("{}: i{i}: a loop moves a parameter of this instruction out of range", at_line(i)))
+            DriverError::input(format!(
+                "{}: i{i}: a loop moves a parameter of this instruction out of range",
+                at_line(i)
+            ))
         }
-        other => CliError::usage(format!("{}: {other}", src.name)),
+        other => DriverError::input(format!("{}: {other}", src.name)),
     })?;
     let mut f = lf.header.clone();
     f.insts.clear();
@@ -194,7 +148,7 @@ pub fn unroll(
     for inst in insts {
         let at = f.insts.len() as u32;
         if let Some(d) = inst.deps.iter().find(|d| d.from.0 >= at) {
-            return Err(CliError::usage(format!(
+            return Err(DriverError::input(format!(
                 "{}: instruction i{at} depends on {}, which does not come before it",
                 at_line(u64::from(at)),
                 d.from
@@ -207,7 +161,7 @@ pub fn unroll(
             Entity::Inst(i) => at_line(u64::from(i.0)),
             _ => src.name.clone(),
         };
-        return Err(CliError::usage(format!("{line}: {e}: {m}")));
+        return Err(DriverError::input(format!("{line}: {e}: {m}")));
     }
     penguin::verify(&f).map_err(|e| looped_errors(src, lf, map, &e))?;
     let map = map.map(|m| m.unrolled(lf));
@@ -217,7 +171,7 @@ pub fn unroll(
 /// Verify a looped function without expanding it ([`penguin::verify_looped`]), for one too
 /// large to expand; each error names the loop or instruction it concerns by its unrolled
 /// place.
-pub fn verify_unexpanded(src: &Source, lf: &LoopedFunction) -> Result<(), CliError> {
+pub fn verify_unexpanded(src: &Source, lf: &LoopedFunction) -> Result<(), DriverError> {
     penguin::verify_looped(lf).map_err(|errors| {
         let mut msg = format!(
             "{}: Penguin verifier (looped, not expanded: instructions named by their place in the function of \
@@ -228,16 +182,16 @@ pub fn verify_unexpanded(src: &Source, lf: &LoopedFunction) -> Result<(), CliErr
         for e in &errors {
             msg += &format!("\n{}: {e}", src.name);
         }
-        CliError::usage(msg)
+        DriverError::input(msg)
     })
 }
 
-/// `ir` with a looped function expanded (and verified); any other IR as it is.
-pub fn expand_ir(src: &Source, ir: Ir) -> Result<Ir, CliError> {
-    match ir {
-        Ir::PenguinLooped(lf, map) => {
+/// `program` with a looped function expanded (and verified); any other program as it is.
+pub fn expand(src: &Source, program: Program) -> Result<Program, DriverError> {
+    match program {
+        Program::PenguinLooped(lf, map) => {
             let (f, map) = unroll(src, &lf, map.as_ref())?;
-            Ok(Ir::Penguin(f, map))
+            Ok(Program::Penguin(f, map))
         }
         other => Ok(other),
     }

@@ -1,9 +1,14 @@
 //! Tests of the extrapolation: exact against the full GEMM lowered along its loop nest.
 
-use codegen::{plan_gemm, AutoPlanning, BlockSizes, GemmConfig, Schedule};
+use codegen::{BlockSizes, GemmConfig, Planning, Schedule};
 use penguin::{DType, Target};
 
 use super::*;
+
+/// Plan `cfg` with its blocks as given.
+fn plan_gemm(cfg: &codegen::GemmConfig) -> Result<codegen::GemmPlan, codegen::CodegenError> {
+    codegen::plan(&codegen::PlanRequest::new(cfg), &codegen::default_builder).map(|p| p.plan)
+}
 
 fn cfg(m: u64, k: u64, n: u64, schedule: Schedule) -> GemmConfig {
     let mut c = GemmConfig::new(m, k, n, DType::Bf16, Target::Trn2);
@@ -21,7 +26,7 @@ fn full(cfg: &GemmConfig, nested: bool) -> (bir::LoopedProgram, Figures) {
     let looped = if nested {
         bir::lower_looped_native(&plan.looped_nest(), cfg.target).unwrap()
     } else {
-        crate::looped::rolled(&program)
+        crate::program::bir_loops::rolled(&program)
     };
     (looped, Figures::of(&plan, &program))
 }
@@ -43,8 +48,8 @@ fn assert_exact(c: &GemmConfig) -> Extrapolated {
 
 /// [`assert_exact`] trying `attempts` in turn.
 fn assert_exact_from(c: &GemmConfig, attempts: &[(Reduction, Level)]) -> Extrapolated {
-    let x = extrapolate_trying(c, AutoPlanning::Fixed, (2, Bounds::NONE), attempts)
-        .unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    let x =
+        extrapolate_trying(c, Planning::Fixed, (2, Bounds::NONE), attempts).unwrap_or_else(|e| panic!("{c:?}: {e}"));
     assert!(!x.axes.is_empty(), "{c:?} was not reduced");
     assert!(x.plans >= 3);
     let (program, figures) = full(c, x.nested);
@@ -117,7 +122,7 @@ fn naive_is_extrapolated_exactly_in_m_and_n() {
 fn small_dimensions_are_kept_whole() {
     let c = cfg(300, 1000, 700, Schedule::BlockedMnk);
     assert!(axes(&c, REDUCTIONS[0]).iter().all(|a| a.periods == 0 && a.base == a.full));
-    let x = extrapolate(&c, AutoPlanning::Fixed, 1).unwrap();
+    let x = extrapolate(&c, Planning::Fixed, 1).unwrap();
     assert_eq!((x.plans, x.axes.len()), (1, 0));
     assert_eq!(x.program, full(&c, x.nested).0);
     // K is never reduced for the schedules holding whole K stripes.

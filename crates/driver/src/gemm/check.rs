@@ -5,22 +5,22 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use codegen::GemmConfig;
+use codegen::{GemmConfig, GemmPlan};
 use penguin::DType;
 
-use super::{ms, GemmArgs, Inputs};
-use crate::api::Watch;
-use crate::error::CliError;
-use crate::progress::Progress;
+use super::inputs::Inputs;
+use super::request::GemmOptions;
+use crate::error::DriverError;
+use crate::lower::ms;
 use crate::reference::{self, Check, CheckOptions, Matrix};
 
 /// What the simulation and the check give.
 pub(super) struct Simulated {
     /// C as f32.
     pub c: Vec<f32>,
-    /// C's bytes in its own dtype, when an output file is asked for.
+    /// C's bytes in its own dtype, when the options ask for them.
     pub raw: Option<Vec<u8>>,
-    /// The check, unless `--no-check`.
+    /// The check, unless the options skip it.
     pub check: Option<Check>,
     /// Wall time of the simulation.
     pub simulate_ms: f64,
@@ -28,47 +28,50 @@ pub(super) struct Simulated {
     pub reference_ms: f64,
 }
 
-#[expect(clippy::needless_pass_by_value, reason = "a map_err adapter")]
-pub(super) fn sim_error(e: sim::SimError) -> CliError {
-    CliError::internal(format!("simulation failed: {e}"))
+/// The name of the plan's HBM tensor `id`.
+fn name(plan: &GemmPlan, id: penguin::TensorId) -> Result<&str, DriverError> {
+    penguin::FunctionView::tensor(&plan.function, id)
+        .map(|t| t.name.as_str())
+        .ok_or_else(|| DriverError::internal(format!("the plan has no tensor {id} (a bug)")))
 }
 
 /// Simulate `program` on `inputs` (A already compressed into `sparse` when A is sparse) and
 /// check C against the fp64 reference.
 pub(super) fn simulate_and_check(
-    args: &GemmArgs,
-    cfg: &GemmConfig,
+    opts: &GemmOptions,
+    plan: &GemmPlan,
     program: &bir::Program,
     inputs: Inputs<'_>,
     sparse: Option<codegen::SparseA>,
-    watch: &Watch<'_>,
-    progress: &Progress,
-) -> Result<Simulated, CliError> {
+) -> Result<Simulated, DriverError> {
+    let cfg = &plan.config;
     let (m, k, n) = (cfg.m, cfg.k, cfg.n);
+    let roles = plan.tensors;
     let t = Instant::now();
-    progress.phase("simulate");
+    opts.phase("simulate");
     let mut simulator = crate::threads::simulator(program)?;
-    match &sparse {
-        Some(s) => {
-            simulator.write_hbm_f32("a", &s.values).map_err(sim_error)?;
+    match (&sparse, roles.a_tags) {
+        (Some(s), Some(tags_id)) => {
+            simulator.write_hbm_f32(name(plan, roles.a)?, &s.values)?;
             let tags: Vec<u8> = s.tags.iter().flat_map(|t| t.to_le_bytes()).collect();
-            simulator.write_hbm_tensor("a_tags", &tags).map_err(sim_error)?;
+            simulator.write_hbm_tensor(name(plan, tags_id)?, &tags)?;
         }
-        None => simulator.write_hbm_f32("a", &inputs.a).map_err(sim_error)?,
+        (None, None) => simulator.write_hbm_f32(name(plan, roles.a)?, &inputs.a)?,
+        _ => return Err(DriverError::internal("a sparse A without tags, or tags without a sparse A (a bug)")),
     }
-    simulator.write_hbm_f32("b", &inputs.b).map_err(sim_error)?;
+    simulator.write_hbm_f32(name(plan, roles.b)?, &inputs.b)?;
     // A sparse A was compressed from its [M, K] layout, so the inputs are [M, K] by now.
     let lhs_transposed = cfg.lhs_transposed && cfg.sparsity.is_none();
     // The inputs wait here for whichever thread prepares the check: the scoped thread during
     // the simulation, or this one after it (the thread could not start, or the operand copies
     // are too large to hold beside the simulator's memory).
-    let slot = Mutex::new((!args.no_check).then_some(inputs));
+    let slot = Mutex::new(opts.check.then_some(inputs));
     let prepare = || {
         let taken = slot.lock().ok().and_then(|mut i| i.take());
         taken.map(|i| CheckOperands::prepare(cfg, lhs_transposed, i))
     };
     let operand_bytes = m.saturating_mul(k).saturating_add(k.saturating_mul(n)).saturating_mul(4);
-    let concurrent = !args.no_check && operand_bytes <= CONCURRENT_CHECK_BYTES;
+    let concurrent = opts.check && operand_bytes <= CONCURRENT_CHECK_BYTES;
     std::thread::scope(|scope| {
         let early = concurrent
             .then(|| std::thread::Builder::new().name("ntile-check".into()).spawn_scoped(scope, prepare).ok())
@@ -76,16 +79,17 @@ pub(super) fn simulate_and_check(
         // The simulation's outcome is taken only after the check's thread is joined, so that
         // an error here never leaves it behind (or loses a failure of it).
         let simulated = (|| {
-            let (simulator, stats) = watch.simulate(simulator)?;
-            let stats = stats.map_err(sim_error)?;
-            watch.check()?;
+            let (simulator, stats) = crate::cancel::simulate(simulator, opts.cancel.as_ref())?;
+            let stats = stats?;
+            opts.check_cancel()?;
             if let Some(race) = stats.races.first() {
-                return Err(CliError::internal(format!(
+                return Err(DriverError::internal(format!(
                     "the simulator found a race in a generated kernel (a bug): {race}"
                 )));
             }
-            let c = simulator.read_hbm_f32("c").map_err(sim_error)?;
-            let raw = args.output.as_ref().map(|_| simulator.read_hbm_tensor("c")).transpose().map_err(sim_error)?;
+            let c_name = name(plan, roles.c)?;
+            let c = simulator.read_hbm_f32(c_name)?;
+            let raw = opts.c_bytes.then(|| simulator.read_hbm_tensor(c_name)).transpose()?;
             // The memory images go before the check, which keeps its own copies of the operands.
             drop(simulator);
             drop(sparse);
@@ -93,9 +97,9 @@ pub(super) fn simulate_and_check(
         })();
         let t = Instant::now();
         let early =
-            early.map(|handle| handle.join().map_err(|_| CliError::internal("the check's thread panicked (a bug)")));
+            early.map(|handle| handle.join().map_err(|_| DriverError::internal("the check's thread panicked (a bug)")));
         let (c, raw, simulate_ms) = simulated?;
-        progress.phase("check");
+        opts.phase("check");
         let operands = match early {
             Some(joined) => joined?,
             None => prepare(),

@@ -2,14 +2,14 @@
 //! every core, or the `NTILE_THREADS` environment variable (a positive integer; 1 runs on one
 //! thread). The simulated bytes and the schedule chosen are the same for any number.
 
-use crate::CliError;
+use crate::error::DriverError;
 
 /// The environment variable that sets the simulator's threads.
 pub const THREADS_VAR: &str = "NTILE_THREADS";
 
 /// A simulator for `program` with the threads `NTILE_THREADS` asks for (the default: all
-/// cores); a value that is not a positive integer is a usage error naming it.
-pub fn simulator(program: &bir::Program) -> Result<sim::Simulator, CliError> {
+/// cores); a value that is not a positive integer is the user's error, naming it.
+pub fn simulator(program: &bir::Program) -> Result<sim::Simulator, DriverError> {
     let mut s = sim::Simulator::new(program);
     if let Some(threads) = threads_from_env()? {
         s.set_threads(threads);
@@ -18,18 +18,18 @@ pub fn simulator(program: &bir::Program) -> Result<sim::Simulator, CliError> {
 }
 
 /// The threads `NTILE_THREADS` asks for, or every core (at most [`sim::MAX_THREADS`]).
-pub fn threads() -> Result<usize, CliError> {
+pub fn threads() -> Result<usize, DriverError> {
     let cores = std::thread::available_parallelism().map_or(1, |t| t.get()).min(sim::MAX_THREADS);
     Ok(threads_from_env()?.unwrap_or(cores))
 }
 
 /// The value of `NTILE_THREADS`, if set.
-fn threads_from_env() -> Result<Option<usize>, CliError> {
+fn threads_from_env() -> Result<Option<usize>, DriverError> {
     let Some(v) = std::env::var_os(THREADS_VAR) else { return Ok(None) };
     let text = v.to_string_lossy();
     match text.trim().parse::<usize>() {
         Ok(n) if (1..=sim::MAX_THREADS).contains(&n) => Ok(Some(n)),
-        _ => Err(CliError::usage(format!(
+        _ => Err(DriverError::input(format!(
             "{THREADS_VAR}={text} is not a thread count (an integer from 1 to {})",
             sim::MAX_THREADS
         ))),

@@ -1,15 +1,12 @@
-//! The `ntile gemm` report: what the kernel is and what the cycle model found (`--json`), and
-//! the short human summary.
+//! The report of a GEMM run: what the kernel is and what the cycle model found (the
+//! `--json` report of `ntile gemm`, whose keys are stable once added).
 
-use codegen::{AutoChoice, GemmConfig, GemmPlan, Schedule};
-use penguin::{DType, HwProfile, Target};
+use codegen::{AutoChoice, GemmConfig, GemmPlan, Tiling};
+use penguin::{DType, HwProfile};
 use serde::Serialize;
 
-use crate::error::CliError;
-use crate::extrapolate::Figures;
+use crate::extrapolate::figures::Figures;
 use crate::reference::Check;
-
-use super::lhs_transpose_name;
 
 /// The `--json` report (keys are stable once added).
 #[derive(Clone, Debug, Serialize)]
@@ -202,14 +199,25 @@ fn bottleneck(program: &bir::Program, cycle: &sim::CycleReport) -> Option<Bottle
 }
 
 /// Every matmul back to back at `max(N, 64)` TensorE cycles (4x for fp32), in us.
-fn tile_quantized_ideal_us(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
-    let chunks = codegen::k_chunks(cfg).0.len() as f64;
-    let mt = cfg.m.div_ceil(codegen::M_TILE) as f64;
-    let n_cycles: f64 = (0..cfg.n.div_ceil(codegen::N_TILE))
+fn tile_quantized_ideal_us(cfg: &GemmConfig, tiling: &Tiling, hw: &HwProfile) -> f64 {
+    let chunks = tiling.k_chunks.len() as f64;
+    let mt = tiling.tiles[0] as f64;
+    let n_cycles: f64 = (0..tiling.tiles[1])
         .map(|i| ((cfg.n - i * codegen::N_TILE).min(codegen::N_TILE) as f64).max(hw.mm_min_cycles))
         .sum();
     let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { hw.mm_fp32_factor } else { 1.0 };
     mt * chunks * n_cycles * fp32 / hw.pe_ghz / 1e3
+}
+
+/// How A reaches its `[K, M]` stationary layout (see [`Report::lhs_transpose`]).
+fn lhs_transpose_name(cfg: &GemmConfig) -> &'static str {
+    if cfg.lhs_transposed && cfg.sparsity.is_none() {
+        "none"
+    } else if cfg.transposes_lhs_on_pe() {
+        "pe"
+    } else {
+        "dma"
+    }
 }
 
 pub(super) fn report_of(
@@ -221,22 +229,30 @@ pub(super) fn report_of(
 ) -> Report {
     let figures = Figures::of(plan, modeled.program);
     let bottleneck = bottleneck(modeled.program, modeled.cycle);
-    report_from(cfg, &figures, modeled.cycle, modeled.hw, modeled.auto, bottleneck, check, wall_ms)
+    let facts = Facts { tiling: &plan.tiling, figures: &figures, hw: modeled.hw };
+    report_from(cfg, &facts, modeled.cycle, modeled.auto, bottleneck, check, wall_ms)
+}
+
+/// What the report states of a kernel besides its model: its tiling, the plan's figures and
+/// the hardware profile.
+pub(super) struct Facts<'a> {
+    pub(super) tiling: &'a Tiling,
+    pub(super) figures: &'a Figures,
+    pub(super) hw: &'a HwProfile,
 }
 
 /// The report from the plan's figures and the cycle model (an extrapolated GEMM has no plan
 /// or unrolled program, and no critical path).
-#[expect(clippy::too_many_arguments, reason = "every part of the report, each from its own phase")]
 pub(super) fn report_from(
     cfg: &GemmConfig,
-    figures: &Figures,
+    facts: &Facts<'_>,
     cycle: &sim::CycleReport,
-    hw: &HwProfile,
     auto: Option<&AutoChoice>,
     bottleneck: Option<Bottleneck>,
     check: Option<Check>,
     wall_ms: WallMs,
 ) -> Report {
+    let Facts { tiling, figures, hw } = *facts;
     Report {
         target: cfg.target.to_string(),
         m: cfg.m,
@@ -250,17 +266,13 @@ pub(super) fn report_from(
         schedule: cfg.schedule.to_string(),
         lhs_transpose: lhs_transpose_name(cfg).to_string(),
         hbm_dtype: cfg.input_dtype.to_string(),
-        output_tiles: [cfg.m.div_ceil(codegen::M_TILE), cfg.n.div_ceil(codegen::N_TILE)],
-        tile_shape: [cfg.m.min(codegen::M_TILE), cfg.n.min(codegen::N_TILE)],
-        edge_tile_shape: [edge(cfg.m, codegen::M_TILE), edge(cfg.n, codegen::N_TILE)],
-        k_steps: codegen::k_chunks(cfg).0.len() as u64,
-        k_step_rows: codegen::k_chunks(cfg).0.first().map_or(0, |c| u64::from(c.len)),
-        blocks: crate::kernel_info::blocks_of(cfg).map(|b| Blocks {
-            m: b.m,
-            n: b.n,
-            k: if cfg.schedule == Schedule::BlockedMnk { b.k } else { cfg.k },
-        }),
-        loop_order: crate::kernel_info::blocks_of(cfg).map(|_| cfg.order.name().to_string()),
+        output_tiles: tiling.tiles,
+        tile_shape: tiling.tile_shape,
+        edge_tile_shape: tiling.edge_tile_shape,
+        k_steps: tiling.k_chunks.len() as u64,
+        k_step_rows: tiling.k_step_rows(),
+        blocks: tiling.blocks.map(|b| Blocks { m: b.m, n: b.n, k: b.k }),
+        loop_order: tiling.loop_order.map(|o| o.name().to_string()),
         penguin_instructions: figures.penguin_instructions,
         bir_instructions: figures.bir_instructions,
         matmuls: figures.matmuls,
@@ -276,7 +288,7 @@ pub(super) fn report_from(
         io_lower_bound_bytes: io_lower_bound_bytes(cfg, figures.hbm_read_once_bytes),
         hbm_read_once_bytes: figures.hbm_read_once_bytes,
         bottleneck,
-        tile_quantized_ideal_us: tile_quantized_ideal_us(cfg, hw),
+        tile_quantized_ideal_us: tile_quantized_ideal_us(cfg, tiling, hw),
         auto: auto.map(|a| AutoReport {
             evaluated: a.evaluated,
             rejected: a.rejected,
@@ -290,142 +302,4 @@ pub(super) fn report_from(
         extrapolated: None,
         wall_ms,
     }
-}
-
-/// The extent of the last tile of `total` in tiles of `tile`.
-fn edge(total: u64, tile: u64) -> u64 {
-    match total % tile {
-        0 => total.min(tile),
-        r => r,
-    }
-}
-
-pub(super) fn json(report: &Report) -> Result<String, CliError> {
-    serde_json::to_string_pretty(report)
-        .map(|s| s + "\n")
-        .map_err(|e| CliError::internal(format!("cannot encode the report: {e}")))
-}
-
-fn kib(bytes: u64) -> String {
-    format!("{:.1} KiB", bytes as f64 / 1024.0)
-}
-
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
-}
-
-/// The short human summary.
-pub fn summary(r: &Report) -> String {
-    let target: Target = r.target.parse().unwrap_or(Target::Trn2);
-    let cap = u64::from(target.info().statebuf_par_size_in_bytes);
-    let [mt, nt] = r.output_tiles;
-    let mut s = format!(
-        "ntile gemm {}x{}x{}  {} x {} -> {}  on {}  (schedule {})\n",
-        r.m, r.k, r.n, r.lhs_dtype, r.rhs_dtype, r.out_dtype, r.target, r.schedule
-    );
-    let [tm, tn] = r.tile_shape;
-    let edges = if r.edge_tile_shape == r.tile_shape {
-        String::new()
-    } else {
-        format!(" (edge {}x{})", r.edge_tile_shape[0], r.edge_tile_shape[1])
-    };
-    s += &format!(
-        "  plan    {mt}x{nt} output tiles of {tm}x{tn}{edges}, {} K steps of {} rows: {} matmuls in {} PSUM groups (max {} live)\n",
-        r.k_steps, r.k_step_rows, r.matmuls, r.psum_groups, r.max_live_psum_banks
-    );
-    if let Some(x) = &r.extrapolated {
-        let [bm, bk, bn] = x.base;
-        s += &format!(
-            "          extrapolated from {} reduced plans ({} BIR instructions; base {bm}x{bk}x{bn}){}, not unrolled\n",
-            x.reduced_plans,
-            x.reduced_instructions,
-            if x.along_nest { " along the schedule's loop nest" } else { "" }
-        );
-    }
-    let blocks = match (&r.blocks, &r.loop_order) {
-        (Some(b), Some(order)) => format!("blocks m {} n {} k {}, {order}", b.m, b.n, b.k),
-        _ => "no blocks".to_string(),
-    };
-    s += &format!(
-        "  loop    {} ({blocks}); A transposed by {}; A and B {} in HBM\n",
-        r.schedule, r.lhs_transpose, r.hbm_dtype
-    );
-    s += &format!(
-        "  ir      {} penguin / {} BIR instructions; SBUF {} of {} per partition; HBM traffic {}\n",
-        r.penguin_instructions,
-        r.bir_instructions,
-        kib(r.sbuf_peak_bytes_per_partition),
-        kib(cap),
-        mib(r.hbm_bytes)
-    );
-    if !r.single_buffered.is_empty() {
-        s += &format!(
-            "  buffers {} single-buffered: two slots do not fit SBUF, so each refill waits for the last reads\n",
-            r.single_buffered.join(", ")
-        );
-    }
-    s += &format!(
-        "  model   {:.1} us modeled (ideal PE time {:.1} us), HFU {:.2}; HBM {:.2}x the read-once minimum ({}), {:.2}x the I/O lower bound\n",
-        r.modeled_time_us,
-        r.tile_quantized_ideal_us,
-        r.hfu,
-        r.hbm_bytes as f64 / (r.hbm_read_once_bytes as f64).max(1.0),
-        mib(r.hbm_read_once_bytes),
-        r.hbm_bytes as f64 / r.io_lower_bound_bytes.max(1.0)
-    );
-    let b = &r.engine_busy;
-    for (name, frac) in [("pe", b.pe), ("act", b.act), ("dve", b.dve), ("pool", b.pool), ("dma", b.dma)] {
-        let filled = (frac.clamp(0.0, 1.0) * 20.0).round() as usize;
-        s += &format!(
-            "          {name:<4} [{}{}] {:>3.0}%\n",
-            "#".repeat(filled),
-            ".".repeat(20 - filled),
-            frac * 100.0
-        );
-    }
-    if let Some(bn) = &r.bottleneck {
-        let others: Vec<String> = bn
-            .critical_path
-            .iter()
-            .filter(|(c, _)| **c != bn.engine)
-            .map(|(c, v)| format!("{c} {:.0}%", v * 100.0))
-            .collect();
-        let others = if others.is_empty() { String::new() } else { format!(" ({})", others.join(", ")) };
-        s += &format!(
-            "  bottleneck {}: {:.0}% of the modeled time on the critical path{others}\n",
-            bn.engine,
-            bn.share * 100.0
-        );
-    } else if r.extrapolated.is_some() {
-        s += "  bottleneck not computed: an extrapolated program has no per-instruction timeline\n";
-    }
-    if let Some(a) = &r.auto {
-        let skipped = if a.skipped > 0 { format!(", {} not weighed", a.skipped) } else { String::new() };
-        let on = a.weighed_on.map_or(String::new(), |[m, k, n]| format!(", weighed on {m}x{k}x{n}"));
-        s += &format!(
-            "  auto    chose {} of {} modeled candidates ({} did not fit SBUF{skipped}){on}\n",
-            r.schedule, a.evaluated, a.rejected
-        );
-    }
-    match &r.check {
-        Some(c) => {
-            let verdict =
-                if c.passed { "PASS".to_string() } else { format!("FAIL ({} elements outside the bound)", c.failures) };
-            s += &format!(
-                "  check   {verdict}: max |err| {:.3e}, max |err|/(|A|@|B|) {:.3e}, max |err|/bound {:.2e} vs fp64 of the rounded inputs\n          {}\n",
-                c.max_abs_err,
-                c.max_rel_err,
-                c.max_err_over_bound,
-                c.describe()
-            );
-        }
-        // Only a simulated run spends time simulating.
-        None if r.wall_ms.simulate > 0.0 => s += "  check   skipped (--no-check)\n",
-        None => s += "  check   skipped (--no-sim)\n",
-    }
-    s += &format!(
-        "  time    plan {:.1} ms, lower {:.1} ms, simulate {:.1} ms, reference {:.1} ms\n",
-        r.wall_ms.plan, r.wall_ms.lower, r.wall_ms.simulate, r.wall_ms.reference
-    );
-    s
 }

@@ -14,7 +14,8 @@ use std::ops::Range;
 use rand::rngs::StdRng;
 use rand::Rng;
 
-use super::{simd, Bound, Matrix};
+use super::bound::{Bound, Matrix};
+use super::simd;
 
 /// Random probes per side (one f64 vector register).
 const PROBES: usize = 4;

@@ -1,0 +1,53 @@
+//! The figures of a plan and its lowering that a report states (instruction counts, matmuls,
+//! PSUM groups, the SBUF peak, HBM bytes), fitted like the program when it is extrapolated.
+
+use codegen::GemmPlan;
+use penguin::FunctionView;
+use serde::{Deserialize, Serialize};
+
+/// What the report needs from a plan and its lowering, fitted like the program.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Figures {
+    /// Penguin instructions.
+    pub penguin_instructions: u64,
+    /// BIR instructions of the unrolled program.
+    pub bir_instructions: u64,
+    /// Matmul instructions.
+    pub matmuls: u64,
+    /// Accumulation groups.
+    pub psum_groups: u64,
+    /// Most accumulation groups live at once.
+    pub max_live_psum_groups: u32,
+    /// Highest SBUF byte used per partition.
+    pub sbuf_peak_bytes_per_partition: u64,
+    /// Single-buffered blocks: `a_block`, `b_block`, `result`.
+    pub single_buffered: [bool; 3],
+    /// Bytes DMA instructions move to or from HBM.
+    pub hbm_bytes: u64,
+    /// Every HBM tensor moved once.
+    pub hbm_read_once_bytes: u64,
+}
+
+impl Figures {
+    /// The figures of a plan and its lowered program.
+    pub fn of(plan: &GemmPlan, program: &bir::Program) -> Figures {
+        let sb = plan.stats.single_buffered;
+        Figures {
+            penguin_instructions: plan.function.layout().len() as u64,
+            bir_instructions: program.num_insts() as u64,
+            matmuls: plan.stats.matmuls,
+            psum_groups: plan.stats.psum_groups,
+            max_live_psum_groups: plan.stats.max_live_psum_groups,
+            sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
+            single_buffered: [sb.a_block, sb.b_block, sb.result],
+            hbm_bytes: program.hbm_traffic_bytes(),
+            hbm_read_once_bytes: program.hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add),
+        }
+    }
+
+    /// The single-buffered blocks as the planner's stats hold them.
+    pub fn single_buffered(&self) -> codegen::SingleBuffered {
+        let [a_block, b_block, result] = self.single_buffered;
+        codegen::SingleBuffered { a_block, b_block, result }
+    }
+}

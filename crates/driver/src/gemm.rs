@@ -1,0 +1,168 @@
+//! The GEMM pipeline: a typed [`GemmRequest`] planned (or searched with `auto`), verified,
+//! lowered, verified again, cycle-modeled, and, when asked, simulated on its inputs and
+//! checked against the fp64 reference ([`gemm`]); a GEMM too large to unroll is extrapolated
+//! from smaller ones and modeled looped instead (`gemm/huge.rs`).
+
+use std::borrow::Cow;
+use std::time::Instant;
+
+use codegen::{AutoSearch, GemmConfig, GemmPlan, PlanRequest, Planning, Schedule};
+use penguin::HwProfile;
+
+use crate::budget;
+use crate::cancel;
+use crate::error::DriverError;
+use crate::lower::{auto_cost, ms, Lowered};
+
+mod check;
+mod huge;
+mod inputs;
+mod outcome;
+mod random;
+mod report;
+mod request;
+
+pub use crate::budget::MAX_UNROLLED_MATMULS;
+pub use crate::lower::lower;
+pub use huge::{AUTO_MAX_REDUCED_MATMULS, AUTO_PROXY_DIM, MAX_REPLAYED};
+use inputs::{prune, random_inputs, transpose, Inputs};
+pub use inputs::{GemmInputs, Operand};
+pub use outcome::GemmOutcome;
+pub use report::{AutoReport, Blocks, Bottleneck, ExtrapolatedReport, Report, WallMs};
+pub use request::{BlockRequest, GemmOptions, GemmRequest, Progress};
+
+/// Plan `cfg` as the request says (`auto`: the search, with each candidate lowered and
+/// modeled, the chosen one's kept).
+pub(crate) fn plan(
+    req: &GemmRequest,
+    cfg: &GemmConfig,
+    hw: &HwProfile,
+) -> Result<(GemmPlan, Option<(codegen::AutoChoice, Lowered)>), DriverError> {
+    let cancel = req.options.cancel.as_ref();
+    if cfg.schedule == Schedule::Auto {
+        let cost = |p: &GemmPlan| auto_cost(p, hw, cancel);
+        let threads = crate::threads::threads()?;
+        let search = AutoSearch { limits: req.limits(), hw, shortlist: codegen::AUTO_SHORTLIST, threads, cost: &cost };
+        let planned = codegen::plan(&PlanRequest::new(cfg).with_search(search), &codegen::default_builder);
+        cancel::check(cancel)?;
+        let planned = planned?;
+        return Ok((planned.plan, planned.auto));
+    }
+    // Default blocks shrink until they fit the target's SBUF.
+    let planning = if req.blocks.any() { Planning::Fixed } else { Planning::Fitting };
+    let planned = codegen::plan(&PlanRequest::new(cfg).with_planning(planning), &codegen::default_builder)?;
+    Ok((planned.plan, None))
+}
+
+/// Run a GEMM: plan, lower, model and (as the options say) simulate and check it, on
+/// `inputs` when given (their shape must be the request's), else on seeded random inputs.
+pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOutcome, DriverError> {
+    let opts = &req.options;
+    let budget = opts.max_memory.unwrap_or_else(budget::default_budget);
+    let given = match inputs {
+        Some(i) => {
+            let shape = i.shape(req.lhs_transposed)?;
+            if shape != (req.m, req.k, req.n) {
+                return Err(DriverError::input(format!(
+                    "the inputs are a {}x{}x{} GEMM, but the request is for {}x{}x{}",
+                    shape.0, shape.1, shape.2, req.m, req.k, req.n
+                )));
+            }
+            Some(Inputs { a: i.a.values, b: i.b.values })
+        }
+        None => None,
+    };
+    let cfg = req.config(given.is_some());
+    let (m, k, n) = (cfg.m, cfg.k, cfg.n);
+    // Shape and dtype limits first: their messages say more than a memory estimate.
+    cfg.validate()?;
+    let hw = req.profile();
+    if opts.extrapolate || !opts.simulate && budget::too_large(&cfg, budget) {
+        // Too large to unroll: extrapolated from smaller GEMMs and modeled looped.
+        return huge::run(req, &cfg, budget, &hw);
+    }
+    budget::check(&cfg, opts.simulate, budget)?;
+    // Random inputs are drawn on other threads while the kernel is planned and lowered.
+    let early_dtypes = (cfg.lhs_dtype, cfg.rhs_dtype);
+    let early = (opts.simulate && given.is_none()).then(|| {
+        let seed = opts.seed;
+        random::Background::start(move || random_inputs(m, k, n, seed, early_dtypes))
+    });
+    let mut wall = WallMs::default();
+    opts.phase(if cfg.schedule == Schedule::Auto { "plan (auto search)" } else { "plan" });
+    let t = Instant::now();
+    let (plan, auto) = plan(req, &cfg, &hw)?;
+    let cfg = plan.config.clone();
+    opts.check_cancel()?;
+    let (program, cycle, auto) = match auto {
+        // `auto` lowered and modeled its choice while weighing it.
+        Some((choice, lowered)) => {
+            wall.plan = (ms(t) - lowered.lower_ms - lowered.model_ms).max(0.0);
+            (wall.lower, wall.model) = (lowered.lower_ms, lowered.model_ms);
+            (lowered.program, lowered.cycle, Some(choice))
+        }
+        None => {
+            wall.plan = ms(t);
+            let t = Instant::now();
+            opts.phase("lower");
+            let program = lower(&plan)?;
+            wall.lower = ms(t);
+            check_simulable(opts.simulate, &program, (m, k, n))?;
+            opts.check_cancel()?;
+            opts.phase("model");
+            let t = Instant::now();
+            let cycle = sim::model_with(&program, &hw)
+                .map_err(|e| DriverError::internal(format!("cycle model failed (a bug): {e}")))?;
+            wall.model = ms(t);
+            (program, cycle, None)
+        }
+    };
+    if auto.is_some() {
+        check_simulable(opts.simulate, &program, (m, k, n))?;
+    }
+    opts.check_cancel()?;
+    let modeled = report::Modeled { program: &program, cycle: &cycle, auto: auto.as_ref(), hw: &hw };
+    if !opts.simulate {
+        let report = report::report_of(&cfg, &plan, &modeled, None, wall);
+        return Ok(GemmOutcome::planned(report, plan, program, cycle));
+    }
+    let from_user = given.is_some();
+    let mut inputs = match given {
+        Some(i) => i,
+        None => match early.and_then(random::Background::finish) {
+            Some(drawn) if early_dtypes == (cfg.lhs_dtype, cfg.rhs_dtype) => drawn,
+            _ => random_inputs(m, k, n, opts.seed, (cfg.lhs_dtype, cfg.rhs_dtype)),
+        },
+    };
+    let sparse = match cfg.sparsity {
+        Some(p) => {
+            if cfg.lhs_transposed {
+                inputs.a = Cow::Owned(transpose(&inputs.a, k as usize, m as usize));
+            }
+            if !from_user {
+                prune(inputs.a.to_mut(), m, k, p);
+            }
+            Some(codegen::SparseA::compress(&inputs.a, m, k, p)?)
+        }
+        None => None,
+    };
+    let done = check::simulate_and_check(opts, &plan, &program, inputs, sparse)?;
+    (wall.simulate, wall.reference) = (done.simulate_ms, done.reference_ms);
+    let report = report::report_of(&cfg, &plan, &modeled, done.check, wall);
+    let mut outcome = GemmOutcome::planned(report, plan, program, cycle);
+    (outcome.c, outcome.c_bytes) = (Some(done.c), done.raw);
+    Ok(outcome)
+}
+
+/// Refuse to simulate a program whose HBM the simulator cannot hold.
+fn check_simulable(simulate: bool, program: &bir::Program, (m, k, n): (u64, u64, u64)) -> Result<(), DriverError> {
+    if simulate && program.hbm_size > sim::MAX_HBM_BYTES {
+        return Err(DriverError::Budget(format!(
+            "{m}x{k}x{n} is too large to simulate: its HBM tensors need {} bytes, more than the simulator's {} bytes; \
+             --no-sim plans and models it without simulating",
+            program.hbm_size,
+            sim::MAX_HBM_BYTES
+        )));
+    }
+    Ok(())
+}
