@@ -174,8 +174,7 @@ fn every_schedule_computes_the_same_product() {
 fn broadcast_operand_runs_end_to_end() {
     use codegen::NeuronCodegen;
     use penguin::{
-        AccessPattern, DmaCopyData, GeneratedBuilder, InstData, InstTile, Memory, NDTile, TensorTensorData,
-        TensorTensorOp, Tile,
+        AccessPattern, AluOp, DmaCopyData, GeneratedBuilder, InstData, InstTile, Memory, NDTile, TensorTensorData, Tile,
     };
     let mut cg = NeuronCodegen::new(GeneratedBuilder::new("bcast"), Target::Trn2, "bcast");
     let x = cg.add_input("x", vec![64, 32], DType::Fp32).unwrap();
@@ -200,7 +199,7 @@ fn broadcast_operand_runs_end_to_end() {
     let b = cg.combine_tiles(&[Tile::Broadcast { value: 2.5, shape: nd }]).unwrap().remove(0);
     cg.process_new_neuroninst(InstData::TensorTensor(TensorTensorData {
         engine: penguin::ComputeEngine::Dve,
-        op: TensorTensorOp::Add,
+        op: AluOp::Add,
         dst: sb.clone(),
         lhs: sb.clone(),
         rhs: b,
