@@ -48,7 +48,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     self.err(
                         e,
                         format!(
-                            "tensor_reduce destination {:?} does not divide source {:?} (same partitions; the source's elements per partition a multiple of the destination's)",
+                            "tensor_reduce destination {:?} does not divide source {:?} (same partitions, the source's elements per partition a multiple of the destination's)",
                             r.dst.ap.shape(),
                             r.src.ap.shape()
                         ),

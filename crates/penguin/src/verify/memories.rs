@@ -130,7 +130,7 @@ pub const POOL_PSUM: &str =
 
 /// The message for a tensor_tensor reading two PSUM tiles.
 pub const TWO_PSUM_INPUTS: &str =
-    "tensor_tensor lhs and rhs cannot both be in psum (one PSUM read per instruction; NKI ISA tensor_tensor)";
+    "tensor_tensor lhs and rhs cannot both be in psum (one PSUM read per instruction, NKI ISA tensor_tensor)";
 
 /// Whether the instruction runs on GpSimd.
 fn pool_engine(inst: &InstData) -> bool {
