@@ -122,7 +122,7 @@ pub(crate) fn activate(func: ActFunc, x: f32) -> f32 {
         ActFunc::Log => libm::log(v),
         ActFunc::Tanh => libm::tanh(v),
         ActFunc::Sigmoid => sigmoid(v),
-        ActFunc::Gelu => 0.5 * v * libm::erfc(-v / std::f64::consts::SQRT_2),
+        ActFunc::Gelu => times_gate(v, 0.5 * libm::erfc(-v / std::f64::consts::SQRT_2)),
         ActFunc::GeluApprxTanh => {
             // 0.5 x (1 + tanh u) = x * sigmoid(2u), without the cancellation of 1 + tanh u.
             let u = (2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v);

@@ -30,9 +30,12 @@ def f32(x):
 def act(name, x):
     """An activation of fp32 inputs: float64 math, one rounding to fp32."""
     v = np.asarray(x, dtype=np.float32).astype(np.float64)
+    np.seterr(all="ignore")
     erfc = np.vectorize(math.erfc)
     erf = np.vectorize(math.erf)
     sig = lambda t: 1.0 / (1.0 + np.exp(-t))
+    # x * gate(x) with the gate going to 0 at -inf: the limit -0 there, not -inf * 0.
+    gate = lambda t, g: np.where(t == -np.inf, -0.0, t * g)
     table = {
         "copy": lambda: v,
         "exp": lambda: np.exp(v),
@@ -40,9 +43,9 @@ def act(name, x):
         "tanh": lambda: np.tanh(v),
         "sigmoid": lambda: sig(v),
         "relu": lambda: np.maximum(v, 0.0),
-        "gelu": lambda: 0.5 * v * erfc(-v / math.sqrt(2.0)),
-        "gelu_apprx_tanh": lambda: v * sig(2.0 * math.sqrt(2.0 / math.pi) * (v + 0.044715 * v**3)),
-        "silu": lambda: v * sig(v),
+        "gelu": lambda: gate(v, 0.5 * erfc(-v / math.sqrt(2.0))),
+        "gelu_apprx_tanh": lambda: gate(v, sig(2.0 * math.sqrt(2.0 / math.pi) * (v + 0.044715 * v**3))),
+        "silu": lambda: gate(v, sig(v)),
         "softplus": lambda: np.where(v > 0, v + np.log1p(np.exp(-np.abs(v))), np.log1p(np.exp(np.minimum(v, 0)))),
         "square": lambda: v * v,
         "sqrt": lambda: np.sqrt(v),
