@@ -490,3 +490,46 @@ proptest! {
         }
     }
 }
+
+/// Parse, verify and lower an example, run it on `inputs`, and return its output `y`.
+fn run_example(name: &str, inputs: &[(&str, &[f32])]) -> Vec<f32> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
+    let f = penguin::parse::parse(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let program = bir::lower(penguin::verify(&f).unwrap(), Target::Trn2).unwrap();
+    bir::verify_program(&program).unwrap();
+    let mut s = Simulator::new(&program);
+    for (tensor, values) in inputs {
+        s.write_hbm_f32(tensor, values).unwrap();
+    }
+    let stats = s.run().unwrap();
+    assert!(stats.races.is_empty(), "{:?}", stats.races);
+    s.read_hbm_f32("y").unwrap()
+}
+
+/// The two hand-written kernels of `examples/` against f64 references: a few fp32 roundings
+/// of a well-conditioned computation, so within a small multiple of eps32.
+#[test]
+fn the_softmax_and_rmsnorm_examples_match_f64() {
+    let x: Vec<f32> = (0..32).map(|i| common::value(i) * 3.0).collect();
+    let w: Vec<f32> = (0..8).map(|i| common::value(100 + i)).collect();
+    let y = run_example("rmsnorm.pir", &[("x", &x), ("w", &w)]);
+    for (p, row) in x.chunks(8).enumerate() {
+        let ms = row.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>() / 8.0;
+        for f in 0..8 {
+            let want = f64::from(row[f]) / (ms + 1e-6).sqrt() * f64::from(w[f]);
+            let got = f64::from(y[p * 8 + f]);
+            assert!((got - want).abs() <= 1e-6 * want.abs().max(1.0), "rmsnorm[{p}, {f}] = {got}, f64 {want}");
+        }
+    }
+    let y = run_example("softmax.pir", &[("x", &x)]);
+    for (p, row) in x.chunks(8).enumerate() {
+        let keep = |f: usize| f <= p + 4;
+        let max = (0..8).filter(|&f| keep(f)).map(|f| f64::from(row[f])).fold(f64::MIN, f64::max);
+        let sum: f64 = (0..8).filter(|&f| keep(f)).map(|f| (f64::from(row[f]) - max).exp()).sum();
+        for f in 0..8 {
+            let want = if keep(f) { (f64::from(row[f]) - max).exp() / sum } else { 0.0 };
+            let got = f64::from(y[p * 8 + f]);
+            assert!((got - want).abs() <= 1e-6, "softmax[{p}, {f}] = {got}, f64 {want}");
+        }
+    }
+}
