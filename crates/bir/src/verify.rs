@@ -231,7 +231,7 @@ fn check_compute(errors: &mut Errors, at: At, target: Target, op: &Op, same: imp
         }
         Op::TensorReduce { dst, src, .. } => {
             let (d, n) = (dst.free_elems(), src.free_elems());
-            if dst.num_partitions != src.num_partitions || d == 0 || n % d != 0 {
+            if dst.num_partitions != src.num_partitions || d == 0 || !n.is_multiple_of(d) {
                 errors.push(
                     at,
                     format!("{} x {d} does not divide the source's {} x {n}", dst.num_partitions, src.num_partitions),
@@ -261,7 +261,7 @@ fn check_compute(errors: &mut Errors, at: At, target: Target, op: &Op, same: imp
             per_partition(errors, "destination", dst, 6, src);
         }
         Op::BnAggr { dst, src } => {
-            if src.free_elems() == 0 || src.free_elems() % 3 != 0 {
+            if src.free_elems() == 0 || !src.free_elems().is_multiple_of(3) {
                 errors.push(at, format!("source has {} elements per partition, not a multiple of 3", src.free_elems()));
             }
             per_partition(errors, "destination", dst, 2, src);

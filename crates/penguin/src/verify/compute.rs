@@ -44,7 +44,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             }
             InstData::TensorReduce(r) => {
                 let (d, s) = (r.dst.free_elems(), r.src.free_elems());
-                if r.dst.partitions() != r.src.partitions() || d == 0 || s % d != 0 {
+                if r.dst.partitions() != r.src.partitions() || d == 0 || !s.is_multiple_of(d) {
                     self.err(
                         e,
                         format!(
@@ -74,7 +74,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             }
             InstData::BnAggr(b) => {
                 let n = b.src.free_elems();
-                if n == 0 || n % 3 != 0 {
+                if n == 0 || !n.is_multiple_of(3) {
                     self.err(e, format!("bn_aggr source has {n} elements per partition, not a multiple of 3 (count, mean, variance * count triples)"));
                 }
                 self.check_stats(e, "bn_aggr", &b.dst, 2, &b.src);
@@ -141,10 +141,8 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     }
                 }
             }
-            InstData::AffineSelect(a) => {
-                if !a.cmp.is_comparison() {
-                    self.err(e, format!("affine_select cmp `{}` is not a comparison (equal, not_equal, greater, greater_equal, less, less_equal)", a.cmp));
-                }
+            InstData::AffineSelect(a) if !a.cmp.is_comparison() => {
+                self.err(e, format!("affine_select cmp `{}` is not a comparison (equal, not_equal, greater, greater_equal, less, less_equal)", a.cmp));
             }
             InstData::Activation(a) => {
                 if let ScalarOperand::Tile(t) = &a.scale {

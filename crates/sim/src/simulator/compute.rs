@@ -233,7 +233,7 @@ impl Machine {
     ) -> Result<(), SimError> {
         let dw = self.walk(cx.at, dst)?;
         let sw = self.walk(cx.at, src)?;
-        if dw.elems == 0 || sw.elems % dw.elems != 0 {
+        if dw.elems == 0 || !sw.elems.is_multiple_of(dw.elems) {
             return Err(SimError::BadOperand {
                 at: cx.at,
                 detail: format!("tensor_reduce of {} elements into {}", sw.elems, dw.elems),
@@ -264,7 +264,6 @@ impl Machine {
     }
 
     /// `dst = affine cmp 0 ? src : value`.
-    #[expect(clippy::too_many_arguments, reason = "the affine_select's fields, as the op holds them")]
     pub(super) fn affine_select(
         &mut self,
         cx: &mut Cx<'_>,
@@ -347,7 +346,7 @@ impl Machine {
         let (sw, x) = self.read_f32(cx, src)?;
         let dw = self.dst_walk(cx, dst, 2 * u64::from(parts))?;
         let per = (sw.elems / u64::from(parts)) as usize;
-        if per == 0 || per % 3 != 0 {
+        if per == 0 || !per.is_multiple_of(3) {
             return Err(SimError::BadOperand {
                 at: cx.at,
                 detail: format!("bn_aggr reads triples, not {per} elements per partition"),
