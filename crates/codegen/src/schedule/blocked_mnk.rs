@@ -119,11 +119,11 @@ impl<B: IrBuilder> Planner<'_, B> {
                         }
                         let part = result_tile(result, t * bn + j, m.1, n.1);
                         if kbi == 0 {
-                            // VectorE copies the first K block's partials too: it adds every
-                            // later one (the only engine that reads PSUM and two inputs), so
-                            // it runs one instruction per group in every K block and its
-                            // semaphore counts step evenly through the nest.
-                            p.copy(ComputeEngine::Dve, part, psum)?;
+                            // ScalarE copies the first K block's partials out; VectorE adds
+                            // every later one (the only engine that reads PSUM and two
+                            // inputs), so each engine's instructions follow one part of the
+                            // nest.
+                            p.copy(ComputeEngine::Act, part, psum)?;
                         } else {
                             // VectorE adds the partials: the sum reads PSUM, which GpSimd
                             // cannot, and ScalarE reads one input tensor per instruction.
