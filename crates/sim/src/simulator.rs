@@ -79,6 +79,8 @@ struct Machine {
     stationary: Option<Stationary>,
     scratch: Scratch,
     double_row_ok: bool,
+    /// Whether a PE transpose may write bf16/fp16 into PSUM (trn2 and later).
+    transpose16_ok: bool,
     /// Recently decoded PE operands (plain perf mode, moving and stationary), by access
     /// pattern; an SBUF write that overlaps one drops it. Blocked schedules stream the same
     /// moving tile against several stationary tiles and the same stationary tile against the
@@ -204,6 +206,7 @@ impl Simulator {
                 stationary: None,
                 scratch: Scratch::default(),
                 double_row_ok: program.target.info().double_row,
+                transpose16_ok: program.target != penguin::Target::Trn1,
                 moving_cache: Vec::new(),
                 moving_hit: None,
                 deferred: None,

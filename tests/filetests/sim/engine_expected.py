@@ -189,6 +189,10 @@ def broadcast(i):
     return {"y": (w[None, :] + m)[::-1].astype(np.float32)}
 
 
+def transpose16(i):
+    return {"y": i["x"].astype(ml_dtypes.bfloat16).T.astype(np.float32)}
+
+
 EXPECTED = {
     "run_activation.pir": activations,
     "run_activation_scale_bias.pir": activation_operands,
@@ -198,6 +202,7 @@ EXPECTED = {
     "run_bn_stats.pir": bn,
     "run_tensor_tensor_ops.pir": binary_ops,
     "run_broadcast_dma.pir": broadcast,
+    "run_transpose16.pir": transpose16,
 }
 
 
