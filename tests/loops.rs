@@ -199,11 +199,12 @@ fn rolled_lines(m: u64, k: u64, n: u64, schedule: Schedule, hbm: DType) -> usize
 
 /// Every rotation of a plan (PSUM banks, evacuation engines, DMA queues) follows the place
 /// in its loop nest, so the rolled BIR of a large GEMM is short (3678 and 2442 lines for
-/// these two when the rotations counted over the whole kernel).
+/// these two when the rotations counted over the whole kernel; blocked-mnk's 892 since
+/// ScalarE copies each block's first K partials and VectorE adds the others).
 #[test]
 fn a_large_gemm_rolls_to_a_short_program() {
     assert_eq!(rolled_lines(4096, 8192, 8192, Schedule::BlockedMn, DType::Bf16), 1610);
-    assert_eq!(rolled_lines(4096, 8192, 8192, Schedule::BlockedMnk, DType::Bf16), 1091);
+    assert_eq!(rolled_lines(4096, 8192, 8192, Schedule::BlockedMnk, DType::Bf16), 892);
 }
 
 /// The rolled program does not grow with M or N: more blocks are more loop trips. (Where
@@ -215,21 +216,22 @@ fn rolled_programs_do_not_grow_with_m_and_n() {
         (Schedule::Naive, DType::Bf16, [222, 222, 222, 222]),
         (Schedule::Hoisted, DType::Bf16, [421, 421, 421, 421]),
         (Schedule::BlockedMn, DType::Bf16, [889, 889, 891, 891]),
-        (Schedule::BlockedMnk, DType::Bf16, [563, 563, 571, 571]),
+        (Schedule::BlockedMnk, DType::Bf16, [431, 431, 439, 439]),
         (Schedule::Naive, DType::Fp32, [528, 528, 528, 528]),
         (Schedule::Hoisted, DType::Fp32, [586, 586, 586, 586]),
         (Schedule::BlockedMn, DType::Fp32, [2020, 2028, 2044, 2052]),
-        (Schedule::BlockedMnk, DType::Fp32, [1086, 1086, 1142, 1142]),
+        (Schedule::BlockedMnk, DType::Fp32, [922, 922, 978, 978]),
     ];
     for (schedule, hbm, want) in cases {
         let got = [(4096, 8192), (8192, 8192), (4096, 16384), (8192, 16384)]
             .map(|(m, n)| rolled_lines(m, 1024, n, schedule, hbm));
         assert_eq!(got, want, "{} {hbm}", schedule.name());
-        // Never more than 3% apart, but for blocked-mnk fp32 at N = 16384 (5%): without the
-        // false edges between stores of disjoint output tiles (exact HBM windows) its store
-        // streams lose their cross-queue waits and the greedy roll splits them differently.
+        // Never more than 3% apart, but for blocked-mnk fp32 at N = 16384 (56 lines, 6%):
+        // without the false edges between stores of disjoint output tiles (exact HBM windows)
+        // its store streams lose their cross-queue waits and the greedy roll splits them
+        // differently.
         let (lo, hi) = (got.iter().min().unwrap(), got.iter().max().unwrap());
-        let percent = if (schedule, hbm) == (Schedule::BlockedMnk, DType::Fp32) { 106 } else { 103 };
+        let percent = if (schedule, hbm) == (Schedule::BlockedMnk, DType::Fp32) { 107 } else { 103 };
         assert!(hi * 100 <= lo * percent, "{} {hbm}: {got:?}", schedule.name());
     }
 }

@@ -91,19 +91,7 @@ pub fn params(items: &[Item]) -> Vec<i64> {
 pub fn advance_inst(inst: &BirInst, delta: &[i64]) -> Option<BirInst> {
     let mut out = inst.clone();
     let mut d = delta.iter().copied();
-    let mut aps: Vec<&mut crate::HwAp> = match &mut out.op {
-        crate::Op::LoadStationary { src, .. } => vec![src],
-        crate::Op::LoadStationarySparse { src, tags, .. } => vec![src, tags],
-        crate::Op::MultiplyMoving { dst, src, .. }
-        | crate::Op::Transpose { dst, src }
-        | crate::Op::DmaCopy { dst, src, .. }
-        | crate::Op::TensorCopy { dst, src } => vec![dst, src],
-        crate::Op::DmaFma { dst, src0, src1 } => vec![dst, src0, src1],
-        crate::Op::DmaGather { dst, table, index } => vec![dst, table, index],
-        crate::Op::DmaScatterAdd { table, src, index } => vec![table, src, index],
-        crate::Op::TensorTensor { dst, lhs, rhs, .. } => vec![dst, lhs, rhs],
-        crate::Op::Memset { dst, .. } => vec![dst],
-    };
+    let mut aps: Vec<&mut crate::HwAp> = out.op.aps_mut().into_iter().map(|(_, ap)| ap).collect();
     for ap in &mut aps {
         let off = i128::from(ap.byte_offset) + i128::from(d.next()?);
         ap.byte_offset = u64::try_from(off).ok()?;

@@ -4,8 +4,11 @@
 //! on the PE as LoadStationary + MultiplyMoving ([`codegen_mat_mul_op`]), plain DMA copies on
 //! the DMA queues (copies into HBM on their own [`STORE_QUEUES`], so that a store never waits
 //! in line behind a plain load that is itself waiting for a buffer to be released; offloaded
-//! ops, casting loads included, are spread over all 16 queues), tensor copies and memsets on
-//! the engine they name.
+//! ops, casting loads included, are spread over all 16 queues), tensor copies, memsets,
+//! tensor-tensor and tensor-scalar ops on the engine they name, activations on ACT,
+//! reductions and batch-norm statistics on DVE, `affine_select` and `iota` on POOL. The
+//! target's own rules are checked here: an immediate activation bias and a 16-bit PE
+//! transpose need trn2 or later.
 //!
 //! Which queue: a copy or cast that carries a [`DmaQueueHint`] goes where the hint says
 //! (the hint modulo the queues of its class; an offloaded op's pieces on the run of queues
@@ -359,6 +362,10 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
             }
             InstData::OffloadedMemCast(c) => self.route_spread(id, &[&c.dst, &c.src], c.queue, out)?,
             InstData::DmaGather(_) | InstData::DmaScatterAdd(_) => out.push(one(self.next_queue())),
+            InstData::Activation(_) => out.push(one(Engine::Act)),
+            InstData::TensorScalar(t) => out.push(one(compute_engine(t.engine))),
+            InstData::TensorReduce(_) | InstData::BnStats(_) | InstData::BnAggr(_) => out.push(one(Engine::Dve)),
+            InstData::AffineSelect(_) | InstData::Iota(_) => out.push(one(Engine::Pool)),
         }
         Ok(())
     }
@@ -387,10 +394,18 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                 };
                 out.extend([ls, mm]);
             }
-            InstData::Transpose(t) => out.push(Op::Transpose {
-                dst: self.hw_ap(id, Engine::Pe, &t.dst)?,
-                src: self.hw_ap(id, Engine::Pe, &t.src)?,
-            }),
+            InstData::Transpose(t) => {
+                if t.dst.dtype != penguin::DType::Fp32 && self.target == Target::Trn1 {
+                    return Err(BirError::Unsupported(format!(
+                        "{id}: a PE transpose writes {} into PSUM from trn2 on (NeuronCore-v3 transpose mode); on trn1 its result is fp32",
+                        t.dst.dtype
+                    )));
+                }
+                out.push(Op::Transpose {
+                    dst: self.hw_ap(id, Engine::Pe, &t.dst)?,
+                    src: self.hw_ap(id, Engine::Pe, &t.src)?,
+                });
+            }
             InstData::DmaCopy(d) => out.push(Op::DmaCopy {
                 dst: self.hw_ap(id, engine, &d.dst)?,
                 src: self.hw_ap(id, engine, &d.src)?,
@@ -422,6 +437,62 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                 src: self.hw_ap(id, engine, &sc.src)?,
                 index: self.hw_ap(id, engine, &sc.index)?,
             }),
+            InstData::Activation(a) => {
+                if self.target == Target::Trn1 && !a.bias.is_imm(0.0) && a.bias.tile().is_none() {
+                    return Err(BirError::Unsupported(format!(
+                        "{id}: an activation bias on trn1 must be a [P, 1] column (an immediate bias needs trn2 or later, NeuronCore-v3)"
+                    )));
+                }
+                let ap = |t: &InstTile| self.hw_ap(id, engine, t);
+                out.push(Op::Activation {
+                    func: a.func,
+                    dst: ap(&a.dst)?,
+                    src: ap(&a.src)?,
+                    scale: a.scale.try_map(ap)?,
+                    bias: a.bias.try_map(ap)?,
+                    reduce: a.reduce.as_ref().map(ap).transpose()?,
+                });
+            }
+            InstData::TensorScalar(t) => {
+                let ap = |x: &InstTile| self.hw_ap(id, engine, x);
+                out.push(Op::TensorScalar {
+                    op0: t.op0,
+                    reverse0: t.reverse0,
+                    op1: t.op1,
+                    reverse1: t.reverse1,
+                    dst: ap(&t.dst)?,
+                    src: ap(&t.src)?,
+                    operand0: t.operand0.try_map(ap)?,
+                    operand1: t.operand1.try_map(ap)?,
+                });
+            }
+            InstData::TensorReduce(r) => out.push(Op::TensorReduce {
+                op: r.op,
+                negate: r.negate,
+                dst: self.hw_ap(id, engine, &r.dst)?,
+                src: self.hw_ap(id, engine, &r.src)?,
+            }),
+            InstData::AffineSelect(a) => out.push(Op::AffineSelect {
+                cmp: a.cmp,
+                offset: a.offset,
+                channel_multiplier: a.channel_multiplier,
+                pattern: a.pattern.clone(),
+                value: a.value,
+                dst: self.hw_ap(id, engine, &a.dst)?,
+                src: self.hw_ap(id, engine, &a.src)?,
+            }),
+            InstData::Iota(i) => out.push(Op::Iota {
+                offset: i.offset,
+                channel_multiplier: i.channel_multiplier,
+                pattern: i.pattern.clone(),
+                dst: self.hw_ap(id, engine, &i.dst)?,
+            }),
+            InstData::BnStats(b) => {
+                out.push(Op::BnStats { dst: self.hw_ap(id, engine, &b.dst)?, src: self.hw_ap(id, engine, &b.src)? });
+            }
+            InstData::BnAggr(b) => {
+                out.push(Op::BnAggr { dst: self.hw_ap(id, engine, &b.dst)?, src: self.hw_ap(id, engine, &b.src)? });
+            }
         }
         Ok(())
     }

@@ -3,8 +3,9 @@
 //! Rules:
 //! 1. **Engines run their own ops**: PE runs LoadStationary, LoadStationarySparse,
 //!    MultiplyMoving and Transpose; DMA queues run DMA copies, DmaFma, DmaGather and
-//!    DmaScatterAdd; ACT/DVE/POOL run tensor copies, TensorTensor ops and memsets; SP runs
-//!    memsets only.
+//!    DmaScatterAdd; ACT/DVE/POOL run tensor copies, TensorScalar ops and memsets; DVE/POOL
+//!    run TensorTensor ops; ACT runs Activation; DVE runs TensorReduce, BnStats and BnAggr;
+//!    POOL runs AffineSelect and Iota; SP runs memsets only.
 //! 2. **Strides**: an access pattern has at most as many free dimensions as its engine
 //!    supports (`Too many strides!`).
 //! 3. **Partition start rule** on compute engines: more than 64 partitions start at 0;
@@ -20,16 +21,24 @@
 //!    one, `partitions / n * m` of its pattern). A LoadStationarySparse's tags are int16 and
 //!    have the stationary operand's shape (partition count and elements per partition).
 //! 6. **Transpose**: the result is the transpose of the source (its partition count is the
-//!    source's elements per partition and vice versa) and is fp32 in PSUM.
-//! 7. **Elementwise shapes**: DmaCopy, TensorCopy, DmaFma and TensorTensor operands all have
-//!    equal partition counts and elements per partition.
+//!    source's elements per partition and vice versa) and is fp32 in PSUM, or from trn2 on
+//!    bf16/fp16 like a 16-bit source (transpose mode).
+//! 7. **Elementwise shapes**: DmaCopy, TensorCopy, DmaFma, TensorTensor, Activation,
+//!    TensorScalar and AffineSelect operands all have equal partition counts and elements per
+//!    partition; a scale, bias, operand or reduce column is `[P, 1]`; a TensorReduce's source
+//!    has a multiple of its destination's elements per partition; Iota's and AffineSelect's
+//!    pattern enumerates the destination's elements per partition; BnStats reads at most 512
+//!    elements and writes 6, BnAggr reads triples and writes 2.
 //! 8. **Gather and scatter-add**: the index is int32, and the rows moved (DmaGather's
 //!    destination, DmaScatterAdd's source) are one table row per index entry: as many
 //!    partitions as the index has elements, each with a table row's elements per partition.
 //! 9. **Semaphores**: every semaphore id exists; and the program does not deadlock: running
 //!    the streams with only their waits and signals finishes every stream.
+//! 10. **Memories of compute ops**: nothing on POOL touches PSUM; a TensorTensor reads at most
+//!     one PSUM tile; AffineSelect and Iota work in SBUF; an immediate activation bias needs
+//!     trn2 or later.
 
-use penguin::{DType, Memory};
+use penguin::{DType, Memory, Target};
 
 use crate::error::{BirError, VerifyError, TOO_MANY_STRIDES};
 use crate::program::{Engine, HwAp, InstRef, Op, Program};
@@ -104,8 +113,17 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
                     {
                         errors.push(at, "result is not the transpose of the source");
                     }
-                    if dst.memory != Memory::Psum || dst.dtype != DType::Fp32 {
-                        errors.push(at, format!("result must be fp32 in psum, not {} {}", dst.dtype, dst.memory));
+                    let sixteen = p.target != Target::Trn1
+                        && matches!(dst.dtype, DType::Bf16 | DType::Fp16)
+                        && dst.dtype == src.dtype;
+                    if dst.memory != Memory::Psum || (dst.dtype != DType::Fp32 && !sixteen) {
+                        errors.push(
+                            at,
+                            format!(
+                                "result must be fp32 in psum (or its 16-bit source's dtype from trn2 on), not {} {}",
+                                dst.dtype, dst.memory
+                            ),
+                        );
                     }
                 }
                 Op::DmaCopy { dst, src, .. } | Op::TensorCopy { dst, src } => same(&mut errors, dst, src),
@@ -116,7 +134,17 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
                 Op::TensorTensor { dst, lhs, rhs, .. } => {
                     same(&mut errors, dst, lhs);
                     same(&mut errors, dst, rhs);
+                    if lhs.memory == Memory::Psum && rhs.memory == Memory::Psum {
+                        errors.push(at, "lhs and rhs cannot both be in psum (one PSUM read per instruction)");
+                    }
                 }
+                Op::Activation { .. }
+                | Op::TensorScalar { .. }
+                | Op::TensorReduce { .. }
+                | Op::AffineSelect { .. }
+                | Op::Iota { .. }
+                | Op::BnStats { .. }
+                | Op::BnAggr { .. } => check_compute(&mut errors, at, p.target, &inst.op, same),
                 Op::DmaGather { dst: rows, table, index } | Op::DmaScatterAdd { src: rows, table, index } => {
                     if index.dtype != DType::Int32 {
                         errors.push(at, format!("index must be int32, not {}", index.dtype));
@@ -126,6 +154,9 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
                     }
                 }
                 Op::Memset { .. } => {}
+            }
+            if e == Engine::Pool && inst.op.aps().iter().any(|(_, ap)| ap.memory == Memory::Psum) {
+                errors.push(at, "GpSimd (pool) cannot access PSUM");
             }
             for w in &inst.waits {
                 if w.sem.0 as usize >= p.semaphores.len() {
@@ -149,6 +180,93 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
         Ok(())
     } else {
         Err(BirError::Verify(errors))
+    }
+}
+
+/// Rules 7 and 10 for the compute ops added for real kernels (activation, tensor_scalar,
+/// tensor_reduce, affine_select, iota, bn_stats, bn_aggr).
+fn check_compute(errors: &mut Errors, at: At, target: Target, op: &Op, same: impl Fn(&mut Errors, &HwAp, &HwAp)) {
+    let column = |errors: &mut Errors, what: &str, c: Option<&HwAp>, src: &HwAp| {
+        if let Some(c) = c {
+            if c.num_partitions != src.num_partitions || c.free_elems() != 1 {
+                errors.push(
+                    at,
+                    format!(
+                        "{what} must be [{}, 1], not {} x {}",
+                        src.num_partitions,
+                        c.num_partitions,
+                        c.free_elems()
+                    ),
+                );
+            }
+        }
+    };
+    let per_partition = |errors: &mut Errors, what: &str, ap: &HwAp, n: u64, src: &HwAp| {
+        if ap.num_partitions != src.num_partitions || ap.free_elems() != n {
+            errors.push(
+                at,
+                format!("{what} must be {} x {n}, not {} x {}", src.num_partitions, ap.num_partitions, ap.free_elems()),
+            );
+        }
+    };
+    let sbuf = |errors: &mut Errors, aps: &[&HwAp]| {
+        if let Some(ap) = aps.iter().find(|ap| ap.memory != Memory::Sbuf) {
+            errors.push(at, format!("works in sbuf, not {}", ap.memory));
+        }
+    };
+    match op {
+        Op::Activation { dst, src, scale, bias, reduce, .. } => {
+            same(errors, dst, src);
+            column(errors, "scale", scale.tile(), src);
+            column(errors, "bias", bias.tile(), src);
+            column(errors, "reduce", reduce.as_ref(), src);
+            if target == Target::Trn1 && bias.tile().is_none() && !bias.is_imm(0.0) {
+                errors.push(at, "an immediate bias needs trn2 or later (on trn1 the bias is a [P, 1] column)");
+            }
+        }
+        Op::TensorScalar { dst, src, operand0, operand1, .. } => {
+            same(errors, dst, src);
+            column(errors, "operand0", operand0.tile(), src);
+            column(errors, "operand1", operand1.tile(), src);
+        }
+        Op::TensorReduce { dst, src, .. } => {
+            let (d, n) = (dst.free_elems(), src.free_elems());
+            if dst.num_partitions != src.num_partitions || d == 0 || !n.is_multiple_of(d) {
+                errors.push(
+                    at,
+                    format!("{} x {d} does not divide the source's {} x {n}", dst.num_partitions, src.num_partitions),
+                );
+            }
+        }
+        Op::AffineSelect { dst, src, pattern, .. } => {
+            same(errors, dst, src);
+            sbuf(errors, &[dst, src]);
+            per_partition(errors, "the pattern's destination", dst, pattern.elems(), dst);
+        }
+        Op::Iota { dst, pattern, .. } => {
+            sbuf(errors, &[dst]);
+            per_partition(errors, "the pattern's destination", dst, pattern.elems(), dst);
+        }
+        Op::BnStats { dst, src } => {
+            if src.free_elems() > penguin::BN_STATS_FMAX {
+                errors.push(
+                    at,
+                    format!(
+                        "reads at most {} elements per partition, not {}",
+                        penguin::BN_STATS_FMAX,
+                        src.free_elems()
+                    ),
+                );
+            }
+            per_partition(errors, "destination", dst, 6, src);
+        }
+        Op::BnAggr { dst, src } => {
+            if src.free_elems() == 0 || !src.free_elems().is_multiple_of(3) {
+                errors.push(at, format!("source has {} elements per partition, not a multiple of 3", src.free_elems()));
+            }
+            per_partition(errors, "destination", dst, 2, src);
+        }
+        _ => {}
     }
 }
 

@@ -515,6 +515,38 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                     self.canonical_in_place(t)?;
                 }
             }
+            // The compute-engine kinds: the operands that move element for element must agree
+            // (combined); the `[P, 1]` columns, a reduction's result and the statistics are
+            // canonicalized alone (their shapes are the verifier's).
+            InstData::Activation(a) => {
+                self.combine_in_place(&mut [&mut a.dst, &mut a.src])?;
+                for t in [a.scale.tile_mut(), a.bias.tile_mut(), a.reduce.as_mut()].into_iter().flatten() {
+                    self.canonical_in_place(t)?;
+                }
+            }
+            InstData::TensorScalar(t) => {
+                self.combine_in_place(&mut [&mut t.dst, &mut t.src])?;
+                for c in [t.operand0.tile_mut(), t.operand1.tile_mut()].into_iter().flatten() {
+                    self.canonical_in_place(c)?;
+                }
+            }
+            InstData::AffineSelect(a) => self.combine_in_place(&mut [&mut a.dst, &mut a.src])?,
+            InstData::TensorReduce(r) => {
+                for t in [&mut r.dst, &mut r.src] {
+                    self.canonical_in_place(t)?;
+                }
+            }
+            InstData::Iota(i) => self.canonical_in_place(&mut i.dst)?,
+            InstData::BnStats(b) => {
+                for t in [&mut b.dst, &mut b.src] {
+                    self.canonical_in_place(t)?;
+                }
+            }
+            InstData::BnAggr(b) => {
+                for t in [&mut b.dst, &mut b.src] {
+                    self.canonical_in_place(t)?;
+                }
+            }
         }
         let deps = self.process_dep_edges(&inst);
         Ok(self.insert(inst, deps))

@@ -52,10 +52,12 @@ pub use entity::{InstId, Memory, TensorId};
 pub use error::{Entity, PenguinError, VerifierError, VerifierErrors};
 pub use function::{Function, FunctionView, TensorData};
 pub use inst::{
-    parse_pe_attributes, pe_attributes, Access, AttrError, ComputeEngine, Dep, DepKind, DmaCopyData, DmaGatherData,
-    DmaQueueHint, DmaScatterAddData, EngineAccumulationType, InstData, InstKind, MatMultData, MatMultSparseData,
-    MemsetData, OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, PerfMode, SparsityPattern, TensorCopyData,
-    TensorTensorData, TensorTensorOp, TilePosition, TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
+    parse_pe_attributes, pe_attributes, Access, ActFunc, ActivationData, AffineDim, AffinePattern, AffineSelectData,
+    AluClass, AluOp, AttrError, BadPattern, BnAggrData, BnStatsData, ComputeEngine, Dep, DepKind, DmaCopyData,
+    DmaGatherData, DmaQueueHint, DmaScatterAddData, EngineAccumulationType, InstData, InstKind, IotaData, MatMultData,
+    MatMultSparseData, MemsetData, OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, PerfMode,
+    ScalarOperand, SparsityPattern, TensorCopyData, TensorReduceData, TensorScalarData, TensorTensorData, TilePosition,
+    TileSize, TransposeData, UnknownPerfMode, UnknownSparsity, ValidRange, BN_STATS_FMAX, MAX_PATTERN_DIMS,
 };
 pub use looped::{verify_looped, LoopedFunction, PirInst};
 pub use srcloc::{LocInterner, SourceLoc, SourceLocs};

@@ -21,7 +21,9 @@
 //! [`penguin::DType`] (casts through f32, round to nearest even unless a DMA says saturate;
 //! products and PSUM accumulation in fp32). Every [`bir::Op`] runs: dense, double-row and
 //! structured-sparse matmuls, PE transposes, DMA copies / FMA / gather / scatter-add, and the
-//! compute engines' copies, elementwise ops and memsets.
+//! compute engines' copies, elementwise and tensor-scalar ops, activations, reductions,
+//! affine selects, iotas, batch-norm statistics and memsets (their numerics in the module
+//! doc of `alu.rs`).
 //!
 //! Invariants and guarantees:
 //! - No program makes it panic: every access pattern is checked against its memory before
@@ -64,6 +66,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod alu;
 mod convert;
 mod error;
 mod gemm;

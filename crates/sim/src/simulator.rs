@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bir::{Engine, HwAp, Op, Program, NUM_ENGINES};
 use penguin::target::NUM_PARTITIONS;
-use penguin::{CastMode, DType, Memory, PerfMode};
+use penguin::{AluClass, AluOp, CastMode, DType, Memory, PerfMode};
 
 use crate::convert::{decode_all, encode_all};
 use crate::error::{InstRef, SimError, Stuck};
@@ -12,6 +12,7 @@ use crate::gemm::PackedStationary;
 use crate::memory::{Images, Walk, PSUM_PARTITION_BYTES};
 use crate::race::{join, Clock, Race, RaceLog};
 
+mod compute;
 mod dataflow;
 mod deferred;
 mod groups;
@@ -78,6 +79,8 @@ struct Machine {
     stationary: Option<Stationary>,
     scratch: Scratch,
     double_row_ok: bool,
+    /// Whether a PE transpose may write bf16/fp16 into PSUM (trn2 and later).
+    transpose16_ok: bool,
     /// Recently decoded PE operands (plain perf mode, moving and stationary), by access
     /// pattern; an SBUF write that overlaps one drops it. Blocked schedules stream the same
     /// moving tile against several stationary tiles and the same stationary tile against the
@@ -203,6 +206,7 @@ impl Simulator {
                 stationary: None,
                 scratch: Scratch::default(),
                 double_row_ok: program.target.info().double_row,
+                transpose16_ok: program.target != penguin::Target::Trn1,
                 moving_cache: Vec::new(),
                 moving_hit: None,
                 deferred: None,
@@ -531,7 +535,43 @@ impl Machine {
             }
             Op::TensorTensor { op: kind, dst, lhs, rhs } => {
                 on_chip(cx.at, op, &[dst, lhs, rhs])?;
-                self.elementwise(cx, Elementwise::from(*kind), dst, lhs, rhs).map(|_| ())
+                let int32 = [dst, lhs, rhs].iter().all(|ap| ap.dtype == DType::Int32);
+                let exact_int = cx.at.engine == Engine::Pool
+                    && int32
+                    && matches!(kind, AluOp::Add | AluOp::Subtract | AluOp::Multiply);
+                if kind.class() == AluClass::Bitvec || exact_int {
+                    self.tensor_tensor_bits(cx, *kind, dst, lhs, rhs)
+                } else {
+                    self.elementwise(cx, Elementwise::Alu(*kind), dst, lhs, rhs).map(|_| ())
+                }
+            }
+            Op::Activation { func, dst, src, scale, bias, reduce } => {
+                on_chip(cx.at, op, &op_aps(op))?;
+                self.activation(cx, *func, dst, src, scale, bias, reduce.as_ref())
+            }
+            Op::TensorScalar { op0, reverse0, op1, reverse1, dst, src, operand0, operand1 } => {
+                on_chip(cx.at, op, &op_aps(op))?;
+                self.tensor_scalar(cx, (*op0, *reverse0), (*op1, *reverse1), dst, src, operand0, operand1)
+            }
+            Op::TensorReduce { op: kind, negate, dst, src } => {
+                on_chip(cx.at, op, &[dst, src])?;
+                self.tensor_reduce(cx, *kind, *negate, dst, src)
+            }
+            Op::AffineSelect { cmp, offset, channel_multiplier, pattern, value, dst, src } => {
+                on_chip(cx.at, op, &[dst, src])?;
+                self.affine_select(cx, *cmp, (*offset, *channel_multiplier, pattern), *value, dst, src)
+            }
+            Op::Iota { offset, channel_multiplier, pattern, dst } => {
+                on_chip(cx.at, op, &[dst])?;
+                self.iota(cx, (*offset, *channel_multiplier, pattern), dst)
+            }
+            Op::BnStats { dst, src } => {
+                on_chip(cx.at, op, &[dst, src])?;
+                self.bn_stats(cx, dst, src)
+            }
+            Op::BnAggr { dst, src } => {
+                on_chip(cx.at, op, &[dst, src])?;
+                self.bn_aggr(cx, dst, src)
             }
             Op::Memset { dst, value } => {
                 on_chip(cx.at, op, &[dst])?;
@@ -562,6 +602,11 @@ impl Machine {
             self.groups.set_run(run, walk.elem_size(), false);
         }
     }
+}
+
+/// Every access pattern of an op.
+fn op_aps(op: &Op) -> Vec<&HwAp> {
+    op.aps().into_iter().map(|(_, ap)| ap).collect()
 }
 
 /// Compute engines reach SBUF and PSUM only.

@@ -6,9 +6,7 @@
 mod trace;
 
 use bir::{BirInst, Engine, HwAp, Op, Program, SemId, Wait};
-use penguin::{
-    CastMode, DType, Dim, EngineAccumulationType, Memory, PerfMode, Target, TensorTensorOp, TilePosition, TileSize,
-};
+use penguin::{AluOp, CastMode, DType, Dim, EngineAccumulationType, Memory, PerfMode, Target, TilePosition, TileSize};
 use sim::{model, model_with, CycleReport, SimError};
 use trace::{thread_names, trace_json};
 
@@ -550,11 +548,11 @@ fn dma_fma_reads_all_three_operands() {
 }
 
 #[test]
-fn compute_engines_take_one_element_per_cycle_plus_60() {
+fn compute_engines_take_the_documented_max_of_min_ii_and_n() {
     let mut p = program(Target::Trn2);
     push(&mut p, Engine::Act, Op::TensorCopy { dst: sbuf(DType::Bf16, 0, 128, 512), src: psum(128, 512) }, &[], None);
     let tt = Op::TensorTensor {
-        op: TensorTensorOp::Add,
+        op: AluOp::Add,
         dst: sbuf(DType::Fp32, 0, 128, 512),
         lhs: sbuf(DType::Fp32, 0, 128, 512),
         rhs: psum(128, 512),
@@ -564,10 +562,12 @@ fn compute_engines_take_one_element_per_cycle_plus_60() {
     push(&mut p, Engine::Pool, Op::Memset { dst: sbuf(DType::Fp32, 0, 128, 100), value: 1.0 }, &[], None);
     let r = run(&p);
     let end = |e: Engine| r.slices.iter().filter(|s| s.engine == e).map(|s| s.end_ns).fold(0.0, f64::max);
-    assert_close(end(Engine::Act), 572.0 / 1.2);
-    assert_close(end(Engine::Dve), 572.0 / 0.96);
-    assert_close(end(Engine::Pool), 2.0 * 160.0 / 1.2);
-    assert_close(r.total_ns, 572.0 / 0.96);
+    // tensor_copy max(MIN_II, N); tensor_tensor with a PSUM input max(MIN_II, N); memset
+    // max(MIN_II, N) (N = 100 > MIN_II = 64).
+    assert_close(end(Engine::Act), 512.0 / 1.2);
+    assert_close(end(Engine::Dve), 512.0 / 0.96);
+    assert_close(end(Engine::Pool), 2.0 * 100.0 / 1.2);
+    assert_close(r.total_ns, 512.0 / 0.96);
     assert_close(r.busy_fraction(Engine::Dve), 1.0);
     let busy = r.engine_busy_summary();
     assert_close(busy.act, 0.96 / 1.2);
@@ -590,7 +590,7 @@ fn a_wait_delays_the_consumer_to_the_producers_end() {
     let act = r.slices.iter().find(|s| s.engine == Engine::Act).unwrap();
     assert_close(act.start_ns, dma_end);
     assert_close(act.wait_ns, dma_end);
-    assert_close(r.total_ns, dma_end + 124.0 / 1.2);
+    assert_close(r.total_ns, dma_end + 64.0 / 1.2);
 }
 
 #[test]
@@ -684,7 +684,7 @@ fn trace_has_a_track_per_used_engine_and_shows_waits() {
     // Microseconds.
     assert_close(mm["dur"].as_f64().unwrap(), pe2(512.0) / 1e3);
     let act = slices.iter().find(|e| e["name"] == "tensor_copy").unwrap();
-    assert_close(act["ts"].as_f64().unwrap(), r.total_ns / 1e3 - 572.0 / 1.2 / 1e3);
+    assert_close(act["ts"].as_f64().unwrap(), r.total_ns / 1e3 - 512.0 / 1.2 / 1e3);
 }
 
 #[test]

@@ -6,7 +6,7 @@ mod common;
 use bir::{Engine, HbmRole, HwAp, Op};
 use common::{chip, hbm, psum, sbuf, value, Builder};
 use penguin::{
-    CastMode, DType, Dim, EngineAccumulationType as Acc, Memory, PerfMode, SparsityPattern, Target, TensorTensorOp,
+    AluOp, CastMode, DType, Dim, EngineAccumulationType as Acc, Memory, PerfMode, SparsityPattern, Target,
     TilePosition, TileSize,
 };
 use sim::{SimError, Simulator};
@@ -26,9 +26,9 @@ fn load(b: &mut Builder, q: u8, x: u64, shape: (u32, u32), dtype: DType, offset:
 #[test]
 fn tensor_tensor_rounds_once_and_max_keeps_nan() {
     for (op, f) in [
-        (TensorTensorOp::Add, (|a, b| a + b) as fn(f32, f32) -> f32),
-        (TensorTensorOp::Mul, |a, b| a * b),
-        (TensorTensorOp::Max, |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(b) }),
+        (AluOp::Add, (|a, b| a + b) as fn(f32, f32) -> f32),
+        (AluOp::Multiply, |a, b| a * b),
+        (AluOp::Max, |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(b) }),
     ] {
         let mut b = Builder::new(Target::Trn2);
         let x = b.tensor("x", &[4, 8], DType::Fp32, HbmRole::Input);
@@ -263,7 +263,7 @@ fn compute_engines_stay_on_chip() {
     let mut b = Builder::new(Target::Trn2);
     let x = b.tensor("x", &[8], DType::Fp32, HbmRole::Input);
     let tt = Op::TensorTensor {
-        op: TensorTensorOp::Add,
+        op: AluOp::Add,
         dst: sbuf(DType::Fp32, 0, 1, 0, 8),
         lhs: hbm(DType::Fp32, x, 1, 8, 8),
         rhs: chip(Memory::Sbuf, DType::Fp32, 0, 1, 0, vec![Dim::new(1, 8)]),

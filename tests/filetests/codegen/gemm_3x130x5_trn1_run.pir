@@ -34,7 +34,7 @@ i3 = offloaded_memcast cast=rne dst=t17{p0[1, 128] +0 [1, 5]} src=t1{p0[5, 128] 
 i4 = matmult perf=none pos=0,0 size=128,128 acc=start dst=t5{p0[1, 3] +0 [1, 5]} stationary=t15{p0[1, 128] +0 [1, 3]} moving=t17{p0[1, 128] +0 [1, 5]} after(i2 raw, i3 raw)
 i5 = offloaded_memcast cast=rne dst=t13{p0[1, 3] +0 [1, 2]} src=t0{p0[130, 3] +128 [1, 2]}
 i6 = transpose dst=t14{p0[1, 2] +128 [1, 3]} src=t13{p0[1, 3] +0 [1, 2]} after(i5 raw)
-i7 = tensor_copy engine=pool dst=t16{p0[1, 2] +0 [1, 3]} src=t14{p0[1, 2] +128 [1, 3]} after(i6 raw)
+i7 = tensor_copy engine=act dst=t16{p0[1, 2] +0 [1, 3]} src=t14{p0[1, 2] +128 [1, 3]} after(i6 raw)
 i8 = offloaded_memcast cast=rne dst=t18{p0[1, 2] +0 [1, 5]} src=t1{p0[5, 2] +640 [1, 5]}
 i9 = matmult perf=none pos=0,0 size=128,128 acc=accu|stop dst=t5{p0[1, 3] +0 [1, 5]} stationary=t16{p0[1, 2] +0 [1, 3]} moving=t18{p0[1, 2] +0 [1, 5]} after(i4 raw, i7 raw, i8 raw)
 i10 = tensor_copy engine=dve dst=t4{p0[1, 3] +0 [1, 5]} src=t5{p0[1, 3] +0 [1, 5]} after(i9 raw)

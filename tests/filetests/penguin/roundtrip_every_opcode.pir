@@ -39,7 +39,7 @@ i13 = dma_scatter_add table=t0{p0[128, 128] +0 [1, 8]} src=t2{p0[1, 4] +0 [1, 8]
 ; i2 = dma_copy cast=saturate dst=t2{p0[1, 128] +0 [1, 128]} src=t0{p0[128, 128] +0 [1, 128]}
 ; i3 = tensor_copy engine=act dst=t2{p0[1, 4] +0 [1, 8]} src=t3{p0[1, 4] +0 [1, 8]}
 ; i4 = memset engine=pool value=-1.5 dst=t2{p0[1, 4] +0 [1, 8]}
-; i5 = tensor_tensor engine=dve op=max dst=t2{p0[1, 4] +0 [1, 8]} lhs=t2{p0[1, 4] +0 [1, 8]} rhs=t2{p0[1, 4] +0 [1, 8]}
+; i5 = tensor_tensor engine=dve op=maximum dst=t2{p0[1, 4] +0 [1, 8]} lhs=t2{p0[1, 4] +0 [1, 8]} rhs=t2{p0[1, 4] +0 [1, 8]}
 ; i6 = tiled_offloaded_fma dst=t2{p0[1, 4] +0 [1, 8]} src0=t2{p0[1, 4] +0 [1, 8]} src1=t2{p0[1, 4] +0 [1, 8]}
 ; i7 = offloaded_fma dst=t0{p0[8, 4] +0 [1, 8]} src0=t0{p0[8, 4] +0 [1, 8]} src1=t0{p0[8, 4] +0 [1, 8]}
 ; i8 = tiled_offloaded_memcpy dst=t2{p0[1, 4] +0 [1, 8]} src=t0:hbm:bf16{p0[8, 4] +0 [1, 8]}

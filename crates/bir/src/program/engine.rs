@@ -109,6 +109,14 @@ pub enum EngineClass {
     Compute,
     /// ACT, DVE, POOL or SP.
     ComputeOrSp,
+    /// ScalarE only.
+    Act,
+    /// VectorE only.
+    Dve,
+    /// GpSimd only.
+    Pool,
+    /// VectorE or GpSimd (two-input elementwise ops: ScalarE reads one input tensor).
+    VectorOrPool,
 }
 
 impl EngineClass {
@@ -119,6 +127,10 @@ impl EngineClass {
             EngineClass::Dma => matches!(e, Engine::Dma(_)),
             EngineClass::Compute => matches!(e, Engine::Act | Engine::Dve | Engine::Pool),
             EngineClass::ComputeOrSp => matches!(e, Engine::Act | Engine::Dve | Engine::Pool | Engine::Sp),
+            EngineClass::Act => e == Engine::Act,
+            EngineClass::Dve => e == Engine::Dve,
+            EngineClass::Pool => e == Engine::Pool,
+            EngineClass::VectorOrPool => matches!(e, Engine::Dve | Engine::Pool),
         }
     }
 }

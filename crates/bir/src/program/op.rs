@@ -10,12 +10,13 @@
 use serde::{Deserialize, Serialize};
 
 use penguin::{
-    CastMode, EngineAccumulationType, Memory, PerfMode, SparsityPattern, TensorTensorOp, TilePosition, TileSize,
+    ActFunc, AffinePattern, AluOp, CastMode, EngineAccumulationType, Memory, PerfMode, ScalarOperand, SparsityPattern,
+    TilePosition, TileSize,
 };
 
 use super::ap::HwAp;
 use super::engine::EngineClass;
-use super::op_table::{attr_pair, declare_ops, ApRole, Field, FromPartsError, Parts};
+use super::op_table::{attr_key, attr_pair, declare_ops, ApField, ApRole, Field, FromPartsError, Parts};
 
 declare_ops! {
     /// Load the stationary operand (`K` partitions x `M`, or `[P, 2, M]` in double row) into
@@ -111,10 +112,11 @@ declare_ops! {
         /// Source.
         src: HwAp,
     }
-    /// Elementwise `dst = lhs op rhs` in fp32, rounded once (ACT/DVE/POOL).
-    TensorTensor = "tensor_tensor", Compute, aps [dst: Write, lhs: Read, rhs: Read], attrs [op] {
+    /// Elementwise `dst = lhs op rhs` in fp32 (bit patterns for a bitvec operator), rounded
+    /// once (DVE; POOL for power and int32 add/subtract/multiply).
+    TensorTensor = "tensor_tensor", VectorOrPool, aps [dst: Write, lhs: Read, rhs: Read], attrs [op] {
         /// The operation.
-        op: TensorTensorOp,
+        op: AluOp,
         /// Destination.
         dst: HwAp,
         /// Left operand.
@@ -129,6 +131,99 @@ declare_ops! {
         /// The value (NaN and infinities travel through JSON as strings).
         #[serde(with = "penguin::json_f64")]
         value: f64,
+    }
+    /// `dst = func(src * scale + bias)` in fp32 on ScalarE; `reduce` (if given) receives each
+    /// partition's sum of the results.
+    Activation = "activation", Act, aps [dst: Write, src: Read, scale: Read, bias: Read, reduce: Write],
+        attrs [func, scale, bias] {
+        /// The function.
+        func: ActFunc,
+        /// Destination.
+        dst: HwAp,
+        /// Source.
+        src: HwAp,
+        /// Multiplier: an immediate or a `[P, 1]` column.
+        scale: ScalarOperand<HwAp>,
+        /// Addend: an immediate or a `[P, 1]` column.
+        bias: ScalarOperand<HwAp>,
+        /// Row sums, `[P, 1]`.
+        reduce: Option<HwAp>,
+    }
+    /// `dst = (src op0 operand0) op1 operand1` in fp32 (bit patterns for bitvec operators).
+    TensorScalar = "tensor_scalar", Compute, aps [dst: Write, src: Read, operand0: Read, operand1: Read],
+        attrs [op0, reverse0, op1, reverse1, operand0, operand1] {
+        /// First operator.
+        op0: AluOp,
+        /// `operand0 op0 src`.
+        reverse0: bool,
+        /// Second operator.
+        op1: Option<AluOp>,
+        /// `operand1 op1 x`.
+        reverse1: bool,
+        /// Destination.
+        dst: HwAp,
+        /// Source.
+        src: HwAp,
+        /// First operand.
+        operand0: ScalarOperand<HwAp>,
+        /// Second operand.
+        operand1: ScalarOperand<HwAp>,
+    }
+    /// Reduce each run of `src.free / dst.free` consecutive elements of a partition with `op`
+    /// (left to right), optionally negated.
+    TensorReduce = "tensor_reduce", Dve, aps [dst: Write, src: Read], attrs [op, negate] {
+        /// The operator.
+        op: AluOp,
+        /// Multiply by -1.
+        negate: bool,
+        /// Destination.
+        dst: HwAp,
+        /// Source.
+        src: HwAp,
+    }
+    /// `dst = (offset + channel_multiplier * p + pattern . i) cmp 0 ? src : value`.
+    AffineSelect = "affine_select", Pool, aps [dst: Write, src: Read],
+        attrs [cmp, offset, channel_multiplier, pattern, value] {
+        /// The comparison with 0.
+        cmp: AluOp,
+        /// Constant.
+        offset: i32,
+        /// Step per partition.
+        channel_multiplier: i32,
+        /// Steps over the free elements.
+        pattern: AffinePattern,
+        /// The value where the comparison fails.
+        #[serde(with = "penguin::json_f64")]
+        value: f64,
+        /// Destination.
+        dst: HwAp,
+        /// The values where it holds.
+        src: HwAp,
+    }
+    /// `dst = offset + channel_multiplier * p + pattern . i` in int32, converted to dst.
+    Iota = "iota", Pool, aps [dst: Write], attrs [offset, channel_multiplier, pattern] {
+        /// Constant.
+        offset: i32,
+        /// Step per partition.
+        channel_multiplier: i32,
+        /// Steps over the free elements.
+        pattern: AffinePattern,
+        /// Destination.
+        dst: HwAp,
+    }
+    /// Count, mean and variance * count of the even and of the odd elements of each partition.
+    BnStats = "bn_stats", Dve, aps [dst: Write, src: Read], attrs [] {
+        /// Destination (6 per partition).
+        dst: HwAp,
+        /// Source (at most 512 per partition).
+        src: HwAp,
+    }
+    /// Mean and variance of each partition from `bn_stats` triples.
+    BnAggr = "bn_aggr", Dve, aps [dst: Write, src: Read], attrs [] {
+        /// Destination (2 per partition).
+        dst: HwAp,
+        /// Source (triples).
+        src: HwAp,
     }
 }
 
@@ -185,7 +280,7 @@ mod tests {
     #[test]
     fn every_kind_round_trips_through_its_text_parts() {
         let ops = Op::examples();
-        assert_eq!(ops.len(), 11);
+        assert_eq!(ops.len(), 18);
         let names: HashSet<&str> = ops.iter().map(Op::name).collect();
         assert_eq!(names.len(), ops.len(), "two kinds share a name");
         for op in &ops {
@@ -214,9 +309,19 @@ mod tests {
             for (i, (name, _)) in aps.iter().enumerate() {
                 let mut fewer = aps.clone();
                 fewer.remove(i);
-                let e = Op::from_parts(op.name(), &attrs, fewer).map(|_| ()).unwrap_err();
-                assert_eq!(e.part, OpPart::AccessPattern(name.clone()));
-                assert_eq!(e.message, format!("{} needs access pattern `{name}=`", op.name()));
+                match Op::from_parts(op.name(), &attrs, fewer) {
+                    // An optional access pattern (activation's `reduce`).
+                    Ok(o) => assert!(o.aps().iter().all(|(n, _)| n != name), "{} {name}", op.name()),
+                    Err(e) if matches!(e.part, OpPart::AccessPattern(_)) => {
+                        assert_eq!(e.part, OpPart::AccessPattern(name.clone()));
+                        assert_eq!(e.message, format!("{} needs access pattern `{name}=`", op.name()));
+                    }
+                    // A scalar operand: an access pattern or a number.
+                    Err(e) => assert_eq!(
+                        (e.part, e.message),
+                        (OpPart::Attribute(name.clone()), format!("{} needs `{name}=`", op.name()))
+                    ),
+                }
             }
             let mut more = aps.clone();
             more.push(("extra".into(), aps[0].1.clone()));

@@ -2,7 +2,10 @@
 //! derives the mechanical functions from one declaration per kind, how each field type
 //! reads and prints in the text format, and the typed error of [`Op::from_parts`](super::Op::from_parts).
 
-use penguin::{CastMode, EngineAccumulationType, PerfMode, SparsityPattern, TensorTensorOp, TilePosition, TileSize};
+use penguin::{
+    ActFunc, AffinePattern, AluOp, CastMode, EngineAccumulationType, PerfMode, ScalarOperand, SparsityPattern,
+    TilePosition, TileSize,
+};
 
 use super::ap::HwAp;
 
@@ -173,32 +176,136 @@ pub(super) trait Field: Sized {
 
 /// An attribute field: printed as `KEY=VALUE`.
 pub(super) trait Attr {
-    /// The text-format key.
-    const KEY: &'static str;
+    /// The text-format key; empty for a type whose fields are keyed by their field name.
+    const KEY: &'static str = "";
 
-    /// The text-format value.
-    fn value(&self) -> String;
+    /// The key of field `field` of this type.
+    fn key(field: &'static str) -> &'static str {
+        if Self::KEY.is_empty() {
+            field
+        } else {
+            Self::KEY
+        }
+    }
+
+    /// The text-format value, or `None` when it is not printed (an optional attribute at its
+    /// default, a scalar operand that is an access pattern).
+    fn value(&self) -> Option<String>;
 }
 
-/// An attribute as its text-format `(key, value)`.
-pub(super) fn attr_pair<A: Attr>(a: &A) -> (&'static str, String) {
-    (A::KEY, a.value())
+/// An attribute of field `field` as its text-format `(key, value)`, if printed.
+pub(super) fn attr_pair<A: Attr>(a: &A, field: &'static str) -> Option<(&'static str, String)> {
+    a.value().map(|v| (A::key(field), v))
+}
+
+/// The key of attribute field `field` (whatever its value).
+pub(super) fn attr_key<A: Attr>(_: &A, field: &'static str) -> &'static str {
+    A::key(field)
+}
+
+/// The type of an access-pattern field: an access pattern, an optional one, or a scalar
+/// operand (an access pattern when it is not an immediate).
+pub(super) trait ApField {
+    /// The access pattern, if present.
+    fn ap(&self) -> Option<&HwAp>;
+
+    /// The access pattern, mutably, if present.
+    fn ap_mut(&mut self) -> Option<&mut HwAp>;
+}
+
+impl ApField for HwAp {
+    fn ap(&self) -> Option<&HwAp> {
+        Some(self)
+    }
+
+    fn ap_mut(&mut self) -> Option<&mut HwAp> {
+        Some(self)
+    }
+}
+
+impl ApField for Option<HwAp> {
+    fn ap(&self) -> Option<&HwAp> {
+        self.as_ref()
+    }
+
+    fn ap_mut(&mut self) -> Option<&mut HwAp> {
+        self.as_mut()
+    }
+}
+
+impl ApField for ScalarOperand<HwAp> {
+    fn ap(&self) -> Option<&HwAp> {
+        self.tile()
+    }
+
+    fn ap_mut(&mut self) -> Option<&mut HwAp> {
+        self.tile_mut()
+    }
 }
 
 impl Field for HwAp {
     fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
         let name = parts.name;
         parts
-            .aps
-            .iter_mut()
-            .find(|(n, a)| n == field && a.is_some())
-            .and_then(|(_, a)| a.take())
+            .take_ap(field)
             .ok_or_else(|| FromPartsError::access_pattern(field, format!("{name} needs access pattern `{field}=`")))
     }
 
     #[cfg(test)]
     fn example() -> Self {
         super::test_ap(penguin::Memory::Sbuf, 0, 4, 1, 0, vec![penguin::Dim::new(1, 8)])
+    }
+}
+
+impl<'a> Parts<'a> {
+    /// Take the access pattern `field`, if given.
+    fn take_ap(&mut self, field: &str) -> Option<HwAp> {
+        self.aps.iter_mut().find(|(n, a)| n == field && a.is_some()).and_then(|(_, a)| a.take())
+    }
+}
+
+/// Optional: `None` when not given.
+impl Field for Option<HwAp> {
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
+        Ok(parts.take_ap(field))
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        Some(super::test_ap(penguin::Memory::Sbuf, 0, 4, 1, 96, vec![penguin::Dim::new(1, 1)]))
+    }
+}
+
+/// A scalar operand: an access pattern when one is given under the field's name, else the
+/// number of the attribute of that name (printed only as an immediate).
+impl Field for ScalarOperand<HwAp> {
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
+        let name = parts.name;
+        match (parts.take_ap(field), parts.attr(field)) {
+            (Some(_), Some(_)) => Err(FromPartsError::attribute(field, format!("{name} `{field}=` is given twice"))),
+            (Some(ap), None) => Ok(ScalarOperand::Tile(ap)),
+            (None, Some(v)) => v.parse().map(ScalarOperand::Imm).map_err(|_| {
+                FromPartsError::attribute(
+                    field,
+                    format!("{name} {field} `{v}` is neither a number nor an access pattern"),
+                )
+            }),
+            (None, None) => Err(parts.missing(field)),
+        }
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        ScalarOperand::Tile(super::test_ap(penguin::Memory::Sbuf, 0, 4, 1, 64, vec![penguin::Dim::new(1, 1)]))
+    }
+}
+
+impl Attr for ScalarOperand<HwAp> {
+    fn value(&self) -> Option<String> {
+        match self {
+            ScalarOperand::Imm(v) => Some(v.to_string()),
+            ScalarOperand::Tile(_) => None,
+        }
     }
 }
 
@@ -218,8 +325,8 @@ impl Field for PerfMode {
 impl Attr for PerfMode {
     const KEY: &'static str = "perf";
 
-    fn value(&self) -> String {
-        self.to_string()
+    fn value(&self) -> Option<String> {
+        Some(self.to_string())
     }
 }
 
@@ -239,8 +346,8 @@ impl Field for TilePosition {
 impl Attr for TilePosition {
     const KEY: &'static str = "pos";
 
-    fn value(&self) -> String {
-        format!("{},{}", self.row, self.col)
+    fn value(&self) -> Option<String> {
+        Some(format!("{},{}", self.row, self.col))
     }
 }
 
@@ -260,8 +367,8 @@ impl Field for TileSize {
 impl Attr for TileSize {
     const KEY: &'static str = "size";
 
-    fn value(&self) -> String {
-        format!("{},{}", self.rows, self.cols)
+    fn value(&self) -> Option<String> {
+        Some(format!("{},{}", self.rows, self.cols))
     }
 }
 
@@ -279,8 +386,8 @@ impl Field for EngineAccumulationType {
 impl Attr for EngineAccumulationType {
     const KEY: &'static str = "acc";
 
-    fn value(&self) -> String {
-        self.to_string()
+    fn value(&self) -> Option<String> {
+        Some(self.to_string())
     }
 }
 
@@ -301,8 +408,8 @@ impl Field for SparsityPattern {
 impl Attr for SparsityPattern {
     const KEY: &'static str = "pattern";
 
-    fn value(&self) -> String {
-        self.to_string()
+    fn value(&self) -> Option<String> {
+        Some(self.to_string())
     }
 }
 
@@ -329,43 +436,151 @@ impl Field for CastMode {
 impl Attr for CastMode {
     const KEY: &'static str = "cast";
 
-    fn value(&self) -> String {
-        self.name().to_string()
+    fn value(&self) -> Option<String> {
+        Some(self.name().to_string())
     }
 }
 
-impl Field for TensorTensorOp {
-    fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
-        match parts.required(Self::KEY)? {
-            "add" => Ok(TensorTensorOp::Add),
-            "mul" => Ok(TensorTensorOp::Mul),
-            "max" => Ok(TensorTensorOp::Max),
-            other => Err(FromPartsError::attribute(
-                Self::KEY,
-                format!("unknown tensor_tensor op `{other}` (expected add, mul or max)"),
-            )),
+impl Field for AluOp {
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
+        let name = parts.name;
+        let v = parts.required(field)?;
+        AluOp::from_name(v).ok_or_else(|| {
+            FromPartsError::attribute(
+                field,
+                format!("unknown {name} {field} `{v}` (expected one of {})", AluOp::names()),
+            )
+        })
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        AluOp::Max
+    }
+}
+
+impl Attr for AluOp {
+    fn value(&self) -> Option<String> {
+        Some(self.name().to_string())
+    }
+}
+
+/// Optional: not printed when absent.
+impl Field for Option<AluOp> {
+    const OPTIONAL: bool = true;
+
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
+        if parts.attr(field).is_none() {
+            return Ok(None);
+        }
+        AluOp::take(parts, field).map(Some)
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        Some(AluOp::Subtract)
+    }
+}
+
+impl Attr for Option<AluOp> {
+    fn value(&self) -> Option<String> {
+        self.map(|op| op.name().to_string())
+    }
+}
+
+impl Field for ActFunc {
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
+        let v = parts.required(field)?;
+        ActFunc::from_name(v).ok_or_else(|| {
+            FromPartsError::attribute(
+                field,
+                format!("unknown activation {field} `{v}` (expected one of {})", ActFunc::names()),
+            )
+        })
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        ActFunc::Silu
+    }
+}
+
+impl Attr for ActFunc {
+    fn value(&self) -> Option<String> {
+        Some(self.name().to_string())
+    }
+}
+
+/// A flag: printed as `KEY=true` when set, false when not given.
+impl Field for bool {
+    const OPTIONAL: bool = true;
+
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
+        match parts.attr(field) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(v) => {
+                Err(FromPartsError::attribute(field, format!("{} {field} `{v}` is not true or false", parts.name)))
+            }
         }
     }
 
     #[cfg(test)]
     fn example() -> Self {
-        TensorTensorOp::Max
+        true
     }
 }
 
-impl Attr for TensorTensorOp {
-    const KEY: &'static str = "op";
-
-    fn value(&self) -> String {
-        self.name().to_string()
+impl Attr for bool {
+    fn value(&self) -> Option<String> {
+        self.then(|| "true".to_string())
     }
 }
 
-/// A memset's fill value (the only `f64` field of any op).
+/// An int32 (an affine offset or multiplier), 0 when not given.
+impl Field for i32 {
+    const OPTIONAL: bool = true;
+
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
+        let Some(v) = parts.attr(field) else { return Ok(0) };
+        v.parse().map_err(|_| FromPartsError::attribute(field, format!("{} {field} `{v}` is not an int32", parts.name)))
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        -7
+    }
+}
+
+impl Attr for i32 {
+    fn value(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+impl Field for AffinePattern {
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
+        parts.required(field)?.parse().map_err(|e: penguin::BadPattern| FromPartsError::attribute(field, e.to_string()))
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        AffinePattern(vec![penguin::AffineDim { step: -1, num: 4 }, penguin::AffineDim { step: 1, num: 8 }])
+    }
+}
+
+impl Attr for AffinePattern {
+    fn value(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
+/// A fill value (memset, affine_select).
 impl Field for f64 {
     fn take(parts: &mut Parts<'_>, _: &'static str) -> Result<Self, FromPartsError> {
         let v = parts.required(Self::KEY)?;
-        v.parse().map_err(|_| FromPartsError::attribute(Self::KEY, format!("memset value `{v}` is not a number")))
+        v.parse()
+            .map_err(|_| FromPartsError::attribute(Self::KEY, format!("{} value `{v}` is not a number", parts.name)))
     }
 
     #[cfg(test)]
@@ -377,8 +592,8 @@ impl Field for f64 {
 impl Attr for f64 {
     const KEY: &'static str = "value";
 
-    fn value(&self) -> String {
-        self.to_string()
+    fn value(&self) -> Option<String> {
+        Some(self.to_string())
     }
 }
 
@@ -417,39 +632,56 @@ macro_rules! declare_ops {
                 }
             }
 
-            /// The named access patterns, destination first (the text format's `name=ap` list).
+            /// The named access patterns present, destination first (the text format's
+            /// `name=ap` list; an optional pattern not given and a scalar operand that is an
+            /// immediate are absent).
             pub fn aps(&self) -> Vec<(&'static str, &HwAp)> {
+                let mut v = Vec::new();
                 match self {
-                    $( Op::$V { $($ap,)* .. } => vec![$((stringify!($ap), $ap)),*], )*
+                    $( Op::$V { $($ap,)* .. } => { $( if let Some(a) = ApField::ap($ap) { v.push((stringify!($ap), a)); } )* } )*
                 }
+                v
             }
 
             /// [`Self::aps`], mutable, in the same order.
             pub fn aps_mut(&mut self) -> Vec<(&'static str, &mut HwAp)> {
+                let mut v = Vec::new();
                 match self {
-                    $( Op::$V { $($ap,)* .. } => vec![$((stringify!($ap), $ap)),*], )*
+                    $( Op::$V { $($ap,)* .. } => { $( if let Some(a) = ApField::ap_mut($ap) { v.push((stringify!($ap), a)); } )* } )*
                 }
+                v
             }
 
             /// [`Self::aps`] with what the op does with each.
             pub fn ap_roles(&self) -> Vec<(&'static str, &HwAp, ApRole)> {
-                match self {
-                    $( Op::$V { $($ap,)* .. } => vec![$((stringify!($ap), $ap, ApRole::$role)),*], )*
-                }
+                let mut v = Vec::new();
+                self.for_each_ap_role(|n, a, r| v.push((n, a, r)));
+                v
             }
 
             /// Call `f` on each of [`Self::ap_roles`], in order, without collecting them (for
             /// the passes that visit every instruction of a large program).
             pub fn for_each_ap_role<'a>(&'a self, mut f: impl FnMut(&'static str, &'a HwAp, ApRole)) {
                 match self {
-                    $( Op::$V { $($ap,)* .. } => { $( f(stringify!($ap), $ap, ApRole::$role); )* } )*
+                    $( Op::$V { $($ap,)* .. } => { $( if let Some(a) = ApField::ap($ap) { f(stringify!($ap), a, ApRole::$role); } )* } )*
                 }
             }
 
-            /// The attributes other than access patterns, as text-format `key=value`s.
+            /// The attributes other than access patterns, as text-format `key=value`s (an
+            /// optional attribute at its default is not printed).
             pub fn attributes(&self) -> Vec<(&'static str, String)> {
                 match self {
-                    $( Op::$V { $($attr,)* .. } => vec![$(attr_pair($attr)),*], )*
+                    $( Op::$V { $($attr,)* .. } => {
+                        let pairs: [Option<(&'static str, String)>; 0 $(+ { let _ = stringify!($attr); 1 })*] = [$(attr_pair($attr, stringify!($attr))),*];
+                        pairs.into_iter().flatten().collect()
+                    } )*
+                }
+            }
+
+            /// The keys of every attribute field of the op (printed or not).
+            fn attribute_keys(&self) -> Vec<&'static str> {
+                match self {
+                    $( Op::$V { $($attr,)* .. } => vec![$(attr_key($attr, stringify!($attr))),*], )*
                 }
             }
 
@@ -477,7 +709,7 @@ macro_rules! declare_ops {
                     } )*
                     other => return Err(FromPartsError::opcode(format!("unknown BIR op `{other}`"))),
                 };
-                let known: Vec<&str> = op.attributes().iter().map(|(k, _)| *k).collect();
+                let known = op.attribute_keys();
                 parts.finish(&known)?;
                 Ok(op)
             }

@@ -131,14 +131,14 @@ fn ap() -> impl Strategy<Value = HwAp> {
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    use penguin::{CastMode, EngineAccumulationType as Acc, PerfMode, TensorTensorOp, TilePosition, TileSize};
+    use penguin::{AluOp, CastMode, EngineAccumulationType as Acc, PerfMode, TilePosition, TileSize};
     let perf = prop_oneof![Just(PerfMode::None), Just(PerfMode::DoubleRow), Just(PerfMode::DoubleRowGen3)];
     let pos = (0u32..300, 0u32..300).prop_map(|(row, col)| TilePosition { row, col });
     let size = (0u32..300, 0u32..300).prop_map(|(rows, cols)| TileSize { rows, cols });
     let cast = prop_oneof![Just(CastMode::Rne), Just(CastMode::Saturate)];
     let value = any::<f64>().prop_filter("not NaN", |v| !v.is_nan());
     let pattern = proptest::sample::select(penguin::SparsityPattern::SUPPORTED.to_vec());
-    let tt = proptest::sample::select(vec![TensorTensorOp::Add, TensorTensorOp::Mul, TensorTensorOp::Max]);
+    let tt = proptest::sample::select(vec![AluOp::Add, AluOp::Multiply, AluOp::Max]);
     let acc = (0u8..8).prop_map(Acc::from_bits_truncate);
     (0usize..11, [ap(), ap(), ap()], perf, pos, size, acc, cast, value, pattern, tt).prop_map(
         |(kind, [dst, src, third], perf_mode, tile_position, tile_size, acc, cast, value, pattern, op)| match kind {

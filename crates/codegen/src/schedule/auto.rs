@@ -181,14 +181,14 @@ pub fn estimate_ns_with(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
         / hw.hbm_bytes_per_ns;
     // PE transposes of A (128 columns per 128 rows of an m tile: one per chunk, two per
     // double-row chunk; each time A is loaded), and the vector engines: evacuations take turns
-    // on ACT and DVE; blocked-mnk adds every K block but the first into its result block on DVE
-    // and POOL in turn (`compute_elems_per_cycle` elements per cycle plus the static overhead).
+    // on ACT and DVE; blocked-mnk copies the first K block's partials out on ACT and adds every
+    // later one on DVE (a copy, or an add with a PSUM input, costs `max(MIN_II, N)` cycles).
     let per_chunk = if cfg.perf_mode == PerfMode::None { 1.0 } else { 2.0 };
     let transposes_ns =
         if cfg.transposes_lhs_on_pe() { mt * chunks * per_chunk * a_times * mm(128.0) / hw.pe_ghz } else { 0.0 };
-    let per_tile = |ghz: f64| (N_TILE as f64 / hw.compute_elems_per_cycle + hw.compute_static_cycles) / ghz;
+    let per_tile = |ghz: f64| (N_TILE as f64).max(hw.compute_min_ii_cycles) / ghz;
     let dve_ns = match cfg.schedule {
-        Schedule::BlockedMnk => mt * nt * (k_blocks - 1.0).max(0.0) * per_tile(hw.dve_ghz) / 2.0,
+        Schedule::BlockedMnk => mt * nt * (k_blocks - 1.0).max(0.0) * per_tile(hw.dve_ghz),
         _ => mt * nt * per_tile(hw.dve_ghz) / 2.0,
     };
     // A smooth maximum: resources that are nearly as busy as the busiest one stall it now and

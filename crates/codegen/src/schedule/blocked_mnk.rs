@@ -1,8 +1,8 @@
 //! The `blocked-mnk` loop nest: blocks in M, N and K with an fp32 result block in SBUF.
 
 use penguin::{
-    AccessPattern, ComputeEngine, DType, InstData, IrBuilder, Memory, NDTile, PerfMode, TensorId, TensorTensorData,
-    TensorTensorOp,
+    AccessPattern, AluOp, ComputeEngine, DType, InstData, IrBuilder, Memory, NDTile, PerfMode, TensorId,
+    TensorTensorData,
 };
 
 use crate::error::CodegenError;
@@ -119,13 +119,17 @@ impl<B: IrBuilder> Planner<'_, B> {
                         }
                         let part = result_tile(result, t * bn + j, m.1, n.1);
                         if kbi == 0 {
-                            p.copy(p.evac_engine(at), part, psum)?;
+                            // ScalarE copies the first K block's partials out; VectorE adds
+                            // every later one (the only engine that reads PSUM and two
+                            // inputs), so each engine's instructions follow one part of the
+                            // nest.
+                            p.copy(ComputeEngine::Act, part, psum)?;
                         } else {
-                            // VectorE and GpSimd take turns adding the partials.
-                            let engine = if (t * bn + j) % 2 == 0 { ComputeEngine::Dve } else { ComputeEngine::Pool };
+                            // VectorE adds the partials: the sum reads PSUM, which GpSimd
+                            // cannot, and ScalarE reads one input tensor per instruction.
                             p.cg.process_new_neuroninst(InstData::TensorTensor(TensorTensorData {
-                                engine,
-                                op: TensorTensorOp::Add,
+                                engine: ComputeEngine::Dve,
+                                op: AluOp::Add,
                                 dst: part.clone(),
                                 lhs: part,
                                 rhs: psum,

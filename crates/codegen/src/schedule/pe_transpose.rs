@@ -193,11 +193,12 @@ impl<B: IrBuilder> Planner<'_, B> {
 }
 
 /// The engine that copies PE transpose `i` out of PSUM: a copy takes longer than the
-/// transpose, so three engines take turns.
+/// transpose, so the two engines with a PSUM port (VectorE and ScalarE; GpSimd has none)
+/// take turns.
 fn transpose_copy_engine(i: usize) -> ComputeEngine {
-    match i % 3 {
-        0 => ComputeEngine::Dve,
-        1 => ComputeEngine::Pool,
-        _ => ComputeEngine::Act,
+    if i.is_multiple_of(2) {
+        ComputeEngine::Dve
+    } else {
+        ComputeEngine::Act
     }
 }

@@ -6,7 +6,8 @@ use std::fmt;
 use crate::dtype::CastMode;
 use crate::tile::InstTile;
 
-use super::payload::{ComputeEngine, DmaQueueHint, SparsityPattern, TensorTensorOp, UnknownSparsity};
+use super::alu::{ActFunc, AffinePattern, AluOp, BadPattern, ScalarOperand};
+use super::payload::{ComputeEngine, DmaQueueHint, SparsityPattern, UnknownSparsity};
 use super::pe::{parse_pe_attributes, EngineAccumulationType, PerfMode, TilePosition, TileSize};
 
 /// A malformed, missing or unknown attribute or operand of an instruction in text form.
@@ -75,11 +76,12 @@ impl<'a> Parts<'a> {
 
     /// Take the operand `name` (each written operand is taken at most once).
     pub(crate) fn take(&mut self, name: &str) -> Result<InstTile, AttrError> {
-        self.operands
-            .iter_mut()
-            .find(|(n, t)| n == name && t.is_some())
-            .and_then(|(_, t)| t.take())
-            .ok_or_else(|| AttrError::at(name, format!("{} needs operand `{name}=`", self.opcode)))
+        self.take_opt(name).ok_or_else(|| AttrError::at(name, format!("{} needs operand `{name}=`", self.opcode)))
+    }
+
+    /// Take the operand `name` if it is written.
+    pub(crate) fn take_opt(&mut self, name: &str) -> Option<InstTile> {
+        self.operands.iter_mut().find(|(n, t)| n == name && t.is_some()).and_then(|(_, t)| t.take())
     }
 
     /// After the payload is built: no operand may be left over, and every attribute must be
@@ -92,6 +94,86 @@ impl<'a> Parts<'a> {
             return Err(AttrError::at(k, format!("{} has no attribute `{k}`", self.opcode)));
         }
         Ok(())
+    }
+}
+
+/// The type of an operand field: a tile that is always there, or an optional one.
+pub(crate) trait OperandField: Sized {
+    /// The tile, if present.
+    fn tile(&self) -> Option<&InstTile>;
+
+    /// The tile, mutably, if present.
+    fn tile_mut(&mut self) -> Option<&mut InstTile>;
+
+    /// The operand `name` from the text parts.
+    fn take(parts: &mut Parts<'_>, name: &str) -> Result<Self, AttrError>;
+}
+
+impl OperandField for InstTile {
+    fn tile(&self) -> Option<&InstTile> {
+        Some(self)
+    }
+
+    fn tile_mut(&mut self) -> Option<&mut InstTile> {
+        Some(self)
+    }
+
+    fn take(parts: &mut Parts<'_>, name: &str) -> Result<Self, AttrError> {
+        parts.take(name)
+    }
+}
+
+/// An optional operand: absent when not written.
+impl OperandField for Option<InstTile> {
+    fn tile(&self) -> Option<&InstTile> {
+        self.as_ref()
+    }
+
+    fn tile_mut(&mut self) -> Option<&mut InstTile> {
+        self.as_mut()
+    }
+
+    fn take(parts: &mut Parts<'_>, name: &str) -> Result<Self, AttrError> {
+        Ok(parts.take_opt(name))
+    }
+}
+
+/// A scalar operand is an operand when it is a column.
+impl OperandField for ScalarOperand {
+    fn tile(&self) -> Option<&InstTile> {
+        ScalarOperand::tile(self)
+    }
+
+    fn tile_mut(&mut self) -> Option<&mut InstTile> {
+        ScalarOperand::tile_mut(self)
+    }
+
+    fn take(parts: &mut Parts<'_>, name: &str) -> Result<Self, AttrError> {
+        take_scalar(parts, name, None)
+    }
+}
+
+/// The scalar operand `name`: a column when a tile is written, an immediate when a number is,
+/// `default` when neither is (an error naming it when it has no default).
+pub(crate) fn take_scalar(parts: &mut Parts<'_>, name: &str, default: Option<f64>) -> Result<ScalarOperand, AttrError> {
+    let attr = parts.attr(name);
+    match (parts.take_opt(name), attr) {
+        (Some(_), Some(_)) => Err(AttrError::at(name, format!("{} `{name}=` is given twice", parts.opcode))),
+        (Some(t), None) => Ok(ScalarOperand::Tile(t)),
+        (None, Some(v)) => v.parse().map(ScalarOperand::Imm).map_err(|_| {
+            AttrError::at(name, format!("{} {name} `{v}` is neither a number nor a tile `tN{{...}}`", parts.opcode))
+        }),
+        (None, None) => default.map(ScalarOperand::Imm).ok_or_else(|| {
+            AttrError::at(name, format!("{} needs `{name}=` (a number or a [P, 1] tile)", parts.opcode))
+        }),
+    }
+}
+
+/// The text of a scalar operand written as an attribute: an immediate other than `default`.
+pub(crate) fn imm_text(s: &ScalarOperand, default: Option<f64>) -> Option<String> {
+    match s {
+        ScalarOperand::Imm(v) if default.is_none_or(|d| !s.is_imm(d)) => Some(v.to_string()),
+        ScalarOperand::Imm(_) | ScalarOperand::Tile(_) => None,
     }
 }
 
@@ -197,19 +279,80 @@ impl AttrValue for ComputeEngine {
     }
 }
 
-impl AttrValue for TensorTensorOp {
+impl AttrValue for AluOp {
     fn print(&self) -> Option<String> {
         Some(self.name().to_string())
     }
 
     fn parse(key: &str, parts: &Parts<'_>) -> Result<Self, AttrError> {
         let v = parts.need(key)?;
-        [TensorTensorOp::Add, TensorTensorOp::Mul, TensorTensorOp::Max]
-            .into_iter()
-            .find(|op| op.name() == v)
-            .ok_or_else(|| {
-                AttrError::at(key, format!("unknown {} {key} `{v}` (expected add, mul or max)", parts.opcode))
-            })
+        AluOp::from_name(v).ok_or_else(|| {
+            AttrError::at(key, format!("unknown {} {key} `{v}` (expected one of {})", parts.opcode, AluOp::names()))
+        })
+    }
+}
+
+/// Optional: not printed, and `None` when missing.
+impl AttrValue for Option<AluOp> {
+    fn print(&self) -> Option<String> {
+        self.map(|op| op.name().to_string())
+    }
+
+    fn parse(key: &str, parts: &Parts<'_>) -> Result<Self, AttrError> {
+        if parts.attr(key).is_none() {
+            return Ok(None);
+        }
+        AluOp::parse(key, parts).map(Some)
+    }
+}
+
+impl AttrValue for ActFunc {
+    fn print(&self) -> Option<String> {
+        Some(self.name().to_string())
+    }
+
+    fn parse(key: &str, parts: &Parts<'_>) -> Result<Self, AttrError> {
+        let v = parts.need(key)?;
+        ActFunc::from_name(v).ok_or_else(|| {
+            AttrError::at(key, format!("unknown activation {key} `{v}` (expected one of {})", ActFunc::names()))
+        })
+    }
+}
+
+/// A flag: printed as `key=true` when set, false when missing.
+impl AttrValue for bool {
+    fn print(&self) -> Option<String> {
+        self.then(|| "true".to_string())
+    }
+
+    fn parse(key: &str, parts: &Parts<'_>) -> Result<Self, AttrError> {
+        match parts.attr(key) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(v) => Err(AttrError::at(key, format!("{} {key} `{v}` is not true or false", parts.opcode))),
+        }
+    }
+}
+
+/// An int32 (an affine offset or multiplier): not printed when 0, 0 when missing.
+impl AttrValue for i32 {
+    fn print(&self) -> Option<String> {
+        (*self != 0).then(|| self.to_string())
+    }
+
+    fn parse(key: &str, parts: &Parts<'_>) -> Result<Self, AttrError> {
+        let Some(v) = parts.attr(key) else { return Ok(0) };
+        v.parse().map_err(|_| AttrError::at(key, format!("{} {key} `{v}` is not an int32", parts.opcode)))
+    }
+}
+
+impl AttrValue for AffinePattern {
+    fn print(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+
+    fn parse(key: &str, parts: &Parts<'_>) -> Result<Self, AttrError> {
+        parts.need(key)?.parse().map_err(|e: BadPattern| AttrError::at(key, e))
     }
 }
 

@@ -2,10 +2,13 @@
 //! opcode name and its fields (operands with their role, attributes with their key), in
 //! the order the text parser reads them. See [`table`](super::table) for what is derived.
 //!
-//! To add a kind: a payload struct in `payload.rs`, a row here, and the semantic rules that
-//! the compiler then asks for (the verifier's memory and shape rules, codegen's
-//! `process_new_neuroninst`, bir's lowering).
+//! To add a kind: a payload struct in `payload.rs` (or `compute.rs`), a row here, and the
+//! semantic rules that the compiler then asks for (the verifier's memory and shape rules,
+//! codegen's `process_new_neuroninst`, bir's lowering).
 
+use super::compute::{
+    ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorReduceData, TensorScalarData,
+};
 use super::payload::{
     DmaCopyData, DmaGatherData, DmaScatterAddData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData,
     OffloadedMemCastData, OffloadedMemCpyData, TensorCopyData, TensorTensorData, TransposeData,
@@ -105,5 +108,60 @@ inst_kinds! {
         table: operand(ReadWrite),
         src: operand(Read),
         index: operand(Read),
+    },
+    /// ScalarE activation `dst = func(src * scale + bias)`, optionally summing each row.
+    Activation(ActivationData) in Box = "activation" {
+        func: attr("func"),
+        dst: operand(Write),
+        src: operand(Read),
+        scale: scalar(1.0),
+        bias: scalar(0.0),
+        reduce: operand(Write),
+    },
+    /// `dst = (src op0 operand0) op1 operand1` with immediates or `[P, 1]` columns.
+    TensorScalar(TensorScalarData) in Box = "tensor_scalar" {
+        engine: attr("engine"),
+        op0: attr("op0"),
+        reverse0: attr("reverse0"),
+        op1: attr("op1"),
+        reverse1: attr("reverse1"),
+        dst: operand(Write),
+        src: operand(Read),
+        operand0: scalar(),
+        operand1: scalar(0.0),
+    },
+    /// VectorE reduction over the trailing free elements.
+    TensorReduce(TensorReduceData) = "tensor_reduce" {
+        op: attr("op"),
+        negate: attr("negate"),
+        dst: operand(Write),
+        src: operand(Read),
+    },
+    /// GpSimd select by an affine predicate (the causal mask).
+    AffineSelect(AffineSelectData) = "affine_select" {
+        cmp: attr("cmp"),
+        offset: attr("offset"),
+        channel_multiplier: attr("channel_multiplier"),
+        pattern: attr("pattern"),
+        value: attr("value"),
+        dst: operand(Write),
+        src: operand(Read),
+    },
+    /// GpSimd affine index values.
+    Iota(IotaData) = "iota" {
+        offset: attr("offset"),
+        channel_multiplier: attr("channel_multiplier"),
+        pattern: attr("pattern"),
+        dst: operand(Write),
+    },
+    /// VectorE per-partition count, mean and variance * count of even and odd elements.
+    BnStats(BnStatsData) = "bn_stats" {
+        dst: operand(Write),
+        src: operand(Read),
+    },
+    /// VectorE mean and variance from `bn_stats` triples.
+    BnAggr(BnAggrData) = "bn_aggr" {
+        dst: operand(Write),
+        src: operand(Read),
     },
 }

@@ -3,8 +3,10 @@
 //! The kinds are declared once, in the table of `kinds.rs`; [`InstData`], [`InstKind`] and
 //! the mechanical functions over them (opcode, operands, operand names, attributes,
 //! accumulation, [`InstData::from_parts`]) are derived from it by the macros of `table.rs`.
-//! `payload.rs` holds the payload structs, `pe.rs` the attributes every PE instruction
-//! shares, and `attr.rs` how attribute values print and parse.
+//! `payload.rs` holds the payload structs (`compute.rs` those of the compute-engine
+//! instructions, `alu.rs` their value types: ALU operators, activation functions, scalar
+//! operands, affine patterns), `pe.rs` the attributes every PE instruction shares, and
+//! `attr.rs` how attribute values print and parse.
 
 use serde::{Deserialize, Serialize};
 
@@ -12,17 +14,26 @@ use crate::entity::InstId;
 
 #[macro_use]
 mod table;
+mod alu;
 pub(crate) mod attr;
+mod compute;
 mod kinds;
 mod payload;
 mod pe;
 
+pub use alu::{
+    ActFunc, AffineDim, AffinePattern, AluClass, AluOp, BadPattern, ScalarOperand, ValidRange, MAX_PATTERN_DIMS,
+};
 pub use attr::AttrError;
+pub use compute::{
+    ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorReduceData, TensorScalarData,
+    BN_STATS_FMAX,
+};
 pub use kinds::{InstData, InstKind};
 pub use payload::{
     ComputeEngine, DmaCopyData, DmaGatherData, DmaQueueHint, DmaScatterAddData, MatMultData, MatMultSparseData,
     MemsetData, OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, SparsityPattern, TensorCopyData,
-    TensorTensorData, TensorTensorOp, TransposeData, UnknownSparsity,
+    TensorTensorData, TransposeData, UnknownSparsity,
 };
 pub use pe::{
     parse_pe_attributes, pe_attributes, EngineAccumulationType, PerfMode, TilePosition, TileSize, UnknownPerfMode,
@@ -53,11 +64,6 @@ impl InstData {
     /// The instruction's opcode name in the text format.
     pub fn opcode(&self) -> &'static str {
         self.kind().name()
-    }
-
-    /// The text-format names of the operands, in the order of [`Self::operands`].
-    pub fn operand_names(&self) -> &'static [&'static str] {
-        self.kind().operand_names()
     }
 }
 

@@ -1,5 +1,5 @@
-//! The payloads of Penguin's instructions and the value types of their attributes (engine,
-//! sparsity pattern, elementwise operation).
+//! The payloads of Penguin's data-movement and PE instructions and the value types of their
+//! attributes (engine, sparsity pattern); the compute-engine payloads are in `compute.rs`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::dtype::CastMode;
 use crate::tile::InstTile;
 
+use super::alu::AluOp;
 use super::kinds::InstData;
 use super::pe::{EngineAccumulationType, PerfMode, TilePosition, TileSize};
 
@@ -196,36 +197,13 @@ pub struct MatMultSparseData {
     pub acc: Option<EngineAccumulationType>,
 }
 
-/// An elementwise binary operation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TensorTensorOp {
-    /// `lhs + rhs`.
-    Add,
-    /// `lhs * rhs`.
-    Mul,
-    /// `max(lhs, rhs)`.
-    Max,
-}
-
-impl TensorTensorOp {
-    /// The text name.
-    pub fn name(self) -> &'static str {
-        match self {
-            TensorTensorOp::Add => "add",
-            TensorTensorOp::Mul => "mul",
-            TensorTensorOp::Max => "max",
-        }
-    }
-}
-
 /// `dst = lhs op rhs` elementwise on chip, computed in fp32 and rounded once to dst's dtype.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TensorTensorData {
     /// The engine.
     pub engine: ComputeEngine,
-    /// The operation.
-    pub op: TensorTensorOp,
+    /// The operation (binary: arithmetic, comparison or bitvec).
+    pub op: AluOp,
     /// Destination.
     pub dst: InstTile,
     /// Left operand.

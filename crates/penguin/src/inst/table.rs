@@ -6,43 +6,66 @@
 //! A row is `Kind(Payload) = "opcode" { field: operand(Role), field: attr("key"), ... }`, the
 //! fields in the order the text parser reads them (the struct literal's order). An operand's
 //! text name is its field name; its role is `Read`, `Write`, `ReadWrite` or `Accumulate`
-//! (written when the payload's `flags()` has START, read and written otherwise). An
+//! (written when the payload's `flags()` has START, read and written otherwise), and its type
+//! `InstTile` (always present) or `Option<InstTile>` (optional; see `attr::OperandField`). A
+//! `field: scalar()` / `field: scalar(DEFAULT)` is a [`ScalarOperand`](super::ScalarOperand):
+//! a read operand when it is a tile, an attribute keyed by its field name when it is an
+//! immediate (not printed when it is the default; without a default it must be written). An
 //! attribute's type says how it prints and parses (its `AttrValue` impl). A row written
 //! `Kind(Payload) in Box = ...` stores its payload boxed (`InstData::Kind(Box<Payload>)`):
 //! every instruction is as large as the largest unboxed payload, and the instruction arena
 //! of a large kernel is most of the memory planning touches.
 
-/// Split a row's fields into operands `(field Role)` and attributes `(field "key")`, in order,
-/// and hand both lists to `$cb!($args... [operands] [attributes])`.
+/// Split a row's fields into operands `(field Role [default])`, attributes `(field "key")`
+/// and scalar operands `(field [default])`, in order, and hand the three lists to
+/// `$cb!($args... [operands] [attributes] [scalars])`. A scalar operand (`scalar()` or
+/// `scalar(DEFAULT)`) is a read operand when it is a tile and an attribute (keyed by its
+/// field name) when it is an immediate, so it is in both the operand and the scalar list.
 macro_rules! select_fields {
-    ($cb:ident!($($args:tt)*) [$($ops:tt)*] [$($attrs:tt)*]) => {
-        $cb!($($args)* [$($ops)*] [$($attrs)*])
+    ($cb:ident!($($args:tt)*) [$($ops:tt)*] [$($attrs:tt)*] [$($sc:tt)*]) => {
+        $cb!($($args)* [$($ops)*] [$($attrs)*] [$($sc)*])
     };
-    ($cb:ident!($($args:tt)*) [$($ops:tt)*] [$($attrs:tt)*] $f:ident: operand($r:ident), $($rest:tt)*) => {
-        select_fields!($cb!($($args)*) [$($ops)* ($f $r)] [$($attrs)*] $($rest)*)
+    ($cb:ident!($($args:tt)*) [$($ops:tt)*] [$($attrs:tt)*] [$($sc:tt)*] $f:ident: operand($r:ident), $($rest:tt)*) => {
+        select_fields!($cb!($($args)*) [$($ops)* ($f $r [])] [$($attrs)*] [$($sc)*] $($rest)*)
     };
-    ($cb:ident!($($args:tt)*) [$($ops:tt)*] [$($attrs:tt)*] $f:ident: attr($k:literal), $($rest:tt)*) => {
-        select_fields!($cb!($($args)*) [$($ops)*] [$($attrs)* ($f $k)] $($rest)*)
+    ($cb:ident!($($args:tt)*) [$($ops:tt)*] [$($attrs:tt)*] [$($sc:tt)*] $f:ident: scalar($($d:literal)?), $($rest:tt)*) => {
+        select_fields!($cb!($($args)*) [$($ops)* ($f Scalar [$($d)?])] [$($attrs)*] [$($sc)* ($f [$($d)?])] $($rest)*)
+    };
+    ($cb:ident!($($args:tt)*) [$($ops:tt)*] [$($attrs:tt)*] [$($sc:tt)*] $f:ident: attr($k:literal), $($rest:tt)*) => {
+        select_fields!($cb!($($args)*) [$($ops)*] [$($attrs)* ($f $k)] [$($sc)*] $($rest)*)
     };
 }
 
-/// The operand names of a row.
+/// `Some(default)` of a scalar operand, or `None` when it has none (it must be written).
+macro_rules! default_of {
+    () => {
+        None
+    };
+    ($d:literal) => {
+        Some($d)
+    };
+}
+
+/// The operand names of a row (every operand that may be present, in order).
 macro_rules! operand_names_of {
-    ([$(($f:ident $r:ident))*] [$($attrs:tt)*]) => {
+    ([$(($f:ident $r:ident [$($d:tt)*]))*] [$($attrs:tt)*] [$($sc:tt)*]) => {
         &[$(stringify!($f)),*]
     };
 }
 
-/// The attribute keys of a row.
+/// The attribute keys of a row, the scalar operands' (written as immediates) last.
 macro_rules! attribute_keys_of {
-    ([$($ops:tt)*] [$(($f:ident $k:literal))*]) => {
-        &[$($k),*]
+    ([$($ops:tt)*] [$(($f:ident $k:literal))*] [$(($s:ident [$($d:tt)*]))*]) => {
+        &[$($k,)* $(stringify!($s),)*]
     };
 }
 
 /// What an operand of role `$r` does to its tile, for payload `$p`.
 macro_rules! role_access {
     (Read $p:ident) => {
+        $crate::inst::Access::Read
+    };
+    (Scalar $p:ident) => {
         $crate::inst::Access::Read
     };
     (Write $p:ident) => {
@@ -56,59 +79,74 @@ macro_rules! role_access {
     };
 }
 
-/// The operands of payload `$p` with their access.
+/// The present operands of payload `$p` with their access.
 macro_rules! operands_of {
-    ($p:ident [$(($f:ident $r:ident))*] [$($attrs:tt)*]) => {
-        vec![$((&$p.$f, role_access!($r $p))),*]
-    };
+    ($p:ident [$(($f:ident $r:ident [$($d:tt)*]))*] [$($attrs:tt)*] [$($sc:tt)*]) => {{
+        let mut v: Vec<(&$crate::tile::InstTile, $crate::inst::Access)> = Vec::new();
+        $( if let Some(t) = $crate::inst::attr::OperandField::tile(&$p.$f) { v.push((t, role_access!($r $p))); } )*
+        v
+    }};
 }
 
-/// Call `$g` with each operand of payload `$p` and its access.
+/// The names of the present operands of payload `$p`, in the order of [`operands_of`].
+macro_rules! present_names_of {
+    ($p:ident [$(($f:ident $r:ident [$($d:tt)*]))*] [$($attrs:tt)*] [$($sc:tt)*]) => {{
+        let mut v: Vec<&'static str> = Vec::new();
+        $( if $crate::inst::attr::OperandField::tile(&$p.$f).is_some() { v.push(stringify!($f)); } )*
+        v
+    }};
+}
+
+/// Call `$g` with each present operand of payload `$p` and its access.
 macro_rules! for_each_operand_of {
-    ($p:ident $g:ident [$(($f:ident $r:ident))*] [$($attrs:tt)*]) => {{
-        $($g(&$p.$f, role_access!($r $p));)*
+    ($p:ident $g:ident [$(($f:ident $r:ident [$($d:tt)*]))*] [$($attrs:tt)*] [$($sc:tt)*]) => {{
+        $( if let Some(t) = $crate::inst::attr::OperandField::tile(&$p.$f) { $g(t, role_access!($r $p)); } )*
     }};
 }
 
-/// The operands of payload `$p`, mutably.
+/// The present operands of payload `$p`, mutably.
 macro_rules! operands_mut_of {
-    ($p:ident [$(($f:ident $r:ident))*] [$($attrs:tt)*]) => {
-        vec![$(&mut $p.$f),*]
-    };
+    ($p:ident [$(($f:ident $r:ident [$($d:tt)*]))*] [$($attrs:tt)*] [$($sc:tt)*]) => {{
+        let mut v: Vec<&mut $crate::tile::InstTile> = Vec::new();
+        $( if let Some(t) = $crate::inst::attr::OperandField::tile_mut(&mut $p.$f) { v.push(t); } )*
+        v
+    }};
 }
 
-/// The printed attributes of payload `$p`.
+/// The printed attributes of payload `$p`: its attributes, then its scalar operands that are
+/// immediates other than their default.
 macro_rules! attributes_of {
-    ($p:ident [$($ops:tt)*] []) => {{
-        let _ = $p;
-        Vec::new()
+    ($p:ident [$($ops:tt)*] [$(($f:ident $k:literal))*] [$(($s:ident [$($d:tt)*]))*]) => {{
+        #[allow(unused_mut, reason = "a kind without attributes pushes nothing")]
+        let mut v: Vec<(&'static str, String)> = Vec::new();
+        $( if let Some(x) = $crate::inst::attr::AttrValue::print(&$p.$f) { v.push(($k, x)); } )*
+        $( if let Some(x) = $crate::inst::attr::imm_text(&$p.$s, default_of!($($d)*)) { v.push((stringify!($s), x)); } )*
+        let _ = &$p;
+        v
     }};
-    ($p:ident [$($ops:tt)*] [$(($f:ident $k:literal))+]) => {
-        [$(($k, $crate::inst::attr::AttrValue::print(&$p.$f))),+]
-            .into_iter()
-            .filter_map(|(k, v)| v.map(|v| (k, v)))
-            .collect()
-    };
 }
 
 /// The accumulating operand of payload `$p` (its first `Accumulate` operand) and its flags.
 macro_rules! accumulation_of {
-    ($p:ident [] [$($attrs:tt)*]) => {{
+    ($p:ident [] [$($attrs:tt)*] [$($sc:tt)*]) => {{
         let _ = $p;
         None
     }};
-    ($p:ident [($f:ident Accumulate) $($rest:tt)*] [$($attrs:tt)*]) => {
+    ($p:ident [($f:ident Accumulate [$($d:tt)*]) $($rest:tt)*] [$($attrs:tt)*] [$($sc:tt)*]) => {
         Some((&$p.$f, $p.flags()))
     };
-    ($p:ident [($f:ident $r:ident) $($rest:tt)*] [$($attrs:tt)*]) => {
-        accumulation_of!($p [$($rest)*] [$($attrs)*])
+    ($p:ident [($f:ident $r:ident [$($d:tt)*]) $($rest:tt)*] [$($attrs:tt)*] [$($sc:tt)*]) => {
+        accumulation_of!($p [$($rest)*] [$($attrs)*] [$($sc)*])
     };
 }
 
 /// One field's value, read from the text parts.
 macro_rules! parse_field {
     ($parts:ident, $f:ident, operand($r:ident)) => {
-        $parts.take(stringify!($f))
+        <_ as $crate::inst::attr::OperandField>::take(&mut $parts, stringify!($f))
+    };
+    ($parts:ident, $f:ident, scalar($($d:literal)?)) => {
+        $crate::inst::attr::take_scalar(&mut $parts, stringify!($f), default_of!($($d)?))
     };
     ($parts:ident, $f:ident, attr($k:literal)) => {
         $crate::inst::attr::AttrValue::parse($k, &$parts)
@@ -142,7 +180,7 @@ macro_rules! inst_kinds {
     ($(
         $(#[doc = $doc:literal])*
         $kind:ident($payload:ident) $(in $boxed:ident)? = $name:literal {
-            $($field:ident: $what:ident($arg:tt)),* $(,)?
+            $($field:ident: $what:ident($($arg:tt)*)),* $(,)?
         }
     ),* $(,)?) => {
         /// A Penguin instruction.
@@ -173,17 +211,19 @@ macro_rules! inst_kinds {
                 Self::ALL.iter().copied().find(|k| k.name() == name)
             }
 
-            /// The text-format names of the operands, in the order of [`InstData::operands`].
+            /// The text-format names of every operand the kind may have (an optional operand,
+            /// or a scalar operand written as an immediate, is absent from an instruction's
+            /// [`InstData::operands`]; [`InstData::operand_names`] names those present).
             pub fn operand_names(self) -> &'static [&'static str] {
                 match self {
-                    $(InstKind::$kind => select_fields!(operand_names_of!() [] [] $($field: $what($arg),)*),)*
+                    $(InstKind::$kind => select_fields!(operand_names_of!() [] [] [] $($field: $what($($arg)*),)*),)*
                 }
             }
 
             /// The text-format keys of the attributes, in the order they are printed.
             pub fn attribute_keys(self) -> &'static [&'static str] {
                 match self {
-                    $(InstKind::$kind => select_fields!(attribute_keys_of!() [] [] $($field: $what($arg),)*),)*
+                    $(InstKind::$kind => select_fields!(attribute_keys_of!() [] [] [] $($field: $what($($arg)*),)*),)*
                 }
             }
         }
@@ -196,10 +236,17 @@ macro_rules! inst_kinds {
                 }
             }
 
-            /// Every operand with what the instruction does to it, destination first.
+            /// The text-format names of the operands present, in the order of [`Self::operands`].
+            pub fn operand_names(&self) -> Vec<&'static str> {
+                match self {
+                    $(InstData::$kind(p) => select_fields!(present_names_of!(p) [] [] [] $($field: $what($($arg)*),)*),)*
+                }
+            }
+
+            /// Every operand present with what the instruction does to it, destination first.
             pub fn operands(&self) -> Vec<(&$crate::tile::InstTile, $crate::inst::Access)> {
                 match self {
-                    $(InstData::$kind(p) => select_fields!(operands_of!(p) [] [] $($field: $what($arg),)*),)*
+                    $(InstData::$kind(p) => select_fields!(operands_of!(p) [] [] [] $($field: $what($($arg)*),)*),)*
                 }
             }
 
@@ -207,21 +254,21 @@ macro_rules! inst_kinds {
             /// of [`Self::operands`] (without collecting them).
             pub fn for_each_operand<'a>(&'a self, mut f: impl FnMut(&'a $crate::tile::InstTile, $crate::inst::Access)) {
                 match self {
-                    $(InstData::$kind(p) => select_fields!(for_each_operand_of!(p f) [] [] $($field: $what($arg),)*),)*
+                    $(InstData::$kind(p) => select_fields!(for_each_operand_of!(p f) [] [] [] $($field: $what($($arg)*),)*),)*
                 }
             }
 
             /// Mutable access to every operand, in the order of [`Self::operands`].
             pub fn operands_mut(&mut self) -> Vec<&mut $crate::tile::InstTile> {
                 match self {
-                    $(InstData::$kind(p) => select_fields!(operands_mut_of!(p) [] [] $($field: $what($arg),)*),)*
+                    $(InstData::$kind(p) => select_fields!(operands_mut_of!(p) [] [] [] $($field: $what($($arg)*),)*),)*
                 }
             }
 
             /// The instruction's attributes (everything but operands) as text-format `key=value`s.
             pub fn attributes(&self) -> Vec<(&'static str, String)> {
                 match self {
-                    $(InstData::$kind(p) => select_fields!(attributes_of!(p) [] [] $($field: $what($arg),)*),)*
+                    $(InstData::$kind(p) => select_fields!(attributes_of!(p) [] [] [] $($field: $what($($arg)*),)*),)*
                 }
             }
 
@@ -229,7 +276,7 @@ macro_rules! inst_kinds {
             /// instruction that does not accumulate.
             pub fn accumulation(&self) -> Option<(&$crate::tile::InstTile, $crate::inst::EngineAccumulationType)> {
                 match self {
-                    $(InstData::$kind(p) => select_fields!(accumulation_of!(p) [] [] $($field: $what($arg),)*),)*
+                    $(InstData::$kind(p) => select_fields!(accumulation_of!(p) [] [] [] $($field: $what($($arg)*),)*),)*
                 }
             }
 
@@ -248,7 +295,7 @@ macro_rules! inst_kinds {
                 })?;
                 let inst = match kind {
                     $(InstKind::$kind => InstData::$kind(payload_value!($payload {
-                        $($field: parse_field!(parts, $field, $what($arg))?,)*
+                        $($field: parse_field!(parts, $field, $what($($arg)*))?,)*
                     } $(, $boxed)?)),)*
                 };
                 parts.finish(kind.attribute_keys())?;

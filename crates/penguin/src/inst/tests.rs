@@ -44,7 +44,7 @@ fn every_kind() -> Vec<InstData> {
         InstData::Memset(MemsetData { engine: ComputeEngine::Pool, dst: t(0), value: -1.25 }),
         InstData::TensorTensor(TensorTensorData {
             engine: ComputeEngine::Act,
-            op: TensorTensorOp::Max,
+            op: AluOp::Max,
             dst: t(0),
             lhs: t(1),
             rhs: t(2),
@@ -62,6 +62,43 @@ fn every_kind() -> Vec<InstData> {
         InstData::Transpose(TransposeData { dst: t(0), src: t(1) }),
         InstData::DmaGather(DmaGatherData { dst: t(0), table: t(1), index: t(2) }),
         InstData::DmaScatterAdd(DmaScatterAddData { table: t(0), src: t(1), index: t(2) }),
+        InstData::Activation(Box::new(ActivationData {
+            func: ActFunc::GeluApprxTanh,
+            dst: t(0),
+            src: t(1),
+            scale: ScalarOperand::Imm(0.5),
+            bias: ScalarOperand::Tile(t(2)),
+            reduce: Some(t(3)),
+        })),
+        InstData::TensorScalar(Box::new(TensorScalarData {
+            engine: ComputeEngine::Dve,
+            op0: AluOp::Subtract,
+            reverse0: true,
+            op1: Some(AluOp::Multiply),
+            reverse1: false,
+            dst: t(0),
+            src: t(1),
+            operand0: ScalarOperand::Tile(t(2)),
+            operand1: ScalarOperand::Imm(-3.0),
+        })),
+        InstData::TensorReduce(TensorReduceData { op: AluOp::Max, negate: true, dst: t(0), src: t(1) }),
+        InstData::AffineSelect(AffineSelectData {
+            cmp: AluOp::IsGe,
+            offset: 7,
+            channel_multiplier: 1,
+            pattern: AffinePattern(vec![AffineDim { step: -1, num: 8 }]),
+            value: -1e30,
+            dst: t(0),
+            src: t(1),
+        }),
+        InstData::Iota(IotaData {
+            offset: -2,
+            channel_multiplier: 8,
+            pattern: AffinePattern(vec![AffineDim { step: 2, num: 2 }, AffineDim { step: 1, num: 4 }]),
+            dst: t(0),
+        }),
+        InstData::BnStats(BnStatsData { dst: t(0), src: t(1) }),
+        InstData::BnAggr(BnAggrData { dst: t(0), src: t(1) }),
     ]
 }
 
@@ -100,7 +137,32 @@ fn from_parts_names_what_is_wrong() {
     );
     assert_eq!(
         err("tensor_tensor", &[("engine", "dve"), ("op", "sub")], &[]),
-        at("op", "unknown tensor_tensor op `sub` (expected add, mul or max)")
+        at("op", &format!("unknown tensor_tensor op `sub` (expected one of {})", AluOp::names()))
+    );
+    assert_eq!(
+        err("activation", &[("func", "swish")], &[]),
+        at("func", &format!("unknown activation func `swish` (expected one of {})", ActFunc::names()))
+    );
+    assert_eq!(
+        err("activation", &[("func", "exp"), ("scale", "two")], &["dst", "src"]),
+        at("scale", "activation scale `two` is neither a number nor a tile `tN{...}`")
+    );
+    assert_eq!(
+        err("tensor_scalar", &[("engine", "dve"), ("op0", "add")], &["dst", "src"]),
+        at("operand0", "tensor_scalar needs `operand0=` (a number or a [P, 1] tile)")
+    );
+    assert_eq!(
+        err(
+            "tensor_scalar",
+            &[("engine", "dve"), ("op0", "add"), ("operand0", "1"), ("reverse0", "yes")],
+            &["dst", "src"]
+        ),
+        at("reverse0", "tensor_scalar reverse0 `yes` is not true or false")
+    );
+    assert_eq!(err("iota", &[("offset", "2.5")], &["dst"]), at("offset", "iota offset `2.5` is not an int32"));
+    assert_eq!(
+        err("iota", &[("pattern", "[1,2]")], &["dst"]).1,
+        "pattern `[1,2]` is not a list of 1 to 4 `[step,num]` pairs such as `[[1,64],[-1,8]]` (int32 steps, counts >= 1)"
     );
     assert_eq!(
         err("dma_copy", &[("cast", "floor")], &["dst", "src"]),
@@ -132,7 +194,10 @@ fn from_parts_names_what_is_wrong() {
 }
 
 /// A value for every attribute key of the table (a new key needs one here).
-fn sample_value(key: &str) -> Option<&'static str> {
+fn sample_value(kind: InstKind, key: &str) -> Option<&'static str> {
+    if key == "pattern" && matches!(kind, InstKind::Iota | InstKind::AffineSelect) {
+        return Some("[[1,8]]");
+    }
     let samples = [
         ("perf", "double_row"),
         ("pos", "64,0"),
@@ -144,6 +209,19 @@ fn sample_value(key: &str) -> Option<&'static str> {
         ("value", "-1.25"),
         ("op", "max"),
         ("queue", "7"),
+        ("func", "exp"),
+        ("op0", "multiply"),
+        ("op1", "add"),
+        ("reverse0", "true"),
+        ("reverse1", "true"),
+        ("negate", "true"),
+        ("cmp", "greater"),
+        ("offset", "-3"),
+        ("channel_multiplier", "2"),
+        ("scale", "0.5"),
+        ("bias", "-1"),
+        ("operand0", "2"),
+        ("operand1", "4"),
     ];
     samples.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
@@ -159,7 +237,10 @@ fn every_kind_name_round_trips_through_the_table() {
     assert_eq!(kinds, InstKind::ALL, "every_kind() builds one instruction of each kind, in table order");
     for inst in every_kind() {
         assert_eq!(inst.opcode(), inst.kind().name());
-        assert_eq!(inst.operand_names(), inst.kind().operand_names());
+        // The operands present are some of the kind's, in its order.
+        let all = inst.kind().operand_names();
+        let at: Vec<usize> = inst.operand_names().iter().map(|n| all.iter().position(|a| a == n).unwrap()).collect();
+        assert!(at.windows(2).all(|w| w[0] < w[1]), "{}", inst.opcode());
         let printed: Vec<&str> = inst.attributes().iter().map(|(k, _)| *k).collect();
         assert!(printed.iter().all(|k| inst.kind().attribute_keys().contains(k)), "{}", inst.opcode());
     }
@@ -169,19 +250,26 @@ fn every_kind_name_round_trips_through_the_table() {
 fn every_kinds_operand_and_attribute_names_are_what_from_parts_accepts() {
     for &kind in InstKind::ALL {
         let name = kind.name();
+        // Scalar operands are given as tiles (an operand name that is also an attribute key).
         let attrs: Vec<(String, String)> = kind
             .attribute_keys()
             .iter()
-            .map(|k| sample_value(k).map(|v| (k.to_string(), v.to_string())).ok_or(*k))
+            .filter(|k| !kind.operand_names().contains(k))
+            .map(|k| sample_value(kind, k).map(|v| (k.to_string(), v.to_string())).ok_or(*k))
             .collect::<Result<_, _>>()
             .unwrap_or_else(|k| panic!("no sample value for attribute `{k}` of {name}"));
         let operands: Vec<(String, InstTile)> =
             kind.operand_names().iter().enumerate().map(|(i, n)| (n.to_string(), t(i as u32))).collect();
         let mut inst = InstData::from_parts(name, &attrs, operands.clone()).unwrap();
         assert_eq!(inst.kind(), kind);
-        // Every attribute is printed back (all were given) with the value it was given.
+        // Every attribute is printed back (all were given) with the value it was given (the
+        // legacy spelling `max` as `maximum`).
         let printed: Vec<(String, String)> = inst.attributes().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
-        assert_eq!(printed, attrs, "{name}");
+        let canonical: Vec<(String, String)> = attrs
+            .iter()
+            .map(|(k, v)| (k.clone(), if v == "max" { "maximum".to_string() } else { v.clone() }))
+            .collect();
+        assert_eq!(printed, canonical, "{name}");
         // Operands come back in the order of their names, mutable ones too.
         let tensors: Vec<u32> = inst.operands().iter().map(|(t, _)| t.tensor.0).collect();
         assert_eq!(tensors, (0..operands.len() as u32).collect::<Vec<_>>(), "{name}");
@@ -190,12 +278,22 @@ fn every_kinds_operand_and_attribute_names_are_what_from_parts_accepts() {
         }
         let tensors: Vec<u32> = inst.operands().iter().map(|(t, _)| t.tensor.0).collect();
         assert_eq!(tensors, (10..10 + operands.len() as u32).collect::<Vec<_>>(), "{name}");
-        // Each operand is required, by its name.
+        // Each operand is required, by its name, or optional (then it is absent), or a scalar
+        // operand given as an attribute (then it takes its default or is named).
         for (i, (n, _)) in operands.iter().enumerate() {
             let mut fewer = operands.clone();
             fewer.remove(i);
-            let e = InstData::from_parts(name, &attrs, fewer).unwrap_err();
-            assert_eq!((e.key.as_deref(), e.message), (Some(n.as_str()), format!("{name} needs operand `{n}=`")));
+            match InstData::from_parts(name, &attrs, fewer) {
+                Ok(i) => assert!(!i.operand_names().contains(&n.as_str()), "{name} {n}"),
+                Err(e) => {
+                    let needs = [
+                        format!("{name} needs operand `{n}=`"),
+                        format!("{name} needs `{n}=` (a number or a [P, 1] tile)"),
+                    ];
+                    assert_eq!(e.key.as_deref(), Some(n.as_str()));
+                    assert!(needs.contains(&e.message), "{}", e.message);
+                }
+            }
         }
         // Any other operand or attribute name is refused, by its name.
         let mut more = operands.clone();
@@ -219,6 +317,42 @@ fn every_kinds_operand_and_attribute_names_are_what_from_parts_accepts() {
 }
 
 #[test]
+fn scalar_operands_are_attributes_when_immediate_and_operands_when_columns() {
+    let a = &every_kind()[14];
+    assert_eq!(a.opcode(), "activation");
+    assert_eq!(a.operand_names(), ["dst", "src", "bias", "reduce"]);
+    let keys: Vec<&str> = a.attributes().iter().map(|(k, _)| *k).collect();
+    assert_eq!(keys, ["func", "scale"]);
+    // Defaults are not printed; an immediate bias other than 0 is.
+    let attrs = |list: &[(&str, &str)]| list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>();
+    let plain = InstData::from_parts(
+        "activation",
+        &attrs(&[("func", "exp")]),
+        vec![("dst".into(), t(0)), ("src".into(), t(1))],
+    )
+    .unwrap();
+    assert_eq!(plain.attributes(), [("func", "exp".to_string())]);
+    assert_eq!(plain.operand_names(), ["dst", "src"]);
+    let InstData::Activation(p) = &plain else { panic!("an activation") };
+    assert_eq!((&p.scale, &p.bias, &p.reduce), (&ScalarOperand::Imm(1.0), &ScalarOperand::Imm(0.0), &None));
+    let biased = InstData::from_parts(
+        "activation",
+        &attrs(&[("func", "exp"), ("bias", "-2")]),
+        vec![("dst".into(), t(0)), ("src".into(), t(1))],
+    )
+    .unwrap();
+    assert_eq!(biased.attributes(), [("func", "exp".to_string()), ("bias", "-2".to_string())]);
+    // The same key as a number and as a tile is refused.
+    let both = InstData::from_parts(
+        "activation",
+        &attrs(&[("func", "exp"), ("bias", "-2")]),
+        vec![("dst".into(), t(0)), ("src".into(), t(1)), ("bias".into(), t(2))],
+    )
+    .unwrap_err();
+    assert_eq!(both.message, "activation `bias=` is given twice");
+}
+
+#[test]
 fn only_matmuls_accumulate_into_their_result() {
     for inst in every_kind() {
         let got = inst.accumulation().map(|(t, flags)| (t.tensor, flags));
@@ -236,7 +370,14 @@ fn only_matmuls_accumulate_into_their_result() {
             | InstData::OffloadedMemCast(_)
             | InstData::Transpose(_)
             | InstData::DmaGather(_)
-            | InstData::DmaScatterAdd(_) => None,
+            | InstData::DmaScatterAdd(_)
+            | InstData::Activation(_)
+            | InstData::TensorScalar(_)
+            | InstData::TensorReduce(_)
+            | InstData::AffineSelect(_)
+            | InstData::Iota(_)
+            | InstData::BnStats(_)
+            | InstData::BnAggr(_) => None,
         };
         assert_eq!(got, want, "{}", inst.opcode());
         // The accumulating operand's access follows its flags.
@@ -256,4 +397,5 @@ fn instructions_stay_small() {
     assert_eq!(size_of::<crate::tile::InstTile>(), 64);
     assert_eq!(size_of::<MatMultData>(), 216);
     assert_eq!(size_of::<InstData>(), 216);
+    assert!(size_of::<AffineSelectData>() <= 216 && size_of::<TensorReduceData>() <= 216);
 }

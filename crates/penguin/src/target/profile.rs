@@ -1,8 +1,9 @@
 //! The hardware profile: every timing figure the planner's estimate and the cycle model read,
 //! one table per target, each value with its unit and the public source (the keys of
 //! `HARDWARE-FACTS.md`: S1 the NeuronCore-v2 architecture guide, S2 Trainium2, S3 Trainium3,
-//! S9 the DMA introduction, S11 the DMA bandwidth guide, S25 the performance guide) or the
-//! stated reason it has the value it has.
+//! S9 the DMA introduction, S11 the DMA bandwidth guide, S25 the performance guide; and of
+//! `docs/isa-costs.md`: N1 the `nki.isa` API documents with their cost formulas, N2 the
+//! current ones, N3 the NKI ISA common fields) or the stated reason it has the value it has.
 //!
 //! The ISA geometry (SBUF and PSUM sizes, partitions, DMA engines) is listed beside the
 //! timing keys but comes from [`TargetInfo`](super::TargetInfo): the planner, the lowering and
@@ -136,10 +137,27 @@ timing_keys! {
     mm_fp32_factor: "x", 1.0 ..= 64.0, false, "S1, S2 (fp32 peak is a quarter of bf16: 23 vs 92, 20 vs 79 TFLOPS)";
     /// How many times faster a LoadStationary is than an MM of the same free size.
     ls_speedup: "x", 0.1 ..= 64.0, false, "S1, S25 (fast LoadStationary, up to 4x)";
-    /// Static overhead of an ACT/DVE/POOL instruction.
-    compute_static_cycles: "cycles", 0.0 ..= 100000.0, false, "S1 (~60-cycle static overhead per access)";
-    /// Elements per partition an ACT/DVE/POOL instruction processes per cycle.
-    compute_elems_per_cycle: "elem/cycle", 0.01 ..= 64.0, false, "S1 (about one element per partition per cycle)";
+    /// MIN_II, the shortest initiation interval of an ACT/DVE instruction: one processing `N`
+    /// elements per partition takes `max(MIN_II, N)` engine cycles (activation, tensor_copy,
+    /// tensor_scalar, bn_stats, memset, tensor_tensor with a PSUM input, tensor_reduce).
+    compute_min_ii_cycles: "cycles", 0.0 ..= 100000.0, false, "N1 (nki.isa activation, tensor_copy, tensor_scalar, tensor_tensor, bn_stats, memset: MIN_II is roughly 64 engine cycles); docs/isa-costs.md";
+    /// Cycles per element of a VectorE tensor_tensor whose inputs are both in SBUF (unless all
+    /// bf16, add/multiply/subtract and contiguous, which take 1): `max(MIN_II, this * N)`.
+    tensor_tensor_sbuf_factor: "x", 0.1 ..= 64.0, false, "N1 (nki.isa.tensor_tensor: max(MIN_II, 2N) otherwise); S1 (two input tiles: roughly 2N cycles)";
+    /// Cycles per element of a reciprocal on VectorE: `max(MIN_II, this * N)`.
+    dve_reciprocal_factor: "x", 0.1 ..= 64.0, false, "N1 (nki.isa.reciprocal: max(MIN_II, 8*N)); N3 (reciprocal on VectorE about 8x slower than on ScalarE)";
+    /// Extra ScalarE cycles to write an activation's row sums out (ActReadAccumulator).
+    act_reduce_read_cycles: "cycles", 0.0 ..= 100000.0, false, "N1 (nki.isa.activation_reduce: max(MIN_II, N) + MIN_II); S1 (ActReadAccumulator roughly 64 ScalarE cycles)";
+    /// Cycles per element of a bf16 -> bf16 add or maximum tensor_reduce.
+    tensor_reduce_bf16_factor: "x", 0.01 ..= 64.0, false, "N1 (nki.isa.tensor_reduce: N/2 when input and output are bf16 and the operator is add or maximum, N otherwise)";
+    /// Cycles per element of a memset of zero into a bf16/fp16 tile.
+    memset_zero16_factor: "x", 0.01 ..= 64.0, false, "N1 (nki.isa.memset: max(MIN_II, N/2) for zero in bf16/fp16, max(MIN_II, N) otherwise)";
+    /// VectorE cycles per (count, mean, variance * count) triple of a bn_aggr.
+    bn_aggr_cycles_per_triple: "cycles", 0.0 ..= 1000.0, false, "N1 (nki.isa.bn_aggr: max(MIN_II, 13*(N/3)))";
+    /// GPSIMD_START, the startup overhead of a GpSimd instruction: `this + N` cycles.
+    pool_start_cycles: "cycles", 0.0 ..= 100000.0, false, "N1 (nki.isa.iota: 150 + N; nki.isa.affine_select: GPSIMD_START + N, GPSIMD_START roughly 150)";
+    /// Cycles per element of a reverse square root on GpSimd: `GPSIMD_START + this * N`.
+    pool_rsqrt_factor: "x", 0.1 ..= 64.0, false, "N3 (rsqrt on GpSimd: 4x lower throughput than ScalarE)";
     /// Peak data rate of one DMA engine.
     dma_engine_bytes_per_ns: "B/ns", 0.1 ..= 10000.0, false, "S9, S11 (17 / 23 / 33 B/ns per engine, 16 engines)";
     /// Time a DMA engine spends on one descriptor (one contiguous run of one partition); it
@@ -233,7 +251,7 @@ impl HwProfile {
     /// The built-in profile of a target.
     pub fn builtin(target: Target) -> HwProfile {
         // Per-target clocks, engine rates and HBM bandwidth; the rest is common.
-        let (pe, act, dve, pool, dma, hbm, compute) = match target {
+        let (pe, act, dve, pool, dma, hbm, dma_compute) = match target {
             Target::Trn1 => (2.8, 1.4, 1.12, 1.4, 17.0, 410.0, 0.5),
             Target::Trn2 => (2.4, 1.2, 0.96, 1.2, 23.0, 360.0, 0.5),
             Target::Trn3 => (2.4, 1.2, 1.2, 1.2, 33.0, 600.0, 1.0),
@@ -247,14 +265,21 @@ impl HwProfile {
             mm_min_cycles: 64.0,
             mm_fp32_factor: 4.0,
             ls_speedup: 4.0,
-            compute_static_cycles: 60.0,
-            compute_elems_per_cycle: 1.0,
+            compute_min_ii_cycles: 64.0,
+            tensor_tensor_sbuf_factor: 2.0,
+            dve_reciprocal_factor: 8.0,
+            act_reduce_read_cycles: 64.0,
+            tensor_reduce_bf16_factor: 0.5,
+            memset_zero16_factor: 0.5,
+            bn_aggr_cycles_per_triple: 13.0,
+            pool_start_cycles: 150.0,
+            pool_rsqrt_factor: 4.0,
             dma_engine_bytes_per_ns: dma,
             dma_descriptor_ns: SATURATING_RUN_BYTES / dma,
             dma_fixed_ns: 1300.0,
             dma_queue_depth: 4.0,
             dma_transpose_hbm_fraction: 0.9,
-            dma_compute_fraction: compute,
+            dma_compute_fraction: dma_compute,
             hbm_bytes_per_ns: hbm,
             hbm_burst_bytes: 64.0,
         }

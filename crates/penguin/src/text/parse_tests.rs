@@ -267,7 +267,7 @@ pub(crate) mod props {
             perf,
             value,
             0usize..5,
-            0usize..3,
+            0usize..AluOp::ALL.len(),
             proptest::option::of(any::<u32>().prop_map(DmaQueueHint)),
         )
             .prop_map(
@@ -298,7 +298,7 @@ pub(crate) mod props {
                         InstKind::Memset => InstData::Memset(MemsetData { engine, dst: a, value }),
                         InstKind::TensorTensor => InstData::TensorTensor(TensorTensorData {
                             engine,
-                            op: [TensorTensorOp::Add, TensorTensorOp::Mul, TensorTensorOp::Max][op],
+                            op: AluOp::ALL[op],
                             dst: a,
                             lhs: b,
                             rhs: c,
@@ -319,9 +319,60 @@ pub(crate) mod props {
                         InstKind::DmaScatterAdd => {
                             InstData::DmaScatterAdd(DmaScatterAddData { table: a, src: b, index: c })
                         }
+                        // The scalar operands take each form: an immediate (`value`, the
+                        // default 0 included) or a column.
+                        InstKind::Activation => InstData::Activation(Box::new(ActivationData {
+                            func: ActFunc::ALL[op % ActFunc::ALL.len()],
+                            dst: a,
+                            src: b,
+                            scale: if op % 2 == 0 { ScalarOperand::Imm(value) } else { ScalarOperand::Tile(c.clone()) },
+                            bias: if op % 3 == 0 { ScalarOperand::Tile(c) } else { ScalarOperand::Imm(value) },
+                            reduce: (pattern % 2 == 0).then_some(d),
+                        })),
+                        InstKind::TensorScalar => InstData::TensorScalar(Box::new(TensorScalarData {
+                            engine,
+                            op0: AluOp::ALL[op],
+                            reverse0: pattern % 2 == 0,
+                            op1: (pattern > 1).then(|| AluOp::ALL[(op + pattern) % AluOp::ALL.len()]),
+                            reverse1: pattern == 3,
+                            dst: a,
+                            src: b,
+                            operand0: if op % 2 == 0 { ScalarOperand::Imm(value) } else { ScalarOperand::Tile(c) },
+                            operand1: if pattern == 4 { ScalarOperand::Tile(d) } else { ScalarOperand::Imm(value) },
+                        })),
+                        InstKind::TensorReduce => InstData::TensorReduce(TensorReduceData {
+                            op: AluOp::ALL[op],
+                            negate: pattern % 2 == 1,
+                            dst: a,
+                            src: b,
+                        }),
+                        InstKind::AffineSelect => InstData::AffineSelect(AffineSelectData {
+                            cmp: AluOp::ALL[op],
+                            offset: op as i32 - 5,
+                            channel_multiplier: pattern as i32,
+                            pattern: affine(op, pattern),
+                            value,
+                            dst: a,
+                            src: b,
+                        }),
+                        InstKind::Iota => InstData::Iota(IotaData {
+                            offset: -(op as i32),
+                            channel_multiplier: pattern as i32 - 2,
+                            pattern: affine(pattern, op),
+                            dst: a,
+                        }),
+                        InstKind::BnStats => InstData::BnStats(BnStatsData { dst: a, src: b }),
+                        InstKind::BnAggr => InstData::BnAggr(BnAggrData { dst: a, src: b }),
                     }
                 },
             )
+    }
+
+    /// A pattern of 1 to 4 dimensions made of two small numbers.
+    fn affine(a: usize, b: usize) -> AffinePattern {
+        let dims = (0..=(a + b) % 4)
+            .map(|i| AffineDim { step: (a as i32) - (i as i32) * (b as i32), num: 1 + (a * i + b) as u32 % 9 });
+        AffinePattern(dims.collect())
     }
 
     fn tensor() -> impl Strategy<Value = TensorData> {

@@ -1,9 +1,10 @@
-//! Verifier rule 8: the memories each instruction kind allows for each operand.
+//! Verifier rule 8: the memories each instruction kind allows for each operand, GpSimd's
+//! lack of a PSUM port and the one PSUM read port of a two-input instruction.
 
 use crate::entity::{InstId, Memory};
 use crate::error::Entity;
 use crate::function::FunctionView;
-use crate::inst::InstData;
+use crate::inst::{ComputeEngine, InstData};
 
 use super::{Verifier, MATMULT_RESULT_NOT_PSUM};
 
@@ -41,6 +42,44 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 self.need(e, "tensor_tensor destination", &t.dst, &on_chip);
                 self.need(e, "tensor_tensor lhs", &t.lhs, &on_chip);
                 self.need(e, "tensor_tensor rhs", &t.rhs, &on_chip);
+                if t.lhs.memory == Psum && t.rhs.memory == Psum {
+                    self.err(e, TWO_PSUM_INPUTS);
+                }
+            }
+            InstData::Activation(a) => {
+                self.need(e, "activation destination", &a.dst, &on_chip);
+                self.need(e, "activation source", &a.src, &on_chip);
+                for (what, t) in [("scale", a.scale.tile()), ("bias", a.bias.tile()), ("reduce", a.reduce.as_ref())] {
+                    if let Some(t) = t {
+                        self.need(e, &format!("activation {what}"), t, &on_chip);
+                    }
+                }
+            }
+            InstData::TensorScalar(t) => {
+                self.need(e, "tensor_scalar destination", &t.dst, &on_chip);
+                self.need(e, "tensor_scalar source", &t.src, &on_chip);
+                for (what, s) in [("operand0", &t.operand0), ("operand1", &t.operand1)] {
+                    if let Some(s) = s.tile() {
+                        self.need(e, &format!("tensor_scalar {what}"), s, &on_chip);
+                    }
+                }
+            }
+            InstData::TensorReduce(r) => {
+                self.need(e, "tensor_reduce destination", &r.dst, &on_chip);
+                self.need(e, "tensor_reduce source", &r.src, &on_chip);
+            }
+            InstData::AffineSelect(a) => {
+                self.need(e, "affine_select destination", &a.dst, &[Sbuf]);
+                self.need(e, "affine_select source", &a.src, &[Sbuf]);
+            }
+            InstData::Iota(i) => self.need(e, "iota destination", &i.dst, &[Sbuf]),
+            InstData::BnStats(b) => {
+                self.need(e, "bn_stats destination", &b.dst, &on_chip);
+                self.need(e, "bn_stats source", &b.src, &on_chip);
+            }
+            InstData::BnAggr(b) => {
+                self.need(e, "bn_aggr destination", &b.dst, &on_chip);
+                self.need(e, "bn_aggr source", &b.src, &on_chip);
             }
             InstData::TiledOffloadedFma(f) => {
                 for (what, t) in [("destination", &f.dst), ("src0", &f.src0), ("src1", &f.src1)] {
@@ -79,5 +118,29 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 self.need(e, "dma_scatter_add index", &s.index, &[Hbm, Sbuf]);
             }
         }
+        if pool_engine(inst) && inst.operands().iter().any(|(t, _)| t.memory == Psum) {
+            self.err(e, POOL_PSUM);
+        }
     }
+}
+
+/// The message for a GpSimd instruction with an operand in PSUM.
+pub const POOL_PSUM: &str =
+    "GpSimd (pool) cannot access PSUM (NKI ISA tensor_copy: use ScalarE or VectorE for PSUM tiles)";
+
+/// The message for a tensor_tensor reading two PSUM tiles.
+pub const TWO_PSUM_INPUTS: &str =
+    "tensor_tensor lhs and rhs cannot both be in psum (one PSUM read per instruction, NKI ISA tensor_tensor)";
+
+/// Whether the instruction runs on GpSimd.
+fn pool_engine(inst: &InstData) -> bool {
+    let engine = match inst {
+        InstData::TensorCopy(c) => c.engine,
+        InstData::Memset(m) => m.engine,
+        InstData::TensorTensor(t) => t.engine,
+        InstData::TensorScalar(t) => t.engine,
+        InstData::AffineSelect(_) | InstData::Iota(_) => ComputeEngine::Pool,
+        _ => return false,
+    };
+    engine == ComputeEngine::Pool
 }

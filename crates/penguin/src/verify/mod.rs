@@ -25,7 +25,10 @@
 //!    psum!`); DMA copies, tiled offloaded copies and casts move between HBM and SBUF; tensor
 //!    copies, tensor-tensor ops and memsets stay on chip; tiled offloaded FMAs work on SBUF
 //!    tiles and untiled offloaded FMAs and copies on HBM tensors; a transpose reads SBUF and
-//!    writes PSUM; gathers and scatter-adds index an HBM table.
+//!    writes PSUM; gathers and scatter-adds index an HBM table; activations, tensor-scalar
+//!    ops, reductions and batch-norm statistics stay on chip; `affine_select` and `iota`
+//!    work in SBUF. No GpSimd (pool) instruction touches PSUM, and a `tensor_tensor` reads at
+//!    most one PSUM tile.
 //! 9. **PSUM banks**: an access to PSUM stays inside one 2 KiB bank in every partition.
 //! 10. **Matmul shapes**: stationary and moving share K partitions (K <= 128, 256 in
 //!     `double_row`); the result has M = stationary free size <= 128 partitions and N = moving
@@ -36,14 +39,33 @@
 //!     it keeps N of every M of the moving operand's K rows.
 //! 11. **Elementwise shapes**: copies, casts, tensor-tensor ops and FMAs have equal partition
 //!     counts and elements per partition on every operand; memcpy does not convert; a
-//!     transpose swaps the two; gathers and scatter-adds move one table row per int32 index.
+//!     transpose swaps the two and writes fp32 (or its 16-bit float source's dtype); gathers
+//!     and scatter-adds move one table row per int32 index. An activation, tensor-scalar op
+//!     or `affine_select` has its source's shape; its `scale`, `bias`, `operand0/1` columns
+//!     and `reduce` are `[P, 1]` with the source's partitions; a reduction's source has a
+//!     multiple of its destination's elements per partition; `iota`'s and `affine_select`'s
+//!     pattern enumerates the destination's elements per partition; `bn_stats` reads at most
+//!     512 elements and writes 6, `bn_aggr` reads triples and writes 2. The destinations of
+//!     these kinds repeat no element (no zero stride).
 //! 12. **Accumulation groups**, in program order per PSUM region: START opens a group on a
 //!     region with no open group; ACCU and STOP continue the open group on exactly the same
 //!     region (ACCU before START is an error); START and ACCU are never set together; reading
 //!     a region whose group is open is an error; every group is stopped by the end.
+//! 13. **Engines and operators** (NKI ISA): `tensor_tensor` runs on dve, or on pool for
+//!     `power` and int32 add/subtract/multiply, never a unary operator; `tensor_scalar` runs
+//!     on act only as multiply(+add) or add, on pool only as rsqrt, and with bitvec operators
+//!     only on dve; its two operators are both bitvec or both arithmetic, and `operand1` /
+//!     `reverse1` need `op1`; a reduction's operator is a reduction operator, `negate` only
+//!     arithmetic; `affine_select` compares; bitvec operators take integer tiles of one dtype
+//!     (whole-number immediates); scalar columns of arithmetic operators and activation
+//!     scales are fp32.
+//!
+//! Target-dependent rules (an immediate activation bias needs trn2, as does a 16-bit PE
+//! transpose) are the lowering's, which knows the target.
 //!
 //! This module checks rules 1-4; `operands.rs` rules 5-7 and 9, `memories.rs` rule 8,
-//! `shapes.rs` rules 10-11 and `groups.rs` rule 12.
+//! `shapes.rs` rules 10-11 (`compute.rs` the compute-engine kinds' shapes and rule 13) and
+//! `groups.rs` rule 12.
 
 use crate::ap::AccessPattern;
 use crate::dtype::DType;
@@ -53,12 +75,14 @@ use crate::function::{FunctionView, TensorData};
 use crate::target::{NUM_PARTITIONS, PSUM_BANK_BYTES, PSUM_NUM_BANKS};
 use crate::tile::InstTile;
 
+mod compute;
 mod groups;
 mod memories;
 mod operands;
 mod shapes;
 
 use groups::OpenGroup;
+pub use memories::{POOL_PSUM, TWO_PSUM_INPUTS};
 
 /// The message for a matmul whose result is not in PSUM (the seed's text).
 pub const MATMULT_RESULT_NOT_PSUM: &str = "Result buffer of matmult must be psum!";
@@ -141,6 +165,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             self.check_memories(id, inst);
             if operands_ok {
                 self.check_shapes(id, inst);
+                self.check_engines(id, inst);
                 self.check_groups(id, inst, &mut open);
             }
         }

@@ -1,6 +1,6 @@
 //! Verifier rules 10 and 11: matmul shapes (contraction, PE tile, perf mode, sparsity) and
 //! elementwise shapes (copies, casts, tensor-tensor ops, FMAs, transposes, gathers and
-//! scatter-adds).
+//! scatter-adds; the compute-engine kinds' in `compute.rs`).
 
 use crate::dtype::DType;
 use crate::entity::InstId;
@@ -173,10 +173,26 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                         ),
                     );
                 }
-                self.need_dtype(e, "transpose result", &t.dst, DType::Fp32);
+                let sixteen = matches!(t.dst.dtype, DType::Bf16 | DType::Fp16) && t.dst.dtype == t.src.dtype;
+                if t.dst.dtype != DType::Fp32 && !sixteen {
+                    self.err(
+                        e,
+                        format!(
+                            "transpose result must be fp32, or {} like its {} source (16-bit PSUM output, trn2 and later), not {}",
+                            t.src.dtype, t.src.dtype, t.dst.dtype
+                        ),
+                    );
+                }
             }
             InstData::DmaGather(g) => self.check_indexed(e, "dma_gather destination", &g.dst, &g.table, &g.index),
             InstData::DmaScatterAdd(s) => self.check_indexed(e, "dma_scatter_add source", &s.src, &s.table, &s.index),
+            InstData::Activation(_)
+            | InstData::TensorScalar(_)
+            | InstData::TensorReduce(_)
+            | InstData::AffineSelect(_)
+            | InstData::Iota(_)
+            | InstData::BnStats(_)
+            | InstData::BnAggr(_) => self.check_compute_shapes(e, inst),
         }
     }
 

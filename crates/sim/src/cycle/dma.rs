@@ -171,7 +171,14 @@ pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
         | Op::Transpose { .. }
         | Op::TensorCopy { .. }
         | Op::TensorTensor { .. }
-        | Op::Memset { .. } => (0, 0, 0.0, [None, None, None], false),
+        | Op::Memset { .. }
+        | Op::Activation { .. }
+        | Op::TensorScalar { .. }
+        | Op::TensorReduce { .. }
+        | Op::AffineSelect { .. }
+        | Op::Iota { .. }
+        | Op::BnStats { .. }
+        | Op::BnAggr { .. } => (0, 0, 0.0, [None, None, None], false),
     };
     let writes_transposed = data[0].is_some_and(is_transposing);
     let data = data.into_iter().flatten();

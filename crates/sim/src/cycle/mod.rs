@@ -70,10 +70,15 @@
 //!   order: a transfer's [`Op::hbm_bytes`], each run rounded up to whole `hbm_burst_bytes`
 //!   granules, occupy it for `bytes / hbm_bytes_per_ns`; the transfer ends no earlier than HBM
 //!   has served them.
-//! - **ACT / DVE / POOL** ("about one element per partition per cycle with a ~60-cycle static
-//!   overhead"): `compute_static_cycles + F / compute_elems_per_cycle` cycles at the engine's
-//!   clock, `F` the destination's free size.
-//!   SP (which only memsets) uses the GpSimd clock.
+//! - **ACT / DVE / POOL**: each instruction's documented cost in engine cycles at the
+//!   engine's clock (`compute.rs`; `docs/isa-costs.md` cites each formula), `N` the elements
+//!   per partition: `max(MIN_II, N)` for tensor_copy, activation (+ MIN_II with row sums),
+//!   tensor_scalar, bn_stats and a tensor_tensor with a PSUM input or all-bf16 contiguous
+//!   add/multiply/subtract, `max(MIN_II, 2N)` for other tensor_tensors, `max(MIN_II, 8N)` for
+//!   a VectorE reciprocal, `N/2` for a bf16 add/maximum reduction, `13 N / 3` for bn_aggr,
+//!   `GPSIMD_START + N` for affine_select and iota, `GPSIMD_START + 4N` for GpSimd's rsqrt,
+//!   `max(MIN_II, N/2)` for a zero memset of a 16-bit float tile. SP (which only memsets)
+//!   uses the GpSimd clock.
 //!
 //! # Report
 //! Busy time is the union of an engine's instruction intervals (LS overlapping an MM counts
@@ -84,6 +89,7 @@
 //! `2 x 128 x 128 x pe_ghz` FLOP/ns, /4 for fp32 operands, x2 in `double_row`, for the
 //! matmul flavour that issued the most FLOPs in the program (bf16 dense if it has none).
 
+mod compute;
 mod dma;
 mod epoch;
 mod looped;
@@ -522,8 +528,8 @@ impl<S: Source> Replay<S> {
         Some((sem, appended))
     }
 
-    /// Time of an ACT/DVE/POOL/SP instruction: `compute_elems_per_cycle` elements per
-    /// partition per cycle plus the static overhead.
+    /// Time of an ACT/DVE/POOL/SP instruction: its documented cycles (`compute.rs`) at the
+    /// engine's clock.
     fn compute_ns(&self, engine: Engine, op: &Op) -> f64 {
         let p = &self.profile;
         let ghz = match engine {
@@ -532,19 +538,7 @@ impl<S: Source> Replay<S> {
             Engine::Pe => p.pe_ghz,
             Engine::Pool | Engine::Sp | Engine::Dma(_) => p.pool_ghz,
         };
-        let elems = match op {
-            Op::TensorCopy { dst, .. } | Op::TensorTensor { dst, .. } | Op::Memset { dst, .. } => dst.free_elems(),
-            // `Replay::new` keeps PE and DMA ops off the serial compute engines.
-            Op::LoadStationary { .. }
-            | Op::LoadStationarySparse { .. }
-            | Op::MultiplyMoving { .. }
-            | Op::Transpose { .. }
-            | Op::DmaCopy { .. }
-            | Op::DmaFma { .. }
-            | Op::DmaGather { .. }
-            | Op::DmaScatterAdd { .. } => 0,
-        };
-        (p.compute_static_cycles + elems as f64 / p.compute_elems_per_cycle) / ghz
+        compute::compute_cycles(p, engine, op) / ghz
     }
 
     fn finish(self) -> Result<Ran, SimError> {

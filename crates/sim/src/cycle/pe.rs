@@ -135,7 +135,14 @@ impl PeState {
             | Op::DmaScatterAdd { .. }
             | Op::TensorCopy { .. }
             | Op::TensorTensor { .. }
-            | Op::Memset { .. } => 0.0,
+            | Op::Memset { .. }
+            | Op::Activation { .. }
+            | Op::TensorScalar { .. }
+            | Op::TensorReduce { .. }
+            | Op::AffineSelect { .. }
+            | Op::Iota { .. }
+            | Op::BnStats { .. }
+            | Op::BnAggr { .. } => 0.0,
         };
         own.max(self.issue)
     }
@@ -182,7 +189,14 @@ impl PeState {
             | Op::DmaScatterAdd { .. }
             | Op::TensorCopy { .. }
             | Op::TensorTensor { .. }
-            | Op::Memset { .. } => start,
+            | Op::Memset { .. }
+            | Op::Activation { .. }
+            | Op::TensorScalar { .. }
+            | Op::TensorReduce { .. }
+            | Op::AffineSelect { .. }
+            | Op::Iota { .. }
+            | Op::BnStats { .. }
+            | Op::BnAggr { .. } => start,
         }
     }
 

@@ -2,9 +2,10 @@
 //! queues' FMA, gather and scatter-add.
 
 use bir::HwAp;
-use penguin::{CastMode, DType, Memory, TensorTensorOp};
+use penguin::{AluOp, CastMode, DType, Memory};
 
 use super::{Cx, Machine, Scratch, CHUNK};
+use crate::alu::{binary, nan_max};
 use crate::convert::{decode_run, encode_run, fill_run, gather_raw, memset_bits, move_run, scatter_raw};
 use crate::error::{InstRef, SimError};
 use crate::memory::{Lockstep, Walk};
@@ -12,32 +13,10 @@ use crate::memory::{Lockstep, Walk};
 /// An elementwise operation computed in fp32 and rounded once to the destination's dtype.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Elementwise {
-    /// `dst = a + b`.
-    Add,
-    /// `dst = a * b`.
-    Mul,
-    /// `dst = max(a, b)`; NaN if either is NaN, so uninitialised data stays visible.
-    Max,
+    /// `dst = a op b` for an arithmetic or comparison operator (see [`crate::alu::binary`]).
+    Alu(AluOp),
     /// `dst = a * b + dst` with one fp32 rounding (`f32::mul_add`).
     Fma,
-}
-
-impl From<TensorTensorOp> for Elementwise {
-    fn from(op: TensorTensorOp) -> Self {
-        match op {
-            TensorTensorOp::Add => Elementwise::Add,
-            TensorTensorOp::Mul => Elementwise::Mul,
-            TensorTensorOp::Max => Elementwise::Max,
-        }
-    }
-}
-
-fn nan_max(a: f32, b: f32) -> f32 {
-    if a.is_nan() || b.is_nan() {
-        f32::NAN
-    } else {
-        a.max(b)
-    }
 }
 
 /// Row `r` of a pattern whose partition dimension enumerates rows (a gather table or the
@@ -152,9 +131,11 @@ impl Machine {
             decode_run(bw.dtype, self.images.get(bw.memory), rb, fb);
             let (x, y) = (&mut fa[..n], &fb[..n]);
             match kind {
-                Elementwise::Add => x.iter_mut().zip(y).for_each(|(x, y)| *x += y),
-                Elementwise::Mul => x.iter_mut().zip(y).for_each(|(x, y)| *x *= y),
-                Elementwise::Max => x.iter_mut().zip(y).for_each(|(x, y)| *x = nan_max(*x, *y)),
+                // The GEMM's operators get loops of their own; the rest go through `binary`.
+                Elementwise::Alu(AluOp::Add) => x.iter_mut().zip(y).for_each(|(x, y)| *x += y),
+                Elementwise::Alu(AluOp::Multiply) => x.iter_mut().zip(y).for_each(|(x, y)| *x *= y),
+                Elementwise::Alu(AluOp::Max) => x.iter_mut().zip(y).for_each(|(x, y)| *x = nan_max(*x, *y)),
+                Elementwise::Alu(op) => x.iter_mut().zip(y).for_each(|(x, y)| *x = binary(op, *x, *y)),
                 Elementwise::Fma => {
                     decode_run(dw.dtype, self.images.get(dw.memory), rd, fc);
                     x.iter_mut().zip(y).zip(&fc[..n]).for_each(|((x, y), z)| *x = x.mul_add(*y, *z));
@@ -256,7 +237,7 @@ impl Machine {
         cx.count_hbm(table.memory, moved, true);
         for (i, &r) in (0u32..).zip(&rows) {
             let (trow, srow) = (self.row_walk(at, table, r)?, self.row_walk(at, src, i)?);
-            self.apply(Elementwise::Add, &trow, &trow, &srow);
+            self.apply(Elementwise::Alu(AluOp::Add), &trow, &trow, &srow);
         }
         self.close_written(&tw);
         Ok(moved)

@@ -339,7 +339,18 @@ impl Machine {
     /// it touches are left closed, as after `START | STOP`.
     pub(super) fn transpose(&mut self, cx: &mut Cx<'_>, dst: &HwAp, src: &HwAp) -> Result<(), SimError> {
         let at = cx.at;
-        Self::pe_result(at, dst)?;
+        // From trn2 on, a bf16/fp16 transpose may write its own dtype into PSUM (transpose mode).
+        let sixteen = matches!(dst.dtype, DType::Bf16 | DType::Fp16) && dst.dtype == src.dtype;
+        if sixteen && dst.memory == Memory::Psum {
+            if !self.transpose16_ok {
+                return Err(SimError::BadOperand {
+                    at,
+                    detail: format!("a {} PE transpose result needs trn2 or later (trn1 writes fp32)", dst.dtype),
+                });
+            }
+        } else {
+            Self::pe_result(at, dst)?;
+        }
         let limits = Limits { partitions: NUM_PARTITIONS as usize, free: MAX_STATIONARY_FREE as usize };
         let (p, f) = self.pe_operand(cx, src, PerfMode::None, "transpose source", limits)?;
         let dw = self.walk(at, dst)?;
@@ -349,9 +360,10 @@ impl Machine {
         product.resize(p * f, 0.0);
         transpose_into(rows, p, f, product);
         let mut pos = 0;
+        let size = dw.elem_size();
         for run in dw.runs() {
-            encode_run(DType::Fp32, CastMode::Rne, &product[pos..pos + run.len], &mut self.images.psum, run);
-            self.groups.set_run(run, 4, false);
+            encode_run(dw.dtype, CastMode::Rne, &product[pos..pos + run.len], &mut self.images.psum, run);
+            self.groups.set_run(run, size, false);
             pos += run.len;
         }
         self.stationary = None;

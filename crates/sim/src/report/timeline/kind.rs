@@ -14,6 +14,10 @@ pub(crate) enum Kind {
     TensorCopy,
     TensorTensor,
     Memset,
+    Activation,
+    TensorScalar,
+    Reduce,
+    Select,
     LoadA,
     LoadB,
     Store,
@@ -23,13 +27,17 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    pub(crate) const ALL: [Kind; 12] = [
+    pub(crate) const ALL: [Kind; 16] = [
         Kind::Matmul,
         Kind::LoadStationary,
         Kind::Transpose,
         Kind::TensorCopy,
         Kind::TensorTensor,
         Kind::Memset,
+        Kind::Activation,
+        Kind::TensorScalar,
+        Kind::Reduce,
+        Kind::Select,
         Kind::LoadA,
         Kind::LoadB,
         Kind::Store,
@@ -49,6 +57,10 @@ impl Kind {
             Op::TensorCopy { .. } => Kind::TensorCopy,
             Op::TensorTensor { .. } => Kind::TensorTensor,
             Op::Memset { .. } => Kind::Memset,
+            Op::Activation { .. } => Kind::Activation,
+            Op::TensorScalar { .. } => Kind::TensorScalar,
+            Op::TensorReduce { .. } | Op::BnStats { .. } | Op::BnAggr { .. } => Kind::Reduce,
+            Op::AffineSelect { .. } | Op::Iota { .. } => Kind::Select,
             Op::DmaCopy { dst, src, .. } => {
                 if is_transposing(src) || is_transposing(dst) {
                     Kind::Transpose
@@ -82,6 +94,10 @@ impl Kind {
             Kind::TensorCopy => "tensor_copy",
             Kind::TensorTensor => "tensor_tensor",
             Kind::Memset => "memset",
+            Kind::Activation => "activation",
+            Kind::TensorScalar => "tensor_scalar",
+            Kind::Reduce => "reduce",
+            Kind::Select => "select",
             Kind::LoadA => "load_a",
             Kind::LoadB => "load_b",
             Kind::Store => "store",
@@ -99,6 +115,10 @@ impl Kind {
             Kind::TensorCopy => "#59a14f",
             Kind::TensorTensor => "#edc948",
             Kind::Memset => "#9c755f",
+            Kind::Activation => "#76b7b2",
+            Kind::TensorScalar => "#8cd17d",
+            Kind::Reduce => "#b6992d",
+            Kind::Select => "#d37295",
             Kind::LoadA => "#f28e2b",
             Kind::LoadB => "#ffbe7d",
             Kind::Store => "#e15759",
@@ -116,6 +136,10 @@ impl Kind {
             Kind::TensorCopy => "tensor_copy",
             Kind::TensorTensor => "tensor_tensor",
             Kind::Memset => "memset",
+            Kind::Activation => "activation (ScalarE function)",
+            Kind::TensorScalar => "tensor_scalar",
+            Kind::Reduce => "tensor_reduce / bn_stats / bn_aggr",
+            Kind::Select => "affine_select / iota (GpSimd)",
             Kind::LoadA => "A load",
             Kind::LoadB => "B load",
             Kind::Store => "store (to HBM)",

@@ -252,7 +252,14 @@ pub(crate) fn accumulates(op: &Op) -> bool {
         | Op::DmaGather { .. }
         | Op::TensorCopy { .. }
         | Op::TensorTensor { .. }
-        | Op::Memset { .. } => false,
+        | Op::Memset { .. }
+        | Op::Activation { .. }
+        | Op::TensorScalar { .. }
+        | Op::TensorReduce { .. }
+        | Op::AffineSelect { .. }
+        | Op::Iota { .. }
+        | Op::BnStats { .. }
+        | Op::BnAggr { .. } => false,
     }
 }
 
@@ -269,7 +276,14 @@ fn cell(op: &Op) -> Option<(u32, u32)> {
         | Op::DmaScatterAdd { .. }
         | Op::TensorCopy { .. }
         | Op::TensorTensor { .. }
-        | Op::Memset { .. } => None,
+        | Op::Memset { .. }
+        | Op::Activation { .. }
+        | Op::TensorScalar { .. }
+        | Op::TensorReduce { .. }
+        | Op::AffineSelect { .. }
+        | Op::Iota { .. }
+        | Op::BnStats { .. }
+        | Op::BnAggr { .. } => None,
     }
 }
 
@@ -379,7 +393,14 @@ fn label_one(
         | Op::DmaScatterAdd { .. }
         | Op::TensorCopy { .. }
         | Op::TensorTensor { .. }
-        | Op::Memset { .. } => {}
+        | Op::Memset { .. }
+        | Op::Activation { .. }
+        | Op::TensorScalar { .. }
+        | Op::TensorReduce { .. }
+        | Op::AffineSelect { .. }
+        | Op::Iota { .. }
+        | Op::BnStats { .. }
+        | Op::BnAggr { .. } => {}
     }
     let mut tile = read;
     for (ap, written) in op.accesses() {
@@ -410,7 +431,14 @@ fn label_one(
             | Op::DmaScatterAdd { .. }
             | Op::TensorCopy { .. }
             | Op::TensorTensor { .. }
-            | Op::Memset { .. } => None,
+            | Op::Memset { .. }
+            | Op::Activation { .. }
+            | Op::TensorScalar { .. }
+            | Op::TensorReduce { .. }
+            | Op::AffineSelect { .. }
+            | Op::Iota { .. }
+            | Op::BnStats { .. }
+            | Op::BnAggr { .. } => None,
         };
         let mut new = Record { psum: ap.memory == Memory::Psum, p0, p1, b0, b1, tile, copy };
         if accumulates(op) {

@@ -1,0 +1,280 @@
+//! Verifier rules 11 (the compute-engine kinds' shapes) and 13 (engines, operators and
+//! dtypes of the compute-engine instructions), after the NKI ISA documents (see
+//! `docs/isa-costs.md` for each rule's source).
+
+use crate::dtype::DType;
+use crate::entity::InstId;
+use crate::error::Entity;
+use crate::function::FunctionView;
+use crate::inst::{AluClass, AluOp, ComputeEngine, InstData, ScalarOperand, BN_STATS_FMAX};
+use crate::tile::InstTile;
+
+use super::Verifier;
+
+/// The operator pairs ScalarE runs in a `tensor_scalar` (the NKI ISA `tensor_scalar` lists
+/// them for trn2; no other list is published, so ntile applies it on every target).
+const ACT_TENSOR_SCALAR: [(AluOp, Option<AluOp>); 3] =
+    [(AluOp::Multiply, Some(AluOp::Add)), (AluOp::Multiply, None), (AluOp::Add, None)];
+
+/// Whether `op` treats its inputs as bit patterns.
+fn bitvec(op: AluOp) -> bool {
+    op.class() == AluClass::Bitvec
+}
+
+fn is_int(t: &InstTile) -> bool {
+    !t.dtype.is_float()
+}
+
+impl<F: FunctionView + ?Sized> Verifier<'_, F> {
+    /// Rule 11 for the compute-engine kinds (and the `[P, 1]` columns of any kind).
+    pub(super) fn check_compute_shapes(&mut self, e: Entity, inst: &InstData) {
+        match inst {
+            InstData::Activation(a) => {
+                self.check_same(e, "activation", &a.dst, &a.src);
+                self.check_column(e, "activation scale", &a.scale, &a.src);
+                self.check_column(e, "activation bias", &a.bias, &a.src);
+                if let Some(r) = &a.reduce {
+                    self.check_column_tile(e, "activation reduce", r, &a.src);
+                }
+            }
+            InstData::TensorScalar(t) => {
+                self.check_same(e, "tensor_scalar", &t.dst, &t.src);
+                self.check_column(e, "tensor_scalar operand0", &t.operand0, &t.src);
+                self.check_column(e, "tensor_scalar operand1", &t.operand1, &t.src);
+            }
+            InstData::TensorReduce(r) => {
+                let (d, s) = (r.dst.free_elems(), r.src.free_elems());
+                if r.dst.partitions() != r.src.partitions() || d == 0 || !s.is_multiple_of(d) {
+                    self.err(
+                        e,
+                        format!(
+                            "tensor_reduce destination {:?} does not divide source {:?} (same partitions, the source's elements per partition a multiple of the destination's)",
+                            r.dst.ap.shape(),
+                            r.src.ap.shape()
+                        ),
+                    );
+                }
+            }
+            InstData::AffineSelect(a) => {
+                self.check_same(e, "affine_select", &a.dst, &a.src);
+                self.check_pattern(e, "affine_select", a.pattern.elems(), &a.dst);
+            }
+            InstData::Iota(i) => self.check_pattern(e, "iota", i.pattern.elems(), &i.dst),
+            InstData::BnStats(b) => {
+                if b.src.free_elems() > BN_STATS_FMAX {
+                    self.err(
+                        e,
+                        format!(
+                            "bn_stats reads at most {BN_STATS_FMAX} elements per partition, not {} (bn_stats each 512-element chunk, then bn_aggr the results)",
+                            b.src.free_elems()
+                        ),
+                    );
+                }
+                self.check_stats(e, "bn_stats", &b.dst, 6, &b.src);
+            }
+            InstData::BnAggr(b) => {
+                let n = b.src.free_elems();
+                if n == 0 || !n.is_multiple_of(3) {
+                    self.err(e, format!("bn_aggr source has {n} elements per partition, not a multiple of 3 (count, mean, variance * count triples)"));
+                }
+                self.check_stats(e, "bn_aggr", &b.dst, 2, &b.src);
+            }
+            _ => {}
+        }
+        if let Some(dst) = new_kind_dst(inst) {
+            if dst.ap.free.iter().any(|d| d.stride == 0 && d.num > 1)
+                || (dst.ap.partitions.stride == 0 && dst.partitions() > 1)
+            {
+                self.err(
+                    e,
+                    format!(
+                        "{} destination repeats elements (a zero stride): each element is written once",
+                        inst.opcode()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Rule 13: the engine may run the instruction and its operators, with the dtypes they
+    /// need.
+    pub(super) fn check_engines(&mut self, id: InstId, inst: &InstData) {
+        let e = Entity::Inst(id);
+        match inst {
+            InstData::TensorTensor(t) => {
+                let ints = [&t.dst, &t.lhs, &t.rhs].iter().all(|x| x.dtype == DType::Int32);
+                match t.op.class() {
+                    AluClass::Unary => {
+                        self.err(e, format!("tensor_tensor op `{}` is unary (use tensor_scalar)", t.op));
+                    }
+                    AluClass::Bitvec => self.check_bitvec(e, "tensor_tensor", t.op, &[&t.dst, &t.lhs, &t.rhs]),
+                    AluClass::Arithmetic | AluClass::Compare => {}
+                }
+                match t.engine {
+                    ComputeEngine::Act => self.err(
+                        e,
+                        "tensor_tensor cannot run on act: ScalarE reads one input tensor per instruction (NKI ISA tensor_tensor runs on dve or pool)",
+                    ),
+                    ComputeEngine::Pool
+                        if !(t.op == AluOp::Pow
+                            || (ints && matches!(t.op, AluOp::Add | AluOp::Subtract | AluOp::Multiply))) =>
+                    {
+                        self.err(
+                            e,
+                            format!("tensor_tensor op `{}` cannot run on pool: GpSimd runs power, and add, subtract, multiply of int32 tiles (NKI ISA tensor_tensor)", t.op),
+                        );
+                    }
+                    ComputeEngine::Pool | ComputeEngine::Dve => {}
+                }
+            }
+            InstData::TensorScalar(t) => self.check_tensor_scalar(e, t),
+            InstData::TensorReduce(r) => {
+                if !r.op.reduces() {
+                    self.err(
+                        e,
+                        format!("tensor_reduce op `{}` is not a reduction operator (add, subtract, multiply, maximum, minimum, bitwise_and, bitwise_or, bitwise_xor)", r.op),
+                    );
+                } else if bitvec(r.op) {
+                    self.check_bitvec(e, "tensor_reduce", r.op, &[&r.dst, &r.src]);
+                    if r.negate {
+                        self.err(e, "tensor_reduce negate applies to arithmetic operators only");
+                    }
+                }
+            }
+            InstData::AffineSelect(a) if !a.cmp.is_comparison() => {
+                self.err(e, format!("affine_select cmp `{}` is not a comparison (equal, not_equal, greater, greater_equal, less, less_equal)", a.cmp));
+            }
+            InstData::Activation(a) => {
+                if let ScalarOperand::Tile(t) = &a.scale {
+                    self.need_dtype(e, "activation scale", t, DType::Fp32);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn check_tensor_scalar(&mut self, e: Entity, t: &crate::inst::TensorScalarData) {
+        let ops: Vec<AluOp> = std::iter::once(t.op0).chain(t.op1).collect();
+        if t.op1.is_none() && (!t.operand1.is_imm(0.0) || t.reverse1) {
+            self.err(e, "tensor_scalar operand1 or reverse1 is given without op1");
+        }
+        let bits = ops.iter().filter(|op| bitvec(**op)).count();
+        if bits != 0 && bits != ops.len() {
+            self.err(e, "tensor_scalar op0 and op1 must both be bitvec or both arithmetic operators");
+        }
+        if bits != 0 {
+            self.check_bitvec(e, "tensor_scalar", t.op0, &[&t.dst, &t.src]);
+            if t.engine != ComputeEngine::Dve {
+                self.err(e, format!("tensor_scalar with bitvec operators runs on dve, not {}", t.engine));
+            }
+            for (what, s) in [("operand0", &t.operand0), ("operand1", &t.operand1)] {
+                match s {
+                    ScalarOperand::Imm(v) if v.fract() != 0.0 || v.abs() > f64::from(u32::MAX) => {
+                        self.err(e, format!("tensor_scalar {what} `{v}` of a bitvec operator must be a whole number"));
+                    }
+                    ScalarOperand::Tile(c) if !is_int(c) => {
+                        self.err(
+                            e,
+                            format!(
+                                "tensor_scalar {what} of a bitvec operator must be an integer tile, not {}",
+                                c.dtype
+                            ),
+                        );
+                    }
+                    ScalarOperand::Imm(_) | ScalarOperand::Tile(_) => {}
+                }
+            }
+        } else {
+            for (what, s) in [("operand0", &t.operand0), ("operand1", &t.operand1)] {
+                if let ScalarOperand::Tile(c) = s {
+                    self.need_dtype(e, &format!("tensor_scalar {what}"), c, DType::Fp32);
+                }
+            }
+        }
+        match t.engine {
+            ComputeEngine::Act if !ACT_TENSOR_SCALAR.contains(&(t.op0, t.op1)) => self.err(
+                e,
+                format!(
+                    "tensor_scalar op0={}{} cannot run on act: ScalarE runs multiply then add, multiply, or add (NKI ISA tensor_scalar)",
+                    t.op0,
+                    t.op1.map(|o| format!(" op1={o}")).unwrap_or_default()
+                ),
+            ),
+            ComputeEngine::Pool if !(t.op0 == AluOp::Rsqrt && t.op1.is_none()) => {
+                self.err(e, "tensor_scalar runs on pool only as op0=rsqrt (NKI ISA tensor_scalar)");
+            }
+            ComputeEngine::Act | ComputeEngine::Pool | ComputeEngine::Dve => {}
+        }
+    }
+
+    /// Operands of a bitvec operator are integer tiles of one dtype.
+    fn check_bitvec(&mut self, e: Entity, what: &str, op: AluOp, tiles: &[&InstTile]) {
+        if let Some(t) = tiles.iter().find(|t| !is_int(t)) {
+            self.err(e, format!("{what} op `{op}` works on integer tiles, not {}", t.dtype));
+        } else if tiles.iter().any(|t| t.dtype != tiles[0].dtype) {
+            self.err(e, format!("{what} op `{op}` needs every tile in one integer dtype"));
+        }
+    }
+
+    fn check_same(&mut self, e: Entity, what: &str, dst: &InstTile, src: &InstTile) {
+        if dst.partitions() != src.partitions() || dst.free_elems() != src.free_elems() {
+            self.err(
+                e,
+                format!("{what} shape mismatch: destination {:?} vs source {:?}", dst.ap.shape(), src.ap.shape()),
+            );
+        }
+    }
+
+    /// A scalar operand that is a column is `[P, 1]` with the source's partitions.
+    fn check_column(&mut self, e: Entity, what: &str, s: &ScalarOperand, src: &InstTile) {
+        if let ScalarOperand::Tile(t) = s {
+            self.check_column_tile(e, what, t, src);
+        }
+    }
+
+    fn check_column_tile(&mut self, e: Entity, what: &str, t: &InstTile, src: &InstTile) {
+        if t.partitions() != src.partitions() || t.free_elems() != 1 {
+            self.err(
+                e,
+                format!(
+                    "{what} must be a [P, 1] column with the source's {} partitions, not {:?}",
+                    src.partitions(),
+                    t.ap.shape()
+                ),
+            );
+        }
+    }
+
+    fn check_pattern(&mut self, e: Entity, what: &str, elems: u64, dst: &InstTile) {
+        if elems != dst.free_elems() {
+            self.err(
+                e,
+                format!(
+                    "{what} pattern enumerates {elems} elements but the destination has {} per partition",
+                    dst.free_elems()
+                ),
+            );
+        }
+    }
+
+    fn check_stats(&mut self, e: Entity, what: &str, dst: &InstTile, n: u64, src: &InstTile) {
+        if dst.partitions() != src.partitions() || dst.free_elems() != n {
+            self.err(e, format!("{what} destination must be [{}, {n}], not {:?}", src.partitions(), dst.ap.shape()));
+        }
+    }
+}
+
+/// The destination of a compute-engine kind added with `activation` (their destinations may
+/// not repeat elements).
+fn new_kind_dst(inst: &InstData) -> Option<&InstTile> {
+    match inst {
+        InstData::Activation(a) => Some(&a.dst),
+        InstData::TensorScalar(t) => Some(&t.dst),
+        InstData::TensorReduce(r) => Some(&r.dst),
+        InstData::AffineSelect(a) => Some(&a.dst),
+        InstData::Iota(i) => Some(&i.dst),
+        InstData::BnStats(b) => Some(&b.dst),
+        InstData::BnAggr(b) => Some(&b.dst),
+        _ => None,
+    }
+}

@@ -1,0 +1,83 @@
+//! The cost of an ACT/DVE/POOL/SP instruction in engine cycles: the per-instruction
+//! formulas of the NKI ISA documents (`docs/isa-costs.md`), every constant a key of the
+//! [`HwProfile`]. `N` is the elements per partition of the operand the formula names (the
+//! input; a memset's or iota's output).
+
+use bir::{Engine, HwAp, Op};
+use penguin::{AluOp, DType, HwProfile, Memory};
+
+/// `max(MIN_II, n)`.
+fn ii(p: &HwProfile, n: f64) -> f64 {
+    n.max(p.compute_min_ii_cycles)
+}
+
+/// Whether the pattern walks each partition's elements contiguously (stride 1 throughout).
+fn contiguous(ap: &HwAp) -> bool {
+    let mut expect = 1i64;
+    for d in ap.dims.iter().rev().filter(|d| d.num > 1) {
+        if d.stride != expect {
+            return false;
+        }
+        expect = expect.saturating_mul(i64::from(d.num));
+    }
+    true
+}
+
+/// Cycles of `op` on `engine`.
+pub(super) fn compute_cycles(p: &HwProfile, engine: Engine, op: &Op) -> f64 {
+    let n = |ap: &HwAp| ap.free_elems() as f64;
+    match op {
+        // tensor_copy: max(MIN_II, N), N the input's elements per partition.
+        Op::TensorCopy { src, .. } => ii(p, n(src)),
+        // memset: max(MIN_II, N/2) for zero into bf16/fp16, max(MIN_II, N) otherwise.
+        Op::Memset { dst, value } => {
+            let half = *value == 0.0 && matches!(dst.dtype, DType::Bf16 | DType::Fp16);
+            ii(p, n(dst) * if half { p.memset_zero16_factor } else { 1.0 })
+        }
+        // tensor_tensor: max(MIN_II, N) with one input in PSUM, or both in SBUF when all bf16,
+        // add/multiply/subtract and contiguous; max(MIN_II, 2N) otherwise.
+        Op::TensorTensor { op: alu, dst, lhs, rhs } => {
+            let psum = lhs.memory == Memory::Psum || rhs.memory == Memory::Psum;
+            let fast = [dst, lhs, rhs].iter().all(|ap| ap.dtype == DType::Bf16)
+                && matches!(alu, AluOp::Add | AluOp::Multiply | AluOp::Subtract)
+                && contiguous(lhs)
+                && contiguous(rhs);
+            ii(p, n(lhs) * if psum || fast { 1.0 } else { p.tensor_tensor_sbuf_factor })
+        }
+        // activation: max(MIN_II, N), plus MIN_II to read the row sums out.
+        Op::Activation { src, reduce, .. } => {
+            ii(p, n(src)) + if reduce.is_some() { p.act_reduce_read_cycles } else { 0.0 }
+        }
+        // tensor_scalar: max(MIN_II, N) (one or two operators cost the same); a reciprocal on
+        // VectorE max(MIN_II, 8N); the GpSimd rsqrt GPSIMD_START + 4N.
+        Op::TensorScalar { op0, op1, src, .. } => {
+            if engine == Engine::Pool {
+                p.pool_start_cycles + p.pool_rsqrt_factor * n(src)
+            } else if engine == Engine::Dve && (*op0 == AluOp::Reciprocal || *op1 == Some(AluOp::Reciprocal)) {
+                ii(p, p.dve_reciprocal_factor * n(src))
+            } else {
+                ii(p, n(src))
+            }
+        }
+        // tensor_reduce: N/2 for bf16 -> bf16 add or maximum, N otherwise (at least MIN_II).
+        Op::TensorReduce { op: alu, dst, src, .. } => {
+            let half = dst.dtype == DType::Bf16 && src.dtype == DType::Bf16 && matches!(alu, AluOp::Add | AluOp::Max);
+            ii(p, n(src) * if half { p.tensor_reduce_bf16_factor } else { 1.0 })
+        }
+        // affine_select and iota: GPSIMD_START + N.
+        Op::AffineSelect { src, .. } => p.pool_start_cycles + n(src),
+        Op::Iota { dst, .. } => p.pool_start_cycles + n(dst),
+        // bn_stats: max(MIN_II, N); bn_aggr: max(MIN_II, 13 * N / 3).
+        Op::BnStats { src, .. } => ii(p, n(src)),
+        Op::BnAggr { src, .. } => ii(p, p.bn_aggr_cycles_per_triple * n(src) / 3.0),
+        // `Replay::new` keeps PE and DMA ops off the compute engines.
+        Op::LoadStationary { .. }
+        | Op::LoadStationarySparse { .. }
+        | Op::MultiplyMoving { .. }
+        | Op::Transpose { .. }
+        | Op::DmaCopy { .. }
+        | Op::DmaFma { .. }
+        | Op::DmaGather { .. }
+        | Op::DmaScatterAdd { .. } => 0.0,
+    }
+}
