@@ -5,8 +5,8 @@
 //! here with [`NkiError::Unsupported`]; giving it instructions is a change to this module.
 
 use penguin::{
-    CastMode, ComputeEngine, DmaCopyData, DmaQueueHint, InstData, InstTile, Memory, MemsetData, TensorCopyData,
-    TensorTensorData, TensorTensorOp, TransposeData,
+    AluOp, CastMode, ComputeEngine, DmaCopyData, DmaQueueHint, InstData, InstTile, Memory, MemsetData, TensorCopyData,
+    TensorTensorData, TransposeData,
 };
 
 use crate::error::NkiError;
@@ -70,11 +70,11 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
 }
 
 /// The Penguin operation of an ALU name, where `tensor_tensor` has one.
-pub(crate) fn tensor_tensor_op(alu: Alu) -> Option<TensorTensorOp> {
+pub(crate) fn tensor_tensor_op(alu: Alu) -> Option<AluOp> {
     match alu {
-        Alu::Add => Some(TensorTensorOp::Add),
-        Alu::Multiply => Some(TensorTensorOp::Mul),
-        Alu::Maximum => Some(TensorTensorOp::Max),
+        Alu::Add => Some(AluOp::Add),
+        Alu::Multiply => Some(AluOp::Multiply),
+        Alu::Maximum => Some(AluOp::Max),
         Alu::Subtract
         | Alu::Divide
         | Alu::Minimum
