@@ -1,6 +1,6 @@
 //! Unit tests of `neuron.rs`.
 
-use penguin::{DataTile, Dim, GeneratedBuilder, MemrefTile};
+use penguin::{DType, DataTile, Dim, GeneratedBuilder, MemrefTile};
 
 use super::*;
 
