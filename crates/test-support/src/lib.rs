@@ -6,18 +6,19 @@
 //! test cannot reach above its layer (`cargo test -p bir` builds neither codegen nor sim):
 //!
 //! - always: the workspace's files and scratch directories ([`files`]), numpy through
-//!   `python3` ([`python`]), deterministic values ([`value`]) and the Penguin loop nests of
+//!   `python3` ([`mod@python`]), deterministic values ([`value`]) and the Penguin loop nests of
 //!   the native lowering's tests ([`nests`]);
-//! - `bir`: access-pattern shorthands over [`bir::HwAp::on_chip`] and [`bir::HwAp::hbm`]
-//!   ([`ap`]), a builder of hand-written programs ([`program`]), a hand-built GEMM program
-//!   ([`hand_gemm`]), a GEMM-shaped nest of loops ([`nest`]) and a small roller of programs
-//!   into loops ([`roll`]);
-//! - `sim`: running programs on fixed inputs ([`run`]), the looped cycle model checked
-//!   against the unrolled one ([`looped`]) and reading a Chrome trace back ([`trace`]);
-//! - `codegen`: planning a GEMM ([`plan`]).
+//! - `bir`: access-pattern shorthands over `bir::HwAp::on_chip` and `bir::HwAp::hbm`
+//!   (`ap`), a builder of hand-written programs (`program`), a hand-built GEMM program
+//!   (`hand_gemm`), a GEMM-shaped nest of loops (`nest`) and a small roller of programs
+//!   into loops (`roll`);
+//! - `sim`: running programs on fixed inputs (`run`), the looped cycle model checked
+//!   against the unrolled one (`looped`) and reading a Chrome trace back (`trace`);
+//! - `codegen`: planning a GEMM (`plan`).
 //!
 //! (In a workspace build cargo unifies the features, so the rule is checked by the narrow
-//! build: `cargo test -p <crate>`.)
+//! build: `cargo test -p <crate>`. The modules behind a feature are not in these docs, which
+//! are built without features.)
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
