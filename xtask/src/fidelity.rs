@@ -2,106 +2,112 @@
 //! built from, each beside what the model gives for it. A check, not a fit target: no model
 //! parameter was tuned to any of these figures.
 
-use std::path::Path;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result};
-use bir::{BirInst, Engine, HwAp, Op, Program};
-use penguin::{CastMode, DType, Dim, Memory, PerfMode, Target, TilePosition, TileSize};
+use anyhow::{bail, Context, Result};
 
-fn program(target: Target) -> Program {
-    let mut p = Program::new("fidelity", target);
-    p.hbm_size = 1 << 32;
-    p
+/// Hand-written BIR programs modeled by the `ntile` binary (`ntile run FILE.bir --no-sim
+/// --json`), so that xtask stays a small program of its own (it links none of ntile's crates).
+struct Model<'a> {
+    ntile: &'a Path,
+    dir: PathBuf,
+    runs: u32,
 }
 
-fn push(p: &mut Program, e: Engine, op: Op) {
-    if let Some(stream) = p.streams.get_mut(e.index()) {
-        stream.push(BirInst { op, waits: Vec::new(), signal: None, origin: None });
+impl<'a> Model<'a> {
+    fn new(ntile: &'a Path) -> Result<Self> {
+        let dir = std::env::temp_dir().join(format!("ntile-fidelity-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Model { ntile, dir, runs: 0 })
+    }
+
+    /// The modeled time (ns) of a program of `streams` (`(engine, instructions)`) on `target`
+    /// over an HBM tensor of `hbm_bytes` bytes.
+    fn total_ns(&mut self, target: &str, hbm_bytes: u64, streams: &[(String, Vec<String>)]) -> Result<f64> {
+        let mut text = format!("program fidelity target={target}\nhbm \"x\" bf16 [{}] @0 input\n", hbm_bytes / 2);
+        for (engine, insts) in streams {
+            let _ = writeln!(text, "stream {engine}:");
+            for (i, inst) in insts.iter().enumerate() {
+                let _ = writeln!(text, "  {i}: {inst}");
+            }
+        }
+        self.runs += 1;
+        let file = self.dir.join(format!("p{}.bir", self.runs));
+        std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
+        let o = Command::new(self.ntile)
+            .arg("run")
+            .arg(&file)
+            .args(["--no-sim", "--json"])
+            .output()
+            .with_context(|| format!("running {} run {}", self.ntile.display(), file.display()))?;
+        if !o.status.success() {
+            bail!("ntile run {} --no-sim failed: {}", file.display(), String::from_utf8_lossy(&o.stderr).trim());
+        }
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).context("reading ntile run --json")?;
+        let us = v["modeled_time_us"].as_f64().context("ntile run --json gave no modeled_time_us")?;
+        Ok(us * 1e3)
     }
 }
 
-/// `parts` partitions of `free` bf16 from contiguous HBM rows into SBUF partitions `start..`.
-fn load(start: u32, parts: u32, free: u32, offset: u64) -> Op {
-    let dst = HwAp {
-        memory: Memory::Sbuf,
-        dtype: DType::Bf16,
-        start_partition: start,
-        num_partitions: parts,
-        partition_stride: 1,
-        byte_offset: 0,
-        dims: vec![Dim::new(1, free)].into(),
-    };
-    let src = HwAp {
-        memory: Memory::Hbm,
-        dtype: DType::Bf16,
-        start_partition: 0,
-        num_partitions: parts,
-        partition_stride: i64::from(free),
-        byte_offset: offset,
-        dims: vec![Dim::new(1, free)].into(),
-    };
-    Op::DmaCopy { dst, src, cast: CastMode::Rne }
+impl Drop for Model<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
-fn total_ns(p: &Program) -> Result<f64> {
-    Ok(sim::model(p).context("modeling a fidelity program")?.total_ns)
+/// One profile value of `ntile hw show --target TARGET --json`.
+fn profile(ntile: &Path, target: &str) -> Result<impl Fn(&str) -> Result<f64>> {
+    let o = Command::new(ntile)
+        .args(["hw", "show", "--target", target, "--json"])
+        .output()
+        .context("running ntile hw show")?;
+    if !o.status.success() {
+        bail!("ntile hw show --target {target} failed: {}", String::from_utf8_lossy(&o.stderr).trim());
+    }
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).context("reading ntile hw show --json")?;
+    let target = target.to_string();
+    Ok(move |key: &str| v[key]["value"].as_f64().with_context(|| format!("{target}'s profile has no `{key}`")))
+}
+
+/// `parts` partitions of `free` bf16 from contiguous HBM rows at byte `offset` into SBUF
+/// partitions `start..`.
+fn load(start: u32, parts: u32, free: u32, offset: u64) -> String {
+    format!(
+        "dma_copy cast=rne dst=sbuf.bf16[p{start}:{parts}:1 @0 [1, {free}]] src=hbm.bf16[p0:{parts}:{free} @{offset} [1, {free}]]"
+    )
 }
 
 /// Achieved HBM->SBUF bandwidth (B/ns) of a steady stream of 128-partition loads with `run`
 /// bytes per partition: 14 queues x 8 transfers, the first fixed latency excluded.
-fn stream_bandwidth(target: Target, run: u32) -> Result<f64> {
-    let mut p = program(target);
+fn stream_bandwidth(m: &mut Model<'_>, target: &str, dma_fixed_ns: f64, run: u32) -> Result<f64> {
     let free = run / 2;
     let mut bytes = 0.0;
-    for i in 0..14u8 {
-        for j in 0..8u64 {
-            push(&mut p, Engine::Dma(i), load(0, 128, free, (u64::from(i) * 8 + j) * 128 * u64::from(run)));
-            bytes += 128.0 * f64::from(run);
-        }
+    let mut streams = Vec::new();
+    for i in 0..14u64 {
+        let loads = (0..8u64).map(|j| load(0, 128, free, (i * 8 + j) * 128 * u64::from(run))).collect();
+        bytes += 8.0 * 128.0 * f64::from(run);
+        streams.push((format!("dma{i}"), loads));
     }
-    Ok(bytes / (total_ns(&p)? - target.profile().dma_fixed_ns))
+    let hbm = 14 * 8 * 128 * u64::from(run);
+    Ok(bytes / (m.total_ns(target, hbm, &streams)? - dma_fixed_ns))
 }
 
-/// Issue interval of back-to-back MultiplyMovings of `n` columns, in TensorE cycles.
-fn mm_interval_cycles(target: Target, dtype: DType, n: u32) -> Result<f64> {
-    let mut p = program(target);
-    let pos = TilePosition { row: 0, col: 0 };
-    let size = TileSize { rows: 128, cols: 128 };
-    let sb = |parts: u32, free: u32| HwAp {
-        memory: Memory::Sbuf,
-        dtype,
-        start_partition: 0,
-        num_partitions: parts,
-        partition_stride: 1,
-        byte_offset: 0,
-        dims: vec![Dim::new(1, free)].into(),
+/// Issue interval of back-to-back MultiplyMovings of `n` columns, in TensorE cycles: the
+/// modeled time `count` of them add over one.
+fn mm_interval_cycles(m: &mut Model<'_>, target: &str, pe_ghz: f64, dtype: &str, n: u32) -> Result<f64> {
+    let sb = |parts: u32, free: u32| format!("sbuf.{dtype}[p0:{parts}:1 @0 [1, {free}]]");
+    let tile = "perf=none pos=0,0 size=128,128";
+    let mm = format!("multiply_moving {tile} acc=start|stop dst=psum.fp32[p0:128:1 @0 [1, {n}]] src={}", sb(128, n));
+    let mut time = |count: usize| {
+        let mut pe = vec![format!("load_stationary {tile} src={}", sb(128, 128))];
+        pe.extend(std::iter::repeat_n(mm.clone(), count));
+        m.total_ns(target, 2, &[("pe".to_string(), pe)])
     };
-    let psum = HwAp { memory: Memory::Psum, dtype: DType::Fp32, ..sb(128, n) };
-    push(
-        &mut p,
-        Engine::Pe,
-        Op::LoadStationary { src: sb(128, 128), perf_mode: PerfMode::None, tile_position: pos, tile_size: size },
-    );
     let count = 100;
-    for _ in 0..count {
-        push(
-            &mut p,
-            Engine::Pe,
-            Op::MultiplyMoving {
-                dst: psum.clone(),
-                src: sb(128, n),
-                acc: penguin::EngineAccumulationType::START | penguin::EngineAccumulationType::STOP,
-                perf_mode: PerfMode::None,
-                tile_position: pos,
-                tile_size: size,
-            },
-        );
-    }
-    let r = sim::model(&p).context("modeling matmuls")?;
-    let mms: Vec<&sim::Slice> = r.slices.iter().skip(1).collect();
-    let (first, last) = (mms.first().map_or(0.0, |s| s.start_ns), mms.last().map_or(0.0, |s| s.start_ns));
-    Ok((last - first) / f64::from(count - 1) * target.profile().pe_ghz)
+    let (one, many) = (time(1)?, time(count)?);
+    Ok((many - one) / (count - 1) as f64 * pe_ghz)
 }
 
 /// Engine busy fractions `ntile gemm --json` reports for one schedule of 4096x8192x8192, with
@@ -128,8 +134,10 @@ fn tutorial_busy(ntile: &Path, schedule: &str, blocks: &[&str]) -> Result<(f64, 
 
 /// The table.
 pub fn table(ntile: &Path) -> Result<String> {
-    let t2 = Target::Trn2;
-    let hw = t2.profile();
+    let t2 = "trn2";
+    let hw = profile(ntile, t2)?;
+    let (dma_fixed_ns, pe_ghz) = (hw("dma_fixed_ns")?, hw("pe_ghz")?);
+    let mut m = Model::new(ntile)?;
     let mut out = String::from(
         "\n== fidelity: public facts beside the model (a check; nothing was fitted to them) ==\n\
          fact                                                             source  published        model\n",
@@ -138,20 +146,18 @@ pub fn table(ntile: &Path) -> Result<String> {
         out += &format!("{fact:<64} {source:<7} {published:<16} {model}\n");
     };
     // One 32 KiB load on one engine: A[4, 4096] bf16.
-    let mut p = program(t2);
-    push(&mut p, Engine::Dma(0), load(0, 4, 4096, 0));
-    let one = total_ns(&p)?;
+    let one = m.total_ns(t2, 4 * 4096 * 2, &[("dma0".into(), vec![load(0, 4, 4096, 0)])])?;
     row(
         "32 KiB load, one DMA engine, trn2: engine time",
         "S9",
         "1416 ns",
-        format!("{:.0} ns (+ {:.0} ns fixed latency = {one:.0} ns)", one - hw.dma_fixed_ns, hw.dma_fixed_ns),
+        format!("{:.0} ns (+ {dma_fixed_ns:.0} ns fixed latency = {one:.0} ns)", one - dma_fixed_ns),
     );
     // The fixed cost: a one-run transfer.
-    let mut p = program(t2);
-    push(&mut p, Engine::Dma(0), load(0, 1, 2, 0));
-    row("fixed cost of one (tiny) transfer, trn2", "S11", "~1300 ns", format!("{:.0} ns", total_ns(&p)?));
-    let peak = 16.0 * hw.dma_engine_bytes_per_ns;
+    let tiny = m.total_ns(t2, 4, &[("dma0".into(), vec![load(0, 1, 2, 0)])])?;
+    row("fixed cost of one (tiny) transfer, trn2", "S11", "~1300 ns", format!("{tiny:.0} ns"));
+    let peak = 16.0 * hw("dma_engine_bytes_per_ns")?;
+    let hbm_bytes_per_ns = hw("hbm_bytes_per_ns")?;
     for (run, published) in [
         (256, "severely bound"),
         (512, "below peak"),
@@ -160,26 +166,27 @@ pub fn table(ntile: &Path) -> Result<String> {
         (4096, "saturates"),
         (8192, "saturates"),
     ] {
-        let bw = stream_bandwidth(t2, run)?;
+        let bw = stream_bandwidth(&mut m, t2, dma_fixed_ns, run)?;
         row(
             &format!("{run} B per partition, 128 partitions: bandwidth / 16-engine peak"),
             "S9 S11",
             published,
-            format!("{:.0}% ({bw:.0} of {peak:.0} B/ns; HBM {:.0})", bw / peak * 100.0, hw.hbm_bytes_per_ns),
+            format!("{:.0}% ({bw:.0} of {peak:.0} B/ns; HBM {:.0})", bw / peak * 100.0, hbm_bytes_per_ns),
         );
     }
     for (target, dtype, n, published) in [
-        (t2, DType::Bf16, 512, "512 cycles"),
-        (t2, DType::Bf16, 128, "128 cycles"),
-        (t2, DType::Bf16, 32, "64 cycles"),
-        (t2, DType::Fp32, 512, "2048 cycles"),
-        (Target::Trn1, DType::Bf16, 512, "512 cycles"),
+        (t2, "bf16", 512, "512 cycles"),
+        (t2, "bf16", 128, "128 cycles"),
+        (t2, "bf16", 32, "64 cycles"),
+        (t2, "fp32", 512, "2048 cycles"),
+        ("trn1", "bf16", 512, "512 cycles"),
     ] {
+        let pe_ghz = if target == t2 { pe_ghz } else { profile(ntile, target)?("pe_ghz")? };
         row(
             &format!("matmul issue interval, {dtype} N={n}, {target}"),
             "S1",
             published,
-            format!("{:.0} cycles", mm_interval_cycles(target, dtype, n)?),
+            format!("{:.0} cycles", mm_interval_cycles(&mut m, target, pe_ghz, dtype, n)?),
         );
     }
     for (label, schedule, blocks, published) in [

@@ -62,7 +62,17 @@ fn docs() -> Result<()> {
     Ok(())
 }
 
+/// Announce a step of a task on stderr.
+fn step(what: &str) {
+    #[expect(clippy::print_stderr, reason = "xtask reports progress on stderr")]
+    {
+        eprintln!("== {what}");
+    }
+}
+
 fn ci() -> Result<()> {
+    step("ci: rust-version, fmt, clippy, docs, tests (cargo test --workspace), pytest");
+    step("rust-version: the oldest toolchain the locked dependencies allow");
     rust_version_check()?;
     cargo(&["fmt", "--all", "--check"])?;
     cargo(&["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"])?;
@@ -269,7 +279,7 @@ fn bless() -> Result<()> {
     let cargo_bin = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo_bin)
         .env("NTILE_BLESS", "1")
-        .args(["test", "-p", "ntile", "--test", "filetests"])
+        .args(["test", "-p", "ntile", "--test", "ntile", "--", "filetests::"])
         .status()
         .context("running the filetests with NTILE_BLESS=1")?;
     if !status.success() {
@@ -283,7 +293,7 @@ fn fuzz() -> Result<()> {
     let cargo_bin = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo_bin)
         .env("NTILE_FUZZ_SCALE", "20")
-        .args(["test", "--release", "-p", "ntile", "--test", "mutation"])
+        .args(["test", "--release", "-p", "driver", "--test", "driver", "--", "mutation::"])
         .status()
         .context("running the mutation test")?;
     if !status.success() {

@@ -15,9 +15,6 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use codegen::{BlockSizes, GemmConfig, Schedule};
-
-#[path = "../../../tests/common/nest.rs"]
-mod nest;
 use criterion::{criterion_group, criterion_main, Criterion};
 use penguin::{DType, Target};
 
@@ -125,10 +122,9 @@ fn bench_auto(c: &mut Criterion) {
 /// queue 1 stores; each loop waits on the previous stage's count.
 fn pipeline(trips: u32) -> bir::LoopedProgram {
     use bir::{BirInst, Engine, HwAp, Item, Loop, Op, SemId, Wait};
-    use penguin::{CastMode, EngineAccumulationType, Memory, PerfMode, TilePosition, TileSize};
-    let chip = nest::on_chip;
-    let hbm =
-        |offset| HwAp { memory: Memory::Hbm, partition_stride: 8192, ..chip(Memory::Hbm, DType::Bf16, offset, 512) };
+    use penguin::{CastMode, Dim, EngineAccumulationType, Memory, PerfMode, TilePosition, TileSize};
+    let chip = |memory, dtype, offset, free| HwAp::on_chip(memory, dtype, 0, 128, offset, vec![Dim::new(1, free)]);
+    let hbm = |offset| HwAp::hbm(DType::Bf16, offset, 128, 8192, vec![Dim::new(1, 512)]);
     let sb = |offset, free| chip(Memory::Sbuf, DType::Bf16, offset, free);
     let inst = |op, waits: &[(u32, u32)], signal: Option<u32>| {
         let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: u64::from(v) }).collect();
@@ -201,7 +197,7 @@ fn bench_nested(c: &mut Criterion) {
     let mut group = c.benchmark_group("cycle_model_looped");
     group.sample_size(10).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
     for (name, (a, b, k)) in [("nest_65536_tiles", (512, 128, 512)), ("nest_1e10", (1000, 1000, 4000))] {
-        let lp = nest::gemm_nest(a, b, k, 512);
+        let lp = test_support::nest::gemm_nest(a, b, k, 512);
         let (r, stats) = sim::model_looped_stats(&lp, &hw, sim::LoopedOptions::default()).unwrap();
         eprintln!(
             "looped nest {a}x{b}x{k}: {} unrolled instructions, {} replayed, {} jumps, {} checkpoints, {} snapshots; modeled {:.1} us, hfu {:.3}",

@@ -5,7 +5,8 @@
 //! largest finite number becomes infinity where the format has one and NaN where it does not.
 //! [`CastMode::Saturate`] is the named alternative that clamps to +-max instead.
 //!
-//! `tests/golden.rs` pins this against vectors generated with ml_dtypes (`cargo xtask golden`).
+//! The golden tests (`crates/penguin/tests/penguin/golden.rs`) pin this against vectors
+//! generated with ml_dtypes (`cargo xtask golden`).
 
 use std::fmt;
 use std::str::FromStr;

@@ -50,8 +50,9 @@
 //!     p.hbm.push(HbmTensor { name: name.into(), shape: vec![2, 4], dtype: DType::Fp32, address, role });
 //! }
 //! p.hbm_size = 128;
-//! let hbm = |offset| HwAp { memory: Memory::Hbm, dtype: DType::Fp32, start_partition: 0, num_partitions: 2, partition_stride: 4, byte_offset: offset, dims: vec![Dim::new(1, 4)].into() };
-//! let sbuf = HwAp { memory: Memory::Sbuf, dtype: DType::Bf16, start_partition: 0, num_partitions: 2, partition_stride: 1, byte_offset: 0, dims: vec![Dim::new(1, 4)].into() };
+//! // Two rows of 4 fp32 in HBM (rows 4 elements apart); two SBUF partitions of 4 bf16.
+//! let hbm = |offset| HwAp::hbm(DType::Fp32, offset, 2, 4, vec![Dim::new(1, 4)]);
+//! let sbuf = HwAp::on_chip(Memory::Sbuf, DType::Bf16, 0, 2, 0, vec![Dim::new(1, 4)]);
 //! let inst = |op| BirInst { op, waits: vec![], signal: None, origin: None };
 //! p.semaphores.push("loaded".into());
 //! p.streams[Engine::Dma(0).index()].push(BirInst { signal: Some(bir::SemId(0)), ..inst(Op::DmaCopy { dst: sbuf.clone(), src: hbm(0), cast: CastMode::Rne }) });

@@ -27,15 +27,7 @@ mod tests {
     use crate::Simulator;
 
     fn ap(memory: Memory, rows: u32, pstride: i64, offset: u64) -> HwAp {
-        HwAp {
-            memory,
-            dtype: DType::Fp32,
-            start_partition: 0,
-            num_partitions: rows,
-            partition_stride: pstride,
-            byte_offset: offset,
-            dims: vec![Dim::new(1, 4)].into(),
-        }
+        HwAp { partition_stride: pstride, ..HwAp::on_chip(memory, DType::Fp32, 0, rows, offset, vec![Dim::new(1, 4)]) }
     }
 
     #[test]

@@ -393,15 +393,7 @@ mod tests {
     }
 
     fn ap(memory: Memory, start: u32, parts: u32, pstride: i64, offset: u64, dims: Vec<Dim>) -> HwAp {
-        HwAp {
-            memory,
-            dtype: DType::Bf16,
-            start_partition: start,
-            num_partitions: parts,
-            partition_stride: pstride,
-            byte_offset: offset,
-            dims: dims.into(),
-        }
+        HwAp { partition_stride: pstride, ..HwAp::on_chip(memory, DType::Bf16, start, parts, offset, dims) }
     }
 
     fn addresses(w: &Walk) -> Vec<i64> {

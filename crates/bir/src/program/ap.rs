@@ -46,6 +46,35 @@ fn clamp_i64(v: i128) -> i64 {
 }
 
 impl HwAp {
+    /// An on-chip (SBUF or PSUM) pattern: `num_partitions` consecutive partitions from
+    /// `start_partition`, each walked by `dims` from `byte_offset`. (A partition step other
+    /// than 1 is a struct update: `HwAp { partition_stride: 2, ..HwAp::on_chip(..) }`.)
+    pub fn on_chip(
+        memory: Memory,
+        dtype: DType,
+        start_partition: u32,
+        num_partitions: u32,
+        byte_offset: u64,
+        dims: impl Into<Dims>,
+    ) -> HwAp {
+        HwAp { memory, dtype, start_partition, num_partitions, partition_stride: 1, byte_offset, dims: dims.into() }
+    }
+
+    /// An HBM pattern: `rows` rows `row_stride` elements apart, the first at byte
+    /// `byte_offset`, each walked by `dims` (a window of a row-major matrix whose rows hold
+    /// `row_stride` elements, for `dims = [Dim::new(1, cols)]`).
+    pub fn hbm(dtype: DType, byte_offset: u64, rows: u32, row_stride: i64, dims: impl Into<Dims>) -> HwAp {
+        HwAp {
+            memory: Memory::Hbm,
+            dtype,
+            start_partition: 0,
+            num_partitions: rows,
+            partition_stride: row_stride,
+            byte_offset,
+            dims: dims.into(),
+        }
+    }
+
     /// Elements per partition, saturating at `u64::MAX`.
     pub fn free_elems(&self) -> u64 {
         self.dims.iter().fold(1u64, |n, d| n.saturating_mul(u64::from(d.num)))
@@ -133,15 +162,7 @@ impl fmt::Display for HwAp {
 /// An fp32 access pattern for tests.
 #[cfg(test)]
 pub(crate) fn test_ap(memory: Memory, start: u32, parts: u32, pstride: i64, offset: u64, dims: Vec<Dim>) -> HwAp {
-    HwAp {
-        memory,
-        dtype: DType::Fp32,
-        start_partition: start,
-        num_partitions: parts,
-        partition_stride: pstride,
-        byte_offset: offset,
-        dims: dims.into(),
-    }
+    HwAp { partition_stride: pstride, ..HwAp::on_chip(memory, DType::Fp32, start, parts, offset, dims) }
 }
 
 #[cfg(test)]

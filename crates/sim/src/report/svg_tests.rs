@@ -57,15 +57,7 @@ fn small_program_has_a_row_per_busy_engine_and_a_rect_per_matmul() {
 }
 
 fn ap(memory: Memory, dtype: DType) -> HwAp {
-    HwAp {
-        memory,
-        dtype,
-        start_partition: 0,
-        num_partitions: 128,
-        partition_stride: 1,
-        byte_offset: 0,
-        dims: vec![Dim::new(1, 512)].into(),
-    }
+    HwAp::on_chip(memory, dtype, 0, 128, 0, vec![Dim::new(1, 512)])
 }
 
 fn inst(op: Op) -> BirInst {

@@ -346,15 +346,7 @@ mod tests {
             psum: vec![0; 128 * PSUM_PARTITION_BYTES],
             sbuf_partition_bytes: 0,
         };
-        let ap = HwAp {
-            memory: Memory::Psum,
-            dtype: DType::Fp32,
-            start_partition: 0,
-            num_partitions: 2,
-            partition_stride: 1,
-            byte_offset: 8,
-            dims: vec![Dim::new(1, 3)].into(),
-        };
+        let ap = HwAp::on_chip(Memory::Psum, DType::Fp32, 0, 2, 8, vec![Dim::new(1, 3)]);
         let dst = Walk::new(&ap, &images).unwrap();
         let count = MAX_PENDING * 2 + 7;
         let operands: Vec<(Arc<PackedStationary>, Arc<Vec<f32>>)> = (0..count)
@@ -402,15 +394,7 @@ mod tests {
             sbuf_partition_bytes: 0,
         };
         let region = |byte_offset| {
-            let ap = HwAp {
-                memory: Memory::Psum,
-                dtype: DType::Fp32,
-                start_partition: 1,
-                num_partitions: 2,
-                partition_stride: 1,
-                byte_offset,
-                dims: vec![Dim::new(1, 4)].into(),
-            };
+            let ap = HwAp::on_chip(Memory::Psum, DType::Fp32, 1, 2, byte_offset, vec![Dim::new(1, 4)]);
             Walk::new(&ap, &images).unwrap()
         };
         let regions = [region(0), region(64)];

@@ -159,15 +159,7 @@ mod tests {
     /// earlier retirement's, whatever the commit order.
     #[test]
     fn a_signal_that_retires_earlier_takes_the_lower_count() {
-        let ap = HwAp {
-            memory: Memory::Sbuf,
-            dtype: DType::Fp32,
-            start_partition: 0,
-            num_partitions: 1,
-            partition_stride: 1,
-            byte_offset: 0,
-            dims: vec![Dim::new(1, 4)].into(),
-        };
+        let ap = HwAp::on_chip(Memory::Sbuf, DType::Fp32, 0, 1, 0, vec![Dim::new(1, 4)]);
         let inst = |waits: Vec<Wait>, signal| BirInst {
             op: Op::Memset { dst: ap.clone(), value: 0.0 },
             waits,

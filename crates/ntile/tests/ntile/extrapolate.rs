@@ -1,0 +1,226 @@
+//! `ntile gemm` on GEMMs too large to unroll: the program extrapolated from reduced GEMMs
+//! and modeled looped (`--no-sim`, `--emit bir`, or `--extrapolate` on any GEMM).
+
+use crate::support::{code, ntile, stderr, stdout};
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let o = ntile(args);
+    assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+/// A naive GEMM reduced in K (25607 rows: 200 chunks and a ragged one) gives the report of
+/// the whole plan, with the model's time equal up to rounding.
+#[test]
+fn an_extrapolated_report_equals_the_whole_plans() {
+    let shape = ["gemm", "--m", "256", "--k", "25607", "--n", "600", "--schedule", "naive", "--no-sim", "--json"];
+    let whole = json(&shape);
+    let x = json(&[&shape[..], &["--extrapolate"]].concat());
+    let xr = &x["extrapolated"];
+    assert_eq!(xr["reduced_plans"], 3, "{xr}");
+    let period = driver::extrapolate::K_PERIOD_CHUNKS * 128;
+    let base = 25607 % period + driver::extrapolate::BASE_PERIODS * period;
+    assert_eq!(xr["base"], serde_json::json!([256, base, 600]));
+    assert_eq!(xr["periods"], serde_json::json!([0, period, 0]));
+    assert!(whole["extrapolated"].is_null());
+    assert!(x["bottleneck"].is_null() && !whole["bottleneck"].is_null());
+    let t = |v: &serde_json::Value| v["modeled_time_us"].as_f64().unwrap();
+    assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
+    for (key, value) in whole.as_object().unwrap() {
+        if !matches!(
+            key.as_str(),
+            "wall_ms" | "bottleneck" | "extrapolated" | "modeled_time_us" | "hfu" | "engine_busy"
+        ) {
+            assert_eq!(&x[key], value, "{key}");
+        }
+    }
+    // The looped program printed unrolls to the whole plan's: the same ops on every stream
+    // (the whole plan prints its lowering rolled, the extrapolation its nest lowered natively).
+    let emit = ["gemm", "--m", "256", "--k", "25607", "--n", "600", "--schedule", "naive", "--emit", "bir"];
+    let a = ntile(&emit);
+    let b = ntile(&[&emit[..], &["--extrapolate"]].concat());
+    assert_eq!((code(&a), code(&b)), (0, 0), "{}", stderr(&b));
+    let unrolled = |text: String| bir::text::parse_looped(&text).unwrap().expand().unwrap();
+    let (a, b) = (unrolled(stdout(&a)), unrolled(stdout(&b)));
+    assert_eq!(a.hbm, b.hbm);
+    for e in bir::Engine::all() {
+        let ops = |p: &bir::Program| p.stream(e).iter().map(|i| i.op.clone()).collect::<Vec<_>>();
+        assert_eq!(ops(&a), ops(&b), "{}", e.name());
+    }
+}
+
+/// Flags that need the unrolled program or a simulation are refused with exit 2, naming why.
+#[test]
+fn flags_that_need_the_unrolled_program_are_refused() {
+    let huge = ["gemm", "--m", "65536", "--k", "65536", "--n", "65536", "--no-sim"];
+    for (extra, needle) in [
+        (&["--trace", "t.json"][..], "--trace needs every instruction's modeled time"),
+        (&["--svg", "t.svg"][..], "--svg needs"),
+        (&["--svg-grid", "g.svg"][..], "--svg-grid needs"),
+        (&["--emit", "penguin"][..], "--emit penguin needs the planned Penguin function"),
+        (&["--emit", "penguin-unrolled"][..], "--emit penguin-unrolled needs"),
+        (&["--emit", "bir-unrolled"][..], "--emit bir-unrolled needs the unrolled program"),
+    ] {
+        let o = ntile(&[&huge[..], extra].concat());
+        assert_eq!(code(&o), 2, "{extra:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(needle) && e.contains("too large to unroll (33554432 matmuls)"), "{extra:?}: {e}");
+    }
+    for t in ["t.json", "t.svg", "g.svg"] {
+        assert!(!std::path::Path::new(t).exists());
+    }
+    let o = ntile(&["gemm", "--m", "256", "--k", "512", "--n", "512", "--extrapolate"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--extrapolate needs --no-sim"), "{}", stderr(&o));
+}
+
+/// `auto` through extrapolation weighs the same candidates with the same costs as `auto`
+/// on the whole plans, so it makes the same choice.
+#[test]
+fn auto_over_extrapolated_candidates_chooses_as_auto_does() {
+    let shape = ["gemm", "--m", "1024", "--k", "2048", "--n", "3000", "--no-sim", "--json"];
+    let whole = json(&shape);
+    let x = json(&[&shape[..], &["--extrapolate"]].concat());
+    for key in ["schedule", "blocks", "loop_order", "lhs_transpose", "hbm_bytes", "matmuls", "bir_instructions"] {
+        assert_eq!(x[key], whole[key], "{key}");
+    }
+    for key in ["evaluated", "rejected", "block_m", "block_n", "block_k", "order"] {
+        assert_eq!(x["auto"][key], whole["auto"][key], "auto.{key}");
+    }
+    assert_eq!(x["auto"]["skipped"], 0);
+    let t = |v: &serde_json::Value| v["modeled_time_us"].as_f64().unwrap();
+    assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
+}
+
+/// `auto` on a GEMM with a dimension past `AUTO_PROXY_DIM`, through extrapolation, weighs its
+/// candidates on the proxy capped at that size (the choice `auto` makes for the proxy
+/// itself), then extrapolates the choice: the report is that of the choice given explicitly.
+#[test]
+fn auto_past_the_proxy_size_chooses_on_the_proxy() {
+    let cap = driver::gemm::AUTO_PROXY_DIM.to_string();
+    let proxy = json(&["gemm", "--m", &cap, "--k", "256", "--n", "640", "--no-sim", "--json"]);
+    let big = (2 * driver::gemm::AUTO_PROXY_DIM + 128).to_string();
+    let shape = ["gemm", "--m", big.as_str(), "--k", "256", "--n", "640", "--no-sim"];
+    let x = json(&[&shape[..], &["--json", "--extrapolate"]].concat());
+    for key in ["evaluated", "rejected", "block_m", "block_n", "block_k", "order"] {
+        assert_eq!(x["auto"][key], proxy["auto"][key], "auto.{key}");
+    }
+    assert_eq!(x["schedule"], proxy["schedule"]);
+    assert_eq!(x["auto"]["weighed_on"], serde_json::json!([driver::gemm::AUTO_PROXY_DIM, 256, 640]));
+    assert!(proxy["auto"]["weighed_on"].is_null());
+    let (a, schedule) = (&x["auto"], x["schedule"].as_str().unwrap());
+    let (bm, bn, bk) = (a["block_m"].to_string(), a["block_n"].to_string(), a["block_k"].to_string());
+    let mut args = [&shape[..], &["--json", "--extrapolate", "--schedule", schedule]].concat();
+    args.extend(["--block-m", &bm, "--block-n", &bn, "--order", a["order"].as_str().unwrap()]);
+    if schedule == "blocked-mnk" {
+        args.extend(["--block-k", &bk]);
+    }
+    let explicit = json(&args);
+    for key in ["modeled_time_us", "hbm_bytes", "matmuls", "bir_instructions", "blocks", "loop_order"] {
+        assert_eq!(x[key], explicit[key], "{key}");
+    }
+    let o = ntile(&shape.iter().copied().chain(["--extrapolate"]).collect::<Vec<_>>());
+    assert!(stdout(&o).contains(&format!("weighed on {cap}x256x640")), "{}", stdout(&o));
+}
+
+/// A GEMM over the memory budget is extrapolated and gives the whole plan's report: M and N
+/// reduced, blocked-mnk with small blocks.
+#[test]
+fn a_gemm_over_the_memory_budget_is_extrapolated_with_the_whole_plans_figures() {
+    let shape = [
+        "gemm",
+        "--m",
+        "6144",
+        "--k",
+        "2048",
+        "--n",
+        "12388",
+        "--schedule",
+        "blocked-mnk",
+        "--block-m",
+        "256",
+        "--block-n",
+        "1024",
+        "--block-k",
+        "256",
+        "--no-sim",
+        "--json",
+    ];
+    let whole = json(&shape);
+    assert!(whole["extrapolated"].is_null());
+    // Two reduced plans in flight fit 250M (the whole plan does not); fixed threads keep it so.
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ntile"))
+        .args([&shape[..], &["--max-memory", "250M"]].concat())
+        .env("NTILE_THREADS", "2")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let x: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(x["extrapolated"]["periods"], serde_json::json!([512, 0, 2048]), "{}", x["extrapolated"]);
+    for key in ["matmuls", "bir_instructions", "penguin_instructions", "psum_groups", "hbm_bytes", "blocks"] {
+        assert_eq!(x[key], whole[key], "{key}");
+    }
+    let t = |v: &serde_json::Value| v["modeled_time_us"].as_f64().unwrap();
+    assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
+}
+
+/// 65536^3 prints its rolled program (naive: periods of two tiles in M and N, K_PERIOD
+/// chunks in K), never unrolled.
+#[test]
+fn a_65536_cubed_gemm_prints_its_extrapolated_program() {
+    let o = ntile(&["gemm", "--m", "65536", "--k", "65536", "--n", "65536", "--schedule", "naive", "--emit", "bir"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.starts_with("program gemm target=trn2"), "{}", &text[..200.min(text.len())]);
+    assert!(text.lines().count() < 2000, "{} lines", text.lines().count());
+    // 512 x 128 output tiles of 512 K steps each: the loops run thousands of times.
+    let most = text
+        .lines()
+        .filter_map(|l| {
+            l.trim().strip_prefix("loop ")?.split_whitespace().nth(1)?.strip_prefix('x')?.parse::<u64>().ok()
+        })
+        .max();
+    assert!(most.is_some_and(|t| t >= 32766), "{most:?}");
+}
+
+/// 1048576^3 signals one semaphore about 2.3e10 times: semaphores count in 64 bits, so it is
+/// modeled, with the exact HBM traffic of the naive nest (every (m, n, k) step loads its A^T
+/// tile and B tile) and in eight times the time of 524288^3 (eight times the steps, one
+/// steady state).
+#[test]
+fn a_gemm_whose_semaphores_count_past_u32_is_modeled() {
+    let run = |size: &str| {
+        json(&["gemm", "--m", size, "--k", size, "--n", size, "--schedule", "naive", "--no-sim", "--json", "--quiet"])
+    };
+    let big = run("1048576");
+    let (m, k, n) = (1u64 << 20, 1u64 << 20, 1u64 << 20);
+    let a_loads = m * k * 2 * (n / 512);
+    let b_loads = k * n * 2 * (m / 128);
+    assert_eq!(big["hbm_bytes"], a_loads + b_loads + m * n * 4);
+    assert_eq!(big["matmuls"], (m / 128) * (n / 512) * (k / 128));
+    let half = run("524288");
+    let t = |v: &serde_json::Value| v["modeled_time_us"].as_f64().unwrap();
+    let ratio = t(&big) / t(&half);
+    assert!((7.99..=8.0).contains(&ratio), "{ratio}");
+}
+
+/// When the rolled lowerings of the three-period GEMMs differ in structure (naive on trn1:
+/// its PE transposes), the functions rolled along the schedule's nest are fitted at four
+/// periods and lowered loop by loop: the report says so, and its figures are the whole plan's.
+#[test]
+fn a_gemm_whose_rolled_lowerings_differ_is_extrapolated_along_its_nest() {
+    let shape = ["gemm", "--m", "2048", "--k", "300", "--n", "8192", "--schedule", "naive", "--target", "trn1"];
+    let whole = json(&[&shape[..], &["--no-sim", "--json"]].concat());
+    let x = json(&[&shape[..], &["--no-sim", "--json", "--extrapolate"]].concat());
+    let xr = &x["extrapolated"];
+    // Six rolled GEMMs (four corners, two checks) that did not fit, then six along the nest.
+    assert_eq!((xr["reduced_plans"].as_u64(), xr["along_nest"].as_bool()), (Some(12), Some(true)), "{xr}");
+    assert_eq!(xr["base"], serde_json::json!([4 * 256, 300, 4 * 1024]));
+    for key in ["matmuls", "bir_instructions", "penguin_instructions", "psum_groups", "hbm_bytes"] {
+        assert_eq!(x[key], whole[key], "{key}");
+    }
+    let t = |v: &serde_json::Value| v["modeled_time_us"].as_f64().unwrap();
+    assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
+    let o = ntile(&[&shape[..], &["--no-sim", "--extrapolate"]].concat());
+    assert!(stdout(&o).contains("along the schedule's loop nest, not unrolled"), "{}", stdout(&o));
+}

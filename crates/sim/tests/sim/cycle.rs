@@ -1,0 +1,661 @@
+//! Cycle model tests: exact times of single instructions from SPEC section 2's formulas,
+//! overlap and serialization rules, semaphores, HFU, and the Chrome trace export.
+
+use bir::{BirInst, Engine, HwAp, Op, Program, SemId, Wait};
+use penguin::{AluOp, CastMode, DType, Dim, EngineAccumulationType, Memory, PerfMode, Target, TilePosition, TileSize};
+use sim::{model, model_with, CycleReport, SimError};
+use test_support::trace::{thread_names, trace_json};
+use test_support::{hbm, psum, sbuf};
+
+const DMA_FIXED_NS: f64 = 1300.0;
+/// trn2's per-descriptor time: the data time of a 2 KiB run at 23 B/ns.
+const TRN2_DESCRIPTOR_NS: f64 = 2048.0 / 23.0;
+
+fn assert_close(got: f64, want: f64) {
+    assert!((got - want).abs() <= 1e-9 * want.abs().max(1.0), "got {got}, want {want}");
+}
+
+fn program(target: Target) -> Program {
+    let mut p = Program::new("cycle", target);
+    p.hbm_size = 1 << 30;
+    p.semaphores = Engine::all().map(|e| e.name()).collect();
+    p
+}
+
+fn push(p: &mut Program, e: Engine, op: Op, waits: &[(u32, u32)], signal: Option<u32>) {
+    let waits = waits.iter().map(|&(s, v)| Wait { sem: SemId(s), value: u64::from(v) }).collect();
+    p.streams[e.index()].push(BirInst { op, waits, signal: signal.map(SemId), origin: None });
+}
+
+fn full() -> (TilePosition, TileSize) {
+    (TilePosition { row: 0, col: 0 }, TileSize { rows: 128, cols: 128 })
+}
+
+fn ls(dtype: DType, k: u32, m: u32) -> Op {
+    let (tile_position, tile_size) = full();
+    Op::LoadStationary { src: sbuf(dtype, 0, k, 0, m), perf_mode: PerfMode::None, tile_position, tile_size }
+}
+
+fn mm(dtype: DType, k: u32, m: u32, n: u32) -> Op {
+    let (tile_position, tile_size) = full();
+    Op::MultiplyMoving {
+        dst: psum(m, 0, n),
+        src: sbuf(dtype, 0, k, 0, n),
+        acc: EngineAccumulationType::START | EngineAccumulationType::STOP,
+        perf_mode: PerfMode::None,
+        tile_position,
+        tile_size,
+    }
+}
+
+/// A row tile: `rows` PE rows at `row`, contraction over partitions `row..row + rows`.
+fn tiled(row: u32, rows: u32, n: u32) -> [Op; 2] {
+    let tile_position = TilePosition { row, col: 0 };
+    let tile_size = TileSize { rows, cols: 128 };
+    let ls = Op::LoadStationary {
+        src: sbuf(DType::Bf16, row, rows, 0, 128),
+        perf_mode: PerfMode::None,
+        tile_position,
+        tile_size,
+    };
+    let mm = Op::MultiplyMoving {
+        dst: psum(128, 0, n),
+        src: sbuf(DType::Bf16, row, rows, 0, n),
+        acc: EngineAccumulationType::START | EngineAccumulationType::STOP,
+        perf_mode: PerfMode::None,
+        tile_position,
+        tile_size,
+    };
+    [ls, mm]
+}
+
+fn dma(dst: HwAp, src: HwAp) -> Op {
+    Op::DmaCopy { dst, src, cast: CastMode::Rne }
+}
+
+/// Cycles at trn2's TensorE clock, in ns.
+fn pe2(cycles: f64) -> f64 {
+    cycles / 2.4
+}
+
+fn run(p: &Program) -> CycleReport {
+    bir::verify_program(p).unwrap();
+    model(p).unwrap()
+}
+
+/// A LoadStationary (`M` = 128) and one MultiplyMoving; the report and the MM's duration.
+fn one_matmul(target: Target, dtype: DType, n: u32) -> (CycleReport, f64) {
+    let mut p = program(target);
+    push(&mut p, Engine::Pe, ls(dtype, 128, 128), &[], None);
+    push(&mut p, Engine::Pe, mm(dtype, 128, 128, n), &[], None);
+    let r = run(&p);
+    let mm = r.slices[1];
+    assert_eq!((mm.engine, mm.index, mm.wait_ns), (Engine::Pe, 1, 0.0));
+    assert_close(mm.start_ns, r.slices[0].end_ns);
+    assert_close(mm.end_ns, r.total_ns);
+    (r, mm.end_ns - mm.start_ns)
+}
+
+#[test]
+fn bf16_matmul_takes_n_cycles() {
+    let (r, mm) = one_matmul(Target::Trn2, DType::Bf16, 512);
+    assert_close(mm, pe2(512.0));
+    assert_close(r.total_ns, pe2(32.0 + 512.0));
+    assert_close(r.engine_busy_ns[Engine::Pe.index()], r.total_ns);
+    assert_close(r.matmul_flops, 2.0 * 128.0 * 128.0 * 512.0);
+    assert_close(r.peak_flops_per_ns, 2.0 * 128.0 * 128.0 * 2.4);
+    assert_close(r.hfu(), 512.0 / 544.0);
+    assert_eq!(r.slices.len(), 2);
+}
+
+#[test]
+fn short_matmuls_cost_64_cycles_and_fp32_four_times_more() {
+    for (dtype, n, cycles) in [
+        (DType::Bf16, 32, 64.0),
+        (DType::Fp8e4m3, 64, 64.0),
+        (DType::Fp16, 100, 100.0),
+        (DType::Fp32, 512, 2048.0),
+        (DType::Fp32, 16, 256.0),
+    ] {
+        assert_close(one_matmul(Target::Trn2, dtype, n).1, pe2(cycles));
+    }
+    // trn1's TensorE runs at 2.8 GHz.
+    assert_close(one_matmul(Target::Trn1, DType::Bf16, 512).1, 512.0 / 2.8);
+}
+
+#[test]
+fn fp32_peak_is_a_quarter() {
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Pe, ls(DType::Fp32, 128, 128), &[], None);
+    push(&mut p, Engine::Pe, mm(DType::Fp32, 128, 128, 512), &[], None);
+    let r = run(&p);
+    // LS: 128 / 4 cycles x4 for fp32, then the MM: 512 x4.
+    assert_close(r.total_ns, pe2(128.0 + 2048.0));
+    assert_close(r.peak_flops_per_ns, 2.0 * 128.0 * 128.0 * 2.4 / 4.0);
+    assert_close(r.hfu(), 2048.0 / (128.0 + 2048.0));
+}
+
+#[test]
+fn double_row_contracts_256_rows_in_the_time_of_128() {
+    let (tile_position, tile_size) = full();
+    let packed =
+        |parts| HwAp::on_chip(Memory::Sbuf, DType::Fp8e4m3, 0, parts, 0, vec![Dim::new(512, 2), Dim::new(1, 512)]);
+    let mut p = program(Target::Trn2);
+    let w = HwAp::on_chip(Memory::Sbuf, DType::Fp8e4m3, 0, 128, 0, vec![Dim::new(128, 2), Dim::new(1, 128)]);
+    push(
+        &mut p,
+        Engine::Pe,
+        Op::LoadStationary { src: w, perf_mode: PerfMode::DoubleRow, tile_position, tile_size },
+        &[],
+        None,
+    );
+    let mm = Op::MultiplyMoving {
+        dst: psum(128, 0, 512),
+        src: packed(128),
+        acc: EngineAccumulationType::START | EngineAccumulationType::STOP,
+        perf_mode: PerfMode::DoubleRow,
+        tile_position,
+        tile_size,
+    };
+    push(&mut p, Engine::Pe, mm, &[], None);
+    let r = run(&p);
+    // LS of M = 128 (pack axis excluded): 32 cycles; MM of N = 512: 512 cycles.
+    assert_close(r.total_ns, pe2(32.0 + 512.0));
+    assert_close(r.matmul_flops, 2.0 * 256.0 * 128.0 * 512.0);
+    assert_close(r.peak_flops_per_ns, 2.0 * 2.0 * 128.0 * 128.0 * 2.4);
+    assert_close(r.hfu(), 512.0 / 544.0);
+}
+
+#[test]
+fn load_stationary_costs_a_quarter_and_overlaps_the_previous_matmul() {
+    let mut p = program(Target::Trn2);
+    for _ in 0..2 {
+        push(&mut p, Engine::Pe, ls(DType::Bf16, 128, 128), &[], None);
+        push(&mut p, Engine::Pe, mm(DType::Bf16, 128, 128, 512), &[], None);
+    }
+    let r = run(&p);
+    let s = &r.slices;
+    assert_eq!(s.iter().map(|s| s.index).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert_close(s[0].end_ns, pe2(32.0));
+    assert_close(s[1].start_ns, pe2(32.0));
+    // The second LS loads into the shadow buffer as soon as the first MM has started ...
+    assert_close(s[2].start_ns, s[1].start_ns);
+    assert_close(s[2].end_ns, pe2(64.0));
+    // ... so the second MM follows the first back to back.
+    assert_close(s[3].start_ns, s[1].end_ns);
+    assert_close(r.total_ns, pe2(32.0 + 1024.0));
+    // Busy is the union: the hidden LS does not count twice.
+    assert_close(r.engine_busy_ns[Engine::Pe.index()], r.total_ns);
+    // Small stationaries still cost a quarter of a 64-cycle MM.
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Pe, ls(DType::Bf16, 128, 32), &[], None);
+    assert_close(run(&p).total_ns, pe2(16.0));
+}
+
+#[test]
+fn matmul_waits_for_its_weights_when_they_are_late() {
+    // The second LS waits for a DMA, so the second MM waits for the LS.
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(0), dma(sbuf(DType::Bf16, 0, 8, 0, 64), hbm(DType::Bf16, 0, 8, 64, 64)), &[], Some(5));
+    push(&mut p, Engine::Pe, ls(DType::Bf16, 128, 128), &[], None);
+    push(&mut p, Engine::Pe, mm(DType::Bf16, 128, 128, 512), &[], None);
+    push(&mut p, Engine::Pe, ls(DType::Bf16, 128, 128), &[(5, 1)], None);
+    push(&mut p, Engine::Pe, mm(DType::Bf16, 128, 128, 512), &[], None);
+    let r = run(&p);
+    let dma_end = r.slices.iter().find(|s| s.engine == Engine::Dma(0)).unwrap().end_ns;
+    let pe: Vec<_> = r.slices.iter().filter(|s| s.engine == Engine::Pe).collect();
+    assert_close(pe[2].start_ns, dma_end);
+    assert_close(pe[2].wait_ns, dma_end - pe[1].start_ns);
+    assert_close(pe[3].start_ns, dma_end + pe2(32.0));
+}
+
+#[test]
+fn row_tiled_matmuls_overlap() {
+    let mut p = program(Target::Trn2);
+    for row in [0, 64] {
+        for op in tiled(row, 64, 512) {
+            push(&mut p, Engine::Pe, op, &[], None);
+        }
+    }
+    let r = run(&p);
+    // LS(0) [0, 32), MM(0) [32, 544), LS(64) [32, 64), MM(64) [64, 576): in cycles.
+    assert_close(r.slices[3].start_ns, pe2(64.0));
+    assert_close(r.total_ns, pe2(576.0));
+    assert_close(r.engine_busy_ns[Engine::Pe.index()], pe2(576.0));
+    // A full-array MM after them waits for both tiles (its LS loads in their background).
+    push(&mut p, Engine::Pe, ls(DType::Bf16, 128, 128), &[], None);
+    push(&mut p, Engine::Pe, mm(DType::Bf16, 128, 128, 64), &[], None);
+    assert_close(run(&p).total_ns, pe2(576.0 + 64.0));
+    // The same tiles at one row position serialize.
+    let mut q = program(Target::Trn2);
+    for _ in 0..2 {
+        for op in tiled(0, 64, 512) {
+            push(&mut q, Engine::Pe, op, &[], None);
+        }
+    }
+    assert_close(run(&q).total_ns, pe2(32.0 + 1024.0));
+}
+
+#[test]
+fn column_tiled_matmuls_overlap() {
+    let mut p = program(Target::Trn2);
+    for col in [0, 64] {
+        let tile_position = TilePosition { row: 0, col };
+        let tile_size = TileSize { rows: 128, cols: 64 };
+        let w = sbuf(DType::Bf16, 0, 128, 0, 64);
+        push(
+            &mut p,
+            Engine::Pe,
+            Op::LoadStationary { src: w, perf_mode: PerfMode::None, tile_position, tile_size },
+            &[],
+            None,
+        );
+        let mm = Op::MultiplyMoving {
+            dst: HwAp::on_chip(Memory::Psum, DType::Fp32, col, 64, 0, vec![Dim::new(1, 512)]),
+            src: sbuf(DType::Bf16, 0, 128, 0, 512),
+            acc: EngineAccumulationType::START | EngineAccumulationType::STOP,
+            perf_mode: PerfMode::None,
+            tile_position,
+            tile_size,
+        };
+        push(&mut p, Engine::Pe, mm, &[], None);
+    }
+    let r = run(&p);
+    // LS of M = 64: 16 cycles each; the second MM starts right after the second LS.
+    assert_close(r.slices[3].start_ns, pe2(32.0));
+    assert_close(r.total_ns, pe2(32.0 + 512.0));
+    assert_close(r.matmul_flops, 2.0 * 2.0 * 128.0 * 64.0 * 512.0);
+}
+
+#[test]
+fn sparse_matmul_streams_the_moving_operand_and_counts_the_kept_rows() {
+    // 2:4 sparsity: 64 kept stationary rows stand for the 128 contraction rows of the moving
+    // operand.
+    let (tile_position, tile_size) = full();
+    let mut p = program(Target::Trn2);
+    let lss = Op::LoadStationarySparse {
+        src: sbuf(DType::Bf16, 0, 64, 0, 128),
+        tags: sbuf(DType::Int16, 0, 64, 0, 128),
+        pattern: penguin::SparsityPattern { n: 2, m: 4 },
+        tile_position,
+        tile_size,
+    };
+    push(&mut p, Engine::Pe, lss, &[], None);
+    push(&mut p, Engine::Pe, mm(DType::Bf16, 128, 128, 512), &[], None);
+    let r = run(&p);
+    assert_close(r.total_ns, pe2(32.0 + 512.0));
+    assert_close(r.matmul_flops, 2.0 * 64.0 * 128.0 * 512.0);
+}
+
+#[test]
+fn transpose_costs_like_a_matmul_of_its_source_free_size() {
+    let mut p = program(Target::Trn1);
+    push(
+        &mut p,
+        Engine::Pe,
+        Op::Transpose { dst: psum(128, 0, 128), src: sbuf(DType::Bf16, 0, 128, 0, 128) },
+        &[],
+        None,
+    );
+    push(&mut p, Engine::Pe, Op::Transpose { dst: psum(32, 0, 32), src: sbuf(DType::Fp32, 0, 32, 0, 32) }, &[], None);
+    let r = run(&p);
+    assert_close(r.total_ns, (128.0 + 64.0 * 4.0) / 2.8);
+    assert_eq!(r.matmul_flops, 0.0);
+}
+
+/// One DMA of `parts` partitions x `free` bf16 elements from HBM rows into SBUF.
+fn load(start: u32, parts: u32, free: u32) -> Op {
+    dma(sbuf(DType::Bf16, start, parts, 0, free), hbm(DType::Bf16, 0, parts, i64::from(free), free))
+}
+
+#[test]
+fn dma_pays_a_fixed_cost_then_moves_data_at_engine_or_hbm_rate() {
+    // 8 partitions of 4 KiB: one engine at 23 B/ns, full efficiency.
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(0), load(0, 8, 2048), &[], None);
+    let r = run(&p);
+    assert_close(r.total_ns, DMA_FIXED_NS + 8.0 * 4096.0 / 23.0);
+    assert_eq!(r.hbm_bytes, 8 * 4096);
+    assert_eq!(r.hbm_bytes, p.hbm_traffic_bytes());
+    // 128 partitions: 16 engines (368 B/ns) but HBM serves only 360 B/ns.
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(3), load(0, 128, 2048), &[], None);
+    assert_close(run(&p).total_ns, DMA_FIXED_NS + 128.0 * 4096.0 / 360.0);
+    // trn3: 16 x 33 B/ns = 528 B/ns, HBM 600 B/ns: engine-bound.
+    let mut p = program(Target::Trn3);
+    push(&mut p, Engine::Dma(3), load(0, 128, 2048), &[], None);
+    assert_close(run(&p).total_ns, DMA_FIXED_NS + 8.0 * 4096.0 / 33.0);
+}
+
+#[test]
+fn dmas_on_different_queues_overlap_and_on_one_queue_keep_several_in_flight() {
+    let one = DMA_FIXED_NS + 8.0 * 4096.0 / 23.0;
+    // Different queues, different partition groups (engines): fully parallel.
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(0), load(0, 8, 2048), &[], None);
+    push(&mut p, Engine::Dma(1), load(8, 8, 2048), &[], None);
+    let r = run(&p);
+    assert_close(r.total_ns, one);
+    assert_close(r.engine_busy_summary().dma, 2.0 / 16.0);
+    // One queue, different engines: both in flight at once, so their fixed latencies overlap.
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(0), load(0, 8, 2048), &[], None);
+    push(&mut p, Engine::Dma(0), load(8, 8, 2048), &[], None);
+    let r = run(&p);
+    assert_close(r.total_ns, one);
+    assert_close(r.slices[1].start_ns, 0.0);
+    // With one transfer in flight per queue they serialize, fixed latency included.
+    let serial = penguin::HwProfile { dma_queue_depth: 1.0, ..Target::Trn2.profile() };
+    let r = model_with(&p, &serial).unwrap();
+    assert_close(r.total_ns, 2.0 * one);
+    assert_close(r.slices[1].start_ns, one);
+    // Different queues on the same partitions share their DMA engine: the fixed costs overlap,
+    // the data moves one after the other.
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(0), load(0, 8, 2048), &[], None);
+    push(&mut p, Engine::Dma(1), load(0, 8, 2048), &[], None);
+    assert_close(run(&p).total_ns, DMA_FIXED_NS + 2.0 * 8.0 * 4096.0 / 23.0);
+}
+
+#[test]
+fn small_transfers_on_one_queue_overlap_their_fixed_latency_up_to_the_queue_depth() {
+    // Eight one-descriptor loads (one partition of 128 B) on queue 0, each on its own engine.
+    let hw = Target::Trn2.profile();
+    assert_eq!(hw.queue_depth(), 4);
+    let mut p = program(Target::Trn2);
+    for i in 0..8 {
+        push(&mut p, Engine::Dma(0), load(8 * i, 1, 64), &[], None);
+    }
+    let r = run(&p);
+    let each = hw.dma_fixed_ns + hw.dma_descriptor_ns;
+    // Four start at once; the fifth waits for the first to land, and so on.
+    let starts: Vec<f64> = r.slices.iter().map(|s| s.start_ns).collect();
+    for (i, &t) in starts.iter().enumerate() {
+        assert_close(t, if i < 4 { 0.0 } else { each });
+    }
+    assert_close(r.total_ns, 2.0 * each);
+    // Depth 8: all eight overlap.
+    let deep = penguin::HwProfile { dma_queue_depth: 8.0, ..hw };
+    assert_close(model_with(&p, &deep).unwrap().total_ns, each);
+}
+
+#[test]
+fn a_32_kib_single_engine_load_takes_its_data_time_after_the_fixed_latency() {
+    // S9: A[4, 4096] bf16 (32 KiB) HBM -> SBUF runs on one engine; the profile of that
+    // transfer showed 1416 ns of engine activity. Here: 4 runs of 8 KiB, each longer than the
+    // descriptor time's worth, so the engine streams at its 23 B/ns.
+    let hw = Target::Trn2.profile();
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(0), load(0, 4, 4096), &[], None);
+    let r = run(&p);
+    let data = 32768.0 / hw.dma_engine_bytes_per_ns;
+    assert_close(r.total_ns, hw.dma_fixed_ns + data);
+    assert!((data - 1416.0).abs() < 0.01 * 1416.0, "{data}");
+    // Overriding a key changes the figure.
+    let slow = penguin::HwProfile { dma_fixed_ns: 2000.0, ..hw };
+    assert_close(model_with(&p, &slow).unwrap().total_ns, 2000.0 + data);
+}
+
+#[test]
+fn short_dma_runs_cost_a_descriptor_each() {
+    let data_ns = |free: u32| {
+        let mut p = program(Target::Trn2);
+        push(&mut p, Engine::Dma(0), load(0, 8, free), &[], None);
+        run(&p).total_ns - DMA_FIXED_NS
+    };
+    let bytes = |free: u32| 8.0 * 2.0 * f64::from(free);
+    // Runs of 2 KiB and longer stream at the engine rate; shorter ones cost the descriptor
+    // time each (8 of them on the one engine).
+    assert_close(data_ns(4096), bytes(4096) / 23.0);
+    assert_close(data_ns(1024), bytes(1024) / 23.0);
+    assert_close(data_ns(1024), 8.0 * TRN2_DESCRIPTOR_NS);
+    assert_close(data_ns(512), 8.0 * TRN2_DESCRIPTOR_NS);
+    assert_close(data_ns(128), 8.0 * TRN2_DESCRIPTOR_NS);
+    // A strided HBM row (every other element) has one-element runs: 2048 descriptors per
+    // partition.
+    let mut p = program(Target::Trn2);
+    let mut src = hbm(DType::Bf16, 0, 8, 4096, 2048);
+    src.dims = vec![Dim::new(2, 2048)].into();
+    push(&mut p, Engine::Dma(0), dma(sbuf(DType::Bf16, 0, 8, 0, 2048), src), &[], None);
+    assert_close(run(&p).total_ns - DMA_FIXED_NS, 8.0 * 2048.0 * TRN2_DESCRIPTOR_NS);
+}
+
+#[test]
+fn hbm_moves_whole_granules() {
+    // 128 partitions of 16 bf16 (32 B runs): HBM moves 64-byte granules, twice the bytes.
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(0), load(0, 128, 16), &[], None);
+    let r = run(&p);
+    assert_eq!(r.hbm_bytes, 128 * 32);
+    // The engines (8 descriptors each) take longer than HBM here.
+    assert_close(r.total_ns, DMA_FIXED_NS + 8.0 * TRN2_DESCRIPTOR_NS);
+    let narrow = penguin::HwProfile { hbm_bytes_per_ns: 1.0, ..Target::Trn2.profile() };
+    assert_close(model_with(&p, &narrow).unwrap().total_ns, DMA_FIXED_NS + 128.0 * 64.0);
+}
+
+#[test]
+fn casting_dma_runs_count_in_the_wider_dtype() {
+    // fp32 HBM rows of 512 elements into bf16: the engines stream fp32, runs of 2 KiB.
+    let mut p = program(Target::Trn2);
+    let src = hbm(DType::Fp32, 0, 8, 512, 512);
+    push(&mut p, Engine::Dma(0), dma(sbuf(DType::Bf16, 0, 8, 0, 512), src), &[], None);
+    assert_close(run(&p).total_ns - DMA_FIXED_NS, 8.0 * 2048.0 / 23.0);
+    // bf16 HBM rows into fp32: the same stream width.
+    let mut p = program(Target::Trn2);
+    let src = hbm(DType::Bf16, 0, 8, 512, 512);
+    push(&mut p, Engine::Dma(0), dma(sbuf(DType::Fp32, 0, 8, 0, 512), src), &[], None);
+    assert_close(run(&p).total_ns - DMA_FIXED_NS, 8.0 * 2048.0 / 23.0);
+}
+
+/// A `[128 (k), 128 (m)]` SBUF tile loaded from a row-major fp32 `[m, k]` HBM matrix:
+/// partition `k` reads column `k` (partition stride 1, free stride K).
+fn transposing_load(target: Target) -> f64 {
+    let mut p = program(target);
+    let src = HwAp::hbm(DType::Fp32, 0, 128, 1, vec![Dim::new(128, 128)]);
+    push(&mut p, Engine::Dma(0), dma(sbuf(DType::Bf16, 0, 128, 0, 128), src), &[], None);
+    run(&p).total_ns
+}
+
+#[test]
+fn trn1_has_no_dma_transpose() {
+    // trn2: the DMA transposes; runs are the 128 partitions x 4 bytes = 512 B, so each engine's
+    // 8 x 128 runs cost a descriptor each (more than their data time at 90% of copy rate).
+    let trn2 = transposing_load(Target::Trn2);
+    assert_close(trn2, DMA_FIXED_NS + 8.0 * TRN2_DESCRIPTOR_NS);
+    let fast = penguin::HwProfile { dma_descriptor_ns: 0.0, ..Target::Trn2.profile() };
+    let mut p = program(Target::Trn2);
+    let src = HwAp::hbm(DType::Fp32, 0, 128, 1, vec![Dim::new(128, 128)]);
+    push(&mut p, Engine::Dma(0), dma(sbuf(DType::Bf16, 0, 128, 0, 128), src), &[], None);
+    // Without the descriptor cost: 4 KiB per engine at 90% of 23 B/ns (HBM needs 182 ns).
+    assert_close(model_with(&p, &fast).unwrap().total_ns, DMA_FIXED_NS + 8.0 * 512.0 / (23.0 * 0.9));
+    // trn1: one element per run, 8 x 128 x 128 / 8 of them per engine.
+    let trn1 = transposing_load(Target::Trn1);
+    assert_close(trn1, DMA_FIXED_NS + 128.0 * 128.0 / 16.0 * (2048.0 / 17.0));
+    assert!(trn1 > 50.0 * trn2, "trn1 {trn1} ns vs trn2 {trn2} ns");
+}
+
+#[test]
+fn gather_runs_are_table_rows() {
+    // Gather 8 rows of 1024 fp32 (4 KiB each) from an HBM table of 64 rows.
+    let mut p = program(Target::Trn2);
+    let table = hbm(DType::Fp32, 0, 64, 1024, 1024);
+    let index = sbuf(DType::Int32, 0, 8, 0, 1);
+    let op = Op::DmaGather { dst: sbuf(DType::Fp32, 0, 8, 0, 1024), table, index };
+    push(&mut p, Engine::Dma(0), op, &[], None);
+    let r = run(&p);
+    assert_eq!(r.hbm_bytes, 8 * 4096);
+    assert_close(r.total_ns, DMA_FIXED_NS + (8.0 * 4096.0 + 8.0 * 4.0) / 23.0);
+}
+
+#[test]
+fn dma_fma_reads_all_three_operands() {
+    let mut p = program(Target::Trn2);
+    let op = Op::DmaFma {
+        dst: sbuf(DType::Fp32, 0, 8, 0, 1024),
+        src0: sbuf(DType::Fp32, 0, 8, 0, 1024),
+        src1: sbuf(DType::Fp32, 0, 8, 0, 1024),
+    };
+    push(&mut p, Engine::Dma(0), op, &[], None);
+    let r = run(&p);
+    assert_eq!(r.hbm_bytes, 0);
+    // Arithmetic in the DMA runs at half the copy rate before trn3.
+    assert_close(r.total_ns, DMA_FIXED_NS + 3.0 * 8.0 * 4096.0 / (23.0 * 0.5));
+}
+
+#[test]
+fn compute_engines_take_the_documented_max_of_min_ii_and_n() {
+    let mut p = program(Target::Trn2);
+    push(
+        &mut p,
+        Engine::Act,
+        Op::TensorCopy { dst: sbuf(DType::Bf16, 0, 128, 0, 512), src: psum(128, 0, 512) },
+        &[],
+        None,
+    );
+    let tt = Op::TensorTensor {
+        op: AluOp::Add,
+        dst: sbuf(DType::Fp32, 0, 128, 0, 512),
+        lhs: sbuf(DType::Fp32, 0, 128, 0, 512),
+        rhs: psum(128, 0, 512),
+    };
+    push(&mut p, Engine::Dve, tt, &[], None);
+    push(&mut p, Engine::Pool, Op::Memset { dst: sbuf(DType::Fp32, 0, 128, 0, 100), value: 0.0 }, &[], None);
+    push(&mut p, Engine::Pool, Op::Memset { dst: sbuf(DType::Fp32, 0, 128, 0, 100), value: 1.0 }, &[], None);
+    let r = run(&p);
+    let end = |e: Engine| r.slices.iter().filter(|s| s.engine == e).map(|s| s.end_ns).fold(0.0, f64::max);
+    // tensor_copy max(MIN_II, N); tensor_tensor with a PSUM input max(MIN_II, N); memset
+    // max(MIN_II, N) (N = 100 > MIN_II = 64).
+    assert_close(end(Engine::Act), 512.0 / 1.2);
+    assert_close(end(Engine::Dve), 512.0 / 0.96);
+    assert_close(end(Engine::Pool), 2.0 * 100.0 / 1.2);
+    assert_close(r.total_ns, 512.0 / 0.96);
+    assert_close(r.busy_fraction(Engine::Dve), 1.0);
+    let busy = r.engine_busy_summary();
+    assert_close(busy.act, 0.96 / 1.2);
+    assert_eq!((busy.pe, busy.dma), (0.0, 0.0));
+}
+
+#[test]
+fn a_wait_delays_the_consumer_to_the_producers_end() {
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(2), load(0, 8, 2048), &[], Some(7));
+    push(
+        &mut p,
+        Engine::Act,
+        Op::TensorCopy { dst: sbuf(DType::Fp32, 0, 8, 0, 64), src: sbuf(DType::Bf16, 0, 8, 0, 64) },
+        &[(7, 1)],
+        None,
+    );
+    let r = run(&p);
+    let dma_end = DMA_FIXED_NS + 8.0 * 4096.0 / 23.0;
+    let act = r.slices.iter().find(|s| s.engine == Engine::Act).unwrap();
+    assert_close(act.start_ns, dma_end);
+    assert_close(act.wait_ns, dma_end);
+    assert_close(r.total_ns, dma_end + 64.0 / 1.2);
+}
+
+#[test]
+fn signals_count_in_completion_order_of_a_stream() {
+    // Two DMAs on one queue signal s5 twice; the consumer of the second waits for both.
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(0), load(0, 8, 2048), &[], Some(5));
+    push(&mut p, Engine::Dma(0), load(0, 8, 2048), &[], Some(5));
+    push(&mut p, Engine::Dve, Op::Memset { dst: sbuf(DType::Fp32, 0, 8, 0, 4), value: 0.0 }, &[(5, 1)], None);
+    push(&mut p, Engine::Dve, Op::Memset { dst: sbuf(DType::Fp32, 0, 8, 0, 4), value: 0.0 }, &[(5, 2)], None);
+    let r = run(&p);
+    // Both are in flight at once; their data shares the one engine.
+    let data = 8.0 * 4096.0 / 23.0;
+    let dve: Vec<_> = r.slices.iter().filter(|s| s.engine == Engine::Dve).collect();
+    assert_close(dve[0].start_ns, DMA_FIXED_NS + data);
+    assert_close(dve[1].start_ns, DMA_FIXED_NS + 2.0 * data);
+}
+
+#[test]
+fn back_to_back_matmuls_reach_full_hfu() {
+    let mut p = program(Target::Trn2);
+    for _ in 0..200 {
+        push(&mut p, Engine::Pe, ls(DType::Bf16, 128, 128), &[], None);
+        push(&mut p, Engine::Pe, mm(DType::Bf16, 128, 128, 512), &[], None);
+    }
+    let r = run(&p);
+    assert_close(r.total_ns, pe2(32.0 + 200.0 * 512.0));
+    assert!(r.hfu() > 0.999 && r.hfu() <= 1.0, "hfu {}", r.hfu());
+    assert_close(r.busy_fraction(Engine::Pe), 1.0);
+}
+
+#[test]
+fn deadlock_is_an_error() {
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Act, Op::Memset { dst: sbuf(DType::Fp32, 0, 8, 0, 4), value: 0.0 }, &[(2, 1)], Some(1));
+    push(&mut p, Engine::Dve, Op::Memset { dst: sbuf(DType::Fp32, 0, 8, 0, 4), value: 0.0 }, &[(1, 1)], Some(2));
+    match model(&p) {
+        Err(SimError::Deadlock { stuck }) => {
+            let at: Vec<String> = stuck.iter().map(ToString::to_string).collect();
+            assert_eq!(at, vec!["act[0] waits for s2 >= 1 (reached 0)", "dve[0] waits for s1 >= 1 (reached 0)"]);
+        }
+        other => panic!("expected a deadlock, got {other:?}"),
+    }
+}
+
+#[test]
+fn malformed_programs_are_errors() {
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dve, mm(DType::Bf16, 128, 128, 512), &[], None);
+    assert!(matches!(model(&p), Err(SimError::WrongEngine { op: "multiply_moving", .. })));
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Pe, mm(DType::Bf16, 128, 128, 512), &[(99, 1)], None);
+    assert!(matches!(model(&p), Err(SimError::UnknownSemaphore { .. })));
+    let mut p = program(Target::Trn2);
+    p.streams.push(Vec::new());
+    assert!(matches!(model(&p), Err(SimError::TooManyStreams { .. })));
+    let empty = model(&program(Target::Trn2)).unwrap();
+    assert_eq!((empty.total_ns, empty.hfu(), empty.busy_fraction(Engine::Pe)), (0.0, 0.0, 0.0));
+}
+
+#[test]
+fn trace_has_a_track_per_used_engine_and_shows_waits() {
+    let mut p = program(Target::Trn2);
+    push(&mut p, Engine::Dma(3), load(0, 128, 512), &[], Some(8));
+    push(&mut p, Engine::Pe, ls(DType::Bf16, 128, 128), &[(8, 1)], None);
+    push(&mut p, Engine::Pe, mm(DType::Bf16, 128, 128, 512), &[], Some(0));
+    push(
+        &mut p,
+        Engine::Act,
+        Op::TensorCopy { dst: sbuf(DType::Fp32, 0, 128, 0, 512), src: psum(128, 0, 512) },
+        &[(0, 1)],
+        None,
+    );
+    let r = run(&p);
+    let trace = trace_json(&p, &r);
+    assert_eq!(thread_names(&trace), vec!["act", "dma3", "pe", "pe.weights"]);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let slices: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    let named = |n: &str| slices.iter().filter(|e| e["name"] == n).count();
+    assert_eq!(
+        (named("dma_copy"), named("load_stationary"), named("multiply_moving"), named("tensor_copy")),
+        (1, 1, 1, 1)
+    );
+    let waits: Vec<&str> =
+        slices.iter().filter(|e| e["name"] == "wait").map(|e| e["args"]["waits"].as_str().unwrap()).collect();
+    assert_eq!(waits, ["s8>=1", "s0>=1"]);
+    let mm = slices.iter().find(|e| e["name"] == "multiply_moving").unwrap();
+    assert_eq!(mm["args"]["acc"], "start|stop");
+    assert_eq!(mm["args"]["signal"], "s0");
+    assert_eq!(mm["args"]["src"], sbuf(DType::Bf16, 0, 128, 0, 512).to_string());
+    // Microseconds.
+    assert_close(mm["dur"].as_f64().unwrap(), pe2(512.0) / 1e3);
+    let act = slices.iter().find(|e| e["name"] == "tensor_copy").unwrap();
+    assert_close(act["ts"].as_f64().unwrap(), r.total_ns / 1e3 - 512.0 / 1.2 / 1e3);
+}
+
+#[test]
+fn row_tiles_get_their_own_pe_track() {
+    let mut p = program(Target::Trn2);
+    for row in [0, 64] {
+        for op in tiled(row, 64, 512) {
+            push(&mut p, Engine::Pe, op, &[], None);
+        }
+    }
+    let trace = trace_json(&p, &run(&p));
+    assert_eq!(thread_names(&trace), vec!["pe", "pe.r64c0", "pe.weights"]);
+}

@@ -1,0 +1,271 @@
+//! Elementwise compute, DMA FMA, gather / scatter-add, PE transpose and structured-sparse
+//! matmuls against references written from their definitions.
+
+use bir::{Engine, HbmRole, HwAp, Op};
+use penguin::{
+    AluOp, CastMode, DType, Dim, EngineAccumulationType as Acc, Memory, PerfMode, SparsityPattern, Target,
+    TilePosition, TileSize,
+};
+use sim::{SimError, Simulator};
+use test_support::{hbm, psum, sbuf, value, Builder};
+
+fn dma(dst: HwAp, src: HwAp) -> Op {
+    Op::DmaCopy { dst, src, cast: CastMode::Rne }
+}
+
+/// Load `x` (`[rows, cols]` fp32 in HBM) into SBUF partitions `0..rows` as `dtype` at byte
+/// `offset`, on queue `q`, signalling `sem`.
+fn load(b: &mut Builder, q: u8, x: u64, shape: (u32, u32), dtype: DType, offset: u64, sem: bir::SemId) {
+    let (rows, cols) = shape;
+    let src = hbm(DType::Fp32, x, rows, i64::from(cols), cols);
+    b.push(Engine::Dma(q), dma(sbuf(dtype, 0, rows, offset, cols), src), &[], Some(sem));
+}
+
+#[test]
+fn tensor_tensor_rounds_once_and_max_keeps_nan() {
+    for (op, f) in [
+        (AluOp::Add, (|a, b| a + b) as fn(f32, f32) -> f32),
+        (AluOp::Multiply, |a, b| a * b),
+        (AluOp::Max, |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(b) }),
+    ] {
+        let mut b = Builder::new(Target::Trn2);
+        let x = b.tensor("x", &[4, 8], DType::Fp32, HbmRole::Input);
+        let y = b.tensor("y", &[4, 8], DType::Fp32, HbmRole::Input);
+        let out = b.tensor("out", &[4, 8], DType::Bf16, HbmRole::Output);
+        let (loaded, done) = (b.sem("loaded"), b.sem("done"));
+        load(&mut b, 0, x, (4, 8), DType::Fp32, 0, loaded);
+        load(&mut b, 1, y, (4, 8), DType::Bf16, 64, loaded);
+        let tt = Op::TensorTensor {
+            op,
+            dst: sbuf(DType::Bf16, 0, 4, 128, 8),
+            lhs: sbuf(DType::Fp32, 0, 4, 0, 8),
+            rhs: sbuf(DType::Bf16, 0, 4, 64, 8),
+        };
+        b.push(Engine::Dve, tt, &[(loaded, 2)], Some(done));
+        b.push(
+            Engine::Dma(2),
+            dma(hbm(DType::Bf16, out, 4, 8, 8), sbuf(DType::Bf16, 0, 4, 128, 8)),
+            &[(done, 1)],
+            None,
+        );
+        let mut s = Simulator::new(&b.program);
+        let xs: Vec<f32> = (0..32).map(|i| if i == 5 { f32::NAN } else { value(i) * 3.0 }).collect();
+        let ys: Vec<f32> = (0..32).map(|i| value(100 + i) * 3.0).collect();
+        s.write_hbm_f32("x", &xs).unwrap();
+        s.write_hbm_f32("y", &ys).unwrap();
+        assert!(s.run().unwrap().races.is_empty());
+        let got = s.read_hbm_tensor("out").unwrap();
+        for i in 0..32 {
+            let want = DType::Bf16.encode(f(xs[i], DType::Bf16.round_trip(ys[i])), CastMode::Rne);
+            let bits = u32::from(u16::from_le_bytes([got[2 * i], got[2 * i + 1]]));
+            assert!(
+                bits == want || (i == 5 && DType::Bf16.decode(bits).is_nan()),
+                "{op:?} {i}: {bits:#x} vs {want:#x}"
+            );
+        }
+    }
+}
+
+#[test]
+fn dma_fma_is_one_fused_rounding() {
+    let mut b = Builder::new(Target::Trn2);
+    let d = b.tensor("d", &[64], DType::Fp32, HbmRole::Output);
+    let x = b.tensor("x", &[64], DType::Fp32, HbmRole::Input);
+    let y = b.tensor("y", &[64], DType::Fp32, HbmRole::Input);
+    let row = |a| hbm(DType::Fp32, a, 1, 64, 64);
+    b.push(Engine::Dma(7), Op::DmaFma { dst: row(d), src0: row(x), src1: row(y) }, &[], None);
+    let mut s = Simulator::new(&b.program);
+    let (ds, xs, ys): (Vec<f32>, Vec<f32>, Vec<f32>) = (0..64)
+        .map(|i| (value(i) * 1e-3, 1.0 + value(200 + i) * 1e-4, 1.0 - value(300 + i) * 1e-4))
+        .fold((vec![], vec![], vec![]), |(mut a, mut b, mut c), (x, y, z)| {
+            a.push(x);
+            b.push(y);
+            c.push(z);
+            (a, b, c)
+        });
+    s.write_hbm_f32("d", &ds).unwrap();
+    s.write_hbm_f32("x", &xs).unwrap();
+    s.write_hbm_f32("y", &ys).unwrap();
+    let stats = s.run().unwrap();
+    assert_eq!(stats.hbm_read_bytes, 3 * 256);
+    assert_eq!(stats.hbm_write_bytes, 256);
+    let got = s.read_hbm_f32("d").unwrap();
+    for i in 0..64 {
+        assert_eq!(got[i].to_bits(), xs[i].mul_add(ys[i], ds[i]).to_bits(), "{i}");
+    }
+}
+
+#[test]
+fn gather_and_scatter_add_follow_the_indices() {
+    let mut b = Builder::new(Target::Trn2);
+    let table = b.tensor("table", &[6, 4], DType::Fp32, HbmRole::Input);
+    let out = b.tensor("out", &[3, 4], DType::Fp32, HbmRole::Output);
+    let idx = b.tensor("idx", &[3], DType::Int32, HbmRole::Input);
+    let (loaded, gathered, stored) = (b.sem("loaded"), b.sem("gathered"), b.sem("stored"));
+    let index = sbuf(DType::Int32, 0, 1, 0, 3);
+    b.push(Engine::Dma(0), dma(index.clone(), hbm(DType::Int32, idx, 1, 3, 3)), &[], Some(loaded));
+    let table_ap = hbm(DType::Fp32, table, 6, 4, 4);
+    let rows = sbuf(DType::Bf16, 0, 3, 64, 4);
+    b.push(
+        Engine::Dma(1),
+        Op::DmaGather { dst: rows.clone(), table: table_ap.clone(), index: index.clone() },
+        &[(loaded, 1)],
+        Some(gathered),
+    );
+    b.push(Engine::Dma(2), dma(hbm(DType::Fp32, out, 3, 4, 4), rows.clone()), &[(gathered, 1)], Some(stored));
+    b.push(Engine::Dma(3), Op::DmaScatterAdd { table: table_ap, src: rows, index }, &[(stored, 1)], None);
+    let mut s = Simulator::new(&b.program);
+    let t: Vec<f32> = (0..24).map(|i| i as f32 + 0.25).collect();
+    s.write_hbm_f32("table", &t).unwrap();
+    s.write_hbm_tensor("idx", &[5i32, 0, 5].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    let stats = s.run().unwrap();
+    assert!(stats.races.is_empty(), "{:?}", stats.races);
+    let gathered: Vec<f32> =
+        [5usize, 0, 5].iter().flat_map(|&r| t[r * 4..r * 4 + 4].iter().map(|v| DType::Bf16.round_trip(*v))).collect();
+    assert_eq!(s.read_hbm_f32("out").unwrap(), gathered);
+    // Row 5 received its own (bf16-rounded) value twice, row 0 once.
+    let mut want = t.clone();
+    for (i, &r) in [5usize, 0, 5].iter().enumerate() {
+        for c in 0..4 {
+            want[r * 4 + c] += gathered[i * 4 + c];
+        }
+    }
+    assert_eq!(s.read_hbm_f32("table").unwrap(), want);
+
+    for bad in [-1i32, 6] {
+        s.write_hbm_tensor("idx", &[0i32, bad, 1].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+        let err = s.run().unwrap_err();
+        assert!(
+            matches!(err, SimError::IndexOutOfRange { position: 1, index, rows: 6, .. } if index == i64::from(bad)),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn transpose_through_psum() {
+    let mut b = Builder::new(Target::Trn1);
+    let x = b.tensor("x", &[3, 5], DType::Fp32, HbmRole::Input);
+    let y = b.tensor("y", &[5, 3], DType::Fp32, HbmRole::Output);
+    let (loaded, transposed, copied) = (b.sem("loaded"), b.sem("t"), b.sem("c"));
+    load(&mut b, 0, x, (3, 5), DType::Bf16, 0, loaded);
+    b.push(
+        Engine::Pe,
+        Op::Transpose { dst: psum(5, 4096, 3), src: sbuf(DType::Bf16, 0, 3, 0, 5) },
+        &[(loaded, 1)],
+        Some(transposed),
+    );
+    b.push(
+        Engine::Act,
+        Op::TensorCopy { dst: sbuf(DType::Fp32, 0, 5, 64, 3), src: psum(5, 4096, 3) },
+        &[(transposed, 1)],
+        Some(copied),
+    );
+    b.push(Engine::Dma(1), dma(hbm(DType::Fp32, y, 5, 3, 3), sbuf(DType::Fp32, 0, 5, 64, 3)), &[(copied, 1)], None);
+    let mut s = Simulator::new(&b.program);
+    let xs: Vec<f32> = (0..15).map(value).collect();
+    s.write_hbm_f32("x", &xs).unwrap();
+    s.run().unwrap();
+    let got = s.read_hbm_f32("y").unwrap();
+    for i in 0..3 {
+        for j in 0..5 {
+            assert_eq!(got[j * 3 + i], DType::Bf16.round_trip(xs[i * 5 + j]));
+        }
+    }
+    // The transpose replaces the weights: a multiply right after it has no stationary.
+    let mm = Op::MultiplyMoving {
+        dst: psum(5, 0, 3),
+        src: sbuf(DType::Bf16, 0, 3, 0, 3),
+        acc: Acc::START | Acc::STOP,
+        perf_mode: PerfMode::None,
+        tile_position: TilePosition::default(),
+        tile_size: TileSize::default(),
+    };
+    b.push(Engine::Pe, mm, &[], None);
+    assert!(matches!(Simulator::new(&b.program).run(), Err(SimError::NoStationary { .. })));
+}
+
+#[test]
+fn sparse_stationary_matches_the_formula() {
+    // 2:4 sparsity: K' = 4 kept rows (2 groups), M = 3, moving K = 8 x N = 5.
+    let pattern = SparsityPattern { n: 2, m: 4 };
+    let (kc, m, k, n) = (4usize, 3usize, 8usize, 5usize);
+    let w: Vec<f32> = (0..kc * m).map(|i| DType::Bf16.round_trip(value(i as u64))).collect();
+    // Kept positions inside each group of 4, per column.
+    let tags: Vec<i16> = vec![0, 1, 2, 3, 3, 1, 1, 0, 0, 2, 3, 3];
+    let x: Vec<f32> = (0..k * n).map(|i| DType::Bf16.round_trip(value(50 + i as u64))).collect();
+    let mut b = Builder::new(Target::Trn2);
+    let wt = b.tensor("w", &[kc as u64, m as u64], DType::Fp32, HbmRole::Input);
+    let tt = b.tensor("tags", &[kc as u64, m as u64], DType::Int16, HbmRole::Input);
+    let xt = b.tensor("x", &[k as u64, n as u64], DType::Fp32, HbmRole::Input);
+    let ct = b.tensor("c", &[m as u64, n as u64], DType::Fp32, HbmRole::Output);
+    let (loaded, done, copied) = (b.sem("loaded"), b.sem("done"), b.sem("copied"));
+    load(&mut b, 0, wt, (kc as u32, m as u32), DType::Bf16, 0, loaded);
+    b.push(
+        Engine::Dma(1),
+        dma(sbuf(DType::Int16, 0, kc as u32, 64, m as u32), hbm(DType::Int16, tt, kc as u32, m as i64, m as u32)),
+        &[],
+        Some(loaded),
+    );
+    load(&mut b, 2, xt, (k as u32, n as u32), DType::Bf16, 128, loaded);
+    let ls = Op::LoadStationarySparse {
+        src: sbuf(DType::Bf16, 0, kc as u32, 0, m as u32),
+        tags: sbuf(DType::Int16, 0, kc as u32, 64, m as u32),
+        pattern,
+        tile_position: TilePosition::default(),
+        tile_size: TileSize::default(),
+    };
+    b.push(Engine::Pe, ls, &[(loaded, 3)], None);
+    let mm = Op::MultiplyMoving {
+        dst: psum(m as u32, 0, n as u32),
+        src: sbuf(DType::Bf16, 0, k as u32, 128, n as u32),
+        acc: Acc::START | Acc::STOP,
+        perf_mode: PerfMode::None,
+        tile_position: TilePosition::default(),
+        tile_size: TileSize::default(),
+    };
+    b.push(Engine::Pe, mm, &[], Some(done));
+    b.push(
+        Engine::Pool,
+        Op::TensorCopy { dst: sbuf(DType::Fp32, 0, m as u32, 256, n as u32), src: psum(m as u32, 0, n as u32) },
+        &[(done, 1)],
+        Some(copied),
+    );
+    b.push(
+        Engine::Dma(3),
+        dma(hbm(DType::Fp32, ct, m as u32, n as i64, n as u32), sbuf(DType::Fp32, 0, m as u32, 256, n as u32)),
+        &[(copied, 1)],
+        None,
+    );
+    let mut s = Simulator::new(&b.program);
+    s.write_hbm_f32("w", &w).unwrap();
+    s.write_hbm_tensor("tags", &tags.iter().flat_map(|t| t.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    s.write_hbm_f32("x", &x).unwrap();
+    s.run().unwrap();
+    let got = s.read_hbm_f32("c").unwrap();
+    for j in 0..m {
+        for c in 0..n {
+            let want: f64 = (0..kc)
+                .map(|kk| f64::from(w[kk * m + j]) * f64::from(x[((kk / 2) * 4 + tags[kk * m + j] as usize) * n + c]))
+                .sum();
+            assert!((f64::from(got[j * n + c]) - want).abs() <= 1e-5 * want.abs().max(1.0), "({j}, {c})");
+        }
+    }
+    // A tag outside its group is an error.
+    s.write_hbm_tensor("tags", &[4i16; 12].iter().flat_map(|t| t.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    assert!(matches!(s.run(), Err(SimError::BadOperand { .. })));
+}
+
+#[test]
+fn compute_engines_stay_on_chip() {
+    let mut b = Builder::new(Target::Trn2);
+    let x = b.tensor("x", &[8], DType::Fp32, HbmRole::Input);
+    let tt = Op::TensorTensor {
+        op: AluOp::Add,
+        dst: sbuf(DType::Fp32, 0, 1, 0, 8),
+        lhs: hbm(DType::Fp32, x, 1, 8, 8),
+        rhs: HwAp::on_chip(Memory::Sbuf, DType::Fp32, 0, 1, 0, vec![Dim::new(1, 8)]),
+    };
+    b.push(Engine::Dve, tt, &[], None);
+    assert!(matches!(Simulator::new(&b.program).run(), Err(SimError::BadOperand { .. })));
+}

@@ -1,0 +1,62 @@
+//! The looped cycle model checked against the unrolled one, and the profiles and tile widths
+//! its property tests draw.
+
+use bir::LoopedProgram;
+use penguin::{HwProfile, Target};
+use proptest::prelude::{prop, Strategy};
+use sim::{model_looped_stats, model_looped_with, model_with, CycleReport, LoopedOptions, LoopedStats};
+
+/// Whether `got` is within `rel` (relative) of `want`.
+pub fn close(got: f64, want: f64, rel: f64) -> bool {
+    (got - want).abs() <= rel * want.abs().max(1.0)
+}
+
+/// Assert [`close`], naming what differs.
+pub fn assert_close(got: f64, want: f64, rel: f64, what: &str) {
+    assert!(close(got, want, rel), "{what}: got {got}, want {want}");
+}
+
+/// `lp` modeled looped against `model_with` on its expansion (which must verify):
+/// - the lazy replay without jumps is the same computation: identical figures and slices;
+/// - with jumps, total and busy times are within `rel`, HBM bytes and FLOPs exact, and every
+///   unrolled instruction is either replayed or skipped.
+///
+/// Returns the report with jumps and what the looped model did.
+pub fn check_against_unrolled(lp: &LoopedProgram, profile: &HwProfile, rel: f64) -> (CycleReport, LoopedStats) {
+    let unrolled = lp.expand().unwrap();
+    bir::verify_program(&unrolled).unwrap();
+    let want = model_with(&unrolled, profile).unwrap();
+    let exact =
+        model_looped_with(lp, profile, LoopedOptions { slices: true, extrapolate: false, ..LoopedOptions::default() })
+            .unwrap();
+    assert_eq!(exact, want);
+    let (got, stats) = model_looped_stats(lp, profile, LoopedOptions::default()).unwrap();
+    assert!(got.slices.is_empty());
+    assert_close(got.total_ns, want.total_ns, rel, "total_ns");
+    for (e, (g, w)) in got.engine_busy_ns.iter().zip(&want.engine_busy_ns).enumerate() {
+        assert_close(*g, *w, rel, &format!("busy of engine {e}"));
+    }
+    assert_eq!(got.hbm_bytes, want.hbm_bytes);
+    assert_eq!(got.matmul_flops, want.matmul_flops);
+    assert_eq!(got.peak_flops_per_ns, want.peak_flops_per_ns);
+    assert_eq!(stats.replayed + stats.skipped, unrolled.num_insts() as u64);
+    (got, stats)
+}
+
+/// The hardware profiles the looped-model property tests draw: trn2's, with a DMA queue
+/// depth of 1 to 4 and an HBM rate of 50 to 500 bytes per ns (what moves the DMA-bound steady
+/// state a looped model must find).
+pub fn profiles() -> impl Strategy<Value = HwProfile> {
+    (1u32..5, 50.0f64..500.0).prop_map(|(depth, hbm_rate)| {
+        let mut profile = Target::Trn2.profile();
+        profile.dma_queue_depth = f64::from(depth);
+        profile.hbm_bytes_per_ns = hbm_rate;
+        profile
+    })
+}
+
+/// The moving free sizes (tile widths) the looped-model property tests draw, ragged ones
+/// included.
+pub fn widths() -> impl Strategy<Value = u32> {
+    prop::sample::select(vec![64u32, 128, 200, 384, 512])
+}
