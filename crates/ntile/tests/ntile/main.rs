@@ -17,6 +17,7 @@ mod loops;
 mod loops_pir;
 mod offload_examples;
 mod parallel_sim;
+mod readme;
 mod report;
 mod run_timing;
 mod single_buffered;

@@ -1,0 +1,63 @@
+"""The README's Python is tested: every `>>>` example in README.md (and docs/) runs as a
+doctest, and each script the README shows beside its printed output (a ```python block whose
+first line names the file, followed by a ```text block) is the file in the repository and
+prints that output.
+
+Doctest compares the printed value exactly; `...` in an expected output matches anything
+(ELLIPSIS), used only for what genuinely varies (wall times, paths). A figure the program
+changes fails here until the page is updated. The console blocks are tested by
+crates/ntile/tests (trycmd).
+"""
+
+import doctest
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+PAGES = ["README.md", "docs/nki-tracer.md"]
+
+
+def pages():
+    return [p for p in PAGES if (ROOT / p).exists()]
+
+
+@pytest.mark.parametrize("page", pages())
+def test_every_python_example_prints_what_the_page_shows(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = (ROOT / page).read_text()
+    parser = doctest.DocTestParser()
+    test = parser.get_doctest(text, {"__name__": "readme"}, page, str(ROOT / page), 0)
+    if not test.examples:
+        pytest.skip(f"{page} has no >>> examples")
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    out = []
+    runner.run(test, out=out.append)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, "".join(out)
+
+
+SCRIPT = re.compile(
+    r"```python\n# (?P<path>examples/[\w/.-]+\.py)\n(?P<body>.*?)```\s*\n```text\n(?P<out>.*?)```",
+    re.S,
+)
+
+
+def scripts():
+    found = []
+    for page in pages():
+        for m in SCRIPT.finditer((ROOT / page).read_text()):
+            found.append(pytest.param(page, m["path"], m["body"], m["out"], id=m["path"]))
+    return found
+
+
+@pytest.mark.parametrize("page,path,body,expected", scripts())
+def test_every_script_is_the_file_and_prints_what_the_page_shows(page, path, body, expected, tmp_path):
+    source = (ROOT / path).read_text()
+    assert source == f"# {path}\n{body}", f"{page} shows a different {path} than the repository has"
+    run = subprocess.run([sys.executable, str(ROOT / path)], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == expected, f"{path} printed:\n{run.stdout}\nbut {page} shows:\n{expected}"
