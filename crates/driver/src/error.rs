@@ -118,6 +118,9 @@ impl DriverError {
     /// Whose fault the error is.
     pub fn kind(&self) -> ErrorKind {
         match self {
+            DriverError::Codegen(CodegenError::Interrupted)
+            | DriverError::Bir(bir::BirError::Interrupted)
+            | DriverError::Sim(sim::SimError::Interrupted) => ErrorKind::Interrupted,
             DriverError::Codegen(e) => codegen_kind(e),
             DriverError::Bir(e) => bir_kind(e),
             DriverError::Sim(_) | DriverError::Internal(_) => ErrorKind::Bug,
@@ -176,6 +179,7 @@ fn codegen_kind(e: &CodegenError) -> ErrorKind {
         | E::Sparse(_)
         | E::NotSparse { .. }
         | E::Unsupported(_) => ErrorKind::Input,
+        E::Interrupted => ErrorKind::Interrupted,
     }
 }
 
@@ -197,6 +201,7 @@ fn bir_kind(e: &bir::BirError) -> ErrorKind {
             ErrorKind::Input
         }
         E::Internal(_) | E::Verify(_) => ErrorKind::Bug,
+        E::Interrupted => ErrorKind::Interrupted,
     }
 }
 

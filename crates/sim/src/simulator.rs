@@ -159,6 +159,8 @@ pub struct Simulator {
     alloc_error: Option<SimError>,
     /// Threads a run computes PE products on.
     threads: usize,
+    /// Stops a run ([`SimError::Interrupted`]) when set.
+    cancel: Option<penguin::Cancel>,
 }
 
 /// Bytes per partition of the SBUF image: the target's capacity, or less when no access of
@@ -214,7 +216,14 @@ impl Simulator {
             races: Vec::new(),
             alloc_error,
             threads: std::thread::available_parallelism().map_or(1, |t| t.get()).min(MAX_THREADS),
+            cancel: None,
         }
+    }
+
+    /// Stop a run with [`SimError::Interrupted`] within a few instructions of `cancel` being
+    /// set (the memory images then hold a partial run).
+    pub fn set_cancel(&mut self, cancel: Option<penguin::Cancel>) {
+        self.cancel = cancel;
     }
 
     /// Compute PE products on `threads` threads (at least 1; 1 computes each product where
@@ -412,6 +421,10 @@ impl Simulator {
                     }
                     pc[e] += 1;
                     stats.instructions += 1;
+                    // Instructions move up to a few MiB each: poll often.
+                    if stats.instructions % 64 == 0 && penguin::cancel::stopped(self.cancel.as_ref()) {
+                        return Err(SimError::Interrupted);
+                    }
                     progressed = true;
                     since_prune += 1;
                     if since_prune >= PRUNE_EVERY {
