@@ -335,7 +335,7 @@ impl Simulator {
             // No workers: products are computed where they are applied, in the same jobs.
             self.machine.deferred = Some(Deferred::new(None));
             let result = self.run_streams();
-            self.machine.settle_all();
+            self.settle(&result);
             self.machine.deferred = None;
             return result;
         }
@@ -349,11 +349,20 @@ impl Simulator {
             }
             self.machine.deferred = Some(Deferred::new(Some(Arc::clone(&queue))));
             let result = self.run_streams();
-            self.machine.settle_all();
+            self.settle(&result);
             self.machine.deferred = None;
             queue.close();
             result
         })
+    }
+
+    /// Add the products still pending into PSUM, or, for an interrupted run, drop them.
+    fn settle(&mut self, result: &Result<RunStats, SimError>) {
+        if matches!(result, Err(SimError::Interrupted)) {
+            self.machine.abandon_deferred();
+        } else {
+            self.machine.settle_all();
+        }
     }
 
     fn run_streams(&mut self) -> Result<RunStats, SimError> {
