@@ -57,6 +57,23 @@ Examples:
   ntile gemm --m 4096 --k 4096 --n 4096 --no-sim --json
   ntile gemm --m 128 --k 256 --n 512 --emit penguin
 
+The summary:
+  plan    output tiles of C (128 rows x up to 512 columns each) and K steps of up to 128 rows;
+          a PSUM group is one output tile's accumulation over K, and \"(max N live)\" counts
+          the groups (PSUM banks, 8 per partition) open at the same time
+  loop    the schedule (auto's choice) with its blocks and outer loop
+  ir      instruction counts; SBUF allocated is the highest byte the plan's buffers reach per
+          partition (every slot of a double-buffered block counted); --svg's occupancy panel
+          shows bytes holding live data over time, so its peak can be lower
+  model   the cycle model's time; ideal PE time is every matmul back to back at max(N, 64)
+          TensorE cycles per 128-row K step (tile-quantized: a 100-column edge tile costs as
+          much as 64..100 columns, never less than 64 cycles), HFU = matmul FLOPs / (peak x
+          modeled time)
+  engines busy fraction of each engine over the modeled time: pe the TensorE (matmuls,
+          transposes), act the ScalarE (activation engine), dve the VectorE, pool the GpSimd
+          engine, dma the mean over the 16 DMA queues
+  bottleneck  the critical path's share per engine class
+
 Exit codes: 0 ok, 1 result outside the error bound, 2 bad input, 3 internal error.")]
 pub struct GemmArgs {
     /// Rows of A and C [default: 1024, or taken from --lhs]
