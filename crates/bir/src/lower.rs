@@ -104,13 +104,13 @@ impl Placements {
 ///
 /// Routes the whole layout, allocates every stream once at its final length, then builds the
 /// ops straight into their streams (see the module doc).
-#[expect(clippy::needless_pass_by_value, reason = "the proof of verification is handed over, as a token")]
 pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) -> Result<Program, BirError> {
     lower_cancellable(func, target, None)
 }
 
 /// [`lower`], stopped with [`BirError::Interrupted`] within a thousand instructions of
 /// `cancel` being set.
+#[expect(clippy::needless_pass_by_value, reason = "the proof of verification is handed over, as a token")]
 pub fn lower_cancellable<F: FunctionView + ?Sized>(
     func: Verified<'_, F>,
     target: Target,

@@ -79,7 +79,7 @@ pub fn stopped(cancel: Option<&Cancel>) -> bool {
 
 /// A poll every [`POLL_EVERY`] calls: `i` is the loop's counter.
 pub fn stopped_every(cancel: Option<&Cancel>, i: usize) -> bool {
-    i % POLL_EVERY == 0 && stopped(cancel)
+    i.is_multiple_of(POLL_EVERY) && stopped(cancel)
 }
 
 #[cfg(test)]

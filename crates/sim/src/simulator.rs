@@ -431,7 +431,7 @@ impl Simulator {
                     pc[e] += 1;
                     stats.instructions += 1;
                     // Instructions move up to a few MiB each: poll often.
-                    if stats.instructions % 64 == 0 && penguin::cancel::stopped(self.cancel.as_ref()) {
+                    if stats.instructions.is_multiple_of(64) && penguin::cancel::stopped(self.cancel.as_ref()) {
                         return Err(SimError::Interrupted);
                     }
                     progressed = true;
