@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import numbers
+import operator
 import os
 import tempfile
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
@@ -57,6 +60,45 @@ _NUMPY_OF = {
 }
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _size(name: str, v: Any) -> int:
+    """A positive whole number given for ``name`` (a size or a block): an int or a numpy
+    integer, never a float truncated (``1.5`` is refused, not read as 1)."""
+    if isinstance(v, bool):
+        raise TypeError(f"{name}: expected a positive integer, got a bool ({v!r})")
+    try:
+        n = operator.index(v)
+    except TypeError:
+        if isinstance(v, numbers.Real):
+            raise ValueError(f"{name}: expected a positive integer, got {v!r}") from None
+        raise TypeError(f"{name}: expected a positive integer, got {type(v).__name__} {v!r}") from None
+    if n <= 0:
+        raise ValueError(f"{name}: expected a positive integer, got {n}")
+    return n
+
+
+def _words(flags: Any) -> list:
+    """``flags=`` as a list of words: a sequence of strings (or paths), never one string
+    (which would be split into its characters)."""
+    if isinstance(flags, (str, bytes)):
+        raise TypeError(
+            f"flags: expected a sequence of strings such as ['--no-sim'], got a {type(flags).__name__} ({flags!r})"
+        )
+    try:
+        words = list(flags)
+    except TypeError:
+        raise TypeError(f"flags: expected a sequence of strings, got {type(flags).__name__}") from None
+    for w in words:
+        if not isinstance(w, (str, os.PathLike)):
+            raise TypeError(f"flags: every word must be a string, got {type(w).__name__} {w!r}")
+    return [os.fspath(w) for w in words]
+
+
+def _check_input_bytes(nbytes: int) -> None:
+    """Refuse input arrays whose copies would exceed the memory budget, before any is made
+    (a broadcast view is small, its contiguous copy is not)."""
+    _native.check_input_bytes(int(nbytes))
 
 
 class CheckFailed(AssertionError):
@@ -223,6 +265,8 @@ def _operand(name: str, x: Any) -> Tuple[Tuple[np.ndarray, str, int, int], str]:
         raise ValueError(f"{name}: expected a non-empty 2-D array, got shape {list(arr.shape)}")
     rows, cols = arr.shape
     hbm = _HBM_DTYPES.get(arr.dtype)
+    # The contiguous copy (float32 for float16 and float32 operands) is charged before it is made.
+    _check_input_bytes(arr.size * (arr.dtype.itemsize if hbm is not None else 4))
     if hbm is not None:
         # Taken as it is: its bit patterns, viewed as bytes (a copy only if not contiguous).
         flat = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
@@ -275,12 +319,14 @@ def _fields(
                 raise ValueError(f"block: unknown keys {sorted(unknown)} (expected m, n, k)")
             sizes = [(d, block[d]) for d in ("m", "n", "k") if d in block]
         else:
+            if isinstance(block, (str, bytes)) or not hasattr(block, "__iter__"):
+                raise TypeError(f"block: expected (m, n), (m, n, k) or a mapping, got {type(block).__name__}")
             block = tuple(block)
             if not 1 <= len(block) <= 3:
                 raise ValueError(f"block: expected (m, n) or (m, n, k), got {block!r}")
             sizes = list(zip(("m", "n", "k"), block))
         for d, v in sizes:
-            fields[f"block_{d}"] = int(v)
+            fields[f"block_{d}"] = _size(f"block[{d!r}]" if isinstance(block, Mapping) else f"block {d}", v)
     if lhs_transposed:
         fields["lhs_transposed"] = True
     if perf_mode is not None:
@@ -299,12 +345,18 @@ class _HwFile:
         if hw is None:
             return
         if isinstance(hw, Mapping):
+            for key, v in hw.items():
+                value = v.get("value") if isinstance(v, Mapping) else v
+                if isinstance(value, float) and not math.isfinite(value):
+                    raise ValueError(f"hw: `{key}` is {value}, not a finite number")
             self._tmp = tempfile.TemporaryDirectory(prefix="ntile-")
             self.path = os.path.join(self._tmp.name, "hw.json")
             with open(self.path, "w", encoding="utf-8") as f:
-                json.dump(dict(hw), f)
-        else:
+                json.dump(dict(hw), f, allow_nan=False)
+        elif isinstance(hw, (str, os.PathLike)):
             self.path = os.fspath(hw)
+        else:
+            raise TypeError(f"hw: expected a path or a mapping of profile keys, got {type(hw).__name__}")
 
     def __enter__(self) -> Optional[str]:
         return self.path
@@ -356,7 +408,7 @@ def gemm(
     # HBM holds one dtype for A and B: theirs when they agree, else fp32 (every narrow
     # value is exact in fp32, so the numbers are the same).
     fields["hbm_dtype"] = hbm_a if hbm_a == hbm_b else "fp32"
-    flags = [str(f) for f in flags]
+    flags = _words(flags)
     with _HwFile(hw) as hw_path:
         call = dict(fields, hw=hw_path, **_sim_fields(simulate, check))
         text, c, _ = _native.gemm(call, flags, op_a, op_b)
@@ -389,9 +441,9 @@ def model(
     With ``simulate=True`` it also simulates seeded random inputs and checks them, as
     ``ntile gemm`` does with no ``--lhs``/``--rhs``.
     """
-    fields = {"m": int(m), "k": int(k), "n": int(n)}
+    fields = {"m": _size("m", m), "k": _size("k", k), "n": _size("n", n)}
     fields.update(_fields(dtype, out_dtype, target, schedule, block, lhs_transposed, perf_mode, sparsity))
-    flags = [str(f) for f in flags]
+    flags = _words(flags)
     with _HwFile(hw) as hw_path:
         text, c, _ = _native.gemm(dict(fields, hw=hw_path, **_sim_fields(simulate, check)), flags)
     report = json.loads(text)
@@ -400,9 +452,16 @@ def model(
 
 
 def _is_path(kernel: Any) -> bool:
+    """Whether ``kernel`` names a file rather than holding a kernel's text: a path object, or
+    one line that does not start a kernel (``kernel``, ``program`` or JSON's ``{``)."""
     if isinstance(kernel, os.PathLike):
         return True
-    return isinstance(kernel, str) and "\n" not in kernel and os.path.exists(kernel)
+    if not isinstance(kernel, str) or "\n" in kernel.strip():
+        return False
+    if os.path.exists(kernel):
+        return True
+    first = kernel.lstrip()
+    return not (first.startswith(("kernel ", "program ", "{", "#", ";")) or first == "")
 
 
 def _input(name: str, x: Any) -> Tuple[np.ndarray, str, list]:
@@ -431,11 +490,21 @@ def run(
     """
     if _is_path(kernel):
         path, text = os.fspath(kernel), None
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"kernel: {path}: no such file (pass a path that exists, or the kernel's text)")
     elif isinstance(kernel, str):
         path, text = None, kernel
     else:
-        raise ValueError(f"kernel: expected a path or the kernel's text, got {type(kernel).__name__}")
-    arrays = [(str(name), _input(str(name), x)) for name, x in inputs.items()]
+        raise TypeError(f"kernel: expected a path or the kernel's text, got {type(kernel).__name__}")
+    if not isinstance(inputs, Mapping):
+        raise TypeError(f"inputs: expected a mapping of tensor names to arrays, got {type(inputs).__name__}")
+    if outputs is not None and (isinstance(outputs, (str, bytes)) or not hasattr(outputs, "__iter__")):
+        raise TypeError(f"outputs: expected a sequence of tensor names, got {type(outputs).__name__}")
+    viewed = {str(name): np.asarray(x) for name, x in inputs.items()}
+    # Each input is copied twice (contiguous here, then into the simulator's memory): both
+    # copies are charged before the first is made.
+    _check_input_bytes(2 * sum(a.nbytes for a in viewed.values()))
+    arrays = [(name, _input(name, a)) for name, a in viewed.items()]
     wanted = None if outputs is None else [str(o) for o in outputs]
     outs, report, stdout = _native.run(path, text, arrays, target, wanted)
     result: Dict[str, np.ndarray] = {}
@@ -484,12 +553,19 @@ _CALIBRATE_COLUMNS = (
 )
 
 
-def _csv_cell(v: Any) -> str:
+def _csv_cell(column: str, v: Any) -> str:
+    """A cell as the CSV reader of ``ntile calibrate`` reads it back: quoted when it holds a
+    comma, a quote or a ``#``; a line break (which would start another row) is refused."""
     if v is None:
         return ""
     if isinstance(v, bool):
         return "true" if v else "false"
-    return str(v)
+    text = str(v)
+    if "\n" in text or "\r" in text:
+        raise ValueError(f"measured: column {column!r}: the cell {text!r} holds a line break")
+    if any(c in text for c in ',"#') or text.strip() != text:
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def calibrate(
@@ -506,8 +582,25 @@ def calibrate(
     missing or None cell is empty). ``fit`` names the keys to fit (default: the CLI's);
     ``hw`` is the starting profile.
     """
+    if isinstance(fit, (str, bytes)):
+        raise TypeError(f"fit: expected a sequence of profile keys such as [{fit!r}], got a {type(fit).__name__}")
+    if fit is not None:
+        fit = list(fit)
+        for key in fit:
+            if not isinstance(key, str):
+                raise TypeError(f"fit: every key must be a string, got {type(key).__name__} {key!r}")
+    is_path = isinstance(measured, (str, os.PathLike))
+    if not is_path:
+        if isinstance(measured, (Mapping, bytes)) or not hasattr(measured, "__iter__"):
+            raise TypeError(
+                f"measured: expected a CSV path or a sequence of row mappings, got {type(measured).__name__}"
+            )
+        measured = list(measured)
+        for i, row in enumerate(measured):
+            if not isinstance(row, Mapping):
+                raise TypeError(f"measured[{i}]: expected a mapping of columns to cells, got {type(row).__name__}")
     with tempfile.TemporaryDirectory(prefix="ntile-") as tmp, _HwFile(hw) as hw_path:
-        if isinstance(measured, (str, os.PathLike)):
+        if is_path:
             csv = os.fspath(measured)
         else:
             csv = os.path.join(tmp, "measured.csv")
@@ -516,7 +609,7 @@ def calibrate(
                 unknown = set(row) - set(_CALIBRATE_COLUMNS)
                 if unknown:
                     raise ValueError(f"measured: unknown columns {sorted(unknown)}")
-                lines.append(",".join(_csv_cell(row.get(c)) for c in _CALIBRATE_COLUMNS))
+                lines.append(",".join(_csv_cell(c, row.get(c)) for c in _CALIBRATE_COLUMNS))
             with open(csv, "w", encoding="utf-8") as f:
                 f.write("\n".join(lines) + "\n")
         out = os.path.join(tmp, "profile.json")

@@ -35,3 +35,6 @@ def run(
 ) -> Tuple[List[Tuple[str, str, List[int], bytes]], str, str]:
     """Simulate a kernel (its path, or its text) on input arrays by tensor name: each output
     as (name, dtype, shape, bytes), the report as JSON text, and what ``ntile run`` prints."""
+
+def check_input_bytes(nbytes: int) -> None:
+    """Raise ValueError when input copies of ``nbytes`` would exceed the memory budget."""

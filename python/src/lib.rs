@@ -222,6 +222,18 @@ fn gemm<'py>(
 ) -> PyResult<(String, Option<Bound<'py, PyArray1<f32>>>, Option<String>)> {
     let (mut args, set) = gemm_args(&fields)?;
     ntile::gemm::flags::apply(&mut args, &set, &flags).map_err(py_error)?;
+    // Flags whose effect the call cannot return are refused, never ignored.
+    if args.emit.is_some() && timeline.is_none() {
+        return Err(PyValueError::new_err(
+            "flags: --emit prints the IR, which ntile.gemm and ntile.model do not return; use \
+             ntile.cli('gemm', ..., '--emit', 'bir') for the IR",
+        ));
+    }
+    if a.is_some() && (args.lhs.is_some() || args.rhs.is_some()) {
+        return Err(PyValueError::new_err(
+            "flags: --lhs/--rhs cannot be used with ntile.gemm(a, b), whose arrays are the operands",
+        ));
+    }
     let held = match (&a, &b) {
         (Some(a), Some(b)) => Some((hold(a)?, hold(b)?)),
         (None, None) => None,
@@ -265,7 +277,14 @@ fn gemm<'py>(
 #[pyfunction]
 fn cli(py: Python<'_>, argv: Vec<String>) -> PyResult<(String, u8)> {
     let cli = ntile::parse(&argv).map_err(py_error)?;
-    detached(py, |_| ntile::run(&cli))
+    detached(py, |cancel| ntile::run_with(&cli, Some(cancel)))
+}
+
+/// Refuse input arrays of `nbytes` (their copies, as the caller counts them) over the memory
+/// budget, with the CLI's message, before the caller makes them.
+#[pyfunction]
+fn check_input_bytes(nbytes: u64) -> PyResult<()> {
+    ntile::budget::check_bytes(u128::from(nbytes), driver::budget::default_budget()).map_err(py_error)
 }
 
 /// An input array from Python: a flat C-contiguous uint8 view of its bytes, its numpy type
@@ -369,6 +388,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gemm, m)?)?;
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(check_input_bytes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -129,16 +129,43 @@ def test_a_process_pool_maps_model_over_shapes():
     assert got == [_modeled_us(s) for s in shapes]
 
 
-def test_ctrl_c_interrupts_a_long_model():
-    # A large auto search runs for many seconds in a debug build; SIGINT arrives meanwhile
-    # and the poll between candidates raises it.
-    timer = threading.Timer(0.5, signal.raise_signal, args=(signal.SIGINT,))
-    timer.start()
+def test_ctrl_c_stops_a_long_model_within_a_bound():
+    # A 16384^3 blocked-mn GEMM planned whole (524288 matmuls) models for minutes, so it is
+    # still running when SIGINT comes however fast the machine is. SIGINT is sent 0.5 s after
+    # the call is about to start and every 0.2 s after that until the call ends; the first
+    # must stop it within a generous bound. The handler raises once: later signals are only
+    # counted, so none can land in the test's own code.
+    sent, handled = [], []
+    armed, done = threading.Event(), threading.Event()
+
+    def on_sigint(signum, frame):
+        handled.append(time.monotonic())
+        if len(handled) == 1:
+            raise KeyboardInterrupt
+
+    def send():
+        armed.wait()
+        if done.wait(0.5):
+            return
+        while not done.is_set():
+            sent.append(time.monotonic())
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            done.wait(0.2)
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            ntile.model(8192, 8192, 8192)
+            armed.set()
+            ntile.model(16384, 16384, 16384, schedule="blocked-mn")
+        stopped = time.monotonic()
     finally:
-        timer.cancel()
+        done.set()
+        sender.join()
+        signal.signal(signal.SIGINT, previous)
+    assert sent and handled
+    assert stopped - sent[0] < 10.0, f"stopped {stopped - sent[0]:.2f} s after the first SIGINT"
 
 
 def test_cli_runs_any_command(examples):

@@ -13,6 +13,9 @@ pub const TOO_MANY_STRIDES: &str = "Too many strides!";
 /// Errors of lowering and of the BIR verifier.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum BirError {
+    /// The caller's [`penguin::Cancel`] stopped the lowering.
+    #[error("interrupted")]
+    Interrupted,
     /// Limit: an access pattern has more free dimensions than its engine supports.
     #[error("Too many strides! ({inst}: {dims} free dimensions on {engine}, at most {max})")]
     TooManyStrides {

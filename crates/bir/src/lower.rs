@@ -104,8 +104,25 @@ impl Placements {
 ///
 /// Routes the whole layout, allocates every stream once at its final length, then builds the
 /// ops straight into their streams (see the module doc).
-#[expect(clippy::needless_pass_by_value, reason = "the proof of verification is handed over, as a token")]
 pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) -> Result<Program, BirError> {
+    lower_cancellable(func, target, None)
+}
+
+/// [`lower`], stopped with [`BirError::Interrupted`] within a thousand instructions of
+/// `cancel` being set.
+#[expect(clippy::needless_pass_by_value, reason = "the proof of verification is handed over, as a token")]
+pub fn lower_cancellable<F: FunctionView + ?Sized>(
+    func: Verified<'_, F>,
+    target: Target,
+    cancel: Option<&penguin::Cancel>,
+) -> Result<Program, BirError> {
+    let stop = |i: usize| {
+        if penguin::cancel::stopped_every(cancel, i) {
+            Err(BirError::Interrupted)
+        } else {
+            Ok(())
+        }
+    };
     let f = func.get();
     let mut cx = LowerCx::new(f, target);
     let mut locs = penguin::LocInterner::default();
@@ -121,6 +138,7 @@ pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) ->
     let mut routed = Ok(());
     let mut until = layout.len();
     for (pos, &id) in layout.iter().enumerate() {
+        stop(pos)?;
         groups.clear();
         if let Err(e) = f.inst(id).ok_or_else(|| missing(id)).and_then(|inst| cx.route(id, inst, &mut groups)) {
             (routed, until) = (Err(e), pos);
@@ -143,7 +161,8 @@ pub fn lower<F: FunctionView + ?Sized>(func: Verified<'_, F>, target: Target) ->
         stream.reserve_exact(n as usize);
     }
     let mut ops = Vec::new();
-    for &id in &layout[..until] {
+    for (pos, &id) in layout[..until].iter().enumerate() {
+        stop(pos + 1)?;
         let inst = f.inst(id).ok_or_else(|| missing(id))?;
         let parts = placed.of(id);
         ops.clear();

@@ -117,6 +117,9 @@ pub enum CodegenError {
     /// Unsupported: a feature this layer does not handle yet.
     #[error("{0}")]
     Unsupported(String),
+    /// The caller's [`penguin::Cancel`] stopped the planning (its builder reported it).
+    #[error("interrupted")]
+    Interrupted,
     /// Bug: a step behind this layer (lowering or the cycle model weighing `auto`'s
     /// candidates) failed on a kernel this layer generated.
     #[error("internal error: {0}")]

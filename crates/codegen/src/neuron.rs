@@ -266,6 +266,10 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// with [`Self::combine_tiles`], wire its dependency edges ([`Self::process_dep_edges`]),
     /// then `insert` it (the only way an instruction reaches the base builder).
     pub fn process_new_neuroninst(&mut self, mut inst: InstData) -> Result<InstId, CodegenError> {
+        // A long plan stops within a few thousand instructions of the caller's cancellation.
+        if self.base.function().num_insts().is_multiple_of(penguin::cancel::POLL_EVERY) && self.base.cancelled() {
+            return Err(CodegenError::Interrupted);
+        }
         // The operands are already `InstTile`s: they are canonicalized in place, with the
         // checks and errors of `combine_tiles` over `Tile::Inst` operands (the group arms) or
         // of canonicalizing each alone, without copying them.

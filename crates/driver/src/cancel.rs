@@ -1,38 +1,15 @@
-//! Stopping a run from outside: a flag the caller owns and sets ([`Cancel`]), which every
-//! long phase checks (the auto search between candidates, the extrapolation between
-//! candidates, the phases between each other, the simulation every few milliseconds).
+//! Stopping a run from outside: the caller's flag ([`Cancel`], shared with every layer so that
+//! their inner loops poll it: the planner's instructions, the lowering's, the cycle model's,
+//! the simulator's, the reference's rows), checked also between the phases and between the
+//! candidates of `auto` and of the extrapolation.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+pub use penguin::Cancel;
 
 use crate::error::DriverError;
 
-/// A cancellation flag shared between the caller and a run. Once set, the run ends with
-/// [`DriverError::Interrupted`] at its next check.
-#[derive(Clone, Debug, Default)]
-pub struct Cancel(Arc<AtomicBool>);
-
-impl Cancel {
-    /// A flag that is not set.
-    pub fn new() -> Self {
-        Cancel::default()
-    }
-
-    /// Ask the runs holding this flag to stop.
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether the runs holding this flag were asked to stop.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-}
-
 /// Whether an optional flag was set.
 pub(crate) fn stopped(cancel: Option<&Cancel>) -> bool {
-    cancel.is_some_and(Cancel::is_cancelled)
+    penguin::cancel::stopped(cancel)
 }
 
 /// [`DriverError::Interrupted`] if an optional flag was set.
@@ -44,27 +21,31 @@ pub(crate) fn check(cancel: Option<&Cancel>) -> Result<(), DriverError> {
     }
 }
 
-/// Run the simulator to its end. With a flag, the simulation runs on its own thread while
-/// this one checks the flag every 20 ms; an interrupted simulation is left to finish in the
-/// background and its result dropped.
+/// A cycle model's failure: [`DriverError::Interrupted`] when the flag stopped it, else a bug
+/// saying what failed.
+pub(crate) fn model_error(e: sim::SimError, what: &str) -> DriverError {
+    match e {
+        sim::SimError::Interrupted => DriverError::Interrupted,
+        e => DriverError::internal(format!("{what} failed (a bug): {e}")),
+    }
+}
+
+/// The base builders of a plan, reporting `cancel` to the planner (which polls it as it
+/// emits instructions).
+pub(crate) fn builder(cancel: Option<&Cancel>) -> impl Fn(&str) -> penguin::GeneratedBuilder + Sync + '_ {
+    move |name: &str| penguin::GeneratedBuilder::new(name).with_cancel(cancel.cloned())
+}
+
+/// Run the simulator to its end, or until the flag stops it ([`DriverError::Interrupted`]:
+/// the simulator polls it every few instructions).
 pub(crate) fn simulate(
     mut simulator: sim::Simulator,
     cancel: Option<&Cancel>,
 ) -> Result<(sim::Simulator, Result<sim::RunStats, sim::SimError>), DriverError> {
-    let Some(cancel) = cancel else {
-        let stats = simulator.run();
-        return Ok((simulator, stats));
-    };
-    let worker = std::thread::Builder::new()
-        .name("ntile-simulate".into())
-        .spawn(move || {
-            let stats = simulator.run();
-            (simulator, stats)
-        })
-        .map_err(|e| DriverError::internal(format!("cannot start the simulation thread: {e}")))?;
-    while !worker.is_finished() {
-        check(Some(cancel))?;
-        std::thread::sleep(Duration::from_millis(20));
+    simulator.set_cancel(cancel.cloned());
+    let stats = simulator.run();
+    if matches!(stats, Err(sim::SimError::Interrupted)) {
+        return Err(DriverError::Interrupted);
     }
-    worker.join().map_err(|_| DriverError::internal("the simulation thread panicked (a bug)"))
+    Ok((simulator, stats))
 }

@@ -23,14 +23,14 @@ pub enum DriverError {
     /// Planning failed: user error, limit or unsupported for most variants, a bug for
     /// `Verify`, `Penguin` and `Internal` (the message says so).
     #[error("{}", codegen_message(.0))]
-    Codegen(#[from] CodegenError),
+    Codegen(CodegenError),
     /// Lowering failed: a limit of the target or unsupported, or a bug for `Internal` and
     /// `Verify` (the message says so).
     #[error("{}", bir_message(.0))]
-    Bir(#[from] bir::BirError),
+    Bir(bir::BirError),
     /// Bug: the simulation of a generated kernel failed.
     #[error("simulation failed: {0}")]
-    Sim(#[from] sim::SimError),
+    Sim(sim::SimError),
     /// Limit: a GEMM too large to unroll could not be extrapolated (a reduced GEMM that
     /// failed gives its own error instead).
     #[error(transparent)]
@@ -118,6 +118,9 @@ impl DriverError {
     /// Whose fault the error is.
     pub fn kind(&self) -> ErrorKind {
         match self {
+            DriverError::Codegen(CodegenError::Interrupted)
+            | DriverError::Bir(bir::BirError::Interrupted)
+            | DriverError::Sim(sim::SimError::Interrupted) => ErrorKind::Interrupted,
             DriverError::Codegen(e) => codegen_kind(e),
             DriverError::Bir(e) => bir_kind(e),
             DriverError::Sim(_) | DriverError::Internal(_) => ErrorKind::Bug,
@@ -143,11 +146,41 @@ impl DriverError {
     }
 }
 
+impl From<CodegenError> for DriverError {
+    /// A planning failure; the planner stopped by the caller's flag is [`DriverError::Interrupted`].
+    fn from(e: CodegenError) -> Self {
+        match e {
+            CodegenError::Interrupted => DriverError::Interrupted,
+            e => DriverError::Codegen(e),
+        }
+    }
+}
+
+impl From<bir::BirError> for DriverError {
+    /// A lowering failure; the lowering stopped by the caller's flag is [`DriverError::Interrupted`].
+    fn from(e: bir::BirError) -> Self {
+        match e {
+            bir::BirError::Interrupted => DriverError::Interrupted,
+            e => DriverError::Bir(e),
+        }
+    }
+}
+
+impl From<sim::SimError> for DriverError {
+    /// A simulation failure; the simulator stopped by the caller's flag is [`DriverError::Interrupted`].
+    fn from(e: sim::SimError) -> Self {
+        match e {
+            sim::SimError::Interrupted => DriverError::Interrupted,
+            e => DriverError::Sim(e),
+        }
+    }
+}
+
 impl From<ExtrapolateError> for DriverError {
     /// A reduced GEMM's own failure is the error; the others are the extrapolation's.
     fn from(e: ExtrapolateError) -> Self {
         match e {
-            ExtrapolateError::Plan(e) => DriverError::Codegen(e),
+            ExtrapolateError::Plan(e) => e.into(),
             ExtrapolateError::Reduced(e) => *e,
             other => DriverError::Extrapolate(other),
         }
@@ -176,6 +209,7 @@ fn codegen_kind(e: &CodegenError) -> ErrorKind {
         | E::Sparse(_)
         | E::NotSparse { .. }
         | E::Unsupported(_) => ErrorKind::Input,
+        E::Interrupted => ErrorKind::Interrupted,
     }
 }
 
@@ -197,6 +231,7 @@ fn bir_kind(e: &bir::BirError) -> ErrorKind {
             ErrorKind::Input
         }
         E::Internal(_) | E::Verify(_) => ErrorKind::Bug,
+        E::Interrupted => ErrorKind::Interrupted,
     }
 }
 

@@ -66,6 +66,7 @@ use reduced::{run_all, Job, Level, NestDoc, Reduced};
 use codegen::{k_chunks, GemmConfig, GemmPlan, Planning, Schedule, M_TILE, N_TILE};
 use serde_json::Value;
 
+use crate::cancel::Cancel;
 use crate::error::{DriverError, ExtrapolateError};
 
 /// K chunks after which the planner's rotations along K repeat ([`codegen::K_PERIOD`]);
@@ -233,6 +234,7 @@ pub fn reduced_configs(cfg: &GemmConfig) -> Vec<GemmConfig> {
 fn decide_blocks(
     cfg: &GemmConfig,
     planning: Planning,
+    cancel: Option<&Cancel>,
 ) -> Result<(GemmConfig, Option<GemmPlan>, bool), ExtrapolateError> {
     if planning != Planning::Fitting || matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) {
         return Ok((cfg.clone(), None, false));
@@ -240,7 +242,7 @@ fn decide_blocks(
     let probe_axes: Vec<Axis> = axes(cfg, REDUCTIONS[0]).into_iter().filter(|a| a.periods > 0).collect();
     let probe = at(cfg, &probe_axes, &vec![0; probe_axes.len()]);
     let fitting = codegen::PlanRequest::new(&probe).with_planning(Planning::Fitting);
-    let plan = codegen::plan(&fitting, &codegen::default_builder).map_err(ExtrapolateError::Plan)?.plan;
+    let plan = codegen::plan(&fitting, &crate::cancel::builder(cancel)).map_err(ExtrapolateError::Plan)?.plan;
     let decided = GemmConfig { blocks: plan.config.blocks, ..cfg.clone() };
     let new_axes: Vec<Axis> = axes(&decided, REDUCTIONS[0]).into_iter().filter(|a| a.periods > 0).collect();
     let reuse = at(&decided, &new_axes, &vec![0; new_axes.len()]) == plan.config;
@@ -251,7 +253,7 @@ fn decide_blocks(
 /// `planning` says: its blocks shrunk to fit SBUF, as given, or as given with two slots per
 /// refilled block) from reduced GEMMs planned on up to `threads` threads. See the module doc.
 pub fn extrapolate(cfg: &GemmConfig, planning: Planning, threads: usize) -> Result<Extrapolated, ExtrapolateError> {
-    extrapolate_within(cfg, planning, threads, Bounds::NONE)
+    extrapolate_within(cfg, planning, threads, Bounds::NONE, None)
 }
 
 /// What the reduced GEMMs of one attempt may cost: an attempt over either bound is refused
@@ -292,15 +294,17 @@ impl Bounds {
     }
 }
 
-/// [`extrapolate`] refusing reduced GEMMs over `bounds` ([`ExtrapolateError::TooLarge`]).
+/// [`extrapolate`] refusing reduced GEMMs over `bounds` ([`ExtrapolateError::TooLarge`]),
+/// stopped by `cancel` (every reduced GEMM's planning and lowering polls it).
 pub fn extrapolate_within(
     cfg: &GemmConfig,
     planning: Planning,
     threads: usize,
     bounds: Bounds,
+    cancel: Option<&Cancel>,
 ) -> Result<Extrapolated, ExtrapolateError> {
     let blocked = matches!(cfg.schedule, Schedule::BlockedMn | Schedule::BlockedMnk | Schedule::Auto);
-    extrapolate_trying(cfg, planning, (threads, bounds), &attempts(blocked))
+    extrapolate_trying(cfg, planning, (threads, bounds, cancel), &attempts(blocked))
 }
 
 /// What [`extrapolate`] tries, in turn: the rolled lowerings at three periods (the cheapest
@@ -316,17 +320,20 @@ fn attempts(blocked: bool) -> Vec<(Reduction, Level)> {
 fn extrapolate_trying(
     cfg: &GemmConfig,
     planning: Planning,
-    (threads, bounds): (usize, Bounds),
+    (threads, bounds, cancel): (usize, Bounds, Option<&Cancel>),
     attempts: &[(Reduction, Level)],
 ) -> Result<Extrapolated, ExtrapolateError> {
     cfg.validate().map_err(ExtrapolateError::Plan)?;
-    let (config, mut probe, probed) = decide_blocks(cfg, planning)?;
+    let (config, mut probe, probed) = decide_blocks(cfg, planning, cancel)?;
     // A probe that is not the first base GEMM is a plan of its own.
     let mut plans = usize::from(probed && probe.is_none());
     let mut instructions = 0;
     let mut last = None;
     for &(r, level) in attempts {
-        match attempt(&config, (r, level), probe.take(), planning, threads, bounds) {
+        if crate::cancel::stopped(cancel) {
+            return Err(ExtrapolateError::reduced(DriverError::Interrupted));
+        }
+        match attempt(&config, (r, level), probe.take(), planning, (threads, bounds, cancel)) {
             Ok(mut x) => {
                 x.plans += plans;
                 x.reduced_instructions += instructions;
@@ -361,8 +368,7 @@ fn attempt(
     (r, level): (Reduction, Level),
     mut probe: Option<GemmPlan>,
     planning: Planning,
-    threads: usize,
-    bounds: Bounds,
+    (threads, bounds, cancel): (usize, Bounds, Option<&Cancel>),
 ) -> Result<Extrapolated, (ExtrapolateError, usize, u64)> {
     let axes: Vec<Axis> = axes(config, r).into_iter().filter(|a| a.periods > 0).collect();
     let d = axes.len();
@@ -380,7 +386,7 @@ fn attempt(
     let configs: Vec<GemmConfig> = jobs.iter().map(|(c, _)| c.clone()).collect();
     bounds.admit(&configs, threads).map_err(|e| (e, 0, 0))?;
     let tried = jobs.len();
-    let reduced: Vec<Reduced> = run_all(jobs, planning == Planning::DoubleBuffered, level, threads)
+    let reduced: Vec<Reduced> = run_all(jobs, planning == Planning::DoubleBuffered, level, threads, cancel)
         .into_iter()
         .collect::<Result<_, _>>()
         .map_err(|e| (e, tried, 0))?;

@@ -43,14 +43,14 @@ pub(crate) fn plan(
         let cost = |p: &GemmPlan| auto_cost(p, hw, cancel);
         let threads = crate::threads::threads()?;
         let search = AutoSearch { limits: req.limits(), hw, shortlist: codegen::AUTO_SHORTLIST, threads, cost: &cost };
-        let planned = codegen::plan(&PlanRequest::new(cfg).with_search(search), &codegen::default_builder);
+        let planned = codegen::plan(&PlanRequest::new(cfg).with_search(search), &cancel::builder(cancel));
         cancel::check(cancel)?;
         let planned = planned?;
         return Ok((planned.plan, planned.auto));
     }
     // Default blocks shrink until they fit the target's SBUF.
     let planning = if req.blocks.any() { Planning::Fixed } else { Planning::Fitting };
-    let planned = codegen::plan(&PlanRequest::new(cfg).with_planning(planning), &codegen::default_builder)?;
+    let planned = codegen::plan(&PlanRequest::new(cfg).with_planning(planning), &cancel::builder(cancel))?;
     Ok((planned.plan, None))
 }
 
@@ -105,14 +105,14 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
             wall.plan = ms(t);
             let t = Instant::now();
             opts.phase("lower");
-            let program = lower(&plan)?;
+            let program = crate::lower::lower_cancellable(&plan, opts.cancel.as_ref())?;
             wall.lower = ms(t);
             check_simulable(opts.simulate, &program, (m, k, n))?;
             opts.check_cancel()?;
             opts.phase("model");
             let t = Instant::now();
-            let cycle = sim::model_with(&program, &hw)
-                .map_err(|e| DriverError::internal(format!("cycle model failed (a bug): {e}")))?;
+            let cycle = sim::model_cancellable(&program, &hw, opts.cancel.as_ref())
+                .map_err(|e| cancel::model_error(e, "cycle model"))?;
             wall.model = ms(t);
             (program, cycle, None)
         }

@@ -9,8 +9,8 @@ use crate::error::DriverError;
 
 /// Apply the overrides of a JSON text (the form in the module doc) to `profile`.
 pub fn apply_overrides(profile: &mut HwProfile, text: &str) -> Result<(), DriverError> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| DriverError::input(format!("not a JSON hardware profile: {e}")))?;
+    let value: Value = crate::json::from_str(text)
+        .map_err(|e| DriverError::input(format!("line {}, column {}: {}", e.line, e.column, e.message)))?;
     let Value::Object(map) = value else {
         return Err(DriverError::input("a hardware profile must be a JSON object of keys"));
     };
@@ -124,5 +124,8 @@ mod tests {
             assert!(e.to_string().contains(&format!("`{key}`")), "{text}: {e}");
         }
         assert!(apply_overrides(&mut Target::Trn2.profile(), "[1]").is_err());
+        // A key given twice is refused, not the last one taken.
+        let e = apply_overrides(&mut Target::Trn2.profile(), "{\"pe_ghz\": 1,\n \"pe_ghz\": 2}").unwrap_err();
+        assert_eq!(e.to_string(), "line 2, column 9: the key `pe_ghz` is given twice in one object");
     }
 }

@@ -45,6 +45,7 @@ mod error;
 pub mod extrapolate;
 pub mod gemm;
 pub mod hw;
+pub mod json;
 mod lower;
 pub mod program;
 pub mod reference;

@@ -16,26 +16,40 @@ pub(crate) fn ms(t: Instant) -> f64 {
 
 /// Verify, lower and verify the BIR of a plan.
 pub fn lower(plan: &GemmPlan) -> Result<bir::Program, DriverError> {
+    lower_cancellable(plan, None)
+}
+
+/// [`lower`], stopped by `cancel` ([`DriverError::Interrupted`]).
+pub(crate) fn lower_cancellable(plan: &GemmPlan, cancel: Option<&Cancel>) -> Result<bir::Program, DriverError> {
     let verified = penguin::verify(&plan.function)
         .map_err(|e| DriverError::internal(format!("generated kernel failed verification (a bug): {e}")))?;
-    let program = bir::lower(verified, plan.config.target)?;
+    cancel::check(cancel)?;
+    let program = bir::lower_cancellable(verified, plan.config.target, cancel)?;
+    cancel::check(cancel)?;
     bir::verify_program(&program)?;
     Ok(program)
 }
 
 /// Lower and cycle-model a plan (what `auto` weighs a candidate by, keeping both for the
 /// candidate it chooses), with the time each took in ms.
-pub(crate) fn lower_and_model(plan: &GemmPlan, hw: &HwProfile) -> Result<Lowered, CodegenError> {
+pub(crate) fn lower_and_model(
+    plan: &GemmPlan,
+    hw: &HwProfile,
+    cancel: Option<&Cancel>,
+) -> Result<Lowered, CodegenError> {
     // A candidate that cannot be lowered or modeled is a bug in ntile, not the user's input.
     let t = Instant::now();
-    let program = lower(plan).map_err(|e| match e.kind() {
+    let program = lower_cancellable(plan, cancel).map_err(|e| match e.kind() {
         ErrorKind::Bug => CodegenError::Internal(e.to_string()),
-        _ => CodegenError::Unsupported(e.to_string()),
+        ErrorKind::Interrupted => CodegenError::Interrupted,
+        ErrorKind::Input => CodegenError::Unsupported(e.to_string()),
     })?;
     let lower_ms = ms(t);
     let t = Instant::now();
-    let cycle =
-        sim::model_with(&program, hw).map_err(|e| CodegenError::Internal(format!("cycle model failed: {e}")))?;
+    let cycle = sim::model_cancellable(&program, hw, cancel).map_err(|e| match e {
+        sim::SimError::Interrupted => CodegenError::Interrupted,
+        e => CodegenError::Internal(format!("cycle model failed: {e}")),
+    })?;
     Ok(Lowered { program, cycle, lower_ms, model_ms: ms(t) })
 }
 
@@ -54,8 +68,8 @@ pub(crate) fn auto_cost(
     cancel: Option<&Cancel>,
 ) -> Result<(AutoCost, Lowered), CodegenError> {
     if cancel::stopped(cancel) {
-        return Err(CodegenError::Unsupported("interrupted".into()));
+        return Err(CodegenError::Interrupted);
     }
-    let lowered = lower_and_model(plan, hw)?;
+    let lowered = lower_and_model(plan, hw, cancel)?;
     Ok((AutoCost { time: lowered.cycle.total_ns, hbm_bytes: lowered.cycle.hbm_bytes }, lowered))
 }

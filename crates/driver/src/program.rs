@@ -88,10 +88,15 @@ pub fn detect(src: &Source) -> Result<Format, DriverError> {
 
 /// A BIR program's JSON has `streams`; anything else is read as a Penguin function.
 fn json_format(text: &str) -> Format {
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(v) if v.get("streams").is_some() => Format::BirJson,
+    match crate::json::top_keys(text) {
+        Some(keys) if keys.streams.is_some() => Format::BirJson,
         _ => Format::PenguinJson,
     }
+}
+
+/// Whether a program's JSON is the looped form (a `header` beside the body or streams).
+fn is_looped_json(text: &str) -> bool {
+    crate::json::top_keys(text).is_some_and(|k| k.header.is_some())
 }
 
 /// A program for the pipeline, with the line of each entity when it came from text.
@@ -132,10 +137,12 @@ fn parse_text<U, L>(
     }
 }
 
-/// Read a source in its format: `.pir` or `.bir` text, looped or not, or either IR as JSON.
+/// Read a source in its format: `.pir` or `.bir` text, looped or not, or either IR as JSON
+/// (read by [`crate::json::from_str`]: a key given twice is refused, loops may nest as deep
+/// as the text allows, and a bad value names its field).
 pub fn load(src: &Source) -> Result<Program, DriverError> {
-    let json = |e: serde_json::Error| {
-        DriverError::input(format!("{}:{}:{}: invalid JSON: {e}", src.name, e.line(), e.column().max(1)))
+    let json = |e: crate::json::JsonError| {
+        DriverError::input(format!("{}:{}:{}: invalid JSON: {}", src.name, e.line, e.column, e.message))
     };
     Ok(match detect(src)? {
         Format::PenguinText => {
@@ -150,27 +157,28 @@ pub fn load(src: &Source) -> Result<Program, DriverError> {
                 Err((lp, map)) => Program::BirLooped(lp, Some(map)),
             }
         }
+        // A looped function's JSON (`ntile fmt F.pir --json` of a file with loops).
+        Format::PenguinJson if is_looped_json(&src.text) => {
+            let lf: LoopedFunction = crate::json::from_str(&src.text).map_err(json)?;
+            looped_from_json(src, lf)?
+        }
         Format::PenguinJson => {
-            let f: Function = match serde_json::from_str(&src.text) {
-                Ok(f) => f,
-                // A looped function's JSON (`ntile fmt F.pir --json` of a file with loops).
-                Err(e) => return looped_from_json(src, &src.text).unwrap_or_else(|| Err(json(e))),
-            };
+            let f: Function = crate::json::from_str(&src.text).map_err(json)?;
             penguin::parse::check_limits(&f).map_err(|(e, m)| DriverError::input(format!("{}: {e}: {m}", src.name)))?;
             check_tensor_names(src, &f)?;
             Program::Penguin(f, None)
         }
+        // A looped program's JSON (`ntile fmt F.bir --json` of a file with loops).
+        Format::BirJson if is_looped_json(&src.text) => {
+            let lp: bir::LoopedProgram = crate::json::from_str(&src.text).map_err(json)?;
+            if lp.streams.len() != bir::NUM_ENGINES || lp.header.streams.len() != bir::NUM_ENGINES {
+                let n = lp.streams.len();
+                return Err(DriverError::input(format!("{}: {n} streams, expected {}", src.name, bir::NUM_ENGINES)));
+            }
+            Program::BirLooped(lp, None)
+        }
         Format::BirJson => {
-            let p: bir::Program = match serde_json::from_str(&src.text) {
-                Ok(p) => p,
-                // A looped program's JSON (`ntile fmt F.bir --json` of a file with loops).
-                Err(e) => match serde_json::from_str::<bir::LoopedProgram>(&src.text) {
-                    Ok(lp) if lp.streams.len() == bir::NUM_ENGINES && lp.header.streams.len() == bir::NUM_ENGINES => {
-                        return Ok(Program::BirLooped(lp, None));
-                    }
-                    _ => return Err(json(e)),
-                },
-            };
+            let p: bir::Program = crate::json::from_str(&src.text).map_err(json)?;
             bir::text::check_limits(&p).map_err(|(at, m)| DriverError::input(format!("{}: {at}: {m}", src.name)))?;
             if p.streams.len() != bir::NUM_ENGINES {
                 let n = p.streams.len();
@@ -184,9 +192,8 @@ pub fn load(src: &Source) -> Result<Program, DriverError> {
 /// A looped function from JSON (`ntile fmt F.pir --json` of a file with loops), checked as
 /// the text parser checks it: well-formed loops (at least one trip and one item, a step entry
 /// per parameter) and the text format's limits on every instruction.
-fn looped_from_json(src: &Source, text: &str) -> Option<Result<Program, DriverError>> {
-    let lf: LoopedFunction = serde_json::from_str(text).ok()?;
-    let bad = |m: String| Some(Err(DriverError::input(format!("{}: {m}", src.name))));
+fn looped_from_json(src: &Source, lf: LoopedFunction) -> Result<Program, DriverError> {
+    let bad = |m: String| Err(DriverError::input(format!("{}: {m}", src.name)));
     if let Err(e) = penguin::looped::check_steps(&lf.body) {
         return bad(e.to_string());
     }
@@ -209,7 +216,8 @@ fn looped_from_json(src: &Source, text: &str) -> Option<Result<Program, DriverEr
     if let Err((_, m)) = penguin::parse::check_limits(&f) {
         return bad(m);
     }
-    Some(check_tensor_names(src, &f).map(|()| Program::PenguinLooped(lf, None)))
+    check_tensor_names(src, &f)?;
+    Ok(Program::PenguinLooped(lf, None))
 }
 
 /// Every tensor of a function from JSON is listed under its own name (the text names each

@@ -198,7 +198,15 @@ impl Runnable {
     /// The cycle model of the program; a program the model cannot replay (a deadlock) is the
     /// user's error, placed on its line like a simulation error.
     pub fn model(&self, hw: &HwProfile) -> Result<sim::CycleReport, DriverError> {
-        sim::model_with(&self.program, hw).map_err(|e| {
+        self.model_cancellable(hw, None)
+    }
+
+    /// [`Runnable::model`], stopped by `cancel` ([`DriverError::Interrupted`]).
+    pub fn model_cancellable(&self, hw: &HwProfile, cancel: Option<&Cancel>) -> Result<sim::CycleReport, DriverError> {
+        sim::model_cancellable(&self.program, hw, cancel).map_err(|e| {
+            if matches!(e, sim::SimError::Interrupted) {
+                return DriverError::Interrupted;
+            }
             let message = sim_message(&self.src, &self.program, &self.lines, &e);
             DriverError::input(message.replacen("simulation failed", "cycle model failed", 1))
         })
@@ -230,7 +238,7 @@ impl Runnable {
     pub fn run(&self, inputs: &mut dyn Inputs, options: &RunOptions) -> Result<RunOutcome, DriverError> {
         let hw = options.hw.unwrap_or_else(|| self.program.target.profile());
         if !options.simulate {
-            let cycle = self.model(&hw)?;
+            let cycle = self.model_cancellable(&hw, options.cancel.as_ref())?;
             let report = report::report(&self.program, &cycle, self.penguin_instructions, None);
             return Ok(RunOutcome { report, outputs: Vec::new(), simulated: None, cycle });
         }
@@ -274,7 +282,7 @@ impl Runnable {
             outputs.push(Output { name, dtype: t.dtype, shape: t.shape.clone(), data });
         }
         drop(simulator);
-        let cycle = self.model(&hw)?;
+        let cycle = self.model_cancellable(&hw, options.cancel.as_ref())?;
         let report = report::report(&self.program, &cycle, self.penguin_instructions, Some(stats.dma_bytes));
         let simulated =
             Simulated { instructions: stats.instructions, matmuls: stats.matmuls, dma_bytes: stats.dma_bytes };

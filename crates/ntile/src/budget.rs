@@ -32,13 +32,30 @@ pub fn check_files(paths: &[&std::path::Path], budget: u64) -> Result<(), CliErr
     if need <= u128::from(budget) {
         return Ok(());
     }
+    Err(over_budget(bytes, need, budget))
+}
+
+/// Refuse in-memory input arrays (the Python module's) whose copies need `need` bytes over
+/// `budget`, before any copy is made.
+pub fn check_bytes(need: u128, budget: u64) -> Result<(), CliError> {
+    if need <= u128::from(budget) {
+        return Ok(());
+    }
     Err(CliError::usage(format!(
+        "the input arrays need about {} to copy, over the memory budget of {}",
+        human(need),
+        human(u128::from(budget))
+    )))
+}
+
+fn over_budget(bytes: u128, need: u128, budget: u64) -> CliError {
+    CliError::usage(format!(
         "the input arrays ({}) need about {} to read, over the memory budget of {}; \
          raise --max-memory BYTES if the machine has the memory",
         human(bytes),
         human(need),
         human(u128::from(budget))
-    )))
+    ))
 }
 
 #[cfg(test)]

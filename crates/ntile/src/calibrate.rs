@@ -10,11 +10,12 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use codegen::{BlockSizes, GemmConfig, Schedule};
-use driver::{BlockRequest, GemmRequest};
+use driver::{BlockRequest, Cancel, DriverError, GemmRequest};
 use penguin::target::{HwProfile, GEOMETRY, KEYS};
 use penguin::{DType, Target};
 
 use crate::error::CliError;
+use crate::gemm::GemmArgs;
 
 /// The CSV columns, in any order.
 pub const COLUMNS: [&str; 11] =
@@ -54,6 +55,11 @@ pub struct CalibrateArgs {
     /// Start from this profile (overrides of the built-in one)
     #[arg(long, value_name = "FILE.json", long_help = crate::hw::HW_HELP)]
     pub hw: Option<PathBuf>,
+    /// Refuse rows whose kept programs would exceed this many bytes together (a row too large
+    /// to unroll within what is left is extrapolated and modeled looped, as `ntile gemm
+    /// --no-sim` does); K, M, G, T suffixes are powers of 1024 [default: half of physical memory]
+    #[arg(long, value_name = "BYTES", value_parser = crate::budget::parse_bytes)]
+    pub max_memory: Option<u64>,
 }
 
 /// One measured GEMM.
@@ -76,15 +82,19 @@ pub struct Fit {
     pub before_us: Vec<f64>,
     /// Modeled time of every row after the fit, in us.
     pub after_us: Vec<f64>,
+    /// What the fit cannot vouch for: keys that ended at a bound, keys the rows do not
+    /// depend on or cannot tell apart.
+    pub warnings: Vec<String>,
 }
 
-/// Run `ntile calibrate`.
-pub fn run(args: &CalibrateArgs) -> Result<String, CliError> {
+/// Run `ntile calibrate` (stopped by `cancel`, before anything is written).
+pub fn run(args: &CalibrateArgs, cancel: Option<&Cancel>) -> Result<String, CliError> {
     let text = std::fs::read_to_string(&args.measured)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.measured.display())))?;
     let rows = parse_csv(&text, args.target).map_err(|e| prefix(&args.measured, &e))?;
     let start = crate::hw::load_profile(args.hw.as_deref(), args.target)?;
-    let fit = calibrate(&rows, &start, &args.fit)?;
+    let budget = args.max_memory.unwrap_or_else(driver::budget::default_budget);
+    let fit = calibrate(&rows, &start, &args.fit, budget, cancel)?;
     crate::npy::write_atomic(&args.output, driver::hw::profile_json(&fit.profile)?.as_bytes())?;
     let mut s = report(&rows, &fit, &start, &args.fit);
     s += &format!("wrote {}\n", args.output.display());
@@ -95,87 +105,90 @@ fn prefix(path: &Path, e: &CliError) -> CliError {
     CliError { code: e.code, message: format!("{}: {}", path.display(), e.message) }
 }
 
-/// Parse the measurement CSV (see [`COLUMNS`]); every row's target must be `target`.
+/// Parse the measurement CSV (see [`COLUMNS`]; read by [`crate::csv::read`], the reader
+/// `sweep` shares, so column names are case-insensitive and a column named twice is refused);
+/// every row's target must be `target`, and a row's schedule and block cells are checked as
+/// `ntile gemm` checks its flags.
 pub fn parse_csv(text: &str, target: Target) -> Result<Vec<Row>, CliError> {
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let Some((_, header)) = lines.next() else {
+    let Some(table) = crate::csv::read(text)? else {
         return Err(CliError::usage("no header line (expected the columns m,k,n,dtype,...)"));
     };
-    let names: Vec<&str> = header.split(',').map(str::trim).collect();
     let mut index = [0usize; COLUMNS.len()];
     for (slot, col) in index.iter_mut().zip(COLUMNS) {
-        *slot = names.iter().position(|n| *n == col).ok_or_else(|| {
+        *slot = table.column(col).ok_or_else(|| {
             CliError::usage(format!("the header has no column `{col}` (expected {})", COLUMNS.join(",")))
         })?;
     }
-    if let Some(extra) = names.iter().find(|n| !COLUMNS.contains(n)) {
+    if let Some(extra) = table.names.iter().find(|n| !COLUMNS.iter().any(|c| n.eq_ignore_ascii_case(c))) {
         return Err(CliError::usage(format!(
             "unknown column `{extra}` in the header (expected {})",
             COLUMNS.join(",")
         )));
     }
     let mut rows = Vec::new();
-    for (line_no, line) in lines {
-        let cells: Vec<&str> = line.split(',').map(str::trim).collect();
-        let line_no = line_no + 1;
-        if cells.len() != names.len() {
-            return Err(CliError::usage(format!(
-                "line {line_no}: {} cells, but the header has {} columns",
-                cells.len(),
-                names.len()
-            )));
-        }
-        let cell = |c: usize| cells[index[c]];
-        let bad = |c: usize, why: &str| {
-            CliError::usage(format!("line {line_no}, column `{}`: `{}` {why}", COLUMNS[c], cell(c)))
-        };
-        let positive = |c: usize| {
-            cell(c).parse::<u64>().ok().filter(|&v| v > 0).ok_or_else(|| bad(c, "is not a positive integer"))
-        };
-        let block = |c: usize| if cell(c).is_empty() { Ok(None) } else { positive(c).map(Some) };
-        let (m, k, n) = (positive(0)?, positive(1)?, positive(2)?);
-        let dtype: DType = cell(3).parse().map_err(|_| bad(3, "is not a dtype (fp32, bf16, fp16, fp8e4m3, ...)"))?;
-        let schedule: Schedule =
-            cell(4).parse().map_err(|_| bad(4, "is not a schedule (naive, hoisted, blocked-mn, blocked-mnk, auto)"))?;
-        let blocks = [block(5)?, block(6)?, block(7)?];
-        let lhs_transposed = match cell(8) {
-            "true" | "1" => true,
-            "false" | "0" | "" => false,
-            _ => return Err(bad(8, "is not true or false")),
-        };
-        let row_target: Target = cell(9).parse().map_err(|_| bad(9, "is not a target (trn1, trn2, trn3)"))?;
-        if row_target != target {
-            return Err(bad(9, &format!("differs from --target {target} (calibrate one target at a time)")));
-        }
-        let measured_us = cell(10)
-            .parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite() && *v > 0.0)
-            .ok_or_else(|| bad(10, "is not a positive time in us"))?;
-        let defaults = BlockSizes::for_schedule(schedule);
-        let out_dtype = match dtype {
-            DType::Fp32 | DType::Bf16 | DType::Fp16 => dtype,
-            _ => DType::Bf16,
-        };
-        let config = GemmConfig {
-            out_dtype,
-            input_dtype: dtype,
-            schedule,
-            lhs_transposed,
-            blocks: BlockSizes {
-                m: blocks[0].unwrap_or(defaults.m),
-                n: blocks[1].unwrap_or(defaults.n),
-                k: blocks[2].unwrap_or(defaults.k),
-            },
-            ..GemmConfig::new(m, k, n, dtype, target)
-        };
-        config.validate().map_err(|e| CliError::usage(format!("line {line_no}: {e}")))?;
-        rows.push(Row { config, default_blocks: blocks.iter().all(Option::is_none), measured_us });
+    for (line_no, cells) in &table.rows {
+        rows.push(parse_row(*line_no, &|c: usize| cells[index[c]].as_str(), target)?);
     }
     if rows.is_empty() {
         return Err(CliError::usage("no measurement rows after the header"));
     }
     Ok(rows)
+}
+
+/// One row of the CSV (`cell(c)` is the cell of [`COLUMNS`]`[c]`).
+fn parse_row<'a>(line_no: usize, cell: &dyn Fn(usize) -> &'a str, target: Target) -> Result<Row, CliError> {
+    let bad =
+        |c: usize, why: &str| CliError::usage(format!("line {line_no}, column `{}`: `{}` {why}", COLUMNS[c], cell(c)));
+    let positive =
+        |c: usize| cell(c).parse::<u64>().ok().filter(|&v| v > 0).ok_or_else(|| bad(c, "is not a positive integer"));
+    let block = |c: usize| if cell(c).is_empty() { Ok(None) } else { positive(c).map(Some) };
+    let (m, k, n) = (positive(0)?, positive(1)?, positive(2)?);
+    let dtype: DType = cell(3).parse().map_err(|_| bad(3, "is not a dtype (fp32, bf16, fp16, fp8e4m3, ...)"))?;
+    let schedule: Schedule =
+        cell(4).parse().map_err(|_| bad(4, "is not a schedule (naive, hoisted, blocked-mn, blocked-mnk, auto)"))?;
+    let blocks = BlockRequest { m: block(5)?, n: block(6)?, k: block(7)? };
+    // The block cells `ntile gemm` would refuse as flags are refused here too, in its words.
+    let flags = GemmArgs {
+        schedule: Some(schedule),
+        block_m: blocks.m,
+        block_n: blocks.n,
+        block_k: blocks.k,
+        ..GemmArgs::default()
+    };
+    crate::gemm::validate(&flags).map_err(|e| CliError::usage(format!("line {line_no}: {}", e.message)))?;
+    let lhs_transposed = match cell(8) {
+        "true" | "1" => true,
+        "false" | "0" | "" => false,
+        _ => return Err(bad(8, "is not true or false")),
+    };
+    let row_target: Target = cell(9).parse().map_err(|_| bad(9, "is not a target (trn1, trn2, trn3)"))?;
+    if row_target != target {
+        return Err(bad(9, &format!("differs from --target {target} (calibrate one target at a time)")));
+    }
+    let measured_us = cell(10)
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .ok_or_else(|| bad(10, "is not a positive time in us"))?;
+    let defaults = BlockSizes::for_schedule(schedule);
+    let out_dtype = match dtype {
+        DType::Fp32 | DType::Bf16 | DType::Fp16 => dtype,
+        _ => DType::Bf16,
+    };
+    let config = GemmConfig {
+        out_dtype,
+        input_dtype: dtype,
+        schedule,
+        lhs_transposed,
+        blocks: BlockSizes {
+            m: blocks.m.unwrap_or(defaults.m),
+            n: blocks.n.unwrap_or(defaults.n),
+            k: blocks.k.unwrap_or(defaults.k),
+        },
+        ..GemmConfig::new(m, k, n, dtype, target)
+    };
+    config.validate().map_err(|e| CliError::usage(format!("line {line_no}: {e}")))?;
+    Ok(Row { config, default_blocks: !blocks.any(), measured_us })
 }
 
 /// The request of a row, under `hw`: modeled without a simulation, default blocks (shrunk to
@@ -197,26 +210,103 @@ pub fn request(row: &Row, hw: &HwProfile) -> GemmRequest {
     req
 }
 
-/// Plan and lower a row as `ntile gemm --no-sim` would under `hw`.
+/// Plan and lower a row as `ntile gemm --no-sim` would under `hw`; a row too large to unroll
+/// is refused (see [`kernel_of`] for the program calibrate models, looped for such rows).
 pub fn lower_row(row: &Row, hw: &HwProfile) -> Result<bir::Program, CliError> {
-    let outcome = driver::gemm(&request(row, hw), None)?;
-    outcome.program.ok_or_else(|| {
-        let c = &row.config;
-        CliError::usage(format!(
-            "{}x{}x{} is too large to unroll, so its program is extrapolated and cannot be calibrated against",
-            c.m, c.k, c.n
-        ))
-    })
+    match kernel_of(row, hw, &Budget::default(), None)? {
+        Kernel::Unrolled(p) => Ok(p),
+        Kernel::Looped(_) => {
+            let c = &row.config;
+            Err(CliError::usage(format!(
+                "{}x{}x{} is too large to unroll, so its program is extrapolated",
+                c.m, c.k, c.n
+            )))
+        }
+    }
 }
 
-/// Modeled time of each lowered program under `hw`, in us.
-fn model_all(programs: &[bir::Program], hw: &HwProfile) -> Result<Vec<f64>, CliError> {
-    programs
+/// The program of a row that calibrate models under every trial profile: the unrolled
+/// lowering, or, for a row too large to unroll (as `ntile gemm --no-sim` decides it, within
+/// what the memory budget has left), the looped program extrapolated from smaller GEMMs.
+#[derive(Clone, Debug)]
+pub enum Kernel {
+    /// Planned whole.
+    Unrolled(bir::Program),
+    /// Extrapolated, modeled looped.
+    Looped(bir::LoopedProgram),
+}
+
+/// The memory budget of a calibration: every row's kept program is charged against it (an
+/// unrolled row as the driver's estimate of planning it; the budget a row is planned within
+/// is what the rows before it left).
+#[derive(Clone, Debug)]
+pub struct Budget {
+    /// The whole budget, in bytes.
+    pub total: u64,
+    /// What the rows planned so far keep.
+    pub used: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget { total: driver::budget::default_budget(), used: 0 }
+    }
+}
+
+/// Plan a row under `hw` within what `budget` has left, and charge what it keeps.
+pub fn kernel_of(row: &Row, hw: &HwProfile, budget: &Budget, cancel: Option<&Cancel>) -> Result<Kernel, CliError> {
+    let mut req = request(row, hw);
+    let left = budget.total.saturating_sub(budget.used);
+    req.options.max_memory = Some(left);
+    req.options.cancel = cancel.cloned();
+    let outcome = driver::gemm(&req, None).map_err(|e| {
+        let e = CliError::from(e);
+        if budget.used > 0 && e.message.contains("memory budget") {
+            CliError {
+                code: e.code,
+                message: format!(
+                    "{} (the rows before it keep about {} of the budget of {}; calibrate fewer or smaller rows, or \
+                     raise --max-memory)",
+                    e.message,
+                    driver::budget::human(u128::from(budget.used)),
+                    driver::budget::human(u128::from(budget.total))
+                ),
+            }
+        } else {
+            e
+        }
+    })?;
+    match (outcome.program, outcome.extrapolated) {
+        (Some(p), _) => Ok(Kernel::Unrolled(p)),
+        (None, Some(x)) => Ok(Kernel::Looped(x.program)),
+        (None, None) => Err(CliError::internal("a GEMM run without a program (a bug)")),
+    }
+}
+
+/// What keeping a row's kernel costs the budget.
+fn kept_bytes(row: &Row, kernel: &Kernel) -> u64 {
+    match kernel {
+        Kernel::Unrolled(_) => u64::try_from(driver::budget::plan_bytes(&row.config)).unwrap_or(u64::MAX),
+        Kernel::Looped(lp) => lp.to_string().len() as u64,
+    }
+}
+
+/// Modeled time of each kernel under `hw`, in us.
+fn model_all(kernels: &[Kernel], hw: &HwProfile, cancel: Option<&Cancel>) -> Result<Vec<f64>, CliError> {
+    let bug = |e: sim::SimError| CliError::internal(format!("cycle model failed (a bug): {e}"));
+    kernels
         .iter()
-        .map(|p| {
-            sim::model_with(p, hw)
-                .map(|r| r.total_us())
-                .map_err(|e| CliError::internal(format!("cycle model failed (a bug): {e}")))
+        .map(|k| {
+            if cancel.is_some_and(Cancel::is_cancelled) {
+                return Err(CliError::from(DriverError::Interrupted));
+            }
+            match k {
+                Kernel::Unrolled(p) => sim::model_with(p, hw).map(|r| r.total_us()).map_err(bug),
+                Kernel::Looped(lp) => {
+                    let opts = sim::LoopedOptions { max_replayed: driver::gemm::MAX_REPLAYED, ..Default::default() };
+                    sim::model_looped_with(lp, hw, opts).map(|r| r.total_us()).map_err(bug)
+                }
+            }
         })
         .collect()
 }
@@ -264,19 +354,102 @@ fn with(start: &HwProfile, params: &[Param], x: &[f64]) -> Result<HwProfile, Cli
     Ok(p)
 }
 
-/// Fit `keys` of `start` to the rows.
-pub fn calibrate(rows: &[Row], start: &HwProfile, keys: &[String]) -> Result<Fit, CliError> {
+/// Fit `keys` of `start` to the rows, planning them within `budget` (stopped by `cancel`).
+pub fn calibrate(
+    rows: &[Row],
+    start: &HwProfile,
+    keys: &[String],
+    budget: u64,
+    cancel: Option<&Cancel>,
+) -> Result<Fit, CliError> {
     let params = params(keys, start)?;
-    let programs: Vec<bir::Program> = rows.iter().map(|r| lower_row(r, start)).collect::<Result<_, _>>()?;
+    let mut kept = Budget { total: budget, used: 0 };
+    let mut kernels = Vec::with_capacity(rows.len());
+    for row in rows {
+        let kernel = kernel_of(row, start, &kept, cancel)?;
+        kept.used = kept.used.saturating_add(kept_bytes(row, &kernel));
+        kernels.push(kernel);
+    }
     let measured: Vec<f64> = rows.iter().map(|r| r.measured_us).collect();
     let residuals = |x: &[f64]| -> Result<Vec<f64>, CliError> {
-        let modeled = model_all(&programs, &with(start, &params, x)?)?;
+        let modeled = model_all(&kernels, &with(start, &params, x)?, cancel)?;
         Ok(modeled.iter().zip(&measured).map(|(m, t)| (m.max(1e-12) / t).ln()).collect())
     };
     let x0: Vec<f64> = params.iter().map(|p| start.get(p.key).unwrap_or(1.0).max(f64::MIN_POSITIVE).ln()).collect();
-    let x = levenberg_marquardt(&params, x0, &residuals)?;
+    let (x, jac) = levenberg_marquardt(&params, x0, &residuals)?;
     let profile = with(start, &params, &x)?;
-    Ok(Fit { before_us: model_all(&programs, start)?, after_us: model_all(&programs, &profile)?, profile })
+    let warnings = identifiability(&params, &x, &jac, rows.len());
+    Ok(Fit {
+        before_us: model_all(&kernels, start, cancel)?,
+        after_us: model_all(&kernels, &profile, cancel)?,
+        profile,
+        warnings,
+    })
+}
+
+/// What the fit cannot vouch for: a key that ended at a bound of its range (the rows push
+/// it further than the range allows, or do not pin it down), a key the rows do not depend on,
+/// keys whose effects on the rows are proportional (the rows cannot tell them apart), and
+/// more keys than rows. `jac` is the Jacobian of the log errors at the solution.
+fn identifiability(params: &[Param], x: &[f64], jac: &[Vec<f64>], rows: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let unit = |key: &str| KEYS.iter().find(|k| k.name == key).map_or("", |k| k.unit);
+    for (p, v) in params.iter().zip(x) {
+        let span = (p.hi - p.lo).abs().max(1e-12);
+        let side = if (v - p.hi).abs() <= 1e-6 * span {
+            Some(("upper", p.hi))
+        } else if (v - p.lo).abs() <= 1e-6 * span {
+            Some(("lower", p.lo))
+        } else {
+            None
+        };
+        if let Some((side, bound)) = side {
+            out.push(format!(
+                "`{}` ended at the {side} bound of its range ({} {}): the rows do not pin it down; fit fewer keys \
+                 or add rows that depend on it",
+                p.key,
+                fmt_number(bound.exp()),
+                unit(p.key)
+            ));
+        }
+    }
+    let column = |j: usize| jac.iter().map(|row| row[j]).collect::<Vec<f64>>();
+    let norm = |c: &[f64]| c.iter().map(|v| v * v).sum::<f64>().sqrt();
+    let cols: Vec<Vec<f64>> = (0..params.len()).map(column).collect();
+    let largest = cols.iter().map(|c| norm(c)).fold(0.0, f64::max);
+    for (p, c) in params.iter().zip(&cols) {
+        if norm(c) <= 1e-9 * largest.max(1e-300) {
+            out.push(format!("no row's modeled time depends on `{}`: the data cannot fit it", p.key));
+        }
+    }
+    for a in 0..params.len() {
+        for b in a + 1..params.len() {
+            let (na, nb) = (norm(&cols[a]), norm(&cols[b]));
+            if na <= 1e-9 * largest || nb <= 1e-9 * largest {
+                continue;
+            }
+            let cos = cols[a].iter().zip(&cols[b]).map(|(u, v)| u * v).sum::<f64>() / (na * nb);
+            if cos.abs() > 0.999 {
+                out.push(format!(
+                    "`{}` and `{}` change every row's modeled time in the same proportion: the data cannot tell \
+                     them apart (fit one of them, or add rows where they differ)",
+                    params[a].key, params[b].key
+                ));
+            }
+        }
+    }
+    if params.len() > rows {
+        out.push(format!("{} keys fitted to {rows} row(s): the data cannot determine them all", params.len()));
+    }
+    out
+}
+
+fn fmt_number(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-6 * v.abs().max(1.0) {
+        format!("{}", v.round())
+    } else {
+        format!("{v:.4}")
+    }
 }
 
 /// Log errors of every row for a parameter vector.
@@ -287,7 +460,11 @@ fn cost(r: &[f64]) -> f64 {
 }
 
 /// Bounded Levenberg-Marquardt in log-parameter space with a forward-difference Jacobian.
-fn levenberg_marquardt(params: &[Param], mut x: Vec<f64>, residuals: &Residuals<'_>) -> Result<Vec<f64>, CliError> {
+fn levenberg_marquardt(
+    params: &[Param],
+    mut x: Vec<f64>,
+    residuals: &Residuals<'_>,
+) -> Result<(Vec<f64>, Vec<Vec<f64>>), CliError> {
     let clamp = |x: &mut [f64]| {
         for (v, p) in x.iter_mut().zip(params) {
             *v = v.clamp(p.lo, p.hi);
@@ -297,22 +474,26 @@ fn levenberg_marquardt(params: &[Param], mut x: Vec<f64>, residuals: &Residuals<
     let n = x.len();
     let mut r = residuals(&x)?;
     let mut lambda = 1e-2;
+    // Forward differences of 0.1% (stepping backwards at an upper bound).
+    let jacobian = |x: &[f64], r: &[f64]| -> Result<Vec<Vec<f64>>, CliError> {
+        let mut jac = vec![vec![0.0; n]; r.len()];
+        for j in 0..n {
+            let h = if x[j] + 1e-3 > params[j].hi { -1e-3 } else { 1e-3 };
+            let mut xh = x.to_vec();
+            xh[j] += h;
+            let rh = residuals(&xh)?;
+            for (row, (a, b)) in jac.iter_mut().zip(rh.iter().zip(r)) {
+                row[j] = (a - b) / h;
+            }
+        }
+        Ok(jac)
+    };
     for _ in 0..60 {
         let c = cost(&r);
         if c < 1e-14 {
             break;
         }
-        // Forward differences of 0.1% (stepping backwards at an upper bound).
-        let mut jac = vec![vec![0.0; n]; r.len()];
-        for j in 0..n {
-            let h = if x[j] + 1e-3 > params[j].hi { -1e-3 } else { 1e-3 };
-            let mut xh = x.clone();
-            xh[j] += h;
-            let rh = residuals(&xh)?;
-            for (row, (a, b)) in jac.iter_mut().zip(rh.iter().zip(&r)) {
-                row[j] = (a - b) / h;
-            }
-        }
+        let jac = jacobian(&x, &r)?;
         let mut jtj = vec![vec![0.0; n]; n];
         let mut jtr = vec![0.0; n];
         for (row, ri) in jac.iter().zip(&r) {
@@ -350,7 +531,8 @@ fn levenberg_marquardt(params: &[Param], mut x: Vec<f64>, residuals: &Residuals<
             break;
         }
     }
-    Ok(x)
+    let jac = jacobian(&x, &r)?;
+    Ok((x, jac))
 }
 
 /// Solve `a x = b` by Gaussian elimination with partial pivoting; `None` when singular.
@@ -418,5 +600,11 @@ fn report(rows: &[Row], fit: &Fit, start: &HwProfile, keys: &[String]) -> String
             fit.profile.get(key).unwrap_or(f64::NAN)
         );
     }
+    for w in &fit.warnings {
+        s += &format!("warning: {w}\n");
+    }
     s
 }
+
+#[cfg(test)]
+mod tests;

@@ -3,12 +3,14 @@
 //! A function with loops compiles to a program with loops: it is verified and lowered on its
 //! expansion as any function is (so its errors, and the programs it is refused for, are the
 //! unrolled twin's), then lowered again loop by loop ([`bir::lower_looped`]), every engine
-//! stream keeping its loops, and that looped program is printed.
+//! stream keeping its loops; where a loop's iterations land on different engines (a DMA queue
+//! rotating with the trip), the lowering rolled afresh (`bir::roll`, as `ntile gemm --emit bir`
+//! prints it) keeps more loops, and the shorter of the two is printed.
 
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use driver::program::{compile_function, pir_loops};
+use driver::program::{bir_loops, compile_function, pir_loops};
 use driver::Program;
 use penguin::Target;
 
@@ -34,7 +36,9 @@ Examples:
   ntile compile kernel.pir --json                        the BIR as JSON (same as --emit json)
 
 A function with loops (`loop iD xT { ... }`) compiles to BIR whose engine streams loop the
-same way, with semaphore waits stepping per trip; its expansion is the unrolled twin's program.
+same way, with semaphore waits stepping per trip, or, when that is shorter (a loop whose
+trips go to different DMA queues), to its lowering rolled into loops as `ntile gemm --emit bir`
+prints it; either way its expansion is the unrolled twin's program.
 
 Exit codes: 0 ok, 2 the function does not parse, breaks a verifier rule, does not fit the
 target, or lowers to a program the BIR verifier rejects (errors are printed beside their lines).")]
@@ -83,6 +87,12 @@ pub fn run(args: &CompileArgs) -> Result<String, CliError> {
                 let first = errors.first().map(ToString::to_string).unwrap_or_default();
                 bug(format!("the program lowered loop by loop fails the BIR verifier: {first}"))
             })?;
+            // Loops whose iterations land on different engines (a DMA queue rotating with the
+            // trip) cannot stay loops of one stream; the lowering rolled afresh finds the
+            // loops of each stream instead. The shorter of the two is printed (both expand to
+            // the unrolled lowering, the rolled one without origins).
+            let rolled = bir_loops::rolled(&program);
+            let lp = if rolled.to_string().len() < lp.to_string().len() { rolled } else { lp };
             match emit {
                 CompileEmit::Bir => lp.to_string(),
                 CompileEmit::Json => to_json(&lp)?,

@@ -55,10 +55,26 @@ impl From<DriverError> for CliError {
     }
 }
 
-/// A clap error as a usage error: its first line, without the `error: ` prefix.
+/// A clap error as a usage error: its whole message (every line of a multi-line one, such as
+/// the list of missing arguments), without the `error: ` prefix and the usage footer.
 #[expect(clippy::needless_pass_by_value, reason = "a map_err adapter")]
 pub(crate) fn clap_error(e: clap::Error) -> CliError {
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or_default();
-    CliError::usage(first.strip_prefix("error: ").unwrap_or(first).trim().to_string())
+    let body: Vec<&str> =
+        text.lines().take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information")).collect();
+    let joined = body.join("\n");
+    let joined = joined.trim();
+    CliError::usage(joined.strip_prefix("error: ").unwrap_or(joined).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clap_errors_keep_every_line_of_their_message() {
+        let e = crate::parse(&["gemm", "--lhs", "a.npy"]).unwrap_err();
+        assert_eq!(e.message, "the following required arguments were not provided:\n  --rhs <B.npy>", "{}", e.message);
+        let e = crate::parse(&["gemm", "--m", "x"]).unwrap_err();
+        assert!(e.message.starts_with("invalid value 'x' for '--m <M>'"), "{}", e.message);
+        assert!(!e.message.contains("Usage"), "{}", e.message);
+    }
 }

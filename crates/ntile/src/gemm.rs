@@ -18,6 +18,8 @@ use crate::progress::Progress;
 
 pub mod flags;
 mod summary;
+#[cfg(test)]
+mod tests;
 
 pub use summary::{json, summary};
 
@@ -55,6 +57,23 @@ Examples:
   ntile gemm --m 4096 --k 4096 --n 4096 --no-sim --json
   ntile gemm --m 128 --k 256 --n 512 --emit penguin
 
+The summary:
+  plan    output tiles of C (128 rows x up to 512 columns each) and K steps of up to 128 rows;
+          a PSUM group is one output tile's accumulation over K, and \"(max N live)\" counts
+          the groups (PSUM banks, 8 per partition) open at the same time
+  loop    the schedule (auto's choice) with its blocks and outer loop
+  ir      instruction counts; SBUF allocated is the highest byte the plan's buffers reach per
+          partition (every slot of a double-buffered block counted); --svg's occupancy panel
+          shows bytes holding live data over time, so its peak can be lower
+  model   the cycle model's time; ideal PE time is every matmul back to back at max(N, 64)
+          TensorE cycles per 128-row K step (tile-quantized: a 100-column edge tile costs as
+          much as 64..100 columns, never less than 64 cycles), HFU = matmul FLOPs / (peak x
+          modeled time)
+  engines busy fraction of each engine over the modeled time: pe the TensorE (matmuls,
+          transposes), act the ScalarE (activation engine), dve the VectorE, pool the GpSimd
+          engine, dma the mean over the 16 DMA queues
+  bottleneck  the critical path's share per engine class
+
 Exit codes: 0 ok, 1 result outside the error bound, 2 bad input, 3 internal error.")]
 pub struct GemmArgs {
     /// Rows of A and C [default: 1024, or taken from --lhs]
@@ -68,13 +87,13 @@ pub struct GemmArgs {
     pub n: Option<u64>,
     /// Matmul dtype of both operands: fp32, bf16, fp16, fp8e4m3, fp8e5m2, fp8e4m3fn (trn3), or
     /// uint8 (integer operands, both sides) [default: bf16]
-    #[arg(long)]
+    #[arg(long, value_parser = operand_dtype)]
     pub dtype: Option<DType>,
     /// Matmul dtype of A (overrides --dtype)
-    #[arg(long)]
+    #[arg(long, value_parser = operand_dtype)]
     pub lhs_dtype: Option<DType>,
     /// Matmul dtype of B (overrides --dtype)
-    #[arg(long)]
+    #[arg(long, value_parser = operand_dtype)]
     pub rhs_dtype: Option<DType>,
     /// Dtype of A and B in HBM: fp32 (cast by the DMA that loads them), or bf16, fp16 or an
     /// fp8 type (stored rounded; loaded without a cast when it is the matmul dtype)
@@ -162,9 +181,10 @@ pub struct GemmArgs {
     /// Print the IR instead of running it
     #[arg(long, value_enum)]
     pub emit: Option<Emit>,
-    /// Seed of the random inputs (not with --lhs/--rhs, which are the inputs)
-    #[arg(long, default_value_t = 0, conflicts_with = "lhs")]
-    pub seed: u64,
+    /// Seed of the random inputs [default: 0] (not with --lhs/--rhs, which are the inputs, nor
+    /// with --no-sim or --emit, which draw none)
+    #[arg(long, conflicts_with = "lhs")]
+    pub seed: Option<u64>,
     /// Refuse a GEMM whose estimated memory (planning, modeling and simulation) exceeds this
     /// many bytes; K, M, G, T suffixes are powers of 1024 [default: half of physical memory]
     #[arg(long, value_name = "BYTES", value_parser = crate::budget::parse_bytes)]
@@ -172,6 +192,19 @@ pub struct GemmArgs {
     /// Override hardware profile keys from a JSON file (see `ntile hw show`)
     #[arg(long, value_name = "FILE.json", long_help = crate::hw::HW_HELP)]
     pub hw: Option<PathBuf>,
+}
+
+/// The operand dtypes a GEMM takes, as `--dtype` lists them.
+pub const OPERAND_DTYPES: &str = "fp32, bf16, fp16, fp8e4m3, fp8e5m2, fp8e4m3fn, uint8";
+
+/// Parse a GEMM operand dtype (`--dtype`, `--lhs-dtype`, `--rhs-dtype`): a dtype a matmul
+/// takes, the error listing only those.
+pub fn operand_dtype(s: &str) -> Result<DType, String> {
+    match s.parse::<DType>() {
+        Ok(d) if d.is_float() || d == DType::Uint8 => Ok(d),
+        Ok(d) => Err(format!("{d} is not a GEMM operand dtype (expected one of {OPERAND_DTYPES})")),
+        Err(_) => Err(format!("unknown dtype `{s}` (expected one of {OPERAND_DTYPES})")),
+    }
 }
 
 /// What `ntile gemm` produced.
@@ -252,7 +285,7 @@ pub fn request(args: &GemmArgs, (m, k, n): (u64, u64, u64)) -> GemmRequest {
             unrolled: args.trace.is_some() || args.svg.is_some() || args.svg_grid.is_some() || unrolled_ir,
             model_extrapolated: args.emit.is_none(),
             c_bytes: args.output.is_some(),
-            seed: args.seed,
+            seed: args.seed.unwrap_or(0),
             max_memory: args.max_memory,
             cancel: None,
             progress: None,
@@ -306,17 +339,21 @@ pub fn prepare<'a>(
 /// Write what `args` asks of a run (`--trace`, `--svg`, `--svg-grid`, `-o`) and return the
 /// text for stdout (the IR of `--emit`, the `--json` report or the summary).
 pub fn finish(args: &GemmArgs, outcome: &driver::GemmOutcome) -> Result<String, CliError> {
+    let mut wrote = Vec::new();
     if let Some(path) = &args.trace {
         npy::write_atomic(path, outcome.trace().ok_or_else(no_timeline)?.as_bytes())?;
+        wrote.push(format!("wrote the modeled timeline (Chrome/Perfetto trace JSON) to {}", path.display()));
     }
     if let Some(path) = &args.svg {
         npy::write_atomic(path, outcome.timeline_svg().ok_or_else(no_timeline)?.as_bytes())?;
+        wrote.push(format!("wrote the modeled timeline (SVG) to {}", path.display()));
     }
     if let Some(path) = &args.svg_grid {
         let grid = outcome.tile_grid_svg().ok_or_else(|| CliError::internal("a GEMM without a tile grid (a bug)"))?;
         npy::write_atomic(path, grid.as_bytes())?;
+        wrote.push(format!("wrote the tile grid (SVG) to {}", path.display()));
     }
-    let stdout = match (args.emit, &outcome.plan, &outcome.program, &outcome.extrapolated) {
+    let mut stdout = match (args.emit, &outcome.plan, &outcome.program, &outcome.extrapolated) {
         (Some(_), None, _, Some(x)) => x.program.to_string(),
         (Some(Emit::Penguin), Some(plan), _, _) => plan.looped().to_string(),
         (Some(Emit::PenguinUnrolled), Some(plan), _, _) => plan.function.to_string(),
@@ -328,19 +365,32 @@ pub fn finish(args: &GemmArgs, outcome: &driver::GemmOutcome) -> Result<String, 
     };
     if let (Some(path), Some(raw)) = (&args.output, &outcome.c_bytes) {
         let r = &outcome.report;
-        let kind = match r.out_dtype.parse().unwrap_or(DType::Fp32) {
-            DType::Fp16 => OutKind::F16,
-            DType::Bf16 => OutKind::U16Bits,
-            _ => OutKind::F32,
+        let (kind, what) = match r.out_dtype.parse().unwrap_or(DType::Fp32) {
+            DType::Fp16 => (OutKind::F16, "float16"),
+            DType::Bf16 => (OutKind::U16Bits, "uint16 bf16 bit patterns"),
+            _ => (OutKind::F32, "float32"),
         };
         npy::write_atomic(path, &npy::to_npy_bytes(&[r.m, r.n], kind, raw)?)?;
+        wrote.push(format!("wrote C [{}, {}] ({}, as {what}) to {}", r.m, r.n, r.out_dtype, path.display()));
+    }
+    // The summary says what was written; --json and --emit keep stdout to what they print.
+    if args.emit.is_none() && !args.json {
+        for line in wrote {
+            stdout += &format!("{line}\n");
+        }
     }
     Ok(stdout)
 }
 
 /// Run `ntile gemm`.
 pub fn run(args: &GemmArgs) -> Result<Outcome, CliError> {
+    run_with(args, None)
+}
+
+/// Run `ntile gemm`, stopped by `cancel` in every long phase (nothing is written then).
+pub fn run_with(args: &GemmArgs, cancel: Option<&driver::Cancel>) -> Result<Outcome, CliError> {
     let (mut req, inputs) = prepare(args, None)?;
+    req.options.cancel = cancel.cloned();
     let progress = Arc::new(Progress::new(args.quiet, "ntile gemm"));
     if progress.is_live() {
         let shown = Arc::clone(&progress);
@@ -366,6 +416,14 @@ pub fn validate(args: &GemmArgs) -> Result<(), CliError> {
         }
         if args.emit.is_some() {
             return conflict("-o/--output", "--emit", "--emit prints the IR instead of running it");
+        }
+    }
+    if args.seed.is_some() {
+        if args.no_sim {
+            return conflict("--seed", "--no-sim", "without a simulation no random input is drawn");
+        }
+        if args.emit.is_some() {
+            return conflict("--seed", "--emit", "--emit prints the IR, and no random input is drawn");
         }
     }
     if args.json && args.emit.is_some() {

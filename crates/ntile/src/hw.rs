@@ -78,7 +78,8 @@ pub fn load_profile(path: Option<&Path>, target: Target) -> Result<HwProfile, Cl
 /// The profile as a table: key, value, unit, source.
 pub fn profile_table(profile: &HwProfile) -> String {
     let mut s = format!(
-        "hardware profile of {} (geometry is fixed; timing keys can be overridden with --hw)\n",
+        "hardware profile of {} (geometry is fixed; timing keys can be overridden with --hw; sources S1.. are \
+         listed with their URLs in docs/hardware-sources.md)\n",
         profile.target
     );
     s += &format!("{:<28} {:>12} {:<11} {:<17} {}\n", "key", "value", "unit", "range", "source");
@@ -104,5 +105,43 @@ fn fmt_value(v: f64) -> String {
         format!("{v:.0}")
     } else {
         format!("{v:.4}").trim_end_matches('0').to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The source keys (`S1`, `S25`, ...) a source text cites.
+    fn keys(source: &str) -> Vec<String> {
+        let b = source.as_bytes();
+        let mut out = Vec::new();
+        for (i, &c) in b.iter().enumerate() {
+            let starts = c == b'S' && (i == 0 || !b[i - 1].is_ascii_alphanumeric());
+            let digits = b[i + 1..].iter().take_while(|d| d.is_ascii_digit()).count();
+            if starts && digits > 0 {
+                out.push(source[i..i + 1 + digits].to_string());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_source_the_profiles_cite_is_on_the_sources_page() {
+        let page = include_str!("../../../docs/hardware-sources.md");
+        let mut cited = std::collections::BTreeSet::new();
+        for target in [Target::Trn1, Target::Trn2, Target::Trn3] {
+            for e in target.profile().entries() {
+                cited.extend(keys(e.info.source));
+            }
+        }
+        assert!(cited.len() >= 9, "{cited:?}");
+        for key in &cited {
+            let row = page.lines().find(|l| l.starts_with(&format!("| {key} |")));
+            let row = row.unwrap_or_else(|| panic!("{key} is cited but not listed in docs/hardware-sources.md"));
+            assert!(row.contains("https://"), "{key} has no public URL: {row}");
+        }
+        assert_eq!(keys("S1 (trn1 2.8), S3/S5 (4.7 TB/s), MSS2"), ["S1", "S3", "S5"]);
+        assert!(profile_table(&Target::Trn2.profile()).contains("docs/hardware-sources.md"));
     }
 }

@@ -14,6 +14,7 @@ pub mod budget;
 pub mod calibrate;
 pub mod comments;
 pub mod compile;
+pub mod csv;
 pub mod error;
 pub mod fmt;
 pub mod gemm;
@@ -85,9 +86,14 @@ pub enum Command {
 
 /// Run a parsed command line: the text for stdout and the exit code.
 pub fn run(cli: &Cli) -> Result<(String, u8), CliError> {
+    run_with(cli, None)
+}
+
+/// [`run()`], stopped by `cancel` (exit code 130, nothing written) in every long phase.
+pub fn run_with(cli: &Cli, cancel: Option<&driver::Cancel>) -> Result<(String, u8), CliError> {
     match &cli.command {
         Command::Gemm(args) => {
-            let out = gemm::run(args)?;
+            let out = gemm::run_with(args, cancel)?;
             let code = match &out.report.check {
                 Some(c) if !c.passed => error::EXIT_MISMATCH,
                 _ => 0,
@@ -95,12 +101,12 @@ pub fn run(cli: &Cli) -> Result<(String, u8), CliError> {
             Ok((out.stdout, code))
         }
         Command::Compile(args) => Ok((compile::run(args)?, 0)),
-        Command::Run(args) => Ok((run::run(args)?, 0)),
+        Command::Run(args) => Ok((run::run_with(args, cancel)?, 0)),
         Command::Verify(args) => Ok((verify::run(args)?, 0)),
         Command::Fmt(args) => Ok((fmt::run(args)?, 0)),
-        Command::Sweep(args) => Ok((sweep::run(args)?, 0)),
+        Command::Sweep(args) => Ok((sweep::run(args, cancel)?, 0)),
         Command::Hw(args) => Ok((hw::run(args)?, 0)),
-        Command::Calibrate(args) => Ok((calibrate::run(args)?, 0)),
+        Command::Calibrate(args) => Ok((calibrate::run(args, cancel)?, 0)),
     }
 }
 

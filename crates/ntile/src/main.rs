@@ -2,6 +2,8 @@
 
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use clap::Parser as _;
 
@@ -29,6 +31,23 @@ fn keep_freed_memory() {
     }
 }
 
+/// Ctrl-C (SIGINT) sets the run's cancellation flag: every long phase stops at its next poll
+/// (within milliseconds), nothing more is written, and the exit code is 130. A second Ctrl-C,
+/// with the flag already set, exits at once. `None` when the handler cannot be installed (the
+/// default action, ending the process, then stays).
+fn interrupt_flag() -> Option<driver::Cancel> {
+    use signal_hook::consts::SIGINT;
+    let flag = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(
+        SIGINT,
+        i32::from(ntile::error::EXIT_INTERRUPTED),
+        Arc::clone(&flag),
+    )
+    .ok()?;
+    signal_hook::flag::register(SIGINT, Arc::clone(&flag)).ok()?;
+    Some(driver::Cancel::from_flag(flag))
+}
+
 fn main() -> ExitCode {
     keep_freed_memory();
     let cli = match ntile::Cli::try_parse() {
@@ -41,7 +60,8 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match ntile::run(&cli) {
+    let cancel = interrupt_flag();
+    match ntile::run_with(&cli, cancel.as_ref()) {
         Ok((text, code)) => {
             let mut out = std::io::stdout().lock();
             match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

@@ -226,6 +226,17 @@ fn run_error(e: DriverError, files: &Files<'_>) -> CliError {
 
 /// Run `ntile run`.
 pub fn run(args: &RunArgs) -> Result<String, CliError> {
+    run_with(args, None)
+}
+
+/// Run `ntile run`, stopped by `cancel` (nothing is written then).
+pub fn run_with(args: &RunArgs, cancel: Option<&driver::Cancel>) -> Result<String, CliError> {
+    if let (true, Some(b)) = (args.no_sim, args.inputs.first()) {
+        return Err(CliError::usage(format!(
+            "--input {}=... cannot be used with --no-sim: without a simulation no input is read",
+            b.name
+        )));
+    }
     if let (true, Some(b)) = (args.no_sim, args.outputs.first()) {
         return Err(CliError::usage(format!(
             "--output {}=... cannot be used with --no-sim: without a simulation no tensor has contents to write",
@@ -265,7 +276,7 @@ pub fn run(args: &RunArgs) -> Result<String, CliError> {
         hw: Some(hw),
         max_memory: args.max_memory,
         outputs: Some(args.outputs.iter().map(|b| b.name.clone()).collect()),
-        cancel: None,
+        cancel: cancel.cloned(),
     };
     let mut files = Files { bindings: &args.inputs, descrs: Vec::new() };
     let mut outcome = runnable.run(&mut files, &options).map_err(|e| run_error(e, &files))?;

@@ -1,8 +1,8 @@
 //! `ntile sweep`: plan, lower and cycle-model every GEMM of a CSV (a whole model's layers) on
 //! all cores, and print a per-layer table with totals.
 //!
-//! Two CSV layouts are read, told apart by their header (names case-insensitive, surrounding
-//! spaces and trailing empty columns ignored, `#` lines and blank lines skipped):
+//! Two CSV layouts are read (by the reader `calibrate` shares, [`crate::csv`]), told apart by
+//! their header (names case-insensitive):
 //! - ntile's: `name,m,k,n` with optional `dtype` and `schedule` columns, in any order;
 //! - SCALE-Sim's GEMM topology: `Layer,M,N,K` (or `Layer Name, M, N, K,`), for
 //!   `C[M, N] = A[M, K] @ B[K, N]`.
@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use clap::Args;
 use codegen::Schedule;
-use driver::GemmRequest;
+use driver::{Cancel, DriverError, GemmRequest};
 use penguin::{DType, Target};
 use serde::Serialize;
 
@@ -43,7 +43,7 @@ pub struct SweepArgs {
     #[arg(long, default_value = "trn2")]
     pub target: Target,
     /// Matmul dtype of rows without a dtype column
-    #[arg(long, default_value = "bf16")]
+    #[arg(long, default_value = "bf16", value_parser = crate::gemm::operand_dtype)]
     pub dtype: DType,
     /// Loop nest of rows without a schedule column (auto searches per layer)
     #[arg(long, default_value = "auto")]
@@ -137,20 +137,10 @@ struct Columns {
     n: Option<usize>,
     dtype: Option<usize>,
     schedule: Option<usize>,
-    count: usize,
 }
 
-/// The fields of a CSV line, trimmed, without the trailing empty ones past `keep` fields.
-fn fields(line: &str, keep: usize) -> Vec<&str> {
-    let mut f: Vec<&str> = line.split(',').map(str::trim).collect();
-    while f.len() > keep && f.last() == Some(&"") {
-        f.pop();
-    }
-    f
-}
-
-fn header(line: usize, names: &[&str]) -> Result<Columns, CliError> {
-    let mut c = Columns { count: names.len(), ..Columns::default() };
+fn header(line: usize, names: &[String]) -> Result<Columns, CliError> {
+    let mut c = Columns::default();
     for (i, name) in names.iter().enumerate() {
         let slot = match name.to_ascii_lowercase().as_str() {
             "name" | "layer" | "layer name" | "layer_name" => &mut c.name,
@@ -178,27 +168,19 @@ fn header(line: usize, names: &[&str]) -> Result<Columns, CliError> {
     Ok(c)
 }
 
-/// Parse the CSV text into layers; errors name the line (and column).
+/// Parse the CSV text (read by [`crate::csv::read`]) into layers; errors name the line (and
+/// column).
 pub fn parse(text: &str) -> Result<Vec<Layer>, CliError> {
-    let mut columns: Option<Columns> = None;
+    let Some(table) = crate::csv::read(text)? else {
+        return Err(CliError::usage("no layers: expected a header (name,m,k,n or Layer,M,N,K) and at least one row"));
+    };
+    let cols = header(table.header_line, &table.names)?;
     let mut layers = Vec::new();
-    for (idx, raw) in text.lines().enumerate() {
-        let line = idx + 1;
-        let trimmed = raw.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        let Some(cols) = &columns else {
-            columns = Some(header(line, &fields(trimmed, 0))?);
-            continue;
-        };
-        let f = fields(trimmed, cols.count);
-        if f.len() != cols.count {
-            return Err(CliError::usage(format!("line {line}: {} fields, but the header has {}", f.len(), cols.count)));
-        }
-        let name = cols.name.map_or_else(|| format!("layer{}", layers.len() + 1), |i| f[i].to_string());
+    for (line, f) in &table.rows {
+        let line = *line;
+        let name = cols.name.map_or_else(|| format!("layer{}", layers.len() + 1), |i| f[i].clone());
         let dim = |slot: Option<usize>, what: &str| -> Result<u64, CliError> {
-            let v = slot.map_or("", |i| f[i]);
+            let v = slot.map_or("", |i| f[i].as_str());
             match v.parse::<u64>() {
                 Ok(d) if d > 0 => Ok(d),
                 _ => Err(CliError::usage(format!(
@@ -207,13 +189,13 @@ pub fn parse(text: &str) -> Result<Vec<Layer>, CliError> {
             }
         };
         let (m, k, n) = (dim(cols.m, "m")?, dim(cols.k, "k")?, dim(cols.n, "n")?);
-        let dtype = match cols.dtype.map(|i| f[i]).filter(|v| !v.is_empty()) {
+        let dtype = match cols.dtype.map(|i| f[i].as_str()).filter(|v| !v.is_empty()) {
             Some(v) => Some(
                 v.parse::<DType>().map_err(|e| CliError::usage(format!("line {line} ({name}), column dtype: {e}")))?,
             ),
             None => None,
         };
-        let schedule = match cols.schedule.map(|i| f[i]).filter(|v| !v.is_empty()) {
+        let schedule = match cols.schedule.map(|i| f[i].as_str()).filter(|v| !v.is_empty()) {
             Some(v) => Some(
                 v.parse::<Schedule>()
                     .map_err(|e| CliError::usage(format!("line {line} ({name}), column schedule: {e}")))?,
@@ -239,9 +221,14 @@ pub fn request(args: &SweepArgs, layer: &Layer) -> GemmRequest {
 }
 
 /// Model one layer.
-fn model(args: &SweepArgs, layer: &Layer) -> Result<Row, CliError> {
+fn model(args: &SweepArgs, layer: &Layer, cancel: Option<&Cancel>) -> Result<Row, CliError> {
     let dtype = layer.dtype.unwrap_or(args.dtype);
-    let out = driver::gemm(&request(args, layer), None).map_err(|e| {
+    let mut req = request(args, layer);
+    req.options.cancel = cancel.cloned();
+    let out = driver::gemm(&req, None).map_err(|e| {
+        if matches!(e, DriverError::Interrupted) {
+            return CliError::from(e);
+        }
         let e = CliError::from(e);
         CliError {
             code: e.code,
@@ -263,7 +250,12 @@ fn model(args: &SweepArgs, layer: &Layer) -> Result<Row, CliError> {
 }
 
 /// Model every layer, on all cores; the first failing row (in file order) is the error.
-pub fn sweep(args: &SweepArgs, layers: &[Layer], progress: &Progress) -> Result<Vec<Row>, CliError> {
+pub fn sweep(
+    args: &SweepArgs,
+    layers: &[Layer],
+    progress: &Progress,
+    cancel: Option<&Cancel>,
+) -> Result<Vec<Row>, CliError> {
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(layers.len()).max(1);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -273,7 +265,10 @@ pub fn sweep(args: &SweepArgs, layers: &[Layer], progress: &Progress) -> Result<
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(layer) = layers.get(i) else { break };
-                let r = model(args, layer);
+                if cancel.is_some_and(Cancel::is_cancelled) {
+                    break;
+                }
+                let r = model(args, layer, cancel);
                 if let Ok(mut slots) = results.lock() {
                     slots[i] = Some(r);
                 }
@@ -282,6 +277,9 @@ pub fn sweep(args: &SweepArgs, layers: &[Layer], progress: &Progress) -> Result<
             });
         }
     });
+    if cancel.is_some_and(Cancel::is_cancelled) {
+        return Err(DriverError::Interrupted.into());
+    }
     let slots = results.into_inner().map_err(|_| CliError::internal("a sweep worker failed (a bug)"))?;
     slots
         .into_iter()
@@ -344,14 +342,14 @@ pub fn table(target: Target, rows: &[Row], t: &Totals) -> String {
     s
 }
 
-/// Run `ntile sweep`.
-pub fn run(args: &SweepArgs) -> Result<String, CliError> {
+/// Run `ntile sweep`, stopped by `cancel` (between layers and inside each).
+pub fn run(args: &SweepArgs, cancel: Option<&Cancel>) -> Result<String, CliError> {
     let text = std::fs::read_to_string(&args.layers)
         .map_err(|e| CliError::usage(format!("cannot read {}: {e}", args.layers.display())))?;
     let layers = parse(&text)
         .map_err(|e| CliError { code: e.code, message: format!("{}: {}", args.layers.display(), e.message) })?;
     let progress = Progress::new(args.quiet, "ntile sweep");
-    let rows = sweep(args, &layers, &progress)?;
+    let rows = sweep(args, &layers, &progress, cancel)?;
     drop(progress);
     let totals = totals(&rows);
     if args.json {

@@ -2,6 +2,7 @@
 //!
 //! The codegen layer wraps a builder by composition; the builder only appends and verifies.
 
+use crate::cancel::Cancel;
 use crate::entity::{InstId, TensorId};
 use crate::error::{PenguinError, VerifierErrors};
 use crate::function::{Function, TensorData};
@@ -35,6 +36,11 @@ pub trait IrBuilder {
     fn set_srcloc(&mut self, inst: InstId, loc: SourceLoc) {
         let _ = (inst, loc);
     }
+    /// Whether the caller asked the build to stop ([`crate::Cancel`]): the layers above poll
+    /// it as they emit and give up with their `Interrupted` error. The default never stops.
+    fn cancelled(&self) -> bool {
+        false
+    }
     /// Verify and return the function.
     fn finalize(self) -> Result<Function, VerifierErrors>;
 }
@@ -43,12 +49,18 @@ pub trait IrBuilder {
 #[derive(Clone, Debug, Default)]
 pub struct GeneratedBuilder {
     func: Function,
+    cancel: Option<Cancel>,
 }
 
 impl GeneratedBuilder {
     /// A builder for an empty kernel with this name.
     pub fn new(kernel_name: impl Into<String>) -> Self {
-        GeneratedBuilder { func: Function::new(kernel_name) }
+        GeneratedBuilder { func: Function::new(kernel_name), cancel: None }
+    }
+
+    /// The same builder, reporting `cancel` through [`IrBuilder::cancelled`].
+    pub fn with_cancel(self, cancel: Option<Cancel>) -> Self {
+        GeneratedBuilder { cancel, ..self }
     }
 }
 
@@ -88,6 +100,10 @@ impl IrBuilder for GeneratedBuilder {
 
     fn set_srcloc(&mut self, inst: InstId, loc: SourceLoc) {
         self.func.srclocs.set(inst, Some(loc));
+    }
+
+    fn cancelled(&self) -> bool {
+        crate::cancel::stopped(self.cancel.as_ref())
     }
 
     fn finalize(self) -> Result<Function, VerifierErrors> {

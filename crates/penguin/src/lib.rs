@@ -30,6 +30,7 @@
 
 pub mod ap;
 mod builder;
+pub mod cancel;
 pub mod deps;
 pub mod dtype;
 mod entity;
@@ -46,6 +47,7 @@ pub mod verify;
 
 pub use ap::{AccessPattern, Dim, FreeDims, Region, Window};
 pub use builder::{GeneratedBuilder, IrBuilder};
+pub use cancel::Cancel;
 pub use deps::DepTracker;
 pub use dtype::{CastMode, DType};
 pub use entity::{InstId, Memory, TensorId};

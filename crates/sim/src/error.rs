@@ -34,6 +34,9 @@ fn list_stuck(stuck: &[Stuck]) -> String {
 /// Everything that stops the simulator.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SimError {
+    /// The caller's [`penguin::Cancel`] stopped the run or the model.
+    #[error("interrupted")]
+    Interrupted,
     /// User error: no HBM tensor of the program has this name.
     #[error("no HBM tensor named `{name}` in the program")]
     UnknownTensor {

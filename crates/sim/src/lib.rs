@@ -84,8 +84,8 @@ pub use simulator::{RunStats, Simulator, MAX_HBM_BYTES, MAX_THREADS};
 mod cycle;
 mod report;
 pub use cycle::{
-    model, model_looped, model_looped_default, model_looped_stats, model_looped_with, model_with, CycleReport,
-    EngineBusy, LoopedOptions, LoopedStats, Slice,
+    model, model_cancellable, model_looped, model_looped_cancellable, model_looped_default, model_looped_stats,
+    model_looped_with, model_with, CycleReport, EngineBusy, LoopedOptions, LoopedStats, Slice,
 };
 pub use report::svg::{tile_grid_svg, timeline_svg, timeline_svg_with};
 pub use report::timeline::critical::{critical_path, CriticalPath};

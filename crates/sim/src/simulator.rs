@@ -159,6 +159,8 @@ pub struct Simulator {
     alloc_error: Option<SimError>,
     /// Threads a run computes PE products on.
     threads: usize,
+    /// Stops a run ([`SimError::Interrupted`]) when set.
+    cancel: Option<penguin::Cancel>,
 }
 
 /// Bytes per partition of the SBUF image: the target's capacity, or less when no access of
@@ -214,7 +216,14 @@ impl Simulator {
             races: Vec::new(),
             alloc_error,
             threads: std::thread::available_parallelism().map_or(1, |t| t.get()).min(MAX_THREADS),
+            cancel: None,
         }
+    }
+
+    /// Stop a run with [`SimError::Interrupted`] within a few instructions of `cancel` being
+    /// set (the memory images then hold a partial run).
+    pub fn set_cancel(&mut self, cancel: Option<penguin::Cancel>) {
+        self.cancel = cancel;
     }
 
     /// Compute PE products on `threads` threads (at least 1; 1 computes each product where
@@ -326,7 +335,7 @@ impl Simulator {
             // No workers: products are computed where they are applied, in the same jobs.
             self.machine.deferred = Some(Deferred::new(None));
             let result = self.run_streams();
-            self.machine.settle_all();
+            self.settle(&result);
             self.machine.deferred = None;
             return result;
         }
@@ -340,11 +349,20 @@ impl Simulator {
             }
             self.machine.deferred = Some(Deferred::new(Some(Arc::clone(&queue))));
             let result = self.run_streams();
-            self.machine.settle_all();
+            self.settle(&result);
             self.machine.deferred = None;
             queue.close();
             result
         })
+    }
+
+    /// Add the products still pending into PSUM, or, for an interrupted run, drop them.
+    fn settle(&mut self, result: &Result<RunStats, SimError>) {
+        if matches!(result, Err(SimError::Interrupted)) {
+            self.machine.abandon_deferred();
+        } else {
+            self.machine.settle_all();
+        }
     }
 
     fn run_streams(&mut self) -> Result<RunStats, SimError> {
@@ -412,6 +430,10 @@ impl Simulator {
                     }
                     pc[e] += 1;
                     stats.instructions += 1;
+                    // Instructions move up to a few MiB each: poll often.
+                    if stats.instructions.is_multiple_of(64) && penguin::cancel::stopped(self.cancel.as_ref()) {
+                        return Err(SimError::Interrupted);
+                    }
                     progressed = true;
                     since_prune += 1;
                     if since_prune >= PRUNE_EVERY {

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::figures::Figures;
+use crate::cancel::Cancel;
 use crate::error::DriverError;
 use crate::error::ExtrapolateError;
 
@@ -54,16 +55,21 @@ impl NestDoc {
 
 /// Plan (with `cfg`'s blocks, or `plan` when given) one reduced GEMM and give its program at
 /// `level`.
-fn reduce(cfg: &GemmConfig, plan: Option<GemmPlan>, double: bool, level: Level) -> Result<Reduced, ExtrapolateError> {
+fn reduce(
+    cfg: &GemmConfig,
+    plan: Option<GemmPlan>,
+    (double, level): (bool, Level),
+    cancel: Option<&Cancel>,
+) -> Result<Reduced, ExtrapolateError> {
     let plan = match plan {
         Some(p) => p,
         None => {
             let planning = if double { Planning::DoubleBuffered } else { Planning::Fixed };
             let request = PlanRequest::new(cfg).with_planning(planning);
-            codegen::plan(&request, &codegen::default_builder).map_err(ExtrapolateError::Plan)?.plan
+            codegen::plan(&request, &crate::cancel::builder(cancel)).map_err(ExtrapolateError::Plan)?.plan
         }
     };
-    let mut unrolled = crate::lower::lower(&plan).map_err(ExtrapolateError::reduced)?;
+    let mut unrolled = crate::lower::lower_cancellable(&plan, cancel).map_err(ExtrapolateError::reduced)?;
     let figures = Figures::of(&plan, &unrolled);
     // Hold as little as possible at once.
     let program = match level {
@@ -90,6 +96,7 @@ pub(super) fn run_all(
     double: bool,
     level: Level,
     threads: usize,
+    cancel: Option<&Cancel>,
 ) -> Vec<Result<Reduced, ExtrapolateError>> {
     let n = jobs.len();
     let slots: Vec<std::sync::Mutex<Option<Job>>> = jobs.into_iter().map(|j| std::sync::Mutex::new(Some(j))).collect();
@@ -101,7 +108,8 @@ pub(super) fn run_all(
             let Some(slot) = slots.get(i) else { break };
             let job = slot.lock().ok().and_then(|mut s| s.take());
             let r = match job {
-                Some((cfg, plan)) => reduce(&cfg, plan, double, level),
+                Some(_) if crate::cancel::stopped(cancel) => Err(ExtrapolateError::reduced(DriverError::Interrupted)),
+                Some((cfg, plan)) => reduce(&cfg, plan, (double, level), cancel),
                 None => Err(ExtrapolateError::reduced(DriverError::internal("a reduced GEMM was taken twice (a bug)"))),
             };
             out.push((i, r));

@@ -48,8 +48,8 @@ fn assert_exact(c: &GemmConfig) -> Extrapolated {
 
 /// [`assert_exact`] trying `attempts` in turn.
 fn assert_exact_from(c: &GemmConfig, attempts: &[(Reduction, Level)]) -> Extrapolated {
-    let x =
-        extrapolate_trying(c, Planning::Fixed, (2, Bounds::NONE), attempts).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+    let x = extrapolate_trying(c, Planning::Fixed, (2, Bounds::NONE, None), attempts)
+        .unwrap_or_else(|e| panic!("{c:?}: {e}"));
     assert!(!x.axes.is_empty(), "{c:?} was not reduced");
     assert!(x.plans >= 3);
     let (program, figures) = full(c, x.nested);

@@ -67,6 +67,9 @@ pub(super) fn simulate_and_check(
     // are too large to hold beside the simulator's memory).
     let slot = Mutex::new(opts.check.then_some(inputs));
     let prepare = || {
+        if crate::cancel::stopped(opts.cancel.as_ref()) {
+            return None;
+        }
         let taken = slot.lock().ok().and_then(|mut i| i.take());
         taken.map(|i| CheckOperands::prepare(cfg, lhs_transposed, i))
     };
@@ -104,7 +107,9 @@ pub(super) fn simulate_and_check(
             Some(joined) => joined?,
             None => prepare(),
         };
+        opts.check_cancel()?;
         let check = operands.map(|o| o.check(&c));
+        opts.check_cancel()?;
         Ok(Simulated { c, raw, check, simulate_ms, reference_ms: ms(t) })
     })
 }

@@ -13,11 +13,12 @@ use super::outcome::GemmOutcome;
 use super::report::{report_from, ExtrapolatedReport, Facts};
 use super::report::{Report, WallMs};
 use super::request::GemmRequest;
+use crate::budget;
+use crate::cancel::{self, Cancel};
 use crate::error::DriverError;
 use crate::error::ExtrapolateError;
 use crate::extrapolate::{extrapolate_within, Bounds, Extrapolated};
 use crate::lower::{auto_cost, ms};
-use crate::{budget, cancel};
 
 /// Why `cfg` is extrapolated rather than planned whole.
 fn why_extrapolated(req: &GemmRequest, cfg: &GemmConfig) -> String {
@@ -81,9 +82,10 @@ fn stripe_fits(cfg: &GemmConfig) -> bool {
 /// per loop level, so a program that reaches its limit has a period that never repeats.
 pub const MAX_REPLAYED: u64 = 1 << 26;
 
-fn model(x: &Extrapolated, hw: &HwProfile) -> Result<sim::CycleReport, DriverError> {
+fn model(x: &Extrapolated, hw: &HwProfile, cancel: Option<&Cancel>) -> Result<sim::CycleReport, DriverError> {
     let opts = sim::LoopedOptions { max_replayed: MAX_REPLAYED, ..sim::LoopedOptions::default() };
-    sim::model_looped_with(&x.program, hw, opts).map_err(|e| match e {
+    sim::model_looped_cancellable(&x.program, hw, opts, cancel).map(|(c, _)| c).map_err(|e| match e {
+        sim::SimError::Interrupted => DriverError::Interrupted,
         sim::SimError::NoSteadyState { .. } => DriverError::input(format!(
             "{}x{}x{} cannot be modeled in reasonable time: {e}",
             x.config.m, x.config.k, x.config.n
@@ -130,7 +132,7 @@ fn auto_on_proxy(
     // Only the choice is kept: its lowering is the proxy's, not the GEMM's.
     let cost = |p: &codegen::GemmPlan| auto_cost(p, hw, cancel).map(|(c, _)| (c, ()));
     let search = AutoSearch { limits: req.limits(), hw, shortlist: codegen::AUTO_SHORTLIST, threads, cost: &cost };
-    let planned = codegen::plan(&PlanRequest::new(&proxy).with_search(search), &codegen::default_builder);
+    let planned = codegen::plan(&PlanRequest::new(&proxy).with_search(search), &cancel::builder(cancel));
     cancel::check(cancel)?;
     let Some((choice, ())) = planned?.auto else {
         return Err(DriverError::internal("auto planned the proxy without a choice (a bug)"));
@@ -144,9 +146,12 @@ fn auto_on_proxy(
     let bounds = Bounds { bytes: u128::from(budget), matmuls: u128::MAX };
     // Whatever keeps the choice from extrapolating, the search over extrapolated candidates
     // meets it too (and reports it) or finds another candidate.
-    let Ok(x) = extrapolate_within(&chosen, Planning::Fixed, threads, bounds) else { return Ok(None) };
+    let Ok(x) = extrapolate_within(&chosen, Planning::Fixed, threads, bounds, cancel) else {
+        cancel::check(cancel)?;
+        return Ok(None);
+    };
     cancel::check(cancel)?;
-    let cycle = model(&x, hw)?;
+    let cycle = model(&x, hw, cancel)?;
     let choice = AutoChoice { config: x.config.clone(), cost: cycle.total_ns, hbm_bytes: cycle.hbm_bytes, ..choice };
     Ok(Some((x, cycle, choice, [proxy.m, proxy.k, proxy.n])))
 }
@@ -165,7 +170,7 @@ fn auto(
     let mut failure: Option<DriverError> = None;
     let mut cost = |job: &AutoJob| -> Result<Option<(Weighed, GemmConfig, AutoCost)>, CodegenError> {
         if cancel::stopped(cancel) {
-            return Err(CodegenError::Unsupported("interrupted".into()));
+            return Err(CodegenError::Interrupted);
         }
         let c = &job.config;
         if matches!(c.schedule, Schedule::Hoisted | Schedule::BlockedMn) && !stripe_fits(c) {
@@ -179,9 +184,12 @@ fn auto(
             });
         }
         let bounds = Bounds { bytes: u128::from(budget), matmuls: AUTO_MAX_REDUCED_MATMULS };
-        match extrapolate_within(c, job.planning, threads, bounds) {
+        match extrapolate_within(c, job.planning, threads, bounds, cancel) {
             Ok(x) => {
-                let cycle = model(&x, hw).map_err(|e| {
+                let cycle = model(&x, hw, cancel).map_err(|e| {
+                    if matches!(e, DriverError::Interrupted) {
+                        return CodegenError::Interrupted;
+                    }
                     let msg = e.to_string();
                     failure = Some(e);
                     CodegenError::Internal(msg)
@@ -297,7 +305,7 @@ pub(super) fn run(
         opts.phase("plan (extrapolated)");
         let planning = if req.blocks.any() { Planning::Fixed } else { Planning::Fitting };
         let bounds = Bounds { bytes: u128::from(budget), matmuls: u128::MAX };
-        let x = extrapolate_within(cfg, planning, threads, bounds)?;
+        let x = extrapolate_within(cfg, planning, threads, bounds, opts.cancel.as_ref())?;
         wall.plan = ms(t);
         opts.check_cancel()?;
         if !opts.model_extrapolated {
@@ -306,7 +314,7 @@ pub(super) fn run(
         }
         opts.phase("model");
         let t = Instant::now();
-        let cycle = model(&x, hw)?;
+        let cycle = model(&x, hw, opts.cancel.as_ref())?;
         wall.model = ms(t);
         (x, cycle, None)
     };

@@ -34,6 +34,7 @@ fn failing_insts(e: &sim::SimError) -> Vec<sim::InstRef> {
         | E::HbmTooLarge { .. }
         | E::TooManyStreams { .. }
         | E::NoSteadyState { .. }
+        | E::Interrupted
         | E::Internal(_) => Vec::new(),
     }
 }

@@ -58,7 +58,7 @@ pub fn summary(r: &Report) -> String {
         r.schedule, r.lhs_transpose, r.hbm_dtype
     );
     s += &format!(
-        "  ir      {} penguin / {} BIR instructions; SBUF {} of {} per partition; HBM traffic {}\n",
+        "  ir      {} penguin / {} BIR instructions; SBUF {} allocated of {} per partition; HBM traffic {}\n",
         r.penguin_instructions,
         r.bir_instructions,
         kib(r.sbuf_peak_bytes_per_partition),

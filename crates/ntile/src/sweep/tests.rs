@@ -55,12 +55,14 @@ fn bad_rows_name_the_line_and_column() {
     for (text, needle) in [
         ("name,m,k,n\na,128,x,64\n", "line 2 (a), column k: `x` is not a positive integer"),
         ("name,m,k,n\na,128,64,64\nb,0,64,64\n", "line 3 (b), column m: `0` is not a positive integer"),
-        ("name,m,k,n\na,128,64\n", "line 2: 3 fields, but the header has 4"),
+        ("name,m,k,n\na,128,64\n", "line 2: 3 cells, but the header has 4 columns"),
         ("name,m,k,n,dtype\na,128,64,64,fp64\n", "line 2 (a), column dtype:"),
         ("name,m,k,n,schedule\na,128,64,64,fast\n", "line 2 (a), column schedule:"),
         ("name,m,k,batch\n", "line 1: unknown column `batch`"),
         ("name,m,k\na,1,2\n", "line 1: the header has no `n` column"),
         ("name,m,m,n\n", "line 1: column `m` appears twice"),
+        ("name,layer,m,k,n\n", "line 1: column `layer` appears twice"),
+        ("\u{feff}name,m,k,n\na,1,x,1\n", "line 2 (a), column k"),
         ("# nothing\n", "no layers"),
         ("name,m,k,n\na,-4,64,64\n", "column m: `-4`"),
     ] {
@@ -73,7 +75,7 @@ fn bad_rows_name_the_line_and_column() {
 #[test]
 fn a_layer_the_planner_refuses_names_its_row() {
     let layers = parse("name,m,k,n,dtype\nok,128,128,128,\nbad,128,128,128,fp8e4m3fn\n").unwrap();
-    let e = sweep(&args(), &layers, &Progress::hidden()).unwrap_err();
+    let e = sweep(&args(), &layers, &Progress::hidden(), None).unwrap_err();
     assert_eq!(e.code, crate::error::EXIT_USAGE);
     assert!(e.message.contains("layers.csv: line 3 (bad): ") && e.message.contains("trn3"), "{}", e.message);
 }
@@ -81,7 +83,7 @@ fn a_layer_the_planner_refuses_names_its_row() {
 #[test]
 fn rows_agree_with_gemm_no_sim_and_totals_add_up() {
     let layers = parse("name,m,k,n\nup,256,512,1024\ndown,256,1024,512\ntiny,1,64,100\n").unwrap();
-    let rows = sweep(&args(), &layers, &Progress::hidden()).unwrap();
+    let rows = sweep(&args(), &layers, &Progress::hidden(), None).unwrap();
     assert_eq!(rows.len(), 3);
     for (row, layer) in rows.iter().zip(&layers) {
         let alone = gemm::run(&GemmArgs {

@@ -99,7 +99,7 @@ fn single_buffered_blocks_compute_the_right_product() {
             // blocked-mn keeps whole K stripes and refuses a K block.
             block_k: (c.schedule == Schedule::BlockedMnk).then_some(c.blocks.2),
             order: Some(c.order),
-            seed: i as u64,
+            seed: Some(i as u64),
             ..GemmArgs::default()
         };
         let out = gemm::run(&args).unwrap();

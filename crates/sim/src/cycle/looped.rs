@@ -130,14 +130,28 @@ pub fn model_looped_stats(
     profile: &HwProfile,
     opts: LoopedOptions,
 ) -> Result<(CycleReport, LoopedStats), SimError> {
+    model_looped_cancellable(lp, profile, opts, None)
+}
+
+/// [`model_looped_stats`], stopped with [`SimError::Interrupted`] within a thousand replayed
+/// instructions of `cancel` being set.
+pub fn model_looped_cancellable(
+    lp: &LoopedProgram,
+    profile: &HwProfile,
+    opts: LoopedOptions,
+    cancel: Option<&penguin::Cancel>,
+) -> Result<(CycleReport, LoopedStats), SimError> {
     let profile = HwProfile { target: lp.header.target, ..*profile };
     let src = Looped::new(lp)?;
     let insts = if opts.slices { usize::try_from(lp.unrolled_len()).unwrap_or(usize::MAX).min(1 << 20) } else { 0 };
     let replay = Replay::new(src, lp.header.semaphores.len(), profile, opts.slices, insts)?;
     let (ran, checkpoints, snapshots) = if opts.extrapolate && !opts.slices {
-        let mut steady = Steady { limit: (opts.max_replayed, lp.unrolled_len()), ..Steady::default() };
+        let limit = (opts.max_replayed, lp.unrolled_len());
+        let mut steady = Steady { limit, cancel: cancel.cloned(), ..Steady::default() };
         let ran = replay.run(&mut steady)?;
         (ran, steady.checkpoints, steady.snapshots)
+    } else if let Some(cancel) = cancel {
+        (replay.run(&mut super::Polled { cancel, commits: 0 })?, 0, 0)
     } else {
         (replay.run(&mut NoObserver)?, 0, 0)
     };
@@ -359,6 +373,8 @@ struct Steady {
     /// most allowed with the program's unrolled length ([`LoopedOptions::max_replayed`]).
     considered: u64,
     limit: (u64, u64),
+    /// Stops the model when set (polled every [`penguin::cancel::POLL_EVERY`] instructions).
+    cancel: Option<penguin::Cancel>,
 }
 
 impl Steady {
@@ -494,6 +510,9 @@ impl Steady {
 impl<'p> Observer<Looped<'p>> for Steady {
     fn before_commit(&mut self, r: &mut Replay<Looped<'p>>, e: usize, start: f64) -> Result<bool, SimError> {
         self.considered += 1;
+        if penguin::cancel::stopped_every(self.cancel.as_ref(), self.considered as usize) {
+            return Err(SimError::Interrupted);
+        }
         if self.considered > self.limit.0 {
             let replayed = self.limit.0;
             return Err(SimError::NoSteadyState { replayed, unrolled: self.limit.1 });

@@ -108,7 +108,8 @@ use pe::PeState;
 use source::{Flat, Source};
 
 pub use looped::{
-    model_looped, model_looped_default, model_looped_stats, model_looped_with, LoopedOptions, LoopedStats,
+    model_looped, model_looped_cancellable, model_looped_default, model_looped_stats, model_looped_with, LoopedOptions,
+    LoopedStats,
 };
 
 /// One executed instruction on the timeline.
@@ -212,6 +213,16 @@ pub fn model(program: &Program) -> Result<CycleReport, SimError> {
 /// `--hw` or fitted by `ntile calibrate`); the ISA facts (whether the DMA can transpose) stay
 /// those of the program's target. Errors as [`model`].
 pub fn model_with(program: &Program, profile: &HwProfile) -> Result<CycleReport, SimError> {
+    model_cancellable(program, profile, None)
+}
+
+/// [`model_with`], stopped with [`SimError::Interrupted`] within a thousand instructions of
+/// `cancel` being set.
+pub fn model_cancellable(
+    program: &Program,
+    profile: &HwProfile,
+    cancel: Option<&penguin::Cancel>,
+) -> Result<CycleReport, SimError> {
     let profile = HwProfile { target: program.target, ..*profile };
     let mut replay = Replay::new(Flat::new(program), program.semaphores.len(), profile, true, program.num_insts())?;
     // Every signal is kept: size each semaphore's log once instead of regrowing it.
@@ -224,7 +235,10 @@ pub fn model_with(program: &Program, profile: &HwProfile) -> Result<CycleReport,
     for (log, n) in replay.signals.iter_mut().zip(counts) {
         log.times.reserve_exact(n);
     }
-    Ok(replay.run(&mut NoObserver)?.report)
+    match cancel {
+        None => Ok(replay.run(&mut NoObserver)?.report),
+        Some(cancel) => Ok(replay.run(&mut Polled { cancel, commits: 0 })?.report),
+    }
 }
 
 /// Something the replay consults before each commit (the steady-state extrapolation of
@@ -245,6 +259,22 @@ impl<S> Observer<S> for NoObserver {
     const ACTIVE: bool = false;
     #[inline(always)]
     fn before_commit(&mut self, _: &mut Replay<S>, _: usize, _: f64) -> Result<bool, SimError> {
+        Ok(false)
+    }
+}
+
+/// The observer that polls a cancellation flag every [`penguin::cancel::POLL_EVERY`] commits.
+struct Polled<'c> {
+    cancel: &'c penguin::Cancel,
+    commits: usize,
+}
+
+impl<S> Observer<S> for Polled<'_> {
+    fn before_commit(&mut self, _: &mut Replay<S>, _: usize, _: f64) -> Result<bool, SimError> {
+        self.commits += 1;
+        if penguin::cancel::stopped_every(Some(self.cancel), self.commits) {
+            return Err(SimError::Interrupted);
+        }
         Ok(false)
     }
 }

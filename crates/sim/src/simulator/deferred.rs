@@ -171,6 +171,11 @@ impl JobQueue {
         self.ready.notify_all();
     }
 
+    /// Drop every job no worker has taken (an interrupted run needs none of them).
+    fn drop_queued(&self) {
+        lock(&self.jobs).0.clear();
+    }
+
     fn push(&self, slot: Arc<Slot>) {
         lock(&self.jobs).0.push_back(slot);
         self.ready.notify_one();
@@ -273,6 +278,16 @@ impl Deferred {
         self.apply_first(self.pending.len(), apply);
     }
 
+    /// Forget every product not yet added into PSUM, computing none of them (an interrupted
+    /// run's memory images are not read).
+    pub fn abandon(&mut self) {
+        if let Some(q) = &self.queue {
+            q.drop_queued();
+        }
+        self.pending.clear();
+        self.links = 0;
+    }
+
     fn apply_first(&mut self, count: usize, apply: Apply<'_>) {
         // Compute whatever no worker has started before waiting for any of them, so this
         // thread never idles while products it needs are still queued.
@@ -301,6 +316,13 @@ impl super::Machine {
     pub(super) fn settle_all(&mut self) {
         let super::Machine { deferred: Some(d), images, .. } = self else { return };
         d.settle_all(&mut |dst, start, product| write_product(&mut images.psum, dst, start, product));
+    }
+
+    /// Drop the products not yet added into PSUM (see [`Deferred::abandon`]).
+    pub(super) fn abandon_deferred(&mut self) {
+        if let Some(d) = &mut self.deferred {
+            d.abandon();
+        }
     }
 }
 
