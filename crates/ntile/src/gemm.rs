@@ -56,6 +56,7 @@ Examples:
   ntile gemm --lhs a.npy --rhs b.npy -o c.npy  your float32 arrays, cast to bf16 on load
   ntile gemm --m 4096 --k 4096 --n 4096 --no-sim --json
   ntile gemm --m 128 --k 256 --n 512 --emit penguin
+  ntile gemm --m 128 --k 256 --n 512 --emit penguin -o g.pir   (then: ntile run g.pir --no-sim)
 
 The summary:
   plan    output tiles of C (128 rows x up to 512 columns each) and K steps of up to 128 rows;
@@ -159,7 +160,8 @@ pub struct GemmArgs {
     /// A is given as [K, M]
     #[arg(long)]
     pub lhs_transposed: bool,
-    /// Write C as .npy: float32, float16, or uint16 bf16 bit patterns, per --out-dtype
+    /// Write C as .npy: float32, float16, or uint16 bf16 bit patterns, per --out-dtype; with
+    /// --emit, write the IR text to this file instead of stdout
     #[arg(short = 'o', long = "output", value_name = "C.npy")]
     pub output: Option<PathBuf>,
     /// Print one JSON report instead of the summary
@@ -363,6 +365,11 @@ pub fn finish(args: &GemmArgs, outcome: &driver::GemmOutcome) -> Result<String, 
         (None, ..) if args.json => json(&outcome.report)?,
         (None, ..) => summary(&outcome.report),
     };
+    if let (Some(path), Some(emit)) = (&args.output, args.emit) {
+        // `-o` with `--emit` takes the IR text off stdout into the file, which is all it says.
+        npy::write_atomic(path, stdout.as_bytes())?;
+        return Ok(format!("wrote {} ({} lines) to {}\n", emit_what(emit), stdout.lines().count(), path.display()));
+    }
     if let (Some(path), Some(raw)) = (&args.output, &outcome.c_bytes) {
         let r = &outcome.report;
         let (kind, what) = match r.out_dtype.parse().unwrap_or(DType::Fp32) {
@@ -403,6 +410,16 @@ pub fn run_with(args: &GemmArgs, cancel: Option<&driver::Cancel>) -> Result<Outc
     Ok(Outcome { report: outcome.report, stdout, result: outcome.c })
 }
 
+/// What `--emit` prints, for the line that says where it went.
+fn emit_what(emit: Emit) -> &'static str {
+    match emit {
+        Emit::Penguin => "the Penguin function, loops kept",
+        Emit::PenguinUnrolled => "the Penguin function, unrolled",
+        Emit::Bir => "the BIR program, loops kept",
+        Emit::BirUnrolled => "the BIR program, unrolled",
+    }
+}
+
 fn no_timeline() -> CliError {
     CliError::internal("a GEMM planned whole without a timeline (a bug)")
 }
@@ -413,9 +430,6 @@ pub fn validate(args: &GemmArgs) -> Result<(), CliError> {
     if args.output.is_some() {
         if args.no_sim {
             return conflict("-o/--output", "--no-sim", "C is only computed by the simulation");
-        }
-        if args.emit.is_some() {
-            return conflict("-o/--output", "--emit", "--emit prints the IR instead of running it");
         }
     }
     if args.seed.is_some() {
