@@ -189,8 +189,13 @@ class Reference:
 
     def op_matmul(self, rec: Any) -> None:
         st, mv = self.read(rec["stationary"]), self.read(rec["moving"])
-        st = st.reshape(st.shape[0], -1).astype(np.float32)
-        mv = mv.reshape(mv.shape[0], -1).astype(np.float32)
+        if rec["perf_mode"].startswith("double_row"):
+            # [P, 2, M] x [P, 2, N]: the contraction runs over the partitions and the pair axis.
+            st = st.reshape(st.shape[0] * 2, -1).astype(np.float32)
+            mv = mv.reshape(mv.shape[0] * 2, -1).astype(np.float32)
+        else:
+            st = st.reshape(st.shape[0], -1).astype(np.float32)
+            mv = mv.reshape(mv.shape[0], -1).astype(np.float32)
         prod = (st.T.astype(np.float64) @ mv.astype(np.float64)).astype(np.float32)
         d = rec["dst"]
         idx = self.index(d).reshape(-1)

@@ -176,14 +176,23 @@ def test_indexing_with_a_tile_is_dynamic_indexing():
     raises_at(NotImplementedError, k, "t = lnl.load(x[idx, 0])", "indexing a tensor with a tile")
 
 
-def test_an_spmd_grid_is_refused():
-    @lnki.jit
+def test_several_neuron_cores_are_refused():
+    @cnki.jit
     def k(x):
         pass
 
-    with pytest.raises(NotImplementedError, match="SPMD grid"):
-        k[2, 2](np.zeros((4, 4), np.float32))
+    with pytest.raises(NotImplementedError, match=r"on \[2\] NeuronCores \(LNC > 1\)"):
+        k[2](np.zeros((4, 4), np.float32))
     assert k[1] is k
+
+    @lnki.jit
+    def g(x):
+        pass
+
+    with pytest.raises(NotImplementedError, match="nl.nc and nl.spmd_dim"):
+        g[2, "nc"]
+    with pytest.raises(NotImplementedError, match="neuronxcc.nki.language.nc is not supported"):
+        lnl.nc(2)
 
 
 def test_indices_outside_the_tensor():

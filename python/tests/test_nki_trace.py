@@ -450,6 +450,25 @@ def test_outputs_are_the_returned_tensors_then_written_arguments():
     assert [t["buffer"] for t in doc["tensors"] if t["name"] in ("a", "b")] == ["shared_hbm", "shared_hbm"]
 
 
+def test_a_legacy_spmd_grid_runs_its_programs_in_turn_on_shared_outputs():
+    @lnki.jit
+    def add(a, b):
+        out = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        i, j = lnl.program_id(0), lnl.program_id(1)
+        rows, cols = lnl.ds(i * 128, 128), lnl.ds(j * 64, 64)
+        lnl.store(out[rows, cols], value=lnl.load(a[rows, cols]) + lnl.load(b[rows, cols]))
+        assert (lnl.num_programs(0), lnl.num_programs((0, 1)), lnl.program_ndim()) == (2, 6, 2)
+        return out
+
+    doc = trace(add[2, 3], tensor[[256, 192], lnl.float32], tensor[[256, 192], lnl.float32])
+    assert [t["name"] for t in doc["tensors"] if t["buffer"] == "shared_hbm"] == ["out"]
+    stores = [o["dst"] for o in ops(doc, "dma_copy") if o["dst"]["t"] == 2]
+    assert [d["offset"] for d in stores] == [i * 128 * 192 + j * 64 for i in range(2) for j in range(3)]
+    marks = [(o["op"], o.get("trips")) for o in doc["ops"] if o["op"] in ("loop_begin", "loop_end")]
+    assert marks[:2] == [("loop_begin", 2), ("loop_begin", 3)] and marks[-1] == ("loop_end", None)
+    assert doc["outputs"] == [2]
+
+
 def test_target_follows_the_environment(monkeypatch):
     seen = []
 

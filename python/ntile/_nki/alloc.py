@@ -94,7 +94,17 @@ def new_tensor(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any
         raise NkiValueError(str(e)) from None
     on_chip = buf in ("sbuf", "psum")
     dims, par = parse_shape(shape, on_chip)
-    st = T.new_storage(str(name) if name else "", buf, dt, dims, par)
+    site = T.site()
+    if T.grid and buf == "shared_hbm":
+        # Every program of an SPMD grid sees the same shared HBM tensor at this allocation.
+        n = T.shared_seen.get(site[0], 0)
+        T.shared_seen[site[0]] = n + 1
+        prior = T.shared.get((site[0], n))
+        if prior is not None:
+            return T.view_class.whole(prior)
+    st = T.new_storage(str(name) if name else "", buf, dt, dims, par, site=site)
+    if T.grid and buf == "shared_hbm":
+        T.shared[(site[0], T.shared_seen[site[0]] - 1)] = st
     place = buffer.place if isinstance(buffer, Buffer) else None
     if address is not None:
         if not on_chip:
@@ -125,10 +135,11 @@ def _linear(shape: Sequence[int], idx: Sequence[int]) -> int:
 
 def _modulo(base: int, tiles: Sequence[int], scale: int) -> Callable[[Tuple[int, ...]], int]:
     def f(idx: Tuple[int, ...]) -> int:
+        # As the documented formula does, the block index and the tile counts pair up by zip: a
+        # tensor without block dims sits at the base whatever the counts say.
         shape = tuple(tiles) if tiles else (1,) * len(idx)
-        if len(shape) != len(idx):
-            raise NkiValueError(f"a modulo allocation gives {len(shape)} tile counts for {len(idx)} block dimensions")
-        return base + _linear(shape, [i % s for i, s in zip(idx, shape)]) * scale
+        pairs = list(zip(idx, shape))
+        return base + _linear([s for _, s in pairs], [i % s for i, s in pairs]) * scale
     return f
 
 

@@ -135,12 +135,12 @@ def promote(a: str, b: str) -> str:
         return b
     if fa and fb:
         (ea, ma), (eb, mb) = _FLOAT_BITS[a], _FLOAT_BITS[b]
-        want = (max(ea, eb), max(ma, mb))
-        for cand in ("fp8e5m2", "fp8e4m3", "fp16", "bf16", "tf32", "fp32"):
-            e, m = _FLOAT_BITS[cand]
-            if e >= want[0] and m >= want[1]:
-                return cand
-        return "fp32"
+        if ea >= eb and ma >= mb and (ea, ma) != (eb, mb):
+            return a
+        if eb >= ea and mb >= ma and (ea, ma) != (eb, mb):
+            return b
+        # Neither holds the other: the widened type is bf16 when it holds both, else fp32.
+        return "bf16" if ea <= 8 and eb <= 8 and ma <= 7 and mb <= 7 else "fp32"
     (sa, wa), (sb, wb) = _INT_RANGE[a], _INT_RANGE[b]
     signed = sa or sb
     # Bits needed: an unsigned w-bit value needs w+1 bits in a signed type.

@@ -33,9 +33,16 @@ def user_frame(depth: int = 2) -> Optional[FrameType]:
         f: Optional[FrameType] = sys._getframe(depth)
     except ValueError:
         return None
-    while f is not None and is_ours(f.f_code.co_filename):
+    ours = _OURS
+    while f is not None:
+        name = f.f_code.co_filename
+        hit = ours.get(name)
+        if hit is None:
+            hit = is_ours(name)
+        if not hit:
+            return f
         f = f.f_back
-    return f
+    return None
 
 
 def where() -> Optional[Tuple[str, int]]:

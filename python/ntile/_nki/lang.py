@@ -171,12 +171,16 @@ def softmax(x: Any, axis: Any = -1, dtype: Any = None, compute_dtype: Any = None
 
 
 def broadcast_to(x: Any, shape: Any = None, **kwargs: Any) -> View:
-    """``x`` read across ``shape`` along its size-1 free dims (a stride-0 view; no data moves)."""
+    """``x`` read across ``shape`` along its size-1 dims. Free dims (and every dim of an HBM
+    tensor) broadcast as stride-0 views; a one-partition tile broadcast across partitions is
+    computed, as ``ones[1, P].T @ x[1, F]`` on the Tensor Engine."""
     shape = tuple(kwargs.get("shape", shape))
     if not isinstance(x, View):
         raise NkiTypeError("nl.broadcast_to needs a tile")
     if x.st.on_chip and x.tile_counts()[0] != shape[0]:
-        raise unsupported("nl.broadcast_to along the partition dimension")
+        if x.tile_counts()[0] != 1:
+            raise NkiValueError(f"cannot broadcast a tile of {x.tile_counts()[0]} partitions to {shape[0]}")
+        return values.partition_broadcast(x, shape)
     got = values._broadcast(x, shape) if x.st.on_chip else None
     if got is None:
         if not x.st.on_chip and len(x.dims) == len(shape):
@@ -199,15 +203,25 @@ def ds(start: Any, size: Any) -> DSlice:
 
 
 def program_id(axis: int = 0) -> int:
-    return 0
+    """The coordinate along ``axis`` of the SPMD program being traced (0 without a grid)."""
+    T = current()
+    a = int(axis)
+    return T.program[a] if a < len(T.program) else 0
 
 
-def num_programs(axes: Any = 0) -> int:
-    return 1
+def num_programs(axes: Any = 0) -> Any:
+    T = current()
+    if isinstance(axes, (tuple, list)):
+        n = 1
+        for a in axes:
+            n *= T.grid[int(a)] if int(a) < len(T.grid) else 1
+        return n
+    a = int(axes)
+    return T.grid[a] if a < len(T.grid) else 1
 
 
 def program_ndim() -> int:
-    return 0
+    return len(current().grid)
 
 
 def device_print(*args: Any, **kwargs: Any) -> None:

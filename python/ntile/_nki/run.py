@@ -107,9 +107,33 @@ def _input(T: Trace, name: str, value: Any, loc: List[int]) -> Tuple[View, Optio
     return T.view_class.whole(st), data
 
 
+def _programs(T: Trace, fn: Callable[..., Any], args: List[Any], kwargs: Dict[str, Any], grid: Tuple[int, ...]) -> Any:
+    """Every program of an SPMD grid, one after the other (as the legacy API runs them on one
+    NeuronCore): ``nl.program_id`` gives each its coordinates, shared HBM tensors are shared."""
+    ret: Any = None
+    T.grid = grid
+
+    def level(axis: int, coords: Tuple[int, ...]) -> None:
+        nonlocal ret
+        if axis == len(grid):
+            T.program = coords
+            T.shared_seen = {}
+            ret = fn(*args, **kwargs)
+            return
+        T.emit({"op": "loop_begin", "loc": T.loc(), "kind": "affine", "trips": grid[axis]})
+        for i in range(grid[axis]):
+            T.emit({"op": "iteration", "loc": T.loc(), "index": i})
+            level(axis + 1, coords + (i,))
+        T.emit({"op": "loop_end", "loc": T.loc()})
+
+    level(0, ())
+    return ret
+
+
 def trace_kernel(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any], api: str,
-                 target: Optional[str] = None) -> Traced:
-    """Run ``fn`` once with its tensor arguments as trace inputs and return the trace."""
+                 target: Optional[str] = None, grid: Optional[Sequence[int]] = None) -> Traced:
+    """Run ``fn`` once (once per program of ``grid``) with its tensor arguments as trace inputs
+    and return the trace."""
     if active() is not None:
         raise NkiError("a kernel cannot be traced while another one is being traced")
     view_class = _VIEW_CLASSES.get(api)
@@ -152,7 +176,10 @@ def trace_kernel(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, 
     _STACK.append(T)
     T.entry = sys._getframe(0)
     try:
-        ret = fn(*call_args, **call_kwargs)
+        if grid is None:
+            ret = fn(*call_args, **call_kwargs)
+        else:
+            ret = _programs(T, fn, call_args, call_kwargs, tuple(grid))
     finally:
         _STACK.pop()
         T.open = False
@@ -247,18 +274,36 @@ def outputs_of(traced: Traced, handle: Any) -> Any:
 
 
 def unwrap(kernel: Any) -> Tuple[Callable[..., Any], Optional[str]]:
-    """The Python function of a kernel (a ``@nki.jit`` object or a plain function) and its API."""
+    """The Python function of a kernel (a ``@nki.jit`` object or a plain function) and its API
+    (for a plain function, the API whose modules its globals hold, if only one)."""
     fn = getattr(kernel, "func", None)
     if fn is not None and callable(fn):
         return fn, getattr(kernel, "api", None)
     if callable(kernel):
-        return kernel, None
+        return kernel, _api_of_globals(kernel)
     raise TypeError(f"not a kernel: {kernel!r}")
+
+
+def _api_of_globals(fn: Callable[..., Any]) -> Optional[str]:
+    found = set()
+    for v in getattr(fn, "__globals__", {}).values():
+        name = getattr(v, "__name__", None)
+        if not isinstance(name, str) or not hasattr(v, "__spec__"):
+            continue
+        if name.startswith("ntile.neuronxcc"):
+            found.add("legacy")
+        elif name.startswith("ntile.nki"):
+            found.add("current")
+    return found.pop() if len(found) == 1 else None
+
+
+def grid_of(kernel: Any) -> Optional[Tuple[int, ...]]:
+    return getattr(kernel, "grid", None)
 
 
 def simulate_call(kernel: Any, args: Sequence[Any], kwargs: Dict[str, Any], api: str) -> Any:
     fn, k_api = unwrap(kernel)
-    traced = trace_kernel(fn, args, kwargs, k_api or api)
+    traced = trace_kernel(fn, args, kwargs, k_api or api, grid=grid_of(kernel))
     return outputs_of(traced, execute(traced, simulate=True))
 
 
@@ -266,25 +311,37 @@ class Kernel:
     """What ``@nki.jit`` makes: called inside another kernel it is inlined; called with numpy
     arrays it is traced and run by ntile's simulator (the outputs come back as numpy arrays)."""
 
-    def __init__(self, func: Callable[..., Any], api: str, **options: Any) -> None:
+    def __init__(self, func: Callable[..., Any], api: str, grid: Optional[Tuple[int, ...]] = None,
+                 **options: Any) -> None:
         self.func = func
         self.api = api
+        self.grid = grid
         self.options = options
         self.__name__ = getattr(func, "__name__", "kernel")
         self.__doc__ = getattr(func, "__doc__", None)
         self.__wrapped__ = func
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if active() is not None:
+        T = active()
+        if T is not None:
+            if self.grid is not None:
+                return _programs(T, self.func, list(args), kwargs, self.grid)
             return self.func(*args, **kwargs)
         return simulate_call(self, args, kwargs, self.api)
 
     def __getitem__(self, grid: Any) -> "Kernel":
+        """``kernel[grid]``: the legacy API's SPMD launch grid (its programs run one after the
+        other); in the current API ``kernel[lnc]`` asks for several NeuronCores, which ntile
+        does not model yet."""
         g = grid if isinstance(grid, tuple) else (grid,)
-        if all(isinstance(x, int) and x == 1 for x in g):
+        if all(isinstance(x, int) and not isinstance(x, bool) and x == 1 for x in g):
             return self
-        raise NkiUnsupportedError(f"launching {self.__name__} on an SPMD grid {list(g)} (kernel[...] with more than "
-                                  "one program, or LNC=2)", at=None)
+        if self.api != "legacy":
+            raise NkiUnsupportedError(f"launching {self.__name__} on {list(g)} NeuronCores (LNC > 1)", at=None)
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in g):
+            raise NkiUnsupportedError(f"the SPMD grid {list(g)} of {self.__name__} (only integer sizes: nl.nc and "
+                                      "nl.spmd_dim place programs on several NeuronCores)", at=None)
+        return Kernel(self.func, self.api, tuple(g), **self.options)
 
     def __repr__(self) -> str:
         return f"<ntile NKI kernel {self.__name__} ({self.api} API)>"
@@ -352,6 +409,7 @@ class Benchmarked:
                  save_trace_name: Optional[str] = None, **_ignored: Any) -> None:
         self.func, k_api = unwrap(kernel)
         self.api = k_api or api
+        self.grid = grid_of(kernel)
         self.target = target
         self.save_neff_name = save_neff_name
         self.save_trace_name = save_trace_name
@@ -359,7 +417,7 @@ class Benchmarked:
         self.__name__ = getattr(self.func, "__name__", "kernel")
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
-        traced = trace_kernel(self.func, args, kwargs, self.api, self.target)
+        traced = trace_kernel(self.func, args, kwargs, self.api, self.target, self.grid)
         handle = execute(traced, simulate=False)
         report = handle.report()
         self.benchmark_result = BenchmarkResult(report["modeled_time_us"], report)
@@ -414,6 +472,6 @@ class Profile:
 def profile_call(kernel: Any, args: Sequence[Any], kwargs: Dict[str, Any], api: str,
                  target: Optional[str] = None) -> Profile:
     fn, k_api = unwrap(kernel)
-    traced = trace_kernel(fn, args, kwargs, k_api or api, target)
+    traced = trace_kernel(fn, args, kwargs, k_api or api, target, grid_of(kernel))
     simulated = traced.data() is not None
     return Profile(traced, execute(traced, simulate=simulated), simulated)

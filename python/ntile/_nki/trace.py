@@ -38,6 +38,35 @@ def active() -> Optional["Trace"]:
 _ASSIGNED = re.compile(r"^\s*([A-Za-z_][A-Za-z_0-9]*)\s*(?:\[[^=]*\])?\s*(?::[^=]*)?[-+*/]?=(?!=)")
 
 
+def _layout(shape: Tuple[int, ...], par: int, on_chip: bool) -> Tuple[Any, ...]:
+    """(block shape, tile shape, F, T, virtual strides) of a storage's shape."""
+    strides = [0] * len(shape)
+    if not on_chip:
+        acc = 1
+        for d in range(len(shape) - 1, -1, -1):
+            strides[d] = acc
+            acc *= shape[d]
+        return (), shape, 0, 0, tuple(strides)
+    tile = shape[par:]
+    F = 1
+    for n in tile[1:]:
+        F *= n
+    T = F * tile[0]
+    acc = T
+    for d in range(par - 1, -1, -1):
+        strides[d] = acc
+        acc *= shape[d]
+    strides[par] = F
+    acc = 1
+    for d in range(len(shape) - 1, par, -1):
+        strides[d] = acc
+        acc *= shape[d]
+    return shape[:par], tile, F, T, tuple(strides)
+
+
+_LAYOUTS: Dict[Tuple[Any, ...], Tuple[Any, ...]] = {}
+
+
 class Storage:
     """A tensor of the trace: a kernel input, an HBM tensor or an on-chip tile (with its blocks).
 
@@ -48,10 +77,11 @@ class Storage:
 
     __slots__ = ("name", "buffer", "dtype", "shape", "par", "site", "loc", "address", "refs", "id",
                  "on_chip", "block_shape", "tile_shape", "F", "T", "strides", "pending", "temp",
-                 "written", "constant")
+                 "written", "written_blocks", "constant")
 
     def __init__(self, name: str, buffer: str, dtype: str, shape: Tuple[int, ...], par: int,
                  site: int, loc: List[int]) -> None:
+        on_chip = buffer in ("sbuf", "psum")
         self.name = name
         self.buffer = buffer
         self.dtype = dtype
@@ -62,40 +92,17 @@ class Storage:
         self.address: Optional[Dict[str, Any]] = None
         self.refs = 0
         self.id = -1
-        self.on_chip = buffer in ("sbuf", "psum")
-        self.pending: Optional[Dict[str, Any]] = None
+        self.on_chip = on_chip
+        self.pending: Optional[Any] = None
         self.temp = False
         self.written = False
+        self.written_blocks: set = set()
         self.constant: Optional[Any] = None
-        if self.on_chip:
-            self.block_shape = shape[:par]
-            self.tile_shape = shape[par:]
-            F = 1
-            for n in self.tile_shape[1:]:
-                F *= n
-            self.F = F
-            self.T = F * self.tile_shape[0]
-            strides = [0] * len(shape)
-            acc = self.T
-            for d in range(par - 1, -1, -1):
-                strides[d] = acc
-                acc *= shape[d]
-            strides[par] = F
-            acc = 1
-            for d in range(len(shape) - 1, par, -1):
-                strides[d] = acc
-                acc *= shape[d]
-        else:
-            self.block_shape = ()
-            self.tile_shape = shape
-            self.F = 0
-            self.T = 0
-            strides = [0] * len(shape)
-            acc = 1
-            for d in range(len(shape) - 1, -1, -1):
-                strides[d] = acc
-                acc *= shape[d]
-        self.strides = tuple(strides)
+        key = (shape, par, on_chip)
+        layout = _LAYOUTS.get(key)
+        if layout is None:
+            layout = _LAYOUTS[key] = _layout(shape, par, on_chip)
+        self.block_shape, self.tile_shape, self.F, self.T, self.strides = layout
 
     def json(self) -> Dict[str, Any]:
         return {"name": self.name, "buffer": self.buffer, "dtype": self.dtype, "shape": list(self.shape),
@@ -115,11 +122,17 @@ class Trace:
         self.storages: List[Storage] = []
         self.ops: List[Dict[str, Any]] = []
         self._sites: Dict[Tuple[Any, ...], int] = {}
+        self._site_cache: Dict[Tuple[Any, ...], Tuple[int, List[int], str]] = {}
         self.outputs: List[Storage] = []
         self.entry: Optional[FrameType] = None
         self._names: Dict[str, int] = {}
         self._json: Optional[str] = None
         self.open = True
+        # The SPMD program being traced (legacy grids), and the shared HBM tensors its programs share.
+        self.grid: Tuple[int, ...] = ()
+        self.program: Tuple[int, ...] = ()
+        self.shared: Dict[Tuple[int, int], Storage] = {}
+        self.shared_seen: Dict[int, int] = {}
 
     # --- locations -------------------------------------------------------------------------
 
@@ -153,9 +166,14 @@ class Trace:
                 chain.append((code, f.f_lineno))
             f = f.f_back
         key = tuple(chain)
-        line = linecache.getline(first.f_code.co_filename, first.f_lineno)
-        m = _ASSIGNED.match(line)
-        return self._site_id(key), [self.file_index(first.f_code.co_filename), first.f_lineno], (m.group(1) if m else "")
+        hit = self._site_cache.get(key)
+        if hit is None:
+            line = linecache.getline(first.f_code.co_filename, first.f_lineno)
+            m = _ASSIGNED.match(line)
+            hit = (self._site_id(key), [self.file_index(first.f_code.co_filename), first.f_lineno],
+                   m.group(1) if m else "")
+            self._site_cache[key] = hit
+        return hit
 
     def _site_id(self, key: Tuple[Any, ...]) -> int:
         s = self._sites.get(key)

@@ -50,6 +50,24 @@ def mask_clip(mask: Any) -> Union[None, bool, List[Optional[Tuple[int, int]]]]:
     return index.rectangle(mask)
 
 
+def fit_clip(clip: Any, space: Sequence[int]) -> Any:
+    """A mask's ranges cut to the iteration space ``space``: None when it keeps everything, False
+    when it keeps nothing (the instruction is then skipped)."""
+    if clip is None or clip is False:
+        return clip
+    out: List[Optional[Tuple[int, int]]] = []
+    for d, n in enumerate(space):
+        r = clip[d] if d < len(clip) else None
+        if r is None:
+            out.append(None)
+            continue
+        lo, hi = max(r[0], 0), min(r[1], n)
+        if hi <= lo:
+            return False
+        out.append(None if (lo, hi) == (0, n) else (lo, hi))
+    return None if all(r is None for r in out) else out
+
+
 def clipped(v: View, clip: Clip, space: Sequence[int]) -> View:
     return v if not clip else v.clip(clip, space)
 
@@ -130,7 +148,10 @@ def augmented(target: View, value: Any, alu: str) -> View:
         raise unsupported(f"'{alu}=' on an HBM tensor (an accumulating DMA)")
     if alu == "add" and isinstance(value, View) and value.st.pending is not None \
             and value.st.pending[0]["op"] == "matmul" and target.st.buffer == "psum":
-        if redirect(target, value, accumulate="add"):
+        # `+=` adds into what the region holds; into a region nothing wrote yet, the first
+        # matmul starts the accumulation (as the compiler infers it).
+        fresh = target.st.T and (target.off // target.st.T) not in target.st.written_blocks
+        if redirect(target, value, accumulate=None if fresh else "add"):
             return target
     elementwise(alu, target, value, into=target)
     return target
@@ -175,10 +196,18 @@ def elementwise(alu: str, x: Any, y: Any, dtype: Optional[str] = None, clip: Cli
     """``x alu y`` for tiles and numbers, as ``tensor_tensor`` or (with a number or a [P, 1]
     column) ``tensor_scalar``; the result is a new tile unless ``into`` is given."""
     xv, yv = isinstance(x, View), isinstance(y, View)
+    if isinstance(x, index.Affine) or isinstance(y, index.Affine):
+        raise unsupported("an index computed from a tile's values (dynamic indexing)")
     if not xv and not yv:
         raise NkiTypeError(f"nl.{alu} needs at least one tile")
-    if clip is False:
-        return into if into is not None else temp(result_shape(x if xv else y), dtype or dtype_of(x if xv else y))
+    if xv and yv:
+        px, py = x.tile_counts()[0], y.tile_counts()[0]
+        if px != py and 1 in (px, py):
+            # One operand on one partition: it is first copied to every partition.
+            if px == 1:
+                x = partition_broadcast(x, (py,) + tuple(x.tile_counts()[1:]))
+            else:
+                y = partition_broadcast(y, (px,) + tuple(y.tile_counts()[1:]))
     if xv and yv:
         fc = _full_and_column(x, y)
         full = fc[0] if fc else (x if x.nelem >= y.nelem else y)
@@ -193,6 +222,9 @@ def elementwise(alu: str, x: Any, y: Any, dtype: Optional[str] = None, clip: Cli
             dtype = "uint8"
     dst = into if into is not None else temp(shape, dtype)
     space = dst.tile_counts()
+    clip = fit_clip(clip, space)
+    if clip is False:
+        return dst
     d = clipped(dst, clip, space)
     if xv and yv and fc is None:
         if x.tile_counts()[0] != y.tile_counts()[0]:
@@ -219,9 +251,10 @@ def unary(func: str, x: Any, dtype: Optional[str] = None, clip: Clip = None, sca
     if not isinstance(x, View):
         raise NkiTypeError(f"nl.{func} needs a tile, got {type(x).__name__}")
     dst = temp(result_shape(x), dtype or x.st.dtype)
+    space = dst.tile_counts()
+    clip = fit_clip(clip, space)
     if clip is False:
         return dst
-    space = dst.tile_counts()
     rec = ops.activation(clipped(dst, clip, space), clipped(x, clip, space), func, scale, bias)
     return produced(dst, rec, clip)
 
@@ -252,6 +285,7 @@ def reduce(alu: str, x: View, axis: Any, dtype: Optional[str] = None, keepdims: 
     out_shape = tuple(1 if d in axes else n for d, n in enumerate(shape)) if keepdims else \
         tuple(n for d, n in enumerate(shape) if d not in axes)
     dst = temp(out_shape, dtype or x.st.dtype)
+    clip = fit_clip(clip, shape)
     if clip is False:
         return dst
     src = clipped(x, clip, shape)
@@ -266,9 +300,11 @@ def matmul_tile(stationary: View, moving: View, clip: Clip = None, perf_mode: st
     if not isinstance(stationary, View) or not isinstance(moving, View):
         raise NkiTypeError("matmul operands must be tiles")
     sc, mc = stationary.tile_counts(), moving.tile_counts()
-    m = sc[-1] if perf_mode == "double_row" else _prod(sc[1:])
-    n = mc[-1] if perf_mode == "double_row" else _prod(mc[1:])
+    double = perf_mode.startswith("double_row")
+    m = sc[-1] if double else _prod(sc[1:])
+    n = mc[-1] if double else _prod(mc[1:])
     dst = temp((m, n), "fp32", "psum")
+    clip = fit_clip(clip, (m, n))
     if clip is False:
         return dst
     if clip:
@@ -299,6 +335,7 @@ def load(src: View, dtype: Optional[str] = None, clip: Clip = None) -> View:
         raise NkiValueError("nl.load reads an HBM tensor; this one is already on chip (use nl.copy)")
     shape = src.counts if len(src.counts) >= 2 else (src.counts[0], 1)
     dst = temp(shape, dtype or src.st.dtype)
+    clip = fit_clip(clip, shape)
     if clip is False:
         return dst
     s = src if src.counts == shape else either(src.conform(shape), src)
@@ -309,11 +346,22 @@ def load(src: View, dtype: Optional[str] = None, clip: Clip = None) -> View:
 def store(dst: View, value: Any, clip: Clip = None) -> None:
     if not isinstance(dst, View) or dst.st.on_chip:
         raise NkiValueError("nl.store writes an HBM tensor")
+    if isinstance(value, Number) and clip is None:
+        # A number stored into HBM: filled in SBUF (128 rows at a time) and copied out.
+        counts = dst.counts if len(dst.counts) >= 2 else (dst.counts[0], 1)
+        whole = either(dst.conform(counts), dst)
+        for r0 in range(0, counts[0], 128):
+            rows = min(128, counts[0] - r0)
+            t = temp((rows,) + tuple(counts[1:]), dst.st.dtype)
+            ops.memset(t, value)
+            ops.dma_copy(whole.index((slice(r0, r0 + rows),)), t)
+        return
     if not isinstance(value, View):
         raise NkiTypeError(f"nl.store stores a tile, got {type(value).__name__}")
+    space = value.tile_counts()
+    clip = fit_clip(clip, space)
     if clip is False:
         return
-    space = value.tile_counts()
     d = either(dst.conform(space), dst)
     ops.dma_copy(clipped(d, clip, space), clipped(value, clip, space))
 
@@ -324,9 +372,10 @@ def copy_tile(x: View, dtype: Optional[str] = None, clip: Clip = None, engine: O
     if not x.st.on_chip:
         return load(x, dtype, clip)
     dst = temp(result_shape(x), dtype or x.st.dtype)
+    space = dst.tile_counts()
+    clip = fit_clip(clip, space)
     if clip is False:
         return dst
-    space = dst.tile_counts()
     rec = ops.tensor_copy(clipped(dst, clip, space), clipped(x, clip, space), engine)
     return produced(dst, rec, clip)
 
@@ -388,3 +437,64 @@ def affine_select_tile(pred: Any, on_true: View, on_false: Any, dtype: Optional[
     pattern, cm, off = _pattern_of(pred.expr, shape)
     rec = ops.affine_select(dst, on_true, pattern, cm, off, pred.cmp, on_false)
     return produced(dst, rec, None)
+
+
+def partition_broadcast(x: View, shape: Sequence[int]) -> View:
+    """A ``[1, ...]`` tile copied to every one of ``shape[0]`` partitions: a K = 1 matmul of a
+    row of ones against it (exact: each product is 1 * x), 512 columns per PSUM bank."""
+    p = int(shape[0])
+    counts = x.tile_counts()
+    f = _prod(counts[1:])
+    flat = either(x.conform((1, f)), x)
+    if flat.counts != (1, f):
+        raise unsupported("nl.broadcast_to across partitions of a strided tile")
+    ones = temp((1, p), x.st.dtype)
+    ops.memset(ones, 1.0)
+    dst = temp((p, f), x.st.dtype)
+    for c0 in range(0, f, 512):
+        w = min(512, f - c0)
+        ps = temp((p, w), "fp32", "psum")
+        ops.matmul(ps, ones, flat.index((slice(None), slice(c0, c0 + w))), None)
+        ops.tensor_copy(dst.index((slice(None), slice(c0, c0 + w))), ps)
+    out = dst.reshape((p,) + tuple(counts[1:]))
+    return out.conform(tuple(shape)) if out.counts != tuple(shape) else out
+
+
+def scalar_then_reduce(dst: View, data: View, op0: str, s0: Any, reverse0: bool, reduce_alu: str,
+                       reduce_res: View, negate: bool = False) -> None:
+    """``dst = data op0 s0`` and ``reduce_res = reduce(dst)`` along the free dims, as the engine
+    computes it: the reduction reads the fp32 results (through an fp32 tile when ``dst`` is
+    narrower), so two or three records stand for the one instruction."""
+    mid = dst if dst.st.dtype == "fp32" else temp(dst.tile_counts(), "fp32")
+    ops.tensor_scalar(mid, data, op0, s0, reverse0)
+    n = len(mid.tile_counts())
+    keep = len(reduce_res.tile_counts()) == n
+    ops.tensor_reduce(reduce_res, mid, reduce_alu, list(range(1, n)), negate, keep)
+    if mid is not dst:
+        ops.tensor_copy(dst, mid)
+
+
+_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+
+
+def dma_transpose_view(src: View, axes: Any) -> View:
+    """``src`` with its dims permuted by ``axes`` (the NKI defaults by rank when None): a DMA
+    reading it transposes as it copies. Only HBM sources: an on-chip view keeps its partition
+    dim first."""
+    if not isinstance(src, View):
+        raise NkiTypeError("dma_transpose needs a tensor")
+    n = len(src.dims)
+    order = tuple(axes) if axes is not None else _TRANSPOSE_AXES.get(n)
+    if order is None or sorted(order) != list(range(n)):
+        raise NkiValueError(f"dma_transpose: no transpose axes {axes} for a {n}-D tensor")
+    if src.st.on_chip:
+        raise unsupported("dma_transpose of an on-chip tile other than 2-D")
+    return src._new(src.off, tuple(src.dims[a] for a in order), -1)
+
+
+def dma_transpose_tile(src: View, axes: Any, dtype: Optional[str] = None) -> View:
+    """``src`` transposed into a new SBUF tile: read transposed by the DMA from HBM; a 2-D
+    on-chip tile goes through the Tensor Engine (the same values, bit for bit)."""
+    if isinstance(src, View) and src.st.on_chip and len(src.tile_counts()) == 2 and axes in (None, (1, 0), [1, 0]):
+        return copy_tile(transpose_tile(src), dtype)
+    return load(dma_transpose_view(src, axes), dtype)

@@ -10,6 +10,7 @@ before it are legacy block dims, which a record's operand must have fixed).
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -19,6 +20,7 @@ from .errors import NkiIndexError, NkiTypeError, NkiUnsupportedError, NkiValueEr
 from .trace import Storage
 
 Dims = Tuple[Tuple[int, int], ...]
+_second = itemgetter(1)
 
 
 def _prod(xs: Sequence[int]) -> int:
@@ -30,6 +32,8 @@ def _prod(xs: Sequence[int]) -> int:
 
 def as_int(x: Any, what: str) -> int:
     """``x`` as a Python int, or an error naming ``what`` (a tile here is a data-dependent value)."""
+    if type(x) is int:
+        return x
     if isinstance(x, bool):
         return int(x)
     if isinstance(x, (int, np.integer)):
@@ -84,13 +88,14 @@ def reshape_dims(dims: Dims, shape: Sequence[int]) -> Optional[Dims]:
 class View:
     """A strided view of a storage (the base of both APIs' tensor classes)."""
 
-    __slots__ = ("st", "off", "dims", "pdim")
+    __slots__ = ("st", "off", "dims", "pdim", "_counts")
 
     def __init__(self, st: Storage, off: int, dims: Dims, pdim: int) -> None:
         self.st = st
         self.off = off
         self.dims = dims
         self.pdim = pdim
+        self._counts: Optional[Tuple[int, ...]] = None
 
     @classmethod
     def whole(cls, st: Storage) -> "View":
@@ -104,11 +109,15 @@ class View:
 
     @property
     def counts(self) -> Tuple[int, ...]:
-        return tuple(c for _, c in self.dims)
+        c = self._counts
+        if c is None:
+            c = self._counts = tuple(map(_second, self.dims))
+        return c
 
     def tile_counts(self) -> Tuple[int, ...]:
         """The counts from the partition dim on (the logical tile shape of an on-chip view)."""
-        return tuple(c for _, c in self.dims[max(self.pdim, 0):])
+        p = self.pdim
+        return self.counts if p <= 0 else self.counts[p:]
 
     @property
     def nelem(self) -> int:
@@ -167,6 +176,8 @@ class View:
             if c > 1 and s != 0 and s % T == 0:
                 raise NkiValueError(f"a view of '{st.name}' spans its blocks")
         block, off = divmod(self.off, T)
+        if write:
+            st.written_blocks.add(block)
         v: Dict[str, Any] = {"t": st, "offset": off, "ap": dims}
         if st.block_shape:
             idx = []
@@ -180,7 +191,16 @@ class View:
 
     def index(self, key: Any) -> "View":
         items = list(key) if isinstance(key, tuple) else [key]
-        if any(it is Ellipsis for it in items):
+        ellipsis = affine = False
+        for it in items:
+            if it is Ellipsis:
+                ellipsis = True
+            elif isinstance(it, ix.Affine):
+                affine = True
+            elif isinstance(it, View):
+                raise NkiUnsupportedError(
+                    "indexing a tensor with a tile (dynamic, data-dependent indexing) is not supported by ntile")
+        if ellipsis:
             at = [i for i, it in enumerate(items) if it is Ellipsis]
             if len(at) > 1:
                 raise NkiIndexError("an index can hold only one '...'")
@@ -189,11 +209,7 @@ class View:
             if fill < 0:
                 raise NkiIndexError(f"too many indices for a view of {len(self.dims)} dimensions")
             items = items[: at[0]] + [slice(None)] * fill + items[at[0] + 1:]
-        for it in items:
-            if isinstance(it, View):
-                raise NkiUnsupportedError(
-                    "indexing a tensor with a tile (dynamic, data-dependent indexing) is not supported by ntile")
-        if any(isinstance(it, ix.Affine) for it in items):
+        if affine:
             return self._index_affine(items)
         return self._index_basic(items)
 
@@ -214,8 +230,6 @@ class View:
             if i == pdim:
                 new_pdim = len(out)
             if isinstance(it, slice):
-                if any(isinstance(x, View) for x in (it.start, it.stop, it.step)):
-                    raise NkiTypeError("data-dependent slice: a tile's values are not known while the kernel is traced")
                 start, stop, step = slice(
                     None if it.start is None else as_int(it.start, "slice start"),
                     None if it.stop is None else as_int(it.stop, "slice stop"),
@@ -259,15 +273,30 @@ class View:
         dims, pdim, on_chip = self.dims, self.pdim, self.st.on_chip
         n_adv = 0
         for k, it in enumerate(items):
-            if isinstance(it, (ix.Affine, int, np.integer)) and not isinstance(it, bool):
+            if isinstance(it, ix.Affine):
                 n_adv = k + 1
-        for it in items[:n_adv]:
-            if not isinstance(it, (ix.Affine, int, np.integer)):
-                raise NkiUnsupportedError(
-                    "mixing slices or nl.ds with nl.arange/nl.mgrid indices before them in one index")
         if n_adv > len(dims):
             raise NkiIndexError(f"too many indices for a view of {len(dims)} dimensions")
-        exprs = [it if isinstance(it, ix.Affine) else ix.Affine.constant(int(it)) for it in items[:n_adv]]
+        # A slice or nl.ds among the affine indices is one more grid axis, at its own position.
+        rank = max([n_adv] + [len(it.shape) for it in items[:n_adv] if isinstance(it, ix.Affine)])
+        exprs = []
+        for k, it in enumerate(items[:n_adv]):
+            if isinstance(it, ix.Affine):
+                exprs.append(it)
+            elif isinstance(it, (slice, ix.DSlice)):
+                if isinstance(it, slice):
+                    start, stop, step = it.indices(dims[k][1])
+                    n = len(range(start, stop, step))
+                else:
+                    start, n, step = as_int(it.start, "nl.ds start"), as_int(it.size, "nl.ds size"), 1
+                if n < 1:
+                    raise NkiIndexError(f"empty slice of a dimension of size {dims[k][1]}")
+                shape = tuple(n if d == k + rank - n_adv else 1 for d in range(rank))
+                exprs.append(ix.Affine.axis(shape, k + rank - n_adv, start, step))
+            elif it is None:
+                raise NkiUnsupportedError("None (a new axis) among nl.arange/nl.mgrid indices")
+            else:
+                exprs.append(ix.Affine.constant(as_int(it, "index")))
         grid = ix.broadcast_shapes([e.shape for e in exprs])
         g_strides = [0] * len(grid)
         off = self.off

@@ -51,7 +51,10 @@ def dma_copy(dst: Any, src: Any, priority: Any = None, oob_mode: Any = oob_mode.
     return NkiInstruction(ops.dma_copy(dst, src))
 
 
-def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: Any = None) -> NkiInstruction:
+def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: Any = None, dtype: Any = None) -> NkiInstruction:
+    """``dst = src`` on an engine (a cast into ``dst``'s dtype; ``dtype``, if given, must be it)."""
+    if dtype is not None and lang.dt(dtype) != dst.st.dtype:
+        raise NkiValueError(f"tensor_copy: dtype {dtype} differs from the destination's {dst.dtype}")
     return NkiInstruction(ops.tensor_copy(dst, src, ops.engine_name(engine)))
 
 
@@ -68,6 +71,16 @@ def nc_matmul(dst: Any, stationary: Any, moving: Any, is_stationary_onezero: boo
         accumulate = bool(accumulate)
     return NkiInstruction(ops.matmul(dst, stationary, moving, accumulate, str(mode), tile_position or None,
                                      tile_size or None))
+
+
+def dma_transpose(dst: Any, src: Any, axes: Any = None, priority: Any = None, dge_mode: Any = dge_mode.unknown,
+                  oob_mode: Any = oob_mode.error, name: Any = None) -> NkiInstruction:
+    """``dst = src`` transposed by ``axes``, by the DMA that copies it from HBM (a 2-D on-chip
+    source goes through the Tensor Engine)."""
+    if src.st.on_chip:
+        dst[...] = values.dma_transpose_tile(src, axes)
+        return NkiInstruction()
+    return NkiInstruction(ops.dma_copy(dst, values.dma_transpose_view(src, axes)))
 
 
 def nc_transpose(dst: Any, data: Any, engine: Any = engine.unknown, name: Any = None) -> NkiInstruction:
@@ -118,6 +131,22 @@ def activation_reduce(dst: Any, op: Any, data: Any, reduce_op: Any, reduce_res: 
     return NkiInstruction(ops.activation(dst, data, ops.act_name(op), scale, bias, red))
 
 
+def tensor_scalar_reduce(dst: Any, data: Any, op0: Any, operand0: Any, reduce_op: Any, reduce_res: Any = None,
+                         reverse0: bool = False, reduce_cmd: Any = reduce_cmd.reset_reduce, reduce_init: Any = None,
+                         reduce_res_negate: bool = False, name: Any = None) -> NkiInstruction:
+    """``dst = data op0 operand0`` with its row reduction (``reduce_op``) into ``reduce_res``."""
+    cmd = reduce_cmd_of(reduce_cmd)
+    if cmd != reduce_cmd.reset_reduce or reduce_init is not None or reduce_res is None:
+        raise unsupported("nisa.tensor_scalar_reduce other than reset_reduce into reduce_res")
+    values.scalar_then_reduce(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
+                              ops.alu_name(reduce_op, "reduce_op"), reduce_res, reduce_res_negate)
+    return NkiInstruction()
+
+
+def reduce_cmd_of(x: Any) -> reduce_cmd:
+    return reduce_cmd(int(x)) if x is not None else reduce_cmd.idle
+
+
 def reciprocal(dst: Any, data: Any, name: Any = None) -> NkiInstruction:
     return NkiInstruction(ops.activation(dst, data, "reciprocal"))
 
@@ -147,10 +176,10 @@ def _pattern(pattern: Any) -> list:
         raise NkiValueError(f"a pattern is a list of [step, count] pairs, got {pattern!r}") from None
 
 
-for _name in ("tensor_copy_predicated", "nc_matmul_mx", "dma_transpose", "tensor_partition_reduce",
+for _name in ("tensor_copy_predicated", "nc_matmul_mx", "tensor_partition_reduce",
               "tensor_scalar_cumulative", "activate2", "local_gather", "nc_n_gather", "tensor_tensor_scan",
               "nc_stream_shuffle", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
-              "exponential", "max8", "sequence_bounds", "scalar_tensor_tensor", "tensor_scalar_reduce",
+              "exponential", "max8", "sequence_bounds", "scalar_tensor_tensor",
               "core_barrier", "dma_compute", "quantize_mx", "range_select", "select_reduce", "sendrecv",
               "register_alloc", "register_move", "register_load", "register_store", "nc_find_index8",
               "nc_match_replace8", "nonzero_with_count", "topk"):

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..._nki import lang, ops, values
-from ..._nki.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, nc_version_of, oob_mode, reduce_cmd
-from ..._nki.errors import NkiTypeError, unsupported
-from ..._nki.trace import current
-from ..._nki.values import clipped, produced, temp
-from ..._nki.view import View
-from . import language as _nl
+from ...._nki import lang, ops, values
+from ...._nki.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, nc_version_of, oob_mode, reduce_cmd
+from ...._nki.errors import NkiTypeError, unsupported
+from ...._nki.trace import current
+from ...._nki.values import clipped, fit_clip, produced, temp
+from ...._nki.view import View
+from .. import language as _nl
 
 __all__ = ["engine", "reduce_cmd", "dge_mode", "oob_mode", "nc_version", "matmul_perf_mode", "dma_engine"]
 
@@ -55,7 +55,7 @@ def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = 
 def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = engine.unknown,
            **kwargs: Any) -> View:
     dst = temp(lang.shapes_from(shape), lang.dt(dtype))
-    c = lang.clip(mask)
+    c = fit_clip(lang.clip(mask), dst.tile_counts())
     if c is False:
         return dst
     rec = ops.memset(clipped(dst, c, dst.tile_counts()), value, ops.engine_name(engine))
@@ -74,10 +74,10 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
     if not isinstance(data, View):
         raise NkiTypeError("nisa.tensor_scalar needs a tile as data")
     dst = temp(data.tile_counts(), _dtype(dtype, data))
-    c = lang.clip(mask)
+    space = dst.tile_counts()
+    c = fit_clip(lang.clip(mask), space)
     if c is False:
         return dst
-    space = dst.tile_counts()
     s0 = operand0.clip([c[0]], space[:1]) if c and isinstance(operand0, View) else operand0
     s1 = operand1.clip([c[0]], space[:1]) if c and isinstance(operand1, View) else operand1
     rec = ops.tensor_scalar(clipped(dst, c, space), clipped(data, c, space), ops.alu_name(op0, "op0"), s0, reverse0,
@@ -118,15 +118,35 @@ def _activation(op: Any, data: Any, bias: Any, scale: Any, reduce_res: Optional[
         raise NkiTypeError("nisa.activation needs a tile as data")
     func = ops.act_name(op)
     dst = temp(data.tile_counts(), _dtype(dtype, data))
-    c = lang.clip(mask)
+    space = dst.tile_counts()
+    c = fit_clip(lang.clip(mask), space)
     if c is False:
         return dst
-    space = dst.tile_counts()
     b = bias.clip([c[0]], space[:1]) if c and isinstance(bias, View) else bias
     s = scale.clip([c[0]], space[:1]) if c and isinstance(scale, View) else scale
     r = reduce_res.clip([c[0]], space[:1]) if c and isinstance(reduce_res, View) else reduce_res
     rec = ops.activation(clipped(dst, c, space), clipped(data, c, space), func, s, b, r)
     return produced(dst, rec, c)
+
+
+def tensor_scalar_reduce(*, data: Any, op0: Any, operand0: Any, reduce_op: Any, reduce_res: Any,
+                         reverse0: bool = False, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
+    """``data op0 operand0``, with its row reduction (``reduce_op``) written to ``reduce_res``."""
+    if mask is not None:
+        raise unsupported("nisa.tensor_scalar_reduce with a mask")
+    if not isinstance(data, View):
+        raise NkiTypeError("nisa.tensor_scalar_reduce needs a tile as data")
+    dst = temp(data.tile_counts(), _dtype(dtype, data))
+    values.scalar_then_reduce(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
+                              ops.alu_name(reduce_op, "reduce_op"), reduce_res)
+    return dst
+
+
+def dma_transpose(src: Any, *, axes: Any = None, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
+    """``src`` (HBM) transposed into a new SBUF tile by the DMA that loads it."""
+    if mask is not None:
+        raise unsupported("nisa.dma_transpose with a mask")
+    return values.dma_transpose_tile(src, axes, lang.dt(dtype))
 
 
 def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
@@ -149,33 +169,41 @@ def iota(expr: Any, dtype: Any, *, mask: Any = None, **kwargs: Any) -> View:
 
 
 def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
-    if mask is not None:
-        raise unsupported("nisa.bn_stats with a mask")
-    dst = temp((data.tile_counts()[0], 6), _dtype(dtype, data))
-    return produced(dst, ops.bn_stats(dst, data), None)
+    """Per-partition mean/variance statistics of ``data`` (6 values per partition)."""
+    return _stats(ops.bn_stats, 6, data, mask, dtype)
 
 
 def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
-    if mask is not None:
-        raise unsupported("nisa.bn_aggr with a mask")
-    dst = temp((data.tile_counts()[0], 2), _dtype(dtype, data))
-    return produced(dst, ops.bn_aggr(dst, data), None)
+    """The mean and variance per partition from ``bn_stats`` results (2 values per partition)."""
+    return _stats(ops.bn_aggr, 2, data, mask, dtype)
+
+
+def _stats(emit: Any, width: int, data: Any, mask: Any, dtype: Any) -> View:
+    if not isinstance(data, View):
+        raise NkiTypeError("bn_stats / bn_aggr need a tile as data")
+    space = data.tile_counts()
+    dst = temp((space[0], width), _dtype(dtype, data))
+    c = fit_clip(lang.clip(mask), space)
+    if c is False:
+        return dst
+    d = dst.clip([c[0]], space[:1]) if c and c[0] else dst
+    return produced(dst, emit(d, clipped(data, c, space)), None)
 
 
 def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None, oob_mode: Any = oob_mode.error,
              dge_mode: Any = dge_mode.unknown, **kwargs: Any) -> None:
     if dst_rmw_op is not None:
         raise unsupported("nisa.dma_copy with dst_rmw_op (a read-modify-write DMA)")
-    c = lang.clip(mask)
+    space = src.tile_counts() if src.st.on_chip else dst.tile_counts() if dst.st.on_chip else dst.counts
+    c = fit_clip(lang.clip(mask), space)
     if c is False:
         return
-    space = src.tile_counts() if src.st.on_chip else dst.tile_counts() if dst.st.on_chip else dst.counts
     ops.dma_copy(clipped(dst, c, space), clipped(src, c, space))
 
 
-for _name in ("tensor_copy_predicated", "dma_transpose", "tensor_partition_reduce", "tensor_scalar_cumulative",
+for _name in ("tensor_copy_predicated", "tensor_partition_reduce", "tensor_scalar_cumulative",
               "local_gather", "tensor_tensor_scan", "nc_stream_shuffle", "dropout", "max8", "sequence_bounds",
-              "scalar_tensor_tensor", "tensor_scalar_reduce", "range_select", "select_reduce", "nc_find_index8",
+              "scalar_tensor_tensor", "range_select", "select_reduce", "nc_find_index8",
               "nc_match_replace8", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.isa.{_name}")
 del _name

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from ..._nki import alloc, dtypes, index, lang, run, values
-from ..._nki.alloc import Buffer, par_dim  # noqa: F401
-from ..._nki.lang import (  # noqa: F401 (re-exported NKI names)
+from ...._nki import alloc, dtypes, index, lang, run, values
+from ...._nki.alloc import Buffer, par_dim  # noqa: F401
+from ...._nki.lang import (  # noqa: F401 (re-exported NKI names)
     affine_range,
     broadcast_to,
     copy,
@@ -37,8 +37,8 @@ from ..._nki.lang import (  # noqa: F401 (re-exported NKI names)
     tile_size,
     transpose,
 )
-from ..._nki.lang import all, max, min, sum  # noqa: F401,A004 (NKI's names)
-from ..._nki.tensors import Tensor
+from ...._nki.lang import all, max, min, sum  # noqa: F401,A004 (NKI's names)
+from ...._nki.tensors import Tensor
 
 
 class _DType:
