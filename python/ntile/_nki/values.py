@@ -259,7 +259,7 @@ def unary(func: str, x: Any, dtype: Optional[str] = None, clip: Clip = None, sca
     return produced(dst, rec, clip)
 
 
-def normalize_axes(axis: Any, ndim: int) -> List[int]:
+def normalize_axes(axis: Any, ndim: int, trailing: bool = True) -> List[int]:
     axes = list(axis) if isinstance(axis, (list, tuple)) else [axis]
     out = []
     for a in axes:
@@ -271,7 +271,7 @@ def normalize_axes(axis: Any, ndim: int) -> List[int]:
                                 f"cannot be reduced)")
         out.append(a)
     out = sorted(set(out))
-    if out != list(range(ndim - len(out), ndim)):
+    if trailing and out != list(range(ndim - len(out), ndim)):
         raise NkiValueError(f"reduction axes {out} must be the last free dimensions of the tile")
     return out
 
@@ -281,7 +281,7 @@ def reduce(alu: str, x: View, axis: Any, dtype: Optional[str] = None, keepdims: 
     if not isinstance(x, View):
         raise NkiTypeError(f"a reduction needs a tile, got {type(x).__name__}")
     shape = result_shape(x)
-    axes = normalize_axes(axis, len(shape))
+    axes = normalize_axes(axis, len(shape), trailing=False)
     out_shape = tuple(1 if d in axes else n for d, n in enumerate(shape)) if keepdims else \
         tuple(n for d, n in enumerate(shape) if d not in axes)
     dst = temp(out_shape, dtype or x.st.dtype)
@@ -290,6 +290,15 @@ def reduce(alu: str, x: View, axis: Any, dtype: Optional[str] = None, keepdims: 
         return dst
     src = clipped(x, clip, shape)
     d = dst.clip([clip[0]], dst.tile_counts()) if clip and clip[0] else dst
+    n = len(shape)
+    if axes != list(range(n - len(axes), n)):
+        # Reduced axes in the middle: a free-dim permutation (a view) puts them last, and the
+        # result is written without the kept size-1 dims.
+        keep = [a for a in range(n) if a not in axes]
+        base = max(src.pdim, 0)
+        src = src._new(src.off, src.dims[:base] + tuple(src.dims[base + a] for a in keep + axes), src.pdim)
+        d = either(d.conform(tuple(d.tile_counts()[a] for a in keep)), d) if keepdims else d
+        axes, keepdims = list(range(len(keep), n)), False
     rec = ops.tensor_reduce(d, src, alu, axes, negate, keepdims)
     return produced(dst, rec, None)
 
