@@ -46,7 +46,7 @@ def _layout(shape: Tuple[int, ...], par: int, on_chip: bool) -> Tuple[Any, ...]:
         for d in range(len(shape) - 1, -1, -1):
             strides[d] = acc
             acc *= shape[d]
-        return (), shape, 0, 0, tuple(strides)
+        return (), shape, 0, 0, tuple(strides), tuple(zip(strides, shape))
     tile = shape[par:]
     F = 1
     for n in tile[1:]:
@@ -61,7 +61,7 @@ def _layout(shape: Tuple[int, ...], par: int, on_chip: bool) -> Tuple[Any, ...]:
     for d in range(len(shape) - 1, par, -1):
         strides[d] = acc
         acc *= shape[d]
-    return shape[:par], tile, F, T, tuple(strides)
+    return shape[:par], tile, F, T, tuple(strides), tuple(zip(strides, shape))
 
 
 _LAYOUTS: Dict[Tuple[Any, ...], Tuple[Any, ...]] = {}
@@ -77,7 +77,7 @@ class Storage:
 
     __slots__ = ("name", "buffer", "dtype", "shape", "par", "site", "loc", "address", "refs", "id",
                  "on_chip", "block_shape", "tile_shape", "F", "T", "strides", "pending", "temp",
-                 "written", "written_blocks", "constant")
+                 "written", "written_blocks", "constant", "whole_dims")
 
     def __init__(self, name: str, buffer: str, dtype: str, shape: Tuple[int, ...], par: int,
                  site: int, loc: List[int]) -> None:
@@ -102,7 +102,7 @@ class Storage:
         layout = _LAYOUTS.get(key)
         if layout is None:
             layout = _LAYOUTS[key] = _layout(shape, par, on_chip)
-        self.block_shape, self.tile_shape, self.F, self.T, self.strides = layout
+        self.block_shape, self.tile_shape, self.F, self.T, self.strides, self.whole_dims = layout
 
     def json(self) -> Dict[str, Any]:
         return {"name": self.name, "buffer": self.buffer, "dtype": self.dtype, "shape": list(self.shape),

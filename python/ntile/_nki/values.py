@@ -31,7 +31,11 @@ def either(v: Optional[View], fallback: View) -> View:
 def temp(shape: Sequence[int], dtype: str, buffer: str = "sbuf") -> View:
     """A fresh temporary tile of ``shape`` (partition dim first)."""
     T = current()
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(shape)
+    for n in shape:
+        if type(n) is not int:
+            shape = tuple(int(n) for n in shape)
+            break
     if len(shape) < 2:
         shape = (shape[0] if shape else 1, 1)
     st = T.new_storage("", buffer, dtype, shape, 0)

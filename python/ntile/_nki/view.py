@@ -99,8 +99,7 @@ class View:
 
     @classmethod
     def whole(cls, st: Storage) -> "View":
-        dims = tuple(zip(st.strides, st.shape))
-        return cls(st, 0, dims, st.par if st.on_chip else -1)
+        return cls(st, 0, st.whole_dims, st.par if st.on_chip else -1)
 
     def _new(self, off: int, dims: Dims, pdim: int) -> "View":
         return type(self)(self.st, off, dims, pdim)
@@ -127,8 +126,7 @@ class View:
         return self.st is other.st and self.off == other.off and self.dims == other.dims
 
     def covers_storage(self) -> bool:
-        w = View.whole(self.st)
-        return self.off == 0 and self.dims == w.dims
+        return self.off == 0 and self.dims == self.st.whole_dims
 
     def __bool__(self) -> bool:
         raise NkiTypeError(
