@@ -13,7 +13,6 @@ import ntile.nki.language as cnl
 import ntile.neuronxcc.nki as lnki
 import ntile.neuronxcc.nki.isa as lisa
 import ntile.neuronxcc.nki.language as lnl
-from ntile.nki.typing import tensor
 
 
 def ops(doc, kind):

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 import ntile.nki as cnki
 import ntile.nki.isa as cisa

@@ -9,10 +9,10 @@ addresses resolved here, one per block for a tensor with block dims.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from . import dtypes
-from .errors import NkiTypeError, NkiValueError, unsupported
+from .errors import NkiValueError
 from .trace import current
 from .view import View, as_int
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterator, Optional
 
 import numpy as np
 
-from . import dtypes, index, loops, values
+from . import dtypes, loops, values
 from .errors import NkiTypeError, NkiValueError, unsupported
 from .index import DSlice
 from .trace import current

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
-from .errors import NkiTypeError, NkiUnsupportedError, NkiValueError, unsupported
+from .errors import NkiTypeError, NkiValueError, unsupported
 from .trace import current, number
 from .view import View
 
@@ -228,6 +228,3 @@ def bn_aggr(dst: View, src: View) -> Rec:
     s = src.rec()
     return _emit({"op": "bn_aggr", "loc": current().loc(), "dst": dst.rec(True), "src": s})
 
-
-def refuse(name: str, why: str = "") -> NkiUnsupportedError:
-    return unsupported(name, why)

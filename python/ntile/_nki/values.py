@@ -15,8 +15,8 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import dtypes, index, ops
-from .errors import NkiTypeError, NkiUnsupportedError, NkiValueError, unsupported
-from .trace import Storage, current
+from .errors import NkiTypeError, NkiValueError, unsupported
+from .trace import current
 from .view import View, as_int
 
 Clip = Optional[List[Optional[Tuple[int, int]]]]
