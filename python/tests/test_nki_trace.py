@@ -139,6 +139,27 @@ def test_current_tiled_matmul_leaves_accumulation_to_the_builder():
     assert [t["dtype"] for t in doc["tensors"][:2]] == ["bf16", "bf16"]
 
 
+def test_a_result_used_again_is_copied_not_redirected():
+    @lnki.jit
+    def k(x):
+        t = lnl.load(x)
+        e = lnl.exp(t)
+        e[0:4, :] = 0.0
+        u = lnl.ndarray((128, 64), dtype=lnl.float32, buffer=lnl.sbuf)
+        u[...] = e
+        v = lnl.ndarray((128, 64), dtype=lnl.float32, buffer=lnl.sbuf)
+        v[...] = lnl.exp(t)
+        return None
+
+    doc = trace(k, tensor[[128, 64], lnl.float32])
+    kinds = [o["op"] for o in doc["ops"]]
+    # e was written again after its producer: u gets a copy; v's exp writes v directly.
+    assert kinds == ["dma_copy", "activation", "memset", "tensor_copy", "activation"]
+    names = {i: t["name"] for i, t in enumerate(doc["tensors"])}
+    assert names[ops(doc, "tensor_copy")[0]["dst"]["t"]] == "u"
+    assert names[ops(doc, "activation")[1]["dst"]["t"]] == "v"
+
+
 def test_matmul_accumulate_flags_follow_the_kernel():
     @cnki.jit
     def k(a, b):

@@ -153,14 +153,14 @@ class View:
     # --- the operand of a record ---------------------------------------------------------------
 
     def rec(self, write: bool = False) -> Dict[str, Any]:
-        """This view as a record operand (counting it as a use of the storage). Reading a
-        temporary tile fixes it in place: its producer can no longer be redirected."""
+        """This view as a record operand (counting it as a use of the storage). Any use of a
+        temporary tile after its producer fixes it in place: the producer can no longer be
+        redirected (a later read needs the values there, a later write would be lost)."""
         st = self.st
         st.refs += 1
+        st.pending = None
         if write:
             st.written = True
-        else:
-            st.pending = None
         if not st.on_chip:
             return {"t": st, "offset": self.off, "ap": self.dims}
         p = self.pdim
