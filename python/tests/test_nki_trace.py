@@ -505,6 +505,17 @@ def test_target_follows_the_environment(monkeypatch):
                     (cisa.nc_version.gen4, 128, 256 * 1024)]
 
 
+def test_a_kernels_platform_target_is_its_target(monkeypatch):
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+
+    @lnki.jit(mode="simulation", platform_target="trn1")
+    def k(x):
+        pass
+
+    assert trace(k, tensor[[1, 1], "float32"])["target"] == "trn1"
+    assert trace(k, tensor[[1, 1], "float32"], target="trn3")["target"] == "trn3"
+
+
 def test_kernel_arguments_that_are_not_tensors_pass_through():
     @cnki.jit
     def k(x, scale, flags=(1, 2)):

@@ -301,9 +301,17 @@ def grid_of(kernel: Any) -> Optional[Tuple[int, ...]]:
     return getattr(kernel, "grid", None)
 
 
+def target_of(kernel: Any, target: Optional[str] = None) -> Optional[str]:
+    """``target`` if given, else the kernel's ``platform_target`` (``@nki.jit(platform_target=)``),
+    else None (the environment's or the default, see :func:`resolve_target`)."""
+    if target is not None:
+        return target
+    return getattr(kernel, "options", {}).get("platform_target")
+
+
 def simulate_call(kernel: Any, args: Sequence[Any], kwargs: Dict[str, Any], api: str) -> Any:
     fn, k_api = unwrap(kernel)
-    traced = trace_kernel(fn, args, kwargs, k_api or api, grid=grid_of(kernel))
+    traced = trace_kernel(fn, args, kwargs, k_api or api, target_of(kernel), grid_of(kernel))
     return outputs_of(traced, execute(traced, simulate=True))
 
 
@@ -410,7 +418,7 @@ class Benchmarked:
         self.func, k_api = unwrap(kernel)
         self.api = k_api or api
         self.grid = grid_of(kernel)
-        self.target = target
+        self.target = target_of(kernel, target)
         self.save_neff_name = save_neff_name
         self.save_trace_name = save_trace_name
         self.benchmark_result: Optional[BenchmarkResult] = None
@@ -472,6 +480,6 @@ class Profile:
 def profile_call(kernel: Any, args: Sequence[Any], kwargs: Dict[str, Any], api: str,
                  target: Optional[str] = None) -> Profile:
     fn, k_api = unwrap(kernel)
-    traced = trace_kernel(fn, args, kwargs, k_api or api, target, grid_of(kernel))
+    traced = trace_kernel(fn, args, kwargs, k_api or api, target_of(kernel, target), grid_of(kernel))
     simulated = traced.data() is not None
     return Profile(traced, execute(traced, simulate=simulated), simulated)

@@ -86,4 +86,5 @@ def trace(kernel: Any, *args: Any, target: Optional[str] = None, **kwargs: Any) 
     """The trace of ``kernel(*args, **kwargs)`` as JSON (format ``ntile-nki-trace``), without
     running it. Arguments may be arrays or ``nt.tensor[...]`` placeholders."""
     fn, api = _run.unwrap(kernel)
-    return _run.trace_kernel(fn, args, kwargs, api or "current", target, _run.grid_of(kernel)).json()
+    return _run.trace_kernel(fn, args, kwargs, api or "current", _run.target_of(kernel, target),
+                             _run.grid_of(kernel)).json()
