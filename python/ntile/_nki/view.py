@@ -21,6 +21,10 @@ from .trace import Storage
 
 Dims = Tuple[Tuple[int, int], ...]
 _second = itemgetter(1)
+# Layouts of affine indices by (dims, partition dim, on chip, the indices' axes and coefficients).
+_AFFINE_LAYOUTS: Dict[Tuple[Any, ...], Tuple[Dims, int]] = {}
+# Layouts of integer-only indices by (dims, partition dim, on chip, number of integers).
+_INT_LAYOUTS: Dict[Tuple[Any, ...], Tuple[Dims, int]] = {}
 
 
 def _prod(xs: Sequence[int]) -> int:
@@ -188,6 +192,12 @@ class View:
     # --- indexing --------------------------------------------------------------------------------
 
     def index(self, key: Any) -> "View":
+        if key is Ellipsis:
+            return self
+        if type(key) is int:
+            return self._index_ints((key,))
+        if type(key) is tuple and all(type(k) is int for k in key):
+            return self._index_ints(key)
         items = list(key) if isinstance(key, tuple) else [key]
         ellipsis = affine = False
         for it in items:
@@ -210,6 +220,26 @@ class View:
         if affine:
             return self._index_affine(items)
         return self._index_basic(items)
+
+    def _index_ints(self, key: Tuple[int, ...]) -> "View":
+        """``t[i, j]`` with integers only (a block of a legacy tensor, a row): bounds checked,
+        the layout cached per view shape."""
+        dims = self.dims
+        if len(key) > len(dims):
+            return self._index_basic(list(key))
+        off = self.off
+        for k, (stride, count) in zip(key, dims):
+            if k < 0:
+                k += count
+            if not 0 <= k < count:
+                raise NkiIndexError(f"index {k} is outside a dimension of size {count}")
+            off += k * stride
+        lkey = (dims, self.pdim, self.st.on_chip, len(key))
+        hit = _INT_LAYOUTS.get(lkey)
+        if hit is None:
+            v = self._new(0, dims, self.pdim)._index_basic([0] * len(key))
+            hit = _INT_LAYOUTS[lkey] = (v.dims, v.pdim)
+        return self._new(off, hit[0], hit[1])
 
     def _index_basic(self, items: List[Any]) -> "View":
         dims, pdim, on_chip = self.dims, self.pdim, self.st.on_chip
@@ -268,6 +298,36 @@ class View:
         return self._new(off, tuple(out), new_pdim)
 
     def _index_affine(self, items: List[Any]) -> "View":
+        # Fast path for the common index of affine expressions and integers: the layout (dims,
+        # partition dim) depends only on the expressions' axes and coefficients, so it is
+        # computed once per structure; the offset is the constants times the dims' strides.
+        if len(items) <= len(self.dims):
+            parts = []
+            consts = []
+            for it in items:
+                t = type(it)
+                if t is ix.Affine:
+                    parts.append((it.shape, it.terms))
+                    consts.append(it.const)
+                elif t is int:
+                    parts.append(None)
+                    consts.append(it)
+                else:
+                    break
+            else:
+                key = (self.dims, self.pdim, self.st.on_chip, tuple(parts))
+                hit = _AFFINE_LAYOUTS.get(key)
+                if hit is None:
+                    zeroed = [ix.Affine(it.shape, it.terms, 0) if type(it) is ix.Affine else 0 for it in items]
+                    v = self._new(0, self.dims, self.pdim)._index_general(zeroed)
+                    hit = _AFFINE_LAYOUTS[key] = (v.dims, v.pdim)
+                off = self.off
+                for c, (stride, _) in zip(consts, self.dims):
+                    off += c * stride
+                return self._new(off, hit[0], hit[1])
+        return self._index_general(items)
+
+    def _index_general(self, items: List[Any]) -> "View":
         dims, pdim, on_chip = self.dims, self.pdim, self.st.on_chip
         n_adv = 0
         for k, it in enumerate(items):
