@@ -25,6 +25,8 @@ _second = itemgetter(1)
 _AFFINE_LAYOUTS: Dict[Tuple[Any, ...], Tuple[Dims, int]] = {}
 # Layouts of integer-only indices by (dims, partition dim, on chip, number of integers).
 _INT_LAYOUTS: Dict[Tuple[Any, ...], Tuple[Dims, int]] = {}
+# Layouts of basic indices by (dims, partition dim, on chip, the items' kinds and counts).
+_BASIC_LAYOUTS: Dict[Tuple[Any, ...], Tuple[Dims, int]] = {}
 
 
 def _prod(xs: Sequence[int]) -> int:
@@ -242,6 +244,56 @@ class View:
         return self._new(off, hit[0], hit[1])
 
     def _index_basic(self, items: List[Any]) -> "View":
+        """Integers, slices, ``nl.ds`` and None. The layout depends on the view's dims and the
+        items' kinds and counts; it is computed once per such structure (the starts only move
+        the offset)."""
+        dims = self.dims
+        parts: List[Any] = []
+        off = self.off
+        i = 0
+        for it in items:
+            t = type(it)
+            if it is None:
+                parts.append(None)
+                continue
+            if i >= len(dims):
+                break
+            stride, count = dims[i]
+            if t is int:
+                k = it + count if it < 0 else it
+                if not 0 <= k < count:
+                    break
+                off += k * stride
+                parts.append(0)
+            elif t is slice:
+                if not all(x is None or type(x) is int for x in (it.start, it.stop, it.step)):
+                    break
+                start, stop, step = it.indices(count)
+                n = len(range(start, stop, step))
+                if n == 0 or step < 1 or (i == self.pdim and step != 1):
+                    break
+                off += start * stride
+                parts.append((n, step))
+            elif t is ix.DSlice and type(it.start) is int and type(it.size) is int:
+                if it.start < 0 or it.size < 1 or it.start + it.size > count:
+                    break
+                off += it.start * stride
+                parts.append(-it.size)
+            else:
+                break
+            i += 1
+        else:
+            key = (dims, self.pdim, self.st.on_chip, tuple(parts))
+            hit = _BASIC_LAYOUTS.get(key)
+            if hit is None:
+                zeroed = [None if p is None else 0 if p == 0 else ix.DSlice(0, -p) if type(p) is int
+                          else slice(0, p[0] * p[1], p[1]) for p in parts]
+                v = self._new(0, dims, self.pdim)._index_items(zeroed)
+                hit = _BASIC_LAYOUTS[key] = (v.dims, v.pdim)
+            return self._new(off, hit[0], hit[1])
+        return self._index_items(items)
+
+    def _index_items(self, items: List[Any]) -> "View":
         dims, pdim, on_chip = self.dims, self.pdim, self.st.on_chip
         out: List[Tuple[int, int]] = []
         new_pdim = -1
