@@ -47,8 +47,23 @@ pub struct Trace {
     pub tensors: Vec<TensorRecord>,
     /// The records in program order.
     pub ops: Vec<Record>,
-    /// The returned tensors, in order.
+    /// The kernel's results, in order: the returned tensors (HBM tensors it created), then
+    /// the kernel arguments (`input` tensors) it wrote in place.
     pub outputs: Vec<u32>,
+    /// The values of `input` tensors the kernel made itself (`nl.shared_constant`,
+    /// `nl.shared_identity_matrix`); absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub constants: Vec<Constant>,
+}
+
+/// The values of an `input` tensor the kernel made (not a kernel argument).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Constant {
+    /// The tensor id (an `input` tensor).
+    pub t: u32,
+    /// Its values, row-major.
+    pub values: Vec<Imm>,
 }
 
 impl Trace {
@@ -317,6 +332,13 @@ names! {
         BitwiseAnd = "bitwise_and",
         BitwiseOr = "bitwise_or",
         BitwiseXor = "bitwise_xor",
+        LeftShift = "left_shift",
+        RightShift = "right_shift",
+        Abs = "abs",
+        Square = "square",
+        Relu = "relu",
+        Rsqrt = "rsqrt",
+        Reciprocal = "reciprocal",
     }
 }
 

@@ -21,7 +21,9 @@ Rec = Dict[str, Any]
 # ALU operators of the format (NKI's names) and what else kernels pass for them.
 ALU = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal", "not_equal",
        "greater", "greater_equal", "less", "less_equal", "bitwise_and", "bitwise_or", "bitwise_xor",
-       "logical_and", "logical_or", "logical_xor", "left_shift", "right_shift", "abs_max", "abs_min")
+       "left_shift", "right_shift", "abs", "square", "relu", "rsqrt", "reciprocal")
+# NKI operators the format (and ntile's engines) does not have: refused by name.
+ALU_UNSUPPORTED = ("logical_and", "logical_or", "logical_xor", "abs_max", "abs_min")
 ACT = ("copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu", "softplus",
        "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "erf", "sin")
 ENGINES = {"act", "dve", "pool", "pe", "sp"}
