@@ -44,6 +44,18 @@ def nki_ref(monkeypatch):
     return nki_reference
 
 
+@pytest.fixture(params=["sim", "reference"])
+def nki_runner(request, monkeypatch):
+    """Run NKI traces on ntile's simulator (the native runner) and, as a second opinion, on
+    the numpy reference interpreter: every kernel test runs on both."""
+    if request.param == "reference":
+        import nki_reference
+        from ntile._nki import run
+
+        monkeypatch.setattr(run, "RUNNER", nki_reference.runner)
+    return request.param
+
+
 @pytest.fixture
 def nki_hook():
     """The import hook, installed for one test (import nki / neuronxcc.nki resolve to ntile)."""

@@ -1,6 +1,7 @@
-"""ntile's own NKI kernels (examples/nki) traced and run on the numpy trace interpreter,
-against numpy references: the five matmul steps in both APIs, the transposes, rmsnorm (both
-APIs), layernorm, softmax and attention (plain and causal), ragged shapes included."""
+"""ntile's own NKI kernels (examples/nki) traced and run on ntile's simulator and on the numpy
+trace interpreter, against numpy references: the five matmul steps in both APIs, the
+transposes, rmsnorm (both APIs), layernorm, softmax and attention (plain and causal), ragged
+shapes and bf16 inputs included; and the two runners against each other."""
 
 import ml_dtypes
 import numpy as np
@@ -24,7 +25,7 @@ MATMUL_SHAPES = {
 
 @pytest.mark.parametrize("api", ["legacy", "current"])
 @pytest.mark.parametrize("name", sorted(MATMUL_SHAPES))
-def test_matmul_steps_match_numpy(nki_hook, nki_ref, rng, api, name):
+def test_matmul_steps_match_numpy(nki_hook, nki_runner, rng, api, name):
     mod = load_example("matmul", api)
     K, M, N = MATMUL_SHAPES[name]
     a = rng.standard_normal((K, M)).astype(np.float32)
@@ -37,7 +38,7 @@ def test_matmul_steps_match_numpy(nki_hook, nki_ref, rng, api, name):
     assert (np.abs(c - ref) <= bound).all()
 
 
-def test_matmul_bf16_inputs_give_bf16_results_of_fp32_sums(nki_hook, nki_ref, rng):
+def test_matmul_bf16_inputs_give_bf16_results_of_fp32_sums(nki_hook, nki_runner, rng):
     mod = load_example("matmul", "legacy")
     a = rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((256, 512)).astype(ml_dtypes.bfloat16)
@@ -48,7 +49,7 @@ def test_matmul_bf16_inputs_give_bf16_results_of_fp32_sums(nki_hook, nki_ref, rn
     assert np.abs(f64(c) - f64(ref)).max() <= np.abs(f64(ref)).max() * 2 ** -7
 
 
-def test_matmul_blocked_steps_accept_their_block_parameters(nki_hook, nki_ref, rng):
+def test_matmul_blocked_steps_accept_their_block_parameters(nki_hook, nki_runner, rng):
     mod = load_example("matmul", "current")
     a = rng.standard_normal((512, 384)).astype(np.float32)
     b = rng.standard_normal((512, 1536)).astype(np.float32)
@@ -56,13 +57,13 @@ def test_matmul_blocked_steps_accept_their_block_parameters(nki_hook, nki_ref, r
     np.testing.assert_allclose(c, f64(a).T @ f64(b), rtol=1e-4, atol=1e-3)
 
 
-def test_transpose_2d(nki_hook, nki_ref, rng):
+def test_transpose_2d(nki_hook, nki_runner, rng):
     mod = load_example("transpose", "legacy")
     x = rng.standard_normal((256, 384)).astype(np.float32)
     np.testing.assert_array_equal(mod.transpose_2d(x), x.T)
 
 
-def test_transpose_free_dims(nki_hook, nki_ref, rng):
+def test_transpose_free_dims(nki_hook, nki_runner, rng):
     mod = load_example("transpose", "legacy")
     x = rng.standard_normal((100, 12)).astype(np.float32)
     want = x.reshape(100, 3, 4).transpose(0, 2, 1).reshape(100, 12)
@@ -76,7 +77,7 @@ def rmsnorm_ref(x, g, eps=1e-6):
 
 @pytest.mark.parametrize("api,file", [("legacy", "norms"), ("current", "rmsnorm")])
 @pytest.mark.parametrize("n", [128, 300])
-def test_rmsnorm(nki_hook, nki_ref, rng, api, file, n):
+def test_rmsnorm(nki_hook, nki_runner, rng, api, file, n):
     mod = load_example(file, api)
     x = rng.standard_normal((n, 200)).astype(np.float32)
     g = rng.standard_normal(200).astype(np.float32)
@@ -84,7 +85,7 @@ def test_rmsnorm(nki_hook, nki_ref, rng, api, file, n):
 
 
 @pytest.mark.parametrize("n,d", [(128, 256), (300, 1100)])
-def test_layernorm(nki_hook, nki_ref, rng, n, d):
+def test_layernorm(nki_hook, nki_runner, rng, n, d):
     mod = load_example("norms", "legacy")
     x = rng.standard_normal((n, d)).astype(np.float32)
     gamma = rng.standard_normal(d).astype(np.float32)
@@ -95,7 +96,7 @@ def test_layernorm(nki_hook, nki_ref, rng, n, d):
 
 
 @pytest.mark.parametrize("n", [128, 200])
-def test_softmax(nki_hook, nki_ref, rng, n):
+def test_softmax(nki_hook, nki_runner, rng, n):
     mod = load_example("softmax", "legacy")
     x = (rng.standard_normal((n, 300)) * 4).astype(np.float32)
     e = np.exp(f64(x) - f64(x).max(1, keepdims=True))
@@ -103,7 +104,7 @@ def test_softmax(nki_hook, nki_ref, rng, n):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_attention(nki_hook, nki_ref, rng, causal):
+def test_attention(nki_hook, nki_runner, rng, causal):
     mod = load_example("attention", "legacy")
     S, d = 640, 64
     q, k, v = (rng.standard_normal((S, d)).astype(np.float32) for _ in range(3))
@@ -115,7 +116,7 @@ def test_attention(nki_hook, nki_ref, rng, causal):
     np.testing.assert_allclose(mod.attention(q, k, v, causal=causal), ref, rtol=1e-4, atol=1e-5)
 
 
-def test_causal_attention_differs_from_plain_where_the_mask_bites(nki_hook, nki_ref, rng):
+def test_causal_attention_differs_from_plain_where_the_mask_bites(nki_hook, nki_runner, rng):
     mod = load_example("attention", "legacy")
     q, k, v = (rng.standard_normal((128, 32)).astype(np.float32) for _ in range(3))
     plain, causal = mod.attention(q, k, v), mod.attention(q, k, v, causal=True)
@@ -123,3 +124,57 @@ def test_causal_attention_differs_from_plain_where_the_mask_bites(nki_hook, nki_
     np.testing.assert_allclose(causal[0], v[0], rtol=1e-6)
     # The last row sees every key either way.
     np.testing.assert_allclose(causal[-1], plain[-1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("api", ["legacy", "current"])
+@pytest.mark.parametrize("name", sorted(MATMUL_SHAPES))
+def test_matmul_steps_with_bf16_inputs(nki_hook, nki_runner, rng, api, name):
+    mod = load_example("matmul", api)
+    K, M, N = MATMUL_SHAPES[name]
+    a = rng.standard_normal((K, M)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    c = getattr(mod, name)(a, b)
+    assert c.shape == (M, N) and c.dtype == ml_dtypes.bfloat16
+    ref = f64(a).T @ f64(b)
+    # Exact bf16 products summed in fp32, then rounded once to bf16 (half an ulp: 2^-8 relative).
+    bound = 2 * K * np.finfo(np.float32).eps * (np.abs(f64(a)).T @ np.abs(f64(b))) + np.abs(ref) * 2 ** -8
+    assert (np.abs(f64(c) - ref) <= bound * (1 + 2 ** -7)).all()
+
+
+def test_rmsnorm_with_bf16_inputs(nki_hook, nki_runner, rng):
+    mod = load_example("rmsnorm", "current")
+    x = rng.standard_normal((256, 200)).astype(ml_dtypes.bfloat16)
+    g = rng.standard_normal(200).astype(ml_dtypes.bfloat16)
+    y = mod.rmsnorm(x, g)
+    assert y.dtype == ml_dtypes.bfloat16
+    # fp32 arithmetic on bf16 values, one bf16 rounding at the end (plus its intermediate tiles').
+    np.testing.assert_allclose(f64(y), rmsnorm_ref(x, g), rtol=2 ** -6, atol=2 ** -6)
+
+
+@pytest.mark.parametrize("case", ["matmul_blocked_all", "transpose_2d", "rmsnorm", "layernorm", "softmax",
+                                  "attention_causal"])
+def test_the_simulator_and_the_reference_interpreter_agree(nki_hook, rng, monkeypatch, case):
+    x = rng.standard_normal((256, 384)).astype(np.float32)
+    g = rng.standard_normal(384).astype(np.float32)
+    calls = {
+        "matmul_blocked_all": lambda: load_example("matmul", "legacy").matmul_blocked_all(
+            rng.standard_normal((1024, 256)).astype(np.float32), rng.standard_normal((1024, 2048)).astype(np.float32)),
+        "transpose_2d": lambda: load_example("transpose", "legacy").transpose_2d(x),
+        "rmsnorm": lambda: load_example("norms", "legacy").rmsnorm(x, g),
+        "layernorm": lambda: load_example("norms", "legacy").layernorm(x, g, g * 0.5),
+        "softmax": lambda: load_example("softmax", "legacy").softmax(x),
+        "attention_causal": lambda: load_example("attention", "legacy").attention(x[:, :64], x[:, 64:128],
+                                                                                  x[:, 128:192], causal=True),
+    }
+    state = rng.bit_generator.state
+    sim = calls[case]()
+    rng.bit_generator.state = state
+    import nki_reference
+    from ntile._nki import run
+
+    monkeypatch.setattr(run, "RUNNER", nki_reference.runner)
+    ref = calls[case]()
+    # The same trace run twice: the simulator's fp32 engines and numpy's fp64-then-rounded steps
+    # (a K=1024 fp32 sum in another order differs by up to K*eps32 of its magnitudes).
+    atol = 1024 * np.finfo(np.float32).eps * np.abs(ref).max() if case.startswith("matmul") else 1e-6
+    np.testing.assert_allclose(sim, ref, rtol=1e-5, atol=atol)
