@@ -167,7 +167,18 @@ pub fn run(args: &NkiArgs) -> Result<String, CliError> {
             b.name
         )));
     }
+    if !args.file.is_file() {
+        return Err(CliError::usage(format!("{}: no such kernel file", args.file.display())));
+    }
     let inputs = args.inputs.iter().map(|t| input_binding(t)).collect::<Result<Vec<_>, _>>()?;
+    for (i, (b, _)) in inputs.iter().enumerate() {
+        if inputs[..i].iter().any(|(o, _)| o.name == b.name) {
+            return Err(CliError::usage(format!("--input {} is given twice", b.name)));
+        }
+        if !b.path.is_file() {
+            return Err(CliError::usage(format!("--input {}={}: no such file", b.name, b.path.display())));
+        }
+    }
     let (json, tracing_s) = trace(args, &inputs)?;
     if let Some(path) = &args.save_trace {
         npy::write_atomic(path, json.as_bytes())?;
