@@ -16,7 +16,9 @@ import ntile.neuronxcc.nki.isa as lisa
 import ntile.neuronxcc.nki.language as lnl
 from ntile.nki.typing import tensor
 
-HERE = os.path.abspath(__file__)
+# Kernel files are shown relative to the working directory when inside it.
+HERE = os.path.relpath(os.path.abspath(__file__)) if os.path.abspath(__file__).startswith(os.getcwd() + os.sep) \
+    else os.path.abspath(__file__)
 X = tensor[[128, 64], lnl.float32]
 
 

@@ -265,7 +265,7 @@ fn allocations(run: &NkiRun) -> String {
         "site", "where"
     );
     for a in sites {
-        let ranges: Vec<String> = a.ranges.iter().map(|(lo, hi)| format!("[{lo}, {hi})")).collect();
+        let ranges = ranges_text(&a.ranges);
         let note = if a.rotation_dropped {
             " (no room to rotate)"
         } else if a.direct {
@@ -281,8 +281,37 @@ fn allocations(run: &NkiRun) -> String {
             a.bytes_per_partition,
             a.instances,
             a.slots,
-            ranges.join(" ")
+            ranges
         );
     }
     s
+}
+
+/// The byte ranges of a site's buffers: each one while there are few, else the span they
+/// tile when they are equal and back to back (`[0, 33792) as 33 x 1024`).
+fn ranges_text(ranges: &[(u64, u64)]) -> String {
+    let each = || ranges.iter().map(|(lo, hi)| format!("[{lo}, {hi})")).collect::<Vec<_>>().join(" ");
+    if ranges.len() <= 4 {
+        return each();
+    }
+    let size = ranges[0].1 - ranges[0].0;
+    let packed = ranges.windows(2).all(|w| w[1].0 == w[0].1 && w[1].1 - w[1].0 == size);
+    match (packed, ranges.first(), ranges.last()) {
+        (true, Some(first), Some(last)) => format!("[{}, {}) as {} x {size}", first.0, last.1, ranges.len()),
+        _ => each(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ranges_text;
+
+    #[test]
+    fn many_packed_buffers_print_as_their_span() {
+        assert_eq!(ranges_text(&[(0, 2048), (2048, 4096)]), "[0, 2048) [2048, 4096)");
+        let many: Vec<(u64, u64)> = (0..33).map(|i| (i * 256, (i + 1) * 256)).collect();
+        assert_eq!(ranges_text(&many), "[0, 8448) as 33 x 256");
+        let gaps: Vec<(u64, u64)> = (0..5).map(|i| (i * 512, i * 512 + 256)).collect();
+        assert!(ranges_text(&gaps).starts_with("[0, 256) [512, 768) "));
+    }
 }

@@ -50,7 +50,7 @@ def where() -> Optional[Tuple[str, int]]:
     f = user_frame(2)
     if f is None:
         return None
-    return os.path.abspath(f.f_code.co_filename), f.f_lineno
+    return shown_path(f.f_code.co_filename), f.f_lineno
 
 
 class NkiError(Exception):
@@ -83,3 +83,16 @@ class NkiUnsupportedError(NkiError, NotImplementedError):
 def unsupported(what: str, why: str = "") -> NkiUnsupportedError:
     tail = f": {why}" if why else ""
     return NkiUnsupportedError(f"{what} is not supported by ntile{tail}")
+
+
+def shown_path(filename: str) -> str:
+    """A kernel file as errors and reports show it: relative to the working directory when it
+    is inside it (``examples/nki/legacy/matmul.py:52``), else absolute."""
+    path = os.path.abspath(filename)
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        return path
+    if path.startswith(cwd + os.sep):
+        return os.path.relpath(path, cwd)
+    return path

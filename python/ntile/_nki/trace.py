@@ -16,7 +16,7 @@ import linecache
 from types import FrameType
 from typing import Any, Dict, List, Optional, Tuple
 
-from .errors import NkiError, is_ours, user_frame
+from .errors import NkiError, is_ours, shown_path, user_frame
 
 FORMAT = "ntile-nki-trace"
 VERSION = 1
@@ -140,7 +140,7 @@ class Trace:
         i = self._file_index.get(filename)
         if i is None:
             i = len(self.files)
-            self.files.append(os.path.abspath(filename))
+            self.files.append(shown_path(filename))
             self._file_index[filename] = i
         return i
 
