@@ -117,17 +117,19 @@ fn trace(args: &NkiArgs, inputs: &[(Binding, Option<String>)]) -> Result<(String
     }
     let path = match std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
         Some(rest) => {
-            let mut all = vec![dir.clone()];
+            let mut all = vec![dir];
             all.extend(std::env::split_paths(&rest));
             std::env::join_paths(all).map_err(|e| CliError::usage(format!("PYTHONPATH: {e}")))?
         }
-        None => dir.clone().into_os_string(),
+        None => dir.into_os_string(),
     };
     cmd.env("PYTHONPATH", path).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let start = Instant::now();
     let out = cmd.output().map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            CliError::usage("ntile nki runs the kernel's Python with python3, which is not on PATH (install Python 3 with numpy)")
+            CliError::usage(
+                "ntile nki runs the kernel's Python with python3, which is not on PATH (install Python 3 with numpy)",
+            )
         } else {
             CliError::usage(format!("ntile nki: cannot run python3: {e}"))
         }
@@ -244,10 +246,8 @@ pub fn run(args: &NkiArgs) -> Result<String, CliError> {
 /// The allocation table and the model's lines (what `ntile nki` prints after the run's
 /// first lines).
 pub fn summary(run: &NkiRun) -> String {
-    let mut s = format!(
-        "  results {}\n",
-        run.kernel.outputs.keys().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
-    );
+    let mut s =
+        format!("  results {}\n", run.kernel.outputs.keys().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "));
     s += &allocations(run);
     s + &crate::run::summary(&run.outcome.report)
 }
@@ -260,10 +260,8 @@ fn allocations(run: &NkiRun) -> String {
     }
     let name_w = sites.iter().map(|a| a.name.len()).max().unwrap_or(4).max(4);
     let loc_w = sites.iter().map(|a| a.loc.len()).max().unwrap_or(5).max(5);
-    let mut s = format!(
-        "  alloc   {:<name_w$}  {:<loc_w$}  buffer  bytes/part  tiles  buffers  ranges\n",
-        "site", "where"
-    );
+    let mut s =
+        format!("  alloc   {:<name_w$}  {:<loc_w$}  buffer  bytes/part  tiles  buffers  ranges\n", "site", "where");
     for a in sites {
         let ranges = ranges_text(&a.ranges);
         let note = if a.rotation_dropped {
@@ -275,13 +273,7 @@ fn allocations(run: &NkiRun) -> String {
         };
         s += &format!(
             "          {:<name_w$}  {:<loc_w$}  {:<6}  {:>10}  {:>5}  {:>7}  {}{note}\n",
-            a.name,
-            a.loc,
-            a.buffer,
-            a.bytes_per_partition,
-            a.instances,
-            a.slots,
-            ranges
+            a.name, a.loc, a.buffer, a.bytes_per_partition, a.instances, a.slots, ranges
         );
     }
     s

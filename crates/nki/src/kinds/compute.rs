@@ -83,11 +83,11 @@ pub(super) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
         rule,
     };
     let sbuf_only = matches!(r, Record::AffineSelect { .. } | Record::Iota { .. });
-    for i in 0..res.len() {
-        if mem[i] == Memory::Hbm {
+    for (i, &m) in mem.iter().enumerate().take(res.len()) {
+        if m == Memory::Hbm {
             return Err(wrong(i, "compute engines work on chip (use dma_copy)"));
         }
-        if sbuf_only && mem[i] == Memory::Psum {
+        if sbuf_only && m == Memory::Psum {
             return Err(wrong(i, "GpSimd cannot access PSUM"));
         }
     }
@@ -164,7 +164,7 @@ pub(super) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
             stats_dst(&res[0], &res[1], 6, &shapes)?;
         }
         Record::BnAggr { .. } => {
-            if res[1].free_elems() == 0 || res[1].free_elems() % 3 != 0 {
+            if res[1].free_elems() == 0 || !res[1].free_elems().is_multiple_of(3) {
                 return Err(shapes(format!(
                     "src {:?} does not hold (count, mean, variance) triples of bn_stats",
                     res[1].shape

@@ -242,9 +242,12 @@ fn bn_stats_then_bn_aggr_give_mean_and_variance() {
     close(&got, &want, 1e-5);
 }
 
+/// An f64 reference of a binary operator.
+type BinaryF64 = fn(f64, f64) -> f64;
+
 #[test]
 fn tensor_tensor_takes_every_binary_operator() {
-    let cases: [(Alu, fn(f64, f64) -> f64); 6] = [
+    let cases: [(Alu, BinaryF64); 6] = [
         (Alu::Subtract, |a, b| a - b),
         (Alu::Divide, |a, b| a / b),
         (Alu::Minimum, f64::min),

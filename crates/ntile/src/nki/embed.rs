@@ -28,13 +28,22 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("ntile/_nki/view.py", include_str!("../../../../python/ntile/_nki/view.py")),
     ("ntile/neuronxcc/__init__.py", include_str!("../../../../python/ntile/neuronxcc/__init__.py")),
     ("ntile/neuronxcc/nki/__init__.py", include_str!("../../../../python/ntile/neuronxcc/nki/__init__.py")),
-    ("ntile/neuronxcc/nki/compiler/__init__.py", include_str!("../../../../python/ntile/neuronxcc/nki/compiler/__init__.py")),
+    (
+        "ntile/neuronxcc/nki/compiler/__init__.py",
+        include_str!("../../../../python/ntile/neuronxcc/nki/compiler/__init__.py"),
+    ),
     ("ntile/neuronxcc/nki/compiler/psum.py", include_str!("../../../../python/ntile/neuronxcc/nki/compiler/psum.py")),
     ("ntile/neuronxcc/nki/compiler/sbuf.py", include_str!("../../../../python/ntile/neuronxcc/nki/compiler/sbuf.py")),
     ("ntile/neuronxcc/nki/isa/__init__.py", include_str!("../../../../python/ntile/neuronxcc/nki/isa/__init__.py")),
     ("ntile/neuronxcc/nki/isa/constants.py", include_str!("../../../../python/ntile/neuronxcc/nki/isa/constants.py")),
-    ("ntile/neuronxcc/nki/language/__init__.py", include_str!("../../../../python/ntile/neuronxcc/nki/language/__init__.py")),
-    ("ntile/neuronxcc/nki/language/constants.py", include_str!("../../../../python/ntile/neuronxcc/nki/language/constants.py")),
+    (
+        "ntile/neuronxcc/nki/language/__init__.py",
+        include_str!("../../../../python/ntile/neuronxcc/nki/language/__init__.py"),
+    ),
+    (
+        "ntile/neuronxcc/nki/language/constants.py",
+        include_str!("../../../../python/ntile/neuronxcc/nki/language/constants.py"),
+    ),
     ("ntile/neuronxcc/nki/typing.py", include_str!("../../../../python/ntile/neuronxcc/nki/typing.py")),
     ("ntile/nki/__init__.py", include_str!("../../../../python/ntile/nki/__init__.py")),
     ("ntile/nki/isa.py", include_str!("../../../../python/ntile/nki/isa.py")),
@@ -78,7 +87,10 @@ pub(crate) fn package_dir() -> Result<PathBuf, CliError> {
         return Ok(dir);
     }
     let fail = |what: &Path, e: std::io::Error| {
-        CliError::usage(format!("ntile nki: cannot write its Python files to {}: {e} (set NTILE_CACHE_DIR)", what.display()))
+        CliError::usage(format!(
+            "ntile nki: cannot write its Python files to {}: {e} (set NTILE_CACHE_DIR)",
+            what.display()
+        ))
     };
     let parent = dir.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| fail(parent, e))?;
@@ -105,7 +117,6 @@ mod tests {
     use super::*;
 
     #[test]
-    #[expect(clippy::unwrap_used, reason = "a test reading the repository's own files")]
     fn every_tracer_file_is_embedded() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python");
         let mut on_disk = Vec::new();
