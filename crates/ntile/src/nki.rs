@@ -49,7 +49,7 @@ pub struct NkiArgs {
     /// The kernel: a function of the file (decorated with @nki.jit or not)
     #[arg(value_name = "KERNEL")]
     pub kernel: String,
-    /// A tensor argument's data: NAME=FILE.npy[:DTYPE] (repeatable)
+    /// A tensor argument's data: NAME=FILE.npy, or NAME=FILE.npy:DTYPE for bit patterns (repeatable)
     #[arg(long = "input", value_name = "NAME=FILE.npy")]
     pub inputs: Vec<String>,
     /// A tensor argument by shape and dtype only: NAME=8192x4096:bf16 (repeatable; models without data)
