@@ -76,9 +76,8 @@ impl Trace {
             Ok(t) => t,
             Err(plain) => {
                 let de = &mut serde_json::Deserializer::from_str(text);
-                let e = match serde_path_to_error::deserialize::<_, Trace>(de) {
-                    Err(e) => e,
-                    Ok(_) => return Err(NkiError::Trace { path: String::new(), message: plain.to_string() }),
+                let Err(e) = serde_path_to_error::deserialize::<_, Trace>(de) else {
+                    return Err(NkiError::Trace { path: String::new(), message: plain.to_string() });
                 };
                 let path = e.path().to_string();
                 let path = if path == "." || path == "?" { String::new() } else { path };
