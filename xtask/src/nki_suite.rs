@@ -95,7 +95,11 @@ pub fn table(ntile: &Path, root: &Path) -> Result<String> {
                     f(&v["times"], "tracing_s"),
                     f(&v["times"], "read_s") + f(&v["times"], "build_s")
                 ),
-                Err(e) => format!("{:<35}", format!("n/a: {}", e.chars().take(60).collect::<String>())),
+                // The error's text after its `file:line: `, cut to the columns it replaces.
+                Err(e) => {
+                    let what = e.splitn(3, ": ").last().unwrap_or(e);
+                    format!("{:<35}", format!("n/a: {what}").chars().take(35).collect::<String>())
+                }
             };
             let right = match &gemm {
                 Ok(v) => format!("{:<19} {:>10.1} {:>5.2}", schedule, f(v, "modeled_time_us"), f(v, "hfu")),
