@@ -4,6 +4,11 @@ The work is done by the same Rust pipeline as the ``ntile`` command line (its ``
 crate): every keyword argument is the CLI flag of the same name, the report is the dict of
 ``ntile gemm --json``, bad input raises ``ValueError`` with the CLI's message, and the GIL is
 released while ntile runs.
+
+NKI kernels: :mod:`ntile.nki` (the current API) and :mod:`ntile.neuronxcc.nki` (the legacy
+one). Their tracer is pure Python and numpy, so importing this package loads neither the native
+module nor ml_dtypes until something needs them (the ``ntile nki`` command runs the tracer with
+a bare ``python3``).
 """
 
 from __future__ import annotations
@@ -17,10 +22,24 @@ import os
 import tempfile
 from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-import ml_dtypes
 import numpy as np
 
-from . import _native
+try:
+    import ml_dtypes
+except ImportError:  # only bf16/fp8 arrays need it; the NKI tracer does not
+    ml_dtypes = None
+
+
+class _Native:
+    """``ntile._native``, imported on first use (importing it replaces this stand-in)."""
+
+    def __getattr__(self, name: str) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module("ntile._native"), name)
+
+
+_native = _Native()
 
 __all__ = [
     "Calibration",
@@ -36,10 +55,15 @@ __all__ = [
     "run",
 ]
 
-__version__ = _native.__version__
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        return _native.__version__
+    raise AttributeError(f"module 'ntile' has no attribute {name!r}")
+
 
 # numpy dtypes whose arrays HBM holds as they are, by ntile dtype name.
-_HBM_DTYPES = {
+_HBM_DTYPES = {} if ml_dtypes is None else {
     np.dtype(ml_dtypes.bfloat16): "bf16",
     np.dtype(ml_dtypes.float8_e4m3): "fp8e4m3",
     np.dtype(ml_dtypes.float8_e4m3fn): "fp8e4m3fn",
@@ -50,14 +74,17 @@ _HBM_DTYPES = {
 _NUMPY_OF = {
     "fp32": np.dtype(np.float32),
     "fp16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "fp8e4m3": np.dtype(ml_dtypes.float8_e4m3),
-    "fp8e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
-    "fp8e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "uint8": np.dtype(np.uint8),
     "int16": np.dtype(np.int16),
     "int32": np.dtype(np.int32),
 }
+if ml_dtypes is not None:
+    _NUMPY_OF.update({
+        "bf16": np.dtype(ml_dtypes.bfloat16),
+        "fp8e4m3": np.dtype(ml_dtypes.float8_e4m3),
+        "fp8e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
+        "fp8e5m2": np.dtype(ml_dtypes.float8_e5m2),
+    })
 
 PathLike = Union[str, "os.PathLike[str]"]
 

@@ -38,3 +38,23 @@ def run(
 
 def check_input_bytes(nbytes: int) -> None:
     """Raise ValueError when input copies of ``nbytes`` would exceed the memory budget."""
+
+class NkiHandle:
+    """An NKI kernel built and run by :func:`nki_run`."""
+
+    def outputs(self) -> Dict[str, np.ndarray]:
+        """Every result by name (returned tensors, then arguments written in place), in its dtype."""
+    def report(self, tracing_s: Optional[float] = None) -> Dict[str, Any]:
+        """The keys of ``ntile run --json``, ``allocations`` (per site) and ``times``."""
+    def trace(self, path: str) -> None:
+        """Write the modeled engine timeline (Chrome/Perfetto trace-event JSON) to ``path``."""
+    def svg(self) -> str:
+        """The modeled engine timeline as SVG."""
+    def emit(self, form: str) -> str:
+        """The kernel as ``penguin`` (loops rolled) or ``bir`` text."""
+    def summary(self) -> str:
+        """The results, allocation table and model lines as ``ntile nki`` prints them."""
+
+def nki_run(trace_json: str, inputs: Optional[Dict[str, np.ndarray]], options: Dict[str, Any]) -> NkiHandle:
+    """Build an NKI trace (``docs/nki-trace.md``) and simulate it on ``inputs`` (by tensor name;
+    None models without data); ``options``: ``target``, ``simulate``, ``race_check``."""

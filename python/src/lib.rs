@@ -31,6 +31,8 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+mod nki;
+
 /// A GEMM operand from Python: a flat C-contiguous array, the dtype its elements are in
 /// (`fp32` for float32, else an HBM dtype whose bit patterns the array holds as uint8), and
 /// the matrix shape.
@@ -389,6 +391,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(check_input_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(nki::nki_run, m)?)?;
+    m.add_class::<nki::NkiHandle>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -9,8 +9,9 @@
 //!   cross-checks call `python3`), and `maturin develop` builds the module into it.
 //! - `cargo xtask bench`: run the criterion benches and print the figures a reader needs
 //!   (simulation vs plain GEMM ratio, planning and cycle-model times, the issue-6 suite).
-//! - `cargo xtask suite`: only the suite table (modeled figures; no criterion run) and the
-//!   fidelity table (public hardware facts beside what the cycle model gives).
+//! - `cargo xtask suite`: only the suite table (modeled figures; no criterion run), the
+//!   fidelity table (public hardware facts beside what the cycle model gives) and the NKI
+//!   table (the five matmul steps of `examples/nki` through `ntile nki`, beside `ntile gemm`).
 //! - `cargo xtask targets`: only the issue-13 speed targets (also the end of `bench`): each
 //!   figure beside its target, numpy's one-thread matmul measured in the same run.
 //! - `cargo xtask bless`: rewrite filetest expectations (`NTILE_BLESS=1`).
@@ -26,6 +27,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 mod fidelity;
+mod nki_suite;
 mod pyenv;
 mod targets;
 
@@ -271,6 +273,7 @@ fn suite(ntile: &std::path::Path) -> Result<String> {
         );
     }
     out += &fidelity::table(ntile)?;
+    out += &nki_suite::table(ntile, &workspace_root())?;
     Ok(out)
 }
 

@@ -79,6 +79,10 @@ pub enum DriverError {
         /// Why it is extrapolated.
         why: String,
     },
+    /// An NKI kernel could not be built: the kernel's error (naming its `file.py:line`), or a
+    /// bug for `Internal` and `Verify`.
+    #[error(transparent)]
+    Nki(#[from] nki::NkiError),
     /// Bug: an internal invariant failed (the message says what).
     #[error("{0}")]
     Internal(String),
@@ -124,6 +128,8 @@ impl DriverError {
             DriverError::Codegen(e) => codegen_kind(e),
             DriverError::Bir(e) => bir_kind(e),
             DriverError::Sim(_) | DriverError::Internal(_) => ErrorKind::Bug,
+            DriverError::Nki(nki::NkiError::Internal(_) | nki::NkiError::Verify { .. }) => ErrorKind::Bug,
+            DriverError::Nki(_) => ErrorKind::Input,
             DriverError::Extrapolate(_)
             | DriverError::Budget(_)
             | DriverError::Input(_)

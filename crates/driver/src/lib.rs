@@ -15,6 +15,9 @@
 //!   [`program::load`] reads one from text or JSON) verified, lowered when it is Penguin,
 //!   simulated on typed input [`Array`]s and modeled: the [`RunOutcome`] holds the output
 //!   arrays, the [`RunReport`] and the cycle model ([`Runnable`] exports the timelines).
+//! - [`run_nki`]: an NKI kernel's trace (written by the Python tracer) built by the `nki`
+//!   crate and run as [`run_program`] runs a Penguin function, with the builder's
+//!   allocations and the phases' times in its report ([`mod@nki`]).
 //!
 //! Around them: the memory budget that refuses a run before it allocates ([`budget`]), the
 //! threads (`NTILE_THREADS`, [`threads`]), cancellation by a flag the caller owns
@@ -47,6 +50,7 @@ pub mod gemm;
 pub mod hw;
 pub mod json;
 mod lower;
+pub mod nki;
 pub mod program;
 pub mod reference;
 pub mod run;
@@ -56,5 +60,6 @@ pub mod timeline;
 pub use cancel::Cancel;
 pub use error::{DriverError, ErrorKind, ExtrapolateError, InputProblem};
 pub use gemm::{gemm, BlockRequest, GemmInputs, GemmOptions, GemmOutcome, GemmRequest, Operand, Report};
+pub use nki::{build_nki, run_nki, NkiBuilt, NkiOptions, NkiRun, NkiTimes};
 pub use program::{Program, Source};
 pub use run::{run_program, Array, Elem, Inputs, Output, RunOptions, RunOutcome, RunReport, Runnable};

@@ -39,7 +39,7 @@ pub struct NkiKernel {
     pub allocations: Vec<AllocationReport>,
     /// The kernel's inputs by parameter name, in order.
     pub inputs: IndexMap<String, TensorId>,
-    /// The returned tensors by name, in order.
+    /// The results by name, in order: the returned tensors, then the arguments written in place.
     pub outputs: IndexMap<String, TensorId>,
     /// Zero fills that were not emitted (they only fed `+=` matmuls).
     pub dropped_memsets: usize,
@@ -278,7 +278,8 @@ pub(crate) fn memory(b: Buffer) -> Memory {
     }
 }
 
-/// Outputs name distinct HBM tensors the kernel created.
+/// Outputs name distinct HBM tensors the kernel created or kernel arguments it wrote;
+/// constants name input tensors and hold one value per element.
 fn check_outputs(trace: &Trace, tensors: &[TensorInfo]) -> Result<(), NkiError> {
     for (i, &o) in trace.outputs.iter().enumerate() {
         let Some(t) = tensors.get(o as usize) else {
@@ -287,7 +288,7 @@ fn check_outputs(trace: &Trace, tensors: &[TensorInfo]) -> Result<(), NkiError> 
                 message: format!("tensor {o} does not exist ({} tensors)", tensors.len()),
             });
         };
-        if !matches!(t.buffer, Buffer::SharedHbm | Buffer::PrivateHbm) {
+        if !matches!(t.buffer, Buffer::SharedHbm | Buffer::PrivateHbm | Buffer::Input) {
             return Err(NkiError::Unsupported {
                 loc: t.loc.clone(),
                 record: "return",
@@ -299,6 +300,18 @@ fn check_outputs(trace: &Trace, tensors: &[TensorInfo]) -> Result<(), NkiError> 
                 loc: t.loc.clone(),
                 record: "return",
                 what: format!("returning `{}` twice", t.name),
+            });
+        }
+    }
+    for (i, c) in trace.constants.iter().enumerate() {
+        let path = format!("constants[{i}]");
+        let Some(t) = tensors.get(c.t as usize).filter(|t| t.buffer == Buffer::Input) else {
+            return Err(NkiError::Trace { path, message: format!("tensor {} is not an input tensor", c.t) });
+        };
+        if c.values.len() as u64 != t.free {
+            return Err(NkiError::Trace {
+                path,
+                message: format!("{} values for `{}` of shape {:?}", c.values.len(), t.name, t.shape),
             });
         }
     }

@@ -121,6 +121,12 @@ impl Emitter<'_> {
         }
         for &o in &self.trace.outputs {
             let t = &tensors[o as usize];
+            if let Some(id) = self.hbm[o as usize] {
+                // A kernel argument written in place: the input tensor is also a result.
+                let name = inputs.iter().find(|(_, &i)| i == id).map(|(n, _)| n.clone()).unwrap_or_default();
+                outputs.insert(name, id);
+                continue;
+            }
             let name = names.unique(&t.name);
             let id = self.cg.add_output(&name, t.shape.clone(), t.dtype).map_err(codegen(&t.loc))?;
             self.hbm[o as usize] = Some(id);

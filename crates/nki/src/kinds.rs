@@ -1,17 +1,21 @@
 //! The one place that maps trace records onto Penguin instructions: which records ntile can
 //! express today, their operands (what each writes and reads), the memory and shape rules
 //! of each, the engine chosen where a record leaves it to the builder, and the instruction
-//! emitted. A record kind without instructions yet (activation, tensor_scalar, ...) fails
-//! here with [`NkiError::Unsupported`]; giving it instructions is a change to this module.
+//! emitted. The compute-engine kinds (activation, tensor_scalar, tensor_reduce,
+//! affine_select, iota, bn_stats, bn_aggr) are in [`compute`]. A form ntile has no
+//! instruction for (a DVE transpose, a non-sum activation reduce, ...) fails here with
+//! [`NkiError::Unsupported`]; giving it instructions is a change to this module.
 
 use penguin::{
-    AluOp, CastMode, ComputeEngine, DmaCopyData, DmaQueueHint, InstData, InstTile, Memory, MemsetData, TensorCopyData,
-    TensorTensorData, TransposeData,
+    AluClass, AluOp, CastMode, ComputeEngine, DmaCopyData, DmaQueueHint, InstData, InstTile, Memory, MemsetData,
+    TensorCopyData, TensorTensorData, TransposeData,
 };
 
 use crate::error::NkiError;
 use crate::trace::{Alu, EngineName, Record, View};
 use crate::view::Resolved;
+
+mod compute;
 
 /// What an operand does to its tile (for liveness and the PSUM rules).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,9 +53,9 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
         Record::TensorCopy { dst, src, .. } => vec![("dst", dst, Write), ("src", src, Read)],
         Record::Memset { dst, .. } => vec![("dst", dst, Write)],
         Record::TensorTensor { dst, in0, in1, alu, .. } => {
-            if tensor_tensor_op(*alu).is_none() {
+            if alu_op(*alu).class() == AluClass::Unary {
                 return Err(unsupported(format!(
-                    "the ALU operation `{alu}` (ntile's tensor_tensor has add, multiply and maximum)"
+                    "the unary ALU operation `{alu}` in tensor_tensor (tensor_scalar takes it)"
                 )));
             }
             vec![("dst", dst, Write), ("in0", in0, Read), ("in1", in1, Read)]
@@ -62,32 +66,37 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
         | Record::AffineSelect { .. }
         | Record::Iota { .. }
         | Record::BnStats { .. }
-        | Record::BnAggr { .. } => {
-            return Err(unsupported(format!("ntile has no {} instruction yet", r.kind())));
-        }
+        | Record::BnAggr { .. } => return compute::operands(r, loc).map(Some),
         Record::LoopBegin { .. } | Record::Iteration { .. } | Record::LoopEnd { .. } => return Ok(None),
     }))
 }
 
-/// The Penguin operation of an ALU name, where `tensor_tensor` has one.
-pub(crate) fn tensor_tensor_op(alu: Alu) -> Option<AluOp> {
+/// The Penguin operator of an ALU name (every name of the format has one).
+pub(crate) fn alu_op(alu: Alu) -> AluOp {
     match alu {
-        Alu::Add => Some(AluOp::Add),
-        Alu::Multiply => Some(AluOp::Multiply),
-        Alu::Maximum => Some(AluOp::Max),
-        Alu::Subtract
-        | Alu::Divide
-        | Alu::Minimum
-        | Alu::Power
-        | Alu::Equal
-        | Alu::NotEqual
-        | Alu::Greater
-        | Alu::GreaterEqual
-        | Alu::Less
-        | Alu::LessEqual
-        | Alu::BitwiseAnd
-        | Alu::BitwiseOr
-        | Alu::BitwiseXor => None,
+        Alu::Add => AluOp::Add,
+        Alu::Subtract => AluOp::Subtract,
+        Alu::Multiply => AluOp::Multiply,
+        Alu::Divide => AluOp::Divide,
+        Alu::Maximum => AluOp::Max,
+        Alu::Minimum => AluOp::Min,
+        Alu::Power => AluOp::Pow,
+        Alu::Equal => AluOp::IsEqual,
+        Alu::NotEqual => AluOp::NotEqual,
+        Alu::Greater => AluOp::IsGt,
+        Alu::GreaterEqual => AluOp::IsGe,
+        Alu::Less => AluOp::IsLt,
+        Alu::LessEqual => AluOp::IsLe,
+        Alu::BitwiseAnd => AluOp::BitwiseAnd,
+        Alu::BitwiseOr => AluOp::BitwiseOr,
+        Alu::BitwiseXor => AluOp::BitwiseXor,
+        Alu::LeftShift => AluOp::LeftShift,
+        Alu::RightShift => AluOp::RightShift,
+        Alu::Abs => AluOp::Abs,
+        Alu::Square => AluOp::Square,
+        Alu::Relu => AluOp::Relu,
+        Alu::Rsqrt => AluOp::Rsqrt,
+        Alu::Reciprocal => AluOp::Reciprocal,
     }
 }
 
@@ -189,7 +198,14 @@ pub(crate) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
             same(&res[0], &res[1], "dst", "in0")?;
             same(&res[0], &res[2], "dst", "in1")
         }
-        _ => Ok(()),
+        Record::Activation { .. }
+        | Record::TensorScalar { .. }
+        | Record::TensorReduce { .. }
+        | Record::AffineSelect { .. }
+        | Record::Iota { .. }
+        | Record::BnStats { .. }
+        | Record::BnAggr { .. } => compute::check(r, res, mem, loc),
+        Record::LoopBegin { .. } | Record::Iteration { .. } | Record::LoopEnd { .. } => Ok(()),
     }
 }
 
@@ -232,6 +248,8 @@ pub(crate) fn engine(
             what: format!("engine {} for {} (ntile runs it on act, dve or pool)", e.name(), r.kind()),
         }),
         None => Ok(match (r, choice.psum_slot) {
+            (Record::Activation { .. }, _) => ComputeEngine::Act,
+            (Record::AffineSelect { .. } | Record::Iota { .. }, _) => ComputeEngine::Pool,
             (Record::Memset { .. }, _) if dst == Memory::Sbuf => ComputeEngine::Pool,
             (Record::TensorCopy { .. }, Some(slot)) if slot % 2 == 1 => ComputeEngine::Act,
             _ => ComputeEngine::Dve,
@@ -263,9 +281,17 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
         Record::TensorTensor { alu, engine: named, .. } => {
             let (dst, lhs, rhs) = (take()?, take()?, take()?);
             let engine = engine(r, *named, dst.memory, choice, loc)?;
-            let op = tensor_tensor_op(*alu).ok_or_else(bug)?;
-            InstData::TensorTensor(TensorTensorData { engine, op, dst, lhs, rhs })
+            InstData::TensorTensor(TensorTensorData { engine, op: alu_op(*alu), dst, lhs, rhs })
         }
-        _ => return Err(bug()),
+        Record::Activation { .. }
+        | Record::TensorScalar { .. }
+        | Record::TensorReduce { .. }
+        | Record::AffineSelect { .. }
+        | Record::Iota { .. }
+        | Record::BnStats { .. }
+        | Record::BnAggr { .. } => compute::inst(r, tiles, choice, loc)?,
+        Record::Matmul { .. } | Record::LoopBegin { .. } | Record::Iteration { .. } | Record::LoopEnd { .. } => {
+            return Err(bug())
+        }
     })
 }

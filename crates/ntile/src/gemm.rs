@@ -427,10 +427,8 @@ fn no_timeline() -> CliError {
 /// Refuse flags that would be silently ignored by the others given (exit 2, naming both).
 pub fn validate(args: &GemmArgs) -> Result<(), CliError> {
     let conflict = |a: &str, b: &str, why: &str| Err(CliError::usage(format!("{a} cannot be used with {b}: {why}")));
-    if args.output.is_some() {
-        if args.no_sim {
-            return conflict("-o/--output", "--no-sim", "C is only computed by the simulation");
-        }
+    if args.output.is_some() && args.no_sim && args.emit.is_none() {
+        return conflict("-o/--output", "--no-sim", "C is only computed by the simulation");
     }
     if args.seed.is_some() {
         if args.no_sim {

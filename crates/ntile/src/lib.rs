@@ -19,6 +19,7 @@ pub mod error;
 pub mod fmt;
 pub mod gemm;
 pub mod hw;
+pub mod nki;
 pub mod npy;
 pub mod progress;
 pub mod run;
@@ -49,6 +50,7 @@ Examples:
   ntile run examples/gemm_4x16x8.pir --input a=a.npy --input b=b.npy -o c=c.npy
   ntile verify examples/gemm_4x16x8.bir
   ntile fmt examples/gemm_4x16x8.pir --json
+  ntile nki examples/nki/legacy/matmul.py matmul_tiled --shape lhsT=1024x1024:bf16 --shape rhs=1024x1024:bf16
 
 Every command takes -o/--output for what it writes and --json for JSON output where it has
 one; `ntile COMMAND --help` lists its flags with more examples.
@@ -82,6 +84,8 @@ pub enum Command {
     Hw(hw::HwArgs),
     /// Fit hardware profile keys to measured GEMM times (CSV) and write the profile
     Calibrate(calibrate::CalibrateArgs),
+    /// Trace an NKI kernel file, build it, and simulate it on .npy inputs or model it by shape
+    Nki(nki::NkiArgs),
 }
 
 /// Run a parsed command line: the text for stdout and the exit code.
@@ -107,6 +111,7 @@ pub fn run_with(cli: &Cli, cancel: Option<&driver::Cancel>) -> Result<(String, u
         Command::Sweep(args) => Ok((sweep::run(args, cancel)?, 0)),
         Command::Hw(args) => Ok((hw::run(args)?, 0)),
         Command::Calibrate(args) => Ok((calibrate::run(args, cancel)?, 0)),
+        Command::Nki(args) => Ok((nki::run(args)?, 0)),
     }
 }
 

@@ -28,7 +28,7 @@ pub struct Binding {
     pub path: PathBuf,
 }
 
-fn binding(s: &str) -> Result<Binding, String> {
+pub(crate) fn binding(s: &str) -> Result<Binding, String> {
     match s.split_once('=') {
         Some((name, path)) if !name.is_empty() && !path.is_empty() => {
             Ok(Binding { name: name.to_string(), path: PathBuf::from(path) })
@@ -136,9 +136,9 @@ fn read_raw(path: &Path) -> Result<RawArray, CliError> {
 
 /// The `--input` files, each read when the run stores it; the type string of each file read,
 /// for messages.
-struct Files<'a> {
-    bindings: &'a [Binding],
-    descrs: Vec<(String, String)>,
+pub(crate) struct Files<'a> {
+    pub(crate) bindings: &'a [Binding],
+    pub(crate) descrs: Vec<(String, String)>,
 }
 
 impl Files<'_> {
@@ -190,7 +190,7 @@ fn write_int_npy<T: npyz::AutoSerialize + Copy, const N: usize>(
 }
 
 /// The `.npy` bytes of an output tensor.
-fn output_npy(t: &Output) -> Result<Vec<u8>, CliError> {
+pub(crate) fn output_npy(t: &Output) -> Result<Vec<u8>, CliError> {
     let raw = &t.data;
     let kind = match t.dtype {
         DType::Fp32 => OutKind::F32,
@@ -204,7 +204,7 @@ fn output_npy(t: &Output) -> Result<Vec<u8>, CliError> {
 }
 
 /// The CLI's message of a failed run: flags and files named as the command line gave them.
-fn run_error(e: DriverError, files: &Files<'_>) -> CliError {
+pub(crate) fn run_error(e: DriverError, files: &Files<'_>) -> CliError {
     match e {
         DriverError::MissingInput { program, tensor } => {
             CliError::usage(format!("{program}: input `{tensor}` is not given (pass --input {tensor}=FILE.npy)"))

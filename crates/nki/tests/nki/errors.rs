@@ -137,11 +137,12 @@ fn reading_an_output_before_writing_it() {
 }
 
 #[test]
-fn records_without_instructions_yet_are_unsupported_with_their_location() {
-    let (t0, [_, _, a, b, _]) = base(Target::Trn2);
+fn forms_without_instructions_are_unsupported_with_their_location() {
+    let (t0, [_, _, a, b, p]) = base(Target::Trn2);
     let v = |x| tile(x, 128, 512);
     let l = nki::trace::Loc(0, 40);
     let records = [
+        // The Scalar Engine sums its rows; no other activation reduce.
         Record::Activation {
             loc: l,
             dst: v(b),
@@ -149,43 +150,40 @@ fn records_without_instructions_yet_are_unsupported_with_their_location() {
             func: ActivationFunc::Exp,
             scale: Scalar::Imm(Imm(1.0)),
             bias: None,
-            reduce: None,
+            reduce: Some(nki::trace::Reduce { alu: Alu::Maximum, dst: cols(b, 128, 512, 0, 1) }),
         },
+        // A reduction of the middle axis of [128, 8, 64].
+        Record::TensorReduce {
+            loc: l,
+            dst: View { t: b, block: None, offset: 0, ap: vec![(512, 128), (1, 64)] },
+            src: View { t: a, block: None, offset: 0, ap: vec![(512, 128), (64, 8), (1, 64)] },
+            alu: Alu::Add,
+            axes: vec![1],
+            negate: false,
+            keepdims: false,
+        },
+        // ScalarE's tensor_scalar runs multiply and add only.
         Record::TensorScalar {
             loc: l,
             dst: v(b),
             src: v(a),
-            op0: Alu::Multiply,
-            s0: Scalar::Imm(Imm(2.0)),
+            op0: Alu::Maximum,
+            s0: Scalar::Imm(Imm(0.0)),
             reverse0: false,
             op1: None,
             s1: None,
             reverse1: false,
-            engine: None,
+            engine: Some(EngineName::Act),
         },
-        Record::TensorReduce {
+        // The Vector Engine's transpose.
+        Record::Transpose {
             loc: l,
-            dst: cols(b, 128, 512, 0, 1),
-            src: v(a),
-            alu: Alu::Add,
-            axes: vec![1],
-            negate: false,
-            keepdims: true,
+            dst: tile(p, 128, 128),
+            src: cols(a, 128, 512, 0, 128),
+            engine: Some(EngineName::Dve),
         },
-        Record::AffineSelect {
-            loc: l,
-            dst: v(b),
-            src: v(a),
-            pattern: vec![(-1, 512)],
-            channel_multiplier: 1,
-            offset: 0,
-            cmp: nki::trace::Cmp::GreaterEqual,
-            value: Imm(f64::NEG_INFINITY),
-        },
-        Record::Iota { loc: l, dst: v(b), pattern: vec![(1, 512)], offset: 0, channel_multiplier: 512 },
-        Record::BnStats { loc: l, dst: v(b), src: v(a) },
-        Record::BnAggr { loc: l, dst: v(b), src: v(a) },
-        Record::TensorTensor { loc: l, dst: v(b), in0: v(a), in1: v(a), alu: Alu::Subtract, engine: None },
+        // A unary operator in tensor_tensor.
+        Record::TensorTensor { loc: l, dst: v(b), in0: v(a), in1: v(a), alu: Alu::Rsqrt, engine: None },
     ];
     for r in records {
         let kind = r.kind();

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "test helpers assert on values")]
 
 mod allocation;
+mod compute;
 mod errors;
 mod loops;
 mod matmul;

@@ -29,6 +29,7 @@ impl Tb {
                 tensors: Vec::new(),
                 ops: Vec::new(),
                 outputs: Vec::new(),
+                constants: Vec::new(),
             },
             line: 1,
             next_site: 0,

@@ -15,6 +15,7 @@ mod hw;
 mod ir_commands;
 mod loops;
 mod loops_pir;
+mod nki_cli;
 mod offload_examples;
 mod parallel_sim;
 mod readme;

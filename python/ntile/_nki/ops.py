@@ -1,0 +1,232 @@
+"""One record builder per instruction of the trace format, shared by both API generations.
+
+Each builder takes resolved views, numbers and trace names, appends one record to the current
+trace and returns it. Operand names follow the format (``docs/nki-trace.md`` on the Rust side);
+the builders check only what the tracer must know (that operands are views of the right rank and
+element count, that names are known); the kernel builder checks the hardware rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+
+from .errors import NkiTypeError, NkiValueError, unsupported
+from .trace import current, number
+from .view import View
+
+Rec = Dict[str, Any]
+
+# ALU operators of the format (NKI's names) and what else kernels pass for them.
+ALU = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal", "not_equal",
+       "greater", "greater_equal", "less", "less_equal", "bitwise_and", "bitwise_or", "bitwise_xor",
+       "left_shift", "right_shift", "abs", "square", "relu", "rsqrt", "reciprocal")
+# NKI operators the format (and ntile's engines) does not have: refused by name.
+ALU_UNSUPPORTED = ("logical_and", "logical_or", "logical_xor", "abs_max", "abs_min")
+ACT = ("copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu", "softplus",
+       "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "erf", "sin")
+ENGINES = {"act", "dve", "pool", "pe", "sp"}
+
+
+def _numpy_ops() -> Dict[int, str]:
+    pairs = [(np.add, "add"), (np.subtract, "subtract"), (np.multiply, "multiply"), (np.divide, "divide"),
+             (np.true_divide, "divide"), (np.maximum, "maximum"), (np.fmax, "maximum"), (np.minimum, "minimum"),
+             (np.fmin, "minimum"), (np.power, "power"), (np.equal, "equal"), (np.not_equal, "not_equal"),
+             (np.greater, "greater"), (np.greater_equal, "greater_equal"), (np.less, "less"),
+             (np.less_equal, "less_equal"), (np.bitwise_and, "bitwise_and"), (np.bitwise_or, "bitwise_or"),
+             (np.bitwise_xor, "bitwise_xor"), (np.logical_and, "logical_and"), (np.logical_or, "logical_or"),
+             (np.logical_xor, "logical_xor"), (np.left_shift, "left_shift"), (np.right_shift, "right_shift"),
+             (np.max, "maximum"), (np.amax, "maximum"), (np.min, "minimum"), (np.amin, "minimum"),
+             (np.sum, "add"), (np.prod, "multiply")]
+    return {id(f): n for f, n in pairs}
+
+
+def _numpy_acts() -> Dict[int, str]:
+    pairs = [(np.exp, "exp"), (np.log, "log"), (np.tanh, "tanh"), (np.sqrt, "sqrt"), (np.reciprocal, "reciprocal"),
+             (np.abs, "abs"), (np.absolute, "abs"), (np.sign, "sign"), (np.sin, "sin"), (np.square, "square"),
+             (np.copy, "copy"), (np.arctan, "arctan"), (np.cos, "cos"), (np.tan, "tan")]
+    return {id(f): n for f, n in pairs}
+
+
+_NP_ALU = _numpy_ops()
+_NP_ACT = _numpy_acts()
+
+
+def alu_name(op: Any, what: str = "op") -> str:
+    """The ALU name of an operator given as ``nl.add``, ``np.add``, or a name."""
+    name = getattr(op, "_nki_alu", None)
+    if name is None:
+        name = _NP_ALU.get(id(op))
+    if name is None and isinstance(op, str):
+        name = op
+    if name is None:
+        raise NkiValueError(f"{what}: {getattr(op, '__name__', op)!r} is not an ALU operator")
+    if name not in ALU:
+        raise unsupported(f"the ALU operator {name!r}")
+    return name
+
+
+def act_name(op: Any) -> str:
+    """The activation function name of ``nl.exp``, ``np.exp`` or a name."""
+    name = getattr(op, "_nki_act", None)
+    if name is None:
+        name = _NP_ACT.get(id(op))
+    if name is None and isinstance(op, str):
+        name = op
+    if name is None:
+        raise NkiValueError(f"{getattr(op, '__name__', op)!r} is not an activation function")
+    if name not in ACT:
+        raise unsupported(f"the activation function {name!r}")
+    return name
+
+
+_ENGINE_OF = {"tensor": "pe", "vector": "dve", "scalar": "act", "gpsimd": "pool", "sync": "sp", "dma": None,
+              "unknown": None}
+
+
+def engine_name(engine: Any) -> Optional[str]:
+    """The format's engine name of ``nisa.engine.*`` (None for unknown / unset: the builder chooses)."""
+    if engine is None:
+        return None
+    if isinstance(engine, str) and engine in ENGINES:
+        return engine
+    name = getattr(engine, "name", None)
+    if name in _ENGINE_OF:
+        return _ENGINE_OF[name]
+    raise NkiValueError(f"unknown engine {engine!r}")
+
+
+def _view(x: Any, what: str) -> View:
+    if not isinstance(x, View):
+        raise NkiTypeError(f"{what} must be a tensor or tile, got {type(x).__name__}")
+    return x
+
+
+def fit(src: View, like: View) -> View:
+    """``src`` with the logical shape of ``like`` when they hold the same elements in order
+    (so the builder sees operands of one shape), else ``src`` unchanged."""
+    if src.counts == like.counts:
+        return src
+    want = like.tile_counts() if like.st.on_chip else like.counts
+    got = src.conform(want)
+    return src if got is None else got
+
+
+def _scalar(x: Any, what: str) -> Any:
+    if isinstance(x, View):
+        return x.rec()
+    if isinstance(x, (bool, int, float, np.integer, np.floating)):
+        return number(x)
+    raise NkiTypeError(f"{what} must be a number or a [P, 1] tile, got {type(x).__name__}")
+
+
+def _emit(rec: Rec) -> Rec:
+    return current().emit(rec)
+
+
+def dma_copy(dst: View, src: View) -> Rec:
+    dst, src = _view(dst, "dst"), _view(src, "src")
+    if dst.nelem != src.nelem:
+        raise NkiValueError(f"dma_copy: dst holds {dst.nelem} elements ({list(dst.counts)}), "
+                            f"src {src.nelem} ({list(src.counts)})")
+    if not dst.st.on_chip and src.st.on_chip:
+        dst = fit(dst, src)
+    else:
+        src = fit(src, dst)
+    s = src.rec()
+    return _emit({"op": "dma_copy", "loc": current().loc(), "dst": dst.rec(True), "src": s})
+
+
+def matmul(dst: View, stationary: View, moving: View, accumulate: Union[None, bool, str] = None,
+           perf_mode: str = "none", tile_position: Optional[Sequence[int]] = None,
+           tile_size: Optional[Sequence[int]] = None) -> Rec:
+    dst, stationary, moving = _view(dst, "dst"), _view(stationary, "stationary"), _view(moving, "moving")
+    s, m = stationary.rec(), moving.rec()
+    return _emit({"op": "matmul", "loc": current().loc(), "dst": dst.rec(True), "stationary": s, "moving": m,
+                  "accumulate": accumulate, "perf_mode": perf_mode,
+                  "tile_position": list(tile_position) if tile_position else None,
+                  "tile_size": list(tile_size) if tile_size else None})
+
+
+def transpose(dst: View, src: View, engine: Optional[str] = None) -> Rec:
+    dst, src = _view(dst, "dst"), _view(src, "data")
+    s = src.rec()
+    return _emit({"op": "transpose", "loc": current().loc(), "dst": dst.rec(True), "src": s, "engine": engine})
+
+
+def tensor_copy(dst: View, src: View, engine: Optional[str] = None) -> Rec:
+    dst, src = _view(dst, "dst"), _view(src, "src")
+    s = fit(src, dst).rec()
+    return _emit({"op": "tensor_copy", "loc": current().loc(), "dst": dst.rec(True), "src": s, "engine": engine})
+
+
+def memset(dst: View, value: Any, engine: Optional[str] = None) -> Rec:
+    dst = _view(dst, "dst")
+    return _emit({"op": "memset", "loc": current().loc(), "dst": dst.rec(True), "value": _scalar(value, "value"),
+                  "engine": engine})
+
+
+def tensor_tensor(dst: View, in0: View, in1: View, alu: str, engine: Optional[str] = None) -> Rec:
+    dst, in0, in1 = _view(dst, "dst"), _view(in0, "data1"), _view(in1, "data2")
+    a, b = fit(in0, dst).rec(), fit(in1, dst).rec()
+    return _emit({"op": "tensor_tensor", "loc": current().loc(), "dst": dst.rec(True), "in0": a, "in1": b,
+                  "alu": alu, "engine": engine})
+
+
+def activation(dst: View, src: View, func: str, scale: Any = 1.0, bias: Any = None,
+               reduce_dst: Optional[View] = None) -> Rec:
+    dst, src = _view(dst, "dst"), _view(src, "data")
+    s = fit(src, dst).rec()
+    sc = _scalar(scale, "scale")
+    bi = None if bias is None else _scalar(bias, "bias")
+    red = None if reduce_dst is None else {"alu": "add", "dst": _view(reduce_dst, "reduce_res").rec(True)}
+    return _emit({"op": "activation", "loc": current().loc(), "dst": dst.rec(True), "src": s, "func": func,
+                  "scale": sc, "bias": bi, "reduce": red})
+
+
+def tensor_scalar(dst: View, src: View, op0: str, s0: Any, reverse0: bool = False, op1: Optional[str] = None,
+                  s1: Any = None, reverse1: bool = False, engine: Optional[str] = None) -> Rec:
+    dst, src = _view(dst, "dst"), _view(src, "data")
+    s = fit(src, dst).rec()
+    a = _scalar(s0, "operand0")
+    b = None if op1 is None else _scalar(s1, "operand1")
+    return _emit({"op": "tensor_scalar", "loc": current().loc(), "dst": dst.rec(True), "src": s, "op0": op0,
+                  "s0": a, "reverse0": bool(reverse0), "op1": op1, "s1": b,
+                  "reverse1": bool(reverse1) if op1 is not None else False, "engine": engine})
+
+
+def tensor_reduce(dst: View, src: View, alu: str, axes: Sequence[int], negate: bool = False,
+                  keepdims: bool = False) -> Rec:
+    dst, src = _view(dst, "dst"), _view(src, "data")
+    s = src.rec()
+    return _emit({"op": "tensor_reduce", "loc": current().loc(), "dst": dst.rec(True), "src": s, "alu": alu,
+                  "axes": list(axes), "negate": bool(negate), "keepdims": bool(keepdims)})
+
+
+def affine_select(dst: View, src: View, pattern: List[List[int]], channel_multiplier: int, offset: int, cmp: str,
+                  value: Any) -> Rec:
+    dst, src = _view(dst, "dst"), _view(src, "on_true_tile")
+    s = fit(src, dst).rec()
+    return _emit({"op": "affine_select", "loc": current().loc(), "dst": dst.rec(True), "src": s,
+                  "pattern": pattern, "channel_multiplier": int(channel_multiplier), "offset": int(offset),
+                  "cmp": cmp, "value": _scalar(value, "on_false_value")})
+
+
+def iota(dst: View, pattern: List[List[int]], offset: int, channel_multiplier: int) -> Rec:
+    dst = _view(dst, "dst")
+    return _emit({"op": "iota", "loc": current().loc(), "dst": dst.rec(True), "pattern": pattern,
+                  "offset": int(offset), "channel_multiplier": int(channel_multiplier)})
+
+
+def bn_stats(dst: View, src: View) -> Rec:
+    dst, src = _view(dst, "dst"), _view(src, "data")
+    s = src.rec()
+    return _emit({"op": "bn_stats", "loc": current().loc(), "dst": dst.rec(True), "src": s})
+
+
+def bn_aggr(dst: View, src: View) -> Rec:
+    dst, src = _view(dst, "dst"), _view(src, "data")
+    s = src.rec()
+    return _emit({"op": "bn_aggr", "loc": current().loc(), "dst": dst.rec(True), "src": s})
+

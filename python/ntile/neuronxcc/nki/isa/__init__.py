@@ -1,0 +1,209 @@
+"""``neuronxcc.nki.isa`` (legacy NKI API): each call is one instruction and returns its result
+tile (``nc_matmul`` a PSUM tile, the others an SBUF tile); assigning the result into a tile makes
+the instruction write there (``psum[...] += nisa.nc_matmul(a, b)`` accumulates). Calls ntile does
+not implement raise ``NotImplementedError`` naming them."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ...._nki import lang, ops, values
+from ...._nki.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, nc_version_of, oob_mode, reduce_cmd
+from ...._nki.errors import NkiTypeError, unsupported
+from ...._nki.trace import current
+from ...._nki.values import clipped, fit_clip, produced, temp
+from ...._nki.view import View
+from .. import language as _nl
+
+__all__ = ["engine", "reduce_cmd", "dge_mode", "oob_mode", "nc_version", "matmul_perf_mode", "dma_engine"]
+
+tensor_engine = engine.tensor
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+unknown_engine = engine.unknown
+fp32 = _nl.fp32
+
+
+def get_nc_version() -> nc_version:
+    return nc_version_of(current().target)
+
+
+def _dtype(dtype: Any, like: Any) -> str:
+    return lang.dt(dtype) or values.dtype_of(like) or "fp32"
+
+
+def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
+              is_transpose: bool = False, tile_position: Any = (), tile_size: Any = (), mask: Any = None,
+              perf_mode: Any = None, **kwargs: Any) -> View:
+    """``stationary.T @ moving`` into a new fp32 PSUM tile."""
+    mode = getattr(perf_mode, "value", perf_mode) or "none"
+    return values.matmul_tile(stationary, moving, lang.clip(mask), str(mode), tile_position or None,
+                              tile_size or None)
+
+
+def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any = engine.unknown, **kwargs: Any) -> View:
+    if mask is not None:
+        raise unsupported("nisa.nc_transpose with a mask")
+    return values.transpose_tile(data, ops.engine_name(engine), lang.dt(dtype))
+
+
+def tensor_copy(src: Any, *, mask: Any = None, dtype: Any = None, engine: Any = engine.unknown, **kwargs: Any) -> View:
+    return values.copy_tile(src, lang.dt(dtype), lang.clip(mask), ops.engine_name(engine))
+
+
+def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any = engine.unknown,
+           **kwargs: Any) -> View:
+    dst = temp(lang.shapes_from(shape), lang.dt(dtype))
+    c = fit_clip(lang.clip(mask), dst.tile_counts())
+    if c is False:
+        return dst
+    rec = ops.memset(clipped(dst, c, dst.tile_counts()), value, ops.engine_name(engine))
+    return produced(dst, rec, c)
+
+
+def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: Any = None,
+                  engine: Any = engine.unknown, **kwargs: Any) -> View:
+    return values.elementwise(ops.alu_name(op), data1, data2, lang.dt(dtype), lang.clip(mask),
+                              engine=ops.engine_name(engine))
+
+
+def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None, operand1: Any = None,
+                  reverse1: bool = False, *, dtype: Any = None, mask: Any = None, engine: Any = engine.unknown,
+                  **kwargs: Any) -> View:
+    if not isinstance(data, View):
+        raise NkiTypeError("nisa.tensor_scalar needs a tile as data")
+    dst = temp(data.tile_counts(), _dtype(dtype, data))
+    space = dst.tile_counts()
+    c = fit_clip(lang.clip(mask), space)
+    if c is False:
+        return dst
+    s0 = operand0.clip([c[0]], space[:1]) if c and isinstance(operand0, View) else operand0
+    s1 = operand1.clip([c[0]], space[:1]) if c and isinstance(operand1, View) else operand1
+    rec = ops.tensor_scalar(clipped(dst, c, space), clipped(data, c, space), ops.alu_name(op0, "op0"), s0, reverse0,
+                            None if op1 is None else ops.alu_name(op1, "op1"), s1, reverse1, ops.engine_name(engine))
+    return produced(dst, rec, c)
+
+
+def tensor_reduce(op: Any, data: Any, axis: Any, *, mask: Any = None, dtype: Any = None, negate: bool = False,
+                  keepdims: bool = False, **kwargs: Any) -> View:
+    return values.reduce(ops.alu_name(op), data, axis, lang.dt(dtype), keepdims, lang.clip(mask), negate)
+
+
+def activation(op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
+               reduce_res: Any = None, reduce_cmd: Any = reduce_cmd.idle, mask: Any = None, dtype: Any = None,
+               **kwargs: Any) -> View:
+    """``op(data * scale + bias)`` on the scalar engine; with ``reduce_res`` the row sums of the
+    results are written there too."""
+    cmd = reduce_cmd if reduce_cmd is not None else 0
+    if int(cmd) in (2, 4):
+        raise unsupported(f"nisa.activation with reduce_cmd={getattr(cmd, 'name', cmd)} (reduction state kept "
+                          "across instructions)")
+    if reduce_res is None and int(cmd) not in (0,):
+        raise unsupported("nisa.activation reducing into the engine's registers without reduce_res")
+    if reduce_res is not None and reduce_op is not None and ops.alu_name(reduce_op, "reduce_op") != "add":
+        raise unsupported("nisa.activation with a reduce_op other than nl.add")
+    return _activation(op, data, bias, scale, reduce_res, mask, dtype)
+
+
+def activation_reduce(op: Any, data: Any, *, reduce_op: Any, reduce_res: Any, bias: Any = None, scale: Any = 1.0,
+                      mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
+    if reduce_op is not None and ops.alu_name(reduce_op, "reduce_op") != "add":
+        raise unsupported("nisa.activation_reduce with a reduce_op other than nl.add")
+    return _activation(op, data, bias, scale, reduce_res, mask, dtype)
+
+
+def _activation(op: Any, data: Any, bias: Any, scale: Any, reduce_res: Optional[View], mask: Any, dtype: Any) -> View:
+    if not isinstance(data, View):
+        raise NkiTypeError("nisa.activation needs a tile as data")
+    func = ops.act_name(op)
+    dst = temp(data.tile_counts(), _dtype(dtype, data))
+    space = dst.tile_counts()
+    c = fit_clip(lang.clip(mask), space)
+    if c is False:
+        return dst
+    b = bias.clip([c[0]], space[:1]) if c and isinstance(bias, View) else bias
+    s = scale.clip([c[0]], space[:1]) if c and isinstance(scale, View) else scale
+    r = reduce_res.clip([c[0]], space[:1]) if c and isinstance(reduce_res, View) else reduce_res
+    rec = ops.activation(clipped(dst, c, space), clipped(data, c, space), func, s, b, r)
+    return produced(dst, rec, c)
+
+
+def tensor_scalar_reduce(*, data: Any, op0: Any, operand0: Any, reduce_op: Any, reduce_res: Any,
+                         reverse0: bool = False, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
+    """``data op0 operand0``, with its row reduction (``reduce_op``) written to ``reduce_res``."""
+    if mask is not None:
+        raise unsupported("nisa.tensor_scalar_reduce with a mask")
+    if not isinstance(data, View):
+        raise NkiTypeError("nisa.tensor_scalar_reduce needs a tile as data")
+    dst = temp(data.tile_counts(), _dtype(dtype, data))
+    values.scalar_then_reduce(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
+                              ops.alu_name(reduce_op, "reduce_op"), reduce_res)
+    return dst
+
+
+def dma_transpose(src: Any, *, axes: Any = None, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
+    """``src`` (HBM) transposed into a new SBUF tile by the DMA that loads it."""
+    if mask is not None:
+        raise unsupported("nisa.dma_transpose with a mask")
+    return values.dma_transpose_tile(src, axes, lang.dt(dtype))
+
+
+def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
+    return values.unary("reciprocal", data, lang.dt(dtype), lang.clip(mask))
+
+
+def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any, *, mask: Any = None, dtype: Any = None,
+                  **kwargs: Any) -> View:
+    """``pred ? on_true_tile : on_false_value`` with ``pred`` one comparison of an affine
+    expression of ``nl.arange`` indices (a causal mask is ``iy <= ix``)."""
+    if mask is not None:
+        raise unsupported("nisa.affine_select with a mask")
+    return values.affine_select_tile(pred, on_true_tile, on_false_value, lang.dt(dtype))
+
+
+def iota(expr: Any, dtype: Any, *, mask: Any = None, **kwargs: Any) -> View:
+    if mask is not None:
+        raise unsupported("nisa.iota with a mask")
+    return values.iota_tile(expr, lang.dt(dtype) or "int32")
+
+
+def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
+    """Per-partition mean/variance statistics of ``data`` (6 values per partition)."""
+    return _stats(ops.bn_stats, 6, data, mask, dtype)
+
+
+def bn_aggr(data: Any, *, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
+    """The mean and variance per partition from ``bn_stats`` results (2 values per partition)."""
+    return _stats(ops.bn_aggr, 2, data, mask, dtype)
+
+
+def _stats(emit: Any, width: int, data: Any, mask: Any, dtype: Any) -> View:
+    if not isinstance(data, View):
+        raise NkiTypeError("bn_stats / bn_aggr need a tile as data")
+    space = data.tile_counts()
+    dst = temp((space[0], width), _dtype(dtype, data))
+    c = fit_clip(lang.clip(mask), space)
+    if c is False:
+        return dst
+    d = dst.clip([c[0]], space[:1]) if c and c[0] else dst
+    return produced(dst, emit(d, clipped(data, c, space)), None)
+
+
+def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None, oob_mode: Any = oob_mode.error,
+             dge_mode: Any = dge_mode.unknown, **kwargs: Any) -> None:
+    if dst_rmw_op is not None:
+        raise unsupported("nisa.dma_copy with dst_rmw_op (a read-modify-write DMA)")
+    space = src.tile_counts() if src.st.on_chip else dst.tile_counts() if dst.st.on_chip else dst.counts
+    c = fit_clip(lang.clip(mask), space)
+    if c is False:
+        return
+    ops.dma_copy(clipped(dst, c, space), clipped(src, c, space))
+
+
+for _name in ("tensor_copy_predicated", "tensor_partition_reduce", "tensor_scalar_cumulative",
+              "local_gather", "tensor_tensor_scan", "nc_stream_shuffle", "dropout", "max8", "sequence_bounds",
+              "scalar_tensor_tensor", "range_select", "select_reduce", "nc_find_index8",
+              "nc_match_replace8", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):
+    globals()[_name] = lang.refused(f"neuronxcc.nki.isa.{_name}")
+del _name

@@ -1,0 +1,187 @@
+"""``nki.isa`` of the current NKI API: one instruction per call, ``dst`` first.
+
+Each call appends one record to the trace (``nc_matmul`` a ``matmul`` with its ``accumulate``,
+``nc_transpose`` a ``transpose`` ...) and returns an :class:`NkiInstruction` handle. Calls ntile
+does not implement raise ``NotImplementedError`` naming them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from .._nki import lang, ops, values
+from .._nki.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, nc_version_of, oob_mode, reduce_cmd
+from .._nki.errors import NkiValueError, unsupported
+from .._nki.trace import current
+from . import language as _nl
+
+__all__ = ["engine", "reduce_cmd", "dge_mode", "oob_mode", "nc_version", "matmul_perf_mode", "dma_engine"]
+
+tensor_engine = engine.tensor
+vector_engine = engine.vector
+scalar_engine = engine.scalar
+gpsimd_engine = engine.gpsimd
+unknown_engine = engine.unknown
+
+
+class NkiInstruction:
+    """The handle of a traced instruction (``depends_on`` adds nothing: the builder orders by data)."""
+
+    def __init__(self, rec: Any = None) -> None:
+        self._rec = rec
+
+    def depends_on(self, *producers: "NkiInstruction") -> "NkiInstruction":
+        return self
+
+
+class NkiValidationError(Exception):
+    """Raised when hardware constraints are violated."""
+
+
+def get_nc_version() -> nc_version:
+    return nc_version_of(current().target)
+
+
+def get_nc_sub_version() -> int:
+    return 0
+
+
+def dma_copy(dst: Any, src: Any, priority: Any = None, oob_mode: Any = oob_mode.error, dge_mode: Any = dge_mode.unknown,
+             engine: Any = engine.unknown, name: Any = None) -> NkiInstruction:
+    return NkiInstruction(ops.dma_copy(dst, src))
+
+
+def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: Any = None, dtype: Any = None) -> NkiInstruction:
+    """``dst = src`` on an engine (a cast into ``dst``'s dtype; ``dtype``, if given, must be it)."""
+    if dtype is not None and lang.dt(dtype) != dst.st.dtype:
+        raise NkiValueError(f"tensor_copy: dtype {dtype} differs from the destination's {dst.dtype}")
+    return NkiInstruction(ops.tensor_copy(dst, src, ops.engine_name(engine)))
+
+
+def memset(dst: Any, value: Any, engine: Any = engine.unknown, name: Any = None) -> NkiInstruction:
+    return NkiInstruction(ops.memset(dst, value, ops.engine_name(engine)))
+
+
+def nc_matmul(dst: Any, stationary: Any, moving: Any, is_stationary_onezero: bool = False,
+              is_moving_onezero: bool = False, is_transpose: bool = False, accumulate: Optional[bool] = None,
+              tile_position: Any = (), tile_size: Any = (), perf_mode: Any = matmul_perf_mode.none,
+              name: Any = None) -> NkiInstruction:
+    mode = getattr(perf_mode, "value", perf_mode) or "none"
+    if accumulate is not None:
+        accumulate = bool(accumulate)
+    return NkiInstruction(ops.matmul(dst, stationary, moving, accumulate, str(mode), tile_position or None,
+                                     tile_size or None))
+
+
+def dma_transpose(dst: Any, src: Any, axes: Any = None, priority: Any = None, dge_mode: Any = dge_mode.unknown,
+                  oob_mode: Any = oob_mode.error, name: Any = None) -> NkiInstruction:
+    """``dst = src`` transposed by ``axes``, by the DMA that copies it from HBM (a 2-D on-chip
+    source goes through the Tensor Engine)."""
+    if src.st.on_chip:
+        dst[...] = values.dma_transpose_tile(src, axes)
+        return NkiInstruction()
+    return NkiInstruction(ops.dma_copy(dst, values.dma_transpose_view(src, axes)))
+
+
+def nc_transpose(dst: Any, data: Any, engine: Any = engine.unknown, name: Any = None) -> NkiInstruction:
+    return NkiInstruction(ops.transpose(dst, data, ops.engine_name(engine)))
+
+
+def tensor_tensor(dst: Any, data1: Any, data2: Any, op: Any, engine: Any = engine.unknown,
+                  name: Any = None) -> NkiInstruction:
+    return NkiInstruction(ops.tensor_tensor(dst, data1, data2, ops.alu_name(op), ops.engine_name(engine)))
+
+
+def tensor_scalar(dst: Any, data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,
+                  operand1: Any = None, reverse1: bool = False, engine: Any = engine.unknown,
+                  name: Any = None) -> NkiInstruction:
+    return NkiInstruction(ops.tensor_scalar(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
+                                            None if op1 is None else ops.alu_name(op1, "op1"), operand1, reverse1,
+                                            ops.engine_name(engine)))
+
+
+def tensor_reduce(dst: Any, op: Any, data: Any, axis: Any, negate: bool = False, keepdims: bool = False,
+                  name: Any = None) -> NkiInstruction:
+    axes = values.normalize_axes(axis, len(data.tile_counts()))
+    return NkiInstruction(ops.tensor_reduce(dst, data, ops.alu_name(op), axes, negate, keepdims))
+
+
+def _reduce_target(reduce_op: Any, reduce_res: Any, reduce_cmd_: Any, what: str) -> Any:
+    cmd = reduce_cmd(int(reduce_cmd_)) if reduce_cmd_ is not None else reduce_cmd.idle
+    if cmd in (reduce_cmd.reduce, reduce_cmd.load_reduce):
+        raise unsupported(f"{what} with reduce_cmd={cmd.name} (reduction state kept across instructions)")
+    if reduce_res is None:
+        if cmd != reduce_cmd.idle:
+            raise unsupported(f"{what} reducing into the engine's registers without reduce_res")
+        return None
+    if reduce_op is not None and ops.alu_name(reduce_op, "reduce_op") != "add":
+        raise unsupported(f"{what} with a reduce_op other than nl.add")
+    return reduce_res
+
+
+def activation(dst: Any, op: Any, data: Any, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
+               reduce_res: Any = None, reduce_cmd: Any = reduce_cmd.idle, name: Any = None) -> NkiInstruction:
+    red = _reduce_target(reduce_op, reduce_res, reduce_cmd, "nisa.activation")
+    return NkiInstruction(ops.activation(dst, data, ops.act_name(op), scale, bias, red))
+
+
+def activation_reduce(dst: Any, op: Any, data: Any, reduce_op: Any, reduce_res: Any, bias: Any = None,
+                      scale: Any = 1.0, name: Any = None) -> NkiInstruction:
+    red = _reduce_target(reduce_op, reduce_res, None, "nisa.activation_reduce")
+    return NkiInstruction(ops.activation(dst, data, ops.act_name(op), scale, bias, red))
+
+
+def tensor_scalar_reduce(dst: Any, data: Any, op0: Any, operand0: Any, reduce_op: Any, reduce_res: Any = None,
+                         reverse0: bool = False, reduce_cmd: Any = reduce_cmd.reset_reduce, reduce_init: Any = None,
+                         reduce_res_negate: bool = False, name: Any = None) -> NkiInstruction:
+    """``dst = data op0 operand0`` with its row reduction (``reduce_op``) into ``reduce_res``."""
+    cmd = reduce_cmd_of(reduce_cmd)
+    if cmd != reduce_cmd.reset_reduce or reduce_init is not None or reduce_res is None:
+        raise unsupported("nisa.tensor_scalar_reduce other than reset_reduce into reduce_res")
+    values.scalar_then_reduce(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
+                              ops.alu_name(reduce_op, "reduce_op"), reduce_res, reduce_res_negate)
+    return NkiInstruction()
+
+
+def reduce_cmd_of(x: Any) -> reduce_cmd:
+    return reduce_cmd(int(x)) if x is not None else reduce_cmd.idle
+
+
+def reciprocal(dst: Any, data: Any, name: Any = None) -> NkiInstruction:
+    return NkiInstruction(ops.activation(dst, data, "reciprocal"))
+
+
+def iota(dst: Any, pattern: Any, offset: int = 0, channel_multiplier: int = 0, name: Any = None) -> NkiInstruction:
+    return NkiInstruction(ops.iota(dst, _pattern(pattern), offset, channel_multiplier))
+
+
+def affine_select(dst: Any, pattern: Any, channel_multiplier: int, on_true_tile: Any, on_false_value: Any,
+                  cmp_op: Any = _nl.equal, offset: int = 0, name: Any = None) -> NkiInstruction:
+    return NkiInstruction(ops.affine_select(dst, on_true_tile, _pattern(pattern), channel_multiplier, offset,
+                                            ops.alu_name(cmp_op, "cmp_op"), on_false_value))
+
+
+def bn_stats(dst: Any, data: Any, name: Any = None) -> NkiInstruction:
+    return NkiInstruction(ops.bn_stats(dst, data))
+
+
+def bn_aggr(dst: Any, data: Any, name: Any = None) -> NkiInstruction:
+    return NkiInstruction(ops.bn_aggr(dst, data))
+
+
+def _pattern(pattern: Any) -> list:
+    try:
+        return [[int(s), int(n)] for s, n in pattern]
+    except (TypeError, ValueError):
+        raise NkiValueError(f"a pattern is a list of [step, count] pairs, got {pattern!r}") from None
+
+
+for _name in ("tensor_copy_predicated", "nc_matmul_mx", "tensor_partition_reduce",
+              "tensor_scalar_cumulative", "activate2", "local_gather", "nc_n_gather", "tensor_tensor_scan",
+              "nc_stream_shuffle", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
+              "exponential", "max8", "sequence_bounds", "scalar_tensor_tensor",
+              "core_barrier", "dma_compute", "quantize_mx", "range_select", "select_reduce", "sendrecv",
+              "register_alloc", "register_move", "register_load", "register_store", "nc_find_index8",
+              "nc_match_replace8", "nonzero_with_count", "topk"):
+    globals()[_name] = lang.refused(f"nki.isa.{_name}")
+del _name

@@ -1,0 +1,270 @@
+"""Errors the NKI tracer raises, each at the kernel's own line (``file.py:LINE:`` first): control
+flow on a tile, data-dependent shapes and bounds, masks that are not rectangles, unsupported
+APIs (``NotImplementedError`` naming them), bad indices, views spanning blocks, bad arguments."""
+
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import ntile.nki as cnki
+import ntile.nki.isa as cisa
+import ntile.nki.language as cnl
+import ntile.neuronxcc.nki as lnki
+import ntile.neuronxcc.nki.isa as lisa
+import ntile.neuronxcc.nki.language as lnl
+from ntile.nki.typing import tensor
+
+# Kernel files are shown relative to the working directory when inside it.
+HERE = os.path.relpath(os.path.abspath(__file__)) if os.path.abspath(__file__).startswith(os.getcwd() + os.sep) \
+    else os.path.abspath(__file__)
+X = tensor[[128, 64], lnl.float32]
+
+
+def line_of(fn, text):
+    lines, start = inspect.getsourcelines(getattr(fn, "func", fn))
+    hits = [start + i for i, line in enumerate(lines) if text in line]
+    assert len(hits) == 1, f"{text!r} is on {len(hits)} lines"
+    return hits[0]
+
+
+def raises_at(exc, kernel, marker, match, *args):
+    """Tracing ``kernel(*args)`` raises ``exc`` at the kernel's line holding ``marker``."""
+    with pytest.raises(exc) as info:
+        cnki.trace(kernel, *(args or (X,)))
+    msg = str(info.value)
+    assert msg.startswith(f"{HERE}:{line_of(kernel, marker)}: "), msg
+    assert match in msg, msg
+    return info.value
+
+
+def test_if_on_a_tile_is_control_flow_on_a_tile_value():
+    @lnki.jit
+    def k(x):
+        t = lnl.load(x)
+        if t:
+            pass
+
+    e = raises_at(TypeError, k, "if t:", "control flow on a tile value")
+    assert (e.file, e.line) == (HERE, line_of(k, "if t:"))
+
+
+def test_while_and_and_on_tiles_are_refused_too():
+    @lnki.jit
+    def k(x):
+        t = lnl.load(x)
+        while t > 0:
+            break
+
+    raises_at(TypeError, k, "while t > 0", "control flow on a tile value")
+
+    @cnki.jit
+    def c(x):
+        t = cnl.ndarray((128, 64), dtype=cnl.float32)
+        ok = t and True
+
+    raises_at(TypeError, c, "ok = t and True", "control flow on a tile value")
+
+
+def test_a_tile_as_a_shape_is_a_data_dependent_shape():
+    @lnki.jit
+    def k(x):
+        t = lnl.load(x)
+        u = lnl.ndarray((t, 64), dtype=lnl.float32, buffer=lnl.sbuf)
+
+    raises_at(TypeError, k, "u = lnl.ndarray", "data-dependent shape")
+
+
+def test_a_tile_as_a_loop_bound_or_slice_bound_is_data_dependent():
+    @lnki.jit
+    def k(x):
+        t = lnl.load(x)
+        for i in lnl.affine_range(t):
+            pass
+
+    raises_at(TypeError, k, "lnl.affine_range(t)", "data-dependent loop bound")
+
+    @lnki.jit
+    def r(x):
+        t = lnl.load(x)
+        for i in range(t):
+            pass
+
+    raises_at(TypeError, r, "range(t)", "data-dependent")
+
+    @cnki.jit
+    def s(x):
+        t = cnl.ndarray((128, 64), dtype=cnl.float32)
+        u = x[0:t, :]
+
+    raises_at(TypeError, s, "u = x[0:t, :]", "data-dependent slice stop")
+
+
+def test_a_mask_over_two_indices_is_not_a_rectangle():
+    @lnki.jit
+    def k(x):
+        i_p, i_f = lnl.mgrid[0:128, 0:64]
+        t = lnl.load(x[i_p, i_f], mask=(i_p + i_f < 100))
+
+    raises_at(ValueError, k, "mask=(i_p + i_f < 100)", "the mask is not a rectangle")
+
+
+def test_or_and_not_equal_masks_are_not_rectangles():
+    @lnki.jit
+    def k(x):
+        i_p, i_f = lnl.mgrid[0:128, 0:64]
+        t = lnl.load(x[i_p, i_f], mask=(i_p < 3) | (i_f < 5))
+
+    raises_at(ValueError, k, "mask=(i_p < 3) | (i_f < 5)", "the mask is not a rectangle")
+
+    @lnki.jit
+    def a(x):
+        i_p = lnl.arange(128)[:, None]
+        t = lnl.load(x, mask=(i_p < 3) and (i_p > 1))
+
+    raises_at(TypeError, a, "mask=(i_p < 3) and", "combine masks with '&'")
+
+
+@pytest.mark.parametrize("api", ["legacy", "current"])
+def test_an_unsupported_api_is_a_not_implemented_error_naming_it(api):
+    if api == "legacy":
+        @lnki.jit
+        def k(x):
+            t = lnl.load(x)
+            top = lisa.max8(src=t)
+
+        e = raises_at(NotImplementedError, k, "top = lisa.max8", "neuronxcc.nki.isa.max8 is not supported by ntile")
+    else:
+        @cnki.jit
+        def k(x):
+            t = cnl.ndarray((128, 64), dtype=cnl.float32)
+            cnl.where(t, t, t)
+
+        e = raises_at(NotImplementedError, k, "cnl.where", "nki.language.where is not supported by ntile")
+    assert isinstance(e, cnki.NkiError)
+
+
+def test_unsupported_forms_of_supported_calls_are_refused_by_name():
+    @lnki.jit
+    def k(x):
+        t = lnl.load(x)
+        u = lnl.gelu_dx(t)
+
+    raises_at(NotImplementedError, k, "lnl.gelu_dx(t)", "nl.gelu_dx is not supported by ntile")
+
+    @lnki.jit
+    def a(x):
+        t = lnl.load(x)
+        s = lnl.ndarray((128, 1), dtype=lnl.float32, buffer=lnl.sbuf)
+        u = lisa.activation(lnl.exp, t, reduce_op=lnl.add, reduce_res=s, reduce_cmd=lisa.reduce_cmd.reduce)
+
+    raises_at(NotImplementedError, a, "u = lisa.activation", "reduce_cmd=reduce")
+
+    @cnki.jit
+    def c(x):
+        t = cnl.ndarray((128, 64), dtype=cnl.float32)
+        cisa.activation(dst=t, op=cnl.gelu_dx, data=t)
+
+    raises_at(NotImplementedError, c, "cisa.activation", "the activation function 'gelu_dx'")
+
+
+def test_indexing_with_a_tile_is_dynamic_indexing():
+    @lnki.jit
+    def k(x):
+        idx = lnl.load(x)
+        t = lnl.load(x[idx, 0])
+
+    raises_at(NotImplementedError, k, "t = lnl.load(x[idx, 0])", "indexing a tensor with a tile")
+
+
+def test_several_neuron_cores_are_refused():
+    @cnki.jit
+    def k(x):
+        pass
+
+    with pytest.raises(NotImplementedError, match=r"on \[2\] NeuronCores \(LNC > 1\)"):
+        k[2](np.zeros((4, 4), np.float32))
+    assert k[1] is k
+
+    @lnki.jit
+    def g(x):
+        pass
+
+    with pytest.raises(NotImplementedError, match="nl.nc and nl.spmd_dim"):
+        g[2, "nc"]
+    with pytest.raises(NotImplementedError, match="neuronxcc.nki.language.nc is not supported"):
+        lnl.nc(2)
+
+
+def test_indices_outside_the_tensor():
+    @cnki.jit
+    def k(x):
+        t = cnl.ndarray((128, 64), dtype=cnl.float32)
+        u = t[:, 64]
+
+    raises_at(IndexError, k, "u = t[:, 64]", "index 64 is outside a dimension of size 64")
+
+    @lnki.jit
+    def d(x):
+        u = lnl.load(x[lnl.ds(100, 64), :])
+
+    raises_at(IndexError, d, "lnl.ds(100, 64)", "nl.ds(100, 64) is outside a dimension of size 128")
+
+    @cnki.jit
+    def p(x):
+        t = cnl.ndarray((128, 64), dtype=cnl.float32)
+        u = t[0:128:2, :]
+
+    raises_at(ValueError, p, "t[0:128:2, :]", "partition dimension can only be sliced with step 1")
+
+
+def test_a_view_spanning_blocks_is_refused():
+    @lnki.jit
+    def k(x):
+        t = lnl.ndarray((4, lnl.par_dim(128), 64), dtype=lnl.float32, buffer=lnl.sbuf)
+        u = lnl.exp(t)
+
+    raises_at(ValueError, k, "u = lnl.exp(t)", "spans 4 of its blocks")
+
+
+def test_a_mask_on_affine_select_must_be_one_comparison():
+    @lnki.jit
+    def k(x):
+        t = lnl.load(x)
+        i_p, i_f = lnl.mgrid[0:128, 0:64]
+        u = lisa.affine_select(pred=(i_p < 4) & (i_f < 3), on_true_tile=t, on_false_value=0.0)
+
+    raises_at(ValueError, k, "u = lisa.affine_select", "takes one comparison")
+
+
+def test_returning_an_on_chip_tile_names_its_allocation():
+    @lnki.jit
+    def k(x):
+        t = lnl.load(x)
+        return t
+
+    with pytest.raises(ValueError) as info:
+        cnki.trace(k, X)
+    assert str(info.value).startswith(f"{HERE}:{line_of(k, 't = lnl.load(x)')}: ")
+    assert "returns an on-chip tile" in str(info.value)
+
+
+def test_bad_arguments():
+    @cnki.jit
+    def k(x):
+        pass
+
+    with pytest.raises(ValueError, match="argument 'x' holds float64"):
+        cnki.trace(k, np.zeros((4, 4)))
+    with pytest.raises(ValueError, match="needs a dtype"):
+        cnki.trace(k, tensor[4, 4])
+    with pytest.raises(ValueError, match="unknown target 'trn9'"):
+        cnki.trace(k, X, target="trn9")
+    with pytest.raises(TypeError, match="k: missing a required argument"):
+        cnki.trace(k)
+
+
+def test_an_nki_call_outside_a_kernel():
+    with pytest.raises(cnki.NkiError, match="outside a kernel being traced"):
+        cnl.ndarray((128, 64), dtype=cnl.float32)

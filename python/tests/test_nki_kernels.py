@@ -1,0 +1,180 @@
+"""ntile's own NKI kernels (examples/nki) traced and run on ntile's simulator and on the numpy
+trace interpreter, against numpy references: the five matmul steps in both APIs, the
+transposes, rmsnorm (both APIs), layernorm, softmax and attention (plain and causal), ragged
+shapes and bf16 inputs included; and the two runners against each other."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conftest import load_example
+
+
+def f64(x):
+    return np.asarray(x, dtype=np.float64)
+
+
+MATMUL_SHAPES = {
+    "matmul_one_tile": (128, 64, 512),
+    "matmul_tiled": (256, 256, 1024),
+    "matmul_hoisted": (384, 128, 1024),
+    "matmul_blocked_free": (256, 512, 2048),
+    "matmul_blocked_all": (1024, 512, 2048),
+}
+
+
+@pytest.mark.parametrize("api", ["legacy", "current"])
+@pytest.mark.parametrize("name", sorted(MATMUL_SHAPES))
+def test_matmul_steps_match_numpy(nki_hook, nki_runner, rng, api, name):
+    mod = load_example("matmul", api)
+    K, M, N = MATMUL_SHAPES[name]
+    a = rng.standard_normal((K, M)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    c = getattr(mod, name)(a, b)
+    assert c.shape == (M, N) and c.dtype == np.float32
+    ref = f64(a).T @ f64(b)
+    # fp32 products summed in fp32 (PSUM, and SBUF for the K blocks): the bound of SPEC 7.
+    bound = 2 * K * np.finfo(np.float32).eps * (np.abs(f64(a)).T @ np.abs(f64(b)))
+    assert (np.abs(c - ref) <= bound).all()
+
+
+def test_matmul_bf16_inputs_give_bf16_results_of_fp32_sums(nki_hook, nki_runner, rng):
+    mod = load_example("matmul", "legacy")
+    a = rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((256, 512)).astype(ml_dtypes.bfloat16)
+    c = mod.matmul_tiled(a, b)
+    assert c.dtype == ml_dtypes.bfloat16
+    ref = (f64(a).T @ f64(b)).astype(np.float32).astype(ml_dtypes.bfloat16)
+    # One rounding of a sum that is exact to fp32 accuracy: at most one bf16 ulp apart.
+    assert np.abs(f64(c) - f64(ref)).max() <= np.abs(f64(ref)).max() * 2 ** -7
+
+
+def test_matmul_blocked_steps_accept_their_block_parameters(nki_hook, nki_runner, rng):
+    mod = load_example("matmul", "current")
+    a = rng.standard_normal((512, 384)).astype(np.float32)
+    b = rng.standard_normal((512, 1536)).astype(np.float32)
+    c = mod.matmul_blocked_all(a, b, BM=3, BN=1, BK=2)
+    np.testing.assert_allclose(c, f64(a).T @ f64(b), rtol=1e-4, atol=1e-3)
+
+
+def test_transpose_2d(nki_hook, nki_runner, rng):
+    mod = load_example("transpose", "legacy")
+    x = rng.standard_normal((256, 384)).astype(np.float32)
+    np.testing.assert_array_equal(mod.transpose_2d(x), x.T)
+
+
+def test_transpose_free_dims(nki_hook, nki_runner, rng):
+    mod = load_example("transpose", "legacy")
+    x = rng.standard_normal((100, 12)).astype(np.float32)
+    want = x.reshape(100, 3, 4).transpose(0, 2, 1).reshape(100, 12)
+    np.testing.assert_array_equal(mod.transpose_free(x, 3, 4), want)
+
+
+def rmsnorm_ref(x, g, eps=1e-6):
+    x64 = f64(x)
+    return x64 / np.sqrt((x64 ** 2).mean(axis=1, keepdims=True) + eps) * f64(g)
+
+
+@pytest.mark.parametrize("api,file", [("legacy", "norms"), ("current", "rmsnorm")])
+@pytest.mark.parametrize("n", [128, 300])
+def test_rmsnorm(nki_hook, nki_runner, rng, api, file, n):
+    mod = load_example(file, api)
+    x = rng.standard_normal((n, 200)).astype(np.float32)
+    g = rng.standard_normal(200).astype(np.float32)
+    np.testing.assert_allclose(mod.rmsnorm(x, g), rmsnorm_ref(x, g), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n,d", [(128, 256), (300, 1100)])
+def test_layernorm(nki_hook, nki_runner, rng, n, d):
+    mod = load_example("norms", "legacy")
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    gamma = rng.standard_normal(d).astype(np.float32)
+    beta = rng.standard_normal(d).astype(np.float32)
+    x64 = f64(x)
+    ref = (x64 - x64.mean(1, keepdims=True)) / np.sqrt(x64.var(1, keepdims=True) + 1e-5) * gamma + beta
+    np.testing.assert_allclose(mod.layernorm(x, gamma, beta), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n", [128, 200])
+def test_softmax(nki_hook, nki_runner, rng, n):
+    mod = load_example("softmax", "legacy")
+    x = (rng.standard_normal((n, 300)) * 4).astype(np.float32)
+    e = np.exp(f64(x) - f64(x).max(1, keepdims=True))
+    np.testing.assert_allclose(mod.softmax(x), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention(nki_hook, nki_runner, rng, causal):
+    mod = load_example("attention", "legacy")
+    S, d = 640, 64
+    q, k, v = (rng.standard_normal((S, d)).astype(np.float32) for _ in range(3))
+    s = f64(q) @ f64(k).T / np.sqrt(d)
+    if causal:
+        s = np.where(np.tril(np.ones((S, S), dtype=bool)), s, -np.inf)
+    e = np.exp(s - s.max(1, keepdims=True))
+    ref = e / e.sum(1, keepdims=True) @ f64(v)
+    np.testing.assert_allclose(mod.attention(q, k, v, causal=causal), ref, rtol=1e-4, atol=1e-5)
+
+
+def test_causal_attention_differs_from_plain_where_the_mask_bites(nki_hook, nki_runner, rng):
+    mod = load_example("attention", "legacy")
+    q, k, v = (rng.standard_normal((128, 32)).astype(np.float32) for _ in range(3))
+    plain, causal = mod.attention(q, k, v), mod.attention(q, k, v, causal=True)
+    # Row 0 attends to key 0 only: its output is v[0].
+    np.testing.assert_allclose(causal[0], v[0], rtol=1e-6)
+    # The last row sees every key either way.
+    np.testing.assert_allclose(causal[-1], plain[-1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("api", ["legacy", "current"])
+@pytest.mark.parametrize("name", sorted(MATMUL_SHAPES))
+def test_matmul_steps_with_bf16_inputs(nki_hook, nki_runner, rng, api, name):
+    mod = load_example("matmul", api)
+    K, M, N = MATMUL_SHAPES[name]
+    a = rng.standard_normal((K, M)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    c = getattr(mod, name)(a, b)
+    assert c.shape == (M, N) and c.dtype == ml_dtypes.bfloat16
+    ref = f64(a).T @ f64(b)
+    # Exact bf16 products summed in fp32, then rounded once to bf16 (half an ulp: 2^-8 relative).
+    bound = 2 * K * np.finfo(np.float32).eps * (np.abs(f64(a)).T @ np.abs(f64(b))) + np.abs(ref) * 2 ** -8
+    assert (np.abs(f64(c) - ref) <= bound * (1 + 2 ** -7)).all()
+
+
+def test_rmsnorm_with_bf16_inputs(nki_hook, nki_runner, rng):
+    mod = load_example("rmsnorm", "current")
+    x = rng.standard_normal((256, 200)).astype(ml_dtypes.bfloat16)
+    g = rng.standard_normal(200).astype(ml_dtypes.bfloat16)
+    y = mod.rmsnorm(x, g)
+    assert y.dtype == ml_dtypes.bfloat16
+    # fp32 arithmetic on bf16 values, one bf16 rounding at the end (plus its intermediate tiles').
+    np.testing.assert_allclose(f64(y), rmsnorm_ref(x, g), rtol=2 ** -6, atol=2 ** -6)
+
+
+@pytest.mark.parametrize("case", ["matmul_blocked_all", "transpose_2d", "rmsnorm", "layernorm", "softmax",
+                                  "attention_causal"])
+def test_the_simulator_and_the_reference_interpreter_agree(nki_hook, rng, monkeypatch, case):
+    x = rng.standard_normal((256, 384)).astype(np.float32)
+    g = rng.standard_normal(384).astype(np.float32)
+    calls = {
+        "matmul_blocked_all": lambda: load_example("matmul", "legacy").matmul_blocked_all(
+            rng.standard_normal((1024, 256)).astype(np.float32), rng.standard_normal((1024, 2048)).astype(np.float32)),
+        "transpose_2d": lambda: load_example("transpose", "legacy").transpose_2d(x),
+        "rmsnorm": lambda: load_example("norms", "legacy").rmsnorm(x, g),
+        "layernorm": lambda: load_example("norms", "legacy").layernorm(x, g, g * 0.5),
+        "softmax": lambda: load_example("softmax", "legacy").softmax(x),
+        "attention_causal": lambda: load_example("attention", "legacy").attention(x[:, :64], x[:, 64:128],
+                                                                                  x[:, 128:192], causal=True),
+    }
+    state = rng.bit_generator.state
+    sim = calls[case]()
+    rng.bit_generator.state = state
+    import nki_reference
+    from ntile._nki import run
+
+    monkeypatch.setattr(run, "RUNNER", nki_reference.runner)
+    ref = calls[case]()
+    # The same trace run twice: the simulator's fp32 engines and numpy's fp64-then-rounded steps
+    # (a K=1024 fp32 sum in another order differs by up to K*eps32 of its magnitudes).
+    atol = 1024 * np.finfo(np.float32).eps * np.abs(ref).max() if case.startswith("matmul") else 1e-6
+    np.testing.assert_allclose(sim, ref, rtol=1e-5, atol=atol)
