@@ -14,7 +14,8 @@
 //!   table (the five matmul steps of `examples/nki` through `ntile nki`, beside `ntile gemm`).
 //! - `cargo xtask targets`: only the issue-13 speed targets (also the end of `bench`): each
 //!   figure beside its target, numpy's one-thread matmul measured in the same run.
-//! - `cargo xtask bless`: rewrite filetest expectations (`NTILE_BLESS=1`).
+//! - `cargo xtask bless`: rewrite filetest expectations (`NTILE_BLESS=1`), the README's and
+//!   docs/' console blocks (`TRYCMD=overwrite`) and its scripts' output blocks.
 //! - `cargo xtask fuzz`: the byte-mutation test of the parsers at 20x its CI size.
 //! - `cargo xtask msrv`: check that the workspace `rust-version` is the oldest toolchain the
 //!   locked dependencies allow (also the first step of `ci`).
@@ -288,6 +289,11 @@ fn bless() -> Result<()> {
     if !status.success() {
         bail!("blessing the filetests failed ({status})");
     }
+    // The console blocks of README.md and docs/ (trycmd rewrites them, masks kept), then the
+    // output blocks of the Python scripts the README shows.
+    let env = pyenv::prepare(&workspace_root())?;
+    env.cargo_with(&["test", "-p", "ntile", "--test", "ntile", "--", "readme::"], "TRYCMD", "overwrite")?;
+    env.bless_python_readme()?;
     Ok(())
 }
 

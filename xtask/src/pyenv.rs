@@ -60,6 +60,25 @@ impl Env {
         run(self.command(cargo)?.args(args), &format!("cargo {}", args.join(" ")))
     }
 
+    /// `cargo ARGS` inside the environment with `key=value` set.
+    pub fn cargo_with(&self, args: &[&str], key: &str, value: &str) -> Result<()> {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        run(self.command(cargo)?.args(args).env(key, value), &format!("{key}={value} cargo {}", args.join(" ")))
+    }
+
+    /// Build the module and run the README's Python tests with `NTILE_BLESS=1`, which rewrites
+    /// the output blocks of the scripts the README shows.
+    pub fn bless_python_readme(&self) -> Result<()> {
+        let maturin = self.bin().join("maturin");
+        run(self.command(&maturin)?.args(["develop", "--manifest-path", "python/Cargo.toml"]), "maturin develop")?;
+        let mut pytest = self.command(self.python())?;
+        pytest
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "python/tests/test_readme.py"])
+            .env("NTILE_BLESS", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1");
+        run(&mut pytest, "NTILE_BLESS=1 python -m pytest -q python/tests/test_readme.py")
+    }
+
     /// Build the module into the environment (`maturin develop`, dev profile, sharing the
     /// workspace's target directory) and run its pytest suite.
     pub fn python_tests(&self) -> Result<()> {

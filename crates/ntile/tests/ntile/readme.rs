@@ -56,11 +56,12 @@ fn every_console_block_prints_what_the_page_shows() {
         let copy = scratch.join(&name);
         let work = copy.with_extension("in");
         std::fs::create_dir_all(&work).expect("scratch directory");
-        std::fs::copy(&source, &copy).expect("copy the page");
+        let text = std::fs::read_to_string(&source).expect("read the page");
+        std::fs::write(&copy, pad(&text)).expect("copy the page");
         for dir in ["examples", "tests", "docs"] {
             link(&root.join(dir), &work.join(dir));
         }
-        copies.push((source, copy));
+        copies.push((source, copy, text));
     }
 
     let cases = trycmd::TestCases::new();
@@ -70,14 +71,120 @@ fn every_console_block_prints_what_the_page_shows() {
         .register_bin("cat", on_path("cat"))
         .env("NTILE_THREADS", "2")
         .env("NO_COLOR", "1");
-    for (_, copy) in &copies {
+    for (_, copy, _) in &copies {
         cases.case(copy);
     }
     cases.run();
     if bless {
-        for (source, copy) in &copies {
-            std::fs::copy(copy, source).expect("write the blessed page back");
+        for (source, copy, old) in &copies {
+            let new = std::fs::read_to_string(copy).expect("read the blessed copy");
+            std::fs::write(source, keep_masks(old, &unpad(&new))).expect("write the blessed page back");
         }
     }
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// The lines of each console block of `md`, with the index of each block's opening fence.
+fn console_blocks(lines: &[&str]) -> Vec<(usize, usize)> {
+    let mut blocks = Vec::new();
+    let mut open = None;
+    for (i, line) in lines.iter().enumerate() {
+        match open {
+            None if line.starts_with("```console") || line.starts_with("```trycmd") => open = Some(i),
+            Some(start) if line.starts_with("```") => {
+                blocks.push((start, i));
+                open = None;
+            }
+            _ => {}
+        }
+    }
+    blocks
+}
+
+/// trycmd drops the last newline of a command's expected output; the program's output ends
+/// with one. The copy it runs gets a blank line after each command's output (before the next
+/// `$ ` and before the closing fence) so the page itself needs none.
+fn pad(md: &str) -> String {
+    let lines: Vec<&str> = md.lines().collect();
+    let blocks = console_blocks(&lines);
+    let mut out = String::with_capacity(md.len() + 1024);
+    for (i, line) in lines.iter().enumerate() {
+        let in_block = blocks.iter().any(|&(start, end)| i > start + 1 && i <= end);
+        if in_block && (line.starts_with("$ ") || line.starts_with("```")) {
+            out.push('\n');
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The inverse of [`pad`] on a copy trycmd rewrote: one blank line less before each `$ `
+/// and closing fence of a console block.
+fn unpad(md: &str) -> String {
+    let lines: Vec<&str> = md.lines().collect();
+    let blocks = console_blocks(&lines);
+    let mut out = String::with_capacity(md.len());
+    for (i, line) in lines.iter().enumerate() {
+        let next = lines.get(i + 1).copied().unwrap_or("");
+        let in_block = blocks.iter().any(|&(start, end)| i > start && i < end);
+        if in_block && line.is_empty() && (next.starts_with("$ ") || next.starts_with("```")) {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Whether `line` matches `pattern`, where each `[..]` in the pattern matches any run of
+/// characters.
+fn matches_mask(pattern: &str, line: &str) -> bool {
+    let mut parts = pattern.split("[..]");
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = line.strip_prefix(first) else { return false };
+    let parts: Vec<&str> = parts.collect();
+    for (i, part) in parts.iter().enumerate() {
+        if i + 1 == parts.len() {
+            return rest.len() >= part.len() && rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// A blessed page keeps the masks of the page it replaces: a new line that an old masked line
+/// (one with `[..]`) of the same console block matches is written as the old line.
+fn keep_masks(old: &str, new: &str) -> String {
+    let old_lines: Vec<&str> = old.lines().collect();
+    let new_lines: Vec<&str> = new.lines().collect();
+    let (old_blocks, new_blocks) = (console_blocks(&old_lines), console_blocks(&new_lines));
+    let mut out: Vec<&str> = new_lines.clone();
+    for (&(os, oe), &(ns, ne)) in old_blocks.iter().zip(&new_blocks) {
+        let masked: Vec<&str> = old_lines[os..oe].iter().copied().filter(|l| l.contains("[..]")).collect();
+        for line in &mut out[ns..ne] {
+            if let Some(m) = masked.iter().find(|m| matches_mask(m, line)) {
+                *line = m;
+            }
+        }
+    }
+    let mut s = out.join("\n");
+    s.push('\n');
+    s
+}
+
+#[test]
+fn masks_match_any_run_and_pad_round_trips() {
+    assert!(matches_mask("  time    plan [..] ms, lower [..] ms", "  time    plan 29.4 ms, lower 0.3 ms"));
+    assert!(!matches_mask("  time    plan [..] ms, lower [..] ms", "  time    plan 29.4 ms, lower 0.3 s"));
+    assert!(!matches_mask("abc", "abcd"));
+    let page = "text\n```console\n$ ntile a\nout\n$ ntile b\n```\n";
+    let padded = pad(page);
+    assert_eq!(padded, "text\n```console\n$ ntile a\nout\n\n$ ntile b\n\n```\n");
+    assert_eq!(unpad(&padded), page);
+    let old = "```console\n$ x\ntime [..] ms\n```\n";
+    assert_eq!(keep_masks(old, "```console\n$ x\ntime 3.2 ms\n```\n"), old);
 }
