@@ -290,7 +290,7 @@ fn a_prepared_check_compares_each_sampled_element_once() {
     let c = tiled_f32(m, k, n, &a, &b);
     let (am, bm) = (mat(m, k, &a), mat(k, n, &b));
     let opts = sampled_opts(5);
-    let prepared = prepare(am, bm, k as u64, DType::Fp32, opts);
+    let prepared = prepare(am, bm, k as u64, DType::Fp32, opts, None);
     let r = prepared.check(am, bm, &c);
     assert!(r.passed, "{r:?}");
     // R sampled rows and S sampled columns (two random ones plus the first and last, fewer
@@ -305,4 +305,20 @@ fn a_prepared_check_compares_each_sampled_element_once() {
     // Operands of other dimensions are prepared afresh rather than read out of bounds.
     let (a2, b2) = (mat(m / 2, k, &a[..m / 2 * k]), bm);
     assert_eq!(prepared.check(a2, b2, &c[..m / 2 * n]), check(a2, b2, &c[..m / 2 * n], k as u64, DType::Fp32, opts));
+}
+
+#[test]
+fn a_sweep_stops_at_the_poll_that_sets_the_flag() {
+    use penguin::Cancel;
+    let (rows, cols) = (4096, 1 << 14);
+    // At most 64 rows per piece (each core's chunk is at least 512): the whole sweep, in
+    // order, when the flag is never set.
+    let all = super::screen::par_rows(rows, cols, None, |r| r);
+    assert!(all.len() >= rows / 64 && all.iter().all(|r| r.len() <= 64));
+    assert!(all.windows(2).all(|w| w[0].end == w[1].start) && all[0].start == 0 && all[all.len() - 1].end == rows);
+    // Set already: no piece runs. Set at the second poll: only the piece polled first runs,
+    // whichever core polls first.
+    assert!(super::screen::par_rows(rows, cols, Some(&Cancel::after(0)), |r| r).is_empty());
+    let stopped = super::screen::par_rows(rows, cols, Some(&Cancel::after(2)), |r| r.len());
+    assert_eq!(stopped, vec![64]);
 }
