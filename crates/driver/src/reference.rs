@@ -32,7 +32,7 @@ pub use bound::{Bound, Matrix};
 use exact::FEW;
 use exact::{exact_cols, exact_rows};
 
-use penguin::DType;
+use penguin::{Cancel, DType};
 use rand::seq::index::sample;
 use rand::SeedableRng;
 use serde::Serialize;
@@ -192,7 +192,7 @@ impl Tally {
 /// Check the simulated `c` (`m x n`) against `a @ b` for the rounded operands `a` (`m x k`)
 /// and `b` (`k x n`); `k_bound` is the contraction length of the bound.
 pub fn check(a: Matrix<'_>, b: Matrix<'_>, c: &[f32], k_bound: u64, out: DType, opts: CheckOptions) -> Check {
-    prepare(a, b, k_bound, out, opts).check(a, b, c)
+    prepare(a, b, k_bound, out, opts, None).check(a, b, c)
 }
 
 /// The part of [`check`] that does not need C: which rows and columns are sampled, the
@@ -205,6 +205,8 @@ pub struct Prepared {
     dims: (usize, usize, usize),
     k_bound: u64,
     opts: CheckOptions,
+    /// The run's flag, polled by the sweeps (per piece of rows, per sampled row block).
+    cancel: Option<Cancel>,
 }
 
 /// What the sampled check prepares.
@@ -223,13 +225,22 @@ struct Sampled {
     probes: screen::Probes,
 }
 
-/// Prepare [`check`] of `a @ b` (see [`Prepared`]).
-pub fn prepare(a: Matrix<'_>, b: Matrix<'_>, k_bound: u64, out: DType, opts: CheckOptions) -> Prepared {
+/// Prepare [`check`] of `a @ b` (see [`Prepared`]). The sweeps of the preparation and of
+/// [`Prepared::check`] poll `cancel` about every millisecond of work and stop early once it
+/// is set; what they give then is incomplete, and the caller, seeing its flag set, discards it.
+pub fn prepare(
+    a: Matrix<'_>,
+    b: Matrix<'_>,
+    k_bound: u64,
+    out: DType,
+    opts: CheckOptions,
+    cancel: Option<&Cancel>,
+) -> Prepared {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let bound = Bound::new(k_bound, out);
     let work = (m as u64).saturating_mul(k as u64).saturating_mul(n as u64);
-    let sampled = (work > opts.exact_limit && m > 2 && n > 2).then(|| Box::new(prepare_sampled(a, b, opts)));
-    Prepared { bound, sampled, dims: (m, k, n), k_bound, opts }
+    let sampled = (work > opts.exact_limit && m > 2 && n > 2).then(|| Box::new(prepare_sampled(a, b, opts, cancel)));
+    Prepared { bound, sampled, dims: (m, k, n), k_bound, opts, cancel: cancel.cloned() }
 }
 
 impl Prepared {
@@ -237,21 +248,22 @@ impl Prepared {
     /// (operands of other dimensions are prepared afresh).
     pub fn check(&self, a: Matrix<'_>, b: Matrix<'_>, c: &[f32]) -> Check {
         if (a.rows, a.cols, b.cols) != self.dims {
-            return prepare(a, b, self.k_bound, self.bound.out, self.opts).check(a, b, c);
+            return prepare(a, b, self.k_bound, self.bound.out, self.opts, self.cancel.as_ref()).check(a, b, c);
         }
         let (m, n) = (a.rows, b.cols);
         let bound = self.bound;
+        let cancel = self.cancel.as_ref();
         let mut tally = Tally::default();
         let method = match &self.sampled {
             None => {
                 let rows: Vec<usize> = (0..m).collect();
-                exact_rows(a, b, &rows, |i, j, want, mag| {
+                exact_rows(a, b, &rows, cancel, |i, j, want, mag| {
                     tally.judge(&bound, c[i * n + j], want, mag);
                 });
                 "exact"
             }
             Some(s) => {
-                s.finish(a, b, c, &bound, &mut tally);
+                s.finish(a, b, c, &bound, &mut tally, cancel);
                 "sampled+freivalds"
             }
         };
@@ -274,7 +286,7 @@ impl Prepared {
 const FLAGGED_FIRST: usize = 64;
 
 /// The sampled rows and columns with their references, and the probes.
-fn prepare_sampled(a: Matrix<'_>, b: Matrix<'_>, opts: CheckOptions) -> Sampled {
+fn prepare_sampled(a: Matrix<'_>, b: Matrix<'_>, opts: CheckOptions, cancel: Option<&Cancel>) -> Sampled {
     let (m, n) = (a.rows, b.cols);
     let mut rng = rand::rngs::StdRng::seed_from_u64(opts.seed);
     let pick = |len: usize, rng: &mut rand::rngs::StdRng| {
@@ -295,15 +307,15 @@ fn prepare_sampled(a: Matrix<'_>, b: Matrix<'_>, opts: CheckOptions) -> Sampled 
             *flag |= !v.is_finite();
         }
     }
-    let probes = screen::probe(a, b, (&bad_rows, &bad_cols), &mut rng);
+    let probes = screen::probe(a, b, (&bad_rows, &bad_cols), &mut rng, cancel);
     let mut row_refs = vec![(f64::NAN, f64::NAN); rows.len() * n];
-    exact_rows(a, b, &rows, |i, j, want, mag| {
+    exact_rows(a, b, &rows, cancel, |i, j, want, mag| {
         if let Ok(t) = rows.binary_search(&i) {
             row_refs[t * n + j] = (want, mag);
         }
     });
     let mut col_refs = vec![(f64::NAN, f64::NAN); m * cols.len()];
-    exact_cols(a, b, &cols, |i, j, want, mag| {
+    exact_cols(a, b, &cols, cancel, |i, j, want, mag| {
         if let Ok(t) = cols.binary_search(&j) {
             col_refs[i * cols.len() + t] = (want, mag);
         }
@@ -314,10 +326,18 @@ fn prepare_sampled(a: Matrix<'_>, b: Matrix<'_>, opts: CheckOptions) -> Sampled 
 impl Sampled {
     /// Sampled rows and columns, non-finite ones and those the randomized check flags,
     /// compared exactly: the sampled ones from their prepared references, the others now.
-    fn finish(&self, a: Matrix<'_>, b: Matrix<'_>, c: &[f32], bound: &Bound, tally: &mut Tally) {
+    fn finish(
+        &self,
+        a: Matrix<'_>,
+        b: Matrix<'_>,
+        c: &[f32],
+        bound: &Bound,
+        tally: &mut Tally,
+        cancel: Option<&Cancel>,
+    ) {
         let (m, n) = (a.rows, b.cols);
         let (bad_rows, bad_cols) = (&self.bad_rows, &self.bad_cols);
-        let flags = screen::screen(&self.probes, c, bound, (bad_rows, bad_cols));
+        let flags = screen::screen(&self.probes, c, bound, (bad_rows, bad_cols), cancel);
         let take = |list: &mut Vec<usize>, flagged: &[usize], limit: usize| {
             list.extend(flagged.iter().take(limit));
             list.sort_unstable();
@@ -341,7 +361,7 @@ impl Sampled {
             }
         }
         let fresh_rows: Vec<usize> = rows.iter().copied().filter(|r| self.rows.binary_search(r).is_err()).collect();
-        exact_rows(a, b, &fresh_rows, |i, j, want, mag| {
+        exact_rows(a, b, &fresh_rows, cancel, |i, j, want, mag| {
             tally.judge(bound, c[i * n + j], want, mag);
         });
         let s = self.cols.len();
@@ -352,7 +372,7 @@ impl Sampled {
             }
         }
         let fresh_cols: Vec<usize> = cols.iter().copied().filter(|c| self.cols.binary_search(c).is_err()).collect();
-        exact_cols(a, b, &fresh_cols, |i, j, want, mag| {
+        exact_cols(a, b, &fresh_cols, cancel, |i, j, want, mag| {
             if !in_rows[i] {
                 tally.judge(bound, c[i * n + j], want, mag);
             }
@@ -365,7 +385,7 @@ impl Sampled {
             let fresh_rows: Vec<usize> = rows.iter().copied().filter(|r| done_rows.binary_search(r).is_err()).collect();
             let fresh_cols: Vec<usize> = cols.iter().copied().filter(|c| done_cols.binary_search(c).is_err()).collect();
             // Elements of the rows already done are not compared twice.
-            exact_rows(a, b, &fresh_rows, |i, j, want, mag| {
+            exact_rows(a, b, &fresh_rows, cancel, |i, j, want, mag| {
                 if done_cols.binary_search(&j).is_err() {
                     tally.judge(bound, c[i * n + j], want, mag);
                 }
@@ -373,7 +393,7 @@ impl Sampled {
             for &r in &fresh_rows {
                 in_rows[r] = true;
             }
-            exact_cols(a, b, &fresh_cols, |i, j, want, mag| {
+            exact_cols(a, b, &fresh_cols, cancel, |i, j, want, mag| {
                 if !in_rows[i] {
                     tally.judge(bound, c[i * n + j], want, mag);
                 }

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use codegen::{GemmConfig, GemmPlan};
-use penguin::DType;
+use penguin::{Cancel, DType};
 
 use super::inputs::Inputs;
 use super::request::GemmOptions;
@@ -71,7 +71,7 @@ pub(super) fn simulate_and_check(
             return None;
         }
         let taken = slot.lock().ok().and_then(|mut i| i.take());
-        taken.map(|i| CheckOperands::prepare(cfg, lhs_transposed, i))
+        taken.and_then(|i| CheckOperands::prepare(cfg, lhs_transposed, i, opts.cancel.as_ref()))
     };
     let operand_bytes = m.saturating_mul(k).saturating_add(k.saturating_mul(n)).saturating_mul(4);
     let concurrent = opts.check && operand_bytes <= CONCURRENT_CHECK_BYTES;
@@ -131,7 +131,9 @@ struct CheckOperands {
 }
 
 impl CheckOperands {
-    fn prepare(cfg: &GemmConfig, lhs_transposed: bool, inputs: Inputs<'_>) -> Self {
+    /// `None` when `cancel` was set on the way (the reference's sweeps poll it too: what they
+    /// give once it is set is discarded by the caller's check of the flag).
+    fn prepare(cfg: &GemmConfig, lhs_transposed: bool, inputs: Inputs<'_>, cancel: Option<&Cancel>) -> Option<Self> {
         let (m, k, n) = (cfg.m as usize, cfg.k as usize, cfg.n as usize);
         // The operands rounded as the kernel sees them: exact in f32, so the check keeps them
         // in f32 (rounded in place) and widens only the parts it multiplies.
@@ -145,11 +147,17 @@ impl CheckOperands {
             reference::round_all(&mut a, cfg.input_dtype, cfg.lhs_dtype);
             a
         };
+        if crate::cancel::stopped(cancel) {
+            return None;
+        }
         let mut b = b.into_owned();
         reference::round_all(&mut b, cfg.input_dtype, cfg.rhs_dtype);
+        if crate::cancel::stopped(cancel) {
+            return None;
+        }
         let (am, bm) = (Matrix { rows: m, cols: k, data: &a }, Matrix { rows: k, cols: n, data: &b });
-        let prepared = reference::prepare(am, bm, cfg.k, cfg.out_dtype, CheckOptions::default());
-        CheckOperands { a, b, m, k, n, prepared }
+        let prepared = reference::prepare(am, bm, cfg.k, cfg.out_dtype, CheckOptions::default(), cancel);
+        Some(CheckOperands { a, b, m, k, n, prepared })
     }
 
     fn check(&self, c: &[f32]) -> Check {

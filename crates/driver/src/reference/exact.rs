@@ -9,6 +9,8 @@
 
 use std::ops::Range;
 
+use penguin::Cancel;
+
 use super::bound::Matrix;
 use super::{screen, simd};
 
@@ -37,7 +39,15 @@ const COL_BLOCK: usize = 16;
 const ROW_LANES: usize = 16;
 
 /// `visit(i, j, ref, mag)` for every element of the listed rows of `a @ b`.
-pub(super) fn exact_rows(a: Matrix<'_>, b: Matrix<'_>, rows: &[usize], mut visit: impl FnMut(usize, usize, f64, f64)) {
+///
+/// Once `cancel` is set the sweep stops early and some elements are never visited.
+pub(super) fn exact_rows(
+    a: Matrix<'_>,
+    b: Matrix<'_>,
+    rows: &[usize],
+    cancel: Option<&Cancel>,
+    mut visit: impl FnMut(usize, usize, f64, f64),
+) {
     let (k, n) = (a.cols, b.cols);
     if rows.is_empty() || k == 0 || n == 0 {
         return;
@@ -46,7 +56,7 @@ pub(super) fn exact_rows(a: Matrix<'_>, b: Matrix<'_>, rows: &[usize], mut visit
     if rows.len() <= FEW {
         // One sweep of B, split by columns across the cores.
         let r = rows.len();
-        let parts = screen::par_rows(n, k * r, |cols| (cols.clone(), few_rows_wide(b, &ar, &ar_abs, r, cols)));
+        let parts = screen::par_rows(n, k * r, cancel, |cols| (cols.clone(), few_rows_wide(b, &ar, &ar_abs, r, cols)));
         for (cols, (out, mag)) in parts {
             let w = cols.len();
             for (t, &i) in rows.iter().enumerate() {
@@ -60,6 +70,9 @@ pub(super) fn exact_rows(a: Matrix<'_>, b: Matrix<'_>, rows: &[usize], mut visit
     // Columns of B per block so that a block of B in f64 stays within BLOCK_BYTES.
     let nb = (BLOCK_BYTES / 8 / k).clamp(64, n.max(64)).min(n);
     for j0 in (0..n).step_by(nb) {
+        if penguin::cancel::stopped(cancel) {
+            return;
+        }
         let j1 = (j0 + nb).min(n);
         let w = j1 - j0;
         let mut bb = Vec::with_capacity(k * w);
@@ -78,7 +91,15 @@ pub(super) fn exact_rows(a: Matrix<'_>, b: Matrix<'_>, rows: &[usize], mut visit
 }
 
 /// `visit(i, j, ref, mag)` for every element of the listed columns of `a @ b`.
-pub(super) fn exact_cols(a: Matrix<'_>, b: Matrix<'_>, cols: &[usize], mut visit: impl FnMut(usize, usize, f64, f64)) {
+///
+/// Once `cancel` is set the sweep stops early and some elements are never visited.
+pub(super) fn exact_cols(
+    a: Matrix<'_>,
+    b: Matrix<'_>,
+    cols: &[usize],
+    cancel: Option<&Cancel>,
+    mut visit: impl FnMut(usize, usize, f64, f64),
+) {
     let (m, k) = (a.rows, a.cols);
     if cols.is_empty() || k == 0 || m == 0 {
         return;
@@ -92,7 +113,7 @@ pub(super) fn exact_cols(a: Matrix<'_>, b: Matrix<'_>, cols: &[usize], mut visit
                 bs[t * k + kk] = f64::from(row[j]);
             }
         }
-        let parts = screen::par_rows(m, k * s, |rows| few_cols_wide(a, &bs, s, rows)).concat();
+        let parts = screen::par_rows(m, k * s, cancel, |rows| few_cols_wide(a, &bs, s, rows)).concat();
         for i in 0..m {
             for (t, &j) in cols.iter().enumerate() {
                 let (o, g) = out_at(&parts, i * s + t);
@@ -109,6 +130,9 @@ pub(super) fn exact_cols(a: Matrix<'_>, b: Matrix<'_>, cols: &[usize], mut visit
     let bs_abs: Vec<f64> = bs.iter().map(|x| x.abs()).collect();
     let mb = (BLOCK_BYTES / 8 / k).clamp(64, m.max(64)).min(m);
     for i0 in (0..m).step_by(mb) {
+        if penguin::cancel::stopped(cancel) {
+            return;
+        }
         let i1 = (i0 + mb).min(m);
         let (ab, ab_abs) = rows_f64(a, i0..i1);
         let r = sim::gemm_f64(i1 - i0, k, s, &ab, &bs);

@@ -14,6 +14,8 @@ use std::ops::Range;
 use rand::rngs::StdRng;
 use rand::Rng;
 
+use penguin::Cancel;
+
 use super::bound::{Bound, Matrix};
 use super::simd;
 
@@ -34,24 +36,47 @@ pub(super) struct Flags {
     pub cols: Vec<usize>,
 }
 
+/// Elements a piece of [`par_rows`] sweeps between two polls of the run's flag (about a
+/// millisecond of work).
+const POLL_ELEMS: usize = 1 << 20;
+
 /// Split `0..rows` (each `cols` long) into one chunk per core and run `f` on each, in
-/// parallel when large; the results come in row order.
-pub(super) fn par_rows<R: Send>(rows: usize, cols: usize, f: impl Fn(Range<usize>) -> R + Sync) -> Vec<R> {
+/// parallel when large; the results come in row order. Each chunk runs in pieces of about
+/// [`POLL_ELEMS`] elements (at least 64 rows), the flag polled before each: once it is set
+/// no piece starts and the results come back short, for the caller to discard (the driver
+/// checks the flag after the check).
+pub(super) fn par_rows<R: Send>(
+    rows: usize,
+    cols: usize,
+    cancel: Option<&Cancel>,
+    f: impl Fn(Range<usize>) -> R + Sync,
+) -> Vec<R> {
+    let piece = (POLL_ELEMS / cols.max(1)).max(64);
+    let run = |range: Range<usize>| {
+        let mut out = Vec::new();
+        let mut r0 = range.start;
+        while r0 < range.end && !penguin::cancel::stopped(cancel) {
+            let r1 = (r0 + piece).min(range.end);
+            out.push(f(r0..r1));
+            r0 = r1;
+        }
+        out
+    };
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(8);
     if threads == 1 || rows.saturating_mul(cols) < PARALLEL_ELEMS || rows < 2 * threads {
-        return vec![f(0..rows)];
+        return run(0..rows);
     }
     let chunk = rows.div_ceil(threads);
-    let parts: Vec<Option<R>> = std::thread::scope(|s| {
-        let f = &f;
+    let parts: Vec<Option<Vec<R>>> = std::thread::scope(|s| {
+        let run = &run;
         let handles: Vec<_> =
-            (0..rows).step_by(chunk).map(|r0| s.spawn(move || f(r0..(r0 + chunk).min(rows)))).collect();
+            (0..rows).step_by(chunk).map(|r0| s.spawn(move || run(r0..(r0 + chunk).min(rows)))).collect();
         handles.into_iter().map(|h| h.join().ok()).collect()
     });
-    match parts.into_iter().collect::<Option<Vec<R>>>() {
-        Some(parts) => parts,
+    match parts.into_iter().collect::<Option<Vec<Vec<R>>>>() {
+        Some(parts) => parts.into_iter().flatten().collect(),
         // A chunk that failed is redone whole on this thread, as if there were one core.
-        None => vec![f(0..rows)],
+        None => run(0..rows),
     }
 }
 
@@ -280,6 +305,7 @@ pub(super) fn probe(
     b: Matrix<'_>,
     (bad_rows, bad_cols): (&[bool], &[bool]),
     rng: &mut StdRng,
+    cancel: Option<&Cancel>,
 ) -> Probes {
     let (m, k, n) = (a.rows, a.cols, b.cols);
     let good_col: Vec<bool> = bad_cols.iter().map(|b| !b).collect();
@@ -288,20 +314,21 @@ pub(super) fn probe(
     let unit = vec![1f64; k];
     // Column sums of |B| and row sums of |A| weigh the probes.
     let col_sums =
-        sum_chunks(par_rows(k, n, |rows| scatter_wide(b, rows, &no_rows_k, &all_cols[..n], &ones, &unit).1), n);
-    let row_sums: Vec<f64> = par_rows(m, k, |rows| abs_sums_wide(a, rows)).concat();
+        sum_chunks(par_rows(k, n, cancel, |rows| scatter_wide(b, rows, &no_rows_k, &all_cols[..n], &ones, &unit).1), n);
+    let row_sums: Vec<f64> = par_rows(m, k, cancel, |rows| abs_sums_wide(a, rows)).concat();
     let (x, wx) = probes(&col_sums, bad_cols, rng);
     let (y, wy) = probes(&row_sums, bad_rows, rng);
 
     // B x and |B| wx, row by row.
-    let bx: Vec<(Probe, f64)> = par_rows(k, n, |rows| dots_wide(b, rows, &no_rows_k, &good_col, &x, &wx)).concat();
+    let bx: Vec<(Probe, f64)> =
+        par_rows(k, n, cancel, |rows| dots_wide(b, rows, &no_rows_k, &good_col, &x, &wx)).concat();
     let (bxp, bxm): (Vec<Probe>, Vec<f64>) = bx.iter().copied().unzip();
 
     // A (B x) and |A| (|B| wx) per row (zeros for the bad rows); y^T A and wy^T |A| over the
     // good rows.
     let abx: Vec<(Probe, f64)> =
-        par_rows(m, k, |rows| dots_wide(a, rows, bad_rows, &all_cols[..k], &bxp, &bxm)).concat();
-    let parts = par_rows(m, k, |rows| scatter_wide(a, rows, bad_rows, &all_cols[..k], &y, &wy));
+        par_rows(m, k, cancel, |rows| dots_wide(a, rows, bad_rows, &all_cols[..k], &bxp, &bxm)).concat();
+    let parts = par_rows(m, k, cancel, |rows| scatter_wide(a, rows, bad_rows, &all_cols[..k], &y, &wy));
     let (mut ya, mut ua) = (vec![[0f64; PROBES]; k], vec![0f64; k]);
     for (pya, pua) in parts {
         for (acc, v) in ya.iter_mut().zip(pya) {
@@ -313,7 +340,7 @@ pub(super) fn probe(
     }
 
     // (y^T A) B and (wy^T |A|) |B| per column.
-    let parts = par_rows(k, n, |rows| scatter_wide(b, rows, &no_rows_k, &good_col, &ya, &ua));
+    let parts = par_rows(k, n, cancel, |rows| scatter_wide(b, rows, &no_rows_k, &good_col, &ya, &ua));
     let (mut yab, mut col_mag) = (vec![[0f64; PROBES]; n], vec![0f64; n]);
     for (pyab, pmag) in parts {
         for (acc, v) in yab.iter_mut().zip(pyab) {
@@ -328,7 +355,13 @@ pub(super) fn probe(
 }
 
 /// Flag the rows and columns of `c` whose randomized residuals exceed their thresholds.
-pub(super) fn screen(p: &Probes, c: &[f32], bound: &Bound, (bad_rows, bad_cols): (&[bool], &[bool])) -> Flags {
+pub(super) fn screen(
+    p: &Probes,
+    c: &[f32],
+    bound: &Bound,
+    (bad_rows, bad_cols): (&[bool], &[bool]),
+    cancel: Option<&Cancel>,
+) -> Flags {
     let Probes { x, wx, y, wy, abx, yab, col_mag, complete, good_col, m, n } = p;
     let (m, n) = (*m, *n);
 
@@ -336,13 +369,13 @@ pub(super) fn screen(p: &Probes, c: &[f32], bound: &Bound, (bad_rows, bad_cols):
     let cm = Matrix { rows: m, cols: n, data: c };
     let all_cols = vec![true; n];
     let no_rows = vec![false; m];
-    let cx: Vec<Probe> = par_rows(m, n, |rows| dots_wide(cm, rows, &no_rows, good_col, x, wx))
+    let cx: Vec<Probe> = par_rows(m, n, cancel, |rows| dots_wide(cm, rows, &no_rows, good_col, x, wx))
         .concat()
         .into_iter()
         .map(|(p, _)| p)
         .collect();
     let mut yc = vec![[0f64; PROBES]; n];
-    for (pyc, _) in par_rows(m, n, |rows| scatter_wide(cm, rows, bad_rows, &all_cols, y, wy)) {
+    for (pyc, _) in par_rows(m, n, cancel, |rows| scatter_wide(cm, rows, bad_rows, &all_cols, y, wy)) {
         for (acc, v) in yc.iter_mut().zip(pyc) {
             add(acc, 1.0, &v);
         }

@@ -74,10 +74,10 @@ fn many_exact_rows_and_columns_agree_with_few() {
     let (mut by_rows, mut by_cols) = (vec![(0.0, 0.0); m * n], vec![(0.0, 0.0); m * n]);
     let all_rows: Vec<usize> = (0..m).collect();
     let all_cols: Vec<usize> = (0..n).collect();
-    exact_rows(am, bm, &all_rows, |i, j, r, g| by_rows[i * n + j] = (r, g));
-    exact_cols(am, bm, &all_cols, |i, j, r, g| by_cols[i * n + j] = (r, g));
-    exact_rows(am, bm, &all_rows[..3], |i, j, r, g| assert_eq!((r, g), naive(k, n, &a, &b, i, j)));
-    exact_cols(am, bm, &all_cols[..3], |i, j, r, g| assert_eq!((r, g), naive(k, n, &a, &b, i, j)));
+    exact_rows(am, bm, &all_rows, None, |i, j, r, g| by_rows[i * n + j] = (r, g));
+    exact_cols(am, bm, &all_cols, None, |i, j, r, g| by_cols[i * n + j] = (r, g));
+    exact_rows(am, bm, &all_rows[..3], None, |i, j, r, g| assert_eq!((r, g), naive(k, n, &a, &b, i, j)));
+    exact_cols(am, bm, &all_cols[..3], None, |i, j, r, g| assert_eq!((r, g), naive(k, n, &a, &b, i, j)));
     for i in 0..m {
         for j in 0..n {
             let (want, mag) = naive(k, n, &a, &b, i, j);
@@ -98,11 +98,11 @@ fn few_exact_rows_and_columns_on_every_core_match_the_plain_loop() {
     let b = random(k * n, &mut rng);
     let (am, bm) = (mat(m, k, &a), mat(k, n, &b));
     let (mut seen_rows, mut seen_cols) = (0, 0);
-    exact_rows(am, bm, &[0, 5, 200, 400], |i, j, r, g| {
+    exact_rows(am, bm, &[0, 5, 200, 400], None, |i, j, r, g| {
         assert_eq!((r, g), naive(k, n, &a, &b, i, j), "row {i}, column {j}");
         seen_rows += 1;
     });
-    exact_cols(am, bm, &[0, 17, 388], |i, j, r, g| {
+    exact_cols(am, bm, &[0, 17, 388], None, |i, j, r, g| {
         assert_eq!((r, g), naive(k, n, &a, &b, i, j), "row {i}, column {j}");
         seen_cols += 1;
     });
@@ -290,7 +290,7 @@ fn a_prepared_check_compares_each_sampled_element_once() {
     let c = tiled_f32(m, k, n, &a, &b);
     let (am, bm) = (mat(m, k, &a), mat(k, n, &b));
     let opts = sampled_opts(5);
-    let prepared = prepare(am, bm, k as u64, DType::Fp32, opts);
+    let prepared = prepare(am, bm, k as u64, DType::Fp32, opts, None);
     let r = prepared.check(am, bm, &c);
     assert!(r.passed, "{r:?}");
     // R sampled rows and S sampled columns (two random ones plus the first and last, fewer
@@ -305,4 +305,20 @@ fn a_prepared_check_compares_each_sampled_element_once() {
     // Operands of other dimensions are prepared afresh rather than read out of bounds.
     let (a2, b2) = (mat(m / 2, k, &a[..m / 2 * k]), bm);
     assert_eq!(prepared.check(a2, b2, &c[..m / 2 * n]), check(a2, b2, &c[..m / 2 * n], k as u64, DType::Fp32, opts));
+}
+
+#[test]
+fn a_sweep_stops_at_the_poll_that_sets_the_flag() {
+    use penguin::Cancel;
+    let (rows, cols) = (4096, 1 << 14);
+    // At most 64 rows per piece (each core's chunk is at least 512): the whole sweep, in
+    // order, when the flag is never set.
+    let all = super::screen::par_rows(rows, cols, None, |r| r);
+    assert!(all.len() >= rows / 64 && all.iter().all(|r| r.len() <= 64));
+    assert!(all.windows(2).all(|w| w[0].end == w[1].start) && all[0].start == 0 && all[all.len() - 1].end == rows);
+    // Set already: no piece runs. Set at the second poll: only the piece polled first runs,
+    // whichever core polls first.
+    assert!(super::screen::par_rows(rows, cols, Some(&Cancel::after(0)), |r| r).is_empty());
+    let stopped = super::screen::par_rows(rows, cols, Some(&Cancel::after(2)), |r| r.len());
+    assert_eq!(stopped, vec![64]);
 }

@@ -60,7 +60,7 @@ fn a_run_stopped_at_any_poll_writes_nothing() {
         assert!(!path.exists(), "poll {n}");
         phases.insert(phase);
     }
-    for phase in ["plan", "lower", "model", "simulate"] {
+    for phase in ["plan", "lower", "model", "simulate", "check"] {
         assert!(phases.contains(phase), "no poll in {phase}: {phases:?} ({polls} polls)");
     }
     std::fs::remove_dir_all(&dir).unwrap();
