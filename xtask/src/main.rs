@@ -146,7 +146,7 @@ fn rust_version_check() -> Result<()> {
 }
 
 fn bench() -> Result<()> {
-    cargo(&["bench", "-p", "ntile", "--bench", "sim", "--bench", "cycle", "--bench", "extrapolate"])?;
+    cargo(&["bench", "-p", "ntile", "--bench", "sim", "--bench", "cycle", "--bench", "extrapolate", "--bench", "sweep"])?;
     cargo(&["bench", "-p", "penguin", "--bench", "parse"])?;
     cargo(&["bench", "-p", "nki", "--bench", "build"])?;
     let root = workspace_root();
@@ -191,6 +191,11 @@ fn bench() -> Result<()> {
     if let Some(t) = mean_ms("extrapolate", "blocked_mnk_65536") {
         out += &format!(
             "extrapolate + model 65536^3 blocked-mnk (reduced GEMMs planned, lowered, rolled, fitted; looped model): {t:.0} ms (goal < 1000 ms)\n"
+        );
+    }
+    if let Some(t) = mean_ms("sweep", "llama7b") {
+        out += &format!(
+            "ntile sweep examples/llama7b.csv (224 rows, 3 distinct GEMMs, auto, trn2): {t:.0} ms (goal < 1000 ms)\n"
         );
     }
     for name in ["inputs_line_10mb", "memset_lines_100k"] {

@@ -1,5 +1,5 @@
 //! `ntile sweep`: plan, lower and cycle-model every GEMM of a CSV (a whole model's layers) on
-//! all cores, and print a per-layer table with totals.
+//! all cores, each distinct GEMM once, and print a per-layer table with totals.
 //!
 //! Two CSV layouts are read (by the reader `calibrate` shares, [`crate::csv`]), told apart by
 //! their header (names case-insensitive):
@@ -8,15 +8,14 @@
 //!   `C[M, N] = A[M, K] @ B[K, N]`.
 //!
 //! Every layer is a [`GemmRequest`] run by the driver without a simulation, as `ntile gemm
-//! --no-sim` runs it (plan + lower + model).
+//! --no-sim` runs it (plan + lower + model); rows that make the same request are modeled once
+//! ([`model`]).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use clap::Args;
 use codegen::Schedule;
-use driver::{Cancel, DriverError, GemmRequest};
+use driver::{Cancel, GemmRequest};
 use penguin::{DType, Target};
 use serde::Serialize;
 
@@ -220,78 +219,6 @@ pub fn request(args: &SweepArgs, layer: &Layer) -> GemmRequest {
     req
 }
 
-/// Model one layer.
-fn model(args: &SweepArgs, layer: &Layer, cancel: Option<&Cancel>) -> Result<Row, CliError> {
-    let dtype = layer.dtype.unwrap_or(args.dtype);
-    let mut req = request(args, layer);
-    req.options.cancel = cancel.cloned();
-    let out = driver::gemm(&req, None).map_err(|e| {
-        if matches!(e, DriverError::Interrupted) {
-            return CliError::from(e);
-        }
-        let e = CliError::from(e);
-        CliError {
-            code: e.code,
-            message: format!("{}: line {} ({}): {}", args.layers.display(), layer.line, layer.name, e.message),
-        }
-    })?;
-    let r = out.report;
-    Ok(Row {
-        name: layer.name.clone(),
-        m: r.m,
-        k: r.k,
-        n: r.n,
-        dtype: dtype.to_string(),
-        schedule: r.schedule,
-        modeled_time_us: r.modeled_time_us,
-        hfu: r.hfu,
-        hbm_bytes: r.hbm_bytes,
-    })
-}
-
-/// Model every layer, on all cores; the first failing row (in file order) is the error.
-pub fn sweep(
-    args: &SweepArgs,
-    layers: &[Layer],
-    progress: &Progress,
-    cancel: Option<&Cancel>,
-) -> Result<Vec<Row>, CliError> {
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(layers.len()).max(1);
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Row, CliError>>>> = Mutex::new(vec![None; layers.len()]);
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(layer) = layers.get(i) else { break };
-                if cancel.is_some_and(Cancel::is_cancelled) {
-                    break;
-                }
-                let r = model(args, layer, cancel);
-                if let Ok(mut slots) = results.lock() {
-                    slots[i] = Some(r);
-                }
-                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
-                progress.phase(&format!("{d}/{} layers", layers.len()));
-            });
-        }
-    });
-    if cancel.is_some_and(Cancel::is_cancelled) {
-        return Err(DriverError::Interrupted.into());
-    }
-    let slots = results.into_inner().map_err(|_| CliError::internal("a sweep worker failed (a bug)"))?;
-    slots
-        .into_iter()
-        .zip(layers)
-        .map(|(slot, layer)| {
-            slot.unwrap_or_else(|| {
-                Err(CliError::internal(format!("line {} ({}): no result (a bug)", layer.line, layer.name)))
-            })
-        })
-        .collect()
-}
-
 /// The totals of the rows.
 pub fn totals(rows: &[Row]) -> Totals {
     let time: f64 = rows.iter().map(|r| r.modeled_time_us).sum();
@@ -349,7 +276,7 @@ pub fn run(args: &SweepArgs, cancel: Option<&Cancel>) -> Result<String, CliError
     let layers = parse(&text)
         .map_err(|e| CliError { code: e.code, message: format!("{}: {}", args.layers.display(), e.message) })?;
     let progress = Progress::new(args.quiet, "ntile sweep");
-    let rows = sweep(args, &layers, &progress, cancel)?;
+    let rows = sweep(args, &layers, &progress, cancel)?.rows;
     drop(progress);
     let totals = totals(&rows);
     if args.json {
@@ -361,6 +288,10 @@ pub fn run(args: &SweepArgs, cancel: Option<&Cancel>) -> Result<String, CliError
     }
     Ok(table(args.target, &rows, &totals))
 }
+
+mod model;
+
+pub use model::{sweep, Swept};
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,5 @@
-//! Tests of `ntile sweep`: both CSV layouts, rows that name their error, and rows that agree
-//! with `ntile gemm --no-sim`.
+//! Tests of `ntile sweep`: both CSV layouts, rows that name their error, rows that agree
+//! with `ntile gemm --no-sim`, and repeated rows modeled once.
 
 use super::*;
 use crate::gemm::{self, GemmArgs};
@@ -83,7 +83,7 @@ fn a_layer_the_planner_refuses_names_its_row() {
 #[test]
 fn rows_agree_with_gemm_no_sim_and_totals_add_up() {
     let layers = parse("name,m,k,n\nup,256,512,1024\ndown,256,1024,512\ntiny,1,64,100\n").unwrap();
-    let rows = sweep(&args(), &layers, &Progress::hidden(), None).unwrap();
+    let rows = sweep(&args(), &layers, &Progress::hidden(), None).unwrap().rows;
     assert_eq!(rows.len(), 3);
     for (row, layer) in rows.iter().zip(&layers) {
         let alone = gemm::run(&GemmArgs {
@@ -109,4 +109,47 @@ fn rows_agree_with_gemm_no_sim_and_totals_add_up() {
     let text = table(Target::Trn2, &rows, &t);
     assert!(text.lines().nth(2).unwrap().starts_with("up "), "{text}");
     assert!(text.lines().last().unwrap().starts_with("total"), "{text}");
+}
+
+/// The figures of a row, compared exactly.
+fn figures(r: &Row) -> (&str, u64, u64, u64, &str, &str, u64, u64, u64) {
+    (&r.name, r.m, r.k, r.n, &r.dtype, &r.schedule, r.modeled_time_us.to_bits(), r.hfu.to_bits(), r.hbm_bytes)
+}
+
+#[test]
+fn repeated_rows_are_modeled_once_and_equal_each_row_modeled_alone() {
+    // Four distinct GEMMs over eight rows: a name is not part of a GEMM, a dtype or a
+    // schedule is (even one the flags would also give).
+    let text = "name,m,k,n,dtype,schedule\n\
+                a,256,512,1024,,\n\
+                b,256,1024,512,,\n\
+                a2,256,512,1024,,\n\
+                c,256,512,1024,fp16,\n\
+                d,256,512,1024,,blocked-mnk\n\
+                b2,256,1024,512,,\n\
+                a3,256,512,1024,bf16,blocked-mn\n\
+                c2,256,512,1024,fp16,\n";
+    let layers = parse(text).unwrap();
+    let swept = sweep(&args(), &layers, &Progress::hidden(), None).unwrap();
+    assert_eq!(swept.models, 4);
+    assert_eq!(swept.rows.len(), layers.len());
+    for (row, layer) in swept.rows.iter().zip(&layers) {
+        let alone = sweep(&args(), std::slice::from_ref(layer), &Progress::hidden(), None).unwrap();
+        assert_eq!(alone.models, 1);
+        assert_eq!(figures(row), figures(&alone.rows[0]), "line {}", layer.line);
+    }
+    let names: Vec<&str> = swept.rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "a2", "c", "d", "b2", "a3", "c2"]);
+    assert_eq!(swept.rows[3].dtype, "fp16");
+    assert_eq!(swept.rows[4].schedule, "blocked-mnk");
+}
+
+#[test]
+fn the_first_failing_row_of_a_repeated_gemm_is_the_error() {
+    let text =
+        "name,m,k,n,dtype\nok,128,128,128,\nbad,128,128,128,fp8e4m3fn\nok2,128,128,128,\nbad2,128,128,128,fp8e4m3fn\n";
+    let layers = parse(text).unwrap();
+    let e = sweep(&args(), &layers, &Progress::hidden(), None).unwrap_err();
+    assert_eq!(e.code, crate::error::EXIT_USAGE);
+    assert!(e.message.starts_with("layers.csv: line 3 (bad): "), "{}", e.message);
 }
