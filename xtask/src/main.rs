@@ -146,7 +146,19 @@ fn rust_version_check() -> Result<()> {
 }
 
 fn bench() -> Result<()> {
-    cargo(&["bench", "-p", "ntile", "--bench", "sim", "--bench", "cycle", "--bench", "extrapolate", "--bench", "sweep"])?;
+    cargo(&[
+        "bench",
+        "-p",
+        "ntile",
+        "--bench",
+        "sim",
+        "--bench",
+        "cycle",
+        "--bench",
+        "extrapolate",
+        "--bench",
+        "sweep",
+    ])?;
     cargo(&["bench", "-p", "penguin", "--bench", "parse"])?;
     cargo(&["bench", "-p", "nki", "--bench", "build"])?;
     let root = workspace_root();
