@@ -9,7 +9,7 @@
 //!
 //! Every layer is a [`GemmRequest`] run by the driver without a simulation, as `ntile gemm
 //! --no-sim` runs it (plan + lower + model); rows that make the same request are modeled once
-//! ([`model`]).
+//! (`sweep/model.rs`).
 
 use std::path::PathBuf;
 
