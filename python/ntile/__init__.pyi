@@ -134,7 +134,8 @@ def gemm(
         target: ``trn1``, ``trn2`` or ``trn3``.
         schedule: ``naive``, ``hoisted``, ``blocked-mn``, ``blocked-mnk`` or ``auto`` (search
             with the cycle model).
-        block: block sizes of the blocked schedules, ``(m, n[, k])`` or a dict.
+        block: block sizes of the blocked schedules, ``(m, n[, k])`` or a dict (without it,
+            an explicit blocked schedule gets the blocks the cycle model finds best for it).
         lhs_transposed: A is given as ``[K, M]``.
         perf_mode: ``double_row`` (trn2/trn3, fp8 operands) or None.
         sparsity: structured sparsity of A along K (``1:2``, ``2:4``, ``4:8``, ``4:12``,
@@ -233,7 +234,8 @@ def calibrate(
     Args:
         measured: the CSV file's path, or its rows as mappings with the columns ``m, k, n,
             dtype, schedule, block_m, block_n, block_k, lhs_transposed, target,
-            measured_us`` (a missing or None cell is empty: the schedule's default blocks).
+            measured_us`` (a missing or None cell is empty: the blocks ``ntile gemm`` picks for the
+            schedule).
         target: target of every row.
         fit: the profile keys to fit (default: the CLI's).
         hw: the starting profile.

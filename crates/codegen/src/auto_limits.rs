@@ -1,4 +1,4 @@
-//! Constraints a user puts on `auto`'s search: a fixed loop order or fixed block sizes.
+//! Constraints a user puts on `auto`'s search: a fixed schedule, loop order or block sizes.
 
 use crate::gemm::{BlockSizes, GemmConfig, LoopOrder, Schedule};
 
@@ -6,9 +6,12 @@ use crate::gemm::{BlockSizes, GemmConfig, LoopOrder, Schedule};
 ///
 /// A fixed order or block size only means something for the blocked schedules, so any
 /// constraint leaves out `naive` and `hoisted`; a fixed K block leaves out `blocked-mn` too
-/// (it does not block K).
+/// (it does not block K). A fixed schedule searches only that schedule's blocks, orders and
+/// transpose methods (what an explicit `--schedule blocked-mn` without block flags plans).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AutoLimits {
+    /// The one schedule weighed (a blocked one: the others have no blocks to search).
+    pub schedule: Option<Schedule>,
     /// The outer block loop.
     pub order: Option<LoopOrder>,
     /// Rows of C per block, in elements.
@@ -27,6 +30,9 @@ impl AutoLimits {
 
     /// Whether `auto` may weigh a schedule at all.
     pub fn allows(&self, schedule: Schedule) -> bool {
+        if self.schedule.is_some_and(|s| s != schedule) {
+            return false;
+        }
         match schedule {
             Schedule::Naive | Schedule::Hoisted => self.is_free(),
             Schedule::BlockedMn => self.block_k.is_none(),
@@ -113,5 +119,16 @@ mod tests {
         let cands = limits.apply_all(&auto_candidates(&cfg()));
         assert!(!cands.is_empty());
         assert!(cands.iter().all(|c| c.schedule == Schedule::BlockedMnk && c.blocks.k == 512));
+    }
+
+    #[test]
+    fn a_fixed_schedule_searches_only_its_blocks_and_orders() {
+        let limits = AutoLimits { schedule: Some(Schedule::BlockedMn), ..AutoLimits::default() };
+        let cands = limits.apply_all(&auto_candidates(&cfg()));
+        assert!(cands.iter().all(|c| c.schedule == Schedule::BlockedMn), "{cands:?}");
+        // M blocks of 1, 2, 4 and 8 tiles x N blocks of 1, 2 and 4 x 2 orders (A is given
+        // transposed, so there is no transpose method to choose).
+        assert_eq!(cands.len(), 24);
+        assert!(!limits.allows(Schedule::BlockedMnk) && !limits.allows(Schedule::Naive));
     }
 }

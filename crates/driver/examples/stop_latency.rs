@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use codegen::Schedule;
-use driver::{Cancel, DriverError, GemmRequest};
+use driver::{BlockRequest, Cancel, DriverError, GemmRequest};
 use penguin::{DType, Target};
 
 /// Run `req`, set its flag 50 ms after `phase` starts; the latency of the stop.
@@ -34,14 +34,22 @@ fn latency(mut req: GemmRequest, phase: &'static str) -> Option<Duration> {
 }
 
 fn main() {
-    let big = |m, k, n, schedule, simulate| {
+    let big_with = |m, k, n, schedule, simulate, phase_blocks: bool| {
         let mut r = GemmRequest::new(m, k, n, DType::Bf16, Target::Trn2);
         r.schedule = schedule;
         r.options.simulate = simulate;
+        // Fixed blocks: planning, lowering and modeling are then phases of their own (with
+        // its blocks searched, an explicit schedule lowers and models inside the search).
+        if schedule != Schedule::Auto && phase_blocks {
+            let k = (schedule == Schedule::BlockedMnk).then_some(512);
+            r.blocks = BlockRequest { m: Some(512), n: Some(1024), k };
+        }
         r
     };
+    let big = |m, k, n, schedule, simulate| big_with(m, k, n, schedule, simulate, true);
     let cases = [
         ("plan", big(8192, 8192, 8192, Schedule::BlockedMn, false)),
+        ("plan (block search)", big_with(4096, 4096, 4096, Schedule::BlockedMnk, false, false)),
         ("plan (auto search)", big(4096, 4096, 4096, Schedule::Auto, false)),
         ("lower", big(8192, 8192, 8192, Schedule::BlockedMn, false)),
         ("model", big(8192, 8192, 8192, Schedule::BlockedMn, false)),

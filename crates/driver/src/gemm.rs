@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::time::Instant;
 
-use codegen::{AutoSearch, GemmConfig, GemmPlan, PlanRequest, Planning, Schedule};
+use codegen::{AutoSearch, GemmConfig, GemmPlan, PlanRequest, Planning};
 use penguin::HwProfile;
 
 use crate::budget;
@@ -31,19 +31,19 @@ pub use outcome::GemmOutcome;
 pub use report::{AutoReport, Blocks, Bottleneck, ExtrapolatedReport, Report, WallMs};
 pub use request::{BlockRequest, GemmOptions, GemmRequest, Progress};
 
-/// Plan `cfg` as the request says (`auto`: the search, with each candidate lowered and
-/// modeled, the chosen one's kept).
+/// Plan `cfg` as the request says (`auto`, or an explicit schedule whose blocks are
+/// searched: the search, with each candidate lowered and modeled, the chosen one's kept).
 pub(crate) fn plan(
     req: &GemmRequest,
     cfg: &GemmConfig,
     hw: &HwProfile,
 ) -> Result<(GemmPlan, Option<(codegen::AutoChoice, Lowered)>), DriverError> {
     let cancel = req.options.cancel.as_ref();
-    if cfg.schedule == Schedule::Auto {
+    if let Some(searched) = req.search_config(cfg) {
         let cost = |p: &GemmPlan| auto_cost(p, hw, cancel);
         let threads = crate::threads::threads()?;
         let search = AutoSearch { limits: req.limits(), hw, shortlist: codegen::AUTO_SHORTLIST, threads, cost: &cost };
-        let planned = codegen::plan(&PlanRequest::new(cfg).with_search(search), &cancel::builder(cancel));
+        let planned = codegen::plan(&PlanRequest::new(&searched).with_search(search), &cancel::builder(cancel));
         cancel::check(cancel)?;
         let planned = planned?;
         return Ok((planned.plan, planned.auto));
@@ -89,7 +89,7 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
         random::Background::start(move || random_inputs(m, k, n, seed, early_dtypes))
     });
     let mut wall = WallMs::default();
-    opts.phase(if cfg.schedule == Schedule::Auto { "plan (auto search)" } else { "plan" });
+    opts.phase(req.plan_phase());
     let t = Instant::now();
     let (plan, auto) = plan(req, &cfg, &hw)?;
     let cfg = plan.config.clone();
@@ -123,7 +123,7 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
     opts.check_cancel()?;
     let modeled = report::Modeled { program: &program, cycle: &cycle, auto: auto.as_ref(), hw: &hw };
     if !opts.simulate {
-        let report = report::report_of(&cfg, &plan, &modeled, None, wall);
+        let report = searched(req, report::report_of(&cfg, &plan, &modeled, None, wall));
         return Ok(GemmOutcome::planned(report, plan, program, cycle));
     }
     let from_user = given.is_some();
@@ -148,10 +148,19 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
     };
     let done = check::simulate_and_check(opts, &plan, &program, inputs, sparse)?;
     (wall.simulate, wall.reference) = (done.simulate_ms, done.reference_ms);
-    let report = report::report_of(&cfg, &plan, &modeled, done.check, wall);
+    let report = searched(req, report::report_of(&cfg, &plan, &modeled, done.check, wall));
     let mut outcome = GemmOutcome::planned(report, plan, program, cycle);
     (outcome.c, outcome.c_bytes) = (Some(done.c), done.raw);
     Ok(outcome)
+}
+
+/// The report with what its search searched: an explicit schedule's blocks, or (`auto`) the
+/// schedule.
+pub(crate) fn searched(req: &GemmRequest, mut report: Report) -> Report {
+    if let Some(a) = &mut report.auto {
+        a.searched = if req.searches_blocks() { "blocks" } else { "schedule" };
+    }
+    report
 }
 
 /// Refuse to simulate a program whose HBM the simulator cannot hold.

@@ -338,6 +338,10 @@ impl Sampled {
         let (m, n) = (a.rows, b.cols);
         let (bad_rows, bad_cols) = (&self.bad_rows, &self.bad_cols);
         let flags = screen::screen(&self.probes, c, bound, (bad_rows, bad_cols), cancel);
+        if penguin::cancel::stopped(cancel) {
+            // A stopped screen flags every row; what the check gives now is discarded.
+            return;
+        }
         let take = |list: &mut Vec<usize>, flagged: &[usize], limit: usize| {
             list.extend(flagged.iter().take(limit));
             list.sort_unstable();

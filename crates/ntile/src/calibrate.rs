@@ -34,7 +34,7 @@ MEASURED.csv has a header naming the columns
   m,k,n,dtype,schedule,block_m,block_n,block_k,lhs_transposed,target,measured_us
 (any order). Each row is a GEMM as `ntile gemm --no-sim` plans it, with A and B stored in
 HBM in `dtype` and C in `dtype` (bf16 for fp8 operands); empty block columns mean the
-schedule's defaults; lhs_transposed is true/false; measured_us is the measured kernel time.
+blocks `ntile gemm` picks for the schedule under the starting profile; lhs_transposed is true/false; measured_us is the measured kernel time.
 Every row's modeled and measured times are printed before and after the fit with the mean
 absolute percentage error, and the fitted profile is written (atomically) in the JSON form
 --hw reads.

@@ -74,6 +74,8 @@ The summary:
           transposes), act the ScalarE (activation engine), dve the VectorE, pool the GpSimd
           engine, dma the mean over the 16 DMA queues
   bottleneck  the critical path's share per engine class
+  auto / blocks  what the search weighed: auto's schedule, or for an explicit blocked
+          schedule without block flags, the blocks (outer loop, transpose) chosen for it
 
 Exit codes: 0 ok, 1 result outside the error bound, 2 bad input, 3 internal error.")]
 pub struct GemmArgs {
@@ -121,22 +123,24 @@ pub struct GemmArgs {
     /// unroll is weighed on a proxy with each dimension capped at 8192)
     #[arg(long, default_value = "auto")]
     pub schedule: Option<Schedule>,
-    /// Rows of C per block (blocked schedules), in elements [default: 512; 1024 for
-    /// blocked-mnk; shrunk until the blocks fit SBUF]
+    /// Rows of C per block (blocked schedules), in elements [default: with an explicit
+    /// blocked schedule, the blocks, outer loop and transpose method the cycle model finds
+    /// best for it, as auto weighs them; a block size given fixes that size only]
     #[arg(long, value_name = "ELEMS")]
     pub block_m: Option<u64>,
-    /// Columns of C per block (blocked schedules), in elements [default: 1024; 2048 for
-    /// blocked-mnk]
+    /// Columns of C per block (blocked schedules), in elements [default: searched, as for
+    /// --block-m]
     #[arg(long, value_name = "ELEMS")]
     pub block_n: Option<u64>,
-    /// Contraction rows per block (blocked-mnk), in elements [default: 512]
+    /// Contraction rows per block (blocked-mnk), in elements [default: searched, as for
+    /// --block-m]
     #[arg(long, value_name = "ELEMS")]
     pub block_k: Option<u64>,
     /// Outer block loop of the blocked schedules: m-outer or n-outer
     #[arg(long, value_name = "ORDER")]
     pub order: Option<LoopOrder>,
     /// How A [M, K] is transposed on load: dma (trn2/trn3) or pe (through PSUM) [default: pe
-    /// on trn1, dma on trn2/trn3; auto weighs both]
+    /// on trn1, dma on trn2/trn3; auto, and a blocked schedule without --block-*, weigh both]
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub transpose: Option<TransposeOn>,
     /// Write the modeled engine timeline as Chrome/Perfetto trace-event JSON

@@ -288,13 +288,14 @@ pub(super) fn run(
     let mut wall = WallMs::default();
     let t = Instant::now();
     let mut weighed_on = None;
-    let (x, cycle, choice) = if cfg.schedule == Schedule::Auto {
-        opts.phase("plan (auto search on a proxy, extrapolated)");
-        let (x, cycle, choice, proxy) = match auto_on_proxy(req, cfg, hw, (threads, budget))? {
+    let (x, cycle, choice) = if let Some(searched) = req.search_config(cfg) {
+        let what = if cfg.schedule == Schedule::Auto { "auto" } else { "block" };
+        opts.phase(&format!("plan ({what} search on a proxy, extrapolated)"));
+        let (x, cycle, choice, proxy) = match auto_on_proxy(req, &searched, hw, (threads, budget))? {
             Some((x, cycle, choice, proxy)) => (x, cycle, choice, Some(proxy)),
             None => {
-                opts.phase("plan (auto search, extrapolated)");
-                let (x, cycle, choice) = auto(req, cfg, hw, (threads, budget))?;
+                opts.phase(&format!("plan ({what} search, extrapolated)"));
+                let (x, cycle, choice) = auto(req, &searched, hw, (threads, budget))?;
                 (x, cycle, choice, None)
             }
         };
@@ -319,7 +320,7 @@ pub(super) fn run(
         (x, cycle, None)
     };
     opts.check_cancel()?;
-    let mut report = report(&x, &cycle, hw, choice.as_ref(), wall);
+    let mut report = super::searched(req, report(&x, &cycle, hw, choice.as_ref(), wall));
     if let Some(a) = &mut report.auto {
         a.weighed_on = weighed_on;
     }

@@ -86,7 +86,8 @@ pub struct Report {
     pub bottleneck: Option<Bottleneck>,
     /// PE time if every matmul ran back to back at `max(N, 64)` cycles, in microseconds.
     pub tile_quantized_ideal_us: f64,
-    /// What `--schedule auto` chose (null for an explicit schedule).
+    /// What `--schedule auto` chose, or the blocks searched for an explicit blocked schedule
+    /// without block sizes (null when nothing was searched).
     pub auto: Option<AutoReport>,
     /// How the program was extrapolated from reduced GEMMs (null when it was planned whole).
     pub extrapolated: Option<ExtrapolatedReport>,
@@ -118,9 +119,14 @@ pub struct Bottleneck {
     pub critical_path: indexmap::IndexMap<String, f64>,
 }
 
-/// The choice `--schedule auto` made.
+/// The choice `--schedule auto` made, or the blocks searched for an explicit blocked
+/// schedule given without block sizes.
 #[derive(Clone, Debug, Serialize)]
 pub struct AutoReport {
+    /// What was searched: `schedule` (`auto`: schedule, blocks, order and transpose method) or
+    /// `blocks` (an explicit blocked schedule: its blocks and, unless fixed, its order and
+    /// transpose method).
+    pub searched: &'static str,
     /// Candidates modeled with the cycle model.
     pub evaluated: usize,
     /// Candidates that did not fit SBUF.
@@ -290,6 +296,7 @@ pub(super) fn report_from(
         bottleneck,
         tile_quantized_ideal_us: tile_quantized_ideal_us(cfg, tiling, hw),
         auto: auto.map(|a| AutoReport {
+            searched: "schedule",
             evaluated: a.evaluated,
             rejected: a.rejected,
             skipped: a.skipped,

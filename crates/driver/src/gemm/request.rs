@@ -209,9 +209,44 @@ impl GemmRequest {
         }
     }
 
-    /// What `auto` may not choose freely.
+    /// What `auto` may not choose freely: for an explicit schedule whose blocks are searched
+    /// (see [`searches_blocks`](Self::searches_blocks)), the schedule itself.
     pub(crate) fn limits(&self) -> AutoLimits {
-        AutoLimits { order: self.order, block_m: self.blocks.m, block_n: self.blocks.n, block_k: self.blocks.k }
+        AutoLimits {
+            schedule: self.searches_blocks().then_some(self.schedule),
+            order: self.order,
+            block_m: self.blocks.m,
+            block_n: self.blocks.n,
+            block_k: self.blocks.k,
+        }
+    }
+
+    /// Whether an explicit blocked schedule leaves a block size free, so that its blocks (and,
+    /// unless fixed, its outer loop and transpose method) are the best the cycle model finds
+    /// for that schedule, as `auto` weighs them, rather than the schedule's defaults.
+    pub fn searches_blocks(&self) -> bool {
+        let free = |b: Option<u64>| b.is_none();
+        match self.schedule {
+            Schedule::BlockedMn => free(self.blocks.m) || free(self.blocks.n),
+            Schedule::BlockedMnk => free(self.blocks.m) || free(self.blocks.n) || free(self.blocks.k),
+            Schedule::Naive | Schedule::Hoisted | Schedule::Auto => false,
+        }
+    }
+
+    /// The configuration `auto`'s search starts from when the plan is searched (`auto`, or an
+    /// explicit schedule whose blocks are searched); `None` when `cfg` is planned as it is.
+    pub(crate) fn search_config(&self, cfg: &GemmConfig) -> Option<GemmConfig> {
+        (cfg.schedule == Schedule::Auto || self.searches_blocks())
+            .then(|| GemmConfig { schedule: Schedule::Auto, ..cfg.clone() })
+    }
+
+    /// The phase label of planning (`plan`, or which search plans it).
+    pub(crate) fn plan_phase(&self) -> &'static str {
+        match self.schedule {
+            Schedule::Auto => "plan (auto search)",
+            _ if self.searches_blocks() => "plan (block search)",
+            _ => "plan",
+        }
     }
 
     /// The hardware profile (the target's unless one is given).

@@ -49,7 +49,8 @@ pub(super) fn exact_rows(
     mut visit: impl FnMut(usize, usize, f64, f64),
 ) {
     let (k, n) = (a.cols, b.cols);
-    if rows.is_empty() || k == 0 || n == 0 {
+    // The rows widened to f64 can be all of A: not begun once the flag is set.
+    if rows.is_empty() || k == 0 || n == 0 || penguin::cancel::stopped(cancel) {
         return;
     }
     let (ar, ar_abs) = rows_f64(a, rows.iter().copied());
@@ -101,7 +102,7 @@ pub(super) fn exact_cols(
     mut visit: impl FnMut(usize, usize, f64, f64),
 ) {
     let (m, k) = (a.rows, a.cols);
-    if cols.is_empty() || k == 0 || m == 0 {
+    if cols.is_empty() || k == 0 || m == 0 || penguin::cancel::stopped(cancel) {
         return;
     }
     let s = cols.len();

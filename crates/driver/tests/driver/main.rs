@@ -11,4 +11,5 @@ mod loops;
 mod mutation;
 mod native;
 mod roundtrip;
+mod search;
 mod timeline_gemm;

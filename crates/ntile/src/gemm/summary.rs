@@ -109,10 +109,23 @@ pub fn summary(r: &Report) -> String {
     if let Some(a) = &r.auto {
         let skipped = if a.skipped > 0 { format!(", {} not weighed", a.skipped) } else { String::new() };
         let on = a.weighed_on.map_or(String::new(), |[m, k, n]| format!(", weighed on {m}x{k}x{n}"));
-        s += &format!(
-            "  auto    chose {} of {} modeled candidates ({} did not fit SBUF{skipped}){on}\n",
-            r.schedule, a.evaluated, a.rejected
-        );
+        if a.searched == "blocks" {
+            s += &format!(
+                "  blocks  chose {}x{}{} {} of {} modeled {} candidates ({} did not fit SBUF{skipped}){on}\n",
+                a.block_m,
+                a.block_n,
+                if r.schedule == "blocked-mnk" { format!("x{}", a.block_k) } else { String::new() },
+                a.order,
+                a.evaluated,
+                r.schedule,
+                a.rejected
+            );
+        } else {
+            s += &format!(
+                "  auto    chose {} of {} modeled candidates ({} did not fit SBUF{skipped}){on}\n",
+                r.schedule, a.evaluated, a.rejected
+            );
+        }
     }
     match &r.check {
         Some(c) => {

@@ -65,3 +65,36 @@ fn a_run_stopped_at_any_poll_writes_nothing() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_extrapolated_run_stopped_at_any_poll_is_interrupted() {
+    let args = GemmArgs {
+        m: Some(1024),
+        k: Some(2048),
+        n: Some(1024),
+        schedule: Some(Schedule::BlockedMnk),
+        block_m: Some(256),
+        block_n: Some(512),
+        block_k: Some(512),
+        no_sim: true,
+        extrapolate: true,
+        quiet: true,
+        ..GemmArgs::default()
+    };
+    let counting = driver::Cancel::after(u64::MAX);
+    let (result, _) = run_recording(&args, &counting);
+    assert!(result.unwrap().report.extrapolated.is_some());
+    let polls = u64::MAX - counting.polls_left().unwrap();
+    let mut phases = std::collections::BTreeSet::new();
+    // Every poll when there are few, else an even spread of them with the last.
+    let step = (polls / 400).max(1);
+    for n in (1..=polls).step_by(step as usize).chain([polls]) {
+        let (result, phase) = run_recording(&args, &driver::Cancel::after(n));
+        let e = result.err().unwrap_or_else(|| panic!("poll {n} of {polls} did not stop the run"));
+        assert_eq!((e.code, e.message.as_str()), (crate::error::EXIT_INTERRUPTED, "interrupted"), "poll {n}");
+        phases.insert(phase);
+    }
+    for phase in ["plan (extrapolated)", "model"] {
+        assert!(phases.contains(phase), "no poll in {phase}: {phases:?} ({polls} polls)");
+    }
+}

@@ -153,3 +153,19 @@ fn the_first_failing_row_of_a_repeated_gemm_is_the_error() {
     assert_eq!(e.code, crate::error::EXIT_USAGE);
     assert!(e.message.starts_with("layers.csv: line 3 (bad): "), "{}", e.message);
 }
+
+#[test]
+fn a_sweep_stopped_at_any_poll_is_interrupted() {
+    let text = "name,m,k,n,schedule\na,256,512,384,naive\nb,128,256,512,hoisted\na2,256,512,384,naive\n";
+    let layers = parse(text).unwrap();
+    // The polls of the whole sweep, counted by a flag that never sets itself.
+    let counting = Cancel::after(u64::MAX);
+    assert_eq!(sweep(&args(), &layers, &Progress::hidden(), Some(&counting)).unwrap().models, 2);
+    let polls = u64::MAX - counting.polls_left().unwrap();
+    assert!(polls > 10, "{polls} polls");
+    for n in 0..=polls {
+        let e = sweep(&args(), &layers, &Progress::hidden(), Some(&Cancel::after(n))).err();
+        let e = e.unwrap_or_else(|| panic!("poll {n} of {polls} did not stop the sweep"));
+        assert_eq!((e.code, e.message.as_str()), (crate::error::EXIT_INTERRUPTED, "interrupted"), "poll {n}");
+    }
+}
