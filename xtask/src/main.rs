@@ -12,8 +12,9 @@
 //! - `cargo xtask suite`: only the suite table (modeled figures; no criterion run), the
 //!   fidelity table (public hardware facts beside what the cycle model gives) and the NKI
 //!   table (the five matmul steps of `examples/nki` through `ntile nki`, beside `ntile gemm`).
-//! - `cargo xtask targets`: only the issue-13 speed targets (also the end of `bench`): each
-//!   figure beside its target, numpy's one-thread matmul measured in the same run.
+//! - `cargo xtask targets`: only the speed targets of issues 13 and 28 (also the end of
+//!   `bench`): each figure beside its target, numpy's matmul on the same threads measured in
+//!   the same run.
 //! - `cargo xtask bless`: rewrite filetest expectations (`NTILE_BLESS=1`), the README's and
 //!   docs/' console blocks (`TRYCMD=overwrite`) and its scripts' output blocks.
 //! - `cargo xtask fuzz`: the byte-mutation test of the parsers at 20x its CI size.

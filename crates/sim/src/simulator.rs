@@ -100,6 +100,16 @@ struct Machine {
 const MOVING_CACHE_ENTRIES: usize = 96;
 
 impl Machine {
+    /// Free the decode cache, the loaded stationary and the scratch buffers (up to tens of
+    /// MiB): the next run starts without them, and the caller's next allocations (reading C,
+    /// the check) reuse that memory instead of touching fresh pages.
+    fn release_run_buffers(&mut self) {
+        self.moving_cache = Vec::new();
+        self.moving_hit = None;
+        self.stationary = None;
+        self.scratch = Scratch::default();
+    }
+
     /// Forget cached operands that an SBUF write to `ap` may change.
     fn invalidate(&mut self, ap: &HwAp) {
         if ap.memory != Memory::Sbuf || self.moving_cache.is_empty() {
@@ -356,13 +366,15 @@ impl Simulator {
         })
     }
 
-    /// Add the products still pending into PSUM, or, for an interrupted run, drop them.
+    /// Add the products still pending into PSUM, or, for an interrupted run, drop them; then
+    /// give back what only the run needed.
     fn settle(&mut self, result: &Result<RunStats, SimError>) {
         if matches!(result, Err(SimError::Interrupted)) {
             self.machine.abandon_deferred();
         } else {
             self.machine.settle_all();
         }
+        self.machine.release_run_buffers();
     }
 
     fn run_streams(&mut self) -> Result<RunStats, SimError> {
