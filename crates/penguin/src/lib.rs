@@ -60,6 +60,7 @@ pub use inst::{
     MatMultSparseData, MemsetData, OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, PerfMode,
     ScalarOperand, SparsityPattern, TensorCopyData, TensorReduceData, TensorScalarData, TensorTensorData, TilePosition,
     TileSize, TransposeData, UnknownPerfMode, UnknownSparsity, ValidRange, BN_STATS_FMAX, MAX_PATTERN_DIMS,
+    sparse_tag, sparse_tag_words, SPARSE_GROUP_KEPT, SPARSE_TAGS_PER_WORD,
 };
 pub use looped::{verify_looped, LoopedFunction, PirInst};
 pub use srcloc::{LocInterner, SourceLoc, SourceLocs};

@@ -2,8 +2,8 @@
 //! evacuations, and the software pipeline that interleaves them.
 
 use penguin::{
-    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, FreeDims, InstData, InstTile, IrBuilder, Memory, MemsetData,
-    OffloadedMemCastData, TensorCopyData, TilePosition, TileSize,
+    sparse_tag_words, AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, FreeDims, InstData, InstTile, IrBuilder,
+    Memory, MemsetData, OffloadedMemCastData, TensorCopyData, TensorId, TilePosition, TileSize, SPARSE_TAGS_PER_WORD,
 };
 
 use crate::combine::{
@@ -62,6 +62,30 @@ impl<B: IrBuilder> Planner<'_, B> {
 
     pub(super) fn rhs_src(&self, n0: u64, nsz: u32, k0: u64, rows: u32) -> InstTile {
         hbm(self.b, self.cfg.input_dtype, AccessPattern::hbm_rows(self.cfg.n, k0, rows, n0, nsz))
+    }
+
+    /// B's dense rows from `k0` in the sparse moving layout: `per` consecutive rows on each
+    /// of `parts` partitions (partition `p` gets rows `k0 + p * CR ..`, `CR` apart in
+    /// partitions), columns `[n0, n0 + nsz)`.
+    fn rhs_sparse_src(&self, n0: u64, nsz: u32, k0: u64, parts: u32, per: u32) -> InstTile {
+        let n = i64::try_from(self.cfg.n).unwrap_or(i64::MAX);
+        let cr = i64::from(self.cr());
+        let offset = i64::try_from(k0.saturating_mul(self.cfg.n).saturating_add(n0)).unwrap_or(i64::MAX);
+        let ap = AccessPattern {
+            start_partition: 0,
+            partitions: Dim::new(n.saturating_mul(cr), parts),
+            offset,
+            free: FreeDims::from([Dim::new(n, per), Dim::new(1, nsz)]),
+        };
+        hbm(self.b, self.cfg.input_dtype, ap)
+    }
+
+    /// The packed tags of a sparse stationary tile at `slot`: `ceil(msz / 4)` int16 words on
+    /// each of `parts` partitions (a value slot's offset, always whole 128-column tiles, over
+    /// the 4 tags per word).
+    fn tags_view(tags: TensorId, offset: i64, parts: u32, msz: u32) -> InstTile {
+        let per = i64::from(SPARSE_TAGS_PER_WORD);
+        on_chip(tags, Memory::Sbuf, DType::Int16, 0, parts, offset / per, sparse_tag_words(msz))
     }
 
     /// The operand view of a loaded chunk: `parts` partitions from `start` and either one run
@@ -126,13 +150,17 @@ impl<B: IrBuilder> Planner<'_, B> {
         let per = self.loads_per_tile(Operand::Lhs);
         let n = (self.chunk_index(chunk) * place.tiles as u64 + place.t as u64) * per;
         if let (Some(pattern), Some(a_tags), Some(tags_buf)) = (cfg.sparsity, self.a_tags, slot.tags) {
-            let cols = SparseA::cols(cfg.k, pattern);
-            let kc0 = chunk.k0 / u64::from(pattern.m) * u64::from(pattern.n);
+            // The kept values transposed (partition = compressed row), as a dense A^T; the
+            // tags already in the stationary layout, a plain row window of `[K', M / 4]`.
+            let [cols, words] = SparseA::tags_shape(cfg.m, cfg.k, pattern);
+            let kc0 = chunk.k0 / u64::from(self.cr());
             let src = AccessPattern::hbm_cols(cols, m0, msz, kc0, chunk.parts);
             let st = on_chip(slot.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, slot.offset, msz);
-            self.dma(st.clone(), hbm(self.a, cfg.input_dtype, src.clone()), Transfer::Load(Operand::Lhs, n))?;
-            let tags = on_chip(tags_buf, Memory::Sbuf, DType::Int16, 0, chunk.parts, slot.offset, msz);
-            self.dma(tags.clone(), hbm(a_tags, DType::Int16, src), Transfer::Load(Operand::Lhs, n + 1))?;
+            self.dma(st.clone(), hbm(self.a, cfg.input_dtype, src), Transfer::Load(Operand::Lhs, n))?;
+            let tags = Self::tags_view(tags_buf, slot.offset, chunk.parts, msz);
+            let w0 = m0 / u64::from(SPARSE_TAGS_PER_WORD);
+            let tsrc = AccessPattern::hbm_rows(words, kc0, chunk.parts, w0, sparse_tag_words(msz));
+            self.dma(tags.clone(), hbm(a_tags, DType::Int16, tsrc), Transfer::Load(Operand::Lhs, n + 1))?;
             return Ok(Lhs { tile: st, tags: Some(tags) });
         }
         if let Some((nat, bank)) = self.pe_transpose {
@@ -144,8 +172,10 @@ impl<B: IrBuilder> Planner<'_, B> {
         Ok(Lhs { tile, tags: None })
     }
 
-    /// Load the moving operand of one chunk of n tile `(n0, nsz)`; sparse chunks are zeroed
-    /// first when they run past K (their tags may point at padded rows).
+    /// Load the moving operand of one chunk of n tile `(n0, nsz)`. A sparse chunk is
+    /// `[K', CR, nsz]` (contiguous per partition); it is zeroed first when it runs past K
+    /// (the tags of padded kept values may point at padded rows), and a K that ends inside a
+    /// partition takes a second load for that partition's rows.
     pub(super) fn load_rhs(
         &mut self,
         slot: Slot,
@@ -157,12 +187,22 @@ impl<B: IrBuilder> Planner<'_, B> {
         let cfg = self.cfg;
         let n = (self.chunk_index(chunk) * place.tiles as u64 + place.t as u64) * self.loads_per_tile(Operand::Rhs);
         if cfg.sparsity.is_some() {
-            let mv = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.len, slot.offset, nsz);
+            let cr = self.cr();
+            let mv = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.parts, slot.offset, cr * nsz);
             if chunk.real < chunk.len {
                 self.memset_zero(mv.clone())?;
             }
-            let part = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.real, slot.offset, nsz);
-            self.dma(part, self.rhs_src(n0, nsz, chunk.k0, chunk.real), Transfer::Load(Operand::Rhs, n))?;
+            let (full, rest) = (chunk.real / cr, chunk.real % cr);
+            if full > 0 {
+                let dst = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, full, slot.offset, cr * nsz);
+                let src = self.rhs_sparse_src(n0, nsz, chunk.k0, full, cr);
+                self.dma(dst, src, Transfer::Load(Operand::Rhs, n))?;
+            }
+            if rest > 0 {
+                let dst = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, full, 1, slot.offset, rest * nsz);
+                let src = self.rhs_sparse_src(n0, nsz, chunk.k0 + u64::from(full * cr), 1, rest);
+                self.dma(dst, src, Transfer::Load(Operand::Rhs, n))?;
+            }
             return Ok(mv);
         }
         let width = self.rhs_width();
@@ -277,9 +317,9 @@ impl<B: IrBuilder> Planner<'_, B> {
     ) -> Result<(Lhs, InstTile), CodegenError> {
         let cfg = self.cfg;
         if cfg.sparsity.is_some() {
-            let tags = l.tags.map(|t| on_chip(t, Memory::Sbuf, DType::Int16, 0, chunk.parts, l.offset, msz));
+            let tags = l.tags.map(|t| Self::tags_view(t, l.offset, chunk.parts, msz));
             let st = on_chip(l.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, l.offset, msz);
-            let mv = on_chip(r.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.len, r.offset, nsz);
+            let mv = on_chip(r.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.parts, r.offset, self.cr() * nsz);
             return Ok((Lhs { tile: st, tags }, mv));
         }
         let parts = if self.pack == 2 { chunk.parts } else { chunk.real };

@@ -11,4 +11,5 @@ mod loops;
 mod mutation;
 mod native;
 mod roundtrip;
+mod sparse;
 mod timeline_gemm;
