@@ -77,7 +77,7 @@ impl<B: IrBuilder> Planner<'_, B> {
                 } else {
                     None
                 };
-                Ok(Slot { tensor, offset: 0, tags })
+                Ok(Slot { tensor, offset: 0, tags, row_stride: 0 })
             })
             .collect()
     }

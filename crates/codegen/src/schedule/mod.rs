@@ -165,6 +165,9 @@ struct Slot {
     /// The int16 tag twin of a sparse stationary buffer (its offsets are the value slot's
     /// over 4: four packed tags per word).
     tags: Option<TensorId>,
+    /// A sparse moving tile of a block loaded wide: elements between its `CR` rows (the
+    /// block's width); 0 when the rows are contiguous (`[CR, nsz]` in one run).
+    row_stride: i64,
 }
 
 impl Slot {

@@ -48,3 +48,23 @@ fn sparse_matmuls_and_a_bytes_shrink_by_the_compression_ratio() {
         }
     }
 }
+
+#[test]
+fn sparse_is_no_slower_than_dense_with_the_same_schedule_and_faster_where_dense_is_pe_bound() {
+    for schedule in [Schedule::Naive, Schedule::BlockedMn, Schedule::BlockedMnk, Schedule::Auto] {
+        let dense = modeled(schedule, None).report;
+        let pe_bound = dense.bottleneck.as_ref().is_some_and(|b| b.engine == "pe");
+        for pattern in ["2:4", "4:8", "4:16"] {
+            let sparse = modeled(schedule, Some(pattern)).report;
+            let (s, d) = (sparse.modeled_time_us, dense.modeled_time_us);
+            assert!(s <= d, "{schedule:?} {pattern}: {s} us sparse vs {d} us dense");
+            if pe_bound {
+                assert!(s < 0.95 * d, "{schedule:?} {pattern}: {s} us sparse vs {d} us dense (PE-bound)");
+            }
+            // Fewer bytes: A shrinks, B and C do not change.
+            assert!(sparse.hbm_bytes < dense.hbm_bytes, "{schedule:?} {pattern}");
+        }
+    }
+    // The dense auto kernel at this shape is PE-bound, so the test above compares something.
+    assert_eq!(modeled(Schedule::Auto, None).report.bottleneck.map(|b| b.engine), Some("pe".to_string()));
+}
