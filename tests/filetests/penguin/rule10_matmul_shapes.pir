@@ -21,3 +21,8 @@ i5 = matmult pos=16,0 size=48,128 acc=start|stop dst=t2{p0[1, 8] +0 [1, 8]} stat
 i6 = matmult perf=double_row_gen3 acc=start|stop dst=t2{p0[1, 8] +0 [1, 8]} stationary=t0{p0[1, 8] +0 [1, 8]} moving=t1{p0[1, 8] +0 [1, 8]}   ; error: perf_mode=`double_row_gen3` is not supported
 i7 = matmult_sparse pattern=4:16 acc=start|stop dst=t2{p0[1, 8] +0 [1, 8]} stationary=t0{p0[1, 8] +0 [1, 8]} moving=t1{p0[1, 8] +0 [1, 32]} tags=t4{p0[1, 8] +0 [1, 2]}
 i8 = matmult_sparse pattern=2:4 acc=start|stop dst=t2{p0[1, 8] +0 [1, 8]} stationary=t0{p0[1, 6] +0 [1, 8]} moving=t1{p0[1, 6] +0 [1, 8]} tags=t4{p0[1, 6] +0 [1, 8]}
+; error: matmult result is [8, 8] but stationary^T @ moving is [8, 4]
+; error: matmult_sparse stationary has 6 partitions, not whole groups of 4 kept rows
+; error: matmult_sparse tags are [6, 8] but a [6, 8] stationary needs [6, 2] (four 4-bit tags per int16 word)
+; error: matmult_sparse with 2:4 needs moving [6, 2, N=8] (16 elements per partition), not 6 partitions x 8
+
