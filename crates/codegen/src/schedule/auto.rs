@@ -115,7 +115,8 @@ pub fn estimate_ns_with(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
     let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { hw.mm_fp32_factor } else { 1.0 };
     // A sparse matmul streams a column per cycle while its data path is wide enough for
     // the CR moving rows and the stationary element of each PE row (the cycle model's rule).
-    let sparse = cfg.sparsity.map_or(1.0, |p| (f64::from(p.compression_ratio() + 1) / hw.pe_sparse_input_lanes).max(1.0));
+    let sparse =
+        cfg.sparsity.map_or(1.0, |p| (f64::from(p.compression_ratio() + 1) / hw.pe_sparse_input_lanes).max(1.0));
     let pe_ns = mt * chunks * n_cycles * fp32 * sparse / hw.pe_ghz;
     let s_in = f64::from(cfg.input_dtype.size_bytes());
     // A sparse A is its kept values (`[M, K']`, transposed on load as a dense A) and the

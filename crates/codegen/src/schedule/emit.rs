@@ -454,7 +454,8 @@ impl<B: IrBuilder> Planner<'_, B> {
                 self.dma(dst, src, Transfer::Load(operand, n))?;
                 let tag_words: u32 = block.iter().map(|t| sparse_tag_words(t.1)).sum();
                 let per = u64::from(SPARSE_TAGS_PER_WORD);
-                let dst = on_chip(tags_buf, Memory::Sbuf, DType::Int16, 0, chunk.parts, base.offset / per as i64, tag_words);
+                let dst =
+                    on_chip(tags_buf, Memory::Sbuf, DType::Int16, 0, chunk.parts, base.offset / per as i64, tag_words);
                 let src = AccessPattern::hbm_rows(words, kc0, chunk.parts, first / per, tag_words);
                 self.dma(dst, hbm(a_tags, DType::Int16, src), Transfer::Load(operand, n + 1))?;
             } else if wide {

@@ -236,7 +236,9 @@ impl PeState {
     /// The loaded weights of every cell, as numbers (for the steady-state check).
     pub(super) fn weights_key(&self, out: &mut Vec<u64>) {
         out.extend(
-            self.weights.iter().map(|w| u64::from(w.rows) << 40 | u64::from(w.cr.min(1 << 30)) << 1 | u64::from(w.fp32)),
+            self.weights
+                .iter()
+                .map(|w| u64::from(w.rows) << 40 | u64::from(w.cr.min(1 << 30)) << 1 | u64::from(w.fp32)),
         );
     }
 

@@ -193,11 +193,8 @@ impl Machine {
         let tag_limits = Limits { partitions: parts, free: max_m.div_ceil(per) };
         let tag_shape = self.pe_operand(cx, tags, PerfMode::None, "tags", tag_limits);
         let tag_words = std::mem::replace(&mut self.scratch.f32_b, values);
-        let (cr, group, kept) = (
-            pattern.compression_ratio() as usize,
-            pattern.group_rows() as usize,
-            SPARSE_GROUP_KEPT as usize,
-        );
+        let (cr, group, kept) =
+            (pattern.compression_ratio() as usize, pattern.group_rows() as usize, SPARSE_GROUP_KEPT as usize);
         let words = m.div_ceil(per);
         if tag_shape? != (kc, words) || kc == 0 || m == 0 || !kc.is_multiple_of(kept) {
             return Err(SimError::MatmulShape {
