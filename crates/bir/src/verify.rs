@@ -17,9 +17,11 @@
 //!    computed exactly (in 128-bit arithmetic), so strides, counts and offsets near the
 //!    limits of their types are reported as out of bounds rather than wrapping around.
 //! 5. **Matmul**: a MultiplyMoving follows a LoadStationary or LoadStationarySparse on the
-//!    PE stream, writes fp32 PSUM, and its K matches the stationary operand's (for a sparse
-//!    one, `partitions / n * m` of its pattern). A LoadStationarySparse's tags are int16 and
-//!    have the stationary operand's shape (partition count and elements per partition).
+//!    PE stream, writes fp32 PSUM, and its K (partitions) matches the stationary operand's;
+//!    after a sparse one its moving operand is `[K', CR, N]`: `CR` (the pattern's
+//!    compression ratio) times the result's `N` elements per partition. A
+//!    LoadStationarySparse's tags are int16, on the stationary operand's partitions, with
+//!    `ceil(M / 4)` words each (four 4-bit tags per word).
 //! 6. **Transpose**: the result is the transpose of the source (its partition count is the
 //!    source's elements per partition and vice versa) and is fp32 in PSUM, or from trn2 on
 //!    bf16/fp16 like a 16-bit source (transpose mode).
@@ -66,6 +68,8 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
     let sbuf_cap = i128::from(p.target.info().statebuf_par_size_in_bytes);
     for e in Engine::all() {
         let mut stationary_k: Option<u64> = None;
+        // The compression ratio of the loaded stationary (1 when dense).
+        let mut stationary_cr = 1u64;
         for (n, inst) in p.stream(e).iter().enumerate() {
             let at = At { inst: InstRef { engine: e, index: n }, opcode: inst.op.name() };
             if !inst.op.engine_class().contains(e) {
@@ -87,13 +91,30 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
                 }
             };
             match &inst.op {
-                Op::LoadStationary { src, .. } => stationary_k = Some(u64::from(src.num_partitions)),
+                Op::LoadStationary { src, .. } => {
+                    stationary_k = Some(u64::from(src.num_partitions));
+                    stationary_cr = 1;
+                }
                 Op::LoadStationarySparse { src, tags, pattern, .. } => {
-                    same(&mut errors, src, tags);
+                    let words = src.free_elems().div_ceil(u64::from(penguin::SPARSE_TAGS_PER_WORD));
+                    if tags.num_partitions != src.num_partitions || tags.free_elems() != words {
+                        errors.push(
+                            at,
+                            format!(
+                                "tags are {} x {} but a {} x {} stationary needs {} x {words} (four 4-bit tags per word)",
+                                tags.num_partitions,
+                                tags.free_elems(),
+                                src.num_partitions,
+                                src.free_elems(),
+                                src.num_partitions
+                            ),
+                        );
+                    }
                     if tags.dtype != DType::Int16 {
                         errors.push(at, format!("tags must be int16, not {}", tags.dtype));
                     }
-                    stationary_k = Some(u64::from(src.num_partitions / pattern.n.max(1)) * u64::from(pattern.m));
+                    stationary_k = Some(u64::from(src.num_partitions));
+                    stationary_cr = u64::from(pattern.compression_ratio());
                 }
                 Op::MultiplyMoving { dst, src, .. } => {
                     match stationary_k {
@@ -102,6 +123,17 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
                             errors.push(at, format!("K = {} but the loaded stationary has {k}", src.num_partitions));
                         }
                         Some(_) => {}
+                    }
+                    if stationary_cr > 1 && src.free_elems() != stationary_cr * dst.free_elems() {
+                        errors.push(
+                            at,
+                            format!(
+                                "after a sparse stationary (CR = {stationary_cr}) the moving operand is [K', CR, N]: \
+                                 {} elements per partition for a result of N = {}",
+                                src.free_elems(),
+                                dst.free_elems()
+                            ),
+                        );
                     }
                     if dst.memory != Memory::Psum || dst.dtype != DType::Fp32 {
                         errors.push(at, format!("result must be fp32 in psum, not {} {}", dst.dtype, dst.memory));

@@ -39,11 +39,11 @@ pub struct MatMultSubTile {
 pub struct MatMultSparseSubTile {
     /// The PSUM region the group accumulates into.
     pub dst: InstTile,
-    /// Compressed stationary operand, `K * N / M` partitions x `M`.
+    /// Compressed stationary operand, `K'` partitions x `M` (see `penguin::MatMultSparseData`).
     pub stationary: InstTile,
-    /// Moving operand, `K` partitions x `N`.
+    /// Moving operand, `K'` partitions x `[CR, N]`: `K' x CR` dense contraction rows.
     pub moving: InstTile,
-    /// int16 tags, shaped like `stationary`.
+    /// Packed 4-bit tags, `K'` partitions x `ceil(M / 4)` int16 words.
     pub tags: InstTile,
     /// The sparsity pattern.
     pub pattern: SparsityPattern,
@@ -211,8 +211,9 @@ pub const SPARSE_SIZE_2D: &str = "matmult_sparse tile_size must be a 2D tuple";
 pub const SPARSE_NO_COLUMN_TILING: &str = "matmult_sparse cannot work with column tiling";
 
 /// Merge a structured-sparse K sub-tile (the seed's `combine_sparse_matmult_tiles`),
-/// carrying its int16 tag tensor through the merge. The sub-tile covers `K' * M / N` dense
-/// contraction rows for `K'` compressed stationary partitions.
+/// carrying its int16 tag tensor through the merge. The sub-tile covers `K' x CR` dense
+/// contraction rows for `K'` compressed stationary partitions (`CR` the pattern's
+/// compression ratio), and its tags are `ceil(M / 4)` words per partition.
 pub fn combine_sparse_matmult_tiles(
     acc: &mut MatMultAccumulation,
     new: MatMultSparseSubTile,
@@ -230,8 +231,9 @@ pub fn combine_sparse_matmult_tiles(
         return Err(CodegenError::BadGemm(format!("sparsity pattern {} is not supported", new.pattern)));
     }
     let kc = new.stationary.partitions();
-    let k_len = kc / new.pattern.n * new.pattern.m;
-    if new.tags.partitions() != kc || new.tags.free_elems() != new.stationary.free_elems() {
+    let k_len = kc * new.pattern.compression_ratio();
+    let words = new.stationary.free_elems().div_ceil(u64::from(penguin::SPARSE_TAGS_PER_WORD));
+    if new.tags.partitions() != kc || new.tags.free_elems() != words {
         return Err(CodegenError::IncompatibleTiles { a: new.stationary.ap.shape(), b: new.tags.ap.shape() });
     }
     let flags = accumulate(acc, &new.dst, new.k_start, k_len)?;
@@ -374,8 +376,8 @@ mod tests {
         MatMultSparseSubTile {
             dst: psum(),
             stationary: tile(1, Memory::Sbuf, DType::Bf16, kc, 64),
-            moving: tile(2, Memory::Sbuf, DType::Bf16, kc * 2, 256),
-            tags: tile(3, Memory::Sbuf, DType::Int16, kc, 64),
+            moving: tile(2, Memory::Sbuf, DType::Bf16, kc, 2 * 256),
+            tags: tile(3, Memory::Sbuf, DType::Int16, kc, 16),
             pattern: SparsityPattern { n: 2, m: 4 },
             k_start,
             tile_position: pos,
@@ -392,6 +394,21 @@ mod tests {
         assert_eq!(b.acc, Some(EngineAccumulationType::ACCU | EngineAccumulationType::STOP));
         assert_eq!(b.tags.tensor, TensorId(3));
         assert_eq!(acc.slices, vec![(0, 128), (128, 384)]);
+    }
+
+    #[test]
+    fn sparse_tags_are_a_quarter_of_the_stationary_width() {
+        let mut acc = MatMultAccumulation::open(psum(), 256).unwrap();
+        let mut t = sparse(0, 128, vec![0, 0], vec![128, 128]);
+        t.tags = tile(3, Memory::Sbuf, DType::Int16, 128, 64);
+        assert!(matches!(combine_sparse_matmult_tiles(&mut acc, t), Err(CodegenError::IncompatibleTiles { .. })));
+        // 4:16 compresses by 4: 128 kept rows stand for 512 dense ones.
+        let mut t = sparse(0, 128, vec![0, 0], vec![128, 128]);
+        t.pattern = SparsityPattern { n: 4, m: 16 };
+        let mut acc = MatMultAccumulation::open(psum(), 512).unwrap();
+        let mm = combine_sparse_matmult_tiles(&mut acc, t).unwrap();
+        assert_eq!(mm.acc, Some(EngineAccumulationType::START | EngineAccumulationType::STOP));
+        assert_eq!(acc.slices, vec![(0, 512)]);
     }
 
     #[test]

@@ -16,10 +16,15 @@
 //! - **double row** (`perf_mode = double_row`, trn2/trn3): K is cut in chunks of 256 and each
 //!   operand tile is `[P, 2, F]`: rows `k0 + p` and `k0 + P + p` of a chunk share partition
 //!   `p` (`P = 128` for a full chunk). An odd K gets one zero row, set by a memset.
-//! - **structured sparsity** (`N:M` along K of A): the host compresses A into `a`
-//!   (`[M, K * N / M]` kept values) and `a_tags` (`[M, K * N / M]` int16: the position of each
-//!   kept value inside its group of M; see [`SparseA`]). K is cut in chunks of
-//!   `floor(128 / M) * M` dense rows (`* N / M` compressed stationary partitions).
+//! - **structured sparsity** (`N:M` along K of A, trn2/trn3): the PE's sparse matmul on the
+//!   documented layout. The host compresses A by hardware groups of `4 x CR` dense rows
+//!   (`CR` = [`SparsityPattern::compression_ratio`]; 1:2 and 2:4 run as 4:8) into `a`
+//!   (`[M, K']` kept values, `K' = 4 ceil(K / (4 CR))`) and `a_tags` (`[K', ceil(M / 4)]`
+//!   int16 words, four 4-bit positions each; see [`SparseA`]). K is cut in chunks of
+//!   `128 x CR` dense rows: one matmul takes a compressed stationary of 128 partitions, its
+//!   `[128, 32]` tag words and a moving operand `[128, CR, N]` (partition `p` holds the `CR`
+//!   consecutive rows from `p x CR`), so a sparse GEMM issues `1 / CR` of the dense matmuls
+//!   and reads `1 / CR + 1 / (4 CR)` of dense A's bytes (2-byte values).
 //! - **PE row tiling**: when K fits 64 rows (32 on trn2/trn3), consecutive output tiles use
 //!   different row groups of the PE array (`tile_position` / `tile_size`) and their operands
 //!   sit in the matching partitions, so independent matmuls can share the array.
@@ -34,6 +39,9 @@ use serde::{Deserialize, Serialize};
 use crate::combine::check_double_row_dtypes;
 use crate::error::CodegenError;
 use crate::neuron::CodegenStats;
+
+mod sparse;
+pub use sparse::SparseA;
 
 /// Rows of C per tile (PE columns / PSUM partitions).
 pub const M_TILE: u64 = 128;
@@ -186,7 +194,8 @@ pub struct GemmConfig {
     pub lhs_transposed: bool,
     /// PE perf mode: `double_row` packs two contraction rows per partition (trn2/trn3).
     pub perf_mode: PerfMode,
-    /// Structured sparsity of A along K; A then travels as compressed values + int16 tags.
+    /// Structured sparsity of A along K (trn2/trn3); A then travels as compressed values and
+    /// packed 4-bit tags (see [`SparseA`]).
     pub sparsity: Option<SparsityPattern>,
     /// Block sizes of the blocked schedules.
     pub blocks: BlockSizes,
@@ -194,9 +203,9 @@ pub struct GemmConfig {
     pub order: LoopOrder,
     /// How A `[M, K]` is transposed when loaded: `Some(true)` on the PE through PSUM (natural,
     /// contiguous loads), `Some(false)` by the DMA (trn2/trn3 only); `None` picks the target's
-    /// default (PE on trn1, DMA on trn2/trn3). Ignored when A is given as `[K, M]`, with
-    /// structured sparsity (the compressed A is always read by the DMA) and by `naive` in
-    /// double row: see [`GemmConfig::transposes_lhs_on_pe`].
+    /// default (PE on trn1, DMA on trn2/trn3). Ignored when A is given as `[K, M]` and by
+    /// `naive` in double row: see [`GemmConfig::transposes_lhs_on_pe`]. `Some(true)` is
+    /// refused with structured sparsity (the compressed A is always read by the DMA).
     pub pe_transpose: Option<bool>,
 }
 
@@ -256,8 +265,23 @@ impl GemmConfig {
                 )));
             }
         }
-        if self.sparsity.is_some_and(|p| !p.is_supported()) {
-            return Err(CodegenError::BadGemm("sparsity must be one of 1:2, 2:4, 4:8, 4:12, 4:16".into()));
+        if let Some(p) = self.sparsity {
+            if !p.is_supported() {
+                return Err(CodegenError::BadGemm("sparsity must be one of 1:2, 2:4, 4:8, 4:12, 4:16".into()));
+            }
+            if !self.target.info().sparse_matmul {
+                return Err(CodegenError::BadGemm(format!(
+                    "structured sparsity {p} needs the PE's sparse matmul (NeuronCore-v3 on: trn2, trn3); {} has none",
+                    self.target
+                )));
+            }
+            if self.pe_transpose == Some(true) {
+                return Err(CodegenError::BadGemm(format!(
+                    "A cannot be transposed on the PE (`--transpose pe`) with structured sparsity {p}: the host \
+                     compresses A into kept values and tags, which the DMA loads in the stationary layout (use \
+                     `--transpose dma` or leave it out)"
+                )));
+            }
         }
         if (self.lhs_dtype == DType::Uint8) != (self.rhs_dtype == DType::Uint8) {
             // (With perf_mode=double_row the seed's message was given above.)
@@ -344,7 +368,8 @@ pub struct GemmTensors {
     /// A: `[M, K]` (`[K, M]` when `lhs_transposed`), or the compressed kept values of a
     /// sparse A (`[M, K']`, see [`SparseA`]).
     pub a: TensorId,
-    /// The int16 positions of a sparse A's kept values (`[M, K']`), when A is sparse.
+    /// The packed 4-bit positions of a sparse A's kept values (`[K', ceil(M / 4)]` int16
+    /// words), when A is sparse.
     pub a_tags: Option<TensorId>,
     /// B: `[K, N]`.
     pub b: TensorId,
@@ -359,7 +384,8 @@ pub struct GemmTensors {
 pub struct Tiling {
     /// The K sub-tiles of every accumulation group ([`k_chunks`]).
     pub k_chunks: Vec<KChunk>,
-    /// K padded as the chunks cover it (even in double row, whole groups when sparse).
+    /// K padded as the chunks cover it (even in double row, whole hardware groups of
+    /// `4 x CR` rows when sparse).
     pub k_total: u64,
     /// Output tiles along M and N.
     pub tiles: [u64; 2],
@@ -437,7 +463,8 @@ pub struct KChunk {
     pub k0: u64,
     /// Dense contraction rows covered, padding included.
     pub len: u32,
-    /// Stationary partitions (`len`, `len / 2` in double row, `len * N / M` sparse).
+    /// Stationary partitions (`len`, `len / 2` in double row, `len / CR` sparse: the
+    /// compressed rows, which are also the moving operand's partitions).
     pub parts: u32,
     /// Real rows of K in the chunk (`len` minus padding).
     pub real: u32,
@@ -447,14 +474,17 @@ pub struct KChunk {
 pub fn k_chunks(cfg: &GemmConfig) -> (Vec<KChunk>, u64) {
     let (total, chunk) = match (cfg.perf_mode, cfg.sparsity) {
         (PerfMode::DoubleRow, _) => (cfg.k + cfg.k % 2, 2 * K_TILE),
-        (_, Some(p)) => (cfg.k.div_ceil(u64::from(p.m)) * u64::from(p.m), K_TILE / u64::from(p.m) * u64::from(p.m)),
+        (_, Some(p)) => {
+            let group = u64::from(p.group_rows());
+            (cfg.k.div_ceil(group) * group, K_TILE * u64::from(p.compression_ratio()))
+        }
         _ => (cfg.k, K_TILE),
     };
     let chunks = tiles(total, chunk)
         .map(|(k0, len)| {
             let parts = match (cfg.perf_mode, cfg.sparsity) {
                 (PerfMode::DoubleRow, _) => len / 2,
-                (_, Some(p)) => len / p.m * p.n,
+                (_, Some(p)) => len / p.compression_ratio(),
                 _ => len,
             };
             KChunk { k0, len, parts, real: (cfg.k - k0).min(u64::from(len)) as u32 }
@@ -506,87 +536,6 @@ pub fn unpack_double_row(blocks: &[Vec<f32>], k: u64, f: u64) -> Vec<f32> {
         }
     }
     op
-}
-
-/// A compressed `N:M`-sparse A: per row, the kept values of every group of M along K, and
-/// their positions inside the group.
-///
-/// Layout: `values` and `tags` are row-major `[M, K' = ceil(K / M) * N]`. Group `g` of row `i`
-/// (dense columns `g*M .. g*M + M`) owns compressed columns `g*N .. g*N + N`; column
-/// `g*N + j` holds the `j`-th kept value (in increasing column order) and its tag is its
-/// column inside the group. Groups with fewer than N non-zeros are filled with zeros tagged
-/// with the first unused positions, so every tag in a group is distinct.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SparseA {
-    /// Rows of A.
-    pub rows: u64,
-    /// Dense K.
-    pub k: u64,
-    /// The pattern.
-    pub pattern: SparsityPattern,
-    /// Kept values, `[rows, K']`.
-    pub values: Vec<f32>,
-    /// Positions inside the group, `[rows, K']`.
-    pub tags: Vec<i16>,
-}
-
-impl SparseA {
-    /// Compressed columns per row.
-    pub fn cols(k: u64, pattern: SparsityPattern) -> u64 {
-        k.div_ceil(u64::from(pattern.m)) * u64::from(pattern.n)
-    }
-
-    /// Compress a row-major `[rows, k]` A, refusing one that breaks the pattern with the first
-    /// offending row and K group.
-    pub fn compress(a: &[f32], rows: u64, k: u64, pattern: SparsityPattern) -> Result<SparseA, CodegenError> {
-        let (n, m) = (pattern.n as usize, pattern.m as usize);
-        let cols = Self::cols(k, pattern) as usize;
-        let mut values = vec![0.0f32; rows as usize * cols];
-        let mut tags = vec![0i16; rows as usize * cols];
-        for i in 0..rows as usize {
-            let row = &a[i * k as usize..(i + 1) * k as usize];
-            for (g, group) in row.chunks(m).enumerate() {
-                let kept: Vec<usize> = (0..group.len()).filter(|&j| group[j] != 0.0).collect();
-                if kept.len() > n {
-                    let first = (g * m) as u64;
-                    return Err(CodegenError::NotSparse {
-                        pattern,
-                        row: i as u64,
-                        group: g as u64,
-                        first,
-                        end: first + group.len() as u64,
-                        nonzeros: kept.len() as u32,
-                    });
-                }
-                let mut positions = kept.clone();
-                positions.extend((0..m).filter(|j| !kept.contains(j)).take(n - kept.len()));
-                positions[..].sort_unstable();
-                for (j, &pos) in positions.iter().enumerate() {
-                    let at = i * cols + g * n + j;
-                    values[at] = group.get(pos).copied().unwrap_or(0.0);
-                    tags[at] = pos as i16;
-                }
-            }
-        }
-        Ok(SparseA { rows, k, pattern, values, tags })
-    }
-
-    /// The dense `[rows, k]` matrix this represents.
-    pub fn decompress(&self) -> Vec<f32> {
-        let (n, m) = (self.pattern.n as usize, self.pattern.m as usize);
-        let cols = Self::cols(self.k, self.pattern) as usize;
-        let k = self.k as usize;
-        let mut dense = vec![0.0f32; self.rows as usize * k];
-        for i in 0..self.rows as usize {
-            for c in 0..cols {
-                let col = c / n * m + self.tags[i * cols + c] as usize;
-                if col < k {
-                    dense[i * k + col] += self.values[i * cols + c];
-                }
-            }
-        }
-        dense
-    }
 }
 
 #[cfg(test)]

@@ -304,11 +304,11 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                 if m.dst.memory != Memory::Psum {
                     return Err(CodegenError::ResultNotPsum);
                 }
-                for t in [&mut m.dst, &mut m.stationary, &mut m.moving] {
+                // The tags are a quarter of the stationary's width (four per word), so they
+                // are canonicalized on their own; their shape was checked by the combine.
+                for t in [&mut m.dst, &mut m.stationary, &mut m.moving, &mut m.tags] {
                     self.canonical_in_place(t)?;
                 }
-                // The tags must agree with the stationary operand (canonical either way).
-                self.combine_in_place(&mut [&mut m.stationary, &mut m.tags])?;
                 self.track_psum_group(&m.dst, m.flags())?;
                 self.stats.matmuls += 1;
             }

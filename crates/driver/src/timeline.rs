@@ -64,7 +64,9 @@ pub fn kernel_info(plan: &GemmPlan) -> KernelInfo {
         TensorAxes { name: name(roles.c), rows: (Axis::M, tm), cols: (Axis::N, tn) },
     ];
     if let Some(tags) = roles.a_tags {
-        tensors.push(TensorAxes { name: name(tags), rows: a.0, cols: a.1 });
+        // `[K', M / 4]`: a K step's compressed rows, four columns of an m tile per word.
+        let cols = (Axis::M, tm / u64::from(penguin::SPARSE_TAGS_PER_WORD));
+        tensors.push(TensorAxes { name: name(tags), rows: (Axis::K, k_parts), cols });
     }
     KernelInfo {
         title: Some(title(plan)),

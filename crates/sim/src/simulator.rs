@@ -57,6 +57,9 @@ pub struct RunStats {
 /// The weights held by the PE array after a LoadStationary.
 struct Stationary {
     perf_mode: PerfMode,
+    /// Dense rows per moving partition: the compression ratio of a sparse stationary, 1
+    /// otherwise.
+    sparse_cr: usize,
     /// Shared with the products still being computed on other threads.
     packed: Arc<PackedStationary>,
 }

@@ -11,7 +11,7 @@ tensor t1 "out" hbm int32 [16]
 tensor t2 "s" sbuf bf16 [128, 512] @0
 tensor t3 "p" psum fp32 [128, 512]
 i0 = matmult perf=double_row pos=64,0 size=64,128 acc=accu|stop dst=t3{p0[1, 4] +0 [1, 8]} stationary=t2{p0[1, 128] +0 [128, 2] [1, 4]} moving=t2{p0[1, 128] +8 [128, 2] [1, 8]} after(i1 raw)
-i1 = matmult_sparse pattern=2:4 pos=0,0 size=128,128 dst=t3{p0[1, 4] -0 [1, 8]} stationary=t2{p0[1, 64] +0 [1, 4]} moving=t2{p0[1, 128] +0 [1, 8]} tags=t2:sbuf:int16{p0[1, 64] +0 [1, 4]}
+i1 = matmult_sparse pattern=2:4 pos=0,0 size=128,128 dst=t3{p0[1, 4] -0 [1, 8]} stationary=t2{p0[1, 64] +0 [1, 4]} moving=t2{p0[1, 64] +0 [1, 16]} tags=t2:sbuf:int16{p0[1, 64] +0 [1, 1]}
 i2 = dma_copy cast=saturate dst=t2{p0[1, 128] +0 [1, 128]} src=t0{p0[128, 128] +0 [1, 128]}
 i3 = tensor_copy engine=act dst=t2{p0[1, 4] +0 [1, 8]} src=t3{p0[1, 4] +0 [1, 8]}
 i4 = memset engine=pool value=-1.5 dst=t2{p0[1, 4] +0 [1, 8]}
@@ -34,7 +34,7 @@ i13 = dma_scatter_add table=t0{p0[128, 128] +0 [1, 8]} src=t2{p0[1, 4] +0 [1, 8]
 ; tensor t1 "out" hbm int32 [16]
 ; tensor t2 "s" sbuf bf16 [128, 512] @0
 ; tensor t3 "p" psum fp32 [128, 512]
-; i1 = matmult_sparse pattern=2:4 pos=0,0 size=128,128 dst=t3{p0[1, 4] +0 [1, 8]} stationary=t2{p0[1, 64] +0 [1, 4]} moving=t2{p0[1, 128] +0 [1, 8]} tags=t2:sbuf:int16{p0[1, 64] +0 [1, 4]}
+; i1 = matmult_sparse pattern=2:4 pos=0,0 size=128,128 dst=t3{p0[1, 4] +0 [1, 8]} stationary=t2{p0[1, 64] +0 [1, 4]} moving=t2{p0[1, 64] +0 [1, 16]} tags=t2:sbuf:int16{p0[1, 64] +0 [1, 1]}
 ; i0 = matmult perf=double_row pos=64,0 size=64,128 acc=accu|stop dst=t3{p0[1, 4] +0 [1, 8]} stationary=t2{p0[1, 128] +0 [128, 2] [1, 4]} moving=t2{p0[1, 128] +8 [128, 2] [1, 8]} after(i1 raw)
 ; i2 = dma_copy cast=saturate dst=t2{p0[1, 128] +0 [1, 128]} src=t0{p0[128, 128] +0 [1, 128]}
 ; i3 = tensor_copy engine=act dst=t2{p0[1, 4] +0 [1, 8]} src=t3{p0[1, 4] +0 [1, 8]}

@@ -31,12 +31,15 @@ declare_ops! {
         /// Array size.
         tile_size: TileSize,
     }
-    /// Load a compressed structured-sparse stationary operand with its int16 tags.
+    /// Load a compressed structured-sparse stationary operand with its packed tags (the
+    /// layout of `penguin::MatMultSparseData`); the MultiplyMoving that follows streams a
+    /// `[K', CR, N]` moving operand against it.
     LoadStationarySparse = "load_stationary_sparse", Pe, aps [src: Read, tags: Read],
         attrs [pattern, tile_position, tile_size] {
-        /// The kept weights, `K'` partitions x `M`.
+        /// The kept weights, `K'` partitions (whole groups of 4) x `M`.
         src: HwAp,
-        /// Their positions inside each group of `pattern.m`.
+        /// Their 4-bit positions inside each hardware group of `4 x CR` dense rows, four to
+        /// an int16 word: `K'` partitions x `ceil(M / 4)`.
         tags: HwAp,
         /// The pattern.
         pattern: SparsityPattern,
@@ -50,7 +53,8 @@ declare_ops! {
         attrs [perf_mode, tile_position, tile_size, acc] {
         /// PSUM result (`M` partitions x `N` fp32).
         dst: HwAp,
-        /// Moving operand (`K` partitions x `N`, or `[P, 2, N]` in double row).
+        /// Moving operand (`K` partitions x `N`, `[P, 2, N]` in double row, `[K', CR, N]` after a
+        /// sparse stationary).
         src: HwAp,
         /// Accumulation flags.
         acc: EngineAccumulationType,

@@ -80,14 +80,65 @@ fn sparse_compression_layout_and_errors() {
     let p = SparsityPattern { n: 2, m: 4 };
     let a = [0.0, 3.0, 0.0, 5.0, 7.0, 0.0, 0.0, 0.0, 1.0, 2.0];
     let s = SparseA::compress(&a, 1, 10, p).unwrap();
-    assert_eq!(s.values, vec![3.0, 5.0, 7.0, 0.0, 1.0, 2.0]);
-    assert_eq!(s.tags, vec![1, 3, 0, 1, 0, 1]);
+    // 2:4 runs as 4:8: four kept values per group of 8 columns, padded with zeros at the
+    // first unused positions (column 0 of the first group, 2 and 3 of the second).
+    assert_eq!(SparseA::cols(10, p), 8);
+    assert_eq!(s.values, vec![0.0, 3.0, 5.0, 7.0, 1.0, 2.0, 0.0, 0.0]);
+    assert_eq!(s.tags, vec![0, 1, 3, 4, 0, 1, 2, 3]);
     assert_eq!(s.decompress(), a.to_vec());
+    assert_eq!(SparseA::tags_shape(1, 10, p), [8, 1]);
+    assert_eq!(s.packed_tags(), vec![0, 1, 3, 4, 0, 1, 2, 3]);
     let bad = [1.0, 1.0, 1.0, 0.0];
     assert_eq!(
         SparseA::compress(&bad, 1, 4, p).unwrap_err().to_string(),
         "A does not satisfy 2:4 sparsity: row 0, K group 0 (columns 0..4) has 3 non-zeros"
     );
+}
+
+#[test]
+fn sparse_tags_pack_four_rows_of_a_per_word() {
+    // 4:16 (CR 4): row i of A keeps column i + 12 of its group of 16 (and pads with 0, 1, 2).
+    let p = SparsityPattern { n: 4, m: 16 };
+    let mut a = vec![0.0f32; 5 * 16];
+    for i in 0..5 {
+        a[i * 16 + 11 + i] = 1.0 + i as f32;
+    }
+    let s = SparseA::compress(&a, 5, 16, p).unwrap();
+    assert_eq!(SparseA::tags_shape(5, 16, p), [4, 2]);
+    assert_eq!(&s.tags[..4], &[0, 1, 2, 11]);
+    assert_eq!(&s.tags[16..20], &[0, 1, 2, 15]);
+    // Word [c, w] holds rows 4w .. 4w + 4 at compressed column c, row 4w in the low nibble.
+    let packed = s.packed_tags();
+    assert_eq!(packed, vec![0x0000, 0, 0x1111, 1, 0x2222, 2, 0xedcb, 15]);
+    assert_eq!(s.decompress(), a);
+}
+
+#[test]
+fn sparse_chunks_cover_128_cr_dense_rows() {
+    for (pattern, cr) in [("1:2", 2), ("2:4", 2), ("4:8", 2), ("4:12", 3), ("4:16", 4)] {
+        let mut cfg = GemmConfig::new(128, 4096, 512, DType::Bf16, Target::Trn2);
+        cfg.sparsity = Some(pattern.parse().unwrap());
+        let (chunks, total) = k_chunks(&cfg);
+        let group = 4 * cr;
+        assert_eq!(total, 4096u64.div_ceil(group) * group, "{pattern}");
+        assert_eq!(chunks[0].len, 128 * cr as u32, "{pattern}");
+        assert!(chunks.iter().all(|c| c.parts * cr as u32 == c.len && c.parts % 4 == 0), "{pattern}");
+        assert_eq!(chunks.len() as u64, 4096u64.div_ceil(128 * cr), "{pattern}");
+    }
+}
+
+#[test]
+fn sparsity_is_refused_on_trn1_and_with_pe_transposes() {
+    let mut cfg = GemmConfig::new(128, 256, 512, DType::Bf16, Target::Trn1);
+    cfg.sparsity = Some(SparsityPattern { n: 2, m: 4 });
+    let err = cfg.validate().unwrap_err().to_string();
+    assert!(err.contains("needs the PE's sparse matmul") && err.contains("trn1 has none"), "{err}");
+    cfg.target = Target::Trn2;
+    cfg.pe_transpose = Some(true);
+    let err = cfg.validate().unwrap_err().to_string();
+    assert!(err.contains("`--transpose pe`") && err.contains("structured sparsity 2:4"), "{err}");
+    cfg.pe_transpose = Some(false);
+    assert!(cfg.validate().is_ok());
 }
 
 #[test]

@@ -4,7 +4,7 @@ use penguin::{DType, HwProfile, IrBuilder, PerfMode};
 
 use crate::auto_limits::AutoLimits;
 use crate::error::CodegenError;
-use crate::gemm::{k_chunks, tiles, GemmConfig, GemmPlan, LoopOrder, Schedule, M_TILE, N_TILE};
+use crate::gemm::{k_chunks, tiles, GemmConfig, GemmPlan, LoopOrder, Schedule, SparseA, M_TILE, N_TILE};
 
 use crate::plan::{AutoCostFn, AutoSearch, Planning};
 
@@ -113,9 +113,23 @@ pub fn estimate_ns_with(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
     let mm = |n: f64| n.max(hw.mm_min_cycles);
     let n_cycles: f64 = tiles(cfg.n, N_TILE).map(|(_, n)| mm(f64::from(n))).sum();
     let fp32 = if cfg.lhs_dtype == DType::Fp32 || cfg.rhs_dtype == DType::Fp32 { hw.mm_fp32_factor } else { 1.0 };
-    let pe_ns = mt * chunks * n_cycles * fp32 / hw.pe_ghz;
+    // A sparse matmul streams a column per cycle while its data path is wide enough for
+    // the CR moving rows and the stationary element of each PE row (the cycle model's rule).
+    let sparse =
+        cfg.sparsity.map_or(1.0, |p| (f64::from(p.compression_ratio() + 1) / hw.pe_sparse_input_lanes).max(1.0));
+    let pe_ns = mt * chunks * n_cycles * fp32 * sparse / hw.pe_ghz;
     let s_in = f64::from(cfg.input_dtype.size_bytes());
-    let (a, b) = ((cfg.m * cfg.k) as f64 * s_in, (cfg.k * cfg.n) as f64 * s_in);
+    // A sparse A is its kept values (`[M, K']`, transposed on load as a dense A) and the
+    // packed tags (`[K', M / 4]` int16 words, in the stationary layout already).
+    let a = match cfg.sparsity {
+        Some(p) => {
+            let [cols, words] = SparseA::tags_shape(cfg.m, cfg.k, p);
+            (cfg.m * cols) as f64 * s_in + (cols * words) as f64 * 2.0
+        }
+        None => (cfg.m * cfg.k) as f64 * s_in,
+    };
+    let b = (cfg.k * cfg.n) as f64 * s_in;
+    let lhs_transposed = cfg.lhs_transposed && cfg.sparsity.is_none();
     let (bm, bn) = ((cfg.blocks.m.div_ceil(M_TILE) as f64).min(mt), (cfg.blocks.n.div_ceil(N_TILE) as f64).min(nt));
     // Whole-stripe natural loads of A (PE transposes) in the stripe schedules; per-chunk
     // loads otherwise.
@@ -139,8 +153,8 @@ pub fn estimate_ns_with(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
         let g = hw.hbm_burst_bytes.max(1.0);
         (run / g).ceil() * g / run
     };
-    let dma_transposes = !cfg.lhs_transposed && !cfg.transposes_lhs_on_pe() && cfg.target != penguin::Target::Trn1;
-    let (a_run, a_rate) = if cfg.lhs_transposed {
+    let dma_transposes = !lhs_transposed && !cfg.transposes_lhs_on_pe() && cfg.target != penguin::Target::Trn1;
+    let (a_run, a_rate) = if lhs_transposed {
         (128.0 * s_in, 1.0)
     } else if cfg.transposes_lhs_on_pe() {
         // Natural rows: whole K stripes, K blocks, or one chunk.
@@ -156,7 +170,7 @@ pub fn estimate_ns_with(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
         (s_in, 1.0)
     };
     // A transposed without a DMA transpose reads runs of 128 contiguous elements from HBM.
-    let a_hbm_run = if dma_transposes || cfg.target == penguin::Target::Trn1 && !cfg.lhs_transposed {
+    let a_hbm_run = if dma_transposes || cfg.target == penguin::Target::Trn1 && !lhs_transposed {
         a_run.max(128.0 * s_in)
     } else {
         a_run
@@ -173,7 +187,7 @@ pub fn estimate_ns_with(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
     let a_transfers = match (cfg.transposes_lhs_on_pe(), cfg.schedule) {
         (true, _) if stripes => mt,
         (true, Schedule::BlockedMnk) => mt * k_blocks,
-        _ => mt * chunks,
+        _ => mt * chunks * if cfg.sparsity.is_some() { 2.0 } else { 1.0 },
     } * a_times;
     let b_transfers = nt / b_wide * chunks * b_times;
     let fixed_ns = (a_transfers + b_transfers + mt * nt) * hw.dma_fixed_ns / (16.0 * hw.queue_depth() as f64);

@@ -158,7 +158,7 @@ impl<B: IrBuilder> Planner<'_, B> {
             // up front would delay the loads this step still needs (natural stripes of A) by
             // the time it takes to move.
             let pieces = mb.len().min(nk).max(1);
-            let (bml, bnl) = (mb.len() as i64, nb.len() as i64);
+            let bml = mb.len() as i64;
             for (mi, &m) in mb.iter().enumerate() {
                 self.mark(2);
                 let l = ls.at(mi as i64 * lw);
@@ -169,9 +169,9 @@ impl<B: IrBuilder> Planner<'_, B> {
                     ahead(self, i + 1, (mi, pieces))?;
                 }
                 for (ni, &n) in nb.iter().enumerate() {
-                    let r = rs.at(ni as i64 * rw);
+                    let r: Vec<Slot> = (0..nk).map(|c| self.rhs_block_slot(rs, c, ni, nb)).collect();
                     let at = GroupAt { step: i, pos: mi * bn + ni };
-                    self.tile_group(&|c| l.at(c as i64 * bml * lw), &|c| r.at(c as i64 * bnl * rw), m, n, at)?;
+                    self.tile_group(&|c| l.at(c as i64 * bml * lw), &|c| r[c], m, n, at)?;
                 }
             }
         }

@@ -45,7 +45,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         self.single_buffered.result = res_slots == 1 && many_pairs;
         let res: Vec<TensorId> =
             (0..res_slots).map(|i| self.cg.alloc_sbuf(&format!("result{i}"), &res_nd)).collect::<Result<_, _>>()?;
-        let (lw, rw) = (self.lhs_width(), self.rhs_width());
+        let lw = self.lhs_width();
         let kblocks: Vec<Vec<KChunk>> = self.chunks.chunks(bk).map(<[KChunk]>::to_vec).collect();
         let mblocks: Vec<&[(u64, u32)]> = mtiles.chunks(bm).collect();
         let nblocks: Vec<&[(u64, u32)]> = ntiles.chunks(bn).collect();
@@ -104,7 +104,7 @@ impl<B: IrBuilder> Planner<'_, B> {
                     if let Some((nat, _)) = p.pe_transpose {
                         // Transposed just before its first matmul, after the PE's reads of the
                         // previous contents of the slot.
-                        let src = Slot { tensor: nat[s], offset: t as i64 * nat_width, tags: None };
+                        let src = Slot { tensor: nat[s], offset: t as i64 * nat_width, tags: None, row_stride: 0 };
                         let dst = ls.at(t as i64 * lw);
                         p.transpose_stripe(src, k_base, dst, mb.len() as i64 * lw, m.1, kb)?;
                     }
@@ -113,7 +113,7 @@ impl<B: IrBuilder> Planner<'_, B> {
                         let (mut acc, psum, pos) = p.open_group(m.1, n.1, k_len, at)?;
                         for (ci, &chunk) in kb.iter().enumerate() {
                             let l = ls.at(((ci * mb.len() + t) as i64) * lw);
-                            let r = rs.at(((ci * nb.len() + j) as i64) * rw);
+                            let r = p.rhs_block_slot(rs, ci, j, nb);
                             let (st, mv) = p.loaded_views(l, r, chunk, m.1, n.1)?;
                             p.matmul(&mut acc, &psum, st, mv, chunk, k_base, pos)?;
                         }

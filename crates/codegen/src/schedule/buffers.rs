@@ -1,7 +1,7 @@
 //! SBUF buffers of the loop nests: slot allocation, sizes and whether they fit (the
 //! single-buffering decisions of the planner rest on these).
 
-use penguin::{DType, IrBuilder, NDTile};
+use penguin::{sparse_tag_words, DType, IrBuilder, NDTile};
 
 use crate::error::CodegenError;
 use crate::gemm::{M_TILE, N_TILE};
@@ -18,9 +18,10 @@ impl<B: IrBuilder> Planner<'_, B> {
         dtype: DType,
         operand: Operand,
     ) -> Vec<u64> {
-        let width = chunk_width(free, self.pack) as u64 * chunks as u64;
+        let width = self.operand_width(free, operand) * chunks as u64;
         let tags = operand == Operand::Lhs && self.cfg.sparsity.is_some();
-        let slot = [Some(width * u64::from(dtype.size_bytes())), tags.then_some(width * 2)];
+        let tag_words = u64::from(sparse_tag_words(free as u32)) * chunks as u64;
+        let slot = [Some(width * u64::from(dtype.size_bytes())), tags.then_some(tag_words * 2)];
         (0..count).flat_map(|_| slot.into_iter().flatten()).collect()
     }
 
@@ -53,7 +54,8 @@ impl<B: IrBuilder> Planner<'_, B> {
     }
 
     /// Allocate `count` slots of `chunks` K chunks of `free` elements each (times the pack
-    /// factor), with an int16 twin for sparse stationary buffers.
+    /// factor; a sparse moving chunk holds `CR` rows per partition), with an int16 twin of
+    /// packed tags (`ceil(free / 4)` words per chunk) for sparse stationary buffers.
     pub(super) fn buffers(
         &mut self,
         name: &str,
@@ -63,18 +65,19 @@ impl<B: IrBuilder> Planner<'_, B> {
         dtype: DType,
         operand: Operand,
     ) -> Result<Vec<Slot>, CodegenError> {
-        let width = chunk_width(free, self.pack) as u64 * chunks as u64;
+        let width = self.operand_width(free, operand) * chunks as u64;
         let nd = NDTile { partitions: 128, free: vec![width as u32], dtype };
+        let tag_words = sparse_tag_words(free as u32) * chunks as u32;
         (0..count)
             .map(|i| {
                 let tensor = self.cg.alloc_sbuf(&format!("{name}{i}"), &nd)?;
                 let tags = if operand == Operand::Lhs && self.cfg.sparsity.is_some() {
-                    let t = NDTile { dtype: DType::Int16, ..nd.clone() };
+                    let t = NDTile { partitions: 128, free: vec![tag_words], dtype: DType::Int16 };
                     Some(self.cg.alloc_sbuf(&format!("{name}_tags{i}"), &t)?)
                 } else {
                     None
                 };
-                Ok(Slot { tensor, offset: 0, tags })
+                Ok(Slot { tensor, offset: 0, tags, row_stride: 0 })
             })
             .collect()
     }
@@ -84,6 +87,17 @@ impl<B: IrBuilder> Planner<'_, B> {
     }
 
     pub(super) fn rhs_width(&self) -> i64 {
-        chunk_width(N_TILE, self.pack)
+        chunk_width(N_TILE, self.pack) * i64::from(self.cr())
+    }
+
+    /// The sparse compression ratio `CR` (dense rows per moving partition), 1 when dense.
+    pub(super) fn cr(&self) -> u32 {
+        self.cfg.sparsity.map_or(1, |p| p.compression_ratio())
+    }
+
+    /// Elements per partition of one K chunk of an operand tile of `free` columns.
+    fn operand_width(&self, free: u64, operand: Operand) -> u64 {
+        let rows = if operand == Operand::Rhs { u64::from(self.cr()) } else { 1 };
+        chunk_width(free, self.pack) as u64 * rows
     }
 }

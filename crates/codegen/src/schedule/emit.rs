@@ -2,8 +2,8 @@
 //! evacuations, and the software pipeline that interleaves them.
 
 use penguin::{
-    AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, FreeDims, InstData, InstTile, IrBuilder, Memory, MemsetData,
-    OffloadedMemCastData, TensorCopyData, TilePosition, TileSize,
+    sparse_tag_words, AccessPattern, ComputeEngine, DType, Dim, DmaCopyData, FreeDims, InstData, InstTile, IrBuilder,
+    Memory, MemsetData, OffloadedMemCastData, TensorCopyData, TensorId, TilePosition, TileSize, SPARSE_TAGS_PER_WORD,
 };
 
 use crate::combine::{
@@ -62,6 +62,30 @@ impl<B: IrBuilder> Planner<'_, B> {
 
     pub(super) fn rhs_src(&self, n0: u64, nsz: u32, k0: u64, rows: u32) -> InstTile {
         hbm(self.b, self.cfg.input_dtype, AccessPattern::hbm_rows(self.cfg.n, k0, rows, n0, nsz))
+    }
+
+    /// B's dense rows from `k0` in the sparse moving layout: `per` consecutive rows on each
+    /// of `parts` partitions (partition `p` gets rows `k0 + p * CR ..`, `CR` apart in
+    /// partitions), columns `[n0, n0 + nsz)`.
+    fn rhs_sparse_src(&self, n0: u64, nsz: u32, k0: u64, parts: u32, per: u32) -> InstTile {
+        let n = i64::try_from(self.cfg.n).unwrap_or(i64::MAX);
+        let cr = i64::from(self.cr());
+        let offset = i64::try_from(k0.saturating_mul(self.cfg.n).saturating_add(n0)).unwrap_or(i64::MAX);
+        let ap = AccessPattern {
+            start_partition: 0,
+            partitions: Dim::new(n.saturating_mul(cr), parts),
+            offset,
+            free: FreeDims::from([Dim::new(n, per), Dim::new(1, nsz)]),
+        };
+        hbm(self.b, self.cfg.input_dtype, ap)
+    }
+
+    /// The packed tags of a sparse stationary tile at `slot`: `ceil(msz / 4)` int16 words on
+    /// each of `parts` partitions (a value slot's offset, always whole 128-column tiles, over
+    /// the 4 tags per word).
+    fn tags_view(tags: TensorId, offset: i64, parts: u32, msz: u32) -> InstTile {
+        let per = i64::from(SPARSE_TAGS_PER_WORD);
+        on_chip(tags, Memory::Sbuf, DType::Int16, 0, parts, offset / per, sparse_tag_words(msz))
     }
 
     /// The operand view of a loaded chunk: `parts` partitions from `start` and either one run
@@ -126,13 +150,17 @@ impl<B: IrBuilder> Planner<'_, B> {
         let per = self.loads_per_tile(Operand::Lhs);
         let n = (self.chunk_index(chunk) * place.tiles as u64 + place.t as u64) * per;
         if let (Some(pattern), Some(a_tags), Some(tags_buf)) = (cfg.sparsity, self.a_tags, slot.tags) {
-            let cols = SparseA::cols(cfg.k, pattern);
-            let kc0 = chunk.k0 / u64::from(pattern.m) * u64::from(pattern.n);
+            // The kept values transposed (partition = compressed row), as a dense A^T; the
+            // tags already in the stationary layout, a plain row window of `[K', M / 4]`.
+            let [cols, words] = SparseA::tags_shape(cfg.m, cfg.k, pattern);
+            let kc0 = chunk.k0 / u64::from(self.cr());
             let src = AccessPattern::hbm_cols(cols, m0, msz, kc0, chunk.parts);
             let st = on_chip(slot.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, slot.offset, msz);
-            self.dma(st.clone(), hbm(self.a, cfg.input_dtype, src.clone()), Transfer::Load(Operand::Lhs, n))?;
-            let tags = on_chip(tags_buf, Memory::Sbuf, DType::Int16, 0, chunk.parts, slot.offset, msz);
-            self.dma(tags.clone(), hbm(a_tags, DType::Int16, src), Transfer::Load(Operand::Lhs, n + 1))?;
+            self.dma(st.clone(), hbm(self.a, cfg.input_dtype, src), Transfer::Load(Operand::Lhs, n))?;
+            let tags = Self::tags_view(tags_buf, slot.offset, chunk.parts, msz);
+            let w0 = m0 / u64::from(SPARSE_TAGS_PER_WORD);
+            let tsrc = AccessPattern::hbm_rows(words, kc0, chunk.parts, w0, sparse_tag_words(msz));
+            self.dma(tags.clone(), hbm(a_tags, DType::Int16, tsrc), Transfer::Load(Operand::Lhs, n + 1))?;
             return Ok(Lhs { tile: st, tags: Some(tags) });
         }
         if let Some((nat, bank)) = self.pe_transpose {
@@ -144,8 +172,10 @@ impl<B: IrBuilder> Planner<'_, B> {
         Ok(Lhs { tile, tags: None })
     }
 
-    /// Load the moving operand of one chunk of n tile `(n0, nsz)`; sparse chunks are zeroed
-    /// first when they run past K (their tags may point at padded rows).
+    /// Load the moving operand of one chunk of n tile `(n0, nsz)`. A sparse chunk is
+    /// `[K', CR, nsz]` (contiguous per partition); it is zeroed first when it runs past K
+    /// (the tags of padded kept values may point at padded rows), and a K that ends inside a
+    /// partition takes a second load for that partition's rows.
     pub(super) fn load_rhs(
         &mut self,
         slot: Slot,
@@ -157,17 +187,57 @@ impl<B: IrBuilder> Planner<'_, B> {
         let cfg = self.cfg;
         let n = (self.chunk_index(chunk) * place.tiles as u64 + place.t as u64) * self.loads_per_tile(Operand::Rhs);
         if cfg.sparsity.is_some() {
-            let mv = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.len, slot.offset, nsz);
-            if chunk.real < chunk.len {
-                self.memset_zero(mv.clone())?;
-            }
-            let part = on_chip(slot.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.real, slot.offset, nsz);
-            self.dma(part, self.rhs_src(n0, nsz, chunk.k0, chunk.real), Transfer::Load(Operand::Rhs, n))?;
-            return Ok(mv);
+            return self.load_rhs_sparse(slot, chunk, (n0, nsz), n);
         }
         let width = self.rhs_width();
         let src = |p: &Self, k0, r| p.rhs_src(n0, nsz, k0, r);
         self.load_rows(slot, cfg.rhs_dtype, start, chunk, nsz, width, &src, (Operand::Rhs, n))
+    }
+
+    /// Load a sparse moving chunk of columns `(n0, width)` (one n tile, or every tile of a
+    /// block) as `[K', CR, width]`, contiguous per partition: zeroed first when it runs past
+    /// K (the tags of padded kept values may point at padded rows), and a K that ends inside
+    /// a partition takes a second load for that partition's rows.
+    fn load_rhs_sparse(
+        &mut self,
+        slot: Slot,
+        chunk: KChunk,
+        (n0, width): (u64, u32),
+        n: u64,
+    ) -> Result<InstTile, CodegenError> {
+        let (cr, dtype) = (self.cr(), self.cfg.rhs_dtype);
+        let mv = on_chip(slot.tensor, Memory::Sbuf, dtype, 0, chunk.parts, slot.offset, cr * width);
+        if chunk.real < chunk.len {
+            self.memset_zero(mv.clone())?;
+        }
+        let (full, rest) = (chunk.real / cr, chunk.real % cr);
+        if full > 0 {
+            let dst = on_chip(slot.tensor, Memory::Sbuf, dtype, 0, full, slot.offset, cr * width);
+            let src = self.rhs_sparse_src(n0, width, chunk.k0, full, cr);
+            self.dma(dst, src, Transfer::Load(Operand::Rhs, n))?;
+        }
+        if rest > 0 {
+            let dst = on_chip(slot.tensor, Memory::Sbuf, dtype, full, 1, slot.offset, rest * width);
+            let src = self.rhs_sparse_src(n0, width, chunk.k0 + u64::from(full * cr), 1, rest);
+            self.dma(dst, src, Transfer::Load(Operand::Rhs, n))?;
+        }
+        Ok(mv)
+    }
+
+    /// The slot of n tile `j` of chunk `ci` in a block of n tiles loaded by
+    /// [`Self::load_rhs_block`]: `[chunk][tile]` of [`Self::rhs_width`] each; a sparse block
+    /// is loaded wide, `[chunk][CR][tiles]`, so tile `j` starts `j` tiles into each of `CR`
+    /// rows the block's width apart (one contiguous run of `CR` whole rows of B per
+    /// partition when the block spans N).
+    pub(super) fn rhs_block_slot(&self, slot: Slot, ci: usize, j: usize, block: &[(u64, u32)]) -> Slot {
+        let rw = self.rhs_width();
+        let base = slot.at((ci * block.len()) as i64 * rw);
+        if self.cfg.sparsity.is_none() {
+            return base.at(j as i64 * rw);
+        }
+        let before: i64 = block[..j].iter().map(|t| i64::from(t.1)).sum();
+        let total: i64 = block.iter().map(|t| i64::from(t.1)).sum();
+        Slot { row_stride: total, ..base.at(before) }
     }
 
     /// Open the accumulation group of the output tile at `at` in its loop nest.
@@ -277,9 +347,13 @@ impl<B: IrBuilder> Planner<'_, B> {
     ) -> Result<(Lhs, InstTile), CodegenError> {
         let cfg = self.cfg;
         if cfg.sparsity.is_some() {
-            let tags = l.tags.map(|t| on_chip(t, Memory::Sbuf, DType::Int16, 0, chunk.parts, l.offset, msz));
+            let tags = l.tags.map(|t| Self::tags_view(t, l.offset, chunk.parts, msz));
             let st = on_chip(l.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, l.offset, msz);
-            let mv = on_chip(r.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.len, r.offset, nsz);
+            let cr = self.cr();
+            let mut mv = on_chip(r.tensor, Memory::Sbuf, cfg.rhs_dtype, 0, chunk.parts, r.offset, cr * nsz);
+            if r.row_stride > 0 && cr > 1 {
+                mv.ap.free = FreeDims::from([Dim::new(r.row_stride, cr), Dim::new(1, nsz)]);
+            }
             return Ok((Lhs { tile: st, tags }, mv));
         }
         let parts = if self.pack == 2 { chunk.parts } else { chunk.real };
@@ -360,9 +434,31 @@ impl<B: IrBuilder> Planner<'_, B> {
         let lhs = operand == Operand::Lhs;
         let (width, dtype) = if lhs { (self.lhs_width(), cfg.lhs_dtype) } else { (self.rhs_width(), cfg.rhs_dtype) };
         let wide = self.pack == 1 && cfg.sparsity.is_none() && block.len() > 1;
+        let first = block.first().map_or(0, |t| t.0);
+        let total: u32 = block.iter().map(|t| t.1).sum();
         for (ci, &chunk) in chunks.iter().enumerate() {
             let base = slot.at((ci * block.len()) as i64 * width);
-            if wide {
+            if cfg.sparsity.is_some() && !lhs {
+                // One load per chunk for the whole block (see `rhs_block_slot`).
+                self.load_rhs_sparse(base, chunk, (first, total), self.chunk_index(chunk))?;
+            } else if let (Some(pattern), Some(a_tags), Some(tags_buf), true) =
+                (cfg.sparsity, self.a_tags, base.tags, lhs && block.len() > 1)
+            {
+                // The kept values and the tag words of every m tile of the block in one
+                // load each (the tiles' words are adjacent in a row of `a_tags`).
+                let [cols, words] = SparseA::tags_shape(cfg.m, cfg.k, pattern);
+                let kc0 = chunk.k0 / u64::from(self.cr());
+                let n = self.chunk_index(chunk) * 2;
+                let dst = on_chip(base.tensor, Memory::Sbuf, dtype, 0, chunk.parts, base.offset, total);
+                let src = hbm(self.a, cfg.input_dtype, AccessPattern::hbm_cols(cols, first, total, kc0, chunk.parts));
+                self.dma(dst, src, Transfer::Load(operand, n))?;
+                let tag_words: u32 = block.iter().map(|t| sparse_tag_words(t.1)).sum();
+                let per = u64::from(SPARSE_TAGS_PER_WORD);
+                let dst =
+                    on_chip(tags_buf, Memory::Sbuf, DType::Int16, 0, chunk.parts, base.offset / per as i64, tag_words);
+                let src = AccessPattern::hbm_rows(words, kc0, chunk.parts, first / per, tag_words);
+                self.dma(dst, hbm(a_tags, DType::Int16, src), Transfer::Load(operand, n + 1))?;
+            } else if wide {
                 let first = block[0].0;
                 let total: u32 = block.iter().map(|t| t.1).sum();
                 let dst = on_chip(base.tensor, Memory::Sbuf, dtype, 0, chunk.real, base.offset, total);

@@ -162,8 +162,12 @@ fn plan_shrinking<B: IrBuilder>(
 struct Slot {
     tensor: TensorId,
     offset: i64,
-    /// The int16 tag twin of a sparse stationary buffer.
+    /// The int16 tag twin of a sparse stationary buffer (its offsets are the value slot's
+    /// over 4: four packed tags per word).
     tags: Option<TensorId>,
+    /// A sparse moving tile of a block loaded wide: elements between its `CR` rows (the
+    /// block's width); 0 when the rows are contiguous (`[CR, nsz]` in one run).
+    row_stride: i64,
 }
 
 impl Slot {
@@ -269,7 +273,8 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         let (a, a_tags) = match cfg.sparsity {
             Some(p) => {
                 let shape = vec![cfg.m, SparseA::cols(cfg.k, p)];
-                (cg.add_input("a", shape.clone(), cfg.input_dtype)?, Some(cg.add_input("a_tags", shape, DType::Int16)?))
+                let tags = SparseA::tags_shape(cfg.m, cfg.k, p).to_vec();
+                (cg.add_input("a", shape, cfg.input_dtype)?, Some(cg.add_input("a_tags", tags, DType::Int16)?))
             }
             None => (cg.add_input("a", cfg.lhs_shape(), cfg.input_dtype)?, None),
         };

@@ -129,7 +129,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         let Some((nat, _)) = self.pe_transpose else { return Ok(()) };
         let cfg = self.cfg;
         while let Some((m, which, queue)) = self.pe_queue.next_load() {
-            let at = Slot { tensor: nat[which], offset: 0, tags: None };
+            let at = Slot { tensor: nat[which], offset: 0, tags: None, row_stride: 0 };
             self.load_natural(at, m, 0, cfg.k as u32, queue as u64)?;
             self.pe_queue.mark_loaded();
         }
@@ -148,7 +148,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         let Some(buffer) = self.pe_queue.take(m) else {
             return Err(CodegenError::BadGemm(format!("PE transpose of m tile {m:?} out of sequence")));
         };
-        let which = Slot { tensor: nat[buffer], offset: 0, tags: None };
+        let which = Slot { tensor: nat[buffer], offset: 0, tags: None, row_stride: 0 };
         let chunks = self.chunks.clone();
         self.transpose_stripe(which, 0, slot, chunk_stride, m.1, &chunks)?;
         self.pe_prefetch()
@@ -168,7 +168,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         };
         let (k0, rows) = (first.k0, (last.k0 + u64::from(last.real) - first.k0) as u32);
         for (t, &m) in block.iter().enumerate() {
-            let at = Slot { tensor: nat[which], offset: t as i64 * width, tags: None };
+            let at = Slot { tensor: nat[which], offset: t as i64 * width, tags: None, row_stride: 0 };
             self.load_natural(at, m, k0, rows, t as u64)?;
         }
         Ok(())

@@ -174,6 +174,16 @@ proptest! {
         let s = codegen::SparseA::compress(&a, rows, k, pattern).unwrap();
         prop_assert_eq!(s.values.len() as u64, rows * codegen::SparseA::cols(k, pattern));
         prop_assert_eq!(s.decompress(), a.clone());
+        // The packed tags hold every row's tags, four rows to a word.
+        let [cols, words] = codegen::SparseA::tags_shape(rows, k, pattern);
+        let packed = s.packed_tags();
+        prop_assert_eq!(packed.len() as u64, cols * words);
+        for i in 0..rows as usize {
+            for c in 0..cols as usize {
+                let word = &packed[c * words as usize..(c + 1) * words as usize];
+                prop_assert_eq!(penguin::sparse_tag(word, i), Some(u16::from(s.tags[i * cols as usize + c])));
+            }
+        }
         if k >= m {
             let mut dense = a;
             for c in 0..=n { dense[c as usize] = 1.0; }

@@ -76,7 +76,8 @@ fn naive_programs_reduced_in_k_are_extrapolated_exactly() {
         ("k", K_PERIOD_CHUNKS * 128, 25607 % (K_PERIOD_CHUNKS * 128) + periods * K_PERIOD_CHUNKS * 128)
     );
     assert_exact(&GemmConfig { lhs_transposed: true, out_dtype: DType::Bf16, ..base });
-    assert_exact(&GemmConfig { sparsity: Some("2:4".parse().unwrap()), ..base });
+    // A sparse K step is 128 x CR dense rows: twice the K for as many periods with 2:4.
+    assert_exact(&GemmConfig { sparsity: Some("2:4".parse().unwrap()), k: 256 * 200 + 7, ..base });
     assert_exact(&GemmConfig { lhs_dtype: DType::Fp32, rhs_dtype: DType::Fp32, input_dtype: DType::Fp32, ..base });
 }
 

@@ -53,7 +53,7 @@ pub(super) fn simulate_and_check(
     match (&sparse, roles.a_tags) {
         (Some(s), Some(tags_id)) => {
             simulator.write_hbm_f32(name(plan, roles.a)?, &s.values)?;
-            let tags: Vec<u8> = s.tags.iter().flat_map(|t| t.to_le_bytes()).collect();
+            let tags: Vec<u8> = s.packed_tags().iter().flat_map(|t| t.to_le_bytes()).collect();
             simulator.write_hbm_tensor(name(plan, tags_id)?, &tags)?;
         }
         (None, None) => simulator.write_hbm_f32(name(plan, roles.a)?, &inputs.a)?,

@@ -12,4 +12,5 @@ mod mutation;
 mod native;
 mod roundtrip;
 mod search;
+mod sparse;
 mod timeline_gemm;

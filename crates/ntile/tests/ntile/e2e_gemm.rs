@@ -120,15 +120,22 @@ fn fp8_with_and_without_double_row_on_every_legal_target() {
 #[test]
 fn bf16_with_every_sparsity_pattern() {
     for pattern in penguin::SparsityPattern::SUPPORTED {
-        for (m, k, n, target) in [(130, 301, 70, Target::Trn2), (64, 1000, 600, Target::Trn1), (3, 13, 5, Target::Trn3)]
+        // K = 1001 ends inside a moving partition (CR rows each) of a partial last chunk.
+        for (m, k, n, target) in [(130, 301, 70, Target::Trn2), (64, 1001, 600, Target::Trn3), (3, 13, 5, Target::Trn3)]
         {
             let mut a = args(m, k, n, DType::Bf16, target);
             a.sparsity = Some(pattern);
             passes(a.clone(), &format!("{pattern} {m}x{k}x{n} on {target}"));
-            a.schedule = Some(codegen::Schedule::BlockedMn);
-            let out = gemm::run(&a).unwrap();
-            assert!(out.report.check.unwrap().passed, "{pattern} blocked-mn");
+            for schedule in [codegen::Schedule::Hoisted, codegen::Schedule::BlockedMn, codegen::Schedule::BlockedMnk] {
+                a.schedule = Some(schedule);
+                let out = gemm::run(&a).unwrap();
+                assert!(out.report.check.unwrap().passed, "{pattern} {schedule:?} {m}x{k}x{n}");
+            }
         }
+        // trn1 has no sparse matmul.
+        let mut a = args(64, 256, 64, DType::Bf16, Target::Trn1);
+        a.sparsity = Some(pattern);
+        assert!(gemm::run(&a).unwrap_err().message.contains("trn1 has none"), "{pattern} on trn1");
     }
     let mut a = args(16, 16, 16, DType::Bf16, Target::Trn2);
     a.sparsity = Some(penguin::SparsityPattern { n: 2, m: 4 });

@@ -124,6 +124,14 @@ pub struct MemsetData {
 
 /// An `N:M` structured-sparsity pattern along K: at most `n` non-zeros in every `m`
 /// consecutive contraction elements.
+///
+/// The PE's sparse matmul (NeuronCore-v3 and later) works in *hardware groups* of
+/// [`SPARSE_GROUP_KEPT`] kept values out of `4 x CR` dense rows, `CR` the compression ratio
+/// ([`SparsityPattern::compression_ratio`]): 4:8 (CR 2), 4:12 (CR 3), 4:16 (CR 4), the
+/// patterns the public Trainium2 material lists. 1:2 and 2:4 keep half of K as 4:8 does,
+/// and every A they accept is also 4:8-sparse (two groups of 4 hold at most 4 non-zeros, four
+/// groups of 2 at most 4), so they run as 4:8 with CR 2: the user's pattern decides what A
+/// may hold, the hardware group how it is compressed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct SparsityPattern {
     /// Non-zeros kept per group.
@@ -131,6 +139,12 @@ pub struct SparsityPattern {
     /// Group length.
     pub m: u32,
 }
+
+/// Kept values per hardware group of a sparse matmul (the `4` of 4:8, 4:12 and 4:16).
+pub const SPARSE_GROUP_KEPT: u32 = 4;
+
+/// 4-bit tags packed into one 16-bit word of a sparse matmul's tag tensor.
+pub const SPARSE_TAGS_PER_WORD: u32 = 4;
 
 impl SparsityPattern {
     /// The patterns the hardware supports.
@@ -146,6 +160,30 @@ impl SparsityPattern {
     pub fn is_supported(self) -> bool {
         Self::SUPPORTED.contains(&self)
     }
+
+    /// The compression ratio `CR = m / n`: dense contraction rows per kept stationary row
+    /// (2 for 1:2, 2:4 and 4:8, 3 for 4:12, 4 for 4:16; at least 1 for any pattern).
+    pub fn compression_ratio(self) -> u32 {
+        (self.m / self.n.max(1)).max(1)
+    }
+
+    /// Dense contraction rows of one hardware group: `4 x CR` (8, 12 or 16).
+    pub fn group_rows(self) -> u32 {
+        SPARSE_GROUP_KEPT.saturating_mul(self.compression_ratio())
+    }
+}
+
+/// 16-bit words of tags per compressed stationary row of `m` columns: `ceil(m / 4)`
+/// (32 for a full 128-column tile).
+pub fn sparse_tag_words(m: u32) -> u32 {
+    m.div_ceil(SPARSE_TAGS_PER_WORD)
+}
+
+/// The 4-bit tag of column `j` in a compressed row's packed tag words: nibble `j % 4`
+/// (least significant first) of word `j / 4`. `None` when `words` is too short.
+pub fn sparse_tag(words: &[u16], j: usize) -> Option<u16> {
+    let w = words.get(j / SPARSE_TAGS_PER_WORD as usize)?;
+    Some(w >> (4 * (j % SPARSE_TAGS_PER_WORD as usize)) & 0xf)
 }
 
 impl fmt::Display for SparsityPattern {
@@ -174,18 +212,33 @@ impl FromStr for SparsityPattern {
     }
 }
 
-/// A structured-sparse matmul: the stationary operand holds only the kept elements of each
-/// `N:M` group along K, and `tags` (int16, same shape) gives each kept element's position
-/// inside its group. `dst[m, n] (+)= sum_k' stationary[k', m] * moving[(k' / N) * M + tags[k', m], n]`.
+/// A structured-sparse matmul on the layout the public Trainium2 material documents for the
+/// PE's sparse mode (`CR` the pattern's [`SparsityPattern::compression_ratio`]):
+///
+/// - `stationary`: the *compressed* weights, `K'` partitions (at most 128, a multiple of 4)
+///   x `M` (at most 128). Row `k'` holds a kept value of hardware group `g = k' / 4`, which
+///   covers the `4 x CR` dense contraction rows `g*4*CR .. (g+1)*4*CR` of the tile.
+/// - `moving`: `[K', CR, N]`, `N` at most 512: slot `c` of partition `p` is dense row
+///   `p * CR + c`, so a tile covers `K' x CR` dense rows (512 for a full 4:16 tile) and
+///   each partition holds `CR` consecutive rows.
+/// - `tags`: int16 words `[K', ceil(M / 4)]` (the 16-bit pattern is what counts): four
+///   4-bit tags per word, column `j`'s in nibble `j % 4` of word `j / 4`, least significant
+///   first ([`sparse_tag`]). A tag `t` in `0 .. 4 x CR` is the position of the kept value
+///   inside its hardware group. A full 128 x 128 tile has 128 x 128 tags of 4 bits
+///   = 128 x 32 words = 8 KiB, a quarter of its 32 KiB of 2-byte values.
+///
+/// `dst[m, n] (+)= sum_k' stationary[k', m] * moving[r / CR, r % CR, n]` with
+/// `r = (k' / 4) * 4 * CR + tag(k', m)`. The packing of tags into words is ntile's
+/// choice: the hardware's physical tag order is not public.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MatMultSparseData {
     /// PSUM result, `M` partitions x `N` fp32.
     pub dst: InstTile,
-    /// Compressed stationary operand, `K * N / M` partitions x `M`.
+    /// Compressed stationary operand, `K'` partitions x `M`.
     pub stationary: InstTile,
-    /// Moving operand, `K` partitions x `N`.
+    /// Moving operand, `K'` partitions x `[CR, N]`.
     pub moving: InstTile,
-    /// int16 positions of the kept elements, shaped like `stationary`.
+    /// Packed 4-bit positions of the kept values, `K'` partitions x `ceil(M / 4)` int16 words.
     pub tags: InstTile,
     /// The pattern.
     pub pattern: SparsityPattern,

@@ -57,6 +57,8 @@ pub struct TargetInfo {
     pub fp8e4m3fn: bool,
     /// Whether 32-row PE tiles are allowed.
     pub pe_tile_32: bool,
+    /// Whether the PE has the structured-sparse matmul (new in NeuronCore-v3, trn2 on).
+    pub sparse_matmul: bool,
 }
 
 impl Target {
@@ -73,17 +75,20 @@ impl Target {
             double_row: false,
             fp8e4m3fn: false,
             pe_tile_32: false,
+            sparse_matmul: false,
         };
         match self {
             Target::Trn1 => TargetInfo { statebuf_par_size_in_bytes: 192 * 1024, ..common },
             Target::Trn2 => {
-                TargetInfo { statebuf_par_size_in_bytes: 224 * 1024, double_row: true, pe_tile_32: true, ..common }
+                let (double_row, pe_tile_32, sparse_matmul) = (true, true, true);
+                TargetInfo { statebuf_par_size_in_bytes: 224 * 1024, double_row, pe_tile_32, sparse_matmul, ..common }
             }
             Target::Trn3 => TargetInfo {
                 statebuf_par_size_in_bytes: 256 * 1024,
                 double_row: true,
                 fp8e4m3fn: true,
                 pe_tile_32: true,
+                sparse_matmul: true,
                 ..common
             },
         }

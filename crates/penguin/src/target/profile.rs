@@ -137,6 +137,12 @@ timing_keys! {
     mm_fp32_factor: "x", 1.0 ..= 64.0, false, "S1, S2 (fp32 peak is a quarter of bf16: 23 vs 92, 20 vs 79 TFLOPS)";
     /// How many times faster a LoadStationary is than an MM of the same free size.
     ls_speedup: "x", 0.1 ..= 64.0, false, "S1, S25 (fast LoadStationary, up to 4x)";
+    /// Input width of the PE's sparse data path, in elements per PE row and cycle (the
+    /// documents' `5x128`): a sparse MultiplyMoving reads `CR` moving elements and one
+    /// stationary element per row for each moving column, the count that fits the dense
+    /// figures too (BF16 `2x128` = 1 + 1, double-row FP8 `4x128` = 2 + 2). It streams one
+    /// column per cycle while `CR + 1 <= this`, `(CR + 1) / this` cycles per column beyond.
+    pe_sparse_input_lanes: "x128 elements/cycle", 1.0 ..= 64.0, false, "S2, S3 (TensorE input 5x128 sparse on trn2/trn3, 316 TFLOPS sparse = 4x dense on trn2); trn1 has no sparse path: its 2x128 dense input [S1]";
     /// MIN_II, the shortest initiation interval of an ACT/DVE instruction: one processing `N`
     /// elements per partition takes `max(MIN_II, N)` engine cycles (activation, tensor_copy,
     /// tensor_scalar, bn_stats, memset, tensor_tensor with a PSUM input, tensor_reduce).
@@ -256,6 +262,7 @@ impl HwProfile {
             Target::Trn2 => (2.4, 1.2, 0.96, 1.2, 23.0, 360.0, 0.5),
             Target::Trn3 => (2.4, 1.2, 1.2, 1.2, 33.0, 600.0, 1.0),
         };
+        let sparse_lanes = if target.info().sparse_matmul { 5.0 } else { 2.0 };
         HwProfile {
             target,
             pe_ghz: pe,
@@ -265,6 +272,7 @@ impl HwProfile {
             mm_min_cycles: 64.0,
             mm_fp32_factor: 4.0,
             ls_speedup: 4.0,
+            pe_sparse_input_lanes: sparse_lanes,
             compute_min_ii_cycles: 64.0,
             tensor_tensor_sbuf_factor: 2.0,
             dve_reciprocal_factor: 8.0,

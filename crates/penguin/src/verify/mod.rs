@@ -35,8 +35,10 @@
 //!     free size <= 512 fp32; the result is fp32; `double_row_gen3` is refused; double-row
 //!     operands are `[P, 2, F]`; the PE tile (`tile_position`, `tile_size`) uses sizes 128,
 //!     64 or 32 at multiples of the size and has at least K rows. A sparse
-//!     matmul's pattern is supported, its int16 tags have the stationary operand's shape, and
-//!     it keeps N of every M of the moving operand's K rows.
+//!     matmul's pattern is supported; its compressed stationary has `K'` partitions, a
+//!     multiple of 4 (whole hardware groups); the moving operand has the same `K'` partitions
+//!     and `CR x N` elements each (`[K', CR, N]`, `N` the result's free size); its tags are
+//!     `ceil(M / 4)` int16 words on each of the `K'` partitions.
 //! 11. **Elementwise shapes**: copies, casts, tensor-tensor ops and FMAs have equal partition
 //!     counts and elements per partition on every operand; memcpy does not convert; a
 //!     transpose swaps the two and writes fp32 (or its 16-bit float source's dtype); gathers

@@ -6,7 +6,7 @@ use crate::dtype::DType;
 use crate::entity::InstId;
 use crate::error::Entity;
 use crate::function::FunctionView;
-use crate::inst::{InstData, PerfMode, TilePosition, TileSize};
+use crate::inst::{InstData, PerfMode, TilePosition, TileSize, SPARSE_GROUP_KEPT, SPARSE_TAGS_PER_WORD};
 use crate::target::{MAX_MOVING_FREE, MAX_STATIONARY_FREE, NUM_PARTITIONS};
 use crate::tile::InstTile;
 
@@ -108,28 +108,48 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 if !m.pattern.is_supported() {
                     self.err(e, format!("sparsity pattern {} is not supported", m.pattern));
                 }
+                let cr = m.pattern.compression_ratio();
                 let kc = m.stationary.partitions();
-                if m.tags.partitions() != kc || m.tags.free_elems() != m.stationary.free_elems() {
-                    self.err(e, "matmult_sparse tags must have the stationary operand's shape");
-                }
-                self.need_dtype(e, "matmult_sparse tags", &m.tags, DType::Int16);
-                let (n, group) = (m.pattern.n, m.pattern.m);
-                if n > 0 && (kc % n != 0 || u64::from(m.moving.partitions()) != u64::from(kc / n) * u64::from(group)) {
+                if !kc.is_multiple_of(SPARSE_GROUP_KEPT) {
                     self.err(
                         e,
                         format!(
-                            "matmult_sparse with {} keeps {kc} of K = {} contraction rows, not {} of every {}",
-                            m.pattern,
-                            m.moving.partitions(),
-                            m.pattern.n,
-                            m.pattern.m
+                            "matmult_sparse stationary has {kc} partitions, not whole groups of {SPARSE_GROUP_KEPT} kept rows"
                         ),
                     );
                 }
-                let sizes = (m.stationary.free_elems(), m.moving.free_elems());
+                let m_free = m.stationary.free_elems();
+                let words = m_free.div_ceil(u64::from(SPARSE_TAGS_PER_WORD));
+                if m.tags.partitions() != kc || m.tags.free_elems() != words {
+                    self.err(
+                        e,
+                        format!(
+                            "matmult_sparse tags are [{}, {}] but a [{kc}, {m_free}] stationary needs [{kc}, {words}] \
+                             (four 4-bit tags per int16 word)",
+                            m.tags.partitions(),
+                            m.tags.free_elems()
+                        ),
+                    );
+                }
+                self.need_dtype(e, "matmult_sparse tags", &m.tags, DType::Int16);
+                let n = m.dst.free_elems();
+                if m.moving.partitions() != kc || m.moving.free_elems() != u64::from(cr) * n {
+                    self.err(
+                        e,
+                        format!(
+                            "matmult_sparse with {} needs moving [{kc}, {cr}, N={n}] ({} elements per partition), \
+                             not {} partitions x {}",
+                            m.pattern,
+                            u64::from(cr) * n,
+                            m.moving.partitions(),
+                            m.moving.free_elems()
+                        ),
+                    );
+                }
+                let sizes = (m_free, m.moving.free_elems() / u64::from(cr));
                 self.check_matmul_shape(
                     e,
-                    u64::from(m.moving.partitions()),
+                    u64::from(kc),
                     NUM_PARTITIONS,
                     &m.dst,
                     &m.stationary,

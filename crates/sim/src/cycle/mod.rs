@@ -34,6 +34,14 @@
 //!   buffer: an LS may start once the previous LS is done (one load port) and the MM that
 //!   consumed the previous weights of its cells has started; the MM that uses the weights
 //!   waits for the LS to finish. A sparse LS costs like a dense one of the same free size.
+//! - **Sparse matmul** (the data path is `5x128` input elements per cycle on trn2/trn3,
+//!   `pe_sparse_input_lanes` [S2][S3]): the MultiplyMoving after a sparse LS streams a moving
+//!   operand `[K', CR, N]`; each of its `N` columns needs `CR` moving elements and one
+//!   stationary element per PE row, the same count that gives the dense figures (BF16
+//!   `2x128` = 1 + 1, double-row FP8 `4x128` = 2 + 2). So it takes `max(N, 64)` cycles times
+//!   `max(1, (CR + 1) / lanes)`: with 5 lanes one column per cycle for CR <= 4, the time of a
+//!   dense pass over `CR` times the contraction rows (4:16: 4x dense, the 316 TFLOPS sparse
+//!   peak of trn2 [S2]).
 //! - **Transpose** costs like an MM whose moving free size is the source's free size, on the
 //!   whole array; it does not touch the shadow weights.
 //! - **Row/column tiling** ("tiles in disjoint PE rows/columns may run concurrently"): the
@@ -85,7 +93,8 @@
 //! once). The DMA figure of [`EngineBusy`] is the mean over the 16 queues. HFU is
 //! `matmul_flops / (peak x total)`: FLOPs are `2 K M N` per MultiplyMoving with `K` the
 //! contraction rows that multiply (moving partitions, x2 in `double_row`; a sparse matmul's
-//! kept stationary rows), `M` the result partitions, `N` the moving free size. The peak is
+//! kept stationary rows), `M` the result partitions, `N` the moving columns (the free size
+//! without a pack or `CR` axis). The peak is
 //! `2 x 128 x 128 x pe_ghz` FLOP/ns, /4 for fp32 operands, x2 in `double_row`, for the
 //! matmul flavour that issued the most FLOPs in the program (bf16 dense if it has none).
 

@@ -22,6 +22,8 @@ struct PeTiming {
     fp32_factor: f64,
     /// A LoadStationary is this many times faster than an MM of the same free size.
     ls_speedup: f64,
+    /// Input elements per PE row and cycle of the sparse data path.
+    sparse_lanes: f64,
 }
 
 /// The weights held in (or loading into) a cell.
@@ -31,8 +33,9 @@ struct Weights {
     rows: u32,
     /// 4-byte weights.
     fp32: bool,
-    /// Loaded by a sparse LoadStationary.
-    sparse: bool,
+    /// Dense rows per moving partition: the compression ratio of a sparse LoadStationary,
+    /// 1 for a dense one.
+    cr: u32,
 }
 
 /// Timing state of the PE array.
@@ -99,6 +102,16 @@ impl PeTiming {
             base
         }
     }
+
+    /// How many times longer each moving column takes on the sparse data path with
+    /// compression ratio `cr`: a column needs `cr` moving elements and one stationary element
+    /// per PE row, `sparse_lanes` of which arrive per cycle (1 for a dense matmul).
+    fn sparse_factor(&self, cr: u32) -> f64 {
+        if cr <= 1 {
+            return 1.0;
+        }
+        (f64::from(cr.saturating_add(1)) / self.sparse_lanes.max(f64::MIN_POSITIVE)).max(1.0)
+    }
 }
 
 impl PeState {
@@ -108,6 +121,7 @@ impl PeState {
             mm_min_cycles: p.mm_min_cycles,
             fp32_factor: p.mm_fp32_factor,
             ls_speedup: p.ls_speedup,
+            sparse_lanes: p.pe_sparse_input_lanes,
         };
         PeState { timing, ..PeState::default() }
     }
@@ -154,26 +168,27 @@ impl PeState {
         match op {
             Op::LoadStationary { src, perf_mode, tile_position, tile_size } => {
                 let rows = src.num_partitions.saturating_mul(pack(*perf_mode) as u32);
-                let w = Weights { rows, fp32: is_fp32(src), sparse: false };
+                let w = Weights { rows, fp32: is_fp32(src), cr: 1 };
                 self.load(src.free_elems() / pack(*perf_mode), w, cells(*tile_position, *tile_size), start, ghz)
             }
-            Op::LoadStationarySparse { src, tile_position, tile_size, .. } => {
-                let w = Weights { rows: src.num_partitions, fp32: is_fp32(src), sparse: true };
+            Op::LoadStationarySparse { src, pattern, tile_position, tile_size, .. } => {
+                let w = Weights { rows: src.num_partitions, fp32: is_fp32(src), cr: pattern.compression_ratio() };
                 self.load(src.free_elems(), w, cells(*tile_position, *tile_size), start, ghz)
             }
             Op::MultiplyMoving { dst, src, perf_mode, tile_position, tile_size, .. } => {
                 let mask = cells(*tile_position, *tile_size);
                 let p = pack(*perf_mode);
-                let n = src.free_elems() / p;
                 let first = each(mask).next().unwrap_or(0);
                 let w = self.weights[first];
+                // After a sparse stationary the moving operand is `[K', CR, N]`.
+                let n = src.free_elems() / p / u64::from(w.cr.max(1));
                 let fp32 = is_fp32(src) || w.fp32;
-                let end = start + self.timing.mm_cycles(n, fp32) / ghz;
+                let end = start + self.timing.mm_cycles(n, fp32) * self.timing.sparse_factor(w.cr) / ghz;
                 for i in each(mask) {
                     self.cell_free[i] = end;
                     self.shadow_free[i] = start;
                 }
-                let k = if w.sparse { u64::from(w.rows) } else { u64::from(src.num_partitions) * p };
+                let k = if w.cr > 1 { u64::from(w.rows) } else { u64::from(src.num_partitions) * p };
                 let flavour = usize::from(fp32) | usize::from(p == 2) << 1;
                 self.flops[flavour] += 2.0 * k as f64 * f64::from(dst.num_partitions) * n as f64;
                 end
@@ -220,7 +235,11 @@ impl PeState {
 
     /// The loaded weights of every cell, as numbers (for the steady-state check).
     pub(super) fn weights_key(&self, out: &mut Vec<u64>) {
-        out.extend(self.weights.iter().map(|w| u64::from(w.rows) << 2 | u64::from(w.fp32) << 1 | u64::from(w.sparse)));
+        out.extend(
+            self.weights
+                .iter()
+                .map(|w| u64::from(w.rows) << 40 | u64::from(w.cr.min(1 << 30)) << 1 | u64::from(w.fp32)),
+        );
     }
 
     /// FLOPs issued so far per flavour.

@@ -3,7 +3,10 @@
 
 use bir::HwAp;
 use penguin::target::{MAX_MOVING_FREE, MAX_STATIONARY_FREE, NUM_PARTITIONS};
-use penguin::{CastMode, DType, EngineAccumulationType as Acc, Memory, PerfMode, SparsityPattern, TileSize};
+use penguin::{
+    sparse_tag, CastMode, DType, EngineAccumulationType as Acc, Memory, PerfMode, SparsityPattern, TileSize,
+    SPARSE_GROUP_KEPT, SPARSE_TAGS_PER_WORD,
+};
 
 use std::sync::Arc;
 
@@ -148,14 +151,15 @@ impl Machine {
             Some((_, rows)) => packed.share(k, m, rows),
             None => packed.hold(k, m, &mut self.scratch.f32_b),
         }
-        self.stationary = Some(Stationary { perf_mode, packed: Arc::new(packed) });
+        self.stationary = Some(Stationary { perf_mode, sparse_cr: 1, packed: Arc::new(packed) });
         Ok(())
     }
 
-    /// Load a compressed stationary `[K', M]` with its int16 tags and expand it to the dense
-    /// `[K' / n * m, M]` weights the following matmuls use:
-    /// `W[(k' / n) * m + tags[k', j], j] += src[k', j]`, zeros elsewhere (the seed's
-    /// `dst[m, n] (+)= sum_k' stationary[k', m] * moving[(k' / N) * M + tags[k', m], n]`).
+    /// Load a compressed stationary `[K', M]` with its packed tags `[K', ceil(M / 4)]` and
+    /// expand it to the dense `[K' x CR, M]` weights the following matmuls use (the layout of
+    /// `penguin::MatMultSparseData`): `W[(k' / 4) * 4 CR + tag(k', j), j] += src[k', j]`,
+    /// zeros elsewhere, `tag(k', j)` nibble `j % 4` of tag word `[k', j / 4]`. The moving
+    /// operand `[K', CR, N]` that follows is read as its `K' x CR` dense rows.
     ///
     /// The pruned positions contribute `0 * moving`, so a NaN or infinity in the moving
     /// operand at a pruned position shows in the result.
@@ -177,43 +181,51 @@ impl Machine {
         if tags.dtype != DType::Int16 {
             return Err(SimError::BadOperand {
                 at,
-                detail: format!("sparsity tags must be int16, not {}", tags.dtype),
+                detail: format!("sparsity tags must be int16 words, not {}", tags.dtype),
             });
         }
         let max_m = tile.cols.min(MAX_STATIONARY_FREE) as usize;
-        let limits = Limits { partitions: tile.rows.min(NUM_PARTITIONS) as usize, free: max_m };
+        let parts = tile.rows.min(NUM_PARTITIONS) as usize;
+        let limits = Limits { partitions: parts, free: max_m };
         let (kc, m) = self.pe_operand(cx, src, PerfMode::None, "sparse stationary", limits)?;
         let values = std::mem::take(&mut self.scratch.f32_b);
-        let tag_shape = self.pe_operand(cx, tags, PerfMode::None, "tags", limits);
-        let tag_values = std::mem::replace(&mut self.scratch.f32_b, values);
-        let (n, group) = (pattern.n as usize, pattern.m as usize);
-        let k = kc / n * group;
-        if tag_shape? != (kc, m) || kc == 0 || m == 0 || kc % n != 0 || k > NUM_PARTITIONS as usize {
+        let per = SPARSE_TAGS_PER_WORD as usize;
+        let tag_limits = Limits { partitions: parts, free: max_m.div_ceil(per) };
+        let tag_shape = self.pe_operand(cx, tags, PerfMode::None, "tags", tag_limits);
+        let tag_words = std::mem::replace(&mut self.scratch.f32_b, values);
+        let (cr, group, kept) =
+            (pattern.compression_ratio() as usize, pattern.group_rows() as usize, SPARSE_GROUP_KEPT as usize);
+        let words = m.div_ceil(per);
+        if tag_shape? != (kc, words) || kc == 0 || m == 0 || !kc.is_multiple_of(kept) {
             return Err(SimError::MatmulShape {
                 at,
                 detail: format!(
-                    "sparse stationary [K'={kc}, M={m}] with {n}:{group} tags must have K' a multiple of {n}, tags of \
-                     the same shape, and expand to at most {NUM_PARTITIONS} rows (here {k})"
+                    "sparse stationary [K'={kc}, M={m}] must have K' a multiple of {kept} (whole hardware groups) \
+                     and tags of [K', {words}] int16 words (four 4-bit tags each)"
                 ),
             });
         }
+        let k = kc * cr;
         let Scratch { f32_b: values, f32_c: dense, .. } = &mut self.scratch;
         dense.clear();
         dense.resize(k * m, 0.0);
-        for (kk, (vrow, trow)) in values.chunks_exact(m).zip(tag_values.chunks_exact(m)).enumerate() {
-            for (j, (v, t)) in vrow.iter().zip(trow).enumerate() {
-                if !(0.0..group as f32).contains(t) {
+        for (kk, (vrow, trow)) in values.chunks_exact(m).zip(tag_words.chunks_exact(words)).enumerate() {
+            // An int16 word decodes exactly; its 16 bits are the four tags.
+            let bits: Vec<u16> = trow.iter().map(|&w| w as i16 as u16).collect();
+            for (j, v) in vrow.iter().enumerate() {
+                let t = usize::from(sparse_tag(&bits, j).unwrap_or(0));
+                if t >= group {
                     return Err(SimError::BadOperand {
                         at,
-                        detail: format!("sparsity tag {t} at [{kk}, {j}] is outside 0..{group}"),
+                        detail: format!("sparsity tag {t} at [{kk}, {j}] is outside 0..{group} ({pattern}, CR {cr})"),
                     });
                 }
-                dense[((kk / n) * group + *t as usize) * m + j] += v;
+                dense[((kk / kept) * group + t) * m + j] += v;
             }
         }
         let mut packed = reusable(&mut self.stationary);
         packed.hold(k, m, dense);
-        self.stationary = Some(Stationary { perf_mode: PerfMode::None, packed: Arc::new(packed) });
+        self.stationary = Some(Stationary { perf_mode: PerfMode::None, sparse_cr: cr, packed: Arc::new(packed) });
         Ok(())
     }
 
@@ -266,8 +278,8 @@ impl Machine {
         perf_mode: PerfMode,
     ) -> Result<(), SimError> {
         let at = cx.at;
-        let (sk, m, st_mode) = match &self.stationary {
-            Some(s) => (s.packed.k, s.packed.m, s.perf_mode),
+        let (sk, m, st_mode, cr) = match &self.stationary {
+            Some(s) => (s.packed.k, s.packed.m, s.perf_mode, s.sparse_cr.max(1)),
             None => return Err(SimError::NoStationary { at }),
         };
         if st_mode != perf_mode {
@@ -277,9 +289,18 @@ impl Machine {
             });
         }
         Self::pe_result(at, dst)?;
-        let rows_per_pass = if perf_mode == PerfMode::DoubleRow { 2 } else { 1 };
+        let rows_per_pass = if perf_mode == PerfMode::DoubleRow { 2 } else { cr };
         let limits = Limits { partitions: NUM_PARTITIONS as usize, free: MAX_MOVING_FREE as usize * rows_per_pass };
-        let (k, n) = self.pe_operand(cx, src, perf_mode, "moving", limits)?;
+        let (p, f) = self.pe_operand(cx, src, perf_mode, "moving", limits)?;
+        // After a sparse stationary the moving operand is `[K', CR, N]`: its row-major
+        // decode is the `[K' x CR, N]` dense rows, partition `p` holding rows `p * CR ..`.
+        if !f.is_multiple_of(cr) {
+            return Err(SimError::MatmulShape {
+                at,
+                detail: format!("sparse moving has {f} elements per partition; it must be [K', CR={cr}, N]"),
+            });
+        }
+        let (k, n) = (p * cr, f / cr);
         if k != sk || n == 0 {
             return Err(SimError::MatmulShape {
                 at,

@@ -267,24 +267,46 @@ fn column_tiled_matmuls_overlap() {
     assert_close(r.matmul_flops, 2.0 * 2.0 * 128.0 * 64.0 * 512.0);
 }
 
-#[test]
-fn sparse_matmul_streams_the_moving_operand_and_counts_the_kept_rows() {
-    // 2:4 sparsity: 64 kept stationary rows stand for the 128 contraction rows of the moving
-    // operand.
+/// A sparse LS (128 kept rows x 128, tags `[128, 32]`) and an MM streaming `[128, CR, n]`.
+fn sparse_pair(pattern: penguin::SparsityPattern, n: u32) -> Program {
     let (tile_position, tile_size) = full();
+    let cr = pattern.compression_ratio();
     let mut p = program(Target::Trn2);
     let lss = Op::LoadStationarySparse {
-        src: sbuf(DType::Bf16, 0, 64, 0, 128),
-        tags: sbuf(DType::Int16, 0, 64, 0, 128),
-        pattern: penguin::SparsityPattern { n: 2, m: 4 },
+        src: sbuf(DType::Bf16, 0, 128, 0, 128),
+        tags: sbuf(DType::Int16, 0, 128, 256, 32),
+        pattern,
         tile_position,
         tile_size,
     };
     push(&mut p, Engine::Pe, lss, &[], None);
-    push(&mut p, Engine::Pe, mm(DType::Bf16, 128, 128, 512), &[], None);
-    let r = run(&p);
-    assert_close(r.total_ns, pe2(32.0 + 512.0));
-    assert_close(r.matmul_flops, 2.0 * 64.0 * 128.0 * 512.0);
+    let mut mm = mm(DType::Bf16, 128, 128, n);
+    if let Op::MultiplyMoving { src, .. } = &mut mm {
+        *src = sbuf(DType::Bf16, 0, 128, 1024, cr * n);
+    }
+    push(&mut p, Engine::Pe, mm, &[], None);
+    p
+}
+
+#[test]
+fn sparse_matmul_streams_cr_rows_per_partition_at_one_column_per_cycle() {
+    // Five input lanes per PE row carry CR <= 4 moving rows and the stationary element of
+    // each column: a [128, CR, 512] pass takes the 512 cycles of a dense one and contracts
+    // 128 x CR dense rows; the FLOPs are those of the 128 kept rows.
+    for pattern in penguin::SparsityPattern::SUPPORTED {
+        let r = run(&sparse_pair(pattern, 512));
+        assert_close(r.total_ns, pe2(32.0 + 512.0));
+        assert_close(r.matmul_flops, 2.0 * 128.0 * 128.0 * 512.0);
+        // Short passes still cost the 64-cycle minimum.
+        assert_close(run(&sparse_pair(pattern, 16)).total_ns, pe2(32.0 + 64.0));
+    }
+    // A narrower data path (trn1's dense 2x128) takes (CR + 1) / 2 cycles per column.
+    let mut hw = Target::Trn2.profile();
+    hw.pe_sparse_input_lanes = 2.0;
+    let p = sparse_pair(penguin::SparsityPattern { n: 4, m: 16 }, 512);
+    assert_close(model_with(&p, &hw).unwrap().total_ns, pe2(32.0 + 512.0 * 5.0 / 2.0));
+    assert_eq!(Target::Trn2.profile().pe_sparse_input_lanes, 5.0);
+    assert_eq!(Target::Trn3.profile().pe_sparse_input_lanes, 5.0);
 }
 
 #[test]

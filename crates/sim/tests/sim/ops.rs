@@ -185,75 +185,90 @@ fn transpose_through_psum() {
     assert!(matches!(Simulator::new(&b.program).run(), Err(SimError::NoStationary { .. })));
 }
 
+/// A sparse matmul of every pattern on the documented layout: a compressed stationary
+/// `[K', M]`, packed tags `[K', ceil(M / 4)]` and a moving `[K', CR, N]`, against the formula
+/// in fp64.
 #[test]
 fn sparse_stationary_matches_the_formula() {
-    // 2:4 sparsity: K' = 4 kept rows (2 groups), M = 3, moving K = 8 x N = 5.
-    let pattern = SparsityPattern { n: 2, m: 4 };
-    let (kc, m, k, n) = (4usize, 3usize, 8usize, 5usize);
-    let w: Vec<f32> = (0..kc * m).map(|i| DType::Bf16.round_trip(value(i as u64))).collect();
-    // Kept positions inside each group of 4, per column.
-    let tags: Vec<i16> = vec![0, 1, 2, 3, 3, 1, 1, 0, 0, 2, 3, 3];
-    let x: Vec<f32> = (0..k * n).map(|i| DType::Bf16.round_trip(value(50 + i as u64))).collect();
-    let mut b = Builder::new(Target::Trn2);
-    let wt = b.tensor("w", &[kc as u64, m as u64], DType::Fp32, HbmRole::Input);
-    let tt = b.tensor("tags", &[kc as u64, m as u64], DType::Int16, HbmRole::Input);
-    let xt = b.tensor("x", &[k as u64, n as u64], DType::Fp32, HbmRole::Input);
-    let ct = b.tensor("c", &[m as u64, n as u64], DType::Fp32, HbmRole::Output);
-    let (loaded, done, copied) = (b.sem("loaded"), b.sem("done"), b.sem("copied"));
-    load(&mut b, 0, wt, (kc as u32, m as u32), DType::Bf16, 0, loaded);
-    b.push(
-        Engine::Dma(1),
-        dma(sbuf(DType::Int16, 0, kc as u32, 64, m as u32), hbm(DType::Int16, tt, kc as u32, m as i64, m as u32)),
-        &[],
-        Some(loaded),
-    );
-    load(&mut b, 2, xt, (k as u32, n as u32), DType::Bf16, 128, loaded);
-    let ls = Op::LoadStationarySparse {
-        src: sbuf(DType::Bf16, 0, kc as u32, 0, m as u32),
-        tags: sbuf(DType::Int16, 0, kc as u32, 64, m as u32),
-        pattern,
-        tile_position: TilePosition::default(),
-        tile_size: TileSize::default(),
-    };
-    b.push(Engine::Pe, ls, &[(loaded, 3)], None);
-    let mm = Op::MultiplyMoving {
-        dst: psum(m as u32, 0, n as u32),
-        src: sbuf(DType::Bf16, 0, k as u32, 128, n as u32),
-        acc: Acc::START | Acc::STOP,
-        perf_mode: PerfMode::None,
-        tile_position: TilePosition::default(),
-        tile_size: TileSize::default(),
-    };
-    b.push(Engine::Pe, mm, &[], Some(done));
-    b.push(
-        Engine::Pool,
-        Op::TensorCopy { dst: sbuf(DType::Fp32, 0, m as u32, 256, n as u32), src: psum(m as u32, 0, n as u32) },
-        &[(done, 1)],
-        Some(copied),
-    );
-    b.push(
-        Engine::Dma(3),
-        dma(hbm(DType::Fp32, ct, m as u32, n as i64, n as u32), sbuf(DType::Fp32, 0, m as u32, 256, n as u32)),
-        &[(copied, 1)],
-        None,
-    );
-    let mut s = Simulator::new(&b.program);
-    s.write_hbm_f32("w", &w).unwrap();
-    s.write_hbm_tensor("tags", &tags.iter().flat_map(|t| t.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
-    s.write_hbm_f32("x", &x).unwrap();
-    s.run().unwrap();
-    let got = s.read_hbm_f32("c").unwrap();
-    for j in 0..m {
-        for c in 0..n {
-            let want: f64 = (0..kc)
-                .map(|kk| f64::from(w[kk * m + j]) * f64::from(x[((kk / 2) * 4 + tags[kk * m + j] as usize) * n + c]))
-                .sum();
-            assert!((f64::from(got[j * n + c]) - want).abs() <= 1e-5 * want.abs().max(1.0), "({j}, {c})");
+    for pattern in SparsityPattern::SUPPORTED {
+        let cr = pattern.compression_ratio() as usize;
+        let group = 4 * cr;
+        // K' = 8 kept rows (2 hardware groups), M = 6 (2 tag words per row), N = 5.
+        let (kc, m, n) = (8usize, 6usize, 5usize);
+        let words = m.div_ceil(4);
+        let w: Vec<f32> = (0..kc * m).map(|i| DType::Bf16.round_trip(value(i as u64))).collect();
+        let tag = |kk: usize, j: usize| (kk * 7 + j * 3) % group;
+        let mut packed = vec![0u16; kc * words];
+        for kk in 0..kc {
+            for j in 0..m {
+                packed[kk * words + j / 4] |= (tag(kk, j) as u16) << (4 * (j % 4));
+            }
+        }
+        // The moving operand's dense rows `[K' x CR, N]`: partition p holds rows p*CR ...
+        let x: Vec<f32> = (0..kc * cr * n).map(|i| DType::Bf16.round_trip(value(50 + i as u64))).collect();
+        let mut b = Builder::new(Target::Trn2);
+        let wt = b.tensor("w", &[kc as u64, m as u64], DType::Fp32, HbmRole::Input);
+        let tt = b.tensor("tags", &[kc as u64, words as u64], DType::Int16, HbmRole::Input);
+        let xt = b.tensor("x", &[(kc * cr) as u64, n as u64], DType::Fp32, HbmRole::Input);
+        let ct = b.tensor("c", &[m as u64, n as u64], DType::Fp32, HbmRole::Output);
+        let (loaded, done, copied) = (b.sem("loaded"), b.sem("done"), b.sem("copied"));
+        load(&mut b, 0, wt, (kc as u32, m as u32), DType::Bf16, 0, loaded);
+        let tags_sbuf = sbuf(DType::Int16, 0, kc as u32, 64, words as u32);
+        let tags_hbm = hbm(DType::Int16, tt, kc as u32, words as i64, words as u32);
+        b.push(Engine::Dma(1), dma(tags_sbuf.clone(), tags_hbm), &[], Some(loaded));
+        load(&mut b, 2, xt, (kc as u32, (cr * n) as u32), DType::Bf16, 128, loaded);
+        let ls = Op::LoadStationarySparse {
+            src: sbuf(DType::Bf16, 0, kc as u32, 0, m as u32),
+            tags: tags_sbuf,
+            pattern,
+            tile_position: TilePosition::default(),
+            tile_size: TileSize::default(),
+        };
+        b.push(Engine::Pe, ls, &[(loaded, 3)], None);
+        let mm = Op::MultiplyMoving {
+            dst: psum(m as u32, 0, n as u32),
+            src: sbuf(DType::Bf16, 0, kc as u32, 128, (cr * n) as u32),
+            acc: Acc::START | Acc::STOP,
+            perf_mode: PerfMode::None,
+            tile_position: TilePosition::default(),
+            tile_size: TileSize::default(),
+        };
+        b.push(Engine::Pe, mm, &[], Some(done));
+        b.push(
+            Engine::Pool,
+            Op::TensorCopy { dst: sbuf(DType::Fp32, 0, m as u32, 256, n as u32), src: psum(m as u32, 0, n as u32) },
+            &[(done, 1)],
+            Some(copied),
+        );
+        b.push(
+            Engine::Dma(3),
+            dma(hbm(DType::Fp32, ct, m as u32, n as i64, n as u32), sbuf(DType::Fp32, 0, m as u32, 256, n as u32)),
+            &[(copied, 1)],
+            None,
+        );
+        let bytes = |words: &[u16]| words.iter().flat_map(|t| t.to_le_bytes()).collect::<Vec<u8>>();
+        let mut s = Simulator::new(&b.program);
+        s.write_hbm_f32("w", &w).unwrap();
+        s.write_hbm_tensor("tags", &bytes(&packed)).unwrap();
+        s.write_hbm_f32("x", &x).unwrap();
+        s.run().unwrap();
+        let got = s.read_hbm_f32("c").unwrap();
+        for j in 0..m {
+            for c in 0..n {
+                let want: f64 = (0..kc)
+                    .map(|kk| f64::from(w[kk * m + j]) * f64::from(x[((kk / 4) * group + tag(kk, j)) * n + c]))
+                    .sum();
+                let err = (f64::from(got[j * n + c]) - want).abs();
+                assert!(err <= 1e-5 * want.abs().max(1.0), "{pattern} ({j}, {c}): {} vs {want}", got[j * n + c]);
+            }
+        }
+        // A tag outside its hardware group of 4 x CR rows is an error (4:16 uses all 16).
+        if group < 16 {
+            s.write_hbm_tensor("tags", &bytes(&vec![0xffff; kc * words])).unwrap();
+            let err = s.run().unwrap_err();
+            assert!(matches!(err, SimError::BadOperand { .. }) && err.to_string().contains("outside 0.."), "{err}");
         }
     }
-    // A tag outside its group is an error.
-    s.write_hbm_tensor("tags", &[4i16; 12].iter().flat_map(|t| t.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
-    assert!(matches!(s.run(), Err(SimError::BadOperand { .. })));
 }
 
 #[test]
