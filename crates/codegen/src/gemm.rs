@@ -19,8 +19,8 @@
 //! - **structured sparsity** (`N:M` along K of A, trn2/trn3): the PE's sparse matmul on the
 //!   documented layout. The host compresses A by hardware groups of `4 x CR` dense rows
 //!   (`CR` = [`SparsityPattern::compression_ratio`]; 1:2 and 2:4 run as 4:8) into `a`
-//!   (`[M, K']` kept values, `K' = 4 ceil(K / (4 CR))`) and `a_tags` (`[K', ceil(M / 4)]`
-//!   int16 words, four 4-bit positions each; see [`SparseA`]). K is cut in chunks of
+//!   (`[K', M]` kept values in the stationary layout, `K' = 4 ceil(K / (4 CR))`) and
+//!   `a_tags` (`[K', ceil(M / 4)]` int16 words, four 4-bit positions each; see [`SparseA`]). K is cut in chunks of
 //!   `128 x CR` dense rows: one matmul takes a compressed stationary of 128 partitions, its
 //!   `[128, 32]` tag words and a moving operand `[128, CR, N]` (partition `p` holds the `CR`
 //!   consecutive rows from `p x CR`), so a sparse GEMM issues `1 / CR` of the dense matmuls
@@ -366,7 +366,7 @@ pub struct GemmPlan {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmTensors {
     /// A: `[M, K]` (`[K, M]` when `lhs_transposed`), or the compressed kept values of a
-    /// sparse A (`[M, K']`, see [`SparseA`]).
+    /// sparse A (`[K', M]`, see [`SparseA`]).
     pub a: TensorId,
     /// The packed 4-bit positions of a sparse A's kept values (`[K', ceil(M / 4)]` int16
     /// words), when A is sparse.

@@ -52,7 +52,8 @@ pub fn kernel_info(plan: &GemmPlan) -> KernelInfo {
     let k_parts = chunks.first().map_or(codegen::K_TILE, |c| u64::from(c.parts));
     let (tm, tn) = (codegen::M_TILE, codegen::N_TILE);
     let a = match (cfg.sparsity, cfg.lhs_transposed) {
-        (Some(_), _) => ((Axis::M, tm), (Axis::K, k_parts)),
+        // `[K', M]`: a K step's compressed rows, the rows of an m tile.
+        (Some(_), _) => ((Axis::K, k_parts), (Axis::M, tm)),
         (None, false) => ((Axis::M, tm), (Axis::K, k_rows)),
         (None, true) => ((Axis::K, k_rows), (Axis::M, tm)),
     };

@@ -14,8 +14,10 @@ use crate::error::CodegenError;
 /// holds the `j`-th kept value (in increasing column order) and its tag is its column inside
 /// the group (`0 .. G`, 4 bits). Groups with fewer than 4 non-zeros are filled with zeros
 /// tagged with the first unused positions, so every tag in a group is distinct. The kernel's
-/// `a` is `values`; its `a_tags` is [`SparseA::packed_tags`], the tags transposed to the
-/// stationary layout `[K', ceil(M / 4)]` and packed four to a 16-bit word.
+/// `a` is [`SparseA::stationary_values`], the values transposed to the stationary layout
+/// `[K', M]` (the host lays the compressed A out as the PE reads it, so each partition of a
+/// stationary load is one contiguous run); its `a_tags` is [`SparseA::packed_tags`], the tags
+/// in the same layout, `[K', ceil(M / 4)]`, packed four to a 16-bit word.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SparseA {
     /// Rows of A.
@@ -81,6 +83,24 @@ impl SparseA {
             }
         }
         Ok(SparseA { rows, k, pattern, values, tags })
+    }
+
+    /// The shape of the kernel's value tensor `a`: `[K', rows]`.
+    pub fn values_shape(rows: u64, k: u64, pattern: SparsityPattern) -> [u64; 2] {
+        [Self::cols(k, pattern), rows]
+    }
+
+    /// The kept values as the kernel reads them: `[K', rows]` row-major, compressed row `c`
+    /// holding column `c` of every row of A.
+    pub fn stationary_values(&self) -> Vec<f32> {
+        let (rows, cols) = (self.rows as usize, Self::cols(self.k, self.pattern) as usize);
+        let mut out = vec![0.0f32; rows * cols];
+        for i in 0..rows {
+            for c in 0..cols {
+                out[c * rows + i] = self.values[i * cols + c];
+            }
+        }
+        out
     }
 
     /// The tag tensor as the kernel reads it: `[K', ceil(rows / 4)]` row-major 16-bit words,

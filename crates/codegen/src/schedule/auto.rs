@@ -119,8 +119,8 @@ pub fn estimate_ns_with(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
         cfg.sparsity.map_or(1.0, |p| (f64::from(p.compression_ratio() + 1) / hw.pe_sparse_input_lanes).max(1.0));
     let pe_ns = mt * chunks * n_cycles * fp32 * sparse / hw.pe_ghz;
     let s_in = f64::from(cfg.input_dtype.size_bytes());
-    // A sparse A is its kept values (`[M, K']`, transposed on load as a dense A) and the
-    // packed tags (`[K', M / 4]` int16 words, in the stationary layout already).
+    // A sparse A is its kept values (`[K', M]`) and the packed tags (`[K', M / 4]` int16
+    // words), both stored in the stationary layout: loaded as an A given as `[K, M]` is.
     let a = match cfg.sparsity {
         Some(p) => {
             let [cols, words] = SparseA::tags_shape(cfg.m, cfg.k, p);
@@ -129,7 +129,7 @@ pub fn estimate_ns_with(cfg: &GemmConfig, hw: &HwProfile) -> f64 {
         None => (cfg.m * cfg.k) as f64 * s_in,
     };
     let b = (cfg.k * cfg.n) as f64 * s_in;
-    let lhs_transposed = cfg.lhs_transposed && cfg.sparsity.is_none();
+    let lhs_transposed = cfg.lhs_transposed || cfg.sparsity.is_some();
     let (bm, bn) = ((cfg.blocks.m.div_ceil(M_TILE) as f64).min(mt), (cfg.blocks.n.div_ceil(N_TILE) as f64).min(nt));
     // Whole-stripe natural loads of A (PE transposes) in the stripe schedules; per-chunk
     // loads otherwise.

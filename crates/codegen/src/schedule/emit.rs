@@ -150,11 +150,11 @@ impl<B: IrBuilder> Planner<'_, B> {
         let per = self.loads_per_tile(Operand::Lhs);
         let n = (self.chunk_index(chunk) * place.tiles as u64 + place.t as u64) * per;
         if let (Some(pattern), Some(a_tags), Some(tags_buf)) = (cfg.sparsity, self.a_tags, slot.tags) {
-            // The kept values transposed (partition = compressed row), as a dense A^T; the
-            // tags already in the stationary layout, a plain row window of `[K', M / 4]`.
-            let [cols, words] = SparseA::tags_shape(cfg.m, cfg.k, pattern);
+            // The kept values and the tags, both stored in the stationary layout: plain row
+            // windows of `[K', M]` and `[K', M / 4]`.
+            let [_, words] = SparseA::tags_shape(cfg.m, cfg.k, pattern);
             let kc0 = chunk.k0 / u64::from(self.cr());
-            let src = AccessPattern::hbm_cols(cols, m0, msz, kc0, chunk.parts);
+            let src = AccessPattern::hbm_rows(cfg.m, kc0, chunk.parts, m0, msz);
             let st = on_chip(slot.tensor, Memory::Sbuf, cfg.lhs_dtype, 0, chunk.parts, slot.offset, msz);
             self.dma(st.clone(), hbm(self.a, cfg.input_dtype, src), Transfer::Load(Operand::Lhs, n))?;
             let tags = Self::tags_view(tags_buf, slot.offset, chunk.parts, msz);
@@ -446,11 +446,11 @@ impl<B: IrBuilder> Planner<'_, B> {
             {
                 // The kept values and the tag words of every m tile of the block in one
                 // load each (the tiles' words are adjacent in a row of `a_tags`).
-                let [cols, words] = SparseA::tags_shape(cfg.m, cfg.k, pattern);
+                let [_, words] = SparseA::tags_shape(cfg.m, cfg.k, pattern);
                 let kc0 = chunk.k0 / u64::from(self.cr());
                 let n = self.chunk_index(chunk) * 2;
                 let dst = on_chip(base.tensor, Memory::Sbuf, dtype, 0, chunk.parts, base.offset, total);
-                let src = hbm(self.a, cfg.input_dtype, AccessPattern::hbm_cols(cols, first, total, kc0, chunk.parts));
+                let src = hbm(self.a, cfg.input_dtype, AccessPattern::hbm_rows(cfg.m, kc0, chunk.parts, first, total));
                 self.dma(dst, src, Transfer::Load(operand, n))?;
                 let tag_words: u32 = block.iter().map(|t| sparse_tag_words(t.1)).sum();
                 let per = u64::from(SPARSE_TAGS_PER_WORD);

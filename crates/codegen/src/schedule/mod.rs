@@ -272,7 +272,7 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         let mut cg = NeuronCodegen::new(base, cfg.target, KERNEL_NAME);
         let (a, a_tags) = match cfg.sparsity {
             Some(p) => {
-                let shape = vec![cfg.m, SparseA::cols(cfg.k, p)];
+                let shape = SparseA::values_shape(cfg.m, cfg.k, p).to_vec();
                 let tags = SparseA::tags_shape(cfg.m, cfg.k, p).to_vec();
                 (cg.add_input("a", shape, cfg.input_dtype)?, Some(cg.add_input("a_tags", tags, DType::Int16)?))
             }

@@ -52,7 +52,7 @@ pub(super) fn simulate_and_check(
     let mut simulator = crate::threads::simulator(program)?;
     match (&sparse, roles.a_tags) {
         (Some(s), Some(tags_id)) => {
-            simulator.write_hbm_f32(name(plan, roles.a)?, &s.values)?;
+            simulator.write_hbm_f32(name(plan, roles.a)?, &s.stationary_values())?;
             let tags: Vec<u8> = s.packed_tags().iter().flat_map(|t| t.to_le_bytes()).collect();
             simulator.write_hbm_tensor(name(plan, tags_id)?, &tags)?;
         }

@@ -59,7 +59,7 @@ fn sparse_is_no_slower_than_dense_with_the_same_schedule_and_faster_where_dense_
             let (s, d) = (sparse.modeled_time_us, dense.modeled_time_us);
             assert!(s <= d, "{schedule:?} {pattern}: {s} us sparse vs {d} us dense");
             if pe_bound {
-                assert!(s < 0.95 * d, "{schedule:?} {pattern}: {s} us sparse vs {d} us dense (PE-bound)");
+                assert!(s < 0.7 * d, "{schedule:?} {pattern}: {s} us sparse vs {d} us dense (PE-bound)");
             }
             // Fewer bytes: A shrinks, B and C do not change.
             assert!(sparse.hbm_bytes < dense.hbm_bytes, "{schedule:?} {pattern}");
