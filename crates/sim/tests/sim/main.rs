@@ -7,6 +7,7 @@
 
 mod copies;
 mod cycle;
+mod cycle_dma;
 mod cycle_looped;
 mod cycle_nested;
 mod engine;
