@@ -34,19 +34,20 @@
 //! instruction's ops at a time, use both steps through `LowerCx::lower_inst`.
 
 use penguin::{
-    ComputeEngine, DmaQueueHint, FunctionView, InstData, InstId, InstTile, MatMultData, Memory, PerfMode, Target,
-    TensorId, Verified,
+    ComputeEngine, DmaQueueHint, FunctionView, InstData, InstId, InstTile, Memory, PerfMode, Target, TensorId, Verified,
 };
 
 use crate::error::BirError;
 use crate::program::{BirInst, Dims, Engine, HbmRole, HbmTensor, HwAp, Op, Program, NUM_ENGINES};
 
 mod looped;
+mod matmul;
 mod native;
 mod semaphores;
 mod spread;
 
 pub use looped::{lower_looped, lower_looped_expanded, LowerLoopedError, MAX_LOWER_UNROLLED};
+use matmul::codegen_mat_mul_op;
 pub use native::lower_looped_native;
 pub use spread::extract_offloaded_memcpy_shape_bases;
 
@@ -528,77 +529,6 @@ fn compute_engine(e: ComputeEngine) -> Engine {
         ComputeEngine::Dve => Engine::Dve,
         ComputeEngine::Pool => Engine::Pool,
     }
-}
-
-/// Lower one matmul (the seed's `codegenMatMulOp`): a LoadStationary of the weights and a
-/// MultiplyMoving that streams the moving operand into the bound PSUM region with the
-/// group's accumulation flags and the perf mode.
-fn codegen_mat_mul_op<F: FunctionView + ?Sized>(
-    cx: &LowerCx<'_, F>,
-    id: InstId,
-    m: &MatMultData,
-) -> Result<[Op; 2], BirError> {
-    let (stationary, moving) = match m.perf_mode {
-        PerfMode::None => (cx.hw_ap(id, Engine::Pe, &m.stationary)?, cx.hw_ap(id, Engine::Pe, &m.moving)?),
-        PerfMode::DoubleRow => cayman_matmul_double_row_ap(cx, id, m)?,
-        PerfMode::DoubleRowGen3 => {
-            return Err(BirError::Unsupported(format!(
-                "{id}: perf_mode=`double_row_gen3` is not supported on {}",
-                cx.target
-            )));
-        }
-    };
-    let ls = Op::LoadStationary {
-        src: stationary,
-        perf_mode: m.perf_mode,
-        tile_position: m.tile_position,
-        tile_size: m.tile_size,
-    };
-    let mm = Op::MultiplyMoving {
-        dst: cx.hw_ap(id, Engine::Pe, &m.dst)?,
-        src: moving,
-        acc: m.flags(),
-        perf_mode: m.perf_mode,
-        tile_position: m.tile_position,
-        tile_size: m.tile_size,
-    };
-    Ok([ls, mm])
-}
-
-/// The double-row access patterns of a matmul (the seed's `cayman_matmul_double_row_ap`):
-/// both operands keep their size-2 pack axis, so the PE contracts `2 * P` rows per pass.
-fn cayman_matmul_double_row_ap<F: FunctionView + ?Sized>(
-    cx: &LowerCx<'_, F>,
-    id: InstId,
-    m: &MatMultData,
-) -> Result<(HwAp, HwAp), BirError> {
-    if !cx.target.info().double_row {
-        return Err(BirError::Unsupported(format!("{id}: perf_mode=`double_row` is not supported on {}", cx.target)));
-    }
-    Ok((add_double_row_ap(cx, id, &m.stationary)?, add_double_row_ap(cx, id, &m.moving)?))
-}
-
-/// Give an operand's hardware pattern its size-2 pack axis as the outermost free dimension
-/// (the seed's `addDoubleRowAP`): contraction rows `k` and `k + P` share a partition.
-fn add_double_row_ap<F: FunctionView + ?Sized>(
-    cx: &LowerCx<'_, F>,
-    id: InstId,
-    t: &InstTile,
-) -> Result<HwAp, BirError> {
-    let mut ap = cx.hw_ap(id, Engine::Pe, t)?;
-    ap.dims = Dims::from(
-        t.ap.split_outer(2)
-            .ok_or_else(|| BirError::Internal(format!("{id}: double_row operand without a size-2 pack axis")))?,
-    );
-    if ap.dims.len() > Engine::Pe.max_free_dims() {
-        return Err(BirError::TooManyStrides {
-            inst: id,
-            engine: Engine::Pe,
-            dims: ap.dims.len(),
-            max: Engine::Pe.max_free_dims(),
-        });
-    }
-    Ok(ap)
 }
 
 #[cfg(test)]
