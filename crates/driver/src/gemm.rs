@@ -28,7 +28,7 @@ pub use huge::{AUTO_MAX_REDUCED_MATMULS, AUTO_PROXY_DIM, MAX_REPLAYED};
 use inputs::{prune, random_inputs, transpose, Inputs};
 pub use inputs::{GemmInputs, Operand};
 pub use outcome::GemmOutcome;
-pub use report::{AutoReport, Blocks, Bottleneck, ExtrapolatedReport, Report, WallMs};
+pub use report::{AutoReport, Blocks, Bottleneck, ExtrapolatedReport, Report, Searched, WallMs};
 pub use request::{BlockRequest, GemmOptions, GemmRequest, Progress};
 
 /// Plan `cfg` as the request says (`auto`, or an explicit schedule whose blocks are
@@ -89,7 +89,7 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
         random::Background::start(move || random_inputs(m, k, n, seed, early_dtypes))
     });
     let mut wall = WallMs::default();
-    opts.phase(req.plan_phase());
+    opts.phase(&req.plan_phase(""));
     let t = Instant::now();
     let (plan, auto) = plan(req, &cfg, &hw)?;
     let cfg = plan.config.clone();
@@ -158,7 +158,7 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
 /// schedule.
 pub(crate) fn searched(req: &GemmRequest, mut report: Report) -> Report {
     if let Some(a) = &mut report.auto {
-        a.searched = if req.searches_blocks() { "blocks" } else { "schedule" };
+        a.searched = if req.searches_blocks() { Searched::Blocks } else { Searched::Schedule };
     }
     report
 }

@@ -289,12 +289,11 @@ pub(super) fn run(
     let t = Instant::now();
     let mut weighed_on = None;
     let (x, cycle, choice) = if let Some(searched) = req.search_config(cfg) {
-        let what = if cfg.schedule == Schedule::Auto { "auto" } else { "block" };
-        opts.phase(&format!("plan ({what} search on a proxy, extrapolated)"));
+        opts.phase(&req.plan_phase(" on a proxy, extrapolated"));
         let (x, cycle, choice, proxy) = match auto_on_proxy(req, &searched, hw, (threads, budget))? {
             Some((x, cycle, choice, proxy)) => (x, cycle, choice, Some(proxy)),
             None => {
-                opts.phase(&format!("plan ({what} search, extrapolated)"));
+                opts.phase(&req.plan_phase(", extrapolated"));
                 let (x, cycle, choice) = auto(req, &searched, hw, (threads, budget))?;
                 (x, cycle, choice, None)
             }

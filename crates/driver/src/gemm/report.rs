@@ -119,14 +119,23 @@ pub struct Bottleneck {
     pub critical_path: indexmap::IndexMap<String, f64>,
 }
 
+/// What a search chose, in [`AutoReport::searched`] (`schedule` or `blocks` in JSON).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Searched {
+    /// `auto`: the schedule, blocks, loop order and transpose method.
+    Schedule,
+    /// An explicit blocked schedule given without block sizes: its blocks and, unless fixed,
+    /// its loop order and transpose method.
+    Blocks,
+}
+
 /// The choice `--schedule auto` made, or the blocks searched for an explicit blocked
 /// schedule given without block sizes.
 #[derive(Clone, Debug, Serialize)]
 pub struct AutoReport {
-    /// What was searched: `schedule` (`auto`: schedule, blocks, order and transpose method) or
-    /// `blocks` (an explicit blocked schedule: its blocks and, unless fixed, its order and
-    /// transpose method).
-    pub searched: &'static str,
+    /// What was searched.
+    pub searched: Searched,
     /// Candidates modeled with the cycle model.
     pub evaluated: usize,
     /// Candidates that did not fit SBUF.
@@ -296,7 +305,7 @@ pub(super) fn report_from(
         bottleneck,
         tile_quantized_ideal_us: tile_quantized_ideal_us(cfg, tiling, hw),
         auto: auto.map(|a| AutoReport {
-            searched: "schedule",
+            searched: Searched::Schedule,
             evaluated: a.evaluated,
             rejected: a.rejected,
             skipped: a.skipped,

@@ -240,12 +240,13 @@ impl GemmRequest {
             .then(|| GemmConfig { schedule: Schedule::Auto, ..cfg.clone() })
     }
 
-    /// The phase label of planning (`plan`, or which search plans it).
-    pub(crate) fn plan_phase(&self) -> &'static str {
+    /// The phase label of planning (`plan`, or which search plans it), with `how` the search
+    /// is run (` on a proxy, extrapolated`, or empty).
+    pub(crate) fn plan_phase(&self, how: &str) -> String {
         match self.schedule {
-            Schedule::Auto => "plan (auto search)",
-            _ if self.searches_blocks() => "plan (block search)",
-            _ => "plan",
+            Schedule::Auto => format!("plan (auto search{how})"),
+            _ if self.searches_blocks() => format!("plan (block search{how})"),
+            _ => "plan".to_string(),
         }
     }
 

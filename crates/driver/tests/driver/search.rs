@@ -3,6 +3,7 @@
 //! schedule's default blocks; a block size given stays fixed.
 
 use codegen::Schedule;
+use driver::gemm::Searched;
 use driver::{gemm, BlockRequest, GemmRequest, Report};
 use penguin::{DType, Target};
 
@@ -28,7 +29,9 @@ fn an_explicit_schedule_without_blocks_gets_the_best_blocks_for_it() {
         let fixed = modeled(schedule, defaults(schedule), false);
         assert_eq!(searched.schedule, schedule.to_string());
         let a = searched.auto.as_ref().unwrap();
-        assert_eq!(a.searched, "blocks");
+        assert_eq!(a.searched, Searched::Blocks);
+        // `--json` names it as the README says.
+        assert_eq!(serde_json::to_value(a).unwrap()["searched"], "blocks");
         assert!(a.evaluated > 1, "{a:?}");
         assert!(fixed.auto.is_none());
         // The defaults are among the candidates weighed, so the search is never slower (and
@@ -38,7 +41,7 @@ fn an_explicit_schedule_without_blocks_gets_the_best_blocks_for_it() {
     }
     // When auto itself picks blocked-mn, the held search finds its blocks and time.
     let auto = modeled(Schedule::Auto, BlockRequest::default(), false);
-    assert_eq!(auto.auto.as_ref().unwrap().searched, "schedule");
+    assert_eq!(auto.auto.as_ref().unwrap().searched, Searched::Schedule);
     let held: Schedule = auto.schedule.parse().unwrap();
     let searched = modeled(held, BlockRequest::default(), false);
     let (x, y) = (auto.auto.unwrap(), searched.auto.unwrap());
@@ -50,7 +53,7 @@ fn an_explicit_schedule_without_blocks_gets_the_best_blocks_for_it() {
 fn a_block_size_given_stays_fixed_while_the_others_are_searched() {
     let r = modeled(Schedule::BlockedMnk, BlockRequest { m: Some(256), ..BlockRequest::default() }, false);
     let a = r.auto.unwrap();
-    assert_eq!((a.searched, a.block_m), ("blocks", 256));
+    assert_eq!((a.searched, a.block_m), (Searched::Blocks, 256));
     // Every block size given: planned exactly as asked, nothing searched.
     let r = modeled(Schedule::BlockedMnk, BlockRequest { m: Some(256), n: Some(512), k: Some(256) }, false);
     assert!(r.auto.is_none());
@@ -62,5 +65,5 @@ fn an_extrapolated_explicit_schedule_searches_its_blocks_too() {
     let r = modeled(Schedule::BlockedMnk, BlockRequest::default(), true);
     assert!(r.extrapolated.is_some());
     assert_eq!(r.schedule, "blocked-mnk");
-    assert_eq!(r.auto.unwrap().searched, "blocks");
+    assert_eq!(r.auto.unwrap().searched, Searched::Blocks);
 }

@@ -109,7 +109,7 @@ pub fn summary(r: &Report) -> String {
     if let Some(a) = &r.auto {
         let skipped = if a.skipped > 0 { format!(", {} not weighed", a.skipped) } else { String::new() };
         let on = a.weighed_on.map_or(String::new(), |[m, k, n]| format!(", weighed on {m}x{k}x{n}"));
-        if a.searched == "blocks" {
+        if a.searched == driver::gemm::Searched::Blocks {
             s += &format!(
                 "  blocks  chose {}x{}{} {} of {} modeled {} candidates ({} did not fit SBUF{skipped}){on}\n",
                 a.block_m,

@@ -98,3 +98,28 @@ fn an_extrapolated_run_stopped_at_any_poll_is_interrupted() {
         assert!(phases.contains(phase), "no poll in {phase}: {phases:?} ({polls} polls)");
     }
 }
+
+#[test]
+fn an_explicit_schedule_without_blocks_says_which_blocks_it_chose() {
+    let args = GemmArgs {
+        m: Some(512),
+        k: Some(512),
+        n: Some(1024),
+        schedule: Some(Schedule::BlockedMnk),
+        no_sim: true,
+        ..GemmArgs::default()
+    };
+    let out = run(&args).unwrap();
+    let a = out.report.auto.as_ref().unwrap();
+    let want = format!(
+        "  blocks  chose {}x{}x{} {} of {} modeled blocked-mnk candidates ({} did not fit SBUF)",
+        a.block_m, a.block_n, a.block_k, a.order, a.evaluated, a.rejected
+    );
+    assert!(out.stdout.lines().any(|l| l == want), "{}", out.stdout);
+    assert!(!out.stdout.contains("  auto    chose"), "{}", out.stdout);
+    // With every block size given nothing is searched, and the summary has no such line.
+    let fixed = GemmArgs { block_m: Some(256), block_n: Some(512), block_k: Some(256), ..args };
+    let out = run(&fixed).unwrap();
+    assert!(out.report.auto.is_none());
+    assert!(!out.stdout.contains("  blocks  chose"), "{}", out.stdout);
+}
