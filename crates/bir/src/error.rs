@@ -71,25 +71,35 @@ pub struct VerifyError {
     pub opcode: &'static str,
     /// What is wrong.
     pub message: String,
+    /// The physical core whose program it is about (0 for a one-core program; printed as
+    /// `core1.` before the instruction from core 1 on).
+    pub core: u32,
 }
 
 impl VerifyError {
     /// An error about the instruction at `at`, whose opcode name is `opcode`.
     pub fn inst(at: InstRef, opcode: &'static str, message: impl Into<String>) -> Self {
-        VerifyError { at: Some(at), opcode, message: message.into() }
+        VerifyError { at: Some(at), opcode, message: message.into(), core: 0 }
     }
 
     /// An error about the program as a whole.
     pub fn program(message: impl Into<String>) -> Self {
-        VerifyError { at: None, opcode: "", message: message.into() }
+        VerifyError { at: None, opcode: "", message: message.into(), core: 0 }
+    }
+
+    /// The same error about core `core`'s program of a [`Chip`](crate::Chip).
+    pub fn on_core(self, core: u32) -> Self {
+        VerifyError { core, ..self }
     }
 }
 
 impl fmt::Display for VerifyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.at {
-            Some(at) => write!(f, "{at} {}: {}", self.opcode, self.message),
-            None => f.write_str(&self.message),
+        match (self.at, self.core) {
+            (Some(at), 0) => write!(f, "{at} {}: {}", self.opcode, self.message),
+            (Some(at), core) => write!(f, "core{core}.{at} {}: {}", self.opcode, self.message),
+            (None, 0) => f.write_str(&self.message),
+            (None, core) => write!(f, "core {core}: {}", self.message),
         }
     }
 }

@@ -8,7 +8,9 @@
 //! engine-level rules listed in its module. Programs that loop ([`LoopedProgram`], in
 //! [`looped`]) come from rolling a lowering ([`roll()`]) or from lowering a looped Penguin
 //! function loop by loop ([`lower_looped`], [`lower_looped_native`]), and are checked by
-//! [`verify_looped`]; [`text`] prints and parses both forms as `.bir`.
+//! [`verify_looped`]; [`text`] prints and parses both forms as `.bir`. A kernel for the two
+//! physical cores of a logical NeuronCore is a [`Chip`]: one program per core, sharing HBM
+//! ([`verify_chip`], [`text::print_chip`], [`text::parse_chip`]).
 //!
 //! ```
 //! use penguin::{verify, whole_tile, ComputeEngine, DType, Function, InstData, Memory, MemsetData, Target, TensorData};
@@ -23,6 +25,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod chip;
 mod error;
 pub mod looped;
 mod lower;
@@ -30,6 +33,7 @@ mod program;
 pub mod text;
 mod verify;
 
+pub use chip::{verify_chip, Chip, MAX_CORES};
 pub use error::{BirError, VerifyError, TOO_MANY_STRIDES};
 pub use looped::{roll, roll_owned, verify_looped, Item, Loop, LoopError, LoopedProgram};
 pub use lower::{

@@ -68,6 +68,7 @@
 #![deny(missing_docs)]
 
 mod alu;
+mod chip;
 mod convert;
 mod error;
 mod gemm;
@@ -76,6 +77,7 @@ mod memory;
 mod race;
 mod simulator;
 
+pub use chip::{ChipSimulator, ChipStats};
 pub use error::{InstRef, SimError, Stuck};
 pub use gemm::{gemm_f32, gemm_f64};
 pub use memory::MAX_ACCESS_ELEMS;
@@ -84,8 +86,9 @@ pub use simulator::{RunStats, Simulator, MAX_HBM_BYTES, MAX_THREADS};
 mod cycle;
 mod report;
 pub use cycle::{
-    model, model_cancellable, model_looped, model_looped_cancellable, model_looped_default, model_looped_stats,
-    model_looped_with, model_with, CycleReport, EngineBusy, LoopedOptions, LoopedStats, Slice,
+    model, model_cancellable, model_chip, model_chip_cancellable, model_looped, model_looped_cancellable,
+    model_looped_default, model_looped_stats, model_looped_with, model_with, ChipReport, CycleReport, EngineBusy,
+    LoopedOptions, LoopedStats, Slice,
 };
 pub use report::svg::{tile_grid_svg, timeline_svg, timeline_svg_with};
 pub use report::timeline::critical::{critical_path, CriticalPath};

@@ -41,11 +41,23 @@ pub struct RaceAccess {
     pub at: InstRef,
     /// Whether it writes the bytes.
     pub write: bool,
+    /// The physical core whose program holds it (0 for a one-core program; absent from the
+    /// JSON then).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub core: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl fmt::Display for RaceAccess {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} ({})", self.at, if self.write { "write" } else { "read" })
+        let rw = if self.write { "write" } else { "read" };
+        match self.core {
+            0 => write!(f, "{} ({rw})", self.at),
+            c => write!(f, "core{c}.{} ({rw})", self.at),
+        }
     }
 }
 
@@ -69,9 +81,14 @@ pub struct Race {
 
 impl fmt::Display for Race {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let why = if self.earlier.core == self.later.core {
+            "are not ordered by a semaphore"
+        } else {
+            "run on different cores, which nothing orders"
+        };
         write!(
             f,
-            "race on {} partitions {}..{} bytes {}..{}: {} and {} are not ordered by a semaphore",
+            "race on {} partitions {}..{} bytes {}..{}: {} and {} {why}",
             self.memory, self.partitions.0, self.partitions.1, self.bytes.0, self.bytes.1, self.earlier, self.later
         )
     }
@@ -129,8 +146,8 @@ impl RaceLog {
                     memory,
                     partitions,
                     bytes,
-                    earlier: RaceAccess { at: r.at, write: r.write },
-                    later: RaceAccess { at, write },
+                    earlier: RaceAccess { at: r.at, write: r.write, core: 0 },
+                    later: RaceAccess { at, write, core: 0 },
                 };
                 let seen = self.races[first_of_inst.min(self.races.len())..]
                     .iter()

@@ -6,6 +6,7 @@ use bir::{Engine, HwAp, Program, NUM_ENGINES};
 use penguin::target::NUM_PARTITIONS;
 use penguin::{CastMode, DType, Memory, PerfMode};
 
+use crate::chip::Footprint;
 use crate::convert::{decode_all, encode_all};
 use crate::error::{InstRef, SimError, Stuck};
 use crate::gemm::PackedStationary;
@@ -135,6 +136,8 @@ struct Cx<'a> {
     log: &'a mut RaceLog,
     first_race: usize,
     stats: &'a mut RunStats,
+    /// Every HBM access, when a chip's run needs them for the races between its cores.
+    footprint: Option<&'a mut Footprint>,
 }
 
 impl Cx<'_> {
@@ -148,6 +151,11 @@ impl Cx<'_> {
     fn record_race(&mut self, walk: &Walk, write: bool) {
         if let Some(bx) = walk.region {
             self.log.access(walk.memory, bx, write, self.at, self.engine, self.clock, self.first_race);
+            if walk.memory == Memory::Hbm {
+                if let Some(f) = self.footprint.as_deref_mut() {
+                    f.record(bx, write, self.at);
+                }
+            }
         }
     }
 
@@ -175,6 +183,8 @@ pub struct Simulator {
     threads: usize,
     /// Stops a run ([`SimError::Interrupted`]) when set.
     cancel: Option<penguin::Cancel>,
+    /// The HBM accesses of the last run, kept when asked ([`crate::ChipSimulator`]).
+    footprint: Option<Footprint>,
 }
 
 /// Bytes per partition of the SBUF image: the target's capacity, or less when no access of
@@ -231,7 +241,38 @@ impl Simulator {
             alloc_error,
             threads: std::thread::available_parallelism().map_or(1, |t| t.get()).min(MAX_THREADS),
             cancel: None,
+            footprint: None,
         }
+    }
+
+    /// A simulator for one core of a chip whose HBM image another core's simulator holds:
+    /// no HBM is allocated; [`swap_hbm`](Simulator::swap_hbm) hands it the image.
+    pub(crate) fn without_hbm(program: &Program) -> Simulator {
+        let mut small = program.clone();
+        small.hbm_size = 0;
+        let mut sim = Simulator::new(&small);
+        sim.program = program.clone();
+        sim
+    }
+
+    /// Exchange the HBM image with `hbm` (the cores of a chip pass it along).
+    pub(crate) fn swap_hbm(&mut self, hbm: &mut Vec<u8>) {
+        std::mem::swap(&mut self.machine.images.hbm, hbm);
+    }
+
+    /// Keep every HBM access of the next runs (see [`take_footprint`](Simulator::take_footprint)).
+    pub(crate) fn keep_footprint(&mut self) {
+        self.footprint = Some(Footprint::default());
+    }
+
+    /// The HBM accesses of the last run, if they were kept.
+    pub(crate) fn take_footprint(&mut self) -> Option<Footprint> {
+        self.footprint.as_mut().map(std::mem::take)
+    }
+
+    /// Why the HBM image could not be allocated, if it could not.
+    pub(crate) fn alloc_error(&self) -> Option<&SimError> {
+        self.alloc_error.as_ref()
     }
 
     /// Stop a run with [`SimError::Interrupted`] within a few instructions of `cancel` being
@@ -397,6 +438,10 @@ impl Simulator {
         let mut pc = vec![0usize; streams.len()];
         let mut log = RaceLog::default();
         let mut stats = RunStats::default();
+        let mut footprint = self.footprint.as_mut().map(|f| {
+            *f = Footprint::default();
+            f
+        });
         let mut since_prune = 0u32;
         self.machine.stationary = None;
         loop {
@@ -433,6 +478,7 @@ impl Simulator {
                         first_race: log.races.len(),
                         log: &mut log,
                         stats: &mut stats,
+                        footprint: footprint.as_deref_mut(),
                     };
                     self.machine.execute(&inst.op, &mut cx)?;
                     if let Some(s) = inst.signal {

@@ -26,14 +26,19 @@
 //! A stream may also loop (`loop iD xT {` ... `}`, parameters with `+C*iD` terms): the syntax
 //! is in [`loops`], printed by [`print_looped`] and read by [`parse_looped`].
 //!
+//! Several cores sharing HBM (a [`Chip`](crate::Chip)) print as one header and one section per
+//! core: see [`chip`].
+//!
 //! Lines are read with penguin's shared scanner ([`penguin::text::lexer`]); [`print`](mod@print) writes
 //! the format and [`parse`](mod@parse) reads it back.
 
+pub mod chip;
 pub mod loops;
 pub mod parse;
 pub mod parse_loops;
 pub mod print;
 
+pub use chip::*;
 pub use loops::*;
 pub use parse::*;
 pub use parse_loops::*;

@@ -59,6 +59,9 @@ pub struct TargetInfo {
     pub pe_tile_32: bool,
     /// Whether the PE has the structured-sparse matmul (new in NeuronCore-v3, trn2 on).
     pub sparse_matmul: bool,
+    /// Physical cores one logical NeuronCore can group (the LNC degree): 2 on trn2 and trn3,
+    /// whose default is LNC=2; 1 on trn1, which has no logical cores [S29].
+    pub max_lnc: u32,
 }
 
 impl Target {
@@ -76,9 +79,10 @@ impl Target {
             fp8e4m3fn: false,
             pe_tile_32: false,
             sparse_matmul: false,
+            max_lnc: 2,
         };
         match self {
-            Target::Trn1 => TargetInfo { statebuf_par_size_in_bytes: 192 * 1024, ..common },
+            Target::Trn1 => TargetInfo { statebuf_par_size_in_bytes: 192 * 1024, max_lnc: 1, ..common },
             Target::Trn2 => {
                 let (double_row, pe_tile_32, sparse_matmul) = (true, true, true);
                 TargetInfo { statebuf_par_size_in_bytes: 224 * 1024, double_row, pe_tile_32, sparse_matmul, ..common }

@@ -180,6 +180,9 @@ timing_keys! {
     dma_compute_fraction: "fraction", 0.01 ..= 1.0, false, "S3 (read-add-write at DMA-copy throughput on trn3, 50% through the collective-compute engines before)";
     /// HBM bandwidth available to one core.
     hbm_bytes_per_ns: "B/ns", 0.1 ..= 100000.0, false, "S1 (trn1 820 GB/s per 2 cores = 410), S5 (trn2 2.9 TB/s per 8 cores ~ 360), S3/S5 (trn3 4.7-4.9 TB/s per 8 ~ 600)";
+    /// HBM bandwidth the physical cores of one logical core (LNC=2) draw together: each core
+    /// draws at most `hbm_bytes_per_ns` alone, and both pass through this one budget.
+    hbm_shared_bytes_per_ns: "B/ns", 0.1 ..= 100000.0, false, "S1 (trn1: its 2 cores share the chip's 820 GB/s; it has no LNC=2), S5 + S29 (trn2 2.9 TB/s over 4 logical cores of LNC=2 = 725, trn3 4.9 TB/s over 4 = 1225)";
     /// HBM access granule: a run is read or written in whole granules.
     hbm_burst_bytes: "B", 1.0 ..= 4096.0, true, "assumption: memory controllers move 64-byte granules (two 32-byte HBM pseudo-channel bursts)";
 }
@@ -262,6 +265,11 @@ impl HwProfile {
             Target::Trn2 => (2.4, 1.2, 0.96, 1.2, 23.0, 360.0, 0.5),
             Target::Trn3 => (2.4, 1.2, 1.2, 1.2, 33.0, 600.0, 1.0),
         };
+        let hbm_shared = match target {
+            Target::Trn1 => 820.0,
+            Target::Trn2 => 725.0,
+            Target::Trn3 => 1225.0,
+        };
         let sparse_lanes = if target.info().sparse_matmul { 5.0 } else { 2.0 };
         HwProfile {
             target,
@@ -289,6 +297,7 @@ impl HwProfile {
             dma_transpose_hbm_fraction: 0.9,
             dma_compute_fraction: dma_compute,
             hbm_bytes_per_ns: hbm,
+            hbm_shared_bytes_per_ns: hbm_shared,
             hbm_burst_bytes: 64.0,
         }
     }

@@ -248,6 +248,18 @@ pub(super) struct Committed {
     pub(super) queue_free: f64,
 }
 
+/// The HBM bandwidth the cores of one logical core share (`hbm_shared_bytes_per_ns`): one
+/// more server every core's HBM granules pass through, after their own core's.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SharedHbm {
+    /// When it is free again.
+    pub(super) free: f64,
+    /// Its rate.
+    pub(super) bytes_per_ns: f64,
+    /// Time it was busy.
+    pub(super) busy_ns: f64,
+}
+
 impl DmaState {
     pub(super) fn new(profile: HwProfile) -> Self {
         DmaState {
@@ -261,7 +273,8 @@ impl DmaState {
     /// Run a DMA op on `queue` from `start`. Its data moves after the fixed latency, through
     /// its engines and HBM, each granted in start order; the queue takes its next transfer at
     /// once unless `dma_queue_depth` transfers are in flight, then when the first of them ends.
-    pub(super) fn commit(&mut self, queue: u8, op: &Op, start: f64) -> Committed {
+    /// On a chip of several cores, `shared` is the HBM bandwidth they share.
+    pub(super) fn commit(&mut self, queue: u8, op: &Op, start: f64, shared: Option<&mut SharedHbm>) -> Committed {
         let p = self.profile;
         let t = transfer(op, queue, &p);
         let data_start = start + p.dma_fixed_ns;
@@ -278,6 +291,12 @@ impl DmaState {
         if t.hbm_granule_bytes > 0.0 {
             self.hbm_free = self.hbm_free.max(data_start) + t.hbm_ns(&p);
             end = end.max(self.hbm_free);
+            if let Some(h) = shared {
+                let ns = t.hbm_granule_bytes / h.bytes_per_ns;
+                h.free = h.free.max(data_start) + ns;
+                h.busy_ns += ns;
+                end = end.max(h.free);
+            }
         }
         let queue_free = match self.in_flight.get_mut(usize::from(queue)) {
             Some(flight) => {

@@ -91,6 +91,10 @@ pub(super) struct Ran {
     /// Instructions jumped over, and the jumps.
     pub(super) skipped: u64,
     pub(super) jumps: u64,
+    /// Each core's report, for a chip of several cores (empty otherwise).
+    pub(super) cores: Vec<CycleReport>,
+    /// Time the cores' shared HBM budget was busy (0 for one core).
+    pub(super) shared_busy_ns: f64,
 }
 
 impl<S> Replay<S> {

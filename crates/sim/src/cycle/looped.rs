@@ -155,7 +155,7 @@ pub fn model_looped_cancellable(
     } else {
         (replay.run(&mut NoObserver)?, 0, 0)
     };
-    let Ran { report, replayed, skipped, jumps } = ran;
+    let Ran { report, replayed, skipped, jumps, .. } = ran;
     Ok((report, LoopedStats { replayed, skipped, jumps, checkpoints, snapshots }))
 }
 

@@ -98,6 +98,7 @@
 //! `2 x 128 x 128 x pe_ghz` FLOP/ns, /4 for fp32 operands, x2 in `double_row`, for the
 //! matmul flavour that issued the most FLOPs in the program (bf16 dense if it has none).
 
+mod chip;
 mod compute;
 mod dma;
 mod epoch;
@@ -111,11 +112,12 @@ use penguin::HwProfile;
 
 use crate::error::{InstRef, SimError, Stuck};
 
-use dma::DmaState;
+use dma::{DmaState, SharedHbm};
 use epoch::{Jumped, Ran};
 use pe::PeState;
 use source::{Flat, Source};
 
+pub use chip::{model_chip, model_chip_cancellable, ChipReport};
 pub use report::{CycleReport, EngineBusy, Slice};
 
 pub use looped::{
@@ -284,6 +286,15 @@ struct Replay<S> {
     hbm_bytes: u64,
     /// What steady-state jumps skipped (the times above are local: see [`epoch`]).
     jumped: Jumped,
+    /// The PE and DMA state of cores 1.. of a chip (core 0's are `pe` and `dma`): stream `e`
+    /// is engine `e % NUM_ENGINES` of core `e / NUM_ENGINES`.
+    others: Vec<(PeState, DmaState)>,
+    /// The HBM bandwidth the cores share (a chip of several cores only).
+    shared: Option<SharedHbm>,
+    /// The core of each slice (a chip of several cores only).
+    slice_cores: Vec<u8>,
+    /// HBM bytes per core.
+    core_hbm: Vec<u64>,
 }
 
 /// Signal logs of a lazy source longer than this are pruned when slices are not kept.
@@ -291,11 +302,27 @@ const PRUNE_AT: usize = 256;
 
 impl<S: Source> Replay<S> {
     fn new(src: S, semaphores: usize, profile: HwProfile, keep_slices: bool, insts: usize) -> Result<Self, SimError> {
-        if src.streams() > NUM_ENGINES {
-            return Err(SimError::TooManyStreams { streams: src.streams(), max: NUM_ENGINES });
+        Replay::on_cores(src, semaphores, profile, keep_slices, insts, 1)
+    }
+
+    /// A replay of `cores` cores' streams, `NUM_ENGINES` per core, sharing HBM.
+    fn on_cores(
+        src: S,
+        semaphores: usize,
+        profile: HwProfile,
+        keep_slices: bool,
+        insts: usize,
+        cores: usize,
+    ) -> Result<Self, SimError> {
+        let max = NUM_ENGINES * cores.max(1);
+        if src.streams() > max {
+            return Err(SimError::TooManyStreams { streams: src.streams(), max });
         }
-        let engines: Vec<Engine> = Engine::all().take(src.streams()).collect();
+        let engines: Vec<Engine> = (0..src.streams()).filter_map(|e| Engine::from_index(e % NUM_ENGINES)).collect();
         let n = engines.len();
+        let others = (1..cores).map(|_| (PeState::new(&profile), DmaState::new(profile))).collect();
+        let shared =
+            (cores > 1).then_some(SharedHbm { free: 0.0, bytes_per_ns: profile.hbm_shared_bytes_per_ns, busy_ns: 0.0 });
         Ok(Replay {
             src,
             cursors: vec![Cursor::default(); n],
@@ -309,7 +336,20 @@ impl<S: Source> Replay<S> {
             total_ns: 0.0,
             hbm_bytes: 0,
             jumped: Jumped::new(n),
+            others,
+            shared,
+            slice_cores: Vec::new(),
+            core_hbm: vec![0; cores.max(1)],
         })
+    }
+
+    /// The PE state of stream `e`'s core.
+    #[inline(always)]
+    fn pe_of(&self, e: usize) -> &PeState {
+        match e / NUM_ENGINES {
+            0 => &self.pe,
+            c => self.others.get(c - 1).map_or(&self.pe, |o| &o.0),
+        }
     }
 
     #[inline]
@@ -362,7 +402,7 @@ impl<S: Source> Replay<S> {
             }
         }
         let ready = match self.engines[e] {
-            Engine::Pe => self.pe.ready(&inst.op),
+            Engine::Pe => self.pe_of(e).ready(&inst.op),
             _ => self.cursors[e].free_at,
         };
         State::Ready(Candidate { start: ready.max(sem_ready), wait_ns: (sem_ready - ready).max(0.0) })
@@ -436,23 +476,33 @@ impl<S: Source> Replay<S> {
         let inst = self.src.peek(e, index)?;
         let signal = inst.signal;
         let start = cand.start;
-        let end = match engine {
+        let core = e / NUM_ENGINES;
+        let (end, hbm) = match engine {
             Engine::Pe => {
-                self.hbm_bytes = self.hbm_bytes.saturating_add(inst.op.hbm_bytes());
-                let end = self.pe.commit(&inst.op, start);
-                (end, end)
+                let pe = match core {
+                    0 => &mut self.pe,
+                    c => self.others.get_mut(c - 1).map_or(&mut self.pe, |o| &mut o.0),
+                };
+                let end = pe.commit(&inst.op, start);
+                ((end, end), inst.op.hbm_bytes())
             }
             Engine::Dma(q) => {
-                let c = self.dma.commit(q, &inst.op, start);
-                self.hbm_bytes = self.hbm_bytes.saturating_add(c.hbm_bytes);
-                (c.end, c.queue_free)
+                let dma = match core {
+                    0 => &mut self.dma,
+                    c => self.others.get_mut(c - 1).map_or(&mut self.dma, |o| &mut o.1),
+                };
+                let c = dma.commit(q, &inst.op, start, self.shared.as_mut());
+                ((c.end, c.queue_free), c.hbm_bytes)
             }
             Engine::Act | Engine::Dve | Engine::Pool | Engine::Sp => {
-                self.hbm_bytes = self.hbm_bytes.saturating_add(inst.op.hbm_bytes());
                 let end = start + self.compute_ns(engine, &inst.op);
-                (end, end)
+                ((end, end), inst.op.hbm_bytes())
             }
         };
+        self.hbm_bytes = self.hbm_bytes.saturating_add(hbm);
+        if let Some(slot) = self.core_hbm.get_mut(core) {
+            *slot = slot.saturating_add(hbm);
+        }
         let (end, free_at) = end;
         let cursor = &mut self.cursors[e];
         cursor.next += 1;
@@ -464,6 +514,9 @@ impl<S: Source> Replay<S> {
         self.total_ns = self.total_ns.max(retired);
         if self.keep_slices {
             self.slices.push(Slice { engine, index, start_ns: start, end_ns: end, wait_ns: cand.wait_ns });
+            if self.shared.is_some() {
+                self.slice_cores.push(core as u8);
+            }
         }
         let sem = signal?;
         let log = self.signals.get_mut(sem.0 as usize)?;
@@ -518,6 +571,10 @@ impl<S: Source> Replay<S> {
         let flops =
             j.flops.iter().zip(local).fold(epoch::Dd::default(), |sum, (skipped, l)| sum.add_dd(*skipped).add(l));
         let committed = self.cursors.iter().fold(0u64, |n, c| n.saturating_add(c.next as u64));
+        let (cores, shared_busy_ns) = match self.shared {
+            Some(h) => (self.core_reports(), h.busy_ns),
+            None => (Vec::new(), 0.0),
+        };
         let report = CycleReport {
             total_ns: j.epoch.add(self.total_ns).value(),
             engine_busy_ns,
@@ -526,6 +583,13 @@ impl<S: Source> Replay<S> {
             peak_flops_per_ns: self.pe.peak_flops_per_ns(&parts),
             slices: self.slices,
         };
-        Ok(Ran { report, replayed: committed.saturating_sub(j.insts), skipped: j.insts, jumps: j.jumps })
+        Ok(Ran {
+            report,
+            replayed: committed.saturating_sub(j.insts),
+            skipped: j.insts,
+            jumps: j.jumps,
+            cores,
+            shared_busy_ns,
+        })
     }
 }

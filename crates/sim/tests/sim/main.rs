@@ -5,6 +5,7 @@
 //! codegen are simulated and modeled in `crates/driver/tests/driver`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests assert on values")]
 
+mod chip;
 mod copies;
 mod cycle;
 mod cycle_dma;
