@@ -40,7 +40,9 @@ use crate::combine::check_double_row_dtypes;
 use crate::error::CodegenError;
 use crate::neuron::CodegenStats;
 
+mod share;
 mod sparse;
+pub use share::{place_share, Share, Split};
 pub use sparse::SparseA;
 
 /// Rows of C per tile (PE columns / PSUM partitions).

@@ -48,8 +48,8 @@ pub use combine::{
 };
 pub use error::CodegenError;
 pub use gemm::{
-    double_row_position, k_chunks, pack_double_row, unpack_double_row, BlockSizes, GemmConfig, GemmPlan, GemmTensors,
-    KChunk, LoopOrder, Schedule, SparseA, Tiling, UnknownSchedule, K_TILE, M_TILE, N_TILE,
+    double_row_position, k_chunks, pack_double_row, place_share, unpack_double_row, BlockSizes, GemmConfig, GemmPlan,
+    GemmTensors, KChunk, LoopOrder, Schedule, Share, SparseA, Split, Tiling, UnknownSchedule, K_TILE, M_TILE, N_TILE,
 };
 pub use neuron::{CodegenStats, NeuronCodegen, ShapeOptions, SingleBuffered};
 pub use offload::{Base, OffloadValue, ShapeBases};

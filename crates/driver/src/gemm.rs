@@ -17,6 +17,7 @@ use crate::lower::{auto_cost, ms, Lowered};
 mod check;
 mod huge;
 mod inputs;
+mod lnc;
 mod outcome;
 mod random;
 mod report;
@@ -27,8 +28,8 @@ pub use crate::lower::lower;
 pub use huge::{AUTO_MAX_REDUCED_MATMULS, AUTO_PROXY_DIM, MAX_REPLAYED};
 use inputs::{prune, random_inputs, transpose, Inputs};
 pub use inputs::{GemmInputs, Operand};
-pub use outcome::GemmOutcome;
-pub use report::{AutoReport, Blocks, Bottleneck, ExtrapolatedReport, Report, Searched, WallMs};
+pub use outcome::{ChipOutcome, GemmOutcome};
+pub use report::{AutoReport, Blocks, Bottleneck, CoreReport, ExtrapolatedReport, LncReport, Report, Searched, WallMs};
 pub use request::{BlockRequest, GemmOptions, GemmRequest, Progress};
 
 /// Plan `cfg` as the request says (`auto`, or an explicit schedule whose blocks are
@@ -77,17 +78,21 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
     // Shape and dtype limits first: their messages say more than a memory estimate.
     cfg.validate()?;
     let hw = req.profile();
+    if let Some(e) = lnc::refusal(req, &cfg) {
+        return Err(e);
+    }
     if opts.extrapolate || !opts.simulate && budget::too_large(&cfg, budget) {
+        if req.lnc != 1 {
+            return Err(lnc::not_unrolled(&cfg));
+        }
         // Too large to unroll: extrapolated from smaller GEMMs and modeled looped.
         return huge::run(req, &cfg, budget, &hw);
     }
     budget::check(&cfg, opts.simulate, budget)?;
-    // Random inputs are drawn on other threads while the kernel is planned and lowered.
-    let early_dtypes = (cfg.lhs_dtype, cfg.rhs_dtype);
-    let early = (opts.simulate && given.is_none()).then(|| {
-        let seed = opts.seed;
-        random::Background::start(move || random_inputs(m, k, n, seed, early_dtypes))
-    });
+    let early = draw_early(opts, &cfg, given.is_none());
+    if req.lnc != 1 {
+        return lnc::run(req, &cfg, given, early, &hw);
+    }
     let mut wall = WallMs::default();
     opts.phase(&req.plan_phase(""));
     let t = Instant::now();
@@ -126,11 +131,34 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
         let report = searched(req, report::report_of(&cfg, &plan, &modeled, None, wall));
         return Ok(GemmOutcome::planned(report, plan, program, cycle));
     }
+    let (inputs, sparse) = simulation_inputs(opts, &cfg, given, early)?;
+    let names = check::Names::of(&plan)?;
+    let done = check::simulate_and_check(opts, (&plan.config, &names), check::Kernel::One(&program), inputs, sparse)?;
+    (wall.simulate, wall.reference) = (done.simulate_ms, done.reference_ms);
+    let report = searched(req, report::report_of(&cfg, &plan, &modeled, done.check, wall));
+    let mut outcome = GemmOutcome::planned(report, plan, program, cycle);
+    (outcome.c, outcome.c_bytes) = (Some(done.c), done.raw);
+    Ok(outcome)
+}
+
+/// Inputs drawn in the background, with the dtypes they were drawn for.
+type Early = random::Background<(Inputs<'static>, (penguin::DType, penguin::DType))>;
+
+/// The inputs a GEMM is simulated on: the given ones, else those drawn while it was planned
+/// (`early`, when drawn for the same dtypes) or drawn now; a sparse A pruned (when drawn) and
+/// compressed.
+fn simulation_inputs<'a>(
+    opts: &GemmOptions,
+    cfg: &GemmConfig,
+    given: Option<Inputs<'a>>,
+    early: Option<Early>,
+) -> Result<(Inputs<'a>, Option<codegen::SparseA>), DriverError> {
+    let (m, k, n) = (cfg.m, cfg.k, cfg.n);
     let from_user = given.is_some();
     let mut inputs = match given {
         Some(i) => i,
         None => match early.and_then(random::Background::finish) {
-            Some(drawn) if early_dtypes == (cfg.lhs_dtype, cfg.rhs_dtype) => drawn,
+            Some((drawn, dtypes)) if dtypes == (cfg.lhs_dtype, cfg.rhs_dtype) => drawn,
             _ => random_inputs(m, k, n, opts.seed, (cfg.lhs_dtype, cfg.rhs_dtype)),
         },
     };
@@ -146,12 +174,14 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
         }
         None => None,
     };
-    let done = check::simulate_and_check(opts, &plan, &program, inputs, sparse)?;
-    (wall.simulate, wall.reference) = (done.simulate_ms, done.reference_ms);
-    let report = searched(req, report::report_of(&cfg, &plan, &modeled, done.check, wall));
-    let mut outcome = GemmOutcome::planned(report, plan, program, cycle);
-    (outcome.c, outcome.c_bytes) = (Some(done.c), done.raw);
-    Ok(outcome)
+    Ok((inputs, sparse))
+}
+
+/// Random inputs drawn on other threads while the kernel is planned and lowered (when it is
+/// simulated on drawn inputs).
+fn draw_early(opts: &GemmOptions, cfg: &GemmConfig, drawn: bool) -> Option<Early> {
+    let (m, k, n, seed, dtypes) = (cfg.m, cfg.k, cfg.n, opts.seed, (cfg.lhs_dtype, cfg.rhs_dtype));
+    (opts.simulate && drawn).then(|| random::Background::start(move || (random_inputs(m, k, n, seed, dtypes), dtypes)))
 }
 
 /// The report with what its search searched: an explicit schedule's blocks, or (`auto`) the

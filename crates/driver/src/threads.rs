@@ -17,6 +17,15 @@ pub fn simulator(program: &bir::Program) -> Result<sim::Simulator, DriverError> 
     Ok(s)
 }
 
+/// A chip's simulator on the threads `NTILE_THREADS` asks for (as [`simulator`]).
+pub fn chip_simulator(chip: &bir::Chip) -> Result<sim::ChipSimulator, DriverError> {
+    let mut s = sim::ChipSimulator::new(chip);
+    if let Some(threads) = threads_from_env()? {
+        s.set_threads(threads);
+    }
+    Ok(s)
+}
+
 /// The threads `NTILE_THREADS` asks for, or every core (at most [`sim::MAX_THREADS`]).
 pub fn threads() -> Result<usize, DriverError> {
     let cores = std::thread::available_parallelism().map_or(1, |t| t.get()).min(sim::MAX_THREADS);

@@ -143,6 +143,15 @@ pub struct GemmArgs {
     /// on trn1, dma on trn2/trn3; auto, and a blocked schedule without --block-*, weigh both]
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub transpose: Option<TransposeOn>,
+    /// Physical cores the GEMM runs on: 1, or 2 for a logical NeuronCore of two (LNC=2,
+    /// trn2/trn3): C is divided between the cores (see --split), each core's share planned,
+    /// simulated and modeled, the cores sharing HBM and its bandwidth [default: 1]
+    #[arg(long, value_name = "CORES", value_parser = clap::value_parser!(u32).range(1..=2))]
+    pub lnc: Option<u32>,
+    /// How --lnc 2 divides C: m (each core a band of rows) or n (a band of columns)
+    /// [default: both planned, the faster by the cycle model kept]
+    #[arg(long, value_name = "DIM")]
+    pub split: Option<codegen::Split>,
     /// Write the modeled engine timeline as Chrome/Perfetto trace-event JSON
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
@@ -284,6 +293,8 @@ pub fn request(args: &GemmArgs, (m, k, n): (u64, u64, u64)) -> GemmRequest {
         perf_mode: args.perf_mode.unwrap_or_default(),
         sparsity: args.sparsity,
         hw: None,
+        lnc: args.lnc.unwrap_or(1),
+        split: args.split,
         options: GemmOptions {
             simulate: !args.no_sim && args.emit.is_none(),
             check: !args.no_check,
@@ -365,6 +376,9 @@ pub fn finish(args: &GemmArgs, outcome: &driver::GemmOutcome) -> Result<String, 
         (Some(Emit::PenguinUnrolled), Some(plan), _, _) => plan.function.to_string(),
         (Some(Emit::Bir), _, Some(program), _) => driver::program::bir_loops::rolled_text(program),
         (Some(Emit::BirUnrolled), _, Some(program), _) => program.to_string(),
+        (Some(Emit::BirUnrolled), ..) if outcome.chip.is_some() => {
+            outcome.chip.as_ref().map(|c| bir::text::print_chip(&c.chip)).unwrap_or_default()
+        }
         (Some(_), ..) => return Err(CliError::internal("nothing to emit (a bug)")),
         (None, ..) if args.json => json(&outcome.report)?,
         (None, ..) => summary(&outcome.report),
@@ -477,6 +491,34 @@ pub fn validate(args: &GemmArgs) -> Result<(), CliError> {
     }
     if args.transpose.is_some() && args.lhs_transposed && args.sparsity.is_none() {
         return conflict("--transpose", "--lhs-transposed", "A given as [K, M] is not transposed at all");
+    }
+    if args.lnc.unwrap_or(1) > 1 {
+        let two = "--lnc 2";
+        match args.emit {
+            Some(Emit::Penguin | Emit::PenguinUnrolled) => {
+                return conflict(
+                    "--emit penguin",
+                    two,
+                    "each core has its own Penguin function; --emit bir-unrolled prints the two-core program",
+                );
+            }
+            Some(Emit::Bir) => {
+                return conflict("--emit bir", two, "a two-core program prints unrolled: use --emit bir-unrolled");
+            }
+            _ => {}
+        }
+        if args.svg_grid.is_some() {
+            return conflict(
+                "--svg-grid",
+                two,
+                "the tile grid is drawn for one core; --svg draws both cores' timelines",
+            );
+        }
+        if args.extrapolate {
+            return conflict("--extrapolate", two, "each core's share is planned whole");
+        }
+    } else if args.split.is_some() {
+        return conflict("--split", "one core", "it divides C between the cores of --lnc 2");
     }
     Ok(())
 }

@@ -100,9 +100,9 @@ impl ChipSimulator {
     }
 
     /// Stop a run when `cancel` is set (see [`Simulator::set_cancel`]).
-    pub fn set_cancel(&mut self, cancel: Option<penguin::Cancel>) {
+    pub fn set_cancel(&mut self, cancel: Option<&penguin::Cancel>) {
         for c in &mut self.cores {
-            c.set_cancel(cancel.clone());
+            c.set_cancel(cancel.cloned());
         }
     }
 
@@ -185,7 +185,10 @@ fn cross_races(a: &Footprint, ca: u32, b: &Footprint, cb: u32, stats: &mut ChipS
 
 /// Call `f` on every pair of boxes, one from each list, that share a byte: a sweep over
 /// the boxes in order of their first byte, each list keeping the boxes still open.
-fn overlapping<T>(xs: &[(ByteBox, T)], ys: &[(ByteBox, T)], f: &mut dyn FnMut(&(ByteBox, T), &(ByteBox, T))) {
+/// Called with each pair of boxes that overlap.
+type OnOverlap<'a, T> = dyn FnMut(&(ByteBox, T), &(ByteBox, T)) + 'a;
+
+fn overlapping<T>(xs: &[(ByteBox, T)], ys: &[(ByteBox, T)], f: &mut OnOverlap<'_, T>) {
     if xs.is_empty() || ys.is_empty() {
         return;
     }

@@ -90,7 +90,7 @@ pub use cycle::{
     model_looped_default, model_looped_stats, model_looped_with, model_with, ChipReport, CycleReport, EngineBusy,
     LoopedOptions, LoopedStats, Slice,
 };
-pub use report::svg::{tile_grid_svg, timeline_svg, timeline_svg_with};
+pub use report::svg::{tile_grid_svg, timeline_svg, timeline_svg_chip, timeline_svg_with};
 pub use report::timeline::critical::{critical_path, CriticalPath};
 pub use report::timeline::{Axis, GemmLayout, KernelInfo, SbufBuffer, SourceLines, TensorAxes};
-pub use report::trace::{chrome_trace, chrome_trace_with};
+pub use report::trace::{chrome_trace, chrome_trace_chip, chrome_trace_with};

@@ -28,38 +28,102 @@ pub(super) struct Simulated {
     pub reference_ms: f64,
 }
 
-/// The name of the plan's HBM tensor `id`.
-fn name(plan: &GemmPlan, id: penguin::TensorId) -> Result<&str, DriverError> {
-    penguin::FunctionView::tensor(&plan.function, id)
-        .map(|t| t.name.as_str())
-        .ok_or_else(|| DriverError::internal(format!("the plan has no tensor {id} (a bug)")))
+/// The names of a planned GEMM's HBM tensors.
+pub(super) struct Names {
+    a: String,
+    a_tags: Option<String>,
+    b: String,
+    c: String,
 }
 
-/// Simulate `program` on `inputs` (A already compressed into `sparse` when A is sparse) and
-/// check C against the fp64 reference.
+impl Names {
+    /// The names in `plan`'s function.
+    pub(super) fn of(plan: &GemmPlan) -> Result<Names, DriverError> {
+        let name = |id: penguin::TensorId| {
+            penguin::FunctionView::tensor(&plan.function, id)
+                .map(|t| t.name.clone())
+                .ok_or_else(|| DriverError::internal(format!("the plan has no tensor {id} (a bug)")))
+        };
+        let t = plan.tensors;
+        Ok(Names { a: name(t.a)?, a_tags: t.a_tags.map(name).transpose()?, b: name(t.b)?, c: name(t.c)? })
+    }
+}
+
+/// What is simulated: one core's program, or a chip of several.
+#[derive(Clone, Copy)]
+pub(super) enum Kernel<'a> {
+    /// One core.
+    One(&'a bir::Program),
+    /// The cores of a logical NeuronCore, sharing HBM.
+    Chip(&'a bir::Chip),
+}
+
+/// A simulator of a [`Kernel`].
+enum Running {
+    One(Box<sim::Simulator>),
+    Chip(sim::ChipSimulator),
+}
+
+impl Running {
+    fn new(kernel: Kernel<'_>) -> Result<Running, DriverError> {
+        Ok(match kernel {
+            Kernel::One(p) => Running::One(Box::new(crate::threads::simulator(p)?)),
+            Kernel::Chip(c) => Running::Chip(crate::threads::chip_simulator(c)?),
+        })
+    }
+
+    /// The simulator holding the HBM image.
+    fn hbm(&mut self) -> Result<&mut sim::Simulator, DriverError> {
+        match self {
+            Running::One(s) => Ok(s),
+            Running::Chip(c) => Ok(c.hbm()?),
+        }
+    }
+
+    /// Run it; the first race it found, if any.
+    fn run(self, cancel: Option<&Cancel>) -> Result<(Running, Option<sim::Race>), DriverError> {
+        match self {
+            Running::One(s) => {
+                let (s, stats) = crate::cancel::simulate(*s, cancel)?;
+                let race = stats?.races.into_iter().next();
+                Ok((Running::One(Box::new(s)), race))
+            }
+            Running::Chip(mut c) => {
+                c.set_cancel(cancel);
+                let stats = match c.run() {
+                    Err(sim::SimError::Interrupted) => return Err(DriverError::Interrupted),
+                    other => other?,
+                };
+                Ok((Running::Chip(c), stats.races.into_iter().next()))
+            }
+        }
+    }
+}
+
+/// Simulate `kernel` (the GEMM `cfg`, whose HBM tensors are `names`) on `inputs` (A already
+/// compressed into `sparse` when A is sparse) and check C against the fp64 reference.
 pub(super) fn simulate_and_check(
     opts: &GemmOptions,
-    plan: &GemmPlan,
-    program: &bir::Program,
+    (cfg, names): (&GemmConfig, &Names),
+    kernel: Kernel<'_>,
     inputs: Inputs<'_>,
     sparse: Option<codegen::SparseA>,
 ) -> Result<Simulated, DriverError> {
-    let cfg = &plan.config;
     let (m, k, n) = (cfg.m, cfg.k, cfg.n);
-    let roles = plan.tensors;
     let t = Instant::now();
     opts.phase("simulate");
-    let mut simulator = crate::threads::simulator(program)?;
-    match (&sparse, roles.a_tags) {
-        (Some(s), Some(tags_id)) => {
-            simulator.write_hbm_f32(name(plan, roles.a)?, &s.stationary_values())?;
+    let mut running = Running::new(kernel)?;
+    let simulator = running.hbm()?;
+    match (&sparse, &names.a_tags) {
+        (Some(s), Some(tags_name)) => {
+            simulator.write_hbm_f32(&names.a, &s.stationary_values())?;
             let tags: Vec<u8> = s.packed_tags().iter().flat_map(|t| t.to_le_bytes()).collect();
-            simulator.write_hbm_tensor(name(plan, tags_id)?, &tags)?;
+            simulator.write_hbm_tensor(tags_name, &tags)?;
         }
-        (None, None) => simulator.write_hbm_f32(name(plan, roles.a)?, &inputs.a)?,
+        (None, None) => simulator.write_hbm_f32(&names.a, &inputs.a)?,
         _ => return Err(DriverError::internal("a sparse A without tags, or tags without a sparse A (a bug)")),
     }
-    simulator.write_hbm_f32(name(plan, roles.b)?, &inputs.b)?;
+    simulator.write_hbm_f32(&names.b, &inputs.b)?;
     // A sparse A was compressed from its [M, K] layout, so the inputs are [M, K] by now.
     let lhs_transposed = cfg.lhs_transposed && cfg.sparsity.is_none();
     // The inputs wait here for whichever thread prepares the check: the scoped thread during
@@ -82,19 +146,18 @@ pub(super) fn simulate_and_check(
         // The simulation's outcome is taken only after the check's thread is joined, so that
         // an error here never leaves it behind (or loses a failure of it).
         let simulated = (|| {
-            let (simulator, stats) = crate::cancel::simulate(simulator, opts.cancel.as_ref())?;
-            let stats = stats?;
+            let (mut running, race) = running.run(opts.cancel.as_ref())?;
             opts.check_cancel()?;
-            if let Some(race) = stats.races.first() {
+            if let Some(race) = race {
                 return Err(DriverError::internal(format!(
                     "the simulator found a race in a generated kernel (a bug): {race}"
                 )));
             }
-            let c_name = name(plan, roles.c)?;
-            let c = simulator.read_hbm_f32(c_name)?;
-            let raw = opts.c_bytes.then(|| simulator.read_hbm_tensor(c_name)).transpose()?;
+            let simulator = running.hbm()?;
+            let c = simulator.read_hbm_f32(&names.c)?;
+            let raw = opts.c_bytes.then(|| simulator.read_hbm_tensor(&names.c)).transpose()?;
             // The memory images go before the check, which keeps its own copies of the operands.
-            drop(simulator);
+            drop(running);
             drop(sparse);
             Ok((c, raw, ms(t)))
         })();

@@ -22,6 +22,41 @@ pub struct GemmOutcome {
     pub c: Option<Vec<f32>>,
     /// C's bytes in its own dtype, when [`GemmOptions::c_bytes`](crate::GemmOptions::c_bytes) asked for them.
     pub c_bytes: Option<Vec<u8>>,
+    /// The cores of a GEMM run with `lnc` 2 (`plan`, `program` and `cycle` are then `None`).
+    pub chip: Option<ChipOutcome>,
+}
+
+/// A GEMM divided between the cores of a logical NeuronCore.
+#[derive(Debug)]
+pub struct ChipOutcome {
+    /// The dimension of C divided.
+    pub split: codegen::Split,
+    /// Each core's window of C.
+    pub shares: Vec<codegen::Share>,
+    /// Each core's plan, placed at its window.
+    pub plans: Vec<GemmPlan>,
+    /// The verified programs, one per core.
+    pub chip: bir::Chip,
+    /// The cycle model of the chip.
+    pub cycle: sim::ChipReport,
+}
+
+impl ChipOutcome {
+    /// What the timelines say of each core's kernel.
+    pub fn kernel_infos(&self) -> Vec<sim::KernelInfo> {
+        self.plans
+            .iter()
+            .zip(&self.shares)
+            .enumerate()
+            .map(|(i, (p, s))| {
+                let mut info = crate::timeline::kernel_info(p);
+                info.title = info.title.map(|t| {
+                    format!("core {i}: rows {}..{} cols {}..{} of C  {t}", s.m0, s.m0 + s.m, s.n0, s.n0 + s.n)
+                });
+                info
+            })
+            .collect()
+    }
 }
 
 impl GemmOutcome {
@@ -34,6 +69,20 @@ impl GemmOutcome {
             extrapolated: None,
             c: None,
             c_bytes: None,
+            chip: None,
+        }
+    }
+
+    pub(super) fn chip(report: Report, chip: ChipOutcome) -> Self {
+        GemmOutcome {
+            report,
+            plan: None,
+            program: None,
+            cycle: None,
+            extrapolated: None,
+            c: None,
+            c_bytes: None,
+            chip: Some(chip),
         }
     }
 
@@ -46,12 +95,18 @@ impl GemmOutcome {
     /// The modeled engine timeline as Chrome/Perfetto trace-event JSON (`None` for an
     /// extrapolated GEMM, which has no per-instruction timeline).
     pub fn trace(&self) -> Option<String> {
+        if let Some(c) = &self.chip {
+            return Some(sim::chrome_trace_chip(&c.chip, &c.cycle, &c.kernel_infos()));
+        }
         let (program, cycle, info) = (self.program.as_ref()?, self.cycle.as_ref()?, self.kernel_info()?);
         Some(sim::chrome_trace_with(program, cycle, &info))
     }
 
     /// The modeled engine timeline as SVG, with SBUF occupancy and the tile grid.
     pub fn timeline_svg(&self) -> Option<String> {
+        if let Some(c) = &self.chip {
+            return Some(sim::timeline_svg_chip(&c.chip, &c.cycle, &c.kernel_infos()));
+        }
         let (program, cycle, info) = (self.program.as_ref()?, self.cycle.as_ref()?, self.kernel_info()?);
         Some(sim::timeline_svg_with(program, cycle, &info))
     }
@@ -63,6 +118,15 @@ impl GemmOutcome {
     }
 
     pub(super) fn extrapolated(report: Report, x: Extrapolated) -> Self {
-        GemmOutcome { report, plan: None, program: None, cycle: None, extrapolated: Some(x), c: None, c_bytes: None }
+        GemmOutcome {
+            report,
+            plan: None,
+            program: None,
+            cycle: None,
+            extrapolated: Some(x),
+            c: None,
+            c_bytes: None,
+            chip: None,
+        }
     }
 }

@@ -93,6 +93,56 @@ pub struct Report {
     pub extrapolated: Option<ExtrapolatedReport>,
     /// Wall-clock milliseconds of each phase.
     pub wall_ms: WallMs,
+    /// The cores of a GEMM run on a logical NeuronCore of two (`--lnc 2`; absent for one
+    /// core): how C was divided and each core's figures. The figures above are then the
+    /// chip's: the time to the last core's end, FLOPs over both cores' peak, the cores' HBM
+    /// bytes, matmuls and instructions added up, engine busy fractions averaged over them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lnc: Option<LncReport>,
+}
+
+/// How a GEMM was divided between the cores of a logical NeuronCore, and what each did.
+#[derive(Clone, Debug, Serialize)]
+pub struct LncReport {
+    /// Physical cores.
+    pub cores: u32,
+    /// The dimension of C divided between them (`m` or `n`).
+    pub split: String,
+    /// Whether the split was weighed by the cycle model (`false`: given with `--split`).
+    pub searched: bool,
+    /// Each split weighed, with its modeled time in microseconds.
+    pub weighed: indexmap::IndexMap<String, f64>,
+    /// Fraction of the modeled time the cores' shared HBM budget was busy.
+    pub hbm_shared_busy: f64,
+    /// The shared HBM budget (the profile's `hbm_shared_bytes_per_ns`), GB/s.
+    pub hbm_shared_gb_per_s: f64,
+    /// Each core's share and figures.
+    pub per_core: Vec<CoreReport>,
+}
+
+/// One core's share of the GEMM and what the cycle model found for it.
+#[derive(Clone, Debug, Serialize)]
+pub struct CoreReport {
+    /// Its window of C.
+    pub share: codegen::Share,
+    /// Its loop nest (auto's choice for its share, when searched).
+    pub schedule: String,
+    /// Its blocks, for a blocked schedule.
+    pub blocks: Option<Blocks>,
+    /// When its last instruction ends, in microseconds.
+    pub modeled_time_us: f64,
+    /// Its FLOPs over its own peak for the chip's modeled time.
+    pub hfu: f64,
+    /// Its engines' busy fractions over the chip's modeled time.
+    pub engine_busy: sim::EngineBusy,
+    /// Its HBM bytes.
+    pub hbm_bytes: u64,
+    /// Its matmuls.
+    pub matmuls: u64,
+    /// Its BIR instructions.
+    pub bir_instructions: u64,
+    /// Its highest SBUF byte per partition.
+    pub sbuf_peak_bytes_per_partition: u64,
 }
 
 /// Block sizes of a blocked schedule, in elements.
@@ -317,5 +367,94 @@ pub(super) fn report_from(
         }),
         extrapolated: None,
         wall_ms,
+        lnc: None,
     }
+}
+
+/// What a chip's report is made of: the whole GEMM, each core's share, plan, report and
+/// model, and the chip's model.
+pub(super) struct ChipFacts<'a> {
+    pub(super) whole: &'a GemmConfig,
+    pub(super) split: codegen::Split,
+    pub(super) searched: bool,
+    pub(super) weighed: indexmap::IndexMap<String, f64>,
+    pub(super) shares: &'a [codegen::Share],
+    pub(super) cores: Vec<Report>,
+    pub(super) cycle: &'a sim::ChipReport,
+}
+
+/// The chip's report: core 0's report with the chip's figures (see [`Report::lnc`]) and
+/// each core's own.
+pub(super) fn chip_report(facts: ChipFacts<'_>, check: Option<Check>, wall_ms: WallMs) -> Option<Report> {
+    let ChipFacts { whole, split, searched, weighed, shares, cores, cycle } = facts;
+    let n = cores.len() as f64;
+    // Busy fractions over the chip's time.
+    let busy: Vec<sim::EngineBusy> = cycle
+        .cores
+        .iter()
+        .map(|c| sim::CycleReport { total_ns: cycle.total_ns, slices: Vec::new(), ..c.clone() }.engine_busy_summary())
+        .collect();
+    let mean = |f: fn(&sim::EngineBusy) -> f64| busy.iter().map(f).sum::<f64>() / n;
+    let per_core = cores
+        .iter()
+        .zip(shares)
+        .zip(&cycle.cores)
+        .zip(&busy)
+        .map(|(((r, share), c), b)| CoreReport {
+            share: *share,
+            schedule: r.schedule.clone(),
+            blocks: r.blocks,
+            modeled_time_us: c.total_us(),
+            hfu: if cycle.total_ns > 0.0 { c.matmul_flops / (c.peak_flops_per_ns * cycle.total_ns) } else { 0.0 },
+            engine_busy: *b,
+            hbm_bytes: r.hbm_bytes,
+            matmuls: r.matmuls,
+            bir_instructions: r.bir_instructions,
+            sbuf_peak_bytes_per_partition: r.sbuf_peak_bytes_per_partition,
+        })
+        .collect();
+    let longest = cores.iter().zip(&cycle.cores).max_by(|a, b| a.1.total_ns.total_cmp(&b.1.total_ns))?.0;
+    let first = cores.first()?;
+    let sum = |f: fn(&Report) -> u64| cores.iter().map(f).fold(0u64, u64::saturating_add);
+    let tiles = |i: usize| cores.iter().map(|r| r.output_tiles[i]).sum::<u64>();
+    let output_tiles = match split {
+        codegen::Split::M => [tiles(0), first.output_tiles[1]],
+        codegen::Split::N => [first.output_tiles[0], tiles(1)],
+    };
+    Some(Report {
+        m: whole.m,
+        n: whole.n,
+        output_tiles,
+        penguin_instructions: sum(|r| r.penguin_instructions),
+        bir_instructions: sum(|r| r.bir_instructions),
+        matmuls: sum(|r| r.matmuls),
+        psum_groups: sum(|r| r.psum_groups),
+        max_live_psum_banks: cores.iter().map(|r| r.max_live_psum_banks).max().unwrap_or(0),
+        sbuf_peak_bytes_per_partition: cores.iter().map(|r| r.sbuf_peak_bytes_per_partition).max().unwrap_or(0),
+        hbm_bytes: cycle.hbm_bytes(),
+        check,
+        modeled_time_us: cycle.total_us(),
+        hfu: cycle.hfu(),
+        engine_busy: sim::EngineBusy {
+            pe: mean(|b| b.pe),
+            act: mean(|b| b.act),
+            dve: mean(|b| b.dve),
+            pool: mean(|b| b.pool),
+            dma: mean(|b| b.dma),
+        },
+        io_lower_bound_bytes: io_lower_bound_bytes(whole, first.hbm_read_once_bytes),
+        bottleneck: longest.bottleneck.clone(),
+        tile_quantized_ideal_us: cores.iter().map(|r| r.tile_quantized_ideal_us).fold(0.0, f64::max),
+        wall_ms,
+        lnc: Some(LncReport {
+            cores: cores.len() as u32,
+            split: split.name().to_string(),
+            searched,
+            weighed,
+            hbm_shared_busy: cycle.hbm_shared_fraction(),
+            hbm_shared_gb_per_s: cycle.hbm_shared_bytes_per_ns,
+            per_core,
+        }),
+        ..first.clone()
+    })
 }

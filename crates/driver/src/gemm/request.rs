@@ -144,6 +144,12 @@ pub struct GemmRequest {
     /// The hardware profile of the planner's estimate and the cycle model (`None`: the
     /// target's built-in one).
     pub hw: Option<HwProfile>,
+    /// Physical cores the GEMM runs on (1, or 2 for a logical NeuronCore of LNC=2 on trn2
+    /// and trn3): each core computes its share of C (see [`codegen::Split`]).
+    pub lnc: u32,
+    /// How C is divided between the cores (`None`: the faster of the splits the cycle model
+    /// weighs).
+    pub split: Option<codegen::Split>,
     /// How it is run.
     pub options: GemmOptions,
 }
@@ -169,6 +175,8 @@ impl GemmRequest {
             perf_mode: PerfMode::None,
             sparsity: None,
             hw: None,
+            lnc: 1,
+            split: None,
             options: GemmOptions::default(),
         }
     }

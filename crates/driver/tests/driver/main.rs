@@ -7,6 +7,7 @@
 
 mod cycle_gemm;
 mod cycle_looped;
+mod lnc;
 mod loops;
 mod mutation;
 mod native;

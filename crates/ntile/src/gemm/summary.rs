@@ -21,13 +21,54 @@ fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
+/// The lines of a GEMM divided between cores: the split, each core's share and figures,
+/// and the shared HBM budget.
+fn cores_lines(l: &driver::gemm::LncReport) -> String {
+    let what = if l.split == "m" { "rows" } else { "columns" };
+    let weighed = if l.searched && l.weighed.len() > 1 {
+        let each: Vec<String> = l.weighed.iter().map(|(k, v)| format!("{k} {v:.1} us")).collect();
+        format!(" (faster of {})", each.join(", "))
+    } else if l.searched {
+        " (the only split with a share for every core)".to_string()
+    } else {
+        " (--split)".to_string()
+    };
+    let mut s = format!(
+        "  cores   {} cores (LNC={}), C split by {} into bands of {what}{weighed}\n",
+        l.cores, l.cores, l.split
+    );
+    for (i, c) in l.per_core.iter().enumerate() {
+        let sh = &c.share;
+        s += &format!(
+            "          core {i}  C[{}..{}, {}..{}]: {:.1} us, {} matmuls, pe {:.0}%, dma {:.0}%, HBM {}, {}\n",
+            sh.m0,
+            sh.m0 + sh.m,
+            sh.n0,
+            sh.n0 + sh.n,
+            c.modeled_time_us,
+            c.matmuls,
+            c.engine_busy.pe * 100.0,
+            c.engine_busy.dma * 100.0,
+            mib(c.hbm_bytes),
+            c.schedule
+        );
+    }
+    s += &format!(
+        "          shared HBM budget ({:.0} GB/s for both cores) busy {:.0}% of the modeled time\n",
+        l.hbm_shared_gb_per_s,
+        l.hbm_shared_busy * 100.0
+    );
+    s
+}
+
 /// The short human summary.
 pub fn summary(r: &Report) -> String {
     let target: Target = r.target.parse().unwrap_or(Target::Trn2);
     let cap = u64::from(target.info().statebuf_par_size_in_bytes);
     let [mt, nt] = r.output_tiles;
+    let cores = r.lnc.as_ref().map_or(String::new(), |l| format!(" x {} cores", l.cores));
     let mut s = format!(
-        "ntile gemm {}x{}x{}  {} x {} -> {}  on {}  (schedule {})\n",
+        "ntile gemm {}x{}x{}  {} x {} -> {}  on {}{cores}  (schedule {})\n",
         r.m, r.k, r.n, r.lhs_dtype, r.rhs_dtype, r.out_dtype, r.target, r.schedule
     );
     let [tm, tn] = r.tile_shape;
@@ -89,6 +130,9 @@ pub fn summary(r: &Report) -> String {
             ".".repeat(20 - filled),
             frac * 100.0
         );
+    }
+    if let Some(l) = &r.lnc {
+        s += &cores_lines(l);
     }
     if let Some(bn) = &r.bottleneck {
         let others: Vec<String> = bn

@@ -162,6 +162,40 @@ pub fn timeline_svg_with(program: &Program, report: &CycleReport, info: &KernelI
     out
 }
 
+/// The timeline of a chip: each core's picture (titled by `infos[core]`) one above the
+/// other, all on the chip's time axis, so that the cores' instructions line up in time.
+pub fn timeline_svg_chip(chip: &bir::Chip, report: &crate::ChipReport, infos: &[KernelInfo]) -> String {
+    let mut body = String::with_capacity(64 * 1024);
+    let mut height = 0.0f64;
+    let mut width = 0.0f64;
+    for (core, (program, cycle)) in chip.cores.iter().zip(&report.cores).enumerate() {
+        let fallback = KernelInfo::default();
+        let info = infos.get(core).unwrap_or(&fallback);
+        let aligned = CycleReport { total_ns: report.total_ns, ..cycle.clone() };
+        let doc = timeline_svg_with(program, &aligned, info);
+        let (head, rest) = doc.split_once('\n').unwrap_or((&doc, ""));
+        let attr = |name: &str| -> f64 {
+            let key = format!(" {name}=\"");
+            head.split_once(&key).and_then(|(_, v)| v.split('"').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+        };
+        let (w, h) = (attr("width"), attr("height"));
+        // The core's document becomes a nested picture at its place.
+        let _ =
+            writeln!(body, r#"<svg x="0" y="{height:.0}" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}">"#);
+        body.push_str(rest);
+        height += h;
+        width = width.max(w);
+    }
+    let mut out = String::with_capacity(body.len() + 256);
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}">"#
+    );
+    out.push_str(&body);
+    out.push_str("</svg>\n");
+    out
+}
+
 /// The tile-grid picture alone: C's output tiles coloured by the time each was stored, with
 /// the block boundaries; `None` when `info` describes no GEMM.
 pub fn tile_grid_svg(program: &Program, report: &CycleReport, info: &KernelInfo) -> Option<String> {

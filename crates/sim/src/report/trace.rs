@@ -248,6 +248,10 @@ fn category(engine: Engine) -> &'static str {
 struct Writer {
     out: Vec<u8>,
     first: bool,
+    /// The process (track group) of the events: the core, on a chip.
+    pid: u32,
+    /// Added to flow ids, so that the cores' arrows stay apart.
+    flow_base: usize,
 }
 
 impl Writer {
@@ -279,14 +283,40 @@ pub fn chrome_trace(program: &Program, report: &CycleReport) -> String {
 /// [`chrome_trace`] in the kernel's own terms: `info` names the process, the SBUF buffers,
 /// the GEMM's tiles and the source lines (see [`KernelInfo`]).
 pub fn chrome_trace_with(program: &Program, report: &CycleReport, info: &KernelInfo) -> String {
+    let mut w = Writer { out: Vec::with_capacity(400 * (report.slices.len() + 8)), first: true, pid: 0, flow_base: 0 };
+    w.out.extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+    write_program(&mut w, program, report, info);
+    w.out.extend_from_slice(b"\n]}\n");
+    String::from_utf8(w.out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The trace of a chip: each core's timeline as its own process (track group, `pid` = the
+/// core), titled by `infos[core]`; its flows and counters are the core's own. The cores'
+/// HBM budget is shared: the summary of [`ChipReport`](crate::ChipReport) says how busy it was.
+pub fn chrome_trace_chip(chip: &bir::Chip, report: &crate::ChipReport, infos: &[KernelInfo]) -> String {
+    let slices: usize = report.cores.iter().map(|c| c.slices.len()).sum();
+    let mut w = Writer { out: Vec::with_capacity(400 * (slices + 8)), first: true, pid: 0, flow_base: 0 };
+    w.out.extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+    for (core, (program, cycle)) in chip.cores.iter().zip(&report.cores).enumerate() {
+        let fallback = KernelInfo::default();
+        let info = infos.get(core).unwrap_or(&fallback);
+        w.pid = core as u32;
+        write_program(&mut w, program, cycle, info);
+        w.flow_base += cycle.slices.len() * 4 + 1;
+    }
+    w.out.extend_from_slice(b"\n]}\n");
+    String::from_utf8(w.out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Every event of one program's timeline, as process `w.pid`.
+fn write_program(w: &mut Writer, program: &Program, report: &CycleReport, info: &KernelInfo) {
+    let pid = w.pid;
     let buffers = info.buffers_of(program);
     let labels = labels(program, report, &buffers, info.gemm.as_ref());
     let cx = Context { program, report, info, buffers: &buffers, labels: &labels };
     let flows = flows(program, report);
     let counters = counters(program, report, &buffers);
 
-    let mut w = Writer { out: Vec::with_capacity(400 * (report.slices.len() + 8)), first: true };
-    w.out.extend_from_slice(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
     let process = match &info.title {
         Some(t) => t.clone(),
         None => format!("{} ({})", program.kernel_name, program.target),
@@ -295,7 +325,7 @@ pub fn chrome_trace_with(program: &Program, report: &CycleReport, info: &KernelI
         name: "process_name",
         ph: "M",
         cat: None,
-        pid: 0,
+        pid,
         tid: 0,
         ts: None,
         dur: None,
@@ -325,7 +355,7 @@ pub fn chrome_trace_with(program: &Program, report: &CycleReport, info: &KernelI
                 name: "wait",
                 ph: "X",
                 cat: Some("wait"),
-                pid: 0,
+                pid,
                 tid,
                 ts: Some(us(slice.start_ns - slice.wait_ns)),
                 dur: Some(us(slice.wait_ns)),
@@ -336,15 +366,15 @@ pub fn chrome_trace_with(program: &Program, report: &CycleReport, info: &KernelI
             name: inst.op.name(),
             ph: "X",
             cat: Some(category(slice.engine)),
-            pid: 0,
+            pid,
             tid,
             ts: Some(us(slice.start_ns)),
             dur: Some(us(slice.end_ns - slice.start_ns)),
             args: Args { at, slice, inst, cx: &cx },
         });
     }
-    write_flows(&mut w, &cx, &flows, &tids);
-    write_counters(&mut w, &buffers, &counters, report.total_ns);
+    write_flows(w, &cx, &flows, &tids);
+    write_counters(w, &buffers, &counters, report.total_ns);
     for (tid, _) in used.iter().enumerate().filter(|(_, u)| **u) {
         let tid = tid as u32;
         let name = track_name(tid);
@@ -352,17 +382,15 @@ pub fn chrome_trace_with(program: &Program, report: &CycleReport, info: &KernelI
             name: "thread_name",
             ph: "M",
             cat: None,
-            pid: 0,
+            pid,
             tid,
             ts: None,
             dur: None,
             args: Meta::named(&name),
         });
         let sort = Meta { name: None, sort_index: Some(tid) };
-        w.push(&Event { name: "thread_sort_index", ph: "M", cat: None, pid: 0, tid, ts: None, dur: None, args: sort });
+        w.push(&Event { name: "thread_sort_index", ph: "M", cat: None, pid, tid, ts: None, dur: None, args: sort });
     }
-    w.out.extend_from_slice(b"\n]}\n");
-    String::from_utf8(w.out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// The middle of a slice, in us: a flow end binds to the slice enclosing its time.
@@ -372,6 +400,7 @@ fn middle(slice: &Slice) -> f64 {
 
 /// One arrow per wait, from the signalling slice to the waiting one.
 fn write_flows(w: &mut Writer, cx: &Context<'_>, flows: &[Flow], tids: &[u32]) {
+    let (pid, base) = (w.pid, w.flow_base);
     for (id, f) in flows.iter().enumerate() {
         let (Some(producer), Some(consumer)) = (cx.report.slices.get(f.producer), cx.report.slices.get(f.consumer))
         else {
@@ -392,8 +421,8 @@ fn write_flows(w: &mut Writer, cx: &Context<'_>, flows: &[Flow], tids: &[u32]) {
             name: name.clone(),
             cat: "semaphore",
             ph: "s",
-            id,
-            pid: 0,
+            id: base + id,
+            pid,
             tid: tid(f.producer),
             ts: middle(producer),
             bp: None,
@@ -402,8 +431,8 @@ fn write_flows(w: &mut Writer, cx: &Context<'_>, flows: &[Flow], tids: &[u32]) {
             name,
             cat: "semaphore",
             ph: "f",
-            id,
-            pid: 0,
+            id: base + id,
+            pid,
             tid: tid(f.consumer),
             ts: middle(consumer),
             bp: Some("e"),
@@ -413,6 +442,7 @@ fn write_flows(w: &mut Writer, cx: &Context<'_>, flows: &[Flow], tids: &[u32]) {
 
 /// Counter tracks: SBUF bytes per partition per buffer, PSUM banks live, HBM GB/s.
 fn write_counters(w: &mut Writer, buffers: &[SbufBuffer], c: &Counters, total_ns: f64) {
+    let pid = w.pid;
     #[derive(serde::Serialize)]
     struct Bytes {
         bytes_per_partition: u64,
@@ -431,12 +461,12 @@ fn write_counters(w: &mut Writer, buffers: &[SbufBuffer], c: &Counters, total_ns
             continue;
         }
         let name = format!("sbuf {}", buffer.name);
-        w.push(&CounterEvent { name: &name, ph: "C", pid: 0, ts: 0.0, args: Bytes { bytes_per_partition: 0 } });
+        w.push(&CounterEvent { name: &name, ph: "C", pid, ts: 0.0, args: Bytes { bytes_per_partition: 0 } });
         for f in fills {
             let at = |t: f64, v: u64| CounterEvent {
                 name: &name,
                 ph: "C",
-                pid: 0,
+                pid,
                 ts: us(t),
                 args: Bytes { bytes_per_partition: v },
             };
@@ -445,16 +475,16 @@ fn write_counters(w: &mut Writer, buffers: &[SbufBuffer], c: &Counters, total_ns
         }
     }
     let name = "psum banks live";
-    w.push(&CounterEvent { name, ph: "C", pid: 0, ts: 0.0, args: Banks { banks: 0 } });
+    w.push(&CounterEvent { name, ph: "C", pid, ts: 0.0, args: Banks { banks: 0 } });
     for (t, banks) in c.psum_live() {
-        w.push(&CounterEvent { name, ph: "C", pid: 0, ts: us(t), args: Banks { banks } });
+        w.push(&CounterEvent { name, ph: "C", pid, ts: us(t), args: Banks { banks } });
     }
     let name = "hbm GB/s";
     if total_ns > 0.0 {
         for (b, rate) in c.hbm.iter().enumerate() {
             let ts = us(b as f64 * c.hbm_bin_ns);
-            w.push(&CounterEvent { name, ph: "C", pid: 0, ts, args: Rate { gb_per_s: *rate } });
+            w.push(&CounterEvent { name, ph: "C", pid, ts, args: Rate { gb_per_s: *rate } });
         }
-        w.push(&CounterEvent { name, ph: "C", pid: 0, ts: us(total_ns), args: Rate { gb_per_s: 0.0 } });
+        w.push(&CounterEvent { name, ph: "C", pid, ts: us(total_ns), args: Rate { gb_per_s: 0.0 } });
     }
 }

@@ -110,7 +110,7 @@ fn the_verifier_names_the_core() {
     let mut other = ok.clone();
     other.hbm[1].address += 64;
     other.hbm_size += 64;
-    let err = verify_chip(&Chip::new(vec![ok.clone(), other])).unwrap_err().to_string();
+    let err = verify_chip(&Chip::new(vec![ok, other])).unwrap_err().to_string();
     assert!(err.contains("core 1: its HBM tensors differ from core 0's"), "{err}");
     let trn1 = copier(Target::Trn1, 0, 128, 0, COLS);
     let err = verify_chip(&Chip::new(vec![trn1.clone(), trn1])).unwrap_err().to_string();
@@ -169,7 +169,7 @@ fn the_cores_share_the_hbm_budget() {
     assert!(starved.total_ns < granules / 36.0 + alone.total_ns, "{}", starved.total_ns);
     assert!(starved.hbm_shared_fraction() > 0.8, "{}", starved.hbm_shared_fraction());
     // One core is modeled as its program is.
-    let single = model_chip(&Chip::new(vec![one.clone()]), &profile).unwrap();
+    let single = model_chip(&Chip::new(vec![one]), &profile).unwrap();
     assert_eq!(single.cores[0], alone);
     assert_eq!(single.total_ns, alone.total_ns);
 }

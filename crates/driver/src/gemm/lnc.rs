@@ -1,0 +1,197 @@
+//! A GEMM on the physical cores of one logical NeuronCore (`--lnc 2`, trn2 and trn3).
+//!
+//! C is divided between the cores by rows or by columns ([`codegen::Split`]); each core's
+//! share is planned as a GEMM of its own (auto's search, or the blocks searched, on the
+//! share), pointed at its window of the shared A, B and C ([`codegen::place_share`]),
+//! lowered, and the programs become one [`bir::Chip`], verified and modeled with the HBM
+//! bandwidth the cores share ([`sim::model_chip`]). Without `--split`, both splits are
+//! planned and the one the cycle model finds faster is kept. The chip is simulated on one
+//! HBM image (races between the cores would be a bug) and C checked against the fp64
+//! reference as for one core.
+//!
+//! Not here: dividing K with a reduction of the partial sums (the cores share no semaphore,
+//! so the reduction needs a second pass); GEMMs too large to unroll.
+
+use std::time::Instant;
+
+use codegen::{place_share, AutoChoice, GemmConfig, GemmPlan, Share, Split};
+use penguin::HwProfile;
+
+use super::check::{self, Kernel, Names};
+use super::inputs::Inputs;
+use super::outcome::{ChipOutcome, GemmOutcome};
+use super::report::{self, ChipFacts, Modeled, Report, WallMs};
+use super::request::GemmRequest;
+use super::{searched, simulation_inputs, Early};
+use crate::error::DriverError;
+use crate::lower::{lower_cancellable, ms};
+
+/// Why `req` cannot run on `req.lnc` cores, if it cannot.
+pub(super) fn refusal(req: &GemmRequest, cfg: &GemmConfig) -> Option<DriverError> {
+    let max = cfg.target.info().max_lnc;
+    if req.lnc == 0 || req.lnc > 2 {
+        return Some(DriverError::input(format!(
+            "--lnc {} is not a logical NeuronCore: it groups 1 or 2 physical cores",
+            req.lnc
+        )));
+    }
+    if req.lnc > max {
+        return Some(DriverError::input(format!(
+            "--lnc {} needs a logical NeuronCore of {} physical cores, and {} has none (LNC=2 is trn2 and trn3)",
+            req.lnc, req.lnc, cfg.target
+        )));
+    }
+    if req.split.is_some() && req.lnc == 1 {
+        return Some(DriverError::input("--split divides C between cores: it needs --lnc 2"));
+    }
+    None
+}
+
+/// The refusal of a GEMM on several cores that would be extrapolated.
+pub(super) fn not_unrolled(cfg: &GemmConfig) -> DriverError {
+    DriverError::input(format!(
+        "--lnc 2 plans each core's share whole, and {}x{}x{} is too large to unroll (or --extrapolate was given): \
+         run it on one core, or a smaller shape",
+        cfg.m, cfg.k, cfg.n
+    ))
+}
+
+/// One split planned: every core's share, plan (placed), program, and the chip's model.
+struct Planned {
+    split: Split,
+    shares: Vec<Share>,
+    plans: Vec<GemmPlan>,
+    autos: Vec<Option<AutoChoice>>,
+    chip: bir::Chip,
+    cycle: sim::ChipReport,
+    /// Wall time of lowering the placed shares and of modeling the chip, in ms.
+    lower_ms: f64,
+    model_ms: f64,
+}
+
+/// Plan, place and lower every core's share of `split`, and model the chip.
+fn plan_split(
+    req: &GemmRequest,
+    whole: &GemmConfig,
+    split: Split,
+    shares: Vec<Share>,
+    hw: &HwProfile,
+) -> Result<Planned, DriverError> {
+    let cancel = req.options.cancel.as_ref();
+    let mut unplaced: Vec<(Share, GemmPlan, Option<AutoChoice>)> = Vec::new();
+    let (mut plans, mut autos, mut programs) = (Vec::new(), Vec::new(), Vec::new());
+    let mut lower_ms = 0.0;
+    for share in &shares {
+        // Cores with shares of the same shape plan once.
+        let twin = unplaced.iter().find(|(s, _, _)| (s.m, s.n) == (share.m, share.n));
+        let (mut plan, auto) = match twin {
+            Some((_, p, a)) => (p.clone(), a.clone()),
+            None => {
+                let (p, a) = super::plan(req, &share.config(whole), hw)?;
+                let a = a.map(|(choice, _)| choice);
+                unplaced.push((*share, p.clone(), a.clone()));
+                (p, a)
+            }
+        };
+        place_share(&mut plan, whole, share)?;
+        req.options.check_cancel()?;
+        let t = Instant::now();
+        programs.push(lower_cancellable(&plan, cancel)?);
+        lower_ms += ms(t);
+        plans.push(plan);
+        autos.push(auto);
+    }
+    let chip = bir::Chip::new(programs);
+    bir::verify_chip(&chip)?;
+    let t = Instant::now();
+    let cycle =
+        sim::model_chip_cancellable(&chip, hw, cancel).map_err(|e| crate::cancel::model_error(e, "cycle model"))?;
+    Ok(Planned { split, shares, plans, autos, chip, cycle, lower_ms, model_ms: ms(t) })
+}
+
+/// Run `req` (whose planner configuration is `whole`) on `req.lnc` cores.
+pub(super) fn run(
+    req: &GemmRequest,
+    whole: &GemmConfig,
+    given: Option<Inputs<'_>>,
+    early: Option<Early>,
+    hw: &HwProfile,
+) -> Result<GemmOutcome, DriverError> {
+    if let Some(e) = refusal(req, whole) {
+        return Err(e);
+    }
+    let opts = &req.options;
+    let cores = u64::from(req.lnc);
+    let splits = req.split.map_or_else(|| Split::ALL.to_vec(), |s| vec![s]);
+    let mut wall = WallMs::default();
+    opts.phase(&req.plan_phase(""));
+    let t = Instant::now();
+    let mut best: Option<Planned> = None;
+    let (mut lower_ms, mut model_ms) = (0.0, 0.0);
+    let mut weighed = indexmap::IndexMap::new();
+    for split in splits {
+        let Some(shares) = split.shares(whole, cores) else {
+            if req.split.is_some() {
+                let (dim, len) = if split == Split::M { ("M", whole.m) } else { ("N", whole.n) };
+                return Err(DriverError::input(format!(
+                    "--split {split}: {dim} = {len} is too short to give each of {cores} cores a share (at least one row or column each, cut at multiples of 128)"
+                )));
+            }
+            continue;
+        };
+        let planned = plan_split(req, whole, split, shares, hw)?;
+        (lower_ms, model_ms) = (lower_ms + planned.lower_ms, model_ms + planned.model_ms);
+        weighed.insert(split.name().to_string(), planned.cycle.total_us());
+        if best.as_ref().is_none_or(|b| planned.cycle.total_ns < b.cycle.total_ns) {
+            best = Some(planned);
+        }
+    }
+    let Some(best) = best else {
+        return Err(DriverError::input(format!(
+            "C is {}x{}: too small to divide between {cores} cores (each needs rows or columns of its own, cut at multiples of 128)",
+            whole.m, whole.n
+        )));
+    };
+    // Each split's shares were planned, lowered and modeled: the plan phase is what is left.
+    (wall.lower, wall.model) = (lower_ms, model_ms);
+    wall.plan = (ms(t) - lower_ms - model_ms).max(0.0);
+    let core_reports = |wall: WallMs| -> Vec<Report> {
+        best.plans
+            .iter()
+            .zip(&best.chip.cores)
+            .zip(&best.cycle.cores)
+            .zip(&best.autos)
+            .map(|(((plan, program), cycle), auto)| {
+                let modeled = Modeled { program, cycle, auto: auto.as_ref(), hw };
+                searched(req, report::report_of(&plan.config, plan, &modeled, None, wall))
+            })
+            .collect()
+    };
+    let facts = |cores: Vec<Report>| ChipFacts {
+        whole,
+        split: best.split,
+        searched: req.split.is_none(),
+        weighed: weighed.clone(),
+        shares: &best.shares,
+        cores,
+        cycle: &best.cycle,
+    };
+    let no_report = || DriverError::internal("a chip without cores (a bug)");
+    if !opts.simulate {
+        let report = report::chip_report(facts(core_reports(wall)), None, wall).ok_or_else(no_report)?;
+        return Ok(GemmOutcome::chip(report, chip_outcome(best)));
+    }
+    let (inputs, sparse) = simulation_inputs(opts, whole, given, early)?;
+    let first = best.plans.first().ok_or_else(no_report)?;
+    let names = Names::of(first)?;
+    let done = check::simulate_and_check(opts, (whole, &names), Kernel::Chip(&best.chip), inputs, sparse)?;
+    (wall.simulate, wall.reference) = (done.simulate_ms, done.reference_ms);
+    let report = report::chip_report(facts(core_reports(wall)), done.check, wall).ok_or_else(no_report)?;
+    let mut outcome = GemmOutcome::chip(report, chip_outcome(best));
+    (outcome.c, outcome.c_bytes) = (Some(done.c), done.raw);
+    Ok(outcome)
+}
+
+fn chip_outcome(p: Planned) -> ChipOutcome {
+    ChipOutcome { split: p.split, shares: p.shares, plans: p.plans, chip: p.chip, cycle: p.cycle }
+}
