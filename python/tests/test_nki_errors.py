@@ -178,23 +178,36 @@ def test_indexing_with_a_tile_is_dynamic_indexing():
     raises_at(NotImplementedError, k, "t = lnl.load(x[idx, 0])", "indexing a tensor with a tile")
 
 
-def test_several_neuron_cores_are_refused():
+def test_launch_grids_ntile_cannot_place_are_refused():
     @cnki.jit
     def k(x):
         pass
 
-    with pytest.raises(NotImplementedError, match=r"on \[2\] NeuronCores \(LNC > 1\)"):
-        k[2](np.zeros((4, 4), np.float32))
+    with pytest.raises(NotImplementedError, match=r"launching k on 4 NeuronCores: a logical NeuronCore of trn2 has 2"):
+        k[4](np.zeros((4, 4), np.float32))
+
+    @cnki.jit(platform_target="trn1")
+    def k1(x):
+        pass
+
+    with pytest.raises(NotImplementedError, match="trn1 runs one NeuronCore per kernel"):
+        k1[2](np.zeros((4, 4), np.float32))
     assert k[1] is k
+    with pytest.raises(NotImplementedError, match=r"the current API launches kernel\[n\] on n NeuronCores"):
+        k[2, 2]
 
     @lnki.jit
     def g(x):
         pass
 
-    with pytest.raises(NotImplementedError, match="nl.nc and nl.spmd_dim"):
+    with pytest.raises(ValueError, match="'nc' is not a positive integer, nl.nc"):
         g[2, "nc"]
-    with pytest.raises(NotImplementedError, match="neuronxcc.nki.language.nc is not supported"):
-        lnl.nc(2)
+    with pytest.raises(NotImplementedError, match="places two axes on NeuronCores"):
+        g[lnl.nc(2), lnl.nc(2)]
+    with pytest.raises(NotImplementedError, match="two nl.nc dimensions"):
+        lnl.spmd_dim(lnl.nc(2), lnl.nc(2))
+    with pytest.raises(ValueError, match="the number of NeuronCores is a positive integer"):
+        lnl.nc(0)
 
 
 def test_indices_outside_the_tensor():

@@ -57,9 +57,13 @@ pub mod run;
 pub mod threads;
 pub mod timeline;
 
+/// A built NKI kernel (one core's, for a kernel on several).
+pub use ::nki::NkiKernel;
 pub use cancel::Cancel;
 pub use error::{DriverError, ErrorKind, ExtrapolateError, InputProblem};
 pub use gemm::{gemm, BlockRequest, GemmInputs, GemmOptions, GemmOutcome, GemmRequest, Operand, Report};
 pub use nki::{build_nki, run_nki, NkiBuilt, NkiOptions, NkiRun, NkiTimes};
 pub use program::{Program, Source};
-pub use run::{run_program, Array, Elem, Inputs, Output, RunOptions, RunOutcome, RunReport, Runnable};
+pub use run::{
+    run_program, Array, ChipFigures, CoreFigures, Elem, Inputs, Output, RunOptions, RunOutcome, RunReport, Runnable,
+};

@@ -51,8 +51,11 @@ pub struct NkiTimes {
 /// A kernel built and run.
 #[derive(Debug)]
 pub struct NkiRun {
-    /// The built kernel: its function, looped form and allocations.
+    /// The built kernel: its function, looped form and allocations (physical core 0's, for a
+    /// kernel on several cores).
     pub kernel: NkiKernel,
+    /// The kernels of physical cores 1.. (empty for a one-core kernel).
+    pub other_cores: Vec<NkiKernel>,
     /// The program that ran (its trace and SVG exporters).
     pub runnable: Runnable,
     /// The outputs, report and cycle model.
@@ -66,9 +69,11 @@ pub struct NkiRun {
 pub struct NkiBuilt {
     /// The trace as read.
     pub trace: Trace,
-    /// The built kernel: its function, looped form and allocations.
+    /// The built kernel: its function, looped form and allocations (core 0's).
     pub kernel: NkiKernel,
-    /// The program that runs (its trace and SVG exporters).
+    /// The kernels of physical cores 1.. (empty for a one-core kernel).
+    pub other_cores: Vec<NkiKernel>,
+    /// The program that runs (its trace and SVG exporters; a chip for several cores).
     pub runnable: Runnable,
     /// How long reading and building took (`run_s` is 0 until it runs).
     pub times: NkiTimes,
@@ -84,11 +89,13 @@ pub fn build_nki(trace_json: &str, options: &NkiOptions) -> Result<NkiBuilt, Dri
     if let Some(name) = &options.kernel_name {
         builder = builder.expect_kernel_name(name.clone());
     }
-    let kernel = builder.build(&trace)?;
+    let mut kernels = builder.build_cores(&trace)?;
     let name = trace.files.first().cloned().unwrap_or_else(|| format!("{}.py", trace.kernel));
-    let runnable = Runnable::new(&name, Program::Penguin(kernel.function.clone(), None), Some(target))?;
+    let programs = kernels.iter().map(|k| Program::Penguin(k.function.clone(), None)).collect();
+    let runnable = Runnable::new_chip(&name, programs, Some(target))?;
     let times = NkiTimes { read_s: (t1 - t0).as_secs_f64(), build_s: t1.elapsed().as_secs_f64(), run_s: 0.0 };
-    Ok(NkiBuilt { trace, kernel, runnable, times })
+    let kernel = kernels.remove(0);
+    Ok(NkiBuilt { trace, kernel, other_cores: kernels, runnable, times })
 }
 
 impl NkiBuilt {
@@ -107,12 +114,12 @@ impl NkiBuilt {
         let mut outcome = self.runnable.run(&mut with, &run_options)?;
         outcome.report.kernel = self.trace.kernel.clone();
         let times = NkiTimes { run_s: t.elapsed().as_secs_f64(), ..self.times };
-        Ok(NkiRun { kernel: self.kernel, runnable: self.runnable, outcome, times })
+        Ok(NkiRun { kernel: self.kernel, other_cores: self.other_cores, runnable: self.runnable, outcome, times })
     }
 
     /// The kernel as text (see [`NkiRun::emit`]).
     pub fn emit(&self, form: &str) -> Result<String, DriverError> {
-        emit(&self.kernel, &self.runnable, form)
+        emit(&self.kernel, &self.other_cores, &self.runnable, form)
     }
 }
 
@@ -157,25 +164,40 @@ impl Inputs for WithConstants<'_> {
     }
 }
 
-fn emit(kernel: &NkiKernel, runnable: &Runnable, form: &str) -> Result<String, DriverError> {
+/// The kernel as text; a kernel on several cores prints each core's function after a
+/// `; core K` comment, and its BIR as a chip (`bir::text::print_chip`).
+fn emit(kernel: &NkiKernel, others: &[NkiKernel], runnable: &Runnable, form: &str) -> Result<String, DriverError> {
+    let chip = runnable.num_cores() > 1;
     match form {
+        "penguin" | "pir" if chip => Ok(std::iter::once(kernel)
+            .chain(others)
+            .enumerate()
+            .map(|(k, c)| format!("; core {k}\n{}", c.looped))
+            .collect::<Vec<_>>()
+            .join("\n")),
         "penguin" | "pir" => Ok(kernel.looped.to_string()),
+        "bir" if chip => {
+            let chip = bir::Chip::new(runnable.core_programs().into_iter().cloned().collect());
+            Ok(bir::text::print_chip(&chip))
+        }
         "bir" => Ok(runnable.program().to_string()),
         other => Err(DriverError::input(format!("emit form `{other}`: expected penguin or bir"))),
     }
 }
 
 impl NkiRun {
-    /// The report: the keys of `ntile run --json`, `allocations` (one per site) and `times`
-    /// (`tracing_s` is the caller's, when it traced the kernel).
+    /// The report: the keys of `ntile run --json`, `allocations` (one per site; with its
+    /// `core` for a kernel on several cores) and `times` (`tracing_s` is the caller's, when it
+    /// traced the kernel).
     pub fn report_json(&self, tracing_s: Option<f64>) -> serde_json::Value {
         let mut report = serde_json::to_value(&self.outcome.report).unwrap_or_default();
-        let allocations: Vec<serde_json::Value> = self
-            .kernel
-            .allocations
-            .iter()
-            .map(|a| {
-                serde_json::json!({
+        let chip = !self.other_cores.is_empty();
+        let allocations: Vec<serde_json::Value> = std::iter::once(&self.kernel)
+            .chain(&self.other_cores)
+            .enumerate()
+            .flat_map(|(core, k)| k.allocations.iter().map(move |a| (core, a)))
+            .map(|(core, a)| {
+                let mut v = serde_json::json!({
                     "name": a.name,
                     "loc": a.loc,
                     "buffer": a.buffer,
@@ -188,7 +210,11 @@ impl NkiRun {
                     "rotation_dropped": a.rotation_dropped,
                     "direct": a.direct,
                     "ranges": a.ranges,
-                })
+                });
+                if let (true, Some(map)) = (chip, v.as_object_mut()) {
+                    map.insert("core".into(), core.into());
+                }
+                v
             })
             .collect();
         if let Some(map) = report.as_object_mut() {
@@ -209,6 +235,6 @@ impl NkiRun {
     /// The kernel as text: `penguin` (the looped function, its loops shown) or `bir` (the
     /// lowered program).
     pub fn emit(&self, form: &str) -> Result<String, DriverError> {
-        emit(&self.kernel, &self.runnable, form)
+        emit(&self.kernel, &self.other_cores, &self.runnable, form)
     }
 }

@@ -16,11 +16,13 @@ use crate::error::DriverError;
 use crate::error::InputProblem;
 use crate::program::{bir_loops, check_program, compile_function, pir_loops, Program, Source};
 
+mod chip;
 mod locate;
 mod report;
 
 pub use crate::array::{Array, Elem, Output};
 
+pub use chip::{ChipFigures, CoreFigures};
 use locate::{inst_line, sim_message, SourceLines};
 pub use report::{RunReport, Written};
 
@@ -80,8 +82,10 @@ pub struct RunOutcome {
     pub outputs: Vec<Output>,
     /// What the simulation did (`None` without one).
     pub simulated: Option<Simulated>,
-    /// The cycle model of the program.
+    /// The cycle model of the program (of core 0's, for a chip).
     pub cycle: sim::CycleReport,
+    /// The cycle model of a chip: every core's and the shared HBM budget (`None` for one core).
+    pub chip: Option<sim::ChipReport>,
 }
 
 /// A program verified (and lowered, for a Penguin function; expanded, when it loops) and
@@ -94,6 +98,8 @@ pub struct Runnable {
     required: Vec<String>,
     penguin_instructions: Option<u64>,
     buffers: Vec<sim::SbufBuffer>,
+    /// The cores of a chip beyond this one (core 0) and the chip they form (`None`: one core).
+    chip: Option<chip::Cores>,
 }
 
 impl Runnable {
@@ -120,7 +126,15 @@ impl Runnable {
                     .map(|t| t.name.clone())
                     .collect();
                 let penguin_instructions = Some(penguin::FunctionView::layout(&f).len() as u64);
-                Runnable { src, program, lines: SourceLines::Penguin(map), required, penguin_instructions, buffers }
+                Runnable {
+                    src,
+                    program,
+                    lines: SourceLines::Penguin(map),
+                    required,
+                    penguin_instructions,
+                    buffers,
+                    chip: None,
+                }
             }
             Program::Bir(p, map) => {
                 if let Some(t) = target.filter(|t| *t != p.target) {
@@ -135,6 +149,7 @@ impl Runnable {
                     required,
                     penguin_instructions: None,
                     buffers: Vec::new(),
+                    chip: None,
                 }
             }
             Program::PenguinLooped(..) => return Err(DriverError::internal("a looped function was not expanded")),
@@ -152,6 +167,7 @@ impl Runnable {
                     required,
                     penguin_instructions: None,
                     buffers: Vec::new(),
+                    chip: None,
                 }
             }
         })
@@ -185,13 +201,20 @@ impl Runnable {
         }
     }
 
-    /// The modeled engine timeline of a run as Chrome/Perfetto trace-event JSON.
+    /// The modeled engine timeline of a run as Chrome/Perfetto trace-event JSON (a chip's:
+    /// one process per core).
     pub fn trace(&self, outcome: &RunOutcome) -> String {
+        if let (Some(cores), Some(report)) = (&self.chip, &outcome.chip) {
+            return sim::chrome_trace_chip(&cores.chip, report, &self.kernel_infos());
+        }
         sim::chrome_trace_with(&self.program, &outcome.cycle, &self.kernel_info())
     }
 
-    /// The modeled engine timeline of a run as SVG.
+    /// The modeled engine timeline of a run as SVG (a chip's: one panel per core).
     pub fn timeline_svg(&self, outcome: &RunOutcome) -> String {
+        if let (Some(cores), Some(report)) = (&self.chip, &outcome.chip) {
+            return sim::timeline_svg_chip(&cores.chip, report, &self.kernel_infos());
+        }
         sim::timeline_svg_with(&self.program, &outcome.cycle, &self.kernel_info())
     }
 
@@ -234,14 +257,44 @@ impl Runnable {
     }
 
     /// Run the program: simulate it on `inputs` (unless the options only model it), read back
-    /// the outputs asked for, and model it.
+    /// the outputs asked for, and model it. A chip (see [`Runnable::new_chip`]) runs every
+    /// core on one HBM image and is modeled with the shared HBM budget.
     pub fn run(&self, inputs: &mut dyn Inputs, options: &RunOptions) -> Result<RunOutcome, DriverError> {
+        if self.chip.is_some() {
+            return self.run_chip(inputs, options);
+        }
         let hw = options.hw.unwrap_or_else(|| self.program.target.profile());
         if !options.simulate {
             let cycle = self.model_cancellable(&hw, options.cancel.as_ref())?;
             let report = report::report(&self.program, &cycle, self.penguin_instructions, None);
-            return Ok(RunOutcome { report, outputs: Vec::new(), simulated: None, cycle });
+            return Ok(RunOutcome { report, outputs: Vec::new(), simulated: None, cycle, chip: None });
         }
+        let (given, wanted) = self.prepare(inputs, options, 1)?;
+        let mut simulator = crate::threads::simulator(&self.program)?;
+        self.write_inputs(&mut simulator, &given, inputs)?;
+        let (mut simulator, stats) = cancel::simulate(simulator, options.cancel.as_ref())?;
+        let stats = stats.map_err(|e| DriverError::input(sim_message(&self.src, &self.program, &self.lines, &e)))?;
+        if let Some(race) = stats.races.first() {
+            return Err(self.race_error(race, stats.races.len() as u64 - 1 + stats.races_dropped));
+        }
+        let outputs = self.read_outputs(&mut simulator, wanted)?;
+        drop(simulator);
+        let cycle = self.model_cancellable(&hw, options.cancel.as_ref())?;
+        let report = report::report(&self.program, &cycle, self.penguin_instructions, Some(stats.dma_bytes));
+        let simulated =
+            Simulated { instructions: stats.instructions, matmuls: stats.matmuls, dma_bytes: stats.dma_bytes };
+        Ok(RunOutcome { report, outputs, simulated: Some(simulated), cycle, chip: None })
+    }
+
+    /// The checks before a simulation of `cores` cores: the inputs given are tensors of the
+    /// program, each once, every required one is there, the outputs asked for exist, and the
+    /// memory images fit. The names given and the outputs wanted.
+    fn prepare(
+        &self,
+        inputs: &dyn Inputs,
+        options: &RunOptions,
+        cores: u64,
+    ) -> Result<(Vec<String>, Vec<String>), DriverError> {
         let given = inputs.names();
         for (i, name) in given.iter().enumerate() {
             if self.tensor(name).is_none() {
@@ -255,24 +308,26 @@ impl Runnable {
         if let Some(missing) = self.required.iter().find(|n| !given.contains(n)) {
             return Err(DriverError::MissingInput { program: self.src.name.clone(), tensor: missing.clone() });
         }
-        self.check_memory(options.max_memory)?;
-        let mut simulator = crate::threads::simulator(&self.program)?;
-        for name in &given {
+        self.check_memory(options.max_memory, cores)?;
+        Ok((given, wanted))
+    }
+
+    /// Store the inputs `given` into the simulator holding the HBM image.
+    fn write_inputs(
+        &self,
+        simulator: &mut sim::Simulator,
+        given: &[String],
+        inputs: &mut dyn Inputs,
+    ) -> Result<(), DriverError> {
+        for name in given {
             let t = self.tensor(name).ok_or_else(|| DriverError::internal("an input vanished (a bug)"))?;
-            write_input(&mut simulator, t, inputs.array(name)?)?;
+            write_input(simulator, t, inputs.array(name)?)?;
         }
-        let (simulator, stats) = cancel::simulate(simulator, options.cancel.as_ref())?;
-        let stats = stats.map_err(|e| DriverError::input(sim_message(&self.src, &self.program, &self.lines, &e)))?;
-        if let Some(race) = stats.races.first() {
-            let more = stats.races.len() as u64 - 1 + stats.races_dropped;
-            let tail = if more > 0 { format!(" (and {more} more)") } else { String::new() };
-            // Placed on the line of the access that ran later.
-            let at = match inst_line(&self.program, &self.lines, race.later.at) {
-                Some(line) => format!("{}:{line}", self.src.name),
-                None => self.src.name.clone(),
-            };
-            return Err(DriverError::input(format!("{at}: {race}{tail}")));
-        }
+        Ok(())
+    }
+
+    /// Read the outputs `wanted` back from the simulator holding the HBM image.
+    fn read_outputs(&self, simulator: &mut sim::Simulator, wanted: Vec<String>) -> Result<Vec<Output>, DriverError> {
         let mut outputs = Vec::new();
         for name in wanted {
             let t = self.tensor(&name).ok_or_else(|| DriverError::internal("an output vanished (a bug)"))?;
@@ -281,16 +336,22 @@ impl Runnable {
                 .map_err(|e| DriverError::input(format!("{}: {e}", self.src.name)))?;
             outputs.push(Output { name, dtype: t.dtype, shape: t.shape.clone(), data });
         }
-        drop(simulator);
-        let cycle = self.model_cancellable(&hw, options.cancel.as_ref())?;
-        let report = report::report(&self.program, &cycle, self.penguin_instructions, Some(stats.dma_bytes));
-        let simulated =
-            Simulated { instructions: stats.instructions, matmuls: stats.matmuls, dma_bytes: stats.dma_bytes };
-        Ok(RunOutcome { report, outputs, simulated: Some(simulated), cycle })
+        Ok(outputs)
+    }
+
+    /// The error of a race the simulation found (`more` others), placed on the line of the
+    /// access that ran later when this program holds it.
+    fn race_error(&self, race: &sim::Race, more: u64) -> DriverError {
+        let tail = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+        let at = match inst_line(&self.program, &self.lines, race.later.at) {
+            Some(line) => format!("{}:{line}", self.src.name),
+            None => self.src.name.clone(),
+        };
+        DriverError::input(format!("{at}: {race}{tail}"))
     }
 
     /// Refuse a simulation whose memory images exceed the simulator or the budget.
-    fn check_memory(&self, max_memory: Option<u64>) -> Result<(), DriverError> {
+    fn check_memory(&self, max_memory: Option<u64>, cores: u64) -> Result<(), DriverError> {
         let (name, program) = (&self.src.name, &self.program);
         // The program's own size, not an input, is what the simulator cannot hold.
         if program.hbm_size > sim::MAX_HBM_BYTES {
@@ -303,8 +364,9 @@ impl Runnable {
         // The simulator allocates the program's whole HBM image and the target's SBUF and PSUM.
         let budget = max_memory.unwrap_or_else(crate::budget::default_budget);
         let chip = program.target.info();
-        let on_chip = 128 * u64::from(chip.statebuf_par_size_in_bytes)
-            + 128 * u64::from(chip.psum_num_banks) * u64::from(chip.psum_par_size_in_bytes);
+        let on_chip = cores
+            * (128 * u64::from(chip.statebuf_par_size_in_bytes)
+                + 128 * u64::from(chip.psum_num_banks) * u64::from(chip.psum_par_size_in_bytes));
         let images = program.hbm_size.saturating_add(on_chip);
         if images > budget {
             return Err(DriverError::Budget(format!(

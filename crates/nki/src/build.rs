@@ -21,6 +21,8 @@ use crate::view::{self, Resolved, TensorInfo};
 pub struct KernelBuilder {
     target: Target,
     kernel_name: Option<String>,
+    /// One core's share of a multi-core kernel: its outputs may be another core's to write.
+    share_of_chip: bool,
 }
 
 /// A traced kernel, built: the verified function, its rolled form, what the allocator did
@@ -69,7 +71,7 @@ pub(crate) struct Analysis {
 impl KernelBuilder {
     /// A builder for `target` (a trace's own target is [`Trace::target`]).
     pub fn new(target: Target) -> Self {
-        KernelBuilder { target, kernel_name: None }
+        KernelBuilder { target, kernel_name: None, share_of_chip: false }
     }
 
     /// Expect the kernel to be named `name` (the name a caller asked to run):
@@ -84,8 +86,48 @@ impl KernelBuilder {
         self.target
     }
 
-    /// Build the kernel of `trace`.
+    /// Build the kernel of `trace`, one kernel per physical core it runs on (see
+    /// [`Trace::split_cores`]): each core's is built on its own (its SBUF and PSUM are its
+    /// own), a core may leave an output to the other, and every output must be written by
+    /// some core. More cores than the target has in one logical core are refused.
+    pub fn build_cores(&self, trace: &Trace) -> Result<Vec<NkiKernel>, NkiError> {
+        let cores = trace.split_cores()?;
+        if cores.len() == 1 {
+            return Ok(vec![self.build(&cores[0])?]);
+        }
+        let most = self.target.info().max_lnc as usize;
+        if cores.len() > most {
+            let loc = trace.ops.first().map(|r| trace.loc_text(r.loc())).unwrap_or_default();
+            return Err(NkiError::Invalid {
+                loc,
+                message: format!(
+                    "the kernel runs on {} physical NeuronCores, but a logical NeuronCore of {} has {most} \
+                     (LNC={most}); launch it without the nl.nc axis, or trace it for trn2 or trn3",
+                    cores.len(),
+                    self.target
+                ),
+            });
+        }
+        let share = KernelBuilder { share_of_chip: true, ..self.clone() };
+        let kernels = cores.iter().map(|t| share.build(t)).collect::<Result<Vec<_>, _>>()?;
+        for &o in &trace.outputs {
+            if !cores.iter().any(|t| writes(t, o)) {
+                let t = &trace.tensors[o as usize];
+                let loc = trace.loc_text(t.loc);
+                return Err(NkiError::OutputNeverWritten { loc, tensor: t.name.clone() });
+            }
+        }
+        Ok(kernels)
+    }
+
+    /// Build the kernel of `trace` (a trace of several cores: [`KernelBuilder::build_cores`]).
     pub fn build(&self, trace: &Trace) -> Result<NkiKernel, NkiError> {
+        if trace.cores.len() > 1 {
+            return Err(NkiError::Trace {
+                path: "cores".into(),
+                message: format!("a kernel of {} cores is built core by core (build_cores)", trace.cores.len()),
+            });
+        }
         let analysis = self.analyze(trace)?;
         let requests = site_requests(&analysis);
         let plans = crate::alloc::allocate(requests, self.target)?;
@@ -146,7 +188,7 @@ impl KernelBuilder {
                 message: format!("{} loop(s) are never closed (loop_end)", loops.len()),
             });
         }
-        for &o in &trace.outputs {
+        for &o in trace.outputs.iter().filter(|_| !self.share_of_chip) {
             let t = &a.tensors[o as usize];
             if written[o as usize].is_empty() {
                 return Err(NkiError::OutputNeverWritten { loc: t.loc.clone(), tensor: t.name.clone() });
@@ -339,6 +381,14 @@ fn check_marker(rec: &Record, loops: &mut Vec<u64>, loc: &str) -> Result<(), Nki
 }
 
 /// Track HBM writes; a read of a tensor the kernel created must be of bytes written before.
+/// Whether a record of `trace` writes tensor `t`.
+fn writes(trace: &Trace, t: u32) -> bool {
+    trace.ops.iter().any(|rec| {
+        let ops = kinds::operands(rec, "").ok().flatten().unwrap_or_default();
+        ops.iter().any(|(_, v, role)| v.t == t && matches!(role, Role::Write | Role::Accumulate))
+    })
+}
+
 fn hbm_access(
     written: &mut [Vec<(i64, i64)>],
     t: &TensorInfo,

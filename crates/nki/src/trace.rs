@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::NkiError;
 
+mod cores;
 mod raw;
 
 pub use raw::Record;
@@ -54,6 +55,11 @@ pub struct Trace {
     /// `nl.shared_identity_matrix`); absent when there are none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub constants: Vec<Constant>,
+    /// Where each physical core's records begin in `ops`, for a kernel launched on several
+    /// cores (`nl.nc(2)` in its grid, or `kernel[2]` with LNC=2): core `k` runs
+    /// `ops[cores[k]..cores[k + 1]]`. Absent (empty) for a one-core kernel.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cores: Vec<usize>,
 }
 
 /// The values of an `input` tensor the kernel made (not a kernel argument).

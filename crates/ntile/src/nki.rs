@@ -27,6 +27,7 @@ Examples:
   ntile nki examples/nki/legacy/matmul.py matmul_tiled --shape lhsT=8192x4096:bf16 --shape rhs=8192x8192:bf16
   ntile nki examples/nki/current/rmsnorm.py rmsnorm --input x=x.npy --input g=g.npy --json --svg t.svg
   ntile nki my_kernel.py my_kernel --input x=x.npy:bf16 --emit penguin    the rolled Penguin function
+  ntile nki examples/nki/current/two_cores.py add_halves --shape a=4096x512:fp32 --shape b=4096x512:fp32 --grid 2
 
 The kernel file is imported with ntile's import hook on, so `import neuronxcc.nki` and
 `import nki` in it resolve to ntile's NKI APIs: an unchanged kernel runs. Each tensor argument
@@ -37,7 +38,8 @@ any other argument (a Python literal). The tracer runs with python3 (only numpy 
 
 After the run: the simulation's counts, the written outputs, the allocation of every SBUF/PSUM
 site (bytes per partition, logical tiles, the buffers backing them and their byte ranges) and
-the cycle model's timing as `ntile run` prints it; --json prints the report of `ntile run
+the cycle model's timing as `ntile run` prints it (with --grid 2, each core's allocations and
+figures and how busy the HBM bandwidth they share was); --json prints the report of `ntile run
 --json` plus `allocations` and `times` (tracing, reading, building, running).
 
 Exit codes: 0 ok, 2 a kernel error (it names the kernel's file:line), bad input, or no python3
@@ -65,6 +67,11 @@ pub struct NkiArgs {
     /// Target [default: the kernel's platform_target, NEURON_PLATFORM_TARGET_OVERRIDE, else trn2]
     #[arg(long)]
     pub target: Option<Target>,
+    /// The SPMD launch grid, as the kernel would be indexed: 2 launches it on the two physical
+    /// cores of a logical NeuronCore (LNC=2, current API); legacy kernels take axes such as
+    /// 'nc(2),4' or 'spmd_dim(nc(2),2),2'
+    #[arg(long, value_name = "GRID")]
+    pub grid: Option<String>,
     /// Print one JSON report instead of the summary
     #[arg(long)]
     pub json: bool,
@@ -114,6 +121,9 @@ fn trace(args: &NkiArgs, inputs: &[(Binding, Option<String>)]) -> Result<(String
     }
     if let Some(t) = args.target {
         cmd.arg("--target").arg(t.to_string());
+    }
+    if let Some(g) = &args.grid {
+        cmd.arg("--grid").arg(g);
     }
     let path = match std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
         Some(rest) => {
@@ -205,9 +215,13 @@ pub fn run(args: &NkiArgs) -> Result<String, CliError> {
     let mut files = Files { bindings: &bindings, descrs: Vec::new() };
     let run = built.run(&mut files, &options).map_err(|e| run_error(e, &files))?;
     let mut out = String::new();
+    let cores = match run.runnable.num_cores() {
+        1 => String::new(),
+        n => format!(" x {n} cores"),
+    };
     if let Some(s) = run.outcome.simulated {
         out += &format!(
-            "ran {} on {}: {} instructions, {} matmuls, {} bytes moved by DMA\n",
+            "ran {} on {}{cores}: {} instructions, {} matmuls, {} bytes moved by DMA\n",
             run.outcome.report.kernel, run.outcome.report.target, s.instructions, s.matmuls, s.dma_bytes
         );
         for b in &args.outputs {
@@ -219,7 +233,7 @@ pub fn run(args: &NkiArgs) -> Result<String, CliError> {
     } else {
         let r = &run.outcome.report;
         out += &format!(
-            "modeled {} on {} without data: {} instructions, {} matmuls, {} bytes to or from HBM\n",
+            "modeled {} on {}{cores} without data: {} instructions, {} matmuls, {} bytes to or from HBM\n",
             r.kernel, r.target, r.bir_instructions, r.matmuls, r.hbm_bytes
         );
     }
@@ -248,13 +262,20 @@ pub fn run(args: &NkiArgs) -> Result<String, CliError> {
 pub fn summary(run: &NkiRun) -> String {
     let mut s =
         format!("  results {}\n", run.kernel.outputs.keys().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "));
-    s += &allocations(run);
+    if run.other_cores.is_empty() {
+        s += &allocations(&run.kernel);
+    } else {
+        for (k, kernel) in std::iter::once(&run.kernel).chain(&run.other_cores).enumerate() {
+            s += &format!("  core {k}\n");
+            s += &allocations(kernel);
+        }
+    }
     s + &crate::run::summary(&run.outcome.report)
 }
 
 /// One line per allocation site: where, buffer, bytes per partition, tiles, buffers, ranges.
-fn allocations(run: &NkiRun) -> String {
-    let sites = &run.kernel.allocations;
+fn allocations(kernel: &driver::NkiKernel) -> String {
+    let sites = &kernel.allocations;
     if sites.is_empty() {
         return String::new();
     }

@@ -348,6 +348,30 @@ pub fn summary(r: &RunReport) -> String {
             frac * 100.0
         );
     }
+    if let Some(chip) = &r.chip {
+        s += &format!(
+            "  cores   {} physical cores sharing HBM ({:.0} GB/s); the shared budget was busy {:.0}% of the time\n",
+            chip.cores.len(),
+            chip.hbm_shared_gb_per_s,
+            chip.hbm_shared_busy * 100.0
+        );
+        for (k, c) in chip.cores.iter().enumerate() {
+            let b = &c.engine_busy;
+            s += &format!(
+                "          core {k}: {:.1} us, {} instructions, {} matmuls, HBM {:.1} KiB; busy pe {:.0}% act {:.0}% \
+                 dve {:.0}% pool {:.0}% dma {:.0}%\n",
+                c.modeled_time_us,
+                c.bir_instructions,
+                c.matmuls,
+                c.hbm_bytes as f64 / 1024.0,
+                b.pe * 100.0,
+                b.act * 100.0,
+                b.dve * 100.0,
+                b.pool * 100.0,
+                b.dma * 100.0
+            );
+        }
+    }
     s
 }
 
@@ -370,6 +394,7 @@ mod tests {
             modeled_time_us: 2.5,
             hfu,
             engine_busy: busy,
+            chip: None,
         }
     }
 

@@ -76,6 +76,19 @@ def _literal(value: str) -> Any:
         return value
 
 
+def _grid(text: str, kernel: Any) -> Any:
+    """The kernel launched on ``--grid TEXT`` (``2``, ``nc(2), 4``, ``spmd_dim(nc(2), 2), 2``)."""
+    from . import run, spmd
+
+    names = {"nc": spmd.nc, "spmd_dim": spmd.spmd_dim, "nl": spmd}
+    try:
+        grid = eval(text, {"__builtins__": {}}, names)  # noqa: S307 (only nc, spmd_dim and integers are in scope)
+    except Exception as e:  # noqa: BLE001 (any mistake in the text is the user's)
+        raise UsageError(f"--grid {text!r}: expected integers, nc(N) and spmd_dim(...) joined by commas ({e})") from None
+    fn, api = run.unwrap(kernel)
+    return run.Kernel(fn, api or "current", **getattr(kernel, "options", {}))[grid]
+
+
 def load_kernel(path: str, name: str) -> Any:
     from . import hook
 
@@ -102,6 +115,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--shape", action="append", default=[], metavar="NAME=DIMS:DTYPE")
     parser.add_argument("--arg", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--target", default=None)
+    parser.add_argument("--grid", default=None)
     parser.add_argument("-o", "--output", default=None)
     args = parser.parse_args(argv)
     try:
@@ -119,6 +133,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             name, value = _pair(text, "--arg")
             kwargs[name] = _literal(value)
         kernel = load_kernel(args.file, args.kernel)
+        if args.grid is not None:
+            kernel = _grid(args.grid, kernel)
         fn, api = run.unwrap(kernel)
         text = run.trace_kernel(fn, (), kwargs, api or "current", args.target, run.grid_of(kernel)).json()
     except (UsageError, NkiError, ValueError, TypeError, NotImplementedError, IndexError, AssertionError,

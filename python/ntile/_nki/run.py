@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, spmd
 from .errors import NkiError, NkiTypeError, NkiUnsupportedError, NkiValueError
 from .trace import _STACK, Storage, Trace, active
 from .view import View
@@ -107,31 +107,43 @@ def _input(T: Trace, name: str, value: Any, loc: List[int]) -> Tuple[View, Optio
     return T.view_class.whole(st), data
 
 
-def _programs(T: Trace, fn: Callable[..., Any], args: List[Any], kwargs: Dict[str, Any], grid: Tuple[int, ...]) -> Any:
-    """Every program of an SPMD grid, one after the other (as the legacy API runs them on one
-    NeuronCore): ``nl.program_id`` gives each its coordinates, shared HBM tensors are shared."""
+def _programs(T: Trace, fn: Callable[..., Any], args: List[Any], kwargs: Dict[str, Any], grid: spmd.Grid) -> Any:
+    """Every program of an SPMD grid: ``nl.program_id`` gives each its coordinates and shared
+    HBM tensors are shared. Programs on one core run one after the other (a loop per grid
+    axis); with an axis on several cores, each core's programs are traced in turn and the
+    trace marks where each core's records begin."""
     ret: Any = None
-    T.grid = grid
+    T.grid = grid.sizes
+    spmd.check_target(grid, T.target, getattr(fn, "__name__", "kernel"))
 
-    def level(axis: int, coords: Tuple[int, ...]) -> None:
+    def level(axis: int, coords: Tuple[int, ...], core: int) -> None:
         nonlocal ret
-        if axis == len(grid):
+        if axis == len(grid.sizes):
             T.program = coords
             T.shared_seen = {}
             ret = fn(*args, **kwargs)
             return
-        T.emit({"op": "loop_begin", "loc": T.loc(), "kind": "affine", "trips": grid[axis]})
-        for i in range(grid[axis]):
-            T.emit({"op": "iteration", "loc": T.loc(), "index": i})
-            level(axis + 1, coords + (i,))
+        indices = grid.programs_of(core) if axis == grid.core_axis else range(grid.sizes[axis])
+        T.emit({"op": "loop_begin", "loc": T.loc(), "kind": "affine", "trips": len(indices)})
+        for n, i in enumerate(indices):
+            T.emit({"op": "iteration", "loc": T.loc(), "index": n})
+            level(axis + 1, coords + (i,), core)
         T.emit({"op": "loop_end", "loc": T.loc()})
 
-    level(0, ())
+    if grid.core_axis is None or grid.cores == 1:
+        level(0, (), 0)
+        return ret
+    if T.ops or T.cores:
+        raise NkiUnsupportedError("a kernel launched on several NeuronCores called from inside another kernel "
+                                  "(launch it on the cores from Python)", at=None)
+    for core in range(grid.cores):
+        T.cores.append(len(T.ops))
+        level(0, (), core)
     return ret
 
 
 def trace_kernel(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, Any], api: str,
-                 target: Optional[str] = None, grid: Optional[Sequence[int]] = None) -> Traced:
+                 target: Optional[str] = None, grid: Optional[spmd.Grid] = None) -> Traced:
     """Run ``fn`` once (once per program of ``grid``) with its tensor arguments as trace inputs
     and return the trace."""
     if active() is not None:
@@ -179,7 +191,7 @@ def trace_kernel(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, 
         if grid is None:
             ret = fn(*call_args, **call_kwargs)
         else:
-            ret = _programs(T, fn, call_args, call_kwargs, tuple(grid))
+            ret = _programs(T, fn, call_args, call_kwargs, grid)
     finally:
         _STACK.pop()
         T.open = False
@@ -297,7 +309,7 @@ def _api_of_globals(fn: Callable[..., Any]) -> Optional[str]:
     return found.pop() if len(found) == 1 else None
 
 
-def grid_of(kernel: Any) -> Optional[Tuple[int, ...]]:
+def grid_of(kernel: Any) -> Optional[spmd.Grid]:
     return getattr(kernel, "grid", None)
 
 
@@ -319,7 +331,7 @@ class Kernel:
     """What ``@nki.jit`` makes: called inside another kernel it is inlined; called with numpy
     arrays it is traced and run by ntile's simulator (the outputs come back as numpy arrays)."""
 
-    def __init__(self, func: Callable[..., Any], api: str, grid: Optional[Tuple[int, ...]] = None,
+    def __init__(self, func: Callable[..., Any], api: str, grid: Optional[spmd.Grid] = None,
                  **options: Any) -> None:
         self.func = func
         self.api = api
@@ -338,18 +350,14 @@ class Kernel:
         return simulate_call(self, args, kwargs, self.api)
 
     def __getitem__(self, grid: Any) -> "Kernel":
-        """``kernel[grid]``: the legacy API's SPMD launch grid (its programs run one after the
-        other); in the current API ``kernel[lnc]`` asks for several NeuronCores, which ntile
-        does not model yet."""
+        """``kernel[grid]``: an SPMD launch grid. Integer axes of the legacy API run their
+        programs one after the other on one NeuronCore; ``nl.nc(n)`` and ``nl.spmd_dim`` axes
+        (and ``kernel[n]`` in the current API) place them on ``n`` physical cores that share
+        HBM (see ``ntile._nki.spmd``)."""
         g = grid if isinstance(grid, tuple) else (grid,)
         if all(isinstance(x, int) and not isinstance(x, bool) and x == 1 for x in g):
             return self
-        if self.api != "legacy":
-            raise NkiUnsupportedError(f"launching {self.__name__} on {list(g)} NeuronCores (LNC > 1)", at=None)
-        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in g):
-            raise NkiUnsupportedError(f"the SPMD grid {list(g)} of {self.__name__} (only integer sizes: nl.nc and "
-                                      "nl.spmd_dim place programs on several NeuronCores)", at=None)
-        return Kernel(self.func, self.api, tuple(g), **self.options)
+        return Kernel(self.func, self.api, spmd.parse(g, self.api, self.__name__), **self.options)
 
     def __repr__(self) -> str:
         return f"<ntile NKI kernel {self.__name__} ({self.api} API)>"

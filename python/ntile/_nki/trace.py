@@ -133,6 +133,8 @@ class Trace:
         self.program: Tuple[int, ...] = ()
         self.shared: Dict[Tuple[int, int], Storage] = {}
         self.shared_seen: Dict[int, int] = {}
+        # Where each physical core's records begin (a kernel launched on several cores).
+        self.cores: List[int] = []
 
     # --- locations -------------------------------------------------------------------------
 
@@ -237,6 +239,8 @@ class Trace:
         consts = [{"t": s.id, "values": s.constant} for s in kept if s.constant is not None]
         if consts:
             doc["constants"] = consts
+        if len(self.cores) > 1:
+            doc["cores"] = self.cores
         self._json = json.dumps(doc, separators=(",", ":"), default=_storage_id, allow_nan=False)
         return self._json
 

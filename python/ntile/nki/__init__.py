@@ -63,7 +63,7 @@ def _baremetal(api: str, kernel: Any, save_neff_name: Optional[str] = None, save
         fn, k_api = _run.unwrap(k)
 
         def call(*args: Any, **kw: Any) -> Any:
-            traced = _run.trace_kernel(fn, args, kw, k_api or api)
+            traced = _run.trace_kernel(fn, args, kw, k_api or api, _run.target_of(k), _run.grid_of(k))
             handle = _run.execute(traced, simulate=True)
             _run.save_artifacts(handle, fn.__name__, save_neff_name, save_trace_name)
             return _run.outputs_of(traced, handle)

@@ -36,6 +36,7 @@ from .._nki.lang import (  # noqa: F401 (re-exported NKI names)
     transpose,
 )
 from .._nki.lang import all, max, min, sum  # noqa: F401,A004 (NKI's names)
+from .._nki.spmd import nc, spmd_dim  # noqa: F401 (NKI's names)
 from .._nki.tensors import Tensor
 
 # dtypes: NKI spells them as strings.

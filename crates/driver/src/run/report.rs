@@ -39,6 +39,11 @@ pub struct RunReport {
     pub hfu: Option<f64>,
     /// Busy fraction of each engine class over the modeled time (dma: mean of the 16 queues).
     pub engine_busy: sim::EngineBusy,
+    /// A kernel on several physical cores: each core's figures and the shared HBM budget
+    /// (absent for one core; then the figures above are the chip's: instructions, matmuls
+    /// and HBM bytes summed, the time the last core's, busy fractions the cores' mean).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chip: Option<super::chip::ChipFigures>,
 }
 
 /// One tensor written to a file.
@@ -55,7 +60,7 @@ pub struct Written {
 }
 
 /// MultiplyMoving instructions in the program's streams.
-fn count_matmuls(program: &bir::Program) -> u64 {
+pub(super) fn count_matmuls(program: &bir::Program) -> u64 {
     program.streams.iter().flatten().filter(|i| matches!(i.op, bir::Op::MultiplyMoving { .. })).count() as u64
 }
 
@@ -81,5 +86,6 @@ pub(super) fn report(
         modeled_time_us: cycle.total_us(),
         hfu: (cycle.matmul_flops > 0.0).then(|| cycle.hfu()),
         engine_busy: cycle.engine_busy_summary(),
+        chip: None,
     }
 }

@@ -5,6 +5,7 @@
 
 mod allocation;
 mod compute;
+mod cores;
 mod errors;
 mod loops;
 mod matmul;

@@ -30,6 +30,7 @@ impl Tb {
                 ops: Vec::new(),
                 outputs: Vec::new(),
                 constants: Vec::new(),
+                cores: Vec::new(),
             },
             line: 1,
             next_site: 0,

@@ -22,6 +22,7 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("ntile/_nki/loops.py", include_str!("../../../../python/ntile/_nki/loops.py")),
     ("ntile/_nki/ops.py", include_str!("../../../../python/ntile/_nki/ops.py")),
     ("ntile/_nki/run.py", include_str!("../../../../python/ntile/_nki/run.py")),
+    ("ntile/_nki/spmd.py", include_str!("../../../../python/ntile/_nki/spmd.py")),
     ("ntile/_nki/tensors.py", include_str!("../../../../python/ntile/_nki/tensors.py")),
     ("ntile/_nki/trace.py", include_str!("../../../../python/ntile/_nki/trace.py")),
     ("ntile/_nki/values.py", include_str!("../../../../python/ntile/_nki/values.py")),

@@ -132,3 +132,41 @@ def bad(a):
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("has no kernel 'nope' (kernels: bad)"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_kernel_launched_on_two_cores_adds_exactly_and_reports_each_core() {
+    let dir = scratch("nki-two-cores");
+    let (rows, cols) = (512usize, 256usize);
+    let (a, b) = (ints(rows * cols, 3), ints(rows * cols, 4));
+    let (fa, fb, fc) = (dir.join("a.npy"), dir.join("b.npy"), dir.join("c.npy"));
+    write_f32_npy(&fa, &[rows, cols], &a);
+    write_f32_npy(&fb, &[rows, cols], &b);
+    let (fa, fb) = (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)));
+    let file = examples().join("current/two_cores.py");
+    let out_arg = format!("out={}", path_str(&fc));
+    let trace = dir.join("t.json");
+    let base = ["nki", path_str(&file), "add_halves", "--input", &fa, "--input", &fb];
+    let o = ntile(&[&base[..], &["--grid", "2", "-o", &out_arg, "--trace", path_str(&trace)]].concat());
+    if !has_numpy() {
+        return no_numpy(&o);
+    }
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("ran add_halves on trn2 x 2 cores: "), "{out}");
+    assert!(out.contains("  core 1\n  alloc   site"), "{out}");
+    assert!(out.contains("  cores   2 physical cores sharing HBM (725 GB/s)"), "{out}");
+    assert!(out.contains("          core 1: ") && out.contains("HBM 768.0 KiB"), "{out}");
+    let c = read_f32(&fc);
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    assert_eq!(c, want);
+    let timeline = std::fs::read_to_string(&trace).unwrap();
+    assert!(timeline.contains("\"pid\":1"), "the trace has no process for core 1");
+
+    // trn1 has one core per kernel; a grid the tracer cannot read is a usage error.
+    let o = ntile(&[&base[..], &["--grid", "2", "--target", "trn1"]].concat());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("launching add_halves on 2 NeuronCores: trn1 runs one NeuronCore per kernel"));
+    let o = ntile(&[&base[..], &["--grid", "two"]].concat());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--grid 'two': expected integers, nc(N) and spmd_dim(...)"), "{}", stderr(&o));
+}

@@ -60,7 +60,7 @@ pub struct TargetInfo {
     /// Whether the PE has the structured-sparse matmul (new in NeuronCore-v3, trn2 on).
     pub sparse_matmul: bool,
     /// Physical cores one logical NeuronCore can group (the LNC degree): 2 on trn2 and trn3,
-    /// whose default is LNC=2; 1 on trn1, which has no logical cores [S29].
+    /// whose default is LNC=2; 1 on trn1, which has no logical cores (source S29).
     pub max_lnc: u32,
 }
 

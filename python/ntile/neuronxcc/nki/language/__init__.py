@@ -38,6 +38,7 @@ from ...._nki.lang import (  # noqa: F401 (re-exported NKI names)
     transpose,
 )
 from ...._nki.lang import all, max, min, sum  # noqa: F401,A004 (NKI's names)
+from ...._nki.spmd import nc, spmd_dim  # noqa: F401 (NKI's names)
 from ...._nki.tensors import Tensor
 
 
@@ -261,7 +262,7 @@ def finfo(dtype: Any) -> Any:
 
 
 for _name in ("where", "dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "atomic_rmw",
-              "all_reduce", "loop_reduce", "static_cast", "nc", "spmd_dim", "invert", "logical_not", "fmod", "mod",
+              "all_reduce", "loop_reduce", "static_cast", "invert", "logical_not", "fmod", "mod",
               "var", "gemm_grid", "gemm_stationary_grid"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.language.{_name}")
 del _name
