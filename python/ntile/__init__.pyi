@@ -112,6 +112,8 @@ def gemm(
     lhs_transposed: bool = False,
     perf_mode: Optional[str] = None,
     sparsity: Optional[str] = None,
+    lnc: int = 1,
+    split: Optional[str] = None,
     simulate: bool = True,
     check: bool = True,
     hw: Optional[Hw] = None,
@@ -140,6 +142,11 @@ def gemm(
         perf_mode: ``double_row`` (trn2/trn3, fp8 operands) or None.
         sparsity: structured sparsity of A along K (``1:2``, ``2:4``, ``4:8``, ``4:12``,
             ``4:16``); A must already satisfy it.
+        lnc: physical cores (``2``: the two cores of a logical NeuronCore on trn2/trn3,
+            sharing HBM and its bandwidth; trn1 refuses it). C is divided between them and
+            ``report["lnc"]`` holds each core's share and figures.
+        split: how ``lnc=2`` divides C: ``m`` (bands of rows) or ``n`` (bands of columns);
+            default: both planned and the faster by the cycle model kept.
         simulate: simulate and check (else plan and model only; ``c`` is None).
         check: check C against the fp64 reference and raise :class:`CheckFailed` when it
             is outside the error bound; ``False`` skips the check (``report["check"]`` is
@@ -166,6 +173,8 @@ def model(
     lhs_transposed: bool = False,
     perf_mode: Optional[str] = None,
     sparsity: Optional[str] = None,
+    lnc: int = 1,
+    split: Optional[str] = None,
     simulate: bool = False,
     check: bool = True,
     hw: Optional[Hw] = None,

@@ -167,7 +167,17 @@ fn gemm_args(fields: &Bound<'_, PyDict>) -> PyResult<(GemmArgs, Vec<&'static str
         "schedule" => schedule as "--schedule <SCHEDULE>",
         "perf_mode" => perf_mode as "--perf-mode <MODE>",
         "sparsity" => sparsity as "--sparsity <N:M>",
+        "split" => split as "--split <DIM>",
     );
+    if let Some(v) = number("lnc")? {
+        if !(1..=2).contains(&v) {
+            return Err(PyValueError::new_err(format!(
+                "invalid value '{v}' for '--lnc <CORES>': {v} is not in 1..=2 (the physical cores of a logical NeuronCore)"
+            )));
+        }
+        args.lnc = Some(v as u32);
+        set.push("lnc");
+    }
     let numbers = [
         ("m", &mut args.m),
         ("k", &mut args.k),

@@ -153,3 +153,21 @@ def test_check_false_simulates_without_checking(rng):
 def test_nested_lists_are_read_as_float32():
     r = ntile.gemm([[1.0, 2.0], [3.0, 4.0]], [[1.0], [0.5]], dtype="fp32")
     np.testing.assert_array_equal(r.c, np.array([[2.0], [5.0]], dtype=np.float32))
+
+
+def test_two_cores_split_c_check_it_and_report_each_core(rng):
+    a = rng.standard_normal((384, 512)).astype(np.float32)
+    b = rng.standard_normal((512, 640)).astype(np.float32)
+    r = ntile.gemm(a, b, lnc=2, split="n")
+    lnc = r.report["lnc"]
+    assert (lnc["cores"], lnc["split"], lnc["searched"]) == (2, "n", False)
+    assert sum(c["share"]["n"] for c in lnc["per_core"]) == 640
+    assert r.check["passed"] is True
+    assert_within_bound(r.c, a.astype(BF16), b.astype(BF16))
+    one, two = ntile.model(2048, 2048, 2048), ntile.model(2048, 2048, 2048, lnc=2)
+    assert "lnc" not in one.report and len(two.report["lnc"]["per_core"]) == 2
+    assert 0.45 < two.modeled_time_us / one.modeled_time_us < 0.62
+    with pytest.raises(ValueError, match="trn1"):
+        ntile.model(1024, 1024, 1024, lnc=2, target="trn1")
+    with pytest.raises(ValueError, match=r"'--lnc <CORES>': 3 is not in 1..=2"):
+        ntile.model(1024, 1024, 1024, lnc=3)

@@ -10,6 +10,7 @@ use crate::error::CliError;
 /// Every file of the tracer, by its path under the package root (`ntile/...`).
 pub(crate) const FILES: &[(&str, &str)] = &[
     ("ntile/__init__.py", include_str!("../../../../python/ntile/__init__.py")),
+    ("ntile/_calibrate.py", include_str!("../../../../python/ntile/_calibrate.py")),
     ("ntile/_nki/__init__.py", include_str!("../../../../python/ntile/_nki/__init__.py")),
     ("ntile/_nki/alloc.py", include_str!("../../../../python/ntile/_nki/alloc.py")),
     ("ntile/_nki/cli.py", include_str!("../../../../python/ntile/_nki/cli.py")),
