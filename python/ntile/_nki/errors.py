@@ -22,7 +22,8 @@ def is_ours(filename: str) -> bool:
     """Whether code in ``filename`` belongs to ntile (cached per file name)."""
     hit = _OURS.get(filename)
     if hit is None:
-        hit = os.path.abspath(filename).startswith(NTILE_DIR)
+        # Python's own frozen modules (runpy running ``python -m``) are not the user's either.
+        hit = filename.startswith("<frozen ") or os.path.abspath(filename).startswith(NTILE_DIR)
         _OURS[filename] = hit
     return hit
 

@@ -482,7 +482,9 @@ class Profile:
         return self.svg()
 
     def __repr__(self) -> str:
-        return f"<ntile.nki.Profile {self.kernel} on {self.target}: {self.modeled_time_us:.3f} us modeled>"
+        chip = self.report.get("chip")
+        cores = f" x {len(chip['cores'])} cores" if chip else ""
+        return f"<ntile.nki.Profile {self.kernel} on {self.target}{cores}: {self.modeled_time_us:.3f} us modeled>"
 
 
 def profile_call(kernel: Any, args: Sequence[Any], kwargs: Dict[str, Any], api: str,
