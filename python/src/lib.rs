@@ -348,15 +348,22 @@ fn run<'py>(
             (None, Some(text)) => driver::Source { name: "<kernel>".into(), extension: String::new(), text },
             (None, None) => return Err(CliError::usage("give the kernel's path or its text")),
         };
-        let program = driver::program::load(&src)?;
+        // A chip's text (`cores=2`) runs both cores on one HBM image.
+        let programs = driver::program::load_cores(&src)?;
         let options = RunOptions { simulate: true, outputs, cancel: Some(cancel.clone()), ..RunOptions::default() };
-        let (runnable, outcome) = driver::run_program(&src.name, program, target, &mut arrays, &options)?;
+        let runnable = driver::Runnable::new_chip(&src.name, programs, target)?;
+        let outcome = runnable.run(&mut arrays, &options)?;
         let report = kernel_report(&runnable, &outcome)?;
         let program = runnable.program();
         let ran = outcome.simulated.map_or_else(String::new, |s| {
             format!(
-                "ran {} on {}: {} instructions, {} matmuls, {} bytes moved by DMA\n",
-                program.kernel_name, program.target, s.instructions, s.matmuls, s.dma_bytes
+                "ran {} on {}{}: {} instructions, {} matmuls, {} bytes moved by DMA\n",
+                program.kernel_name,
+                program.target,
+                if runnable.num_cores() > 1 { format!(" x {} cores", runnable.num_cores()) } else { String::new() },
+                s.instructions,
+                s.matmuls,
+                s.dma_bytes
             )
         });
         Ok((outcome.outputs, report, ran + &ntile::run::summary(&outcome.report)))
@@ -381,16 +388,25 @@ fn kernel_report(runnable: &driver::Runnable, outcome: &driver::RunOutcome) -> R
         })
         .collect();
     let r = &outcome.report;
-    let report = serde_json::json!({
+    let hfu = match &outcome.chip {
+        Some(chip) => chip.hfu(),
+        None => outcome.cycle.hfu(),
+    };
+    let mut report = serde_json::json!({
         "kernel": r.kernel,
         "target": r.target,
         "bir_instructions": r.bir_instructions,
         "hbm_bytes": r.hbm_bytes,
         "modeled_time_us": r.modeled_time_us,
-        "hfu": outcome.cycle.hfu(),
+        "hfu": hfu,
         "engine_busy": r.engine_busy,
         "tensors": tensors,
     });
+    // A chip's text: each core's figures and the shared HBM budget.
+    if let (Some(chip), Some(map)) = (&r.chip, report.as_object_mut()) {
+        let figures = serde_json::to_value(chip).map_err(|e| CliError::internal(format!("cannot encode: {e}")))?;
+        map.insert("chip".into(), figures);
+    }
     serde_json::to_string(&report).map_err(|e| CliError::internal(format!("cannot encode the report: {e}")))
 }
 

@@ -202,3 +202,15 @@ def test_check_failed_carries_the_result_and_pickles():
     assert isinstance(back, AssertionError)
     assert back.result.check["failures"] == 3
     assert "outside the error bound" in str(back)
+
+
+def test_a_chip_text_runs_both_cores_on_one_hbm_image():
+    text = ntile.cli("gemm", "--m", "256", "--k", "256", "--n", "512", "--lnc", "2", "--split", "n",
+                     "--emit", "bir-unrolled")
+    assert text.startswith("program gemm target=trn2") and " cores=2\n" in text
+    a = (np.arange(256 * 256) % 5 - 2).reshape(256, 256).astype(np.float32)
+    b = (np.arange(256 * 512) % 7 - 3).reshape(256, 512).astype(np.float32)
+    outs, report = ntile.run(text, {"a": a, "b": b})
+    np.testing.assert_array_equal(outs["c"], a @ b)
+    assert [c["matmuls"] for c in report["chip"]["cores"]] == [4, 4]
+    assert report["stdout"].startswith("ran gemm on trn2 x 2 cores: 48 instructions")

@@ -151,6 +151,14 @@ pub fn load(src: &Source) -> Result<Program, DriverError> {
                 Err((lf, map)) => Program::PenguinLooped(lf, Some(map)),
             }
         }
+        Format::BirText if bir::text::chip_cores(&src.text).is_some() => {
+            let n = bir::text::chip_cores(&src.text).unwrap_or_default();
+            return Err(DriverError::input(format!(
+                "{}: a chip of {n} cores (`cores={n}`): ntile run and ntile verify take it, this command reads one \
+                 core's program",
+                src.name
+            )));
+        }
         Format::BirText => {
             match parse_text(src, bir::text::parse_with_source_map, bir::text::parse_looped_with_source_map)? {
                 Ok((p, map)) => Program::Bir(p, Some(map)),
@@ -187,6 +195,18 @@ pub fn load(src: &Source) -> Result<Program, DriverError> {
             Program::Bir(p, None)
         }
     })
+}
+
+/// Read a source that may hold several cores' programs: a `.bir` text whose `program` line
+/// says `cores=N` (a chip, see `bir::text::parse_chip`) gives each core's program, in core
+/// order, for [`Runnable::new_chip`](crate::Runnable::new_chip); any other source is one
+/// program ([`load`]).
+pub fn load_cores(src: &Source) -> Result<Vec<Program>, DriverError> {
+    if detect(src)? == Format::BirText && bir::text::chip_cores(&src.text).is_some() {
+        let chip = bir::text::parse_chip(&src.text).map_err(|e| DriverError::input(format!("{}:{e}", src.name)))?;
+        return Ok(chip.cores.into_iter().map(|p| Program::Bir(p, None)).collect());
+    }
+    Ok(vec![load(src)?])
 }
 
 /// A looped function from JSON (`ntile fmt F.pir --json` of a file with loops), checked as

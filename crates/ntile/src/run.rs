@@ -16,7 +16,6 @@ use driver::{Array, DriverError, InputProblem, RunOptions, RunReport};
 use penguin::{DType, Target};
 
 use crate::error::CliError;
-use crate::fmt::load_path;
 use crate::npy::{self, OutKind};
 
 /// `NAME=FILE.npy`.
@@ -248,8 +247,9 @@ pub fn run_with(args: &RunArgs, cancel: Option<&driver::Cancel>) -> Result<Strin
             "--max-memory cannot be used with --no-sim: it bounds the simulation's memory images, and --no-sim allocates none",
         ));
     }
-    let (src, program) = load_path(&args.file)?;
-    let runnable = Runnable::new(&src.name, program, args.target).map_err(|e| match e {
+    let src = crate::fmt::read_source(&args.file)?;
+    let programs = driver::program::load_cores(&src)?;
+    let runnable = Runnable::new_chip(&src.name, programs, args.target).map_err(|e| match e {
         DriverError::TargetMismatch { program, program_target, given } => {
             CliError::usage(format!("{program}: the program is for {program_target}, but --target says {given}"))
         }
@@ -270,6 +270,10 @@ pub fn run_with(args: &RunArgs, cancel: Option<&driver::Cancel>) -> Result<Strin
         tensor(b, "output")?;
     }
     let program = runnable.program();
+    let cores = match runnable.num_cores() {
+        1 => String::new(),
+        n => format!(" x {n} cores"),
+    };
     let hw = crate::hw::load_profile(args.hw.as_deref(), program.target)?;
     let options = RunOptions {
         simulate: !args.no_sim,
@@ -287,13 +291,13 @@ pub fn run_with(args: &RunArgs, cancel: Option<&driver::Cancel>) -> Result<Strin
             return json(report);
         }
         let head = format!(
-            "modeled {} on {} without data (--no-sim): {} instructions, {} matmuls, {} bytes to or from HBM\n",
+            "modeled {} on {}{cores} without data (--no-sim): {} instructions, {} matmuls, {} bytes to or from HBM\n",
             program.kernel_name, program.target, report.bir_instructions, report.matmuls, report.hbm_bytes
         );
         return Ok(head + &summary(report));
     };
     let mut out = format!(
-        "ran {} on {}: {} instructions, {} matmuls, {} bytes moved by DMA\n",
+        "ran {} on {}{cores}: {} instructions, {} matmuls, {} bytes moved by DMA\n",
         program.kernel_name, program.target, simulated.instructions, simulated.matmuls, simulated.dma_bytes
     );
     for (b, t) in args.outputs.iter().zip(&outcome.outputs) {

@@ -7,7 +7,6 @@ use driver::program::{bir_loops, check_program, penguin_errors, pir_loops};
 use driver::Program;
 
 use crate::error::CliError;
-use crate::fmt::load_path;
 
 /// Flags of `ntile verify`.
 #[derive(Args, Clone, Debug)]
@@ -26,7 +25,12 @@ pub struct VerifyArgs {
 
 /// Run `ntile verify`.
 pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
-    let (src, program) = load_path(&args.file)?;
+    let src = crate::fmt::read_source(&args.file)?;
+    let mut cores = driver::program::load_cores(&src)?;
+    if cores.len() > 1 {
+        return verify_chip(&src, cores);
+    }
+    let program = cores.remove(0);
     match &program {
         Program::Penguin(f, map) => {
             penguin::verify(f).map_err(|e| penguin_errors(&src, f, map.as_ref(), &e))?;
@@ -86,4 +90,27 @@ pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
             ))
         }
     }
+}
+
+/// `ntile verify` of a chip's `.bir` text: each core's program, then the chip as a whole
+/// (`bir::verify_chip`: the same target, kernel and HBM table on every core).
+fn verify_chip(src: &driver::Source, cores: Vec<Program>) -> Result<String, CliError> {
+    let mut programs = Vec::with_capacity(cores.len());
+    for program in cores {
+        let Program::Bir(p, _) = program else {
+            return Err(CliError::internal("a chip core that is not a BIR program (a bug)"));
+        };
+        programs.push(p);
+    }
+    let chip = bir::Chip::new(programs);
+    bir::verify_chip(&chip).map_err(|e| CliError::usage(format!("{}: {e}", src.name)))?;
+    let per_core: Vec<String> = chip.cores.iter().map(|p| p.num_insts().to_string()).collect();
+    Ok(format!(
+        "{}: ok: program {} for {} on {} cores ({} instructions)\n",
+        src.name,
+        chip.kernel_name(),
+        chip.target(),
+        chip.cores.len(),
+        per_core.join(" + ")
+    ))
 }

@@ -5,6 +5,7 @@
 //! (`crates/<crate>/tests/<crate>`); the pipeline on planned GEMMs in `crates/driver/tests`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests assert on values")]
 
+mod chip_cli;
 mod cli;
 mod cli_speed;
 mod corpus;

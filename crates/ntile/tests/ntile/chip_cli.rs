@@ -1,0 +1,100 @@
+//! A chip's `.bir` text (`program ... cores=2`, as `ntile gemm --lnc 2 --emit bir-unrolled`
+//! prints it) through `ntile verify` and `ntile run`: each core's program and the chip
+//! verified, both cores simulated on one HBM image and modeled with the shared budget, and a
+//! race between the cores an error (exit 2).
+
+use test_support::{path_str, scratch, write_f32_npy};
+
+use crate::support::{code, ntile, stderr, stdout};
+
+/// The chip text of a 256x256x512 GEMM split by columns over two cores.
+fn chip_text() -> String {
+    let o = ntile(&[
+        "gemm",
+        "--m",
+        "256",
+        "--k",
+        "256",
+        "--n",
+        "512",
+        "--lnc",
+        "2",
+        "--split",
+        "n",
+        "--emit",
+        "bir-unrolled",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    stdout(&o)
+}
+
+#[test]
+fn a_chip_text_verifies_runs_and_reports_both_cores() {
+    let dir = scratch("chip-run");
+    let text = chip_text();
+    assert!(text.starts_with("program gemm target=trn2 hbm_size=") && text.contains(" cores=2\n"), "{text}");
+    let file = dir.join("chip.bir");
+    std::fs::write(&file, &text).unwrap();
+    let o = ntile(&["verify", path_str(&file)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).ends_with(": ok: program gemm for trn2 on 2 cores (24 + 24 instructions)\n"), "{}", stdout(&o));
+
+    // Small integers: the fp32 products are exact, so C is exactly A @ B.
+    let a: Vec<f32> = (0..256 * 256).map(|i| ((i * 7) % 5) as f32 - 2.0).collect();
+    let b: Vec<f32> = (0..256 * 512).map(|i| ((i * 3) % 7) as f32 - 3.0).collect();
+    let (fa, fb, fc) = (dir.join("a.npy"), dir.join("b.npy"), dir.join("c.npy"));
+    write_f32_npy(&fa, &[256, 256], &a);
+    write_f32_npy(&fb, &[256, 512], &b);
+    let (ia, ib, oc) = (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)), format!("c={}", path_str(&fc)));
+    let o = ntile(&["run", path_str(&file), "--input", &ia, "--input", &ib, "-o", &oc]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.starts_with("ran gemm on trn2 x 2 cores: 48 instructions, 8 matmuls"), "{out}");
+    assert!(out.contains("  cores   2 physical cores sharing HBM (725 GB/s)"), "{out}");
+    let bytes = std::fs::read(&fc).unwrap();
+    let header = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let c: Vec<f32> =
+        bytes[10 + header..].chunks_exact(4).map(|x| f32::from_le_bytes([x[0], x[1], x[2], x[3]])).collect();
+    for (idx, got) in c.iter().enumerate() {
+        let (i, j) = (idx / 512, idx % 512);
+        let want: f32 = (0..256).map(|k| a[i * 256 + k] * b[k * 512 + j]).sum();
+        assert_eq!(*got, want, "c[{i}, {j}]");
+    }
+}
+
+#[test]
+fn two_cores_writing_the_same_columns_race() {
+    let dir = scratch("chip-race");
+    let text = chip_text();
+    // Core 1 runs core 0's program: both write C's first 256 columns, and nothing orders them.
+    let (head, rest) = text.split_once("core 0").unwrap();
+    let (core0, _) = rest.split_once("core 1").unwrap();
+    let racy = format!("{head}core 0{core0}core 1{core0}");
+    let file = dir.join("racy.bir");
+    std::fs::write(&file, racy).unwrap();
+    let o = ntile(&["run", path_str(&file), "--no-sim"]);
+    assert_eq!(code(&o), 0, "modeling needs no order: {}", stderr(&o));
+    let (fa, fb) = (dir.join("a.npy"), dir.join("b.npy"));
+    write_f32_npy(&fa, &[256, 256], &vec![1.0; 256 * 256]);
+    write_f32_npy(&fb, &[256, 512], &vec![1.0; 256 * 512]);
+    let (ia, ib) = (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)));
+    let o = ntile(&["run", path_str(&file), "--input", &ia, "--input", &ib]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(stderr(&o).contains("run on different cores, which nothing orders"), "{}", stderr(&o));
+}
+
+#[test]
+fn commands_that_read_one_core_refuse_a_chip_naming_those_that_take_it() {
+    let dir = scratch("chip-fmt");
+    let file = dir.join("chip.bir");
+    std::fs::write(&file, chip_text()).unwrap();
+    for cmd in ["fmt", "compile"] {
+        let o = ntile(&[cmd, path_str(&file)]);
+        assert_eq!(code(&o), 2, "{cmd}: {}", stdout(&o));
+        assert!(
+            stderr(&o).contains("chip.bir: a chip of 2 cores (`cores=2`): ntile run and ntile verify take it"),
+            "{cmd}: {}",
+            stderr(&o)
+        );
+    }
+}
