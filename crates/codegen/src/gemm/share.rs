@@ -72,6 +72,9 @@ impl FromStr for Split {
         match s {
             "m" => Ok(Split::M),
             "n" => Ok(Split::N),
+            "k" => Err("a split of K is not supported: each core would hold a partial sum of all of C, and the \
+                        two cores of a chip share no semaphore to order the reduction (expected m or n)"
+                .into()),
             _ => Err(format!("unknown split `{s}` (expected m or n)")),
         }
     }
