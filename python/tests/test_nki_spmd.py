@@ -13,6 +13,7 @@ import ntile.nki.isa as cisa
 import ntile.nki.language as cnl
 import ntile.neuronxcc.nki as lnki
 import ntile.neuronxcc.nki.language as lnl
+from ntile.nki.typing import tensor
 
 
 def halves_add(a, b):
@@ -162,3 +163,18 @@ def test_a_bandwidth_bound_kernel_on_two_cores_is_held_to_the_shared_hbm_budget(
     assert two.modeled_time_us >= floor_us
     assert two.modeled_time_us < one.modeled_time_us
     assert chip["hbm_shared_busy"] > 0.6
+
+
+def test_benchmark_and_baremetal_keep_the_grid(tmp_path, rng, capsys):
+    k = cnki.jit(halves_add)
+    bench = cnki.benchmark(k[2], save_trace_name=str(tmp_path / "b.ntff"))
+    bench(tensor[[512, 128], cnl.float32], tensor[[512, 128], cnl.float32])
+    two = bench.benchmark_result.nc_latency.get_latency_percentile(50)
+    one = cnki.benchmark(k)
+    one(tensor[[512, 128], cnl.float32], tensor[[512, 128], cnl.float32])
+    assert two < one.benchmark_result.nc_latency.get_latency_percentile(50)
+    written = [p for p in tmp_path.iterdir()]
+    assert len(written) == 1
+    assert {e.get("pid") for e in json.loads(written[0].read_text())["traceEvents"]} >= {0, 1}
+    a, b = rng.standard_normal((2, 256, 128)).astype(np.float32)
+    np.testing.assert_array_equal(cnki.baremetal(k[2])(a, b), a + b)

@@ -53,20 +53,17 @@ impl Runnable {
     /// A chip of one program per physical core (`programs[k]` runs on core `k`), named `name`
     /// in messages: each verified (and lowered for `target`) as [`Runnable::new`] does, then
     /// the chip as a whole. One program is a plain [`Runnable`].
-    pub fn new_chip(name: &str, programs: Vec<Program>, target: Option<Target>) -> Result<Runnable, DriverError> {
+    pub fn new_chip(name: &str, mut programs: Vec<Program>, target: Option<Target>) -> Result<Runnable, DriverError> {
+        match programs.len() {
+            0 => return Err(DriverError::internal("a chip without cores (a bug)")),
+            1 => return Runnable::new(name, programs.remove(0), target),
+            _ => {}
+        }
         let mut cores = programs
             .into_iter()
             .enumerate()
             .map(|(k, p)| Runnable::new(&format!("{name} (core {k})"), p, target))
             .collect::<Result<Vec<_>, _>>()?;
-        if cores.is_empty() {
-            return Err(DriverError::internal("a chip without cores (a bug)"));
-        }
-        if cores.len() == 1 {
-            let mut one = cores.remove(0);
-            one.src.name = name.to_string();
-            return Ok(one);
-        }
         let chip = bir::Chip::new(cores.iter().map(|c| c.program.clone()).collect());
         bir::verify_chip(&chip).map_err(|e| DriverError::input(format!("{name}: {e}")))?;
         let mut first = cores.remove(0);
