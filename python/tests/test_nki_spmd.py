@@ -147,8 +147,11 @@ def test_the_timeline_has_a_process_per_core(tmp_path, rng):
     p = cnki.profile(k[2], a, b)
     path = tmp_path / "t.json"
     p.trace(str(path))
-    pids = {e.get("pid") for e in json.loads(path.read_text())["traceEvents"]}
-    assert {0, 1} <= pids
+    events = json.loads(path.read_text())["traceEvents"]
+    assert {0, 1} <= {e.get("pid") for e in events}
+    names = sorted(e["args"]["name"] for e in events if e["name"] == "process_name")
+    assert names == ["core 0: halves_add (trn2)", "core 1: halves_add (trn2)"]
+    assert "core 1: halves_add (trn2)" in p.svg()
     assert p.svg().count("<svg") >= 3
 
 

@@ -86,12 +86,21 @@ impl Runnable {
     }
 
     /// What the trace and the SVG say of each core's instructions.
+    /// Each titled by its core (`core 1: NAME (trn2)`) when there are several.
     pub(super) fn kernel_infos(&self) -> Vec<sim::KernelInfo> {
-        let mut infos = vec![self.kernel_info()];
-        if let Some(c) = &self.chip {
-            infos.extend(c.others.iter().map(Runnable::kernel_info));
-        }
-        infos
+        let several = self.chip.is_some();
+        cores_of(self)
+            .iter()
+            .enumerate()
+            .map(|(k, r)| {
+                let mut info = r.kernel_info();
+                if several {
+                    let (name, target) = (&r.program.kernel_name, r.program.target);
+                    info.title = Some(format!("core {k}: {name} ({target})"));
+                }
+                info
+            })
+            .collect()
     }
 
     /// The runnable of core `k` (this one for core 0 or a core it does not have).
