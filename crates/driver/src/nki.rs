@@ -165,14 +165,15 @@ impl Inputs for WithConstants<'_> {
 }
 
 /// The kernel as text; a kernel on several cores prints each core's function after a
-/// `; core K` comment, and its BIR as a chip (`bir::text::print_chip`).
+/// `core K` line (which `ntile run` and `ntile verify` read back), and its BIR as a chip
+/// (`bir::text::print_chip`).
 fn emit(kernel: &NkiKernel, others: &[NkiKernel], runnable: &Runnable, form: &str) -> Result<String, DriverError> {
     let chip = runnable.num_cores() > 1;
     match form {
         "penguin" | "pir" if chip => Ok(std::iter::once(kernel)
             .chain(others)
             .enumerate()
-            .map(|(k, c)| format!("; core {k}\n{}", c.looped))
+            .map(|(k, c)| format!("core {k}\n{}", c.looped))
             .collect::<Vec<_>>()
             .join("\n")),
         "penguin" | "pir" => Ok(kernel.looped.to_string()),

@@ -15,7 +15,10 @@ use penguin::{Function, LoopedFunction, ParseError, PirInst, Target, VerifierErr
 use crate::error::DriverError;
 
 pub mod bir_loops;
+mod cores;
 pub mod pir_loops;
+
+pub use cores::load_cores;
 
 /// A source's name and text (a file's, or text given in memory).
 #[derive(Clone, Debug)]
@@ -141,6 +144,9 @@ fn parse_text<U, L>(
 /// (read by [`crate::json::from_str`]: a key given twice is refused, loops may nest as deep
 /// as the text allows, and a bad value names its field).
 pub fn load(src: &Source) -> Result<Program, DriverError> {
+    if let Some(n) = cores::penguin_sections(&src.text) {
+        return Err(cores::one_core_only(src, &format!("a kernel of {n} cores (`core K` sections)")));
+    }
     let json = |e: crate::json::JsonError| {
         DriverError::input(format!("{}:{}:{}: invalid JSON: {}", src.name, e.line, e.column, e.message))
     };
@@ -153,11 +159,7 @@ pub fn load(src: &Source) -> Result<Program, DriverError> {
         }
         Format::BirText if bir::text::chip_cores(&src.text).is_some() => {
             let n = bir::text::chip_cores(&src.text).unwrap_or_default();
-            return Err(DriverError::input(format!(
-                "{}: a chip of {n} cores (`cores={n}`): ntile run and ntile verify take it, this command reads one \
-                 core's program",
-                src.name
-            )));
+            return Err(cores::one_core_only(src, &format!("a chip of {n} cores (`cores={n}`)")));
         }
         Format::BirText => {
             match parse_text(src, bir::text::parse_with_source_map, bir::text::parse_looped_with_source_map)? {
@@ -195,18 +197,6 @@ pub fn load(src: &Source) -> Result<Program, DriverError> {
             Program::Bir(p, None)
         }
     })
-}
-
-/// Read a source that may hold several cores' programs: a `.bir` text whose `program` line
-/// says `cores=N` (a chip, see `bir::text::parse_chip`) gives each core's program, in core
-/// order, for [`Runnable::new_chip`](crate::Runnable::new_chip); any other source is one
-/// program ([`load`]).
-pub fn load_cores(src: &Source) -> Result<Vec<Program>, DriverError> {
-    if detect(src)? == Format::BirText && bir::text::chip_cores(&src.text).is_some() {
-        let chip = bir::text::parse_chip(&src.text).map_err(|e| DriverError::input(format!("{}:{e}", src.name)))?;
-        return Ok(chip.cores.into_iter().map(|p| Program::Bir(p, None)).collect());
-    }
-    Ok(vec![load(src)?])
 }
 
 /// A looped function from JSON (`ntile fmt F.pir --json` of a file with loops), checked as

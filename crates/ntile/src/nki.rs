@@ -81,7 +81,8 @@ pub struct NkiArgs {
     /// Write the modeled engine timeline as a static SVG
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
-    /// Print the built kernel instead of running it: penguin (its loops rolled) or bir
+    /// Print the built kernel instead of running it: penguin (its loops rolled) or bir (a
+    /// two-core kernel: each core's after a `core K` line, and its BIR as a chip)
     #[arg(long, value_name = "FORM", value_parser = ["penguin", "bir"])]
     pub emit: Option<String>,
     /// Model the kernel without simulating it (no input data is read)

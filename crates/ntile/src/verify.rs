@@ -92,25 +92,25 @@ pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
     }
 }
 
-/// `ntile verify` of a chip's `.bir` text: each core's program, then the chip as a whole
-/// (`bir::verify_chip`: the same target, kernel and HBM table on every core).
+/// `ntile verify` of a source with one program per core (a chip's `.bir` text, or Penguin
+/// functions after `core K` lines, lowered for trn2 as `ntile run` lowers them): each core's
+/// program, then the chip as a whole (`bir::verify_chip`: the same target, kernel and HBM
+/// table on every core).
 fn verify_chip(src: &driver::Source, cores: Vec<Program>) -> Result<String, CliError> {
-    let mut programs = Vec::with_capacity(cores.len());
-    for program in cores {
-        let Program::Bir(p, _) = program else {
-            return Err(CliError::internal("a chip core that is not a BIR program (a bug)"));
-        };
-        programs.push(p);
-    }
-    let chip = bir::Chip::new(programs);
-    bir::verify_chip(&chip).map_err(|e| CliError::usage(format!("{}: {e}", src.name)))?;
-    let per_core: Vec<String> = chip.cores.iter().map(|p| p.num_insts().to_string()).collect();
+    let penguin = matches!(cores.first(), Some(Program::Penguin(..) | Program::PenguinLooped(..)));
+    let runnable = driver::Runnable::new_chip(&src.name, cores, None)?;
+    let programs = runnable.core_programs();
+    let Some(first) = programs.first() else {
+        return Err(CliError::internal("a chip without cores (a bug)"));
+    };
+    let per_core: Vec<String> = programs.iter().map(|p| p.num_insts().to_string()).collect();
+    let (what, unit) = if penguin { ("kernel", "BIR instructions once lowered") } else { ("program", "instructions") };
     Ok(format!(
-        "{}: ok: program {} for {} on {} cores ({} instructions)\n",
+        "{}: ok: {what} {} for {} on {} cores ({} {unit})\n",
         src.name,
-        chip.kernel_name(),
-        chip.target(),
-        chip.cores.len(),
+        first.kernel_name,
+        first.target,
+        programs.len(),
         per_core.join(" + ")
     ))
 }

@@ -98,3 +98,57 @@ fn commands_that_read_one_core_refuse_a_chip_naming_those_that_take_it() {
         );
     }
 }
+
+/// One core's Penguin GEMM, twice, as the sections of a two-core kernel.
+fn penguin_sections() -> (String, usize) {
+    let o = ntile(&["gemm", "--m", "256", "--k", "256", "--n", "512", "--emit", "penguin"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let f = stdout(&o);
+    let lines = f.lines().count();
+    (format!("core 0\n{f}core 1\n{f}"), lines)
+}
+
+#[test]
+fn penguin_functions_after_core_lines_run_as_a_chip_with_errors_on_whole_file_lines() {
+    let dir = scratch("chip-pir");
+    let (text, lines) = penguin_sections();
+    let file = dir.join("two.pir");
+    std::fs::write(&file, &text).unwrap();
+    let o = ntile(&["verify", path_str(&file)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains(": ok: kernel gemm for trn2 on 2 cores (24 + 24 BIR instructions once lowered)"));
+    let o = ntile(&["run", path_str(&file), "--no-sim"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("modeled gemm on trn2 x 2 cores without data (--no-sim): 48 instructions"));
+    let o = ntile(&["fmt", path_str(&file)]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("a kernel of 2 cores (`core K` sections): ntile run and ntile verify take it"));
+
+    // Both cores write all of C: a race, placed on core 1's line in the whole file.
+    let (fa, fb) = (dir.join("a.npy"), dir.join("b.npy"));
+    write_f32_npy(&fa, &[256, 256], &vec![1.0; 256 * 256]);
+    write_f32_npy(&fb, &[256, 512], &vec![1.0; 256 * 512]);
+    let (ia, ib) = (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)));
+    let o = ntile(&["run", path_str(&file), "--input", &ia, "--input", &ib]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    let err = stderr(&o);
+    let line: usize = err.split("(core 1):").nth(1).and_then(|r| r.split(':').next()).unwrap().parse().unwrap();
+    assert!(line > lines + 2, "{err}");
+    assert!(err.contains("run on different cores, which nothing orders"), "{err}");
+
+    // A section out of order, and an error inside core 1, name their lines in the file.
+    let o = ntile(&["run", path_str(&write(&dir, "bad1.pir", &text.replace("core 1\n", "core 2\n"))), "--no-sim"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains(&format!("bad1.pir:{}: `core 2` where `core 1` comes next", lines + 2)));
+    let (head, tail) = text.split_once("core 1\n").unwrap();
+    let broken = format!("{head}core 1\n{}", tail.replacen("kernel gemm", "kernel gemm\nbogus line", 1));
+    let o = ntile(&["run", path_str(&write(&dir, "bad2.pir", &broken)), "--no-sim"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains(&format!("bad2.pir:{}:", lines + 4)), "{}", stderr(&o));
+}
+
+fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
