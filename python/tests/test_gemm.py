@@ -169,5 +169,7 @@ def test_two_cores_split_c_check_it_and_report_each_core(rng):
     assert 0.45 < two.modeled_time_us / one.modeled_time_us < 0.62
     with pytest.raises(ValueError, match="trn1"):
         ntile.model(1024, 1024, 1024, lnc=2, target="trn1")
-    with pytest.raises(ValueError, match=r"'--lnc <CORES>': 3 is not in 1..=2"):
+    with pytest.raises(ValueError, match=r"--lnc 3 is not a logical NeuronCore: it groups 1 or 2 physical cores"):
         ntile.model(1024, 1024, 1024, lnc=3)
+    with pytest.raises(ValueError, match=r"--lnc 4294967295 is not a logical NeuronCore"):
+        ntile.model(1024, 1024, 1024, lnc=2**40)

@@ -181,3 +181,14 @@ def test_benchmark_and_baremetal_keep_the_grid(tmp_path, rng, capsys):
     assert {e.get("pid") for e in json.loads(written[0].read_text())["traceEvents"]} >= {0, 1}
     a, b = rng.standard_normal((2, 256, 128)).astype(np.float32)
     np.testing.assert_array_equal(cnki.baremetal(k[2])(a, b), a + b)
+
+
+def test_a_two_core_kernel_inside_another_kernel_is_refused():
+    inner = cnki.jit(halves_add)
+
+    @cnki.jit
+    def outer(a, b):
+        return inner[2](a, b)
+
+    with pytest.raises(NotImplementedError, match="launched on several NeuronCores called from inside another kernel"):
+        outer(np.zeros((256, 64), np.float32), np.zeros((256, 64), np.float32))

@@ -216,10 +216,7 @@ pub fn run(args: &NkiArgs) -> Result<String, CliError> {
     let mut files = Files { bindings: &bindings, descrs: Vec::new() };
     let run = built.run(&mut files, &options).map_err(|e| run_error(e, &files))?;
     let mut out = String::new();
-    let cores = match run.runnable.num_cores() {
-        1 => String::new(),
-        n => format!(" x {n} cores"),
-    };
+    let cores = crate::run::cores_note(run.runnable.num_cores());
     if let Some(s) = run.outcome.simulated {
         out += &format!(
             "ran {} on {}{cores}: {} instructions, {} matmuls, {} bytes moved by DMA\n",

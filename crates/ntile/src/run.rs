@@ -270,10 +270,7 @@ pub fn run_with(args: &RunArgs, cancel: Option<&driver::Cancel>) -> Result<Strin
         tensor(b, "output")?;
     }
     let program = runnable.program();
-    let cores = match runnable.num_cores() {
-        1 => String::new(),
-        n => format!(" x {n} cores"),
-    };
+    let cores = cores_note(runnable.num_cores());
     let hw = crate::hw::load_profile(args.hw.as_deref(), program.target)?;
     let options = RunOptions {
         simulate: !args.no_sim,
@@ -329,6 +326,16 @@ pub fn json(report: &RunReport) -> Result<String, CliError> {
     serde_json::to_string_pretty(report)
         .map(|s| s + "\n")
         .map_err(|e| CliError::internal(format!("cannot encode the report: {e}")))
+}
+
+/// What the first line of a summary adds after the target for a kernel on several physical
+/// cores (` x 2 cores`; nothing for one).
+pub fn cores_note(cores: usize) -> String {
+    if cores > 1 {
+        format!(" x {cores} cores")
+    } else {
+        String::new()
+    }
 }
 
 /// The summary lines of the model: time, HFU, HBM traffic and a bar per engine class.

@@ -133,9 +133,6 @@ def _programs(T: Trace, fn: Callable[..., Any], args: List[Any], kwargs: Dict[st
     if grid.core_axis is None or grid.cores == 1:
         level(0, (), 0)
         return ret
-    if T.ops or T.cores:
-        raise NkiUnsupportedError("a kernel launched on several NeuronCores called from inside another kernel "
-                                  "(launch it on the cores from Python)", at=None)
     for core in range(grid.cores):
         T.cores.append(len(T.ops))
         level(0, (), core)
@@ -344,6 +341,9 @@ class Kernel:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         T = active()
         if T is not None:
+            if self.grid is not None and self.grid.cores > 1:
+                raise NkiUnsupportedError("a kernel launched on several NeuronCores called from inside another kernel "
+                                          "(launch it on the cores from Python)", at=None)
             if self.grid is not None:
                 return _programs(T, self.func, list(args), kwargs, self.grid)
             return self.func(*args, **kwargs)

@@ -387,26 +387,17 @@ pub(super) struct ChipFacts<'a> {
 /// each core's own.
 pub(super) fn chip_report(facts: ChipFacts<'_>, check: Option<Check>, wall_ms: WallMs) -> Option<Report> {
     let ChipFacts { whole, split, searched, weighed, shares, cores, cycle } = facts;
-    let n = cores.len() as f64;
-    // Busy fractions over the chip's time.
-    let busy: Vec<sim::EngineBusy> = cycle
-        .cores
-        .iter()
-        .map(|c| sim::CycleReport { total_ns: cycle.total_ns, slices: Vec::new(), ..c.clone() }.engine_busy_summary())
-        .collect();
-    let mean = |f: fn(&sim::EngineBusy) -> f64| busy.iter().map(f).sum::<f64>() / n;
     let per_core = cores
         .iter()
         .zip(shares)
         .zip(&cycle.cores)
-        .zip(&busy)
-        .map(|(((r, share), c), b)| CoreReport {
+        .map(|((r, share), c)| CoreReport {
             share: *share,
             schedule: r.schedule.clone(),
             blocks: r.blocks,
             modeled_time_us: c.total_us(),
-            hfu: if cycle.total_ns > 0.0 { c.matmul_flops / (c.peak_flops_per_ns * cycle.total_ns) } else { 0.0 },
-            engine_busy: *b,
+            hfu: c.hfu_over(cycle.total_ns),
+            engine_busy: c.engine_busy_over(cycle.total_ns),
             hbm_bytes: r.hbm_bytes,
             matmuls: r.matmuls,
             bir_instructions: r.bir_instructions,
@@ -435,13 +426,7 @@ pub(super) fn chip_report(facts: ChipFacts<'_>, check: Option<Check>, wall_ms: W
         check,
         modeled_time_us: cycle.total_us(),
         hfu: cycle.hfu(),
-        engine_busy: sim::EngineBusy {
-            pe: mean(|b| b.pe),
-            act: mean(|b| b.act),
-            dve: mean(|b| b.dve),
-            pool: mean(|b| b.pool),
-            dma: mean(|b| b.dma),
-        },
+        engine_busy: cycle.mean_busy(),
         io_lower_bound_bytes: io_lower_bound_bytes(whole, first.hbm_read_once_bytes),
         bottleneck: longest.bottleneck.clone(),
         tile_quantized_ideal_us: cores.iter().map(|r| r.tile_quantized_ideal_us).fold(0.0, f64::max),

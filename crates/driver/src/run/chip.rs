@@ -155,10 +155,7 @@ impl Runnable {
         simulated: Option<Simulated>,
     ) -> RunOutcome {
         let programs = self.core_programs();
-        // Each core's busy fractions over the chip's time.
-        let over_chip = |c: &sim::CycleReport| sim::CycleReport { total_ns: cycle.total_ns, ..c.clone() };
-        let busy: Vec<sim::EngineBusy> = cycle.cores.iter().map(|c| over_chip(c).engine_busy_summary()).collect();
-        let core0 = over_chip(&cycle.cores[0]);
+        let core0 = sim::CycleReport { total_ns: cycle.total_ns, ..cycle.cores[0].clone() };
         let penguin = self
             .penguin_instructions
             .map(|own| own + cores_of(self).iter().skip(1).filter_map(|r| r.penguin_instructions).sum::<u64>());
@@ -169,26 +166,17 @@ impl Runnable {
         r.sbuf_peak_bytes_per_partition = programs.iter().map(|p| p.sbuf_peak_bytes).max().unwrap_or(0);
         r.modeled_time_us = cycle.total_us();
         r.hfu = (cycle.matmul_flops() > 0.0).then(|| cycle.hfu());
-        let n = busy.len() as f64;
-        let mean = |f: fn(&sim::EngineBusy) -> f64| busy.iter().map(f).sum::<f64>() / n;
-        r.engine_busy = sim::EngineBusy {
-            pe: mean(|b| b.pe),
-            act: mean(|b| b.act),
-            dve: mean(|b| b.dve),
-            pool: mean(|b| b.pool),
-            dma: mean(|b| b.dma),
-        };
+        r.engine_busy = cycle.mean_busy();
         r.chip = Some(ChipFigures {
             cores: programs
                 .iter()
                 .zip(&cycle.cores)
-                .zip(&busy)
-                .map(|((p, c), b)| CoreFigures {
+                .map(|(p, c)| CoreFigures {
                     modeled_time_us: c.total_us(),
                     bir_instructions: p.num_insts() as u64,
                     matmuls: report::count_matmuls(p),
                     hbm_bytes: c.hbm_bytes,
-                    engine_busy: *b,
+                    engine_busy: c.engine_busy_over(cycle.total_ns),
                 })
                 .collect(),
             hbm_shared_busy: cycle.hbm_shared_fraction(),

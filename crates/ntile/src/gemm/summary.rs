@@ -66,7 +66,7 @@ pub fn summary(r: &Report) -> String {
     let target: Target = r.target.parse().unwrap_or(Target::Trn2);
     let cap = u64::from(target.info().statebuf_par_size_in_bytes);
     let [mt, nt] = r.output_tiles;
-    let cores = r.lnc.as_ref().map_or(String::new(), |l| format!(" x {} cores", l.cores));
+    let cores = crate::run::cores_note(r.lnc.as_ref().map_or(1, |l| l.cores as usize));
     let mut s = format!(
         "ntile gemm {}x{}x{}  {} x {} -> {}  on {}{cores}  (schedule {})\n",
         r.m, r.k, r.n, r.lhs_dtype, r.rhs_dtype, r.out_dtype, r.target, r.schedule

@@ -74,10 +74,7 @@ fn two_cores_writing_the_same_columns_race() {
     std::fs::write(&file, racy).unwrap();
     let o = ntile(&["run", path_str(&file), "--no-sim"]);
     assert_eq!(code(&o), 0, "modeling needs no order: {}", stderr(&o));
-    let (fa, fb) = (dir.join("a.npy"), dir.join("b.npy"));
-    write_f32_npy(&fa, &[256, 256], &vec![1.0; 256 * 256]);
-    write_f32_npy(&fb, &[256, 512], &vec![1.0; 256 * 512]);
-    let (ia, ib) = (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)));
+    let (ia, ib) = ones(&dir);
     let o = ntile(&["run", path_str(&file), "--input", &ia, "--input", &ib]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert!(stderr(&o).contains("run on different cores, which nothing orders"), "{}", stderr(&o));
@@ -125,10 +122,7 @@ fn penguin_functions_after_core_lines_run_as_a_chip_with_errors_on_whole_file_li
     assert!(stderr(&o).contains("a kernel of 2 cores (`core K` sections): ntile run and ntile verify take it"));
 
     // Both cores write all of C: a race, placed on core 1's line in the whole file.
-    let (fa, fb) = (dir.join("a.npy"), dir.join("b.npy"));
-    write_f32_npy(&fa, &[256, 256], &vec![1.0; 256 * 256]);
-    write_f32_npy(&fb, &[256, 512], &vec![1.0; 256 * 512]);
-    let (ia, ib) = (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)));
+    let (ia, ib) = ones(&dir);
     let o = ntile(&["run", path_str(&file), "--input", &ia, "--input", &ib]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     let err = stderr(&o);
@@ -145,10 +139,27 @@ fn penguin_functions_after_core_lines_run_as_a_chip_with_errors_on_whole_file_li
     let o = ntile(&["run", path_str(&write(&dir, "bad2.pir", &broken)), "--no-sim"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains(&format!("bad2.pir:{}:", lines + 4)), "{}", stderr(&o));
+    // More cores than a logical NeuronCore has, and a section without a function.
+    let f = tail;
+    let three = format!("{text}core 2\n{f}");
+    let o = ntile(&["run", path_str(&write(&dir, "three.pir", &three)), "--no-sim"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("three.pir: 3 cores, but a logical NeuronCore has at most 2"), "{}", stderr(&o));
+    let o = ntile(&["run", path_str(&write(&dir, "empty.pir", &format!("core 0\ncore 1\n{f}"))), "--no-sim"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("empty.pir:1: core 0 has no function"), "{}", stderr(&o));
 }
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p
+}
+
+/// `a=a.npy`, `b=b.npy` of ones for the 256x256x512 GEMM, written in `dir`.
+fn ones(dir: &std::path::Path) -> (String, String) {
+    let (fa, fb) = (dir.join("a.npy"), dir.join("b.npy"));
+    write_f32_npy(&fa, &[256, 256], &vec![1.0; 256 * 256]);
+    write_f32_npy(&fb, &[256, 512], &vec![1.0; 256 * 512]);
+    (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)))
 }

@@ -59,6 +59,20 @@ impl ChipReport {
         }
     }
 
+    /// The cores' mean busy fractions, each over the chip's time.
+    pub fn mean_busy(&self) -> crate::EngineBusy {
+        let busy: Vec<crate::EngineBusy> = self.cores.iter().map(|c| c.engine_busy_over(self.total_ns)).collect();
+        let n = busy.len().max(1) as f64;
+        let mean = |f: fn(&crate::EngineBusy) -> f64| busy.iter().map(f).sum::<f64>() / n;
+        crate::EngineBusy {
+            pe: mean(|b| b.pe),
+            act: mean(|b| b.act),
+            dve: mean(|b| b.dve),
+            pool: mean(|b| b.pool),
+            dma: mean(|b| b.dma),
+        }
+    }
+
     /// Fraction of the modeled time the shared HBM budget was busy (0 for one core).
     pub fn hbm_shared_fraction(&self) -> f64 {
         if self.total_ns > 0.0 {

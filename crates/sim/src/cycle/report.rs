@@ -55,7 +55,13 @@ pub struct CycleReport {
 impl CycleReport {
     /// Hardware FLOP utilization: `matmul_flops / (peak x total)`; 0 for an empty program.
     pub fn hfu(&self) -> f64 {
-        let denom = self.peak_flops_per_ns * self.total_ns;
+        self.hfu_over(self.total_ns)
+    }
+
+    /// [`CycleReport::hfu`] over `total_ns` instead of the program's own time (a core's FLOPs
+    /// over its peak for its chip's time).
+    pub fn hfu_over(&self, total_ns: f64) -> f64 {
+        let denom = self.peak_flops_per_ns * total_ns;
         if denom > 0.0 {
             self.matmul_flops / denom
         } else {
@@ -70,9 +76,14 @@ impl CycleReport {
 
     /// Busy fraction of one engine over the modeled time (0 for an empty program).
     pub fn busy_fraction(&self, e: Engine) -> f64 {
+        self.busy_fraction_over(e, self.total_ns)
+    }
+
+    /// Busy fraction of one engine over `total_ns` (a chip's time, for one of its cores).
+    fn busy_fraction_over(&self, e: Engine, total_ns: f64) -> f64 {
         let busy = self.engine_busy_ns.get(e.index()).copied().unwrap_or(0.0);
-        if self.total_ns > 0.0 {
-            busy / self.total_ns
+        if total_ns > 0.0 {
+            busy / total_ns
         } else {
             0.0
         }
@@ -80,13 +91,20 @@ impl CycleReport {
 
     /// Busy fractions per engine class; DMA is the mean over the 16 queues.
     pub fn engine_busy_summary(&self) -> EngineBusy {
+        self.engine_busy_over(self.total_ns)
+    }
+
+    /// [`CycleReport::engine_busy_summary`] over `total_ns` instead of the program's own time
+    /// (a core's share of its chip's time).
+    pub fn engine_busy_over(&self, total_ns: f64) -> EngineBusy {
         let queues = penguin::target::NUM_DMA_QUEUES;
-        let dma = (0..queues as u8).map(|q| self.busy_fraction(Engine::Dma(q))).sum::<f64>() / f64::from(queues);
+        let frac = |e| self.busy_fraction_over(e, total_ns);
+        let dma = (0..queues as u8).map(|q| frac(Engine::Dma(q))).sum::<f64>() / f64::from(queues);
         EngineBusy {
-            pe: self.busy_fraction(Engine::Pe),
-            act: self.busy_fraction(Engine::Act),
-            dve: self.busy_fraction(Engine::Dve),
-            pool: self.busy_fraction(Engine::Pool),
+            pe: frac(Engine::Pe),
+            act: frac(Engine::Act),
+            dve: frac(Engine::Dve),
+            pool: frac(Engine::Pool),
             dma,
         }
     }
