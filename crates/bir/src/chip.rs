@@ -3,13 +3,19 @@
 //! A [`Chip`] holds one [`Program`] per physical core. Each core has its own engines,
 //! semaphores, SBUF and PSUM, so each program is an ordinary one-core program and every
 //! tool that reads one reads a core; what the cores share is HBM: every core's program
-//! declares the same HBM tensors at the same addresses. Nothing orders one core's
-//! instructions against another's (the cores share no semaphore), so two cores that touch
-//! the same HBM bytes, one of them writing, race; the simulator reports it.
+//! declares the same HBM tensors at the same addresses.
+//!
+//! The cores order their work against each other only through the chip's *shared*
+//! semaphores ([`Chip::shared`]): a semaphore whose name is listed there is one counter of
+//! the chip in every core that declares it, so one core's signal can release another's wait
+//! (a reduction waits for the other core's partial sums this way). Two cores that touch the
+//! same HBM bytes, one of them writing, with no shared semaphore ordering them, race; the
+//! simulator reports it.
 //!
 //! [`verify_chip`] checks the cores agree (target, kernel name, HBM layout), that the target
 //! has that many cores in a logical core ([`penguin::TargetInfo::max_lnc`]), and verifies
-//! each core's program, each error naming its core.
+//! each core's program, each error naming its core; the deadlock check runs the cores
+//! together, through their shared semaphores.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +23,7 @@ use penguin::Target;
 
 use crate::error::{BirError, VerifyError};
 use crate::program::{HbmTensor, Program};
-use crate::verify::verify_program;
+use crate::verify::{check_instructions, find_deadlock};
 
 /// The physical cores a logical core groups at most on any target.
 pub const MAX_CORES: usize = 2;
@@ -27,12 +33,45 @@ pub const MAX_CORES: usize = 2;
 pub struct Chip {
     /// Core `i`'s program at index `i`.
     pub cores: Vec<Program>,
+    /// The names of the semaphores the cores share: in every core that declares one, it is
+    /// the same counter.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<String>,
 }
 
 impl Chip {
     /// A chip of these cores' programs (not checked: see [`verify_chip`]).
     pub fn new(cores: Vec<Program>) -> Chip {
-        Chip { cores }
+        Chip { cores, shared: Vec::new() }
+    }
+
+    /// A chip whose cores share the semaphores named `shared`.
+    pub fn with_shared(cores: Vec<Program>, shared: Vec<String>) -> Chip {
+        Chip { cores, shared }
+    }
+
+    /// The chip's semaphores numbered as one table: for each core, the chip-wide index of
+    /// each of its semaphores (a shared one has the same index in every core), and the
+    /// table's size. Core `c`'s own semaphores follow those of cores `0..c`; the shared ones
+    /// come first.
+    pub fn semaphore_table(&self) -> (Vec<Vec<usize>>, usize) {
+        let mut next = self.shared.len();
+        let table = self
+            .cores
+            .iter()
+            .map(|p| {
+                p.semaphores
+                    .iter()
+                    .map(|name| {
+                        self.shared.iter().position(|s| s == name).unwrap_or_else(|| {
+                            next += 1;
+                            next - 1
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        (table, next)
     }
 
     /// The first core's program (every chip has one; an empty chip is refused by
@@ -112,7 +151,23 @@ fn layout_errors(chip: &Chip) -> Vec<VerifyError> {
             );
         }
     }
+    for name in undeclared_shared(chip) {
+        errors.push(VerifyError::program(format!("shared semaphore `{name}` is declared by no core")));
+    }
+    for (i, name) in chip.shared.iter().enumerate() {
+        if chip.shared[..i].contains(name) {
+            errors.push(VerifyError::program(format!("shared semaphore `{name}` is listed twice")));
+        }
+    }
     errors
+}
+
+/// The shared semaphores no core declares.
+fn undeclared_shared(chip: &Chip) -> impl Iterator<Item = &str> {
+    chip.shared
+        .iter()
+        .filter(|name| !chip.cores.iter().any(|p| p.semaphores.iter().any(|s| s == *name)))
+        .map(String::as_str)
 }
 
 /// Verify a chip: the cores agree and each core's program passes [`verify_program`]. Every
@@ -120,10 +175,14 @@ fn layout_errors(chip: &Chip) -> Vec<VerifyError> {
 pub fn verify_chip(chip: &Chip) -> Result<(), BirError> {
     let mut errors = layout_errors(chip);
     for (i, p) in chip.cores.iter().enumerate() {
-        match verify_program(p) {
-            Ok(()) => {}
-            Err(BirError::Verify(es)) => errors.extend(es.into_iter().map(|e| e.on_core(i as u32))),
-            Err(other) => return Err(other),
+        errors.extend(check_instructions(p).into_iter().map(|e| e.on_core(i as u32)));
+    }
+    if errors.is_empty() {
+        let (table, nsem) = chip.semaphore_table();
+        let programs: Vec<(&Program, &[usize])> =
+            chip.cores.iter().zip(&table).map(|(p, t)| (p, t.as_slice())).collect();
+        if let Some(stuck) = find_deadlock(&programs, nsem) {
+            errors.push(VerifyError::program(stuck));
         }
     }
     if errors.is_empty() {

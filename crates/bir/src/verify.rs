@@ -64,6 +64,22 @@ impl Errors {
 
 /// Verify a program, collecting every error.
 pub fn verify_program(p: &Program) -> Result<(), BirError> {
+    let mut errors = check_instructions(p);
+    if errors.is_empty() {
+        let own: Vec<usize> = (0..p.semaphores.len()).collect();
+        if let Some(stuck) = find_deadlock(&[(p, &own)], own.len()) {
+            errors.push(VerifyError::program(stuck));
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(BirError::Verify(errors))
+    }
+}
+
+/// Every rule but the deadlock check (rules 1 to 8, 10 and the semaphore ids of rule 9).
+pub(crate) fn check_instructions(p: &Program) -> Vec<VerifyError> {
     let mut errors = Errors::default();
     let sbuf_cap = i128::from(p.target.info().statebuf_par_size_in_bytes);
     for e in Engine::all() {
@@ -202,17 +218,7 @@ pub fn verify_program(p: &Program) -> Result<(), BirError> {
             }
         }
     }
-    let mut errors = errors.0;
-    if errors.is_empty() {
-        if let Some(stuck) = find_deadlock(p) {
-            errors.push(VerifyError::program(stuck));
-        }
-    }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(BirError::Verify(errors))
-    }
+    errors.0
 }
 
 /// Rules 7 and 10 for the compute ops added for real kernels (activation, tensor_scalar,
@@ -373,40 +379,45 @@ pub fn partition_start_ok(start: u32, count: u32) -> bool {
     }
 }
 
-/// Run the streams on semaphores alone; describe where they stop if they cannot finish.
-fn find_deadlock(p: &Program) -> Option<String> {
-    let mut pc = vec![0usize; p.streams.len()];
-    let mut sem = vec![0u64; p.semaphores.len()];
+/// Run the streams of `programs` on semaphores alone, each program's semaphore `s` being
+/// entry `table[s]` of one table of `nsem` counters (the cores of a chip share some);
+/// describe where they stop if they cannot finish (a stream of core K > 0 as `coreK.pe[3]`).
+pub(crate) fn find_deadlock(programs: &[(&Program, &[usize])], nsem: usize) -> Option<String> {
+    let mut pc: Vec<Vec<usize>> = programs.iter().map(|(p, _)| vec![0; p.streams.len()]).collect();
+    let mut sem = vec![0u64; nsem];
     loop {
         let mut progressed = false;
-        for (e, stream) in p.streams.iter().enumerate() {
-            while let Some(inst) = stream.get(pc[e]) {
-                if inst.waits.iter().any(|w| sem.get(w.sem.0 as usize).copied().unwrap_or(0) < w.value) {
-                    break;
-                }
-                if let Some(s) = inst.signal {
-                    if let Some(v) = sem.get_mut(s.0 as usize) {
+        for ((p, table), pc) in programs.iter().zip(&mut pc) {
+            let slot = |s: crate::SemId| table.get(s.0 as usize).copied();
+            for (e, stream) in p.streams.iter().enumerate() {
+                while let Some(inst) = stream.get(pc[e]) {
+                    if inst.waits.iter().any(|w| slot(w.sem).and_then(|i| sem.get(i)).copied().unwrap_or(0) < w.value) {
+                        break;
+                    }
+                    if let Some(v) = inst.signal.and_then(slot).and_then(|i| sem.get_mut(i)) {
                         *v = v.saturating_add(1);
                     }
+                    pc[e] += 1;
+                    progressed = true;
                 }
-                pc[e] += 1;
-                progressed = true;
             }
         }
         if !progressed {
             break;
         }
     }
-    let stuck: Vec<String> = p
-        .streams
-        .iter()
-        .enumerate()
-        .filter(|(e, s)| pc[*e] < s.len())
-        .map(|(e, _)| match Engine::from_index(e) {
-            Some(engine) => InstRef { engine, index: pc[e] }.to_string(),
-            None => format!("?[{}]", pc[e]),
-        })
-        .collect();
+    let mut stuck: Vec<String> = Vec::new();
+    for (core, ((p, _), pc)) in programs.iter().zip(&pc).enumerate() {
+        for (e, s) in p.streams.iter().enumerate() {
+            if pc[e] < s.len() {
+                let at = match Engine::from_index(e) {
+                    Some(engine) => InstRef { engine, index: pc[e] }.to_string(),
+                    None => format!("?[{}]", pc[e]),
+                };
+                stuck.push(if core == 0 { at } else { format!("core{core}.{at}") });
+            }
+        }
+    }
     (!stuck.is_empty()).then(|| format!("deadlock: streams wait forever at {}", stuck.join(", ")))
 }
 

@@ -19,10 +19,15 @@ pub struct Stuck {
     pub needed: u64,
     /// The count the semaphore reached.
     pub current: u64,
+    /// The physical core whose program holds the instruction (0 for a one-core program).
+    pub core: u32,
 }
 
 impl fmt::Display for Stuck {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.core > 0 {
+            write!(f, "core{}.", self.core)?;
+        }
         write!(f, "{} waits for {} >= {} (reached {})", self.at, self.sem, self.needed, self.current)
     }
 }

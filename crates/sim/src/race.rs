@@ -14,18 +14,19 @@
 
 use std::fmt;
 
-use bir::NUM_ENGINES;
 use penguin::Memory;
 use serde::Serialize;
 
 use crate::error::InstRef;
 use crate::memory::ByteBox;
 
-/// A vector clock: one component per engine.
-pub(crate) type Clock = [u32; NUM_ENGINES];
+/// A vector clock of a one-core run: one component per engine (a chip's run has
+/// [`bir::NUM_ENGINES`] per core, as slices).
+#[cfg(test)]
+pub(crate) type Clock = [u32; bir::NUM_ENGINES];
 
 /// Join `other` into `clock` (component-wise maximum).
-pub(crate) fn join(clock: &mut Clock, other: &Clock) {
+pub(crate) fn join(clock: &mut [u32], other: &[u32]) {
     for (c, o) in clock.iter_mut().zip(other) {
         *c = (*c).max(*o);
     }
@@ -134,7 +135,7 @@ impl RaceLog {
         write: bool,
         at: InstRef,
         engine: usize,
-        clock: &Clock,
+        clock: &[u32],
         first_of_inst: usize,
     ) {
         let time = clock[engine];
@@ -172,7 +173,7 @@ impl RaceLog {
 
     /// Drop every entry that all engines still running have seen (`seen[e]` is the smallest
     /// clock component for engine `e` among them).
-    pub fn prune(&mut self, seen: &Clock) {
+    pub fn prune(&mut self, seen: &[u32]) {
         for log in &mut self.logs {
             log.retain(|r| r.time > seen[r.engine]);
         }
@@ -188,7 +189,7 @@ impl RaceLog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bir::Engine;
+    use bir::{Engine, NUM_ENGINES};
 
     fn bx(lo: i64, hi: i64) -> ByteBox {
         ByteBox::new(0, 128, lo, 1, 0, hi - lo)

@@ -2,16 +2,16 @@
 
 use std::sync::Arc;
 
-use bir::{Engine, HwAp, Program, NUM_ENGINES};
+use bir::{HwAp, Program};
 use penguin::target::NUM_PARTITIONS;
 use penguin::{CastMode, DType, Memory, PerfMode};
 
 use crate::chip::Footprint;
 use crate::convert::{decode_all, encode_all};
-use crate::error::{InstRef, SimError, Stuck};
+use crate::error::{InstRef, SimError};
 use crate::gemm::PackedStationary;
 use crate::memory::{Images, Walk, PSUM_PARTITION_BYTES};
-use crate::race::{join, Clock, Race, RaceLog};
+use crate::race::{Race, RaceLog};
 
 mod compute;
 mod dataflow;
@@ -19,10 +19,12 @@ mod deferred;
 mod execute;
 mod groups;
 mod pe;
+mod schedule;
 
 use deferred::{write_product, Deferred, JobQueue};
 use execute::psum_position;
 use groups::Groups;
+pub(crate) use schedule::{with_workers, CoreRun, Slice};
 
 /// The largest HBM image the simulator allocates (4 GiB).
 pub const MAX_HBM_BYTES: u64 = 1 << 32;
@@ -32,9 +34,6 @@ const CHUNK: usize = 4096;
 
 /// The most threads a run uses.
 pub const MAX_THREADS: usize = 64;
-
-/// Instructions between two prunings of the race log.
-const PRUNE_EVERY: u32 = 64;
 
 /// What one [`Simulator::run`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -131,8 +130,9 @@ impl Machine {
 /// Per-instruction context: where it is and what it may touch in the race log.
 struct Cx<'a> {
     at: InstRef,
+    /// The engine's component in the run's clocks (engine index + the core's first).
     engine: usize,
-    clock: &'a Clock,
+    clock: &'a [u32],
     log: &'a mut RaceLog,
     first_race: usize,
     stats: &'a mut RunStats,
@@ -153,7 +153,7 @@ impl Cx<'_> {
             self.log.access(walk.memory, bx, write, self.at, self.engine, self.clock, self.first_race);
             if walk.memory == Memory::Hbm {
                 if let Some(f) = self.footprint.as_deref_mut() {
-                    f.record(bx, write, self.at);
+                    f.record(bx, write, self.at, self.engine, self.clock);
                 }
             }
         }
@@ -260,9 +260,12 @@ impl Simulator {
         std::mem::swap(&mut self.machine.images.hbm, hbm);
     }
 
-    /// Keep every HBM access of the next runs (see [`take_footprint`](Simulator::take_footprint)).
-    pub(crate) fn keep_footprint(&mut self) {
-        self.footprint = Some(Footprint::default());
+    /// Keep every HBM access of the next runs (see [`take_footprint`](Simulator::take_footprint)),
+    /// with the clocks that order them when `ordered` (the chip's cores share semaphores).
+    pub(crate) fn keep_footprint(&mut self, ordered: bool) {
+        let mut f = Footprint::default();
+        f.set_ordered(ordered);
+        self.footprint = Some(f);
     }
 
     /// The HBM accesses of the last run, if they were kept.
@@ -386,149 +389,25 @@ impl Simulator {
         if let Some(e) = &self.alloc_error {
             return Err(e.clone());
         }
-        if self.threads <= 1 {
-            // No workers: products are computed where they are applied, in the same jobs.
-            self.machine.deferred = Some(Deferred::new(None));
-            let result = self.run_streams();
-            self.settle(&result);
-            self.machine.deferred = None;
-            return result;
-        }
-        let queue = Arc::new(JobQueue::default());
-        std::thread::scope(|s| {
-            for i in 1..self.threads {
-                let q = Arc::clone(&queue);
-                // A worker that cannot be started leaves its share to the others and to
-                // the scheduling thread, which computes whatever no worker has taken.
-                let _ = std::thread::Builder::new().name(format!("sim-pe-{i}")).spawn_scoped(s, move || q.work());
+        with_workers(std::slice::from_mut(self), |sims| {
+            let sim = sims.first_mut().ok_or_else(|| SimError::Internal("no simulator".into()))?;
+            let mut run = CoreRun::new(&sim.program, 1, 0)?;
+            match sim.run_slice(&mut run)? {
+                Slice::Finished => Ok(sim.finish(run)),
+                Slice::Blocked { stuck, .. } => Err(SimError::Deadlock { stuck }),
             }
-            self.machine.deferred = Some(Deferred::new(Some(Arc::clone(&queue))));
-            let result = self.run_streams();
-            self.settle(&result);
-            self.machine.deferred = None;
-            queue.close();
-            result
         })
     }
 
     /// Add the products still pending into PSUM, or, for an interrupted run, drop them; then
     /// give back what only the run needed.
-    fn settle(&mut self, result: &Result<RunStats, SimError>) {
-        if matches!(result, Err(SimError::Interrupted)) {
+    fn settle(&mut self, interrupted: bool) {
+        if interrupted {
             self.machine.abandon_deferred();
         } else {
             self.machine.settle_all();
         }
         self.machine.release_run_buffers();
-    }
-
-    fn run_streams(&mut self) -> Result<RunStats, SimError> {
-        let streams = &self.program.streams;
-        if streams.len() > NUM_ENGINES {
-            return Err(SimError::TooManyStreams { streams: streams.len(), max: NUM_ENGINES });
-        }
-        let engines: Vec<Engine> = (0..streams.len())
-            .map(|e| Engine::from_index(e).ok_or_else(|| SimError::Internal(format!("no engine with index {e}"))))
-            .collect::<Result<_, _>>()?;
-        let nsem = self.program.semaphores.len();
-        let mut sem_count = vec![0u64; nsem];
-        // The clock that reaching value v + 1 of a semaphore publishes.
-        let mut sem_clock: Vec<Vec<Clock>> = vec![Vec::new(); nsem];
-        let mut clocks: Vec<Clock> = vec![[0; NUM_ENGINES]; streams.len()];
-        let mut pc = vec![0usize; streams.len()];
-        let mut log = RaceLog::default();
-        let mut stats = RunStats::default();
-        let mut footprint = self.footprint.as_mut().map(|f| {
-            *f = Footprint::default();
-            f
-        });
-        let mut since_prune = 0u32;
-        self.machine.stationary = None;
-        loop {
-            let mut progressed = false;
-            for (e, stream) in streams.iter().enumerate() {
-                while let Some(inst) = stream.get(pc[e]) {
-                    let at = InstRef { engine: engines[e], index: pc[e] };
-                    let unknown = |sem: bir::SemId| SimError::UnknownSemaphore { at, sem, count: nsem };
-                    let mut ready = true;
-                    for w in &inst.waits {
-                        let count = *sem_count.get(w.sem.0 as usize).ok_or_else(|| unknown(w.sem))?;
-                        ready &= count >= w.value;
-                    }
-                    if let Some(s) = inst.signal {
-                        if s.0 as usize >= nsem {
-                            return Err(unknown(s));
-                        }
-                    }
-                    if !ready {
-                        break;
-                    }
-                    for w in inst.waits.iter().filter(|w| w.value > 0) {
-                        let published = sem_clock
-                            .get(w.sem.0 as usize)
-                            .and_then(|c| c.get(usize::try_from(w.value - 1).ok()?))
-                            .ok_or_else(|| SimError::Internal(format!("{at}: no clock for {} = {}", w.sem, w.value)))?;
-                        join(&mut clocks[e], published);
-                    }
-                    clocks[e][e] += 1;
-                    let mut cx = Cx {
-                        at,
-                        engine: e,
-                        clock: &clocks[e],
-                        first_race: log.races.len(),
-                        log: &mut log,
-                        stats: &mut stats,
-                        footprint: footprint.as_deref_mut(),
-                    };
-                    self.machine.execute(&inst.op, &mut cx)?;
-                    if let Some(s) = inst.signal {
-                        let s = s.0 as usize;
-                        sem_count[s] = sem_count[s].saturating_add(1);
-                        let mut published = clocks[e];
-                        if let Some(prev) = sem_clock[s].last() {
-                            join(&mut published, prev);
-                        }
-                        sem_clock[s].push(published);
-                    }
-                    pc[e] += 1;
-                    stats.instructions += 1;
-                    // Instructions move up to a few MiB each: poll often.
-                    if stats.instructions.is_multiple_of(64) && penguin::cancel::stopped(self.cancel.as_ref()) {
-                        return Err(SimError::Interrupted);
-                    }
-                    progressed = true;
-                    since_prune += 1;
-                    if since_prune >= PRUNE_EVERY {
-                        since_prune = 0;
-                        log.prune(&seen_by_all(streams, &pc, &clocks));
-                    }
-                }
-            }
-            let unfinished: Vec<usize> = (0..streams.len()).filter(|&e| pc[e] < streams[e].len()).collect();
-            if unfinished.is_empty() {
-                break;
-            }
-            if !progressed {
-                let stuck = unfinished
-                    .into_iter()
-                    .filter_map(|e| {
-                        let inst = streams[e].get(pc[e])?;
-                        let w = inst.waits.iter().find(|w| sem_count[w.sem.0 as usize] < w.value)?;
-                        Some(Stuck {
-                            at: InstRef { engine: engines[e], index: pc[e] },
-                            sem: w.sem,
-                            needed: w.value,
-                            current: sem_count[w.sem.0 as usize],
-                        })
-                    })
-                    .collect();
-                return Err(SimError::Deadlock { stuck });
-            }
-        }
-        stats.races = std::mem::take(&mut log.races);
-        stats.races_dropped = log.dropped;
-        self.races.clone_from(&stats.races);
-        Ok(stats)
     }
 }
 
@@ -544,18 +423,4 @@ fn alloc_hbm(bytes: u64) -> Option<Vec<u8>> {
     probe.try_reserve_exact(n).ok()?;
     drop(probe);
     Some(vec![0; n])
-}
-
-/// For each engine `x`, the smallest `clock[x]` among the engines that still have
-/// instructions to run: everything up to it has been seen by every future access.
-fn seen_by_all(streams: &[Vec<bir::BirInst>], pc: &[usize], clocks: &[Clock]) -> Clock {
-    let mut seen = [u32::MAX; NUM_ENGINES];
-    for (e, clock) in clocks.iter().enumerate() {
-        if pc[e] < streams[e].len() {
-            for (s, c) in seen.iter_mut().zip(clock) {
-                *s = (*s).min(*c);
-            }
-        }
-    }
-    seen
 }

@@ -4,6 +4,7 @@
 //! ```text
 //! program NAME target=TARGET [hbm_size=BYTES] cores=N    first line: N cores share the HBM below
 //! hbm "NAME" DTYPE [D0, ...] @ADDRESS [ROLE]             the shared HBM tensors
+//! shared "NAME"                                           a semaphore the cores share
 //! core 0 [sbuf_peak=BYTES]                               core 0's semaphores, locations and streams
 //! sem s0 "NAME"
 //! stream pe:
@@ -44,6 +45,9 @@ pub fn print_chip(chip: &Chip) -> String {
             }
             _ => {}
         }
+    }
+    for name in &chip.shared {
+        out.push_str(&format!("shared {name:?}\n"));
     }
     for (i, p) in chip.cores.iter().enumerate() {
         out.push_str(&format!("core {i} sbuf_peak={}\n", p.sbuf_peak_bytes));
@@ -91,6 +95,7 @@ pub fn parse_chip(text: &str) -> Result<Chip, ParseError> {
     let mut section: Option<usize> = None;
     let mut owner: Vec<Option<usize>> = vec![None; numbered.len()];
     let mut peaks: Vec<Option<&str>> = Vec::new();
+    let mut shared: Vec<String> = Vec::new();
     for (k, &(line_no, raw)) in numbered.iter().enumerate().skip(first + 1) {
         let body = split_comment(raw).0;
         let mut words = body.split_whitespace();
@@ -123,10 +128,19 @@ pub fn parse_chip(text: &str) -> Result<Chip, ParseError> {
                 peaks.push(peak);
                 section = Some(expect);
             }
+            Some("shared") if section.is_none() => {
+                let rest = body.trim_start()["shared".len()..].trim();
+                let name = rest
+                    .strip_prefix('"')
+                    .and_then(|r| r.strip_suffix('"'))
+                    .filter(|n| !n.is_empty() && !n.contains('"'))
+                    .ok_or_else(|| at(line_no, 1, format!("expected `shared \"NAME\"`, found `{}`", body.trim())))?;
+                shared.push(name.to_string());
+            }
             Some(kw) => {
                 if section.is_none() && kw != "hbm" {
                     let m = format!(
-                        "expected `hbm` or `core 0` (in a program of {n} cores, `{kw}` lines go in a `core K` section)"
+                        "expected `hbm`, `shared` or `core 0` (in a program of {n} cores, `{kw}` lines go in a `core K` section)"
                     );
                     return Err(at(line_no, 1, m));
                 }
@@ -160,7 +174,7 @@ pub fn parse_chip(text: &str) -> Result<Chip, ParseError> {
         }
         cores.push(parse_with_source_map(&own)?.0);
     }
-    Ok(Chip::new(cores))
+    Ok(Chip::with_shared(cores, shared))
 }
 
 fn is_hbm(raw: &str) -> bool {

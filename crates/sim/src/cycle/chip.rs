@@ -2,8 +2,10 @@
 //! its own engines, PE array and DMA engines, all of them drawing on HBM.
 //!
 //! The streams of core `c` are streams `c * NUM_ENGINES ..` of one replay (each core's
-//! semaphores renumbered after the previous cores'), so the rules of the one-core model
-//! hold per core, and the replay still commits instructions in start order across cores.
+//! semaphores renumbered after the previous cores', the chip's shared semaphores one counter
+//! for every core), so the rules of the one-core model hold per core, a wait on a shared
+//! semaphore is released by the other core's signal as any wait by its signaller, and the
+//! replay still commits instructions in start order across cores.
 //! HBM: a transfer's granules pass through its own core's HBM server (`hbm_bytes_per_ns`,
 //! what one core draws alone) and then through one server the cores share
 //! (`hbm_shared_bytes_per_ns`, the budget of the logical core) [S1][S5][S29]; a one-core
@@ -121,24 +123,28 @@ pub fn model_chip_cancellable(
     })
 }
 
-/// One program holding every core's streams (`NUM_ENGINES` per core) and semaphores
-/// (core `c`'s after those of cores `0..c`).
+/// One program holding every core's streams (`NUM_ENGINES` per core) and the chip's
+/// semaphores as one table ([`Chip::semaphore_table`]: the shared ones, then each core's).
 fn merge(chip: &Chip) -> Program {
+    let (table, nsem) = chip.semaphore_table();
     let mut merged = Program::new(chip.kernel_name(), chip.target());
     merged.streams.clear();
-    for p in &chip.cores {
-        let offset = merged.semaphores.len() as u32;
-        merged.semaphores.extend(p.semaphores.iter().cloned());
+    merged.semaphores = vec![String::new(); nsem];
+    for (p, map) in chip.cores.iter().zip(&table) {
+        let global = |s: SemId| SemId(map.get(s.0 as usize).map_or(u32::MAX, |&g| g as u32));
+        for (s, &g) in map.iter().enumerate() {
+            if merged.semaphores[g].is_empty() {
+                merged.semaphores[g].clone_from(&p.semaphores[s]);
+            }
+        }
         for e in 0..NUM_ENGINES {
             let mut stream = p.streams.get(e).cloned().unwrap_or_default();
-            if offset > 0 {
-                for inst in &mut stream {
-                    for w in &mut inst.waits {
-                        w.sem = SemId(w.sem.0 + offset);
-                    }
-                    if let Some(s) = &mut inst.signal {
-                        *s = SemId(s.0 + offset);
-                    }
+            for inst in &mut stream {
+                for w in &mut inst.waits {
+                    w.sem = global(w.sem);
+                }
+                if let Some(s) = &mut inst.signal {
+                    *s = global(*s);
                 }
             }
             merged.streams.push(stream);

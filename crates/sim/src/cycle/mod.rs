@@ -554,7 +554,7 @@ impl<S: Source> Replay<S> {
                 let at = InstRef { engine: self.engines[e], index: self.cursors[e].next };
                 let w = inst.waits.iter().find(|w| self.reached(w.sem, w.value).is_none())?;
                 let count = self.signals.get(w.sem.0 as usize).map_or(0, SemLog::count);
-                Some(Stuck { at, sem: w.sem, needed: w.value, current: count })
+                Some(Stuck { at, sem: w.sem, needed: w.value, current: count, core: 0 })
             })
             .collect();
         if !stuck.is_empty() {

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, reason = "tests assert on values")]
 
 mod chip;
+mod chip_shared;
 mod copies;
 mod cycle;
 mod cycle_dma;
