@@ -145,8 +145,10 @@ def gemm(
         lnc: physical cores (``2``: the two cores of a logical NeuronCore on trn2/trn3,
             sharing HBM and its bandwidth; trn1 refuses it). C is divided between them and
             ``report["lnc"]`` holds each core's share and figures.
-        split: how ``lnc=2`` divides C: ``m`` (bands of rows) or ``n`` (bands of columns);
-            default: both planned and the faster by the cycle model kept.
+        split: how ``lnc=2`` divides the GEMM: ``m`` (bands of C's rows), ``n`` (bands of
+            columns) or ``k`` (halves of the contraction: each core an fp32 partial sum of
+            C, the two added after a shared semaphore); default: all three planned and the
+            fastest by the cycle model kept.
         simulate: simulate and check (else plan and model only; ``c`` is None).
         check: check C against the fp64 reference and raise :class:`CheckFailed` when it
             is outside the error bound; ``False`` skips the check (``report["check"]`` is

@@ -20,6 +20,7 @@ mod inputs;
 mod lnc;
 mod outcome;
 mod random;
+mod reduce;
 mod report;
 mod request;
 

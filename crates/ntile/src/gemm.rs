@@ -144,12 +144,14 @@ pub struct GemmArgs {
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub transpose: Option<TransposeOn>,
     /// Physical cores the GEMM runs on: 1, or 2 for a logical NeuronCore of two (LNC=2,
-    /// trn2/trn3): C is divided between the cores (see --split), each core's share planned,
+    /// trn2/trn3): the GEMM is divided between the cores (see --split), each core's share planned,
     /// simulated and modeled, the cores sharing HBM and its bandwidth [default: 1]
     #[arg(long, value_name = "CORES", value_parser = clap::value_parser!(u32).range(1..=2))]
     pub lnc: Option<u32>,
-    /// How --lnc 2 divides C: m (each core a band of rows) or n (a band of columns)
-    /// [default: both planned, the faster by the cycle model kept]
+    /// How --lnc 2 divides the GEMM: m (each core a band of C's rows), n (a band of columns)
+    /// or k (each core half the contraction, an fp32 partial sum of all of C; the cores then
+    /// add the two after a semaphore they share) [default: all three planned, the fastest by
+    /// the cycle model kept]
     #[arg(long, value_name = "DIM")]
     pub split: Option<codegen::Split>,
     /// Write the modeled engine timeline as Chrome/Perfetto trace-event JSON

@@ -91,6 +91,6 @@ pub use cycle::{
     LoopedOptions, LoopedStats, Slice,
 };
 pub use report::svg::{tile_grid_svg, timeline_svg, timeline_svg_chip, timeline_svg_with};
-pub use report::timeline::critical::{critical_path, CriticalPath};
+pub use report::timeline::critical::{critical_path, critical_path_chip, CriticalPath};
 pub use report::timeline::{Axis, GemmLayout, KernelInfo, SbufBuffer, SourceLines, TensorAxes};
 pub use report::trace::{chrome_trace, chrome_trace_chip, chrome_trace_with};

@@ -1,8 +1,10 @@
 //! One core's share of a GEMM split over the physical cores of a logical NeuronCore
-//! (LNC=2): a [`Split`] divides C's rows (`m`) or columns (`n`) into [`Share`]s, each core's
-//! share is planned as a GEMM of its own shape ([`Share::config`]), and [`place_share`] then
-//! points that plan's HBM accesses at the share's window of the whole A, B and C, which every
-//! core's function declares at full size: the cores' programs then share one HBM layout.
+//! (LNC=2): a [`Split`] divides C's rows (`m`), its columns (`n`) or the contraction (`k`)
+//! into [`Share`]s, each core's share is planned as a GEMM of its own shape
+//! ([`Share::config`]), and [`place_share`] then points that plan's HBM accesses at the
+//! share's window of the whole A, B and C, which every core's function declares at full size:
+//! the cores' programs then share one HBM layout. A share of K computes a partial sum of all
+//! of C in fp32; the driver adds the cores' partial sums after a shared semaphore.
 
 use std::fmt;
 use std::str::FromStr;
@@ -20,17 +22,30 @@ pub enum Split {
     M,
     /// By columns of C (each core reads all of A and its columns of B).
     N,
+    /// By the contraction (each core reads its columns of A and rows of B, and computes a
+    /// partial sum of all of C, which the cores then add).
+    K,
 }
 
 impl Split {
-    /// Both splits.
-    pub const ALL: [Split; 2] = [Split::M, Split::N];
+    /// Every split.
+    pub const ALL: [Split; 3] = [Split::M, Split::N, Split::K];
 
-    /// The text name (`m`, `n`).
+    /// The text name (`m`, `n`, `k`).
     pub fn name(self) -> &'static str {
         match self {
             Split::M => "m",
             Split::N => "n",
+            Split::K => "k",
+        }
+    }
+
+    /// The dimension it divides and that dimension's length in `whole`.
+    pub fn dim(self, whole: &GemmConfig) -> (&'static str, u64) {
+        match self {
+            Split::M => ("M", whole.m),
+            Split::N => ("N", whole.n),
+            Split::K => ("K", whole.k),
         }
     }
 
@@ -38,10 +53,7 @@ impl Split {
     /// every core some of it). Shares are cut at multiples of 128 rows or columns, the first
     /// cores taking the larger ones.
     pub fn shares(self, whole: &GemmConfig, cores: u64) -> Option<Vec<Share>> {
-        let len = match self {
-            Split::M => whole.m,
-            Split::N => whole.n,
-        };
+        let (_, len) = self.dim(whole);
         let step = len.div_ceil(cores.max(1)).div_ceil(128) * 128;
         let mut shares = Vec::new();
         let mut at = 0;
@@ -50,9 +62,11 @@ impl Split {
                 return None;
             }
             let size = step.min(len - at);
+            let all = Share { m0: 0, m: whole.m, n0: 0, n: whole.n, k0: 0, k: whole.k };
             shares.push(match self {
-                Split::M => Share { m0: at, m: size, n0: 0, n: whole.n },
-                Split::N => Share { m0: 0, m: whole.m, n0: at, n: size },
+                Split::M => Share { m0: at, m: size, ..all },
+                Split::N => Share { n0: at, n: size, ..all },
+                Split::K => Share { k0: at, k: size, ..all },
             });
             at += size;
         }
@@ -72,15 +86,14 @@ impl FromStr for Split {
         match s {
             "m" => Ok(Split::M),
             "n" => Ok(Split::N),
-            "k" => Err("a split of K is not supported: each core would hold a partial sum of all of C, and the \
-                        two cores of a chip share no semaphore to order the reduction (expected m or n)"
-                .into()),
-            _ => Err(format!("unknown split `{s}` (expected m or n)")),
+            "k" => Ok(Split::K),
+            _ => Err(format!("unknown split `{s}` (expected m, n or k)")),
         }
     }
 }
 
-/// One core's window of C: rows `[m0, m0 + m)`, columns `[n0, n0 + n)` (K is whole).
+/// One core's window of C: rows `[m0, m0 + m)`, columns `[n0, n0 + n)`, summed over the
+/// contraction's `[k0, k0 + k)` (a share of K when that is not all of it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Share {
     /// First row.
@@ -91,12 +104,23 @@ pub struct Share {
     pub n0: u64,
     /// Columns.
     pub n: u64,
+    /// First contraction row.
+    pub k0: u64,
+    /// Contraction rows.
+    pub k: u64,
 }
 
 impl Share {
-    /// The GEMM a core plans for this share: `whole` with the share's M and N.
+    /// The GEMM a core plans for this share: `whole` with the share's M, N and K, and an
+    /// fp32 result when it is a partial sum.
     pub fn config(&self, whole: &GemmConfig) -> GemmConfig {
-        GemmConfig { m: self.m, n: self.n, ..whole.clone() }
+        let out_dtype = if self.is_partial(whole) { penguin::DType::Fp32 } else { whole.out_dtype };
+        GemmConfig { m: self.m, n: self.n, k: self.k, out_dtype, ..whole.clone() }
+    }
+
+    /// Whether the share sums part of the contraction only (its C is a partial sum).
+    pub fn is_partial(&self, whole: &GemmConfig) -> bool {
+        self.k < whole.k
     }
 }
 
@@ -152,9 +176,14 @@ fn to_i64(v: u64) -> Result<i64, String> {
 }
 
 /// Point a share's plan at its window of the whole GEMM's tensors: declare A, A's tags, B and
-/// C at the whole GEMM's shapes and move every HBM access of them to the share's rows and
-/// columns. The plan's own figures (`config`, `tiling`) stay the share's.
+/// C at the whole GEMM's shapes and move every HBM access of them to the share's rows,
+/// columns and contraction rows (a partial sum's C keeps its fp32 dtype). The plan's own figures (`config`, `tiling`) stay the share's.
 pub fn place_share(plan: &mut GemmPlan, whole: &GemmConfig, share: &Share) -> Result<(), CodegenError> {
+    if whole.sparsity.is_some() && share.is_partial(whole) {
+        return Err(CodegenError::BadGemm(
+            "a share of K of a sparse A: its compressed rows do not divide by the contraction".into(),
+        ));
+    }
     let part = &plan.config;
     let mut windows: Vec<(TensorId, Vec<u64>, Window)> = Vec::new();
     let t = plan.tensors;
@@ -178,18 +207,22 @@ pub fn place_share(plan: &mut GemmPlan, whole: &GemmConfig, share: &Share) -> Re
             windows.push((
                 t.a,
                 whole.lhs_shape(),
-                Window { cols: part.m, full_cols: whole.m, row0: 0, col0: share.m0 },
+                Window { cols: part.m, full_cols: whole.m, row0: share.k0, col0: share.m0 },
             ));
         }
         None => {
             windows.push((
                 t.a,
                 whole.lhs_shape(),
-                Window { cols: part.k, full_cols: whole.k, row0: share.m0, col0: 0 },
+                Window { cols: part.k, full_cols: whole.k, row0: share.m0, col0: share.k0 },
             ));
         }
     }
-    windows.push((t.b, vec![whole.k, whole.n], Window { cols: part.n, full_cols: whole.n, row0: 0, col0: share.n0 }));
+    windows.push((
+        t.b,
+        vec![whole.k, whole.n],
+        Window { cols: part.n, full_cols: whole.n, row0: share.k0, col0: share.n0 },
+    ));
     windows.push((
         t.c,
         vec![whole.m, whole.n],

@@ -1,6 +1,6 @@
 //! A GEMM on the physical cores of one logical NeuronCore (`--lnc 2`, trn2 and trn3).
 //!
-//! C is divided between the cores by rows or by columns ([`codegen::Split`]); each core's
+//! C is divided between the cores by rows or by columns, or K is ([`codegen::Split`]); each core's
 //! share is planned as a GEMM of its own (auto's search, or the blocks searched, on the
 //! share), pointed at its window of the shared A, B and C ([`codegen::place_share`]),
 //! lowered, and the programs become one [`bir::Chip`], verified and modeled with the HBM
@@ -9,8 +9,10 @@
 //! HBM image (races between the cores would be a bug) and C checked against the fp64
 //! reference as for one core.
 //!
-//! Not here: dividing K with a reduction of the partial sums (the cores share no semaphore,
-//! so the reduction needs a second pass); GEMMs too large to unroll.
+//! A split of K gives each core a partial sum of all of C; the cores then add them after a
+//! shared semaphore ([`super::reduce`]).
+//!
+//! Not here: GEMMs too large to unroll.
 
 use std::time::Instant;
 
@@ -83,7 +85,7 @@ fn plan_split(
     let mut lower_ms = 0.0;
     for share in &shares {
         // Cores with shares of the same shape plan once.
-        let twin = unplaced.iter().find(|(s, _, _)| (s.m, s.n) == (share.m, share.n));
+        let twin = unplaced.iter().find(|(s, _, _)| (s.m, s.n, s.k) == (share.m, share.n, share.k));
         let (mut plan, auto) = match twin {
             Some((_, p, a)) => (p.clone(), a.clone()),
             None => {
@@ -101,7 +103,16 @@ fn plan_split(
         plans.push(plan);
         autos.push(auto);
     }
-    let chip = bir::Chip::new(programs);
+    let chip = if split == Split::K {
+        let c = plans
+            .first()
+            .and_then(|p| penguin::FunctionView::tensor(&p.function, p.tensors.c))
+            .map(|t| t.name.clone())
+            .ok_or_else(|| DriverError::internal("the shares' plans have no C (a bug)"))?;
+        super::reduce::chip_of_partials(programs, &c, whole.out_dtype)?
+    } else {
+        bir::Chip::new(programs)
+    };
     bir::verify_chip(&chip)?;
     let t = Instant::now();
     let cycle =
@@ -130,9 +141,17 @@ pub(super) fn run(
     let (mut lower_ms, mut model_ms) = (0.0, 0.0);
     let mut weighed = indexmap::IndexMap::new();
     for split in splits {
+        if split == Split::K && whole.sparsity.is_some() {
+            if req.split.is_some() {
+                return Err(DriverError::input(
+                    "--split k with --sparsity: a sparse A's compressed rows are not divided by the contraction; use --split m or n",
+                ));
+            }
+            continue;
+        }
         let Some(shares) = split.shares(whole, cores) else {
             if req.split.is_some() {
-                let (dim, len) = if split == Split::M { ("M", whole.m) } else { ("N", whole.n) };
+                let (dim, len) = split.dim(whole);
                 return Err(DriverError::input(format!(
                     "--split {split}: {dim} = {len} is too short to give each of {cores} cores a share (at least one row or column each, cut at multiples of 128)"
                 )));
@@ -148,8 +167,8 @@ pub(super) fn run(
     }
     let Some(best) = best else {
         return Err(DriverError::input(format!(
-            "C is {}x{}: too small to divide between {cores} cores (each needs rows or columns of its own, cut at multiples of 128)",
-            whole.m, whole.n
+            "{}x{}x{} is too small to divide between {cores} cores (each needs rows, columns or contraction rows of its own, cut at multiples of 128)",
+            whole.m, whole.k, whole.n
         )));
     };
     // Each split's shares were planned, lowered and modeled: the plan phase is what is left.
@@ -175,6 +194,7 @@ pub(super) fn run(
         shares: &best.shares,
         cores,
         cycle: &best.cycle,
+        chip: &best.chip,
     };
     let no_report = || DriverError::internal("a chip without cores (a bug)");
     if !opts.simulate {

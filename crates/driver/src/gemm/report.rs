@@ -263,6 +263,13 @@ fn bottleneck(program: &bir::Program, cycle: &sim::CycleReport) -> Option<Bottle
     Some(Bottleneck { engine: engine.to_string(), share, critical_path: path.shares().into_iter().collect() })
 }
 
+/// The bottleneck from the critical path across the chip's cores.
+fn chip_bottleneck(chip: &bir::Chip, cycle: &sim::ChipReport) -> Option<Bottleneck> {
+    let path = sim::critical_path_chip(chip, cycle);
+    let (engine, share) = path.bottleneck()?;
+    Some(Bottleneck { engine: engine.to_string(), share, critical_path: path.shares().into_iter().collect() })
+}
+
 /// Every matmul back to back at `max(N, 64)` TensorE cycles (4x for fp32), in us.
 fn tile_quantized_ideal_us(cfg: &GemmConfig, tiling: &Tiling, hw: &HwProfile) -> f64 {
     let chunks = tiling.k_chunks.len() as f64;
@@ -381,12 +388,13 @@ pub(super) struct ChipFacts<'a> {
     pub(super) shares: &'a [codegen::Share],
     pub(super) cores: Vec<Report>,
     pub(super) cycle: &'a sim::ChipReport,
+    pub(super) chip: &'a bir::Chip,
 }
 
 /// The chip's report: core 0's report with the chip's figures (see [`Report::lnc`]) and
 /// each core's own.
 pub(super) fn chip_report(facts: ChipFacts<'_>, check: Option<Check>, wall_ms: WallMs) -> Option<Report> {
-    let ChipFacts { whole, split, searched, weighed, shares, cores, cycle } = facts;
+    let ChipFacts { whole, split, searched, weighed, shares, cores, cycle, chip } = facts;
     let per_core = cores
         .iter()
         .zip(shares)
@@ -404,17 +412,21 @@ pub(super) fn chip_report(facts: ChipFacts<'_>, check: Option<Check>, wall_ms: W
             sbuf_peak_bytes_per_partition: r.sbuf_peak_bytes_per_partition,
         })
         .collect();
-    let longest = cores.iter().zip(&cycle.cores).max_by(|a, b| a.1.total_ns.total_cmp(&b.1.total_ns))?.0;
     let first = cores.first()?;
     let sum = |f: fn(&Report) -> u64| cores.iter().map(f).fold(0u64, u64::saturating_add);
     let tiles = |i: usize| cores.iter().map(|r| r.output_tiles[i]).sum::<u64>();
     let output_tiles = match split {
         codegen::Split::M => [tiles(0), first.output_tiles[1]],
         codegen::Split::N => [first.output_tiles[0], tiles(1)],
+        codegen::Split::K => first.output_tiles,
     };
+    let k_split = split == codegen::Split::K;
     Some(Report {
         m: whole.m,
+        k: whole.k,
         n: whole.n,
+        out_dtype: whole.out_dtype.to_string(),
+        k_steps: if k_split { sum(|r| r.k_steps) } else { first.k_steps },
         output_tiles,
         penguin_instructions: sum(|r| r.penguin_instructions),
         bir_instructions: sum(|r| r.bir_instructions),
@@ -428,7 +440,7 @@ pub(super) fn chip_report(facts: ChipFacts<'_>, check: Option<Check>, wall_ms: W
         hfu: cycle.hfu(),
         engine_busy: cycle.mean_busy(),
         io_lower_bound_bytes: io_lower_bound_bytes(whole, first.hbm_read_once_bytes),
-        bottleneck: longest.bottleneck.clone(),
+        bottleneck: chip_bottleneck(chip, cycle),
         tile_quantized_ideal_us: cores.iter().map(|r| r.tile_quantized_ideal_us).fold(0.0, f64::max),
         wall_ms,
         lnc: Some(LncReport {

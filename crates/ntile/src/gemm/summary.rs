@@ -24,7 +24,6 @@ fn mib(bytes: u64) -> String {
 /// The lines of a GEMM divided between cores: the split, each core's share and figures,
 /// and the shared HBM budget.
 fn cores_lines(l: &driver::gemm::LncReport) -> String {
-    let what = if l.split == "m" { "rows" } else { "columns" };
     let weighed = if l.searched && l.weighed.len() > 1 {
         let each: Vec<String> = l.weighed.iter().map(|(k, v)| format!("{k} {v:.1} us")).collect();
         format!(" (faster of {})", each.join(", "))
@@ -33,18 +32,20 @@ fn cores_lines(l: &driver::gemm::LncReport) -> String {
     } else {
         " (--split)".to_string()
     };
-    let mut s = format!(
-        "  cores   {} cores (LNC={}), C split by {} into bands of {what}{weighed}\n",
-        l.cores, l.cores, l.split
-    );
+    let split = match l.split.as_str() {
+        "k" => "K split: each core an fp32 partial sum of C, the two added after a shared semaphore".to_string(),
+        dim => format!("C split by {dim} into bands of {}", if dim == "m" { "rows" } else { "columns" }),
+    };
+    let mut s = format!("  cores   {} cores (LNC={}), {split}{weighed}\n", l.cores, l.cores);
     for (i, c) in l.per_core.iter().enumerate() {
         let sh = &c.share;
+        let window = if l.split == "k" {
+            format!("K[{}..{}]", sh.k0, sh.k0 + sh.k)
+        } else {
+            format!("C[{}..{}, {}..{}]", sh.m0, sh.m0 + sh.m, sh.n0, sh.n0 + sh.n)
+        };
         s += &format!(
-            "          core {i}  C[{}..{}, {}..{}]: {:.1} us, {} matmuls, pe {:.0}%, dma {:.0}%, HBM {}, {}\n",
-            sh.m0,
-            sh.m0 + sh.m,
-            sh.n0,
-            sh.n0 + sh.n,
+            "          core {i}  {window}: {:.1} us, {} matmuls, pe {:.0}%, dma {:.0}%, HBM {}, {}\n",
             c.modeled_time_us,
             c.matmuls,
             c.engine_busy.pe * 100.0,

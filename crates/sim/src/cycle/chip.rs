@@ -107,7 +107,7 @@ pub fn model_chip_cancellable(
             hbm_shared_bytes_per_ns: profile.hbm_shared_bytes_per_ns,
         });
     }
-    let merged = merge(chip);
+    let merged = merge_chip(chip);
     let n = chip.cores.len();
     let replay = Replay::on_cores(Flat::new(&merged), merged.semaphores.len(), profile, true, merged.num_insts(), n)?;
     let mut ran = match cancel {
@@ -125,7 +125,7 @@ pub fn model_chip_cancellable(
 
 /// One program holding every core's streams (`NUM_ENGINES` per core) and the chip's
 /// semaphores as one table ([`Chip::semaphore_table`]: the shared ones, then each core's).
-fn merge(chip: &Chip) -> Program {
+pub(crate) fn merge_chip(chip: &Chip) -> Program {
     let (table, nsem) = chip.semaphore_table();
     let mut merged = Program::new(chip.kernel_name(), chip.target());
     merged.streams.clear();

@@ -118,6 +118,7 @@ use pe::PeState;
 use source::{Flat, Source};
 
 pub use chip::{model_chip, model_chip_cancellable, ChipReport};
+pub(crate) use chip::merge_chip;
 pub use report::{CycleReport, EngineBusy, Slice};
 
 pub use looped::{

@@ -12,8 +12,8 @@
 use bir::{Engine, Program};
 use serde::Serialize;
 
-use super::flows::{released_by, NONE};
-use crate::cycle::CycleReport;
+use super::flows::{released_by, stream_of, NONE};
+use crate::cycle::{CycleReport, Slice};
 
 /// The critical path's time per engine class.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -59,10 +59,37 @@ const CLASSES: [&str; 7] = ["pe", "act", "dve", "pool", "sp", "dma", "idle"];
 
 /// The critical path of a modeled program (`report` from [`model`](crate::model) of it).
 pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
+    critical_path_over(program, report, None)
+}
+
+/// The critical path of a modeled chip, across its cores: a wait on a semaphore the cores
+/// share steps back to the other core's signal that released it.
+pub fn critical_path_chip(chip: &bir::Chip, report: &crate::ChipReport) -> CriticalPath {
+    let merged = crate::cycle::merge_chip(chip);
+    let mut slices: Vec<Slice> = Vec::new();
+    let mut streams: Vec<usize> = Vec::new();
+    for (core, r) in report.cores.iter().enumerate() {
+        slices.extend_from_slice(&r.slices);
+        streams.extend(r.slices.iter().map(|s| core * bir::NUM_ENGINES + s.engine.index()));
+    }
+    let whole = CycleReport {
+        total_ns: report.total_ns,
+        engine_busy_ns: Vec::new(),
+        hbm_bytes: 0,
+        matmul_flops: 0.0,
+        peak_flops_per_ns: 0.0,
+        slices,
+    };
+    critical_path_over(&merged, &whole, Some(&streams))
+}
+
+/// The critical path of a program whose slice `i` ran on stream `streams[i]` (each slice's
+/// engine's when `None`).
+fn critical_path_over(program: &Program, report: &CycleReport, streams: Option<&[usize]>) -> CriticalPath {
     let mut charged = [0.0f64; CLASSES.len()];
     let idle = CLASSES.len() - 1;
     // The slice that released each slice, and each slice's predecessor in its stream.
-    let released_by = released_by(program, report);
+    let released_by = released_by(program, report, streams);
     // The slice of each (engine, stream index), densely: a walk step looks up a few of them.
     // Slice indices are u32 (`NONE` for none) in one table for all streams (stream `e` from
     // `base[e]`), to keep this per-instruction table small.
@@ -78,7 +105,7 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
         (at < end).then_some(at)
     };
     for (i, s) in report.slices.iter().enumerate() {
-        if let Some(at) = slot(s.engine.index(), s.index) {
+        if let Some(at) = slot(stream_of(streams, i, s), s.index) {
             slice_of[at] = u32::try_from(i).unwrap_or(NONE);
         }
     }
@@ -109,10 +136,10 @@ pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
             // What the engine was busy with: of the few instructions before it in its stream
             // (the PE overlaps weight loads with matmuls), the one that ended last by its start.
             (1..=LOOKBACK)
-                .filter_map(|back| at(s.engine.index(), s.index.checked_sub(back)?))
+                .filter_map(|back| at(stream_of(streams, i, s), s.index.checked_sub(back)?))
                 .filter(|&j| report.slices[j].end_ns <= s.start_ns + 1e-6)
                 .max_by(|&a, &b| report.slices[a].end_ns.total_cmp(&report.slices[b].end_ns))
-                .or_else(|| s.index.checked_sub(1).and_then(|p| at(s.engine.index(), p)))
+                .or_else(|| s.index.checked_sub(1).and_then(|p| at(stream_of(streams, i, s), p)))
         };
         if let Some(next) = cur {
             if report.slices[next].start_ns > s.start_ns {

@@ -46,8 +46,14 @@ impl SignalLog {
     }
 }
 
+/// The stream of `program` slice `i` of a report ran on: its engine's, or for a chip's
+/// merged program, `streams[i]` (the core's streams follow the previous cores').
+pub(crate) fn stream_of(streams: Option<&[usize]>, i: usize, slice: &crate::cycle::Slice) -> usize {
+    streams.and_then(|s| s.get(i).copied()).unwrap_or_else(|| slice.engine.index())
+}
+
 /// The signal logs of a modeled program.
-fn signal_log(program: &Program, report: &CycleReport) -> SignalLog {
+fn signal_log(program: &Program, report: &CycleReport, streams: Option<&[usize]>) -> SignalLog {
     let sems = program.semaphores.len();
     let mut base = vec![0usize; sems + 1];
     for sem in program.streams.iter().flatten().filter_map(|inst| inst.signal) {
@@ -61,7 +67,7 @@ fn signal_log(program: &Program, report: &CycleReport) -> SignalLog {
     let mut log = SignalLog { entries: vec![(0.0, 0); base[sems]], base, len: vec![0; sems] };
     let mut retired = vec![f64::NEG_INFINITY; program.streams.len()];
     for (i, slice) in report.slices.iter().enumerate() {
-        let e = slice.engine.index();
+        let e = stream_of(streams, i, slice);
         let Some(r) = retired.get_mut(e) else { continue };
         *r = r.max(slice.end_ns);
         let at = *r;
@@ -95,18 +101,18 @@ fn paired<'a>(signals: &'a SignalLog, inst: &'a BirInst) -> impl Iterator<Item =
     })
 }
 
-/// The instruction of `program` behind a slice.
-fn inst_of<'a>(program: &'a Program, slice: &crate::cycle::Slice) -> Option<&'a BirInst> {
-    program.streams.get(slice.engine.index()).and_then(|s| s.get(slice.index))
+/// The instruction of `program` behind a slice (on stream `stream`).
+fn inst_of<'a>(program: &'a Program, stream: usize, slice: &crate::cycle::Slice) -> Option<&'a BirInst> {
+    program.streams.get(stream).and_then(|s| s.get(slice.index))
 }
 
 /// Every wait with a count above zero, paired with the slice whose signal reached it.
 /// Waits the report cannot pair (a report of another program) are left out.
 pub(crate) fn flows(program: &Program, report: &CycleReport) -> Vec<Flow> {
-    let signals = signal_log(program, report);
+    let signals = signal_log(program, report, None);
     let mut out = Vec::new();
     for (consumer, slice) in report.slices.iter().enumerate() {
-        let Some(inst) = inst_of(program, slice) else { continue };
+        let Some(inst) = inst_of(program, slice.engine.index(), slice) else { continue };
         let first = out.len();
         let mut latest: Option<(f64, usize)> = None;
         for (wait, t, producer) in paired(&signals, inst) {
@@ -129,13 +135,14 @@ pub(crate) const NONE: u32 = u32::MAX;
 
 /// Per slice, the slice whose signal released it ([`NONE`] if none): the producer of its
 /// binding wait (the [`Flow`] of [`flows`] marked `binding`), without listing every flow.
-pub(crate) fn released_by(program: &Program, report: &CycleReport) -> Vec<u32> {
-    let signals = signal_log(program, report);
+pub(crate) fn released_by(program: &Program, report: &CycleReport, streams: Option<&[usize]>) -> Vec<u32> {
+    let signals = signal_log(program, report, streams);
     report
         .slices
         .iter()
-        .map(|slice| {
-            let Some(inst) = inst_of(program, slice) else { return NONE };
+        .enumerate()
+        .map(|(i, slice)| {
+            let Some(inst) = inst_of(program, stream_of(streams, i, slice), slice) else { return NONE };
             let mut latest: Option<(f64, usize)> = None;
             for (_, t, producer) in paired(&signals, inst) {
                 if latest.is_none_or(|(lt, _)| t > lt) {
@@ -190,7 +197,7 @@ mod tests {
         };
         let pairs: Vec<(usize, usize)> = flows(&program, &report).iter().map(|f| (f.consumer, f.producer)).collect();
         assert_eq!(pairs, vec![(2, 1), (3, 0)]);
-        assert_eq!(released_by(&program, &report), vec![NONE, NONE, 1, 0]);
+        assert_eq!(released_by(&program, &report, None), vec![NONE, NONE, 1, 0]);
     }
 
     /// `released_by` is `flows` reduced to the producer of each binding wait.
@@ -210,7 +217,7 @@ mod tests {
             for f in flows.iter().filter(|f| f.binding) {
                 expected[f.consumer] = f.producer as u32;
             }
-            assert_eq!(released_by(&program, &report), expected);
+            assert_eq!(released_by(&program, &report, None), expected);
             binding += flows.iter().filter(|f| f.binding).count();
         }
         assert!(binding > 0, "the GEMM has waits");
