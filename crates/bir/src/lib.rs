@@ -35,7 +35,7 @@ mod verify;
 
 pub use chip::{verify_chip, Chip, MAX_CORES};
 pub use error::{BirError, VerifyError, TOO_MANY_STRIDES};
-pub use looped::{roll, roll_owned, verify_looped, Item, Loop, LoopError, LoopedProgram};
+pub use looped::{roll, roll_owned, verify_looped, verify_looped_sharing, Item, Loop, LoopError, LoopedProgram};
 pub use lower::{
     extract_offloaded_memcpy_shape_bases, lower, lower_cancellable, lower_looped, lower_looped_expanded,
     lower_looped_native, LowerLoopedError, MAX_LOWER_UNROLLED,
@@ -44,4 +44,4 @@ pub use program::{
     ApRole, BirInst, Dims, Engine, EngineClass, FromPartsError, HbmRole, HbmTensor, HwAp, InstRef, Op, OpPart, Program,
     SemId, Wait, MAX_SEMAPHORE_COUNT, NUM_ENGINES,
 };
-pub use verify::{partition_start_ok, verify_program};
+pub use verify::{partition_start_ok, verify_program, verify_program_sharing};

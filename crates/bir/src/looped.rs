@@ -27,7 +27,7 @@ pub mod roll;
 pub mod verify;
 
 pub use roll::{roll, roll_owned};
-pub use verify::{verify_looped, LoopAt, LoopError};
+pub use verify::{verify_looped, verify_looped_sharing, LoopAt, LoopError};
 
 use crate::error::{BirError, VerifyError};
 use crate::program::{BirInst, Engine, Program, NUM_ENGINES};

@@ -64,9 +64,21 @@ impl Errors {
 
 /// Verify a program, collecting every error.
 pub fn verify_program(p: &Program) -> Result<(), BirError> {
+    verify_program_sharing(p, &[])
+}
+
+/// Verify one core's program of a chip whose cores share the semaphores named `shared`: as
+/// [`verify_program`], but a wait on a shared semaphore is taken as satisfied by the deadlock
+/// check (another core may signal it; [`crate::verify_chip`] runs the cores together).
+pub fn verify_program_sharing(p: &Program, shared: &[String]) -> Result<(), BirError> {
     let mut errors = check_instructions(p);
     if errors.is_empty() {
-        let own: Vec<usize> = (0..p.semaphores.len()).collect();
+        let own: Vec<usize> = p
+            .semaphores
+            .iter()
+            .enumerate()
+            .map(|(s, name)| if shared.contains(name) { usize::MAX } else { s })
+            .collect();
         if let Some(stuck) = find_deadlock(&[(p, &own)], own.len()) {
             errors.push(VerifyError::program(stuck));
         }
@@ -391,7 +403,9 @@ pub(crate) fn find_deadlock(programs: &[(&Program, &[usize])], nsem: usize) -> O
             let slot = |s: crate::SemId| table.get(s.0 as usize).copied();
             for (e, stream) in p.streams.iter().enumerate() {
                 while let Some(inst) = stream.get(pc[e]) {
-                    if inst.waits.iter().any(|w| slot(w.sem).and_then(|i| sem.get(i)).copied().unwrap_or(0) < w.value) {
+                    // A semaphore outside the table (another core's to signal) holds no wait.
+                    let count = |s| slot(s).map_or(0, |i| sem.get(i).copied().unwrap_or(u64::MAX));
+                    if inst.waits.iter().any(|w| count(w.sem) < w.value) {
                         break;
                     }
                     if let Some(v) = inst.signal.and_then(slot).and_then(|i| sem.get_mut(i)) {

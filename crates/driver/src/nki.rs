@@ -92,7 +92,7 @@ pub fn build_nki(trace_json: &str, options: &NkiOptions) -> Result<NkiBuilt, Dri
     let mut kernels = builder.build_cores(&trace)?;
     let name = trace.files.first().cloned().unwrap_or_else(|| format!("{}.py", trace.kernel));
     let programs = kernels.iter().map(|k| Program::Penguin(k.function.clone(), None)).collect();
-    let runnable = Runnable::new_chip(&name, programs, Some(target))?;
+    let runnable = Runnable::new_chip(&name, crate::program::CoreSources::unshared(programs), Some(target))?;
     let times = NkiTimes { read_s: (t1 - t0).as_secs_f64(), build_s: t1.elapsed().as_secs_f64(), run_s: 0.0 };
     let kernel = kernels.remove(0);
     Ok(NkiBuilt { trace, kernel, other_cores: kernels, runnable, times })

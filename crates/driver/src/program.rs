@@ -18,7 +18,7 @@ pub mod bir_loops;
 mod cores;
 pub mod pir_loops;
 
-pub use cores::load_cores;
+pub use cores::{load_cores, CoreSources};
 
 /// A source's name and text (a file's, or text given in memory).
 #[derive(Clone, Debug)]
@@ -293,7 +293,19 @@ pub fn check_program(
     map: Option<&bir::text::SourceMap>,
     what: &str,
 ) -> Result<(), DriverError> {
-    match bir::verify_program(p) {
+    check_program_sharing(src, p, map, what, &[])
+}
+
+/// [`check_program`] of one core's program of a chip whose cores share the semaphores
+/// `shared` (a wait on one of them is the chip's to release: `bir::verify_program_sharing`).
+pub fn check_program_sharing(
+    src: &Source,
+    p: &bir::Program,
+    map: Option<&bir::text::SourceMap>,
+    what: &str,
+    shared: &[String],
+) -> Result<(), DriverError> {
+    match bir::verify_program_sharing(p, shared) {
         Ok(()) => Ok(()),
         Err(bir::BirError::Verify(errors)) => Err(bir_errors(src, p, map, what, &errors)),
         Err(other) => Err(DriverError::input(format!("{}: {other}", src.name))),

@@ -14,7 +14,7 @@ use penguin::{DType, HwProfile, Target};
 use crate::cancel::{self, Cancel};
 use crate::error::DriverError;
 use crate::error::InputProblem;
-use crate::program::{bir_loops, check_program, compile_function, pir_loops, Program, Source};
+use crate::program::{bir_loops, check_program_sharing, compile_function, pir_loops, Program, Source};
 
 mod chip;
 mod locate;
@@ -106,6 +106,17 @@ impl Runnable {
     /// Verify `program` (named `name` in messages), lowering a Penguin function for `target`
     /// (default trn2); a BIR program must be for `target` when one is given.
     pub fn new(name: &str, program: Program, target: Option<Target>) -> Result<Runnable, DriverError> {
+        Runnable::new_sharing(name, program, target, &[])
+    }
+
+    /// [`Runnable::new`] of one core's program of a chip whose cores share the semaphores
+    /// `shared` (its waits on them are the chip's to release).
+    fn new_sharing(
+        name: &str,
+        program: Program,
+        target: Option<Target>,
+        shared: &[String],
+    ) -> Result<Runnable, DriverError> {
         let src = Source { name: name.to_string(), extension: String::new(), text: String::new() };
         let mismatch = |program_target: Target, given: Target| DriverError::TargetMismatch {
             program: name.to_string(),
@@ -140,7 +151,7 @@ impl Runnable {
                 if let Some(t) = target.filter(|t| *t != p.target) {
                     return Err(mismatch(p.target, t));
                 }
-                check_program(&src, &p, map.as_ref(), "BIR verifier")?;
+                check_program_sharing(&src, &p, map.as_ref(), "BIR verifier", shared)?;
                 let required = inputs_of(&p);
                 Runnable {
                     src,
@@ -158,7 +169,7 @@ impl Runnable {
                     return Err(mismatch(lp.header.target, t));
                 }
                 // Verified looped, then run unrolled: the same as its unrolled twin.
-                let (p, map) = bir_loops::unroll(&src, &lp, map.as_ref())?;
+                let (p, map) = bir_loops::unroll(&src, &lp, map.as_ref(), shared)?;
                 let required = inputs_of(&p);
                 Runnable {
                     src,

@@ -27,10 +27,10 @@ pub struct VerifyArgs {
 pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
     let src = crate::fmt::read_source(&args.file)?;
     let mut cores = driver::program::load_cores(&src)?;
-    if cores.len() > 1 {
+    if cores.programs.len() > 1 {
         return verify_chip(&src, cores);
     }
-    let program = cores.remove(0);
+    let program = cores.programs.remove(0);
     match &program {
         Program::Penguin(f, map) => {
             penguin::verify(f).map_err(|e| penguin_errors(&src, f, map.as_ref(), &e))?;
@@ -96,8 +96,8 @@ pub fn run(args: &VerifyArgs) -> Result<String, CliError> {
 /// functions after `core K` lines, lowered for trn2 as `ntile run` lowers them): each core's
 /// program, then the chip as a whole (`bir::verify_chip`: the same target, kernel and HBM
 /// table on every core).
-fn verify_chip(src: &driver::Source, cores: Vec<Program>) -> Result<String, CliError> {
-    let penguin = matches!(cores.first(), Some(Program::Penguin(..) | Program::PenguinLooped(..)));
+fn verify_chip(src: &driver::Source, cores: driver::program::CoreSources) -> Result<String, CliError> {
+    let penguin = matches!(cores.programs.first(), Some(Program::Penguin(..) | Program::PenguinLooped(..)));
     let runnable = driver::Runnable::new_chip(&src.name, cores, None)?;
     let programs = runnable.core_programs();
     let Some(first) = programs.first() else {

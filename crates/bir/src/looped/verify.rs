@@ -122,6 +122,12 @@ pub enum LoopError {
 /// Verify a looped program (see the module doc); every structural error, or the engine
 /// rules' error.
 pub fn verify_looped(lp: &LoopedProgram) -> Result<(), Vec<LoopError>> {
+    verify_looped_sharing(lp, &[])
+}
+
+/// [`verify_looped`] of one core's program of a chip whose cores share the semaphores named
+/// `shared` (see [`crate::verify_program_sharing`]).
+pub fn verify_looped_sharing(lp: &LoopedProgram, shared: &[String]) -> Result<(), Vec<LoopError>> {
     let mut rules = Rules { engine: Engine::Pe, errors: Vec::new() };
     for e in Engine::all() {
         rules.engine = e;
@@ -140,8 +146,8 @@ pub fn verify_looped(lp: &LoopedProgram) -> Result<(), Vec<LoopError>> {
         (c, len)
     };
     let checked = match rules_form(n, MAX_EXPANDED, corner) {
-        Ok(RulesForm::Expansion) => lp.expand().and_then(|p| crate::verify_program(&p)),
-        Ok(RulesForm::Corner(c)) => corner_program(&c).and_then(|p| crate::verify_program(&p)),
+        Ok(RulesForm::Expansion) => lp.expand().and_then(|p| crate::verify_program_sharing(&p, shared)),
+        Ok(RulesForm::Corner(c)) => corner_program(&c).and_then(|p| crate::verify_program_sharing(&p, shared)),
         Err(e) => return Err(vec![LoopError::CornerTooLarge { unrolled: e.unrolled, corner: e.corner }]),
     };
     checked.map_err(|e| vec![LoopError::Program(e)])

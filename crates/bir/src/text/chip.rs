@@ -71,14 +71,35 @@ pub fn chip_cores(text: &str) -> Option<&str> {
 
 /// Parse the text of a chip (a text without `cores=` is a one-core chip).
 pub fn parse_chip(text: &str) -> Result<Chip, ParseError> {
+    let Some(sections) = chip_sections(text)? else {
+        return Ok(Chip::new(vec![super::parse(text)?]));
+    };
+    let cores =
+        sections.cores.iter().map(|own| Ok(parse_with_source_map(own)?.0)).collect::<Result<Vec<Program>, _>>()?;
+    Ok(Chip::with_shared(cores, sections.shared))
+}
+
+/// The parts of a chip's text: each core's program as a one-core text of its own (the
+/// header without `cores=`, the shared HBM lines and the core's section; every other line
+/// blank, so errors keep the whole file's line numbers), and the shared semaphores.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChipSections {
+    /// Core `k`'s text at index `k` (loops and all: read it as any one-core text).
+    pub cores: Vec<String>,
+    /// The names on the `shared` lines.
+    pub shared: Vec<String>,
+}
+
+/// Split a chip's text into [`ChipSections`] (`None` for a text without `cores=`).
+pub fn chip_sections(text: &str) -> Result<Option<ChipSections>, ParseError> {
     let numbered: Vec<(usize, &str)> = numbered_lines(text).collect();
     let Some(first) = numbered.iter().position(|(_, raw)| !split_comment(raw).0.trim().is_empty()) else {
-        return Ok(Chip::new(vec![super::parse(text)?]));
+        return Ok(None);
     };
     let (header_no, header_raw) = numbered[first];
     let header = split_comment(header_raw).0;
     let Some(cores_word) = header.split_whitespace().find(|w| w.starts_with("cores=")) else {
-        return Ok(Chip::new(vec![super::parse(text)?]));
+        return Ok(None);
     };
     let col = header.find(cores_word).map_or(1, |c| c + 1);
     let at = |line: usize, col: usize, m: String| Cursor::new(line, "").error_at(col, m);
@@ -157,7 +178,7 @@ pub fn parse_chip(text: &str) -> Result<Chip, ParseError> {
         ));
     }
     let base_header = header.replacen(&format!(" {cores_word}"), "", 1);
-    let mut cores: Vec<Program> = Vec::with_capacity(n);
+    let mut cores: Vec<String> = Vec::with_capacity(n);
     for (c, peak) in peaks.iter().enumerate() {
         // Core c's text: the same lines, the others blank, so errors keep their line numbers.
         let mut own = String::with_capacity(text.len());
@@ -172,9 +193,9 @@ pub fn parse_chip(text: &str) -> Result<Chip, ParseError> {
             }
             own.push('\n');
         }
-        cores.push(parse_with_source_map(&own)?.0);
+        cores.push(own);
     }
-    Ok(Chip::with_shared(cores, shared))
+    Ok(Some(ChipSections { cores, shared }))
 }
 
 fn is_hbm(raw: &str) -> bool {

@@ -109,16 +109,28 @@ pub fn looped_errors(
 
 /// Verify a looped program; its errors are the user's.
 pub fn check_looped(src: &Source, lp: &LoopedProgram, map: Option<&LoopSourceMap>) -> Result<(), DriverError> {
-    bir::verify_looped(lp).map_err(|errors| looped_errors(src, lp, map, &errors))
+    check_looped_sharing(src, lp, map, &[])
 }
 
-/// Verify and expand a looped program for a run, with the source map of the expansion.
+/// [`check_looped`] of one core's program of a chip whose cores share `shared`.
+fn check_looped_sharing(
+    src: &Source,
+    lp: &LoopedProgram,
+    map: Option<&LoopSourceMap>,
+    shared: &[String],
+) -> Result<(), DriverError> {
+    bir::verify_looped_sharing(lp, shared).map_err(|errors| looped_errors(src, lp, map, &errors))
+}
+
+/// Verify and expand a looped program for a run, with the source map of the expansion (one
+/// core's program of a chip whose cores share the semaphores `shared`: none for one core).
 pub fn unroll(
     src: &Source,
     lp: &LoopedProgram,
     map: Option<&LoopSourceMap>,
+    shared: &[String],
 ) -> Result<(bir::Program, Option<bir::text::SourceMap>), DriverError> {
-    check_looped(src, lp, map)?;
+    check_looped_sharing(src, lp, map, shared)?;
     let n = lp.unrolled_len();
     if n > MAX_RUN_UNROLLED {
         return Err(DriverError::input(format!(
@@ -131,7 +143,7 @@ pub fn unroll(
     let map = map.map(|m| m.unrolled(lp));
     if n > bir::looped::verify::MAX_EXPANDED {
         // Too large for the looped verifier to expand, but expanded now: every rule on it.
-        super::check_program(src, &p, map.as_ref(), "BIR verifier")?;
+        super::check_program_sharing(src, &p, map.as_ref(), "BIR verifier", shared)?;
     }
     Ok((p, map))
 }

@@ -43,19 +43,43 @@ fn is_core_line(code: &str) -> bool {
     code.strip_prefix("core ").is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// The programs of a source's physical cores, in core order, and the semaphores they share.
+#[derive(Debug)]
+pub struct CoreSources {
+    /// Core `k`'s program at index `k`.
+    pub programs: Vec<Program>,
+    /// The names of the semaphores the cores share (a chip's `shared` lines).
+    pub shared: Vec<String>,
+}
+
+impl CoreSources {
+    /// Programs that share no semaphore.
+    pub fn unshared(programs: Vec<Program>) -> CoreSources {
+        CoreSources { programs, shared: Vec::new() }
+    }
+}
+
 /// Read a source that may hold several cores' programs, in core order, for
 /// [`Runnable::new_chip`](crate::Runnable::new_chip): a `.bir` text whose `program` line says
-/// `cores=N` (a chip, see `bir::text::parse_chip`), or Penguin functions after `core K` lines;
-/// any other source is one program ([`load`]).
-pub fn load_cores(src: &Source) -> Result<Vec<Program>, DriverError> {
+/// `cores=N` (a chip, see `bir::text::parse_chip`; each core's section looped or not), or
+/// Penguin functions after `core K` lines; any other source is one program ([`load`]).
+pub fn load_cores(src: &Source) -> Result<CoreSources, DriverError> {
     if penguin_sections(&src.text).is_some() {
-        return penguin_cores(src);
+        return penguin_cores(src).map(CoreSources::unshared);
     }
-    if detect(src)? == Format::BirText && bir::text::chip_cores(&src.text).is_some() {
-        let chip = bir::text::parse_chip(&src.text).map_err(|e| DriverError::input(format!("{}:{e}", src.name)))?;
-        return Ok(chip.cores.into_iter().map(|p| Program::Bir(p, None)).collect());
+    if detect(src)? == Format::BirText {
+        let sections =
+            bir::text::chip_sections(&src.text).map_err(|e| DriverError::input(format!("{}:{e}", src.name)))?;
+        if let Some(sections) = sections {
+            let programs = sections
+                .cores
+                .into_iter()
+                .map(|text| load(&Source { name: src.name.clone(), extension: "bir".into(), text }))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(CoreSources { programs, shared: sections.shared });
+        }
     }
-    Ok(vec![load(src)?])
+    Ok(CoreSources::unshared(vec![load(src)?]))
 }
 
 /// Each `core K` section read as a Penguin function (looped or not).

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::{report, Inputs, RunOptions, RunOutcome, Runnable, Simulated};
 use crate::error::DriverError;
-use crate::program::Program;
+use crate::program::CoreSources;
 use penguin::Target;
 
 /// The cores of a chip beyond core 0, and the chip all of them form.
@@ -50,10 +50,12 @@ pub struct ChipFigures {
 }
 
 impl Runnable {
-    /// A chip of one program per physical core (`programs[k]` runs on core `k`), named `name`
-    /// in messages: each verified (and lowered for `target`) as [`Runnable::new`] does, then
-    /// the chip as a whole. One program is a plain [`Runnable`].
-    pub fn new_chip(name: &str, mut programs: Vec<Program>, target: Option<Target>) -> Result<Runnable, DriverError> {
+    /// A chip of one program per physical core (`sources.programs[k]` runs on core `k`, the
+    /// cores sharing `sources.shared`), named `name` in messages: each verified (and lowered
+    /// for `target`) as [`Runnable::new`] does, then the chip as a whole. One program is a
+    /// plain [`Runnable`].
+    pub fn new_chip(name: &str, sources: CoreSources, target: Option<Target>) -> Result<Runnable, DriverError> {
+        let CoreSources { mut programs, shared } = sources;
         match programs.len() {
             0 => return Err(DriverError::internal("a chip without cores (a bug)")),
             1 => return Runnable::new(name, programs.remove(0), target),
@@ -62,9 +64,9 @@ impl Runnable {
         let mut cores = programs
             .into_iter()
             .enumerate()
-            .map(|(k, p)| Runnable::new(&format!("{name} (core {k})"), p, target))
+            .map(|(k, p)| Runnable::new_sharing(&format!("{name} (core {k})"), p, target, &shared))
             .collect::<Result<Vec<_>, _>>()?;
-        let chip = bir::Chip::new(cores.iter().map(|c| c.program.clone()).collect());
+        let chip = bir::Chip::with_shared(cores.iter().map(|c| c.program.clone()).collect(), shared);
         bir::verify_chip(&chip).map_err(|e| DriverError::input(format!("{name}: {e}")))?;
         let mut first = cores.remove(0);
         first.src.name = name.to_string();

@@ -163,3 +163,93 @@ fn ones(dir: &std::path::Path) -> (String, String) {
     write_f32_npy(&fb, &[256, 512], &vec![1.0; 256 * 512]);
     (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)))
 }
+
+/// A GEMM split by K prints as a chip whose cores share `reduce.partials`: its text verifies
+/// and runs back through `ntile run`, C exactly A @ B on small integers.
+#[test]
+fn a_k_split_chip_text_runs_with_its_shared_semaphore() {
+    let dir = scratch("chip-k");
+    let args =
+        ["gemm", "--m", "256", "--k", "512", "--n", "256", "--lnc", "2", "--split", "k", "--emit", "bir-unrolled"];
+    let o = ntile(&args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("\nshared \"reduce.partials\"\ncore 0 "), "{text}");
+    let file = write(&dir, "k.bir", &text);
+    let o = ntile(&["verify", path_str(&file)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let a: Vec<f32> = (0..256 * 512).map(|i| ((i * 5) % 7) as f32 - 3.0).collect();
+    let b: Vec<f32> = (0..512 * 256).map(|i| ((i * 3) % 5) as f32 - 2.0).collect();
+    let (fa, fb, fc) = (dir.join("a.npy"), dir.join("b.npy"), dir.join("c.npy"));
+    write_f32_npy(&fa, &[256, 512], &a);
+    write_f32_npy(&fb, &[512, 256], &b);
+    let (ia, ib, oc) = (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)), format!("c={}", path_str(&fc)));
+    let o = ntile(&["run", path_str(&file), "--input", &ia, "--input", &ib, "-o", &oc]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let bytes = std::fs::read(&fc).unwrap();
+    let header = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let c: Vec<f32> =
+        bytes[10 + header..].chunks_exact(4).map(|x| f32::from_le_bytes([x[0], x[1], x[2], x[3]])).collect();
+    for (idx, got) in c.iter().enumerate() {
+        let (i, j) = (idx / 256, idx % 256);
+        let want: f32 = (0..512).map(|k| a[i * 512 + k] * b[k * 256 + j]).sum();
+        assert_eq!(*got, want, "c[{i}, {j}]");
+    }
+    // Without the shared line, core 0's reduction waits for a signal nobody sends.
+    let unshared = write(&dir, "unshared.bir", &text.replacen("shared \"reduce.partials\"\n", "", 1));
+    let o = ntile(&["verify", path_str(&unshared)]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("deadlock: streams wait forever at"), "{}", stderr(&o));
+}
+
+/// A core's section may hold loops, as a one-core program may: core 0 copies x to y in a
+/// loop of two row bands and signals the shared `handed`; core 1 waits for both signals and
+/// copies y to z.
+#[test]
+fn a_chip_section_with_loops_runs() {
+    let dir = scratch("chip-loops");
+    let text = "program hand target=trn2 cores=2
+hbm \"x\" fp32 [256, 16] @0 input
+hbm \"y\" fp32 [256, 16] @16384
+hbm \"z\" fp32 [256, 16] @32768 output
+shared \"handed\"
+core 0
+sem s0 \"loaded\"
+sem s1 \"handed\"
+stream dma0:
+  loop i0 x2 {
+    dma_copy dst=sbuf.fp32[p0:128:1 @0+64*i0 [1, 16]] src=hbm.fp32[p0:128:16 @0+8192*i0 [1, 16]] signal(s0)
+  }
+stream dma1:
+  loop i0 x2 {
+    dma_copy dst=hbm.fp32[p0:128:16 @16384+8192*i0 [1, 16]] src=sbuf.fp32[p0:128:1 @0+64*i0 [1, 16]] wait(s0>=1+i0) signal(s1)
+  }
+core 1
+sem s0 \"handed\"
+sem s1 \"loaded\"
+stream dma0:
+  dma_copy dst=sbuf.fp32[p0:128:1 @0 [1, 32]] src=hbm.fp32[p0:128:32 @16384 [1, 32]] wait(s0>=2) signal(s1)
+stream dma1:
+  dma_copy dst=hbm.fp32[p0:128:32 @32768 [1, 32]] src=sbuf.fp32[p0:128:1 @0 [1, 32]] wait(s1>=1)
+";
+    let file = write(&dir, "loops.bir", text);
+    let o = ntile(&["verify", path_str(&file)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let x: Vec<f32> = (0..256 * 16).map(|i| i as f32 * 0.5).collect();
+    let (fx, fz) = (dir.join("x.npy"), dir.join("z.npy"));
+    write_f32_npy(&fx, &[256, 16], &x);
+    let (ix, oz) = (format!("x={}", path_str(&fx)), format!("z={}", path_str(&fz)));
+    let o = ntile(&["run", path_str(&file), "--input", &ix, "-o", &oz]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("ran hand on trn2 x 2 cores: 6 instructions"), "{}", stdout(&o));
+    let bytes = std::fs::read(&fz).unwrap();
+    let header = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let z: Vec<f32> =
+        bytes[10 + header..].chunks_exact(4).map(|v| f32::from_le_bytes([v[0], v[1], v[2], v[3]])).collect();
+    assert_eq!(z, x);
+    // Core 1 reading y before both bands are in races with core 0's second store.
+    let early = write(&dir, "early.bir", &text.replacen("wait(s0>=2)", "wait(s0>=1)", 1));
+    let o = ntile(&["run", path_str(&early), "--input", &ix]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(stderr(&o).contains("run on different cores, which nothing orders"), "{}", stderr(&o));
+}

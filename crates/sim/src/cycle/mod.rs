@@ -117,8 +117,8 @@ use epoch::{Jumped, Ran};
 use pe::PeState;
 use source::{Flat, Source};
 
-pub use chip::{model_chip, model_chip_cancellable, ChipReport};
 pub(crate) use chip::merge_chip;
+pub use chip::{model_chip, model_chip_cancellable, ChipReport};
 pub use report::{CycleReport, EngineBusy, Slice};
 
 pub use looped::{
