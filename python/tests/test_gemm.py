@@ -150,6 +150,20 @@ def test_check_false_simulates_without_checking(rng):
     assert_within_bound(r.c, a.astype(BF16), b.astype(BF16))
 
 
+def test_a_k_split_adds_the_cores_partial_sums(rng):
+    a = rng.standard_normal((128, 2048)).astype(np.float32)
+    b = rng.standard_normal((2048, 128)).astype(np.float32)
+    r = ntile.gemm(a, b, lnc=2, out_dtype="bf16")
+    lnc = r.report["lnc"]
+    assert (lnc["split"], list(lnc["weighed"])) == ("k", ["k"])
+    assert [(c["share"]["k0"], c["share"]["k"]) for c in lnc["per_core"]] == [(0, 1024), (1024, 1024)]
+    assert r.check["passed"] is True and r.c.shape == (128, 128)
+    want = a.astype(BF16).astype(np.float64) @ b.astype(BF16).astype(np.float64)
+    assert np.abs(r.c.astype(np.float64) - want).max() <= np.abs(want).max() * 2**-7
+    with pytest.raises(ValueError, match=r"unknown split `x` \(expected m, n or k\)"):
+        ntile.model(256, 256, 256, lnc=2, split="x")
+
+
 def test_nested_lists_are_read_as_float32():
     r = ntile.gemm([[1.0, 2.0], [3.0, 4.0]], [[1.0], [0.5]], dtype="fp32")
     np.testing.assert_array_equal(r.c, np.array([[2.0], [5.0]], dtype=np.float32))
