@@ -18,6 +18,7 @@ mod check;
 mod huge;
 mod inputs;
 mod lnc;
+mod lnc_huge;
 mod outcome;
 mod random;
 mod reduce;
@@ -84,7 +85,7 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
     }
     if opts.extrapolate || !opts.simulate && budget::too_large(&cfg, budget) {
         if req.lnc != 1 {
-            return Err(lnc::not_unrolled(&cfg));
+            return lnc_huge::run(req, &cfg, budget, &hw);
         }
         // Too large to unroll: extrapolated from smaller GEMMs and modeled looped.
         return huge::run(req, &cfg, budget, &hw);

@@ -516,9 +516,6 @@ pub fn validate(args: &GemmArgs) -> Result<(), CliError> {
                 "the tile grid is drawn for one core; --svg draws both cores' timelines",
             );
         }
-        if args.extrapolate {
-            return conflict("--extrapolate", two, "each core's share is planned whole");
-        }
     } else if args.split.is_some() {
         return conflict("--split", "one core", "it divides C between the cores of --lnc 2");
     }

@@ -12,7 +12,7 @@
 //! A split of K gives each core a partial sum of all of C; the cores then add them after a
 //! shared semaphore ([`super::reduce`]).
 //!
-//! Not here: GEMMs too large to unroll.
+//! GEMMs too large to unroll are [`super::lnc_huge`]'s.
 
 use std::time::Instant;
 
@@ -47,15 +47,6 @@ pub(super) fn refusal(req: &GemmRequest, cfg: &GemmConfig) -> Option<DriverError
         return Some(DriverError::input("--split divides C between cores: it needs --lnc 2"));
     }
     None
-}
-
-/// The refusal of a GEMM on several cores that would be extrapolated.
-pub(super) fn not_unrolled(cfg: &GemmConfig) -> DriverError {
-    DriverError::input(format!(
-        "--lnc 2 plans each core's share whole, and {}x{}x{} is too large to unroll (or --extrapolate was given): \
-         run it on one core, or a smaller shape",
-        cfg.m, cfg.k, cfg.n
-    ))
 }
 
 /// One split planned: every core's share, plan (placed), program, and the chip's model.

@@ -73,6 +73,20 @@ impl GemmOutcome {
         }
     }
 
+    /// A report and nothing else (the cores of a GEMM too large to unroll, modeled apart).
+    pub(super) fn report_only(report: Report) -> Self {
+        GemmOutcome {
+            report,
+            plan: None,
+            program: None,
+            cycle: None,
+            extrapolated: None,
+            c: None,
+            c_bytes: None,
+            chip: None,
+        }
+    }
+
     pub(super) fn chip(report: Report, chip: ChipOutcome) -> Self {
         GemmOutcome {
             report,

@@ -116,6 +116,11 @@ pub struct LncReport {
     pub hbm_shared_busy: f64,
     /// The shared HBM budget (the profile's `hbm_shared_bytes_per_ns`), GB/s.
     pub hbm_shared_gb_per_s: f64,
+    /// Whether the cores were modeled apart (a GEMM too large to unroll: each core's share
+    /// extrapolated alone, the chip's time the slower core's or the shared budget's for both
+    /// cores' HBM bytes) rather than replayed together; absent from the JSON when `false`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub modeled_apart: bool,
     /// Each core's share and figures.
     pub per_core: Vec<CoreReport>,
 }
@@ -247,7 +252,7 @@ pub(super) struct Modeled<'a> {
 
 /// `2*M*N*K/sqrt(S)` words of A and B for an SBUF of S words of the matmul dtype, in bytes of
 /// their HBM dtype, plus C once in its own dtype; never below the read-once minimum.
-fn io_lower_bound_bytes(cfg: &GemmConfig, read_once: u64) -> f64 {
+pub(super) fn io_lower_bound_bytes(cfg: &GemmConfig, read_once: u64) -> f64 {
     let on_chip = f64::from(cfg.lhs_dtype.size_bytes().max(cfg.rhs_dtype.size_bytes()));
     let in_hbm = f64::from(cfg.input_dtype.size_bytes());
     let sbuf_words = 128.0 * f64::from(cfg.target.info().statebuf_par_size_in_bytes) / on_chip;
@@ -450,6 +455,7 @@ pub(super) fn chip_report(facts: ChipFacts<'_>, check: Option<Check>, wall_ms: W
             weighed,
             hbm_shared_busy: cycle.hbm_shared_fraction(),
             hbm_shared_gb_per_s: cycle.hbm_shared_bytes_per_ns,
+            modeled_apart: false,
             per_core,
         }),
         ..first.clone()

@@ -8,6 +8,7 @@
 mod cycle_gemm;
 mod cycle_looped;
 mod lnc;
+mod lnc_huge;
 mod lnc_k;
 mod loops;
 mod mutation;

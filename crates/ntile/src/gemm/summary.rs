@@ -54,6 +54,11 @@ fn cores_lines(l: &driver::gemm::LncReport) -> String {
             c.schedule
         );
     }
+    if l.modeled_apart {
+        s +=
+            "          modeled apart (extrapolated): each share modeled alone; the chip takes the slower core's time, \
+              or the shared budget's for both cores' HBM bytes\n";
+    }
     s += &format!(
         "          shared HBM budget ({:.0} GB/s for both cores) busy {:.0}% of the modeled time\n",
         l.hbm_shared_gb_per_s,

@@ -110,7 +110,7 @@ fn shared_lines_print_parse_and_verify() {
     assert_eq!(text::parse_chip(&printed).unwrap(), chip);
     let err = text::parse_chip(&printed.replacen("shared \"handed\"", "shared handed", 1)).unwrap_err().to_string();
     assert!(err.contains("expected `shared \"NAME\"`, found `shared handed`"), "{err}");
-    let unknown = Chip::with_shared(chip.cores.clone(), vec!["handed".into(), "nobody".into(), "handed".into()]);
+    let unknown = Chip::with_shared(chip.cores, vec!["handed".into(), "nobody".into(), "handed".into()]);
     let err = verify_chip(&unknown).unwrap_err().to_string();
     assert!(err.contains("shared semaphore `nobody` is declared by no core"), "{err}");
     assert!(err.contains("shared semaphore `handed` is listed twice"), "{err}");
