@@ -170,8 +170,10 @@ fn undeclared_shared(chip: &Chip) -> impl Iterator<Item = &str> {
         .map(String::as_str)
 }
 
-/// Verify a chip: the cores agree and each core's program passes [`verify_program`]. Every
-/// error is collected; an error about core 1 prints as `core1.pe[3] ...`.
+/// Verify a chip: the cores agree, each core's program passes the rules of
+/// [`crate::verify_program`], and the cores run together through their shared semaphores
+/// without a deadlock. Every error is collected; an error about core 1 prints as
+/// `core1.pe[3] ...`.
 pub fn verify_chip(chip: &Chip) -> Result<(), BirError> {
     let mut errors = layout_errors(chip);
     for (i, p) in chip.cores.iter().enumerate() {

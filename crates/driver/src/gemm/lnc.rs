@@ -49,6 +49,14 @@ pub(super) fn refusal(req: &GemmRequest, cfg: &GemmConfig) -> Option<DriverError
     None
 }
 
+/// The refusal of `--split` when its dimension cannot give each of `cores` a share.
+pub(super) fn too_short(split: Split, whole: &GemmConfig, cores: u64) -> DriverError {
+    let (dim, len) = split.dim(whole);
+    DriverError::input(format!(
+        "--split {split}: {dim} = {len} is too short to give each of {cores} cores a share (at least one row or column each, cut at multiples of 128)"
+    ))
+}
+
 /// One split planned: every core's share, plan (placed), program, and the chip's model.
 struct Planned {
     split: Split,
@@ -142,10 +150,7 @@ pub(super) fn run(
         }
         let Some(shares) = split.shares(whole, cores) else {
             if req.split.is_some() {
-                let (dim, len) = split.dim(whole);
-                return Err(DriverError::input(format!(
-                    "--split {split}: {dim} = {len} is too short to give each of {cores} cores a share (at least one row or column each, cut at multiples of 128)"
-                )));
+                return Err(too_short(split, whole, cores));
             }
             continue;
         };

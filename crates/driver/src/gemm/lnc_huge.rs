@@ -81,10 +81,7 @@ pub(super) fn run(
     for split in splits {
         let Some(shares) = split.shares(whole, cores) else {
             if req.split.is_some() {
-                let (dim, len) = split.dim(whole);
-                return Err(DriverError::input(format!(
-                    "--split {split}: {dim} = {len} is too short to give each of {cores} cores a share (at least one row or column each, cut at multiples of 128)"
-                )));
+                return Err(super::lnc::too_short(split, whole, cores));
             }
             continue;
         };

@@ -88,16 +88,7 @@ impl GemmOutcome {
     }
 
     pub(super) fn chip(report: Report, chip: ChipOutcome) -> Self {
-        GemmOutcome {
-            report,
-            plan: None,
-            program: None,
-            cycle: None,
-            extrapolated: None,
-            c: None,
-            c_bytes: None,
-            chip: Some(chip),
-        }
+        GemmOutcome { chip: Some(chip), ..GemmOutcome::report_only(report) }
     }
 
     /// What the timelines say of the kernel (title, buffers, the tile grid), when it was

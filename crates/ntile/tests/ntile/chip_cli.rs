@@ -51,10 +51,7 @@ fn a_chip_text_verifies_runs_and_reports_both_cores() {
     let out = stdout(&o);
     assert!(out.starts_with("ran gemm on trn2 x 2 cores: 48 instructions, 8 matmuls"), "{out}");
     assert!(out.contains("  cores   2 physical cores sharing HBM (725 GB/s)"), "{out}");
-    let bytes = std::fs::read(&fc).unwrap();
-    let header = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-    let c: Vec<f32> =
-        bytes[10 + header..].chunks_exact(4).map(|x| f32::from_le_bytes([x[0], x[1], x[2], x[3]])).collect();
+    let c = read_f32(&fc);
     for (idx, got) in c.iter().enumerate() {
         let (i, j) = (idx / 512, idx % 512);
         let want: f32 = (0..256).map(|k| a[i * 256 + k] * b[k * 512 + j]).sum();
@@ -186,10 +183,7 @@ fn a_k_split_chip_text_runs_with_its_shared_semaphore() {
     let (ia, ib, oc) = (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)), format!("c={}", path_str(&fc)));
     let o = ntile(&["run", path_str(&file), "--input", &ia, "--input", &ib, "-o", &oc]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let bytes = std::fs::read(&fc).unwrap();
-    let header = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-    let c: Vec<f32> =
-        bytes[10 + header..].chunks_exact(4).map(|x| f32::from_le_bytes([x[0], x[1], x[2], x[3]])).collect();
+    let c = read_f32(&fc);
     for (idx, got) in c.iter().enumerate() {
         let (i, j) = (idx / 256, idx % 256);
         let want: f32 = (0..512).map(|k| a[i * 512 + k] * b[k * 256 + j]).sum();
@@ -242,14 +236,18 @@ stream dma1:
     let o = ntile(&["run", path_str(&file), "--input", &ix, "-o", &oz]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).starts_with("ran hand on trn2 x 2 cores: 6 instructions"), "{}", stdout(&o));
-    let bytes = std::fs::read(&fz).unwrap();
-    let header = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-    let z: Vec<f32> =
-        bytes[10 + header..].chunks_exact(4).map(|v| f32::from_le_bytes([v[0], v[1], v[2], v[3]])).collect();
+    let z = read_f32(&fz);
     assert_eq!(z, x);
     // Core 1 reading y before both bands are in races with core 0's second store.
     let early = write(&dir, "early.bir", &text.replacen("wait(s0>=2)", "wait(s0>=1)", 1));
     let o = ntile(&["run", path_str(&early), "--input", &ix]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert!(stderr(&o).contains("run on different cores, which nothing orders"), "{}", stderr(&o));
+}
+
+/// The values of a float32 `.npy` file ntile wrote (version 1 header).
+fn read_f32(path: &std::path::Path) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap();
+    let header = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    bytes[10 + header..].chunks_exact(4).map(|x| f32::from_le_bytes([x[0], x[1], x[2], x[3]])).collect()
 }
