@@ -4,8 +4,10 @@
 //! share is planned as a GEMM of its own (auto's search, or the blocks searched, on the
 //! share), pointed at its window of the shared A, B and C ([`codegen::place_share`]),
 //! lowered, and the programs become one [`bir::Chip`], verified and modeled with the HBM
-//! bandwidth the cores share ([`sim::model_chip`]). Without `--split`, both splits are
-//! planned and the one the cycle model finds faster is kept. The chip is simulated on one
+//! bandwidth the cores share ([`sim::model_chip`]). Without `--split`, every split is
+//! planned and the one the cycle model finds fastest is kept; a split of K is skipped when a
+//! band split is already no slower than its lower bound (its matmuls at the PE's peak, then
+//! its reduction's bytes at the shared HBM budget). The chip is simulated on one
 //! HBM image (races between the cores would be a bug) and C checked against the fp64
 //! reference as for one core.
 //!
@@ -119,6 +121,18 @@ fn plan_split(
     Ok(Planned { split, shares, plans, autos, chip, cycle, lower_ms, model_ms: ms(t) })
 }
 
+/// A lower bound of the modeled time of `whole` split by K over `cores` cores, in ns: the
+/// reduction starts when both partial sums are stored, so it follows each core's share of the
+/// matmuls at the PE's peak (`band`'s cores have the same dtypes, so its peak is theirs) and
+/// then moves the two partial sums in and C out through the shared HBM budget.
+fn k_split_floor_ns(whole: &GemmConfig, cores: u64, band: &sim::ChipReport, hw: &HwProfile) -> f64 {
+    let peak = band.cores.first().map_or(0.0, |c| c.peak_flops_per_ns);
+    let (m, n, k) = (whole.m as f64, whole.n as f64, whole.k as f64);
+    let pe_ns = if peak > 0.0 { 2.0 * m * n * k / (cores as f64 * peak) } else { 0.0 };
+    let reduce_bytes = m * n * (2.0 * 4.0 + f64::from(whole.out_dtype.size_bytes()));
+    pe_ns + reduce_bytes / hw.hbm_shared_bytes_per_ns
+}
+
 /// Run `req` (whose planner configuration is `whole`) on `req.lnc` cores.
 pub(super) fn run(
     req: &GemmRequest,
@@ -154,6 +168,12 @@ pub(super) fn run(
             }
             continue;
         };
+        // A split of K cannot beat a band split already faster than its floor: not planned.
+        if split == Split::K
+            && best.as_ref().is_some_and(|b| b.cycle.total_ns <= k_split_floor_ns(whole, cores, &b.cycle, hw))
+        {
+            continue;
+        }
         let planned = plan_split(req, whole, split, shares, hw)?;
         (lower_ms, model_ms) = (lower_ms + planned.lower_ms, model_ms + planned.model_ms);
         weighed.insert(split.name().to_string(), planned.cycle.total_us());
