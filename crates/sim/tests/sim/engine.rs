@@ -358,7 +358,10 @@ proptest! {
                 AluOp::Subtract => (a - b) as f32,
                 AluOp::Multiply => (a * b) as f32,
                 AluOp::Divide => (a / b) as f32,
+                // max and min propagate NaN (a 0/0 of the first operator, say).
+                AluOp::Max if a.is_nan() || b.is_nan() => f32::NAN,
                 AluOp::Max => a.max(b) as f32,
+                _ if a.is_nan() || b.is_nan() => f32::NAN,
                 _ => a.min(b) as f32,
             }
         };
