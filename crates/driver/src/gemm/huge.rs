@@ -20,6 +20,13 @@ use crate::error::ExtrapolateError;
 use crate::extrapolate::{extrapolate_within, Bounds, Extrapolated};
 use crate::lower::{auto_cost, ms};
 
+/// The refusal of `--extrapolate` with a simulation.
+pub(super) fn not_simulated() -> DriverError {
+    DriverError::input(
+        "--extrapolate needs --no-sim (or --emit bir): an extrapolated program is modeled, not simulated",
+    )
+}
+
 /// Why `cfg` is extrapolated rather than planned whole.
 fn why_extrapolated(req: &GemmRequest, cfg: &GemmConfig) -> String {
     if req.options.extrapolate {
@@ -276,9 +283,7 @@ pub(super) fn run(
 ) -> Result<GemmOutcome, DriverError> {
     let opts = &req.options;
     if opts.extrapolate && opts.simulate {
-        return Err(DriverError::input(
-            "--extrapolate needs --no-sim (or --emit bir): an extrapolated program is modeled, not simulated",
-        ));
+        return Err(not_simulated());
     }
     if opts.unrolled {
         return Err(DriverError::NotUnrolled { why: why_extrapolated(req, cfg) });

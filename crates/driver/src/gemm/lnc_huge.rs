@@ -46,9 +46,7 @@ pub(super) fn run(
 ) -> Result<GemmOutcome, DriverError> {
     let opts = &req.options;
     if opts.simulate && opts.extrapolate {
-        return Err(DriverError::input(
-            "--extrapolate needs --no-sim (or --emit bir): an extrapolated program is modeled, not simulated",
-        ));
+        return Err(super::huge::not_simulated());
     }
     if !opts.model_extrapolated {
         return Err(DriverError::input(format!(

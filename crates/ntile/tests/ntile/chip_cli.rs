@@ -39,24 +39,30 @@ fn a_chip_text_verifies_runs_and_reports_both_cores() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).ends_with(": ok: program gemm for trn2 on 2 cores (24 + 24 instructions)\n"), "{}", stdout(&o));
 
-    // Small integers: the fp32 products are exact, so C is exactly A @ B.
-    let a: Vec<f32> = (0..256 * 256).map(|i| ((i * 7) % 5) as f32 - 2.0).collect();
-    let b: Vec<f32> = (0..256 * 512).map(|i| ((i * 3) % 7) as f32 - 3.0).collect();
-    let (fa, fb, fc) = (dir.join("a.npy"), dir.join("b.npy"), dir.join("c.npy"));
-    write_f32_npy(&fa, &[256, 256], &a);
-    write_f32_npy(&fb, &[256, 512], &b);
-    let (ia, ib, oc) = (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)), format!("c={}", path_str(&fc)));
-    let o = ntile(&["run", path_str(&file), "--input", &ia, "--input", &ib, "-o", &oc]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let out = stdout(&o);
+    let out = run_exact_gemm(&dir, &file, (256, 256, 512));
     assert!(out.starts_with("ran gemm on trn2 x 2 cores: 48 instructions, 8 matmuls"), "{out}");
     assert!(out.contains("  cores   2 physical cores sharing HBM (725 GB/s)"), "{out}");
+}
+
+/// Run a chip text of an `m x k x n` GEMM with `ntile run` on small integers, whose fp32
+/// products and sums are exact, and check C is exactly A @ B; the run's stdout.
+fn run_exact_gemm(dir: &std::path::Path, file: &std::path::Path, (m, k, n): (usize, usize, usize)) -> String {
+    let a: Vec<f32> = (0..m * k).map(|i| ((i * 7) % 5) as f32 - 2.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| ((i * 3) % 7) as f32 - 3.0).collect();
+    let (fa, fb, fc) = (dir.join("a.npy"), dir.join("b.npy"), dir.join("c.npy"));
+    write_f32_npy(&fa, &[m, k], &a);
+    write_f32_npy(&fb, &[k, n], &b);
+    let (ia, ib, oc) = (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)), format!("c={}", path_str(&fc)));
+    let o = ntile(&["run", path_str(file), "--input", &ia, "--input", &ib, "-o", &oc]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     let c = read_f32(&fc);
+    assert_eq!(c.len(), m * n);
     for (idx, got) in c.iter().enumerate() {
-        let (i, j) = (idx / 512, idx % 512);
-        let want: f32 = (0..256).map(|k| a[i * 256 + k] * b[k * 512 + j]).sum();
+        let (i, j) = (idx / n, idx % n);
+        let want: f32 = (0..k).map(|kk| a[i * k + kk] * b[kk * n + j]).sum();
         assert_eq!(*got, want, "c[{i}, {j}]");
     }
+    stdout(&o)
 }
 
 #[test]
@@ -175,20 +181,7 @@ fn a_k_split_chip_text_runs_with_its_shared_semaphore() {
     let file = write(&dir, "k.bir", &text);
     let o = ntile(&["verify", path_str(&file)]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let a: Vec<f32> = (0..256 * 512).map(|i| ((i * 5) % 7) as f32 - 3.0).collect();
-    let b: Vec<f32> = (0..512 * 256).map(|i| ((i * 3) % 5) as f32 - 2.0).collect();
-    let (fa, fb, fc) = (dir.join("a.npy"), dir.join("b.npy"), dir.join("c.npy"));
-    write_f32_npy(&fa, &[256, 512], &a);
-    write_f32_npy(&fb, &[512, 256], &b);
-    let (ia, ib, oc) = (format!("a={}", path_str(&fa)), format!("b={}", path_str(&fb)), format!("c={}", path_str(&fc)));
-    let o = ntile(&["run", path_str(&file), "--input", &ia, "--input", &ib, "-o", &oc]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let c = read_f32(&fc);
-    for (idx, got) in c.iter().enumerate() {
-        let (i, j) = (idx / 256, idx % 256);
-        let want: f32 = (0..512).map(|k| a[i * 512 + k] * b[k * 256 + j]).sum();
-        assert_eq!(*got, want, "c[{i}, {j}]");
-    }
+    run_exact_gemm(&dir, &file, (256, 512, 256));
     // Without the shared line, core 0's reduction waits for a signal nobody sends.
     let unshared = write(&dir, "unshared.bir", &text.replacen("shared \"reduce.partials\"\n", "", 1));
     let o = ntile(&["verify", path_str(&unshared)]);
