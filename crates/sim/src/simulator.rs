@@ -15,12 +15,14 @@ use crate::race::{Race, RaceLog};
 
 mod compute;
 mod dataflow;
+mod decode_cache;
 mod deferred;
 mod execute;
 mod groups;
 mod pe;
 mod schedule;
 
+use decode_cache::DecodeCache;
 use deferred::{write_product, Deferred, JobQueue};
 use execute::psum_position;
 use groups::Groups;
@@ -85,45 +87,28 @@ struct Machine {
     double_row_ok: bool,
     /// Whether a PE transpose may write bf16/fp16 into PSUM (trn2 and later).
     transpose16_ok: bool,
-    /// Recently decoded PE operands (plain perf mode, moving and stationary), by access
-    /// pattern; an SBUF write that overlaps one drops it. Blocked schedules stream the same
-    /// moving tile against several stationary tiles and the same stationary tile against the
-    /// n tiles of a block, and decoding each once saves most of the decode time.
-    moving_cache: Vec<(HwAp, Arc<Vec<f32>>)>,
-    /// The cache entry holding the moving operand just prepared, if it is there.
-    moving_hit: Option<usize>,
+    /// Recently decoded PE operands ([`decode_cache`]).
+    decode: DecodeCache,
     /// Products computed on worker threads, during a [`Simulator::run`] with more than one
     /// thread; `None` computes each product where its matmul issues.
     deferred: Option<Deferred>,
 }
-
-/// Decoded operands kept (a blocked schedule's N block x K chunks of moving tiles and the K
-/// chunks of a stationary m tile, with room to spare: at 48, a 2-tile N block over 16 K
-/// chunks plus its 16 stationary chunks filled the cache exactly and every moving tile was
-/// evicted just before its reuse). At most 96 x 256 KiB.
-const MOVING_CACHE_ENTRIES: usize = 96;
 
 impl Machine {
     /// Free the decode cache, the loaded stationary and the scratch buffers (up to tens of
     /// MiB): the next run starts without them, and the caller's next allocations (reading C,
     /// the check) reuse that memory instead of touching fresh pages.
     fn release_run_buffers(&mut self) {
-        self.moving_cache = Vec::new();
-        self.moving_hit = None;
+        self.decode.clear();
         self.stationary = None;
         self.scratch = Scratch::default();
     }
 
     /// Forget cached operands that an SBUF write to `ap` may change.
     fn invalidate(&mut self, ap: &HwAp) {
-        if ap.memory != Memory::Sbuf || self.moving_cache.is_empty() {
-            return;
+        if ap.memory == Memory::Sbuf {
+            self.decode.invalidate(ap.byte_region());
         }
-        let (p0, p1, lo, hi) = ap.byte_region();
-        self.moving_cache.retain(|(c, _)| {
-            let (q0, q1, clo, chi) = c.byte_region();
-            !(p0 < q1 && q0 < p1 && lo < chi && clo < hi)
-        });
     }
 }
 
@@ -233,8 +218,7 @@ impl Simulator {
                 scratch: Scratch::default(),
                 double_row_ok: program.target.info().double_row,
                 transpose16_ok: program.target != penguin::Target::Trn1,
-                moving_cache: Vec::new(),
-                moving_hit: None,
+                decode: DecodeCache::new(parts * sbuf_partition_bytes),
                 deferred: None,
             },
             races: Vec::new(),
@@ -365,6 +349,21 @@ impl Simulator {
     pub fn read_hbm_tensor(&self, name: &str) -> Result<Vec<u8>, SimError> {
         let (_, range) = self.tensor_range(name)?;
         Ok(self.machine.images.hbm[range].to_vec())
+    }
+
+    /// A digest of an HBM tensor's bytes (not cryptographic: equal bytes give equal
+    /// digests, and a changed byte almost surely changes it), to tell that a run left an
+    /// input as it was without keeping a copy of it.
+    pub fn hbm_tensor_digest(&self, name: &str) -> Result<u64, SimError> {
+        let (_, range) = self.tensor_range(name)?;
+        let bytes = &self.machine.images.hbm[range];
+        let mix = |h: u64, x: u64| (h ^ x).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+        let mut words = bytes.chunks_exact(8);
+        let mut h = (bytes.len() as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        for w in &mut words {
+            h = mix(h, u64::from_le_bytes(w.try_into().unwrap_or_default()));
+        }
+        Ok(words.remainder().iter().fold(h, |h, &b| mix(h, u64::from(b))))
     }
 
     /// The values of an HBM tensor, decoded to f32.

@@ -23,7 +23,7 @@ impl Machine {
         if !op.engine_class().contains(cx.at.engine) {
             return Err(SimError::WrongEngine { at: cx.at, op: op.name() });
         }
-        self.moving_hit = None;
+        self.decode.hit = None;
         // A matmul's own result is queued behind the pending products instead of settled.
         let result = match op {
             Op::MultiplyMoving { dst, .. } => Some(dst),

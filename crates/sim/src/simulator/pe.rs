@@ -56,22 +56,20 @@ impl Machine {
             });
         }
         cx.record(&walk, false);
-        self.moving_hit = None;
+        self.decode.hit = None;
         // Plain moving and stationary operands decode to the same [P, F] rows, so one cache
         // serves both (a blocked schedule reuses each within a few matmuls).
         let cacheable =
             matches!(what, "moving" | "stationary") && perf_mode == PerfMode::None && ap.memory == Memory::Sbuf;
-        if cacheable {
-            if let Some(i) = self.moving_cache.iter().position(|(c, _)| c == ap) {
-                // Least recently used first: a hit moves to the back.
-                let entry = self.moving_cache.remove(i);
-                self.moving_cache.push(entry);
-                self.moving_hit = Some(self.moving_cache.len() - 1);
-                return Ok((p, f));
-            }
+        if cacheable && self.decode.find(ap) {
+            return Ok((p, f));
         }
         let Scratch { f32_a: raw, f32_b: rows, .. } = &mut self.scratch;
-        // Every element is decoded below, so the buffer is not cleared first.
+        if raw.capacity() < p * f {
+            *raw = self.decode.buffer();
+        }
+        // Every element is decoded below, so the buffer is not cleared first (a recycled
+        // buffer of the same length is not even written before the decode).
         raw.resize(p * f, 0.0);
         let mut pos = 0;
         for run in walk.runs() {
@@ -82,11 +80,7 @@ impl Machine {
             PerfMode::None => {
                 std::mem::swap(raw, rows);
                 if cacheable {
-                    if self.moving_cache.len() >= super::MOVING_CACHE_ENTRIES {
-                        self.moving_cache.remove(0);
-                    }
-                    self.moving_cache.push((ap.clone(), Arc::new(std::mem::take(rows))));
-                    self.moving_hit = Some(self.moving_cache.len() - 1);
+                    self.decode.insert(ap, std::mem::take(rows));
                 }
                 Ok((p, f))
             }
@@ -147,8 +141,8 @@ impl Machine {
             });
         }
         let mut packed = reusable(&mut self.stationary);
-        match self.moving_hit.take().and_then(|i| self.moving_cache.get(i)) {
-            Some((_, rows)) => packed.share(k, m, rows),
+        match self.decode.hit.take().and_then(|i| self.decode.get(i)) {
+            Some(rows) => packed.share(k, m, rows),
             None => packed.hold(k, m, &mut self.scratch.f32_b),
         }
         self.stationary = Some(Stationary { perf_mode, sparse_cr: 1, packed: Arc::new(packed) });
@@ -323,12 +317,12 @@ impl Machine {
         let Some(st) = &self.stationary else {
             return Err(SimError::NoStationary { at });
         };
-        let hit = self.moving_hit.take().and_then(|i| self.moving_cache.get(i));
+        let hit = self.decode.hit.take().and_then(|i| self.decode.get(i));
         if let Some(deferred) = &mut self.deferred {
             // The moving operand is shared from the decode cache, or moved out of the
             // scratch rows (the next decode allocates new ones).
             let x = match hit {
-                Some((_, data)) => Arc::clone(data),
+                Some(data) => Arc::clone(data),
                 None => Arc::new(std::mem::take(&mut self.scratch.f32_b)),
             };
             let psum = &mut self.images.psum;
@@ -340,7 +334,7 @@ impl Machine {
             let Scratch { f32_b: x, xpack, product, .. } = &mut self.scratch;
             // The moving operand is in the decode cache (no copy) or in the scratch rows.
             let x: &[f32] = match hit {
-                Some((_, data)) => data,
+                Some(data) => data,
                 None => x,
             };
             matmul_tn(&st.packed, n, x, xpack, product, false);

@@ -1,0 +1,180 @@
+//! Recently decoded PE operands (plain perf mode, moving and stationary) by access pattern,
+//! least recently used first, within a byte budget; an SBUF write that overlaps an entry
+//! drops it.
+//!
+//! Blocked schedules stream the same moving tile against several stationary tiles and the
+//! same stationary tile against the n tiles of a block, so decoding each once saves most of
+//! the decode time. The reuse is cyclic (a block's tiles in the same order, again and again),
+//! and a least-recently-used cache smaller than the cycle hits never: so the budget follows
+//! the SBUF image, which is all a valid entry can decode. An entry whose region is rewritten
+//! is dropped, so what the cache holds is at most the SBUF bytes that PE operands read, in
+//! f32 (twice a bf16 image, four times an fp8 one).
+//!
+//! Buffers of dropped entries that nothing else holds are kept for the next decodes (a few),
+//! so that decoding does not allocate and zero a fresh buffer for every operand.
+
+use std::sync::Arc;
+
+use bir::HwAp;
+
+/// The least budget, bytes (what a fixed cache of 96 moving tiles of 256 KiB held).
+const MIN_BUDGET_BYTES: usize = 24 << 20;
+
+/// Decoded f32 bytes per byte of the SBUF image at most (fp8 operands).
+const DECODE_EXPANSION: usize = 4;
+
+/// Buffers of dropped entries kept for reuse.
+const SPARE_BUFFERS: usize = 8;
+
+/// One cached operand: its pattern, the bytes it covers and its decoded rows.
+struct Entry {
+    ap: HwAp,
+    region: (u32, u32, i64, i64),
+    rows: Arc<Vec<f32>>,
+}
+
+/// See the module doc.
+pub(super) struct DecodeCache {
+    entries: Vec<Entry>,
+    /// f32 bytes the entries hold.
+    bytes: usize,
+    budget: usize,
+    spare: Vec<Vec<f32>>,
+    /// The entry holding the operand just prepared, if it is there.
+    pub hit: Option<usize>,
+}
+
+impl DecodeCache {
+    /// A cache for a program whose SBUF image has `sbuf_image_bytes`.
+    pub fn new(sbuf_image_bytes: usize) -> DecodeCache {
+        let budget = sbuf_image_bytes.saturating_mul(DECODE_EXPANSION).max(MIN_BUDGET_BYTES);
+        DecodeCache { entries: Vec::new(), bytes: 0, budget, spare: Vec::new(), hit: None }
+    }
+
+    /// Find `ap`, make it the most recently used and the hit.
+    pub fn find(&mut self, ap: &HwAp) -> bool {
+        // The most recent first: a block's reuse is usually near.
+        let Some(i) = self.entries.iter().rposition(|e| e.ap == *ap) else {
+            return false;
+        };
+        let entry = self.entries.remove(i);
+        self.entries.push(entry);
+        self.hit = Some(self.entries.len() - 1);
+        true
+    }
+
+    /// Keep `rows` as the decode of `ap` (the hit from now on), dropping the least recently
+    /// used entries beyond the budget.
+    pub fn insert(&mut self, ap: &HwAp, rows: Vec<f32>) {
+        let size = rows.len() * std::mem::size_of::<f32>();
+        while !self.entries.is_empty() && self.bytes + size > self.budget {
+            let old = self.entries.remove(0);
+            self.retire(old);
+        }
+        self.bytes += size;
+        self.entries.push(Entry { ap: ap.clone(), region: ap.byte_region(), rows: Arc::new(rows) });
+        self.hit = Some(self.entries.len() - 1);
+    }
+
+    /// The rows of entry `i`.
+    pub fn get(&self, i: usize) -> Option<&Arc<Vec<f32>>> {
+        self.entries.get(i).map(|e| &e.rows)
+    }
+
+    /// A buffer to decode into: a dropped entry's (its length kept, so a decode of the same
+    /// size writes over it without clearing), or an empty one.
+    pub fn buffer(&mut self) -> Vec<f32> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Drop the entries that an SBUF write to the bytes `(p0, p1, lo, hi)` may change.
+    pub fn invalidate(&mut self, (p0, p1, lo, hi): (u32, u32, i64, i64)) {
+        if self.entries.is_empty() {
+            return;
+        }
+        let overlaps = |e: &Entry| {
+            let (q0, q1, clo, chi) = e.region;
+            p0 < q1 && q0 < p1 && lo < chi && clo < hi
+        };
+        if !self.entries.iter().any(overlaps) {
+            return;
+        }
+        self.hit = None;
+        let (gone, kept): (Vec<Entry>, Vec<Entry>) = std::mem::take(&mut self.entries).into_iter().partition(overlaps);
+        self.entries = kept;
+        for e in gone {
+            self.retire(e);
+        }
+    }
+
+    /// Forget every entry and spare buffer.
+    pub fn clear(&mut self) {
+        *self = DecodeCache { budget: self.budget, ..DecodeCache::new(0) };
+    }
+
+    fn retire(&mut self, e: Entry) {
+        self.bytes -= e.rows.len() * std::mem::size_of::<f32>();
+        self.hit = None;
+        if self.spare.len() < SPARE_BUFFERS {
+            if let Ok(rows) = Arc::try_unwrap(e.rows) {
+                self.spare.push(rows);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use penguin::{DType, Dim, Memory};
+
+    fn tile(offset: u64) -> HwAp {
+        HwAp::on_chip(Memory::Sbuf, DType::Bf16, 0, 128, offset, vec![Dim::new(1, 512)])
+    }
+
+    /// A cycle of reuse longer than a fixed-size cache fits within a budget that follows the
+    /// SBUF image: every second pass over 200 tiles hits.
+    #[test]
+    fn a_cycle_as_large_as_sbuf_hits_on_every_later_pass() {
+        let rows = 128 * 512;
+        // 200 tiles of bf16 [128, 512] are 25 MiB of SBUF image.
+        let mut cache = DecodeCache::new(200 * rows * 2);
+        let mut hits = 0;
+        for pass in 0..3 {
+            for t in 0..200u64 {
+                let ap = tile(t * 1024);
+                if cache.find(&ap) {
+                    hits += 1;
+                    assert_eq!(cache.get(cache.hit.unwrap_or(usize::MAX)).map(|r| r[0]), Some(t as f32));
+                } else {
+                    assert_eq!(pass, 0, "tile {t} missed on pass {pass}");
+                    let mut buf = cache.buffer();
+                    buf.resize(rows, t as f32);
+                    cache.insert(&ap, buf);
+                }
+            }
+        }
+        assert_eq!(hits, 400);
+    }
+
+    /// Past the budget the least recently used entry goes, and its buffer is reused with its
+    /// length; a write over an entry drops it, and only it.
+    #[test]
+    fn eviction_and_invalidation_recycle_buffers() {
+        let rows = 1 << 20;
+        let mut cache = DecodeCache::new(0);
+        let fits = MIN_BUDGET_BYTES / (4 * rows);
+        for t in 0..=fits as u64 {
+            cache.insert(&tile(t * 1024), vec![t as f32; rows]);
+        }
+        assert!(!cache.find(&tile(0)), "the oldest entry was not dropped");
+        assert!(cache.find(&tile(1024)));
+        assert_eq!(cache.buffer().len(), rows);
+        // Tile 2's partition bytes are [2048, 3072) on partitions 0..128.
+        cache.invalidate((0, 1, 2100, 2102));
+        assert!(!cache.find(&tile(2048)));
+        assert!(cache.find(&tile(3072)));
+        assert_eq!(cache.buffer().len(), rows);
+        assert!(cache.buffer().is_empty());
+    }
+}
