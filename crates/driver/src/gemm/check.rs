@@ -126,10 +126,22 @@ pub(super) fn simulate_and_check(
     simulator.write_hbm_f32(&names.b, &inputs.b)?;
     // A sparse A was compressed from its [M, K] layout, so the inputs are [M, K] by now.
     let lhs_transposed = cfg.lhs_transposed && cfg.sparsity.is_none();
+    let operand_bytes = m.saturating_mul(k).saturating_add(k.saturating_mul(n)).saturating_mul(4);
+    let concurrent = opts.check && operand_bytes <= concurrent_check_bytes();
+    // Operands too large to prepare beside the simulation are not kept through it either:
+    // the check reads them back from HBM afterwards (a dense A is stored as drawn or given,
+    // rounded to its HBM dtype, which the check's rounding leaves as it is), once their
+    // digests show that the kernel left them as they were.
+    let from_hbm = opts.check && !concurrent && sparse.is_none();
+    let digests = if from_hbm {
+        Some((simulator.hbm_tensor_digest(&names.a)?, simulator.hbm_tensor_digest(&names.b)?))
+    } else {
+        None
+    };
     // The inputs wait here for whichever thread prepares the check: the scoped thread during
-    // the simulation, or this one after it (the thread could not start, or the operand copies
-    // are too large to hold beside the simulator's memory).
-    let slot = Mutex::new(opts.check.then_some(inputs));
+    // the simulation, or this one after it (the thread could not start); read back from HBM,
+    // they are dropped here.
+    let slot = Mutex::new((opts.check && !from_hbm).then_some(inputs));
     let prepare = || {
         if crate::cancel::stopped(opts.cancel.as_ref()) {
             return None;
@@ -137,8 +149,6 @@ pub(super) fn simulate_and_check(
         let taken = slot.lock().ok().and_then(|mut i| i.take());
         taken.and_then(|i| CheckOperands::prepare(cfg, lhs_transposed, i, opts.cancel.as_ref()))
     };
-    let operand_bytes = m.saturating_mul(k).saturating_add(k.saturating_mul(n)).saturating_mul(4);
-    let concurrent = opts.check && operand_bytes <= CONCURRENT_CHECK_BYTES;
     std::thread::scope(|scope| {
         let early = concurrent
             .then(|| std::thread::Builder::new().name("ntile-check".into()).spawn_scoped(scope, prepare).ok())
@@ -156,19 +166,33 @@ pub(super) fn simulate_and_check(
             let simulator = running.hbm()?;
             let c = simulator.read_hbm_f32(&names.c)?;
             let raw = opts.c_bytes.then(|| simulator.read_hbm_tensor(&names.c)).transpose()?;
+            let read_back = match digests {
+                Some(before) => {
+                    let after = (simulator.hbm_tensor_digest(&names.a)?, simulator.hbm_tensor_digest(&names.b)?);
+                    if after != before {
+                        return Err(DriverError::internal(
+                            "the kernel wrote into its input A or B in HBM (a bug in the generated kernel)",
+                        ));
+                    }
+                    let (a, b) = (simulator.read_hbm_f32(&names.a)?, simulator.read_hbm_f32(&names.b)?);
+                    Some(Inputs { a: a.into(), b: b.into() })
+                }
+                None => None,
+            };
             // The memory images go before the check, which keeps its own copies of the operands.
             drop(running);
             drop(sparse);
-            Ok((c, raw, ms(t)))
+            Ok((c, raw, read_back, ms(t)))
         })();
         let t = Instant::now();
         let early =
             early.map(|handle| handle.join().map_err(|_| DriverError::internal("the check's thread panicked (a bug)")));
-        let (c, raw, simulate_ms) = simulated?;
+        let (c, raw, read_back, simulate_ms) = simulated?;
         opts.phase("check");
-        let operands = match early {
-            Some(joined) => joined?,
-            None => prepare(),
+        let operands = match (early, read_back) {
+            (Some(joined), _) => joined?,
+            (None, Some(inputs)) => CheckOperands::prepare(cfg, lhs_transposed, inputs, opts.cancel.as_ref()),
+            (None, None) => prepare(),
         };
         opts.check_cancel()?;
         let check = operands.map(|o| o.check(&c));
@@ -181,6 +205,19 @@ pub(super) fn simulate_and_check(
 /// rounded A and B then live beside the simulator's memory; 8192^3 keeps them apart, so that
 /// its peak stays under 2 GB).
 const CONCURRENT_CHECK_BYTES: u64 = 256 << 20;
+
+#[cfg(test)]
+thread_local! {
+    /// [`CONCURRENT_CHECK_BYTES`] as this thread's tests set it.
+    static CONCURRENT_LIMIT: std::cell::Cell<u64> = const { std::cell::Cell::new(CONCURRENT_CHECK_BYTES) };
+}
+
+fn concurrent_check_bytes() -> u64 {
+    #[cfg(test)]
+    return CONCURRENT_LIMIT.get();
+    #[cfg(not(test))]
+    CONCURRENT_CHECK_BYTES
+}
 
 /// The check's operands, rounded as the kernel sees them, with the part of the check that
 /// does not need C.
@@ -227,5 +264,42 @@ impl CheckOperands {
         let a = Matrix { rows: self.m, cols: self.k, data: &self.a };
         let b = Matrix { rows: self.k, cols: self.n, data: &self.b };
         self.prepared.check(a, b, c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gemm::{gemm, GemmRequest};
+    use penguin::Target;
+
+    /// Operands too large to prepare beside the simulation are read back from HBM for the
+    /// check: C and the check are those of the concurrent path, for an A stored as drawn
+    /// (bf16), cast on load (fp32 in HBM), given as [K, M], and uint8 operands.
+    #[test]
+    fn operands_read_back_from_hbm_check_as_the_concurrent_path() {
+        let cases: [(DType, Option<DType>, bool); 4] = [
+            (DType::Bf16, None, false),
+            (DType::Bf16, Some(DType::Fp32), false),
+            (DType::Fp16, None, true),
+            (DType::Uint8, None, false),
+        ];
+        for (dtype, hbm, transposed) in cases {
+            let mut req = GemmRequest::new(256, 384, 200, dtype, Target::Trn2);
+            req.hbm_dtype = hbm;
+            req.lhs_transposed = transposed;
+            let run = |limit: u64| {
+                CONCURRENT_LIMIT.set(limit);
+                let out = gemm(&req, None);
+                CONCURRENT_LIMIT.set(CONCURRENT_CHECK_BYTES);
+                out.map(|o| (o.c, o.report.check))
+            };
+            let (c0, check0) = run(u64::MAX).expect("concurrent path");
+            let (c1, check1) = run(0).expect("read back from HBM");
+            let what = format!("{dtype} hbm {hbm:?} transposed {transposed}");
+            assert!(check0.as_ref().is_some_and(|c| c.passed && c.checked > 0), "{what}: {check0:?}");
+            assert_eq!(c0, c1, "{what}: C differs");
+            assert_eq!(check0, check1, "{what}: the check differs");
+        }
     }
 }
