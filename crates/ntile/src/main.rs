@@ -13,21 +13,26 @@ use clap::Parser as _;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Keep freed memory for reuse instead of returning it to the OS after mimalloc's default
-/// 10 ms. Extrapolation and `auto` plan, lower and drop GEMM after GEMM: returned memory
-/// comes back as fresh pages the kernel must zero again, which took a third of a `--no-sim`
-/// 65536^3 run (27,600 page faults against 480 when kept; 3.5 s against 2.2-2.7 s). A run is
-/// one short process, so its peak stays what it would be anyway.
+/// Keep freed memory for reuse for half a second instead of mimalloc's default 10 ms before
+/// returning it to the OS. Extrapolation and `auto` plan, lower and drop GEMM after GEMM
+/// within milliseconds: memory returned at once comes back as fresh pages the kernel must
+/// zero again, which took a third of a `--no-sim` 65536^3 run (27,600 page faults against 480
+/// when kept). Memory never returned, on the other hand, counts in the peak long after its
+/// last use (the drawn inputs of a simulated 8192^3 while C is read back). Against never
+/// returning it, half a second ran `--no-sim` 65536^3 as fast (6.4 s against 6.7 s, medians
+/// of three) at 524 MiB peak instead of 917, and 2048^3 simulated equally.
 fn keep_freed_memory() {
+    /// Milliseconds freed memory is kept.
+    const PURGE_DELAY_MS: std::ffi::c_long = 500;
     /// `mi_option_purge_delay` in mimalloc's `mi_option_t` (v2 and v3).
     const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
     extern "C" {
         fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     }
     #[expect(unsafe_code, reason = "setting a mimalloc option: no pointers, any value is valid")]
-    // SAFETY: mi_option_set only stores the value; -1 means "never purge".
+    // SAFETY: mi_option_set only stores the value.
     unsafe {
-        mi_option_set(MI_OPTION_PURGE_DELAY, -1);
+        mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
     }
 }
 
