@@ -249,9 +249,9 @@ pub fn targets(ntile: &Path) -> Result<String> {
         let args = format!("--m {size} --k {size} --n {size} --no-sim{schedule}");
         let r = run(ntile, &args, Some(GUARD_SECONDS), None)?;
         // Issue 28: auto within 100 MB at every size; the explicit schedules within 200 MB.
-        let mem_mib =
-            if schedule.is_empty() { 100.0 * 1e6 / (1024.0 * 1024.0) } else { 200.0 * 1e6 / (1024.0 * 1024.0) };
-        let mem_target = format!(", < {:.0} MB", if schedule.is_empty() { 100.0 } else { 200.0 });
+        let mem_mb = if schedule.is_empty() { 100.0 } else { 200.0 };
+        let mem_mib = mem_mb * 1e6 / (1024.0 * 1024.0);
+        let mem_target = format!(", < {mem_mb:.0} MB");
         out += &match &r.failure {
             None => format!(
                 "--no-sim {size}^3{schedule}: {:.0} ms, {}; target < {:.1} s{mem_target}: {}\n",

@@ -96,12 +96,8 @@ impl DecodeCache {
             let (q0, q1, clo, chi) = e.region;
             p0 < q1 && q0 < p1 && lo < chi && clo < hi
         };
-        if !self.entries.iter().any(overlaps) {
-            return;
-        }
-        self.hit = None;
-        let (gone, kept): (Vec<Entry>, Vec<Entry>) = std::mem::take(&mut self.entries).into_iter().partition(overlaps);
-        self.entries = kept;
+        // Collecting nothing allocates nothing: a write over no entry costs one scan.
+        let gone: Vec<Entry> = self.entries.extract_if(.., |e| overlaps(e)).collect();
         for e in gone {
             self.retire(e);
         }
