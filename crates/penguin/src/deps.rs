@@ -116,6 +116,21 @@ impl DepTracker {
     }
 }
 
+impl DepTracker {
+    /// Renumber every live access of an instruction numbered `from` or later by `delta`
+    /// more: what a producer that skips `delta` instructions of a loop does, when the
+    /// skipped iterations repeat the ones before them (their accesses are to the same
+    /// on-chip places, so the live accesses after the skip are those before it, `delta`
+    /// instructions later; see `codegen`'s sampled planning).
+    pub fn shift_ids(&mut self, from: InstId, delta: u32) {
+        for acc in &mut self.per_tensor {
+            for t in acc.writes.iter_mut().chain(acc.reads.iter_mut()) {
+                t.shift(from, delta);
+            }
+        }
+    }
+}
+
 /// The region `ap` touches in tensor `t`: HBM patterns as windows of rows of its last
 /// dimension (a scalar has rows of one element).
 fn region_of(ap: &AccessPattern, t: &TensorData) -> Region {
@@ -151,6 +166,21 @@ mod tests {
         let mut out: Vec<(u32, DepKind)> = deps.iter().map(|d| (d.from.0, d.kind)).collect();
         out.sort_by_key(|e| e.0);
         out
+    }
+
+    /// After a shift, the edges point at the renumbered instructions; older ones stay.
+    #[test]
+    fn shifted_accesses_are_renumbered() {
+        use super::DepTracker;
+        use crate::ap::AccessPattern;
+        use crate::inst::Access;
+        let region = |lo: i64| AccessPattern::on_chip(0, 128, lo, 64).region(true);
+        let mut t = DepTracker::new();
+        assert!(t.process_accesses(InstId(0), &[(crate::TensorId(0), region(0), Access::Write)]).is_empty());
+        assert!(t.process_accesses(InstId(5), &[(crate::TensorId(0), region(64), Access::Write)]).is_empty());
+        t.shift_ids(InstId(3), 100);
+        let got = t.process_accesses(InstId(200), &[(crate::TensorId(0), AccessPattern::on_chip(0, 128, 0, 128).region(true), Access::Read)]);
+        assert_eq!(edges(&got), vec![(0, DepKind::Raw), (105, DepKind::Raw)]);
     }
 
     #[test]

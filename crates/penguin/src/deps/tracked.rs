@@ -41,6 +41,14 @@ impl Tracked {
         }
     }
 
+    /// Renumber the instruction: `id + delta` when `id >= from` (see [`super::DepTracker::shift_ids`]).
+    pub(super) fn shift(&mut self, from: InstId, delta: u32) {
+        let (Tracked::Box { id, .. } | Tracked::Window { id, .. } | Tracked::Other { id, .. }) = self;
+        if *id >= from {
+            id.0 = id.0.saturating_add(delta);
+        }
+    }
+
     /// `self.region().overlaps(other)`, without rebuilding the region when it has no window
     /// (the common case, which the tracker tests against every live access of a tensor).
     #[inline]

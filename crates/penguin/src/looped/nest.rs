@@ -67,6 +67,22 @@ pub struct NestMark {
     pub level: u32,
 }
 
+/// Where a producer skipped iterations of a loop of its nest (see [`roll_nest_gapped`]): the
+/// iteration that starts at `at` (a mark of `level`) comes `skipped` periods of `period`
+/// iterations after the one before it, which were not emitted because they repeat the
+/// iterations before them (every parameter advancing by the same step per period).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NestGap {
+    /// The place, in the emitted sequence, of the first iteration after the gap.
+    pub at: u32,
+    /// The depth of the loop the iterations belong to.
+    pub level: u32,
+    /// Iterations per period (the skipped iterations are whole periods).
+    pub period: u32,
+    /// Periods skipped.
+    pub skipped: u32,
+}
+
 /// Marks that do not fit the sequence they mark.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum NestError {
@@ -77,6 +93,19 @@ pub enum NestError {
         at: u32,
         /// Instructions in the sequence.
         len: usize,
+    },
+    /// The iterations around a gap do not repeat as the gap says (the producer skipped
+    /// iterations that differ from the ones it emitted).
+    #[error("the iterations around the gap at {at} (level {level}) do not repeat with a period of {period}: {why}")]
+    Gap {
+        /// Where the gap is.
+        at: u32,
+        /// Its level.
+        level: u32,
+        /// Its period.
+        period: u32,
+        /// What differs.
+        why: &'static str,
     },
     /// Marks out of order.
     #[error("nest mark {index} (at {at}) comes before the mark ahead of it")]
@@ -100,7 +129,33 @@ pub fn roll_nest<I: Rolled>(items: Vec<Item<I>>, marks: &[NestMark]) -> Result<V
         }
     }
     let mut shapes = Shapes::default();
-    Ok(build(items, 0, marks, &mut shapes))
+    build(items, 0, marks, &[], &mut shapes)
+}
+
+/// [`roll_nest`] of a sequence whose producer skipped iterations (`gaps`, in increasing
+/// order of place, each at one of the marks): every gap's loop is rolled over the
+/// iterations on both sides of it and the skipped ones, so the result expands to the whole
+/// sequence the producer would have emitted without skipping.
+///
+/// At a gap of period `p` the `2p` iterations before it and the `p` after it must repeat:
+/// equal shapes, and the parameters of each period `s` apart, with `s * (skipped + 1)`
+/// across the gap. They become one loop, extended backwards and forwards over the
+/// neighbouring periods that continue it; anything else is [`NestError::Gap`].
+pub fn roll_nest_gapped<I: Rolled>(
+    items: Vec<Item<I>>,
+    marks: &[NestMark],
+    gaps: &[NestGap],
+) -> Result<Vec<Item<I>>, NestError> {
+    for (index, m) in marks.iter().enumerate() {
+        if m.at as usize > items.len() {
+            return Err(NestError::PastEnd { at: m.at, len: items.len() });
+        }
+        if index > 0 && marks[index - 1].at > m.at {
+            return Err(NestError::Unordered { index, at: m.at });
+        }
+    }
+    let mut shapes = Shapes::default();
+    build(items, 0, marks, gaps, &mut shapes)
 }
 
 /// [`roll_nest`] with the marks as given, then with the outermost level merged into the next
@@ -164,16 +219,23 @@ pub fn printed_lines<I>(items: &[Item<I>]) -> usize {
         .sum()
 }
 
-/// Roll the piece `items` (starting at place `base`) with the marks inside it.
-fn build<I: Rolled>(items: Vec<Item<I>>, base: usize, marks: &[NestMark], shapes: &mut Shapes<I>) -> Vec<Item<I>> {
+/// Roll the piece `items` (starting at place `base`) with the marks and gaps inside it.
+fn build<I: Rolled>(
+    items: Vec<Item<I>>,
+    base: usize,
+    marks: &[NestMark],
+    gaps: &[NestGap],
+    shapes: &mut Shapes<I>,
+) -> Result<Vec<Item<I>>, NestError> {
     let Some(level) = marks.iter().map(|m| m.level).min() else {
-        return roll_items(items);
+        return Ok(roll_items(items));
     };
     let end = base + items.len();
     let bounds: Vec<usize> = marks.iter().filter(|m| m.level == level).map(|m| m.at as usize).chain([end]).collect();
     let mut rest = items.into_iter();
     let mut start = base;
     let mut units = Vec::new();
+    let mut starts = Vec::new();
     for b in bounds {
         if b <= start {
             continue;
@@ -182,10 +244,93 @@ fn build<I: Rolled>(items: Vec<Item<I>>, base: usize, marks: &[NestMark], shapes
         let lo = marks.partition_point(|m| (m.at as usize) < start);
         let hi = marks.partition_point(|m| (m.at as usize) < b);
         let inner: Vec<NestMark> = marks[lo..hi].iter().filter(|m| m.level > level).copied().collect();
-        units.push(build(piece, start, &inner, shapes));
+        let inner_gaps: Vec<NestGap> =
+            gaps.iter().filter(|g| (g.at as usize) > start && (g.at as usize) < b && g.level > level).copied().collect();
+        units.push(build(piece, start, &inner, &inner_gaps, shapes)?);
+        starts.push(start);
         start = b;
     }
-    roll_units(units, shapes)
+    // Close the gaps of this level, last first (so the units' indices before it stay).
+    for g in gaps.iter().rev().filter(|g| g.level == level) {
+        let Some(j) = starts.iter().position(|&s| s == g.at as usize) else {
+            return Err(NestError::Gap { at: g.at, level: g.level, period: g.period, why: "no iteration starts there" });
+        };
+        let (closed, first, last) = close_gap(units, j, *g, shapes)?;
+        units = closed;
+        let s0 = starts[first];
+        starts.splice(first..last, [s0]);
+    }
+    Ok(roll_units(units, shapes))
+}
+
+/// Replace the units around the gap `g` (unit `j` is the first after it) by one loop over
+/// them and the skipped periods (see [`roll_nest_gapped`]).
+fn close_gap<I: Rolled>(
+    mut units: Vec<Vec<Item<I>>>,
+    j: usize,
+    g: NestGap,
+    shapes: &mut Shapes<I>,
+) -> Result<(Vec<Vec<Item<I>>>, usize, usize), NestError> {
+    let fail = |why| NestError::Gap { at: g.at, level: g.level, period: g.period, why };
+    let p = g.period as usize;
+    if p == 0 || j < 2 * p || j + p > units.len() {
+        return Err(fail("fewer than two periods before it or one after it"));
+    }
+    let shape_of = |units: &[Vec<Item<I>>], shapes: &mut Shapes<I>| -> Vec<u32> {
+        units.iter().map(|u| shapes.seq(u)).collect()
+    };
+    let params_of = |units: &[Vec<Item<I>>]| -> Vec<i64> { units.iter().flat_map(|u| params(u)).collect() };
+    let (a, b, c) = (j - 2 * p, j - p, j);
+    let shape = shape_of(&units[a..b], shapes);
+    if shape_of(&units[b..c], shapes) != shape || shape_of(&units[c..c + p], shapes) != shape {
+        return Err(fail("the periods differ in shape"));
+    }
+    let (pa, pb, pc) = (params_of(&units[a..b]), params_of(&units[b..c]), params_of(&units[c..c + p]));
+    let step: Vec<i64> = pa.iter().zip(&pb).map(|(x, y)| y.wrapping_sub(*x)).collect();
+    let across = i64::from(g.skipped) + 1;
+    let expected = |base: &[i64], k: i64| -> Option<Vec<i64>> {
+        base.iter().zip(&step).map(|(x, s)| s.checked_mul(k).and_then(|d| x.checked_add(d))).collect()
+    };
+    if expected(&pb, across).as_deref() != Some(&pc[..]) {
+        return Err(fail("the parameters do not step across it as they step before it"));
+    }
+    // The loop: periods a, b, the skipped ones and c; then the neighbours that continue it.
+    let mut first = a;
+    let mut base = pa;
+    let mut trips = u64::from(g.skipped) + 3;
+    while first >= p {
+        let prev = first - p;
+        if shape_of(&units[prev..first], shapes) != shape {
+            break;
+        }
+        let pp = params_of(&units[prev..first]);
+        if expected(&pp, 1).as_deref() != Some(&base[..]) {
+            break;
+        }
+        first = prev;
+        base = pp;
+    }
+    // Unit indices of periods a, b (and the ones taken before them) counted in `trips` so far:
+    // the periods from `first` to c inclusive, plus the skipped ones.
+    trips += ((a - first) / p) as u64;
+    let mut last = c + p;
+    while last + p <= units.len() {
+        if shape_of(&units[last..last + p], shapes) != shape {
+            break;
+        }
+        let k = i64::try_from(trips).unwrap_or(i64::MAX);
+        if expected(&base, k).as_deref() != Some(&params_of(&units[last..last + p])[..]) {
+            break;
+        }
+        trips += 1;
+        last += p;
+    }
+    let trips = u32::try_from(trips).map_err(|_| fail("more trips than a loop counts (u32)"))?;
+    let tail = units.split_off(last);
+    let body: Vec<Item<I>> = units.drain(first..).take(p).flatten().collect();
+    units.push(vec![Item::Loop(Loop { trips, body, step })]);
+    units.extend(tail);
+    Ok((units, first, last))
 }
 
 /// One entry of a sequence of segments being rolled.

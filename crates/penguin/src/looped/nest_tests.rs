@@ -150,3 +150,79 @@ fn no_marks_is_the_greedy_roll_and_bad_marks_are_refused() {
     let unordered = [NestMark { at: 2, level: 0 }, NestMark { at: 1, level: 0 }];
     assert_eq!(roll_nest(items, &unordered), Err(NestError::Unordered { index: 1, at: 1 }));
 }
+
+/// The segments `0..n` of a loop of period two: the iterations `keep` says are emitted,
+/// with their marks; the place of the first one after each skipped run is a gap.
+fn sampled(
+    n: i64,
+    keep: &dyn Fn(i64) -> bool,
+    seg: &dyn Fn(i64) -> Vec<Item<T>>,
+    level: u32,
+) -> (Vec<Item<T>>, Vec<NestMark>, Vec<NestGap>, Vec<Item<T>>) {
+    let (mut items, mut marks, mut gaps, mut full) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut skipped = 0;
+    for k in 0..n {
+        full.extend(seg(k));
+        if !keep(k) {
+            skipped += 1;
+            continue;
+        }
+        if skipped > 0 {
+            gaps.push(NestGap { at: items.len() as u32, level, period: 2, skipped: skipped / 2 });
+            skipped = 0;
+        }
+        marks.push(NestMark { at: items.len() as u32, level });
+        items.extend(seg(k));
+    }
+    (items, marks, gaps, full)
+}
+
+#[test]
+fn a_gap_rolls_into_the_loop_it_skipped() {
+    // x alternates between two slots while stepping; iterations 6..14 are skipped.
+    let seg = |k: i64| vec![i("x", k % 2 * 100 + k), i("y", 7 * k)];
+    let (items, marks, gaps, full) = sampled(20, &|k| !(6..14).contains(&k), &seg, 0);
+    assert_eq!(gaps, vec![NestGap { at: 12, level: 0, period: 2, skipped: 4 }]);
+    let out = roll_nest_gapped(items, &marks, &gaps).unwrap();
+    assert_eq!(out, vec![lp(10, vec![i("x", 0), i("y", 0), i("x", 101), i("y", 7)], vec![2, 14, 2, 14])]);
+    let flat: Vec<Item<T>> = expand_items(&out).unwrap().into_iter().map(Item::Inst).collect();
+    assert_eq!(flat, full);
+}
+
+#[test]
+fn nested_gaps_expand_to_the_whole_nest() {
+    // Outer o, inner k, both of period two; a peeled first inner iteration and a ragged last.
+    let inner = |o: i64| {
+        move |k: i64| {
+            let name = if k == 0 { "first" } else if k == 11 { "last" } else { "x" };
+            vec![i(name, 1000 * o + 10 * k + k % 2 * 3 + o % 2 * 5)]
+        }
+    };
+    let keep = |k: i64| !(6..8).contains(&k);
+    let (mut items, mut marks, mut gaps, mut full) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut skipped = 0;
+    for o in 0..14 {
+        let (its, ms, gs, f) = sampled(12, &keep, &inner(o), 1);
+        full.extend(f);
+        if (4..10).contains(&o) {
+            skipped += 1;
+            continue;
+        }
+        let at = items.len() as u32;
+        if skipped > 0 {
+            gaps.push(NestGap { at, level: 0, period: 2, skipped: skipped / 2 });
+            skipped = 0;
+        }
+        marks.push(NestMark { at, level: 0 });
+        marks.extend(ms.iter().skip(1).map(|m| NestMark { at: m.at + at, level: 1 }));
+        gaps.extend(gs.iter().map(|g| NestGap { at: g.at + at, ..*g }));
+        items.extend(its);
+    }
+    let out = roll_nest_gapped(items.clone(), &marks, &gaps).unwrap();
+    let flat: Vec<Item<T>> = expand_items(&out).unwrap().into_iter().map(Item::Inst).collect();
+    assert_eq!(flat, full);
+    assert!(printed_lines(&out) < 20, "{out:?}");
+    // A gap the iterations do not fit is refused.
+    let wrong: Vec<NestGap> = gaps.iter().map(|g| NestGap { skipped: g.skipped + 1, ..*g }).collect();
+    assert!(matches!(roll_nest_gapped(items, &marks, &wrong), Err(NestError::Gap { .. })));
+}
