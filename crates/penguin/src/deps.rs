@@ -179,7 +179,10 @@ mod tests {
         assert!(t.process_accesses(InstId(0), &[(crate::TensorId(0), region(0), Access::Write)]).is_empty());
         assert!(t.process_accesses(InstId(5), &[(crate::TensorId(0), region(64), Access::Write)]).is_empty());
         t.shift_ids(InstId(3), 100);
-        let got = t.process_accesses(InstId(200), &[(crate::TensorId(0), AccessPattern::on_chip(0, 128, 0, 128).region(true), Access::Read)]);
+        let got = t.process_accesses(
+            InstId(200),
+            &[(crate::TensorId(0), AccessPattern::on_chip(0, 128, 0, 128).region(true), Access::Read)],
+        );
         assert_eq!(edges(&got), vec![(0, DepKind::Raw), (105, DepKind::Raw)]);
     }
 

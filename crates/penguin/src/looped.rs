@@ -29,8 +29,8 @@ pub mod verify;
 
 pub use function::{ExpandError, LoopedFunction, PirInst, PirShape};
 pub use nest::{
-    loop_nest, printed_lines, roll_nest, roll_nest_gapped, roll_nest_shortest, roll_segments, LoopShape, NestError, NestGap,
-    NestMark,
+    loop_nest, printed_lines, roll_nest, roll_nest_gapped, roll_nest_shortest, roll_segments, LoopShape, NestError,
+    NestGap, NestMark,
 };
 pub use roll::{roll_items, Rolled};
 pub use verify::{verify_looped, verify_looped_within, LoopAt, LoopError};

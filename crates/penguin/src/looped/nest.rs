@@ -244,8 +244,11 @@ fn build<I: Rolled>(
         let lo = marks.partition_point(|m| (m.at as usize) < start);
         let hi = marks.partition_point(|m| (m.at as usize) < b);
         let inner: Vec<NestMark> = marks[lo..hi].iter().filter(|m| m.level > level).copied().collect();
-        let inner_gaps: Vec<NestGap> =
-            gaps.iter().filter(|g| (g.at as usize) > start && (g.at as usize) < b && g.level > level).copied().collect();
+        let inner_gaps: Vec<NestGap> = gaps
+            .iter()
+            .filter(|g| (g.at as usize) > start && (g.at as usize) < b && g.level > level)
+            .copied()
+            .collect();
         units.push(build(piece, start, &inner, &inner_gaps, shapes)?);
         starts.push(start);
         start = b;
@@ -253,7 +256,12 @@ fn build<I: Rolled>(
     // Close the gaps of this level, last first (so the units' indices before it stay).
     for g in gaps.iter().rev().filter(|g| g.level == level) {
         let Some(j) = starts.iter().position(|&s| s == g.at as usize) else {
-            return Err(NestError::Gap { at: g.at, level: g.level, period: g.period, why: "no iteration starts there" });
+            return Err(NestError::Gap {
+                at: g.at,
+                level: g.level,
+                period: g.period,
+                why: "no iteration starts there",
+            });
         };
         let (closed, first, last) = close_gap(units, j, *g, shapes)?;
         units = closed;
@@ -276,9 +284,8 @@ fn close_gap<I: Rolled>(
     if p == 0 || j < 2 * p || j + p > units.len() {
         return Err(fail("fewer than two periods before it or one after it"));
     }
-    let shape_of = |units: &[Vec<Item<I>>], shapes: &mut Shapes<I>| -> Vec<u32> {
-        units.iter().map(|u| shapes.seq(u)).collect()
-    };
+    let shape_of =
+        |units: &[Vec<Item<I>>], shapes: &mut Shapes<I>| -> Vec<u32> { units.iter().map(|u| shapes.seq(u)).collect() };
     let params_of = |units: &[Vec<Item<I>>]| -> Vec<i64> { units.iter().flat_map(|u| params(u)).collect() };
     let (a, b, c) = (j - 2 * p, j - p, j);
     let shape = shape_of(&units[a..b], shapes);

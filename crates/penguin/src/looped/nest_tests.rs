@@ -194,7 +194,13 @@ fn nested_gaps_expand_to_the_whole_nest() {
     // Outer o, inner k, both of period two; a peeled first inner iteration and a ragged last.
     let inner = |o: i64| {
         move |k: i64| {
-            let name = if k == 0 { "first" } else if k == 11 { "last" } else { "x" };
+            let name = if k == 0 {
+                "first"
+            } else if k == 11 {
+                "last"
+            } else {
+                "x"
+            };
             vec![i(name, 1000 * o + 10 * k + k % 2 * 3 + o % 2 * 5)]
         }
     };
