@@ -139,6 +139,22 @@ impl LoopedProgram {
         self.streams.iter().map(|s| penguin::looped::unrolled_len(s)).fold(0, u64::saturating_add)
     }
 
+    /// Bytes the unrolled program's DMA instructions move to or from HBM (as
+    /// [`Program::hbm_traffic_bytes`] counts them), over the loops without unrolling them: an
+    /// instruction's bytes follow from its dims and dtypes, which no iteration changes.
+    pub fn hbm_traffic_bytes(&self) -> u64 {
+        fn bytes(items: &[Item]) -> u64 {
+            items
+                .iter()
+                .map(|item| match item {
+                    penguin::looped::Item::Inst(inst) => inst.op.hbm_bytes(),
+                    penguin::looped::Item::Loop(l) => bytes(&l.body).saturating_mul(u64::from(l.trips)),
+                })
+                .fold(0, u64::saturating_add)
+        }
+        self.streams.iter().map(|s| bytes(s)).fold(0, u64::saturating_add)
+    }
+
     /// The unrolled program. Fails when an iteration moves a parameter out of its range or a
     /// loop's step does not match its body.
     pub fn expand(&self) -> Result<Program, BirError> {

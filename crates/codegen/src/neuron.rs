@@ -77,6 +77,10 @@ pub struct NeuronCodegen<B: IrBuilder> {
     storage_deps: DepTracker,
     /// The source location given to every instruction inserted from now on.
     srcloc: Option<SourceLoc>,
+    /// Instructions of repeating loop iterations skipped so far ([`Self::skip`]): an
+    /// instruction's number in the whole program is its place among those emitted plus
+    /// the skipped ones before it, and its edges name instructions by those numbers.
+    skipped: u32,
 }
 
 impl<B: IrBuilder> NeuronCodegen<B> {
@@ -94,6 +98,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
             aliased: Vec::new(),
             storage_deps: DepTracker::new(),
             srcloc: None,
+            skipped: 0,
         }
     }
 
@@ -122,6 +127,31 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// Counters so far.
     pub fn stats(&self) -> CodegenStats {
         self.stats
+    }
+
+    /// Instructions of the whole program so far: the emitted ones and the skipped ones.
+    pub fn program_len(&self) -> u64 {
+        self.base.function().num_insts() as u64 + u64::from(self.skipped)
+    }
+
+    /// Skip `count` instructions that repeat the ones before them (whole iterations of a
+    /// loop, emitted `count` instructions later, would make the same accesses to the same
+    /// on-chip places): every live access of an instruction numbered `from` or later is
+    /// renumbered `count` later, the instructions emitted next are numbered after the
+    /// skipped ones, and the skipped iterations' `matmuls` and accumulation `groups` are
+    /// counted. Fails when the program would number more instructions than ids can.
+    pub fn skip(&mut self, from: u64, count: u64, matmuls: u64, groups: u64) -> Result<(), CodegenError> {
+        let too_long =
+            || CodegenError::Unsupported("the program has more instructions than ids can number (u32)".into());
+        let total = self.program_len().checked_add(count).filter(|&n| n <= u64::from(u32::MAX)).ok_or_else(too_long)?;
+        let (from, count32) =
+            (u32::try_from(from).map_err(|_| too_long())?, u32::try_from(count).map_err(|_| too_long())?);
+        self.deps.shift_ids(InstId(from), count32);
+        self.storage_deps.shift_ids(InstId(from), count32);
+        self.skipped = u32::try_from(total - self.base.function().num_insts() as u64).map_err(|_| too_long())?;
+        self.stats.matmuls += matmuls;
+        self.stats.psum_groups += groups;
+        Ok(())
     }
 
     /// A hint that about `additional` more instructions will be emitted: the base builder
@@ -471,7 +501,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
     /// are found too.
     pub fn process_dep_edges(&mut self, inst: &InstData) -> Vec<penguin::Dep> {
         let func = self.base.function();
-        let next = InstId(func.num_insts() as u32);
+        let next = InstId(func.num_insts() as u32 + self.skipped);
         let mut deps = self.deps.process(next, inst, |t| func.tensor(t));
         if self.aliased.iter().any(|&a| a) {
             let mut accesses: Vec<(TensorId, Region, Access)> = Vec::new();

@@ -137,8 +137,12 @@ pub struct Extrapolated {
     pub base: GemmConfig,
     /// Reduced GEMMs planned (corners, checks and the SBUF probe when it differs).
     pub plans: usize,
-    /// Their BIR instructions, in total.
+    /// Their BIR instructions, in total; when [`Self::sampled`], the Penguin instructions
+    /// the planner emitted.
     pub reduced_instructions: u64,
+    /// Whether the full GEMM was planned in loops ([`codegen::plan_sampled`]) instead: no
+    /// reduced GEMMs, one plan (`plans` 1, no `axes`, `base` the full GEMM).
+    pub sampled: bool,
 }
 
 /// The least common multiple.
@@ -303,6 +307,10 @@ pub fn extrapolate_within(
     bounds: Bounds,
     cancel: Option<&Cancel>,
 ) -> Result<Extrapolated, ExtrapolateError> {
+    cfg.validate().map_err(ExtrapolateError::Plan)?;
+    if let Some(x) = sampled(cfg, cancel)? {
+        return Ok(x);
+    }
     let blocked = matches!(cfg.schedule, Schedule::BlockedMn | Schedule::BlockedMnk | Schedule::Auto);
     extrapolate_trying(cfg, planning, (threads, bounds, cancel), &attempts(blocked))
 }
@@ -359,6 +367,42 @@ fn extrapolate_trying(
         }
     }
     Err(last.unwrap_or_else(|| ExtrapolateError::reduced(DriverError::internal("no extrapolation was tried (a bug)"))))
+}
+
+/// The GEMM planned in loops ([`codegen::plan_sampled`]) and lowered loop by loop, when its
+/// schedule is one the planner emits in loops (`None` otherwise, or when the loops do not
+/// lower natively: the reduced GEMMs are fitted instead). Nothing is reduced: the program is
+/// the full GEMM's, its figures the planner's counts.
+fn sampled(cfg: &GemmConfig, cancel: Option<&Cancel>) -> Result<Option<Extrapolated>, ExtrapolateError> {
+    let plan = match codegen::plan_sampled(cfg, &crate::cancel::builder(cancel)) {
+        Ok(p) => p,
+        Err(codegen::CodegenError::Unsupported(_)) => return Ok(None),
+        Err(e) => return Err(ExtrapolateError::Plan(e)),
+    };
+    let Ok(program) = bir::lower_looped_native(&plan.looped, cfg.target) else { return Ok(None) };
+    let sb = plan.stats.single_buffered;
+    let figures = Figures {
+        penguin_instructions: plan.looped.unrolled_len(),
+        bir_instructions: program.unrolled_len(),
+        matmuls: plan.stats.matmuls,
+        psum_groups: plan.stats.psum_groups,
+        max_live_psum_groups: plan.stats.max_live_psum_groups,
+        sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
+        single_buffered: [sb.a_block, sb.b_block, sb.result],
+        hbm_bytes: program.hbm_traffic_bytes(),
+        hbm_read_once_bytes: program.header.hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add),
+    };
+    Ok(Some(Extrapolated {
+        config: plan.config.clone(),
+        program,
+        nested: true,
+        figures,
+        axes: Vec::new(),
+        base: plan.config.clone(),
+        plans: 1,
+        reduced_instructions: plan.emitted as u64,
+        sampled: true,
+    }))
 }
 
 /// One attempt of [`extrapolate`] with the reduction `r`, fitting the programs at `level`; on
@@ -426,6 +470,7 @@ fn attempt(
         base,
         plans: tried,
         reduced_instructions,
+        sampled: false,
     })
 }
 

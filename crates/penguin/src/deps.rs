@@ -104,9 +104,13 @@ impl DepTracker {
             match access {
                 Access::Read => acc.reads.push(Tracked::new(id, region)),
                 Access::Write | Access::ReadWrite => {
-                    acc.writes.retain(|w| !w.covered_by(&region));
-                    acc.reads.retain(|r| !r.covered_by(&region));
-                    acc.writes.push(Tracked::new(id, region));
+                    let TensorAccesses { writes, reads } = acc;
+                    writes.retain(|w| !w.covered_by(&region));
+                    // A read covered by this write and a live write after it is ordered
+                    // before every later write through those two (their WAR edges to it
+                    // and the later write's WAW edges to them), so it is retired too.
+                    reads.retain(|r| !r.covered_by(&region) && !writes.iter().any(|w| r.covered_by_pair(&region, w)));
+                    writes.push(Tracked::new(id, region));
                 }
             }
         }
@@ -184,6 +188,38 @@ mod tests {
             &[(crate::TensorId(0), AccessPattern::on_chip(0, 128, 0, 128).region(true), Access::Read)],
         );
         assert_eq!(edges(&got), vec![(0, DepKind::Raw), (105, DepKind::Raw)]);
+    }
+
+    /// A read retired by two writes that together cover it (the halves of a double-row
+    /// slot) gets no more WAR edges: the next writes are ordered after it through them. A
+    /// read only partly covered, or covered by a pair of which one came before it, stays.
+    #[test]
+    fn a_read_covered_by_two_later_writes_is_retired() {
+        use super::DepTracker;
+        use crate::ap::AccessPattern;
+        use crate::inst::Access;
+        use DepKind::{Raw, War, Waw};
+        let at = |lo: i64, n: u32| AccessPattern::on_chip(0, 128, lo, n).region(true);
+        let t0 = crate::TensorId(0);
+        let mut t = DepTracker::new();
+        let step = |t: &mut DepTracker, id: u32, lo: i64, n: u32, access: Access| {
+            edges(&t.process_accesses(InstId(id), &[(t0, at(lo, n), access)]))
+        };
+        // A read of [0, 256), then the two halves: each waits for the read.
+        assert!(step(&mut t, 0, 0, 256, Access::Read).is_empty());
+        assert_eq!(step(&mut t, 1, 0, 128, Access::Write), vec![(0, War)]);
+        assert_eq!(step(&mut t, 2, 128, 128, Access::Write), vec![(0, War)]);
+        // The read is retired: the next half write waits for the first half only.
+        assert_eq!(step(&mut t, 3, 0, 128, Access::Write), vec![(1, Waw)]);
+        // A read of [0, 300) is not covered by halves of [0, 256): it stays.
+        assert_eq!(step(&mut t, 4, 0, 300, Access::Read), vec![(2, Raw), (3, Raw)]);
+        assert_eq!(step(&mut t, 5, 128, 128, Access::Write), vec![(2, Waw), (4, War)]);
+        assert_eq!(step(&mut t, 6, 0, 128, Access::Write), vec![(3, Waw), (4, War)]);
+        // Writes before a read do not retire it with a write after it.
+        assert_eq!(step(&mut t, 7, 0, 256, Access::Read), vec![(5, Raw), (6, Raw)]);
+        assert_eq!(step(&mut t, 8, 128, 128, Access::Write), vec![(4, War), (5, Waw), (7, War)]);
+        assert_eq!(step(&mut t, 9, 0, 128, Access::Write), vec![(4, War), (6, Waw), (7, War)]);
+        assert_eq!(step(&mut t, 10, 0, 128, Access::Write), vec![(4, War), (9, Waw)]);
     }
 
     #[test]

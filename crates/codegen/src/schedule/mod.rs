@@ -64,8 +64,9 @@ mod hoisted;
 mod naive;
 mod pe_transpose;
 mod rotation;
+mod sampled;
 
-use penguin::looped::NestMark;
+use penguin::looped::{NestGap, NestMark};
 use penguin::{AccessPattern, DType, FunctionView, InstTile, IrBuilder, Memory, NDTile, PerfMode, TensorId};
 
 use crate::error::CodegenError;
@@ -76,6 +77,7 @@ use blocked_mnk::mnk_natural_width;
 use pe_transpose::PeQueue;
 
 pub use rotation::K_PERIOD;
+pub use sampled::{plan_sampled, SampledPlan};
 
 pub(crate) use auto::search_plans;
 pub use auto::{
@@ -222,6 +224,12 @@ struct Planner<'a, B: IrBuilder> {
     single_buffered: crate::SingleBuffered,
     /// Where each iteration of the nest's loops starts ([`Planner::mark`]).
     nest: Vec<NestMark>,
+    /// Whether long loops skip repeating iterations ([`sampled`]).
+    sampling: bool,
+    /// The iterations skipped, in order of place.
+    gaps: Vec<NestGap>,
+    /// Each gap's place and the instructions skipped up to it.
+    gap_skips: Vec<(u32, u64)>,
 }
 
 /// Elements per partition one K chunk of an operand occupies in a buffer.
@@ -341,6 +349,9 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
             allow_single: false,
             single_buffered: crate::SingleBuffered::default(),
             nest: Vec::new(),
+            sampling: false,
+            gaps: Vec::new(),
+            gap_skips: Vec::new(),
         })
     }
 }

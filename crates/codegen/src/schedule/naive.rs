@@ -4,9 +4,10 @@ use penguin::{InstTile, IrBuilder};
 
 use crate::combine::MatMultAccumulation;
 use crate::error::CodegenError;
-use crate::gemm::{tiles, M_TILE, N_TILE};
+use crate::gemm::{M_TILE, N_TILE};
 
 use super::rotation::{GroupAt, TileLoad};
+use super::sampled::Nest;
 use super::{Lhs, Operand, Planner};
 
 impl<B: IrBuilder> Planner<'_, B> {
@@ -15,12 +16,13 @@ impl<B: IrBuilder> Planner<'_, B> {
         let rhs = self.buffers("rhs", 2, 1, N_TILE, self.cfg.rhs_dtype, Operand::Rhs)?;
         let chunks = self.chunks.clone();
         let nk = chunks.len();
-        let mut steps = Vec::new();
-        for m in tiles(self.cfg.m, M_TILE) {
-            for n in tiles(self.cfg.n, N_TILE) {
-                steps.extend((0..nk).map(|c| (m, n, c)));
-            }
-        }
+        let (mt, nt) = (self.cfg.m.div_ceil(M_TILE) as usize, self.cfg.n.div_ceil(N_TILE) as usize);
+        let tile = |i: usize, size: u64, total: u64| {
+            let t0 = i as u64 * size;
+            (t0, size.min(total - t0) as u32)
+        };
+        let (cfg_m, cfg_n) = (self.cfg.m, self.cfg.n);
+        let step = |i: usize| (tile(i / (nt * nk), M_TILE, cfg_m), tile(i / nk % nt, N_TILE, cfg_n), i % nk);
         // Row tiling rotates the partitions each output tile's operands use: a step of the
         // rotations holds half as many output tiles as there are PE positions, so the group
         // slots of two steps take every position.
@@ -29,25 +31,35 @@ impl<B: IrBuilder> Planner<'_, B> {
         self.set_step_groups(per_step);
         let group_at = |i: usize| GroupAt { step: i / nk / per_step, pos: i / nk % per_step };
         let pos_of = |i: usize| ((i / nk) as u32 % positions) * rows;
+        // Levels: m tiles, n tiles, K chunks. Every rotation is a function of the step (its
+        // parity: buffer slots) or of the output tile (modulo the PE positions and two steps
+        // of groups: partitions, PSUM banks, evacuation engines), so a level repeats after
+        // the fewest iterations that are an even number of steps and a whole number of
+        // those tile periods (the queue hints are affine in the K chunk: loop parameters).
+        let dims = [mt, nt, nk];
+        let tile_period = (positions as usize).max(2);
+        let periods: Vec<usize> = (0..dims.len())
+            .map(|l| {
+                let steps: usize = dims[l + 1..].iter().product();
+                let tiles = if l < 2 { steps / nk.max(1) } else { 0 };
+                let repeats = |p: &usize| (p * steps).is_multiple_of(2) && (p * tiles).is_multiple_of(tile_period);
+                (1..=2 * tile_period).find(repeats).unwrap_or(2 * tile_period)
+            })
+            .collect();
         let loaded: std::cell::RefCell<std::collections::VecDeque<(Lhs, InstTile)>> = Default::default();
         let open: std::cell::RefCell<Option<(MatMultAccumulation, InstTile, u32)>> = Default::default();
-        // Levels: m tiles, n tiles, K chunks.
-        let level = |_, (_, n, c): ((u64, u32), (u64, u32), usize)| match (n.0, c) {
-            (0, 0) => 0,
-            (_, 0) => 1,
-            _ => 2,
-        };
-        self.pipelined(
-            &steps,
-            &level,
-            &mut |p, i, (m, n, c)| {
+        self.pipelined_nest(&mut Nest {
+            dims: &dims,
+            periods: &periods,
+            step: &step,
+            load: &mut |p, i, (m, n, c)| {
                 let place = TileLoad { t: 0, tiles: 1, turn: i % 2 };
                 let st = p.load_lhs(lhs[i % 2], pos_of(i), chunks[c], m, place)?;
                 let mv = p.load_rhs(rhs[i % 2], pos_of(i), chunks[c], n, place)?;
                 loaded.borrow_mut().push_back((st, mv));
                 Ok(())
             },
-            &mut |p, i, (m, n, c)| {
+            compute: &mut |p, i, (m, n, c)| {
                 if c == 0 {
                     *open.borrow_mut() = Some(p.open_group(m.1, n.1, p.k_total, group_at(i))?);
                 }
@@ -64,6 +76,18 @@ impl<B: IrBuilder> Planner<'_, B> {
                 }
                 Ok(())
             },
-        )
+            // Skipped K chunks of the open group (a gap in the K loop) were merged into it; a
+            // gap in the m or n loop starts between groups.
+            skip: &mut |_, from, to| {
+                if let Some((acc, _, _)) = open.borrow_mut().as_mut() {
+                    for c in from % nk..to % nk {
+                        let (k0, k1) = (chunks[c].k0 as u32, chunks[c + 1].k0 as u32);
+                        acc.slices.push((k0, k1));
+                        acc.k_offset = k1;
+                    }
+                }
+                Ok(())
+            },
+        })
     }
 }

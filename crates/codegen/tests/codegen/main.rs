@@ -7,5 +7,6 @@ mod looped;
 mod nest;
 mod properties;
 mod recording_builder;
+mod sampled;
 mod single_buffer;
 mod store_edges;

@@ -119,6 +119,39 @@ fn naive_is_extrapolated_exactly_in_m_and_n() {
     assert_exact(&GemmConfig { sparsity: Some("2:4".parse().unwrap()), lhs_transposed: true, ..c });
 }
 
+/// A naive GEMM is planned in loops, not reduced: its program expands to the whole plan's
+/// lowering (origins aside), its figures are the whole plan's, and the looped model gives the unrolled
+/// model's time; the planner emitted a fraction of the instructions.
+#[test]
+fn naive_is_planned_in_loops_exactly() {
+    let c = cfg(2000, 128 * 60 + 7, 9000, Schedule::Naive);
+    let sparse = GemmConfig { sparsity: Some("2:4".parse().unwrap()), lhs_transposed: true, ..c };
+    let cast = GemmConfig { input_dtype: DType::Fp32, out_dtype: DType::Bf16, ..c };
+    for c in [c, sparse, cast] {
+        let x = extrapolate(&c, Planning::Fixed, 1).unwrap();
+        assert!(x.sampled && x.nested, "{c:?}");
+        assert_eq!((x.plans, x.axes.len(), &x.base), (1, 0, &c));
+        let plan = plan_gemm(&c).unwrap();
+        let program = crate::gemm::lower(&plan).unwrap();
+        assert_eq!(x.figures, Figures::of(&plan, &program), "{c:?}");
+        // Loops carry no origins (they change every iteration).
+        let expanded = x.program.expand().unwrap();
+        let mut bare = program.clone();
+        bare.streams.iter_mut().flatten().for_each(|i| i.origin = None);
+        assert!(expanded == bare, "{c:?}: the program differs from the whole plan's");
+        assert!(x.reduced_instructions * 4 < plan.function.insts.len() as u64, "{c:?}: {}", x.reduced_instructions);
+        let hw = c.target.profile();
+        let looped = sim::model_looped(&x.program, &hw).unwrap();
+        let unrolled = sim::model_with(&program, &hw).unwrap();
+        assert_eq!(looped.hbm_bytes, unrolled.hbm_bytes);
+        assert!((looped.total_ns - unrolled.total_ns).abs() <= 1e-9 * unrolled.total_ns, "{c:?}");
+    }
+    // Another schedule is reduced and fitted as before.
+    let c = blocked(3584 + 37, 1000, 14336 + 100, Schedule::BlockedMnk, (256, 1024, 256));
+    let x = extrapolate(&c, Planning::Fixed, 2).unwrap();
+    assert!(!x.sampled && !x.axes.is_empty() && x.plans > 1);
+}
+
 #[test]
 fn small_dimensions_are_kept_whole() {
     let c = cfg(300, 1000, 700, Schedule::BlockedMnk);

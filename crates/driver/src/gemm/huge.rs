@@ -256,6 +256,7 @@ fn report(
         base: [x.base.m, x.base.k, x.base.n],
         periods: [period("m"), period("k"), period("n")],
         along_nest: x.nested,
+        planned_in_loops: x.sampled,
     });
     report
 }

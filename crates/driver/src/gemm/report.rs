@@ -225,6 +225,10 @@ pub struct ExtrapolatedReport {
     /// Whether the reduced functions rolled along the schedule's loop nest were fitted (and
     /// the result lowered loop by loop), rather than their rolled lowerings.
     pub along_nest: bool,
+    /// Whether nothing was reduced: the full GEMM was planned in loops (its loops emitted
+    /// with gaps, then lowered loop by loop); `reduced_plans` is then 1 and
+    /// `reduced_instructions` the Penguin instructions the planner emitted.
+    pub planned_in_loops: bool,
 }
 
 /// Wall-clock milliseconds of each phase.

@@ -87,7 +87,12 @@ pub fn summary(r: &Report) -> String {
         "  plan    {mt}x{nt} output tiles of {tm}x{tn}{edges}, {} K steps of {} rows: {} matmuls in {} PSUM groups (max {} live)\n",
         r.k_steps, r.k_step_rows, r.matmuls, r.psum_groups, r.max_live_psum_banks
     );
-    if let Some(x) = &r.extrapolated {
+    if let Some(x) = r.extrapolated.as_ref().filter(|x| x.planned_in_loops) {
+        s += &format!(
+            "          planned in loops ({} of {} Penguin instructions emitted, the rest repeat them), not unrolled\n",
+            x.reduced_instructions, r.penguin_instructions
+        );
+    } else if let Some(x) = &r.extrapolated {
         let [bm, bk, bn] = x.base;
         s += &format!(
             "          extrapolated from {} reduced plans ({} BIR instructions; base {bm}x{bk}x{bn}){}, not unrolled\n",

@@ -76,6 +76,26 @@ impl Tracked {
         }
     }
 
+    /// Whether a read (`self`) is covered by a write to `by` together with `earlier`, a live
+    /// write made after the read (two halves of a double-row slot written one after the
+    /// other): both dense boxes over the read's partitions whose element ranges join over
+    /// the read's. Conservative: anything else is not covered.
+    pub(super) fn covered_by_pair(&self, by: &Region, earlier: &Tracked) -> bool {
+        let Tracked::Box { id, p0, p1, lo, hi, .. } = *self else { return false };
+        let Tracked::Box { id: eid, p0: e0, p1: e1, lo: elo, hi: ehi, dense: true } = *earlier else { return false };
+        if eid <= id || by.window.is_some() || !by.dense {
+            return false;
+        }
+        let spans = |q0: u32, q1: u32| q0 <= p0 && p1 <= q1;
+        if !spans(by.p0, by.p1) || !spans(e0, e1) {
+            return false;
+        }
+        // The two ranges, in order, must leave no hole over [lo, hi).
+        let ((a0, a1), (b0, b1)) =
+            if by.lo <= elo { ((by.lo, by.hi), (elo, ehi)) } else { ((elo, ehi), (by.lo, by.hi)) };
+        a0 <= lo && b0 <= a1 && a1.max(b1) >= hi
+    }
+
     /// The region, exactly as given to [`Tracked::new`].
     pub(super) fn region(&self) -> Region {
         match self {

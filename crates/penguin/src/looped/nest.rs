@@ -271,6 +271,10 @@ fn build<I: Rolled>(
     Ok(roll_units(units, shapes))
 }
 
+/// The units of a level with a gap closed: the units, and the range of the old units the
+/// new loop replaced.
+type Closed<I> = (Vec<Vec<Item<I>>>, usize, usize);
+
 /// Replace the units around the gap `g` (unit `j` is the first after it) by one loop over
 /// them and the skipped periods (see [`roll_nest_gapped`]).
 fn close_gap<I: Rolled>(
@@ -278,7 +282,7 @@ fn close_gap<I: Rolled>(
     j: usize,
     g: NestGap,
     shapes: &mut Shapes<I>,
-) -> Result<(Vec<Vec<Item<I>>>, usize, usize), NestError> {
+) -> Result<Closed<I>, NestError> {
     let fail = |why| NestError::Gap { at: g.at, level: g.level, period: g.period, why };
     let p = g.period as usize;
     if p == 0 || j < 2 * p || j + p > units.len() {

@@ -151,6 +151,9 @@ fn no_marks_is_the_greedy_roll_and_bad_marks_are_refused() {
     assert_eq!(roll_nest(items, &unordered), Err(NestError::Unordered { index: 1, at: 1 }));
 }
 
+/// A sampled sequence: the emitted items, their marks, the gaps, and the whole sequence.
+type Sampled = (Vec<Item<T>>, Vec<NestMark>, Vec<NestGap>, Vec<Item<T>>);
+
 /// The segments `0..n` of a loop of period two: the iterations `keep` says are emitted,
 /// with their marks; the place of the first one after each skipped run is a gap.
 fn sampled(
@@ -158,7 +161,7 @@ fn sampled(
     keep: &dyn Fn(i64) -> bool,
     seg: &dyn Fn(i64) -> Vec<Item<T>>,
     level: u32,
-) -> (Vec<Item<T>>, Vec<NestMark>, Vec<NestGap>, Vec<Item<T>>) {
+) -> Sampled {
     let (mut items, mut marks, mut gaps, mut full) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut skipped = 0;
     for k in 0..n {

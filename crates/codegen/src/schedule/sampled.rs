@@ -1,0 +1,287 @@
+//! Sampled planning: a loop nest planned in loops, at a cost that does not grow with its
+//! trip counts.
+//!
+//! A regular nest (trip counts `dims`, outermost first) emits its steps software-pipelined
+//! as [`Planner::pipelined`] does, but a loop with many iterations emits only its first ones
+//! (`2p + 2` for a period of `p` iterations: the rotations of the loop repeat every `p`) and
+//! its last `p + 2`, and skips whole periods in between. The skipped iterations repeat the
+//! period before them: the same on-chip places, the same instruction shapes, parameters
+//! stepping by the same amount. So at a gap the planner
+//! - checks that the two periods before it emitted as many instructions, matmuls and
+//!   accumulation groups as each other (or refuses: the nest is not periodic there);
+//! - renumbers the live accesses of the loop's run ([`NeuronCodegen::skip`]), so that the
+//!   edges of the instructions after the gap name the instructions of the whole program;
+//! - lets the schedule move its own state past the skipped steps (an open accumulation
+//!   group's K offset);
+//! - records a [`NestGap`], with which `penguin::looped::roll_nest_gapped` rolls the loop over
+//!   the iterations on both sides and the skipped ones, checking that they repeat.
+//!
+//! The rolled function expands to what the whole plan emits, instruction for instruction
+//! (the tests compare them), while the planner emits `O(periods x levels)` iterations.
+//!
+//! [`NeuronCodegen::skip`]: crate::NeuronCodegen::skip
+
+use penguin::looped::{roll_nest_gapped, Item, NestGap};
+use penguin::{FunctionView, IrBuilder, LoopedFunction, PirInst};
+
+use crate::error::CodegenError;
+use crate::gemm::{GemmConfig, GemmTensors, Schedule, Tiling};
+use crate::neuron::CodegenStats;
+
+use super::{Planner, KERNEL_NAME};
+
+/// Whole iterations emitted before a gap, in periods, beyond the first two iterations (which
+/// follow the nest's prologue and so may differ).
+const HEAD_PERIODS: usize = 3;
+/// Iterations emitted after a gap beyond one period: the last two (an edge tile, a ragged K
+/// chunk) may differ.
+const TAIL_EXTRA: usize = 2;
+/// Steps a sampled nest may have: the step index and the unrolled instruction ids are
+/// counted in `u32`-sized budgets well before they overflow.
+const MAX_STEPS: u64 = 1 << 30;
+
+/// A GEMM planned in loops ([`plan_sampled`]): the rolled function and what the whole plan
+/// would have counted.
+#[derive(Clone, Debug)]
+pub struct SampledPlan {
+    /// The plan's function rolled into loops; [`LoopedFunction::expand`] gives the whole
+    /// plan's function.
+    pub looped: LoopedFunction,
+    /// What the codegen layer counted, skipped iterations included.
+    pub stats: CodegenStats,
+    /// What was planned.
+    pub config: GemmConfig,
+    /// How C and K are cut.
+    pub tiling: Tiling,
+    /// The HBM tensors by role (ids in [`Self::looped`]'s header).
+    pub tensors: GemmTensors,
+    /// Instructions the planner emitted (the rest were skipped).
+    pub emitted: usize,
+}
+
+/// Where a loop of the nest skips: iterations `[h, h + g)` of `t`, `g` a multiple of the
+/// period `p`; `None` when the loop is too short to skip a whole period.
+fn gap(t: usize, p: usize) -> Option<(usize, usize)> {
+    let (head, tail) = (HEAD_PERIODS * p + 2, p + TAIL_EXTRA);
+    if p == 0 || t < head + tail + p {
+        return None;
+    }
+    let g = (t - head - tail) / p * p;
+    Some((t - tail - g, g))
+}
+
+/// What the planner had emitted at the start of an iteration: program instructions (skipped
+/// ones included), matmuls, accumulation groups, emitted instructions.
+type Snapshot = [u64; 4];
+
+/// A regular nest being emitted: its shape and the schedule's hooks.
+pub(super) struct Nest<'n, S, P> {
+    /// Trip counts, outermost first.
+    pub(super) dims: &'n [usize],
+    /// Each level's period in iterations (see the module doc).
+    pub(super) periods: &'n [usize],
+    /// The step at an index of the nest (mixed radix over `dims`).
+    pub(super) step: &'n dyn Fn(usize) -> S,
+    /// The loads of a step (emitted in the segment of the step before it).
+    pub(super) load: &'n mut dyn FnMut(&mut P, usize, S) -> Result<(), CodegenError>,
+    /// The compute of a step.
+    pub(super) compute: &'n mut dyn FnMut(&mut P, usize, S) -> Result<(), CodegenError>,
+    /// The schedule's state moved past skipped steps `[from, to)` (whose loads and compute
+    /// were not emitted; the loads of step `to` were those of step `from`, the same views).
+    pub(super) skip: &'n mut dyn FnMut(&mut P, usize, usize) -> Result<(), CodegenError>,
+}
+
+impl<S: Copy, P> Nest<'_, S, P> {
+    /// Steps of one iteration of the loop at `level`.
+    fn stride(&self, level: usize) -> usize {
+        self.dims[level + 1..].iter().product()
+    }
+
+    /// The outermost level whose iteration starts at step `i`.
+    fn level_of(&self, i: usize) -> u32 {
+        let levels = self.dims.len();
+        (0..levels).find(|&l| i.is_multiple_of(self.stride(l).max(1))).unwrap_or(levels.saturating_sub(1)) as u32
+    }
+}
+
+impl<'a, B: IrBuilder> Planner<'a, B> {
+    /// Emit a regular nest software-pipelined (see [`Self::pipelined`], whose marks and order
+    /// it keeps): every step, or with [`Planner::sampling`] set the steps of the iterations
+    /// around each gap (see the module doc).
+    pub(super) fn pipelined_nest<S: Copy>(&mut self, nest: &mut Nest<'_, S, Self>) -> Result<(), CodegenError> {
+        let total = nest.dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d as u64)).unwrap_or(u64::MAX);
+        if total == 0 || nest.dims.is_empty() {
+            return Ok(());
+        }
+        if self.sampling && total > MAX_STEPS {
+            return Err(CodegenError::Unsupported(format!("a nest of {total} steps is too long to plan in loops")));
+        }
+        let total = total as usize;
+        (nest.load)(self, 0, (nest.step)(0))?;
+        if !self.sampling {
+            for i in 0..total {
+                self.segment(nest, i, total)?;
+            }
+            return Ok(());
+        }
+        self.sampled_level(nest, 0, 0, total)
+    }
+
+    /// Step `i`'s segment: its mark, the loads of step `i + 1`, its compute.
+    fn segment<S: Copy>(&mut self, nest: &mut Nest<'_, S, Self>, i: usize, total: usize) -> Result<(), CodegenError> {
+        self.mark(nest.level_of(i));
+        if i + 1 < total {
+            (nest.load)(self, i + 1, (nest.step)(i + 1))?;
+        }
+        (nest.compute)(self, i, (nest.step)(i))
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let stats = self.cg.stats();
+        [self.cg.program_len(), stats.matmuls, stats.psum_groups, self.cg.function().num_insts() as u64]
+    }
+
+    /// The number in the whole program of emitted instruction `e`.
+    fn unrolled(&self, e: usize) -> u64 {
+        let k = self.gap_skips.partition_point(|g| g.0 as usize <= e);
+        e as u64 + if k == 0 { 0 } else { self.gap_skips[k - 1].1 }
+    }
+
+    /// Whether the period from `a` to `b` and the one from `b` to `now` emitted the same:
+    /// as many instructions, matmuls and groups, and instruction for instruction edges of the
+    /// same kinds reaching back as far (so the roll makes one loop of them). A loop whose
+    /// edges grow from period to period (reads that no write retires) is emitted whole.
+    fn periods_repeat(&self, [a, b, now]: [Snapshot; 3]) -> bool {
+        if (0..4).any(|x| b[x] - a[x] != now[x] - b[x]) {
+            return false;
+        }
+        let f = self.cg.function();
+        let (a, b, len) = (a[3] as usize, b[3] as usize, (now[3] - b[3]) as usize);
+        (0..len).all(|k| {
+            let (x, y) = (f.layout[a + k], f.layout[b + k]);
+            let (ux, uy) = (self.unrolled(a + k), self.unrolled(b + k));
+            let (dx, dy) = (f.deps(x), f.deps(y));
+            dx.len() == dy.len()
+                && dx
+                    .iter()
+                    .zip(dy)
+                    .all(|(p, q)| p.kind == q.kind && ux - u64::from(p.from.0) == uy - u64::from(q.from.0))
+        })
+    }
+
+    /// One run of the loop at `level` whose first step is `base`, with a gap when it is long
+    /// and its periods repeat.
+    fn sampled_level<S: Copy>(
+        &mut self,
+        nest: &mut Nest<'_, S, Self>,
+        level: usize,
+        base: usize,
+        total: usize,
+    ) -> Result<(), CodegenError> {
+        let (trips, stride, period) = (nest.dims[level], nest.stride(level), nest.periods[level].max(1));
+        let mut gap = gap(trips, period);
+        let run_start = self.cg.program_len();
+        let mut before: [Snapshot; 2] = [[0; 4]; 2];
+        let mut j = 0;
+        while j < trips {
+            if let Some((h, g)) = gap {
+                if j + 2 * period == h {
+                    before[0] = self.snapshot();
+                } else if j + period == h {
+                    before[1] = self.snapshot();
+                } else if j == h {
+                    gap = None;
+                    if self.periods_repeat([before[0], before[1], self.snapshot()]) {
+                        self.skip_periods(
+                            nest,
+                            (level, period),
+                            (run_start, before[1]),
+                            (base + h * stride, g, stride),
+                        )?;
+                        j += g;
+                        continue;
+                    }
+                }
+            }
+            if level + 1 < nest.dims.len() {
+                self.sampled_level(nest, level + 1, base + j * stride, total)?;
+            } else {
+                self.segment(nest, base + j, total)?;
+            }
+            j += 1;
+        }
+        Ok(())
+    }
+
+    /// Skip `g` iterations of `stride` steps from step `from`, the period before them
+    /// starting at `last`: renumber, let the schedule move on, record the gap.
+    fn skip_periods<S: Copy>(
+        &mut self,
+        nest: &mut Nest<'_, S, Self>,
+        (level, period): (usize, usize),
+        (run_start, last): (u64, Snapshot),
+        (from, g, stride): (usize, usize, usize),
+    ) -> Result<(), CodegenError> {
+        let now = self.snapshot();
+        let periods = (g / period) as u64;
+        let n = |x: usize| (now[x] - last[x]).saturating_mul(periods);
+        self.cg.skip(run_start, n(0), n(1), n(2))?;
+        (nest.skip)(self, from, from + g * stride)?;
+        let too_many = || CodegenError::Unsupported("the loop skips more periods than a gap can count".into());
+        let at = u32::try_from(self.cg.function().num_insts()).map_err(|_| too_many())?;
+        let skipped = self.cg.program_len() - self.cg.function().num_insts() as u64;
+        self.gap_skips.push((at, skipped));
+        self.gaps.push(NestGap {
+            at,
+            level: level as u32,
+            period: u32::try_from(period).map_err(|_| too_many())?,
+            skipped: u32::try_from(periods).map_err(|_| too_many())?,
+        });
+        Ok(())
+    }
+}
+
+/// Plan `cfg` in loops ([`SampledPlan`]): the schedule's nest is emitted with gaps and rolled
+/// along them, so planning costs about the same at any size. Covers the `naive` schedule
+/// without PE transposes of A; anything else is [`CodegenError::Unsupported`] (plan it whole).
+pub fn plan_sampled<B: IrBuilder>(cfg: &GemmConfig, new_base: &dyn Fn(&str) -> B) -> Result<SampledPlan, CodegenError> {
+    cfg.validate()?;
+    if cfg.schedule != Schedule::Naive {
+        return Err(CodegenError::Unsupported(format!("the {} schedule is planned whole", cfg.schedule)));
+    }
+    if cfg.transposes_lhs_on_pe() {
+        return Err(CodegenError::Unsupported("A transposed on the PE is planned whole".into()));
+    }
+    let mut p = Planner::new(cfg, new_base(KERNEL_NAME))?;
+    p.sampling = true;
+    p.naive()?;
+    let (nest, gaps) = (std::mem::take(&mut p.nest), std::mem::take(&mut p.gaps));
+    let tensors = GemmTensors { a: p.a, a_tags: p.a_tags, b: p.b, c: p.c };
+    let mut cg = p.cg;
+    cg.finalize_kernel()?;
+    let (stats, unrolled) = (cg.stats(), cg.program_len());
+    let f = cg.function();
+    let body: Vec<Item<PirInst>> = f
+        .layout
+        .iter()
+        .filter_map(|&id| {
+            let data = f.inst(id)?.clone();
+            Some(Item::Inst(PirInst { data, deps: f.deps(id).to_vec(), loc: f.srclocs.get_shared(id).cloned() }))
+        })
+        .collect();
+    let emitted = body.len();
+    let mut header = f.clone();
+    header.insts.clear();
+    header.layout.clear();
+    header.deps.clear();
+    header.srclocs.clear();
+    let body = roll_nest_gapped(body, &nest, &gaps).map_err(|e| CodegenError::Unsupported(e.to_string()))?;
+    let looped = LoopedFunction { header, body };
+    if looped.unrolled_len() != unrolled {
+        return Err(CodegenError::Internal(format!(
+            "the rolled plan unrolls to {} instructions, the planner counted {unrolled}",
+            looped.unrolled_len()
+        )));
+    }
+    Ok(SampledPlan { looped, stats, config: cfg.clone(), tiling: Tiling::of(cfg), tensors, emitted })
+}
