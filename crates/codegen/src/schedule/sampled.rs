@@ -149,9 +149,11 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
 
     /// Whether the period from `a` to `b` and the one from `b` to `now` emitted the same:
     /// as many instructions, matmuls and groups, and instruction for instruction edges of the
-    /// same kinds reaching back as far (so the roll makes one loop of them). A loop whose
-    /// edges grow from period to period (reads that no write retires) is emitted whole.
-    fn periods_repeat(&self, [a, b, now]: [Snapshot; 3]) -> bool {
+    /// same kinds, each reaching back as far (it steps with the loop) or to the same
+    /// instruction before the loop's run (`run_start`: an access no iteration supersedes), so
+    /// that the roll makes one loop of them. A loop whose edges grow from period to period
+    /// (reads that no write retires) is emitted whole.
+    fn periods_repeat(&self, [a, b, now]: [Snapshot; 3], run_start: u64) -> bool {
         if (0..4).any(|x| b[x] - a[x] != now[x] - b[x]) {
             return false;
         }
@@ -162,10 +164,10 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
             let (ux, uy) = (self.unrolled(a + k), self.unrolled(b + k));
             let (dx, dy) = (f.deps(x), f.deps(y));
             dx.len() == dy.len()
-                && dx
-                    .iter()
-                    .zip(dy)
-                    .all(|(p, q)| p.kind == q.kind && ux - u64::from(p.from.0) == uy - u64::from(q.from.0))
+                && dx.iter().zip(dy).all(|(p, q)| {
+                    let (fp, fq) = (u64::from(p.from.0), u64::from(q.from.0));
+                    p.kind == q.kind && (ux - fp == uy - fq || fp == fq && fp < run_start)
+                })
         })
     }
 
@@ -191,7 +193,7 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
                     before[1] = self.snapshot();
                 } else if j == h {
                     gap = None;
-                    if self.periods_repeat([before[0], before[1], self.snapshot()]) {
+                    if self.periods_repeat([before[0], before[1], self.snapshot()], run_start) {
                         self.skip_periods(
                             nest,
                             (level, period),

@@ -156,12 +156,7 @@ type Sampled = (Vec<Item<T>>, Vec<NestMark>, Vec<NestGap>, Vec<Item<T>>);
 
 /// The segments `0..n` of a loop of period two: the iterations `keep` says are emitted,
 /// with their marks; the place of the first one after each skipped run is a gap.
-fn sampled(
-    n: i64,
-    keep: &dyn Fn(i64) -> bool,
-    seg: &dyn Fn(i64) -> Vec<Item<T>>,
-    level: u32,
-) -> Sampled {
+fn sampled(n: i64, keep: &dyn Fn(i64) -> bool, seg: &dyn Fn(i64) -> Vec<Item<T>>, level: u32) -> Sampled {
     let (mut items, mut marks, mut gaps, mut full) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut skipped = 0;
     for k in 0..n {
