@@ -38,7 +38,7 @@ pub use error::{BirError, VerifyError, TOO_MANY_STRIDES};
 pub use looped::{roll, roll_owned, verify_looped, verify_looped_sharing, Item, Loop, LoopError, LoopedProgram};
 pub use lower::{
     extract_offloaded_memcpy_shape_bases, lower, lower_cancellable, lower_looped, lower_looped_expanded,
-    lower_looped_native, LowerLoopedError, MAX_LOWER_UNROLLED,
+    lower_looped_native, lower_looped_native_within, LowerLoopedError, MAX_LOWER_UNROLLED,
 };
 pub use program::{
     ApRole, BirInst, Dims, Engine, EngineClass, FromPartsError, HbmRole, HbmTensor, HwAp, InstRef, Op, OpPart, Program,

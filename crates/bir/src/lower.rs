@@ -48,7 +48,7 @@ mod spread;
 
 pub use looped::{lower_looped, lower_looped_expanded, LowerLoopedError, MAX_LOWER_UNROLLED};
 use matmul::codegen_mat_mul_op;
-pub use native::lower_looped_native;
+pub use native::{lower_looped_native, lower_looped_native_within};
 pub use spread::extract_offloaded_memcpy_shape_bases;
 
 /// DMA queues reserved for plain copies into HBM (the last ones); the others take every other

@@ -373,13 +373,24 @@ fn extrapolate_trying(
 /// schedule is one the planner emits in loops (`None` otherwise, or when the loops do not
 /// lower natively: the reduced GEMMs are fitted instead). Nothing is reduced: the program is
 /// the full GEMM's, its figures the planner's counts.
-fn sampled(cfg: &GemmConfig, cancel: Option<&Cancel>) -> Result<Option<Extrapolated>, ExtrapolateError> {
+pub(crate) fn sampled(cfg: &GemmConfig, cancel: Option<&Cancel>) -> Result<Option<Extrapolated>, ExtrapolateError> {
+    Ok(sampled_timed(cfg, cancel)?.map(|(x, _)| x))
+}
+
+/// [`sampled`] with the milliseconds its lowering took.
+pub(crate) fn sampled_timed(
+    cfg: &GemmConfig,
+    cancel: Option<&Cancel>,
+) -> Result<Option<(Extrapolated, f64)>, ExtrapolateError> {
     let plan = match codegen::plan_sampled(cfg, &crate::cancel::builder(cancel)) {
         Ok(p) => p,
         Err(codegen::CodegenError::Unsupported(_)) => return Ok(None),
         Err(e) => return Err(ExtrapolateError::Plan(e)),
     };
-    let Ok(program) = bir::lower_looped_native(&plan.looped, cfg.target) else { return Ok(None) };
+    let t = std::time::Instant::now();
+    // The expansion is the whole plan, which the tests verify: the corner function is checked.
+    let Ok(program) = bir::lower_looped_native_within(&plan.looped, cfg.target, 0) else { return Ok(None) };
+    let lower_ms = t.elapsed().as_secs_f64() * 1e3;
     let sb = plan.stats.single_buffered;
     let figures = Figures {
         penguin_instructions: plan.looped.unrolled_len(),
@@ -392,17 +403,20 @@ fn sampled(cfg: &GemmConfig, cancel: Option<&Cancel>) -> Result<Option<Extrapola
         hbm_bytes: program.hbm_traffic_bytes(),
         hbm_read_once_bytes: program.header.hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add),
     };
-    Ok(Some(Extrapolated {
-        config: plan.config.clone(),
-        program,
-        nested: true,
-        figures,
-        axes: Vec::new(),
-        base: plan.config.clone(),
-        plans: 1,
-        reduced_instructions: plan.emitted as u64,
-        sampled: true,
-    }))
+    Ok(Some((
+        Extrapolated {
+            config: plan.config.clone(),
+            program,
+            nested: true,
+            figures,
+            axes: Vec::new(),
+            base: plan.config.clone(),
+            plans: 1,
+            reduced_instructions: plan.emitted as u64,
+            sampled: true,
+        },
+        lower_ms,
+    )))
 }
 
 /// One attempt of [`extrapolate`] with the reduction `r`, fitting the programs at `level`; on

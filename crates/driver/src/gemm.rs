@@ -91,6 +91,14 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
         return huge::run(req, &cfg, budget, &hw);
     }
     budget::check(&cfg, opts.simulate, budget)?;
+    // Modeled only, with nothing that needs every instruction: planned in loops when the
+    // schedule can be.
+    let modeled_only = opts.plan_in_loops && !opts.simulate && !opts.unrolled && opts.model_extrapolated;
+    if modeled_only && req.lnc == 1 && cfg.schedule == codegen::Schedule::Naive {
+        if let Some(outcome) = huge::run_in_loops(req, &cfg, &hw)? {
+            return Ok(outcome);
+        }
+    }
     let early = draw_early(opts, &cfg, given.is_none());
     if req.lnc != 1 {
         return lnc::run(req, &cfg, given, early, &hw);

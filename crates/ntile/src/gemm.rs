@@ -303,6 +303,7 @@ pub fn request(args: &GemmArgs, (m, k, n): (u64, u64, u64)) -> GemmRequest {
             extrapolate: args.extrapolate,
             unrolled: args.trace.is_some() || args.svg.is_some() || args.svg_grid.is_some() || unrolled_ir,
             model_extrapolated: args.emit.is_none(),
+            plan_in_loops: true,
             c_bytes: args.output.is_some(),
             seed: args.seed.unwrap_or(0),
             max_memory: args.max_memory,

@@ -33,7 +33,7 @@ pub use nest::{
     NestGap, NestMark,
 };
 pub use roll::{roll_items, Rolled};
-pub use verify::{verify_looped, verify_looped_within, LoopAt, LoopError};
+pub use verify::{verify_looped, verify_looped_within, LoopAt, LoopError, MAX_EXPANDED};
 
 /// An instruction whose parameters can be stepped from one loop iteration to the next.
 pub trait Stepped: Clone {

@@ -30,7 +30,7 @@
 //! Cost: O(size of the looped function x nest depth) per round, on the nest as unrolled and
 //! peeled; a loop's trips never matter.
 
-use penguin::looped::{verify_looped, Item, Loop, PirInst, Stepped};
+use penguin::looped::{verify_looped_within, Item, Loop, PirInst, Stepped};
 use penguin::{InstId, LoopedFunction, Target};
 
 use super::looped::LowerLoopedError;
@@ -60,7 +60,19 @@ pub(super) fn internal(msg: &str) -> NativeError {
 /// `lower_looped_native(lf)?.expand()` has, stream by stream, the ops of `lower` of
 /// `lf.expand()`, in the same order, with semaphores that order them the same way.
 pub fn lower_looped_native(func: &LoopedFunction, target: Target) -> Result<LoopedProgram, LowerLoopedError> {
-    verify_looped(func).map_err(LowerLoopedError::LoopVerify)?;
+    lower_looped_native_within(func, target, penguin::looped::MAX_EXPANDED)
+}
+
+/// [`lower_looped_native`] verifying `func` with [`verify_looped_within`] `max_expanded`: a
+/// producer that checked its function otherwise (the planner's sampled plans, whose
+/// expansion is a verified plan's) passes 0, so that the verifier checks the corner function
+/// instead of expanding up to `MAX_EXPANDED` instructions.
+pub fn lower_looped_native_within(
+    func: &LoopedFunction,
+    target: Target,
+    max_expanded: u64,
+) -> Result<LoopedProgram, LowerLoopedError> {
+    verify_looped_within(func, max_expanded).map_err(LowerLoopedError::LoopVerify)?;
     let mut cx = LowerCx::new(&func.header, target);
     cx.assign_addresses()?;
     let (mut items, _, _) = cx.normalize(func.body.clone(), 0)?;

@@ -275,6 +275,30 @@ fn unmodeled_report(x: &Extrapolated, hw: &HwProfile, wall: WallMs) -> Report {
     report(x, &cycle, hw, None, wall)
 }
 
+/// A GEMM that fits the budget but needs no unrolled program (`--no-sim`, nothing emitted,
+/// nothing that needs every instruction's time), planned in loops when its schedule can be
+/// ([`crate::extrapolate::sampled`]: `naive` today), lowered loop by loop and modeled looped;
+/// `None` when it cannot be (it is then planned whole).
+pub(super) fn run_in_loops(
+    req: &GemmRequest,
+    cfg: &GemmConfig,
+    hw: &HwProfile,
+) -> Result<Option<GemmOutcome>, DriverError> {
+    let opts = &req.options;
+    opts.phase("plan (in loops)");
+    let mut wall = WallMs::default();
+    let t = Instant::now();
+    let Some((x, lower_ms)) = crate::extrapolate::sampled_timed(cfg, opts.cancel.as_ref())? else { return Ok(None) };
+    (wall.plan, wall.lower) = ((ms(t) - lower_ms).max(0.0), lower_ms);
+    opts.check_cancel()?;
+    opts.phase("model");
+    let t = Instant::now();
+    let cycle = model(&x, hw, opts.cancel.as_ref())?;
+    wall.model = ms(t);
+    let report = super::searched(req, report(&x, &cycle, hw, None, wall));
+    Ok(Some(GemmOutcome::extrapolated(report, x)))
+}
+
 /// Plan (by extrapolation), model and report a GEMM too large to unroll.
 pub(super) fn run(
     req: &GemmRequest,

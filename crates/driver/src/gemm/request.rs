@@ -47,6 +47,11 @@ pub struct GemmOptions {
     pub unrolled: bool,
     /// Model an extrapolated program (without it, only its program and figures are made).
     pub model_extrapolated: bool,
+    /// Plan in loops when the schedule can be (`codegen::plan_sampled`: `naive`), lower loop
+    /// by loop and model looped, when nothing else is asked (no simulation, nothing unrolled,
+    /// a modeled program): the outcome then has no unrolled plan or program, and its report
+    /// no bottleneck, as an extrapolated GEMM's. `ntile gemm --no-sim` sets it.
+    pub plan_in_loops: bool,
     /// Keep C's bytes in its own dtype ([`GemmOutcome::c_bytes`](crate::GemmOutcome::c_bytes)).
     pub c_bytes: bool,
     /// Seed of the random inputs (when none are given).
@@ -67,6 +72,7 @@ impl Default for GemmOptions {
             extrapolate: false,
             unrolled: false,
             model_extrapolated: true,
+            plan_in_loops: false,
             c_bytes: false,
             seed: 0,
             max_memory: None,

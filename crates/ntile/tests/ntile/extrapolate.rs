@@ -9,14 +9,18 @@ fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&stdout(&o)).unwrap()
 }
 
-/// A naive GEMM with `--extrapolate` is planned in loops (nothing reduced: one plan, its base
-/// the GEMM itself) and gives the report of the whole plan, with the model's time equal up
+/// A naive GEMM with `--no-sim` is planned in loops, with `--extrapolate` too (nothing
+/// reduced: one plan, its base the GEMM itself), and gives the report of the whole plan
+/// (`--trace` plans it whole, for every instruction's time), with the model's time equal up
 /// to rounding.
 #[test]
 fn an_extrapolated_report_equals_the_whole_plans() {
     let shape = ["gemm", "--m", "256", "--k", "25607", "--n", "600", "--schedule", "naive", "--no-sim", "--json"];
-    let whole = json(&shape);
-    let x = json(&[&shape[..], &["--extrapolate"]].concat());
+    let trace = std::env::temp_dir().join(format!("ntile-whole-{}.json", std::process::id()));
+    let whole = json(&[&shape[..], &["--trace", trace.to_str().unwrap()]].concat());
+    let _ = std::fs::remove_file(&trace);
+    let x = json(&shape);
+    assert_eq!(json(&[&shape[..], &["--extrapolate"]].concat())["extrapolated"], x["extrapolated"]);
     let xr = &x["extrapolated"];
     assert_eq!((&xr["reduced_plans"], &xr["planned_in_loops"]), (&serde_json::json!(1), &serde_json::json!(true)));
     assert_eq!(xr["base"], serde_json::json!([256, 25607, 600]));
@@ -224,4 +228,21 @@ fn a_gemm_whose_rolled_lowerings_differ_is_extrapolated_along_its_nest() {
     assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
     let o = ntile(&[&shape[..], &["--no-sim", "--extrapolate"]].concat());
     assert!(stdout(&o).contains("along the schedule's loop nest, not unrolled"), "{}", stdout(&o));
+}
+
+/// The summary of a GEMM planned in loops says so, with how much the planner emitted, and
+/// where its bottleneck would come from.
+#[test]
+fn a_gemm_planned_in_loops_says_so() {
+    let o = ntile(&["gemm", "--m", "4096", "--k", "1024", "--n", "4096", "--schedule", "naive", "--no-sim"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    // 32 x 8 output tiles of 8 K steps: 3 instructions per step, 2 per tile.
+    let line = text.lines().find(|l| l.contains("planned in loops")).unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.trim_start().starts_with("planned in loops (") && line.contains(" of 6656 Penguin instructions emitted")
+    );
+    assert!(text.contains(
+        "bottleneck not computed: a program planned in loops has no per-instruction timeline (--trace plans it whole)"
+    ));
 }
