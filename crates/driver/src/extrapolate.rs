@@ -391,18 +391,8 @@ pub(crate) fn sampled_timed(
     // The expansion is the whole plan, which the tests verify: the corner function is checked.
     let Ok(program) = bir::lower_looped_native_within(&plan.looped, cfg.target, 0) else { return Ok(None) };
     let lower_ms = t.elapsed().as_secs_f64() * 1e3;
-    let sb = plan.stats.single_buffered;
-    let figures = Figures {
-        penguin_instructions: plan.looped.unrolled_len(),
-        bir_instructions: program.unrolled_len(),
-        matmuls: plan.stats.matmuls,
-        psum_groups: plan.stats.psum_groups,
-        max_live_psum_groups: plan.stats.max_live_psum_groups,
-        sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
-        single_buffered: [sb.a_block, sb.b_block, sb.result],
-        hbm_bytes: program.hbm_traffic_bytes(),
-        hbm_read_once_bytes: program.header.hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add),
-    };
+    let counts = [plan.looped.unrolled_len(), program.unrolled_len(), program.hbm_traffic_bytes()];
+    let figures = Figures::of_counts(&plan.stats, counts, &program.header.hbm);
     Ok(Some((
         Extrapolated {
             config: plan.config.clone(),

@@ -101,7 +101,7 @@ pub(crate) fn plan_buffered<B: IrBuilder>(
     new_base: &dyn Fn(&str) -> B,
 ) -> Result<GemmPlan, CodegenError> {
     cfg.validate()?;
-    let mut p = Planner::new(cfg, new_base(KERNEL_NAME))?;
+    let mut p = Planner::new(cfg, new_base(KERNEL_NAME), false)?;
     p.allow_single = single;
     match cfg.schedule {
         Schedule::Naive => p.naive()?,
@@ -276,7 +276,10 @@ fn hbm(tensor: TensorId, dtype: DType, ap: AccessPattern) -> InstTile {
 }
 
 impl<'a, B: IrBuilder> Planner<'a, B> {
-    fn new(cfg: &'a GemmConfig, base: B) -> Result<Self, CodegenError> {
+    /// The planner of `cfg` over `base`; `sampling` when long loops skip repeating
+    /// iterations ([`sampled`]: the instructions emitted do not grow with the GEMM, so none
+    /// are reserved).
+    fn new(cfg: &'a GemmConfig, base: B, sampling: bool) -> Result<Self, CodegenError> {
         let mut cg = NeuronCodegen::new(base, cfg.target, KERNEL_NAME);
         let (a, a_tags) = match cfg.sparsity {
             Some(p) => {
@@ -290,7 +293,9 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         let c = cg.add_output("c", vec![cfg.m, cfg.n], cfg.out_dtype)?;
         let pack = if cfg.perf_mode == PerfMode::DoubleRow { 2 } else { 1 };
         let (chunks, k_total) = k_chunks(cfg);
-        cg.reserve_insts(inst_estimate(cfg, chunks.len()));
+        if !sampling {
+            cg.reserve_insts(inst_estimate(cfg, chunks.len()));
+        }
         let dense = cfg.perf_mode == PerfMode::None && cfg.sparsity.is_none();
         // Row tiling rotates operands over partition groups, which the naive schedule's
         // per-step loads can follow; the stripe schedules keep operands at partition 0.
@@ -349,7 +354,7 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
             allow_single: false,
             single_buffered: crate::SingleBuffered::default(),
             nest: Vec::new(),
-            sampling: false,
+            sampling,
             gaps: Vec::new(),
             gap_skips: Vec::new(),
         })

@@ -254,8 +254,7 @@ pub fn plan_sampled<B: IrBuilder>(cfg: &GemmConfig, new_base: &dyn Fn(&str) -> B
     if cfg.transposes_lhs_on_pe() {
         return Err(CodegenError::Unsupported("A transposed on the PE is planned whole".into()));
     }
-    let mut p = Planner::new(cfg, new_base(KERNEL_NAME))?;
-    p.sampling = true;
+    let mut p = Planner::new(cfg, new_base(KERNEL_NAME), true)?;
     p.naive()?;
     let (nest, gaps) = (std::mem::take(&mut p.nest), std::mem::take(&mut p.gaps));
     let tensors = GemmTensors { a: p.a, a_tags: p.a_tags, b: p.b, c: p.c };

@@ -31,17 +31,25 @@ pub struct Figures {
 impl Figures {
     /// The figures of a plan and its lowered program.
     pub fn of(plan: &GemmPlan, program: &bir::Program) -> Figures {
-        let sb = plan.stats.single_buffered;
+        let counts = [plan.function.layout().len() as u64, program.num_insts() as u64, program.hbm_traffic_bytes()];
+        Figures::of_counts(&plan.stats, counts, &program.hbm)
+    }
+
+    /// The figures of a plan's `stats`, its `[Penguin instructions, BIR instructions, HBM
+    /// bytes moved]` and the HBM tensors of its program (each moved once is the lower bound).
+    pub fn of_counts(stats: &codegen::CodegenStats, counts: [u64; 3], hbm: &[bir::HbmTensor]) -> Figures {
+        let sb = stats.single_buffered;
+        let [penguin_instructions, bir_instructions, hbm_bytes] = counts;
         Figures {
-            penguin_instructions: plan.function.layout().len() as u64,
-            bir_instructions: program.num_insts() as u64,
-            matmuls: plan.stats.matmuls,
-            psum_groups: plan.stats.psum_groups,
-            max_live_psum_groups: plan.stats.max_live_psum_groups,
-            sbuf_peak_bytes_per_partition: plan.stats.sbuf_peak_bytes_per_partition,
+            penguin_instructions,
+            bir_instructions,
+            matmuls: stats.matmuls,
+            psum_groups: stats.psum_groups,
+            max_live_psum_groups: stats.max_live_psum_groups,
+            sbuf_peak_bytes_per_partition: stats.sbuf_peak_bytes_per_partition,
             single_buffered: [sb.a_block, sb.b_block, sb.result],
-            hbm_bytes: program.hbm_traffic_bytes(),
-            hbm_read_once_bytes: program.hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add),
+            hbm_bytes,
+            hbm_read_once_bytes: hbm.iter().map(bir::HbmTensor::num_bytes).fold(0, u64::saturating_add),
         }
     }
 

@@ -120,16 +120,7 @@ pub enum NestError {
 /// Roll `items` along the nest its `marks` describe (see the module doc); `marks` index
 /// `items` and are in increasing order of place.
 pub fn roll_nest<I: Rolled>(items: Vec<Item<I>>, marks: &[NestMark]) -> Result<Vec<Item<I>>, NestError> {
-    for (index, m) in marks.iter().enumerate() {
-        if m.at as usize > items.len() {
-            return Err(NestError::PastEnd { at: m.at, len: items.len() });
-        }
-        if index > 0 && marks[index - 1].at > m.at {
-            return Err(NestError::Unordered { index, at: m.at });
-        }
-    }
-    let mut shapes = Shapes::default();
-    build(items, 0, marks, &[], &mut shapes)
+    roll_nest_gapped(items, marks, &[])
 }
 
 /// [`roll_nest`] of a sequence whose producer skipped iterations (`gaps`, in increasing
