@@ -134,21 +134,32 @@ impl<B: IrBuilder> NeuronCodegen<B> {
         self.base.function().num_insts() as u64 + u64::from(self.skipped)
     }
 
-    /// Skip `count` instructions that repeat the ones before them (whole iterations of a
-    /// loop, emitted `count` instructions later, would make the same accesses to the same
-    /// on-chip places): every live access of an instruction numbered `from` or later is
-    /// renumbered `count` later, the instructions emitted next are numbered after the
-    /// skipped ones, and the skipped iterations' `matmuls` and accumulation `groups` are
-    /// counted. Fails when the program would number more instructions than ids can.
-    pub fn skip(&mut self, from: u64, count: u64, matmuls: u64, groups: u64) -> Result<(), CodegenError> {
+    /// Skip `periods` repetitions of the `len` instructions just emitted (the last period of
+    /// a loop whose run started at instruction `from`; the skipped iterations would make the
+    /// same accesses to the same on-chip places): the live accesses are moved past them
+    /// ([`penguin::DepTracker::skip_periods`]), the instructions emitted next are numbered
+    /// after the skipped ones, and the skipped iterations' `matmuls` and accumulation
+    /// `groups` are counted. Fails when the program would number more instructions than ids
+    /// can.
+    pub fn skip(
+        &mut self,
+        from: u64,
+        (len, periods): (u64, u64),
+        matmuls: u64,
+        groups: u64,
+    ) -> Result<(), CodegenError> {
         let too_long =
             || CodegenError::Unsupported("the program has more instructions than ids can number (u32)".into());
-        let total = self.program_len().checked_add(count).filter(|&n| n <= u64::from(u32::MAX)).ok_or_else(too_long)?;
-        let (from, count32) =
-            (u32::try_from(from).map_err(|_| too_long())?, u32::try_from(count).map_err(|_| too_long())?);
-        self.deps.shift_ids(InstId(from), count32);
-        self.storage_deps.shift_ids(InstId(from), count32);
-        self.skipped = u32::try_from(total - self.base.function().num_insts() as u64).map_err(|_| too_long())?;
+        let count = len.checked_mul(periods).ok_or_else(too_long)?;
+        let now = self.program_len();
+        let total = now.checked_add(count).filter(|&n| n <= u64::from(u32::MAX)).ok_or_else(too_long)?;
+        let id = |x: u64| u32::try_from(x).map(InstId).map_err(|_| too_long());
+        let (ids, len32, periods32) = ((id(from)?, id(now)?), id(len)?.0, id(periods)?.0);
+        let func = self.base.function();
+        let on_chip = |t: TensorId| func.tensor(t).is_some_and(|d| d.memory.is_on_chip());
+        self.deps.skip_periods(ids, len32, periods32, on_chip);
+        self.storage_deps.skip_periods(ids, len32, periods32, |_| true);
+        self.skipped = u32::try_from(total - func.num_insts() as u64).map_err(|_| too_long())?;
         self.stats.matmuls += matmuls;
         self.stats.psum_groups += groups;
         Ok(())

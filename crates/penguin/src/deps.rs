@@ -109,7 +109,12 @@ impl DepTracker {
                     // A read covered by this write and a live write after it is ordered
                     // before every later write through those two (their WAR edges to it
                     // and the later write's WAW edges to them), so it is retired too.
-                    reads.retain(|r| !r.covered_by(&region) && !writes.iter().any(|w| r.covered_by_pair(&region, w)));
+                    // (Only a read the write touches can be completed by it.)
+                    let retired = |r: &Tracked| {
+                        r.covered_by(&region)
+                            || r.overlaps(&region) && writes.iter().any(|w| r.covered_by_pair(&region, w))
+                    };
+                    reads.retain(|r| !retired(r));
                     writes.push(Tracked::new(id, region));
                 }
             }
@@ -130,6 +135,57 @@ impl DepTracker {
         for acc in &mut self.per_tensor {
             for t in acc.writes.iter_mut().chain(acc.reads.iter_mut()) {
                 t.shift(from, delta);
+            }
+        }
+    }
+
+    /// What a producer that skips `periods` repetitions of a loop's last period does to the
+    /// live accesses: the period is the `len` instructions before `now` (the number of the
+    /// next one), the loop's run started at `run_start`. A read that each period repeats on
+    /// the same region while nothing retires it (in the tensors `repeats` says: on-chip ones,
+    /// whose reads a later write waits for) stays live in every skipped period too: its
+    /// repetitions keep their numbers and one is added per skipped period. Every other access
+    /// of the run is renumbered past the skipped instructions ([`Self::shift_ids`]): it
+    /// stands for its repetition in the last skipped period.
+    pub fn skip_periods(
+        &mut self,
+        (run_start, now): (InstId, InstId),
+        len: u32,
+        periods: u32,
+        repeats: impl Fn(TensorId) -> bool,
+    ) {
+        let delta = len.saturating_mul(periods);
+        let last = now.0.saturating_sub(len);
+        for (t, acc) in self.per_tensor.iter_mut().enumerate() {
+            let mut keep = std::collections::HashSet::new();
+            let mut added = Vec::new();
+            if len > 0 && repeats(TensorId(t as u32)) {
+                let mut by_region: std::collections::HashMap<Region, Vec<u32>> = std::collections::HashMap::new();
+                for r in acc.reads.iter().filter(|r| r.id() >= run_start) {
+                    by_region.entry(r.region()).or_default().push(r.id().0);
+                }
+                for (region, ids) in &by_region {
+                    for &x in ids.iter().filter(|&&x| x >= last) {
+                        if !ids.contains(&(x.wrapping_sub(len))) {
+                            continue;
+                        }
+                        keep.extend(ids.iter().copied().filter(|&y| y <= x && (x - y).is_multiple_of(len)));
+                        added.extend((1..=periods).map(|k| Tracked::new(InstId(x.saturating_add(k * len)), *region)));
+                    }
+                }
+            }
+            for x in acc.writes.iter_mut() {
+                x.shift(run_start, delta);
+            }
+            for x in acc.reads.iter_mut() {
+                if !keep.contains(&x.id().0) {
+                    x.shift(run_start, delta);
+                }
+            }
+            if !added.is_empty() {
+                // In program order, as the reads of the whole program are.
+                acc.reads.extend(added);
+                acc.reads.sort_by_key(Tracked::id);
             }
         }
     }
@@ -188,6 +244,40 @@ mod tests {
             &[(crate::TensorId(0), AccessPattern::on_chip(0, 128, 0, 128).region(true), Access::Read)],
         );
         assert_eq!(edges(&got), vec![(0, DepKind::Raw), (105, DepKind::Raw)]);
+    }
+
+    /// Skipping periods of a loop: a read each period repeats on the same region, which
+    /// nothing retires, is live in every skipped period too; the rest is renumbered past them.
+    #[test]
+    fn skipped_periods_keep_their_repeating_reads() {
+        use super::DepTracker;
+        use crate::ap::AccessPattern;
+        use crate::inst::Access;
+        use DepKind::{War, Waw};
+        let (stripe, slot) = (crate::TensorId(0), crate::TensorId(1));
+        let at = |lo: i64| AccessPattern::on_chip(0, 128, lo, 64).region(true);
+        let mut t = DepTracker::new();
+        // Periods of 10 from 0: each reads the stripe and rewrites a slot (which retires
+        // nothing of the stripe).
+        for p in 0..3u32 {
+            t.process_accesses(InstId(10 * p), &[(stripe, at(0), Access::Read)]);
+            t.process_accesses(InstId(10 * p + 5), &[(slot, at(0), Access::Write)]);
+        }
+        // Skip two periods after the third (the next instruction would be 30).
+        t.skip_periods((InstId(0), InstId(30)), 10, 2, |_| true);
+        // The stripe's refill waits for every read, the skipped ones included; the slot's
+        // next write for its last write, renumbered into the last skipped period.
+        let refill = edges(&t.process_accesses(InstId(50), &[(stripe, at(0), Access::Write)]));
+        assert_eq!(refill, vec![(0, War), (10, War), (20, War), (30, War), (40, War)]);
+        assert_eq!(edges(&t.process_accesses(InstId(51), &[(slot, at(0), Access::Write)])), vec![(45, Waw)]);
+        // Tensors `repeats` leaves out are only renumbered.
+        let mut t = DepTracker::new();
+        for p in 0..3u32 {
+            t.process_accesses(InstId(10 * p), &[(stripe, at(0), Access::Read)]);
+        }
+        t.skip_periods((InstId(0), InstId(30)), 10, 2, |_| false);
+        let refill = edges(&t.process_accesses(InstId(50), &[(stripe, at(0), Access::Write)]));
+        assert_eq!(refill, vec![(20, War), (30, War), (40, War)]);
     }
 
     /// A read retired by two writes that together cover it (the halves of a double-row

@@ -6,6 +6,7 @@ use crate::error::CodegenError;
 use crate::gemm::{tiles, M_TILE, N_TILE};
 
 use super::rotation::GroupAt;
+use super::sampled::Nest;
 use super::{Operand, Planner};
 
 impl<B: IrBuilder> Planner<'_, B> {
@@ -15,35 +16,39 @@ impl<B: IrBuilder> Planner<'_, B> {
         let rhs = self.buffers("b_stripe", 2, nk, N_TILE, self.cfg.rhs_dtype, Operand::Rhs)?;
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
         self.set_step_groups(1);
-        let mut steps = Vec::new();
-        for (mi, m) in tiles(self.cfg.m, M_TILE).enumerate() {
-            for (ni, n) in tiles(self.cfg.n, N_TILE).enumerate() {
-                steps.push((mi, ni, m, n));
-            }
-        }
+        let (mt, nt) = (self.cfg.m.div_ceil(M_TILE) as usize, self.cfg.n.div_ceil(N_TILE) as usize);
+        let tile = |i: usize, size: u64, total: u64| {
+            let t0 = i as u64 * size;
+            (t0, size.min(total - t0) as u32)
+        };
+        let (cfg_m, cfg_n) = (self.cfg.m, self.cfg.n);
+        let step = |i: usize| (i / nt, i % nt, tile(i / nt, M_TILE, cfg_m), tile(i % nt, N_TILE, cfg_n));
         let pe = self.pe_transpose.is_some();
         if pe {
             self.pe_queue.set_order(tiles(self.cfg.m, M_TILE).collect(), 2);
             self.pe_prefetch()?;
         }
-        // Levels: m tiles, n tiles.
-        let level = |_, (_, ni, _, _): (usize, usize, (u64, u32), (u64, u32))| u32::from(ni > 0);
-        self.pipelined(
-            &steps,
-            &level,
-            &mut |p, i, (mi, ni, m, n)| {
+        // Levels: m tiles, n tiles. The A stripes alternate by m tile, the B stripes and the
+        // groups' rotations by step: both loops repeat every two iterations.
+        self.pipelined_nest(&mut Nest {
+            dims: &[mt, nt],
+            periods: &[2, 2],
+            step: &step,
+            load: &mut |p, i, (mi, ni, m, n)| {
                 if ni == 0 && !pe {
                     p.load_stripe(lhs[mi % 2], Operand::Lhs, m)?;
                 }
                 p.load_stripe(rhs[i % 2], Operand::Rhs, n)
             },
-            &mut |p, i, (mi, ni, m, n)| {
+            compute: &mut |p, i, (mi, ni, m, n)| {
                 let (l, r) = (lhs[mi % 2], rhs[i % 2]);
                 if ni == 0 && pe {
                     p.pe_transpose_next(l, lw, m)?;
                 }
                 p.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * rw), m, n, GroupAt { step: i, pos: 0 })
             },
-        )
+            // Every step's state is its slots, a function of its index.
+            skip: &mut |_, _, _| Ok(()),
+        })
     }
 }

@@ -227,7 +227,7 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         let now = self.snapshot();
         let periods = (g / period) as u64;
         let n = |x: usize| (now[x] - last[x]).saturating_mul(periods);
-        self.cg.skip(run_start, n(0), n(1), n(2))?;
+        self.cg.skip(run_start, (now[0] - last[0], periods), n(1), n(2))?;
         (nest.skip)(self, from, from + g * stride)?;
         let too_many = || CodegenError::Unsupported("the loop skips more periods than a gap can count".into());
         let at = u32::try_from(self.cg.function().num_insts()).map_err(|_| too_many())?;
@@ -244,18 +244,22 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
 }
 
 /// Plan `cfg` in loops ([`SampledPlan`]): the schedule's nest is emitted with gaps and rolled
-/// along them, so planning costs about the same at any size. Covers the `naive` schedule
-/// without PE transposes of A; anything else is [`CodegenError::Unsupported`] (plan it whole).
+/// along them, so planning costs about the same at any size. Covers the `naive` and
+/// `hoisted` schedules without PE transposes of A; anything else is [`CodegenError::Unsupported`] (plan it whole).
 pub fn plan_sampled<B: IrBuilder>(cfg: &GemmConfig, new_base: &dyn Fn(&str) -> B) -> Result<SampledPlan, CodegenError> {
     cfg.validate()?;
-    if cfg.schedule != Schedule::Naive {
+    if !matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) {
         return Err(CodegenError::Unsupported(format!("the {} schedule is planned whole", cfg.schedule)));
     }
     if cfg.transposes_lhs_on_pe() {
         return Err(CodegenError::Unsupported("A transposed on the PE is planned whole".into()));
     }
     let mut p = Planner::new(cfg, new_base(KERNEL_NAME), true)?;
-    p.naive()?;
+    if cfg.schedule == Schedule::Naive {
+        p.naive()?;
+    } else {
+        p.hoisted()?;
+    }
     let (nest, gaps) = (std::mem::take(&mut p.nest), std::mem::take(&mut p.gaps));
     let tensors = GemmTensors { a: p.a, a_tags: p.a_tags, b: p.b, c: p.c };
     let mut cg = p.cg;

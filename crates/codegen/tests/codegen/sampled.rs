@@ -89,13 +89,14 @@ fn operand_variants_sample_as_they_plan_whole() {
 fn what_sampling_does_not_cover_is_refused() {
     let unsupported = |c: &GemmConfig| matches!(plan_sampled(c, &default_builder), Err(CodegenError::Unsupported(_)));
     // The other schedules are planned whole.
-    for schedule in [Schedule::Hoisted, Schedule::BlockedMn, Schedule::BlockedMnk, Schedule::Auto] {
+    for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk, Schedule::Auto] {
         let mut c = naive(1024, 1024, 1024, Target::Trn2);
         c.schedule = schedule;
         assert!(unsupported(&c), "{schedule:?}");
     }
     // A transposed on the PE (trn1 without a transposing load).
     assert!(unsupported(&naive(1024, 1024, 1024, Target::Trn1)));
+    assert!(unsupported(&GemmConfig { schedule: Schedule::Hoisted, ..naive(1024, 1024, 1024, Target::Trn1) }));
     // A bad configuration is the configuration's error.
     assert!(matches!(
         plan_sampled(&naive(0, 1024, 1024, Target::Trn2), &default_builder),
@@ -119,4 +120,22 @@ fn sampled_planning_does_not_grow_with_the_gemm() {
         assert_eq!(big.looped.unrolled_len(), 3 * big.stats.matmuls + 2 * big.stats.psum_groups, "{m}x{k}x{n}");
     }
     assert!(small.emitted < 10_000, "{}", small.emitted);
+}
+
+/// `hoisted` samples its m and n loops: the A stripe of an m tile is read by every n step,
+/// and nothing retires those reads until the stripe's slot is refilled, so the skipped n
+/// steps' reads are kept live too (the refill waits for every one of them, as in the whole
+/// plan).
+#[test]
+fn hoisted_samples_its_m_and_n_loops() {
+    let hoisted = |m, k, n| GemmConfig { schedule: Schedule::Hoisted, ..naive(m, k, n, Target::Trn2) };
+    // Both loops skip (32 m tiles, 36 n tiles), ragged in M, K and N.
+    sampled_equals_whole(&hoisted(4000, 3000, 18000));
+    // Whole tiles, bf16 in HBM, A given transposed.
+    let mut c = hoisted(4096, 1024, 16384);
+    c.input_dtype = DType::Bf16;
+    c.lhs_transposed = true;
+    sampled_equals_whole(&c);
+    // 2:4 sparse.
+    sampled_equals_whole(&GemmConfig { sparsity: Some(SparsityPattern { n: 2, m: 4 }), ..hoisted(4000, 3000, 18000) });
 }

@@ -119,15 +119,17 @@ fn naive_is_extrapolated_exactly_in_m_and_n() {
     assert_exact(&GemmConfig { sparsity: Some("2:4".parse().unwrap()), lhs_transposed: true, ..c });
 }
 
-/// A naive GEMM is planned in loops, not reduced: its program expands to the whole plan's
+/// A naive or hoisted GEMM is planned in loops, not reduced: its program expands to the whole plan's
 /// lowering (origins aside), its figures are the whole plan's, and the looped model gives the unrolled
 /// model's time; the planner emitted a fraction of the instructions.
 #[test]
-fn naive_is_planned_in_loops_exactly() {
+fn naive_and_hoisted_are_planned_in_loops_exactly() {
     let c = cfg(2000, 128 * 60 + 7, 9000, Schedule::Naive);
     let sparse = GemmConfig { sparsity: Some("2:4".parse().unwrap()), lhs_transposed: true, ..c };
     let cast = GemmConfig { input_dtype: DType::Fp32, out_dtype: DType::Bf16, ..c };
-    for c in [c, sparse, cast] {
+    // hoisted's steps are whole K stripes: more of its tiles, fewer K rows.
+    let hoisted = GemmConfig { schedule: Schedule::Hoisted, m: 4000, k: 1000, n: 18000, ..c };
+    for c in [c, sparse, cast, hoisted] {
         let x = extrapolate(&c, Planning::Fixed, 1).unwrap();
         assert!(x.sampled && x.nested, "{c:?}");
         assert_eq!((x.plans, x.axes.len(), &x.base), (1, 0, &c));

@@ -47,7 +47,7 @@ pub struct GemmOptions {
     pub unrolled: bool,
     /// Model an extrapolated program (without it, only its program and figures are made).
     pub model_extrapolated: bool,
-    /// Plan in loops when the schedule can be (`codegen::plan_sampled`: `naive`), lower loop
+    /// Plan in loops when the schedule can be (`codegen::plan_sampled`: `naive` and `hoisted`), lower loop
     /// by loop and model looped, when nothing else is asked (no simulation, nothing unrolled,
     /// a modeled program): the outcome then has no unrolled plan or program, and its report
     /// no bottleneck, as an extrapolated GEMM's. `ntile gemm --no-sim` sets it.
