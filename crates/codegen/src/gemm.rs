@@ -455,7 +455,13 @@ impl GemmPlan {
 
 /// `[start, start + len)` pieces of `0..total` of at most `tile` each.
 pub(crate) fn tiles(total: u64, tile: u64) -> impl Iterator<Item = (u64, u32)> {
-    (0..total.div_ceil(tile)).map(move |i| (i * tile, (tile.min(total - i * tile)) as u32))
+    (0..total.div_ceil(tile)).map(move |i| tile_at(total, tile, i as usize))
+}
+
+/// Piece `i` of [`tiles`]`(total, tile)`.
+pub(crate) fn tile_at(total: u64, tile: u64, i: usize) -> (u64, u32) {
+    let start = i as u64 * tile;
+    (start, tile.min(total - start) as u32)
 }
 
 /// One K sub-tile of the planned loop.

@@ -94,8 +94,7 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
     // Modeled only, with nothing that needs every instruction: planned in loops when the
     // schedule can be.
     let modeled_only = opts.plan_in_loops && !opts.simulate && !opts.unrolled && opts.model_extrapolated;
-    let in_loops = matches!(cfg.schedule, codegen::Schedule::Naive | codegen::Schedule::Hoisted);
-    if modeled_only && req.lnc == 1 && in_loops {
+    if modeled_only && req.lnc == 1 && codegen::plans_in_loops(&cfg) {
         if let Some(outcome) = huge::run_in_loops(req, &cfg, &hw)? {
             return Ok(outcome);
         }

@@ -126,27 +126,14 @@ impl DepTracker {
 }
 
 impl DepTracker {
-    /// Renumber every live access of an instruction numbered `from` or later by `delta`
-    /// more: what a producer that skips `delta` instructions of a loop does, when the
-    /// skipped iterations repeat the ones before them (their accesses are to the same
-    /// on-chip places, so the live accesses after the skip are those before it, `delta`
-    /// instructions later; see `codegen`'s sampled planning).
-    pub fn shift_ids(&mut self, from: InstId, delta: u32) {
-        for acc in &mut self.per_tensor {
-            for t in acc.writes.iter_mut().chain(acc.reads.iter_mut()) {
-                t.shift(from, delta);
-            }
-        }
-    }
-
     /// What a producer that skips `periods` repetitions of a loop's last period does to the
     /// live accesses: the period is the `len` instructions before `now` (the number of the
     /// next one), the loop's run started at `run_start`. A read that each period repeats on
     /// the same region while nothing retires it (in the tensors `repeats` says: on-chip ones,
     /// whose reads a later write waits for) stays live in every skipped period too: its
     /// repetitions keep their numbers and one is added per skipped period. Every other access
-    /// of the run is renumbered past the skipped instructions ([`Self::shift_ids`]): it
-    /// stands for its repetition in the last skipped period.
+    /// of the run is renumbered past the skipped instructions: it stands for its repetition in
+    /// the last skipped period.
     pub fn skip_periods(
         &mut self,
         (run_start, now): (InstId, InstId),
@@ -228,7 +215,8 @@ mod tests {
         out
     }
 
-    /// After a shift, the edges point at the renumbered instructions; older ones stay.
+    /// After skipping periods, the edges point at the renumbered instructions; those before
+    /// the loop's run stay.
     #[test]
     fn shifted_accesses_are_renumbered() {
         use super::DepTracker;
@@ -238,7 +226,7 @@ mod tests {
         let mut t = DepTracker::new();
         assert!(t.process_accesses(InstId(0), &[(crate::TensorId(0), region(0), Access::Write)]).is_empty());
         assert!(t.process_accesses(InstId(5), &[(crate::TensorId(0), region(64), Access::Write)]).is_empty());
-        t.shift_ids(InstId(3), 100);
+        t.skip_periods((InstId(3), InstId(6)), 50, 2, |_| true);
         let got = t.process_accesses(
             InstId(200),
             &[(crate::TensorId(0), AccessPattern::on_chip(0, 128, 0, 128).region(true), Access::Read)],

@@ -3,7 +3,7 @@
 use penguin::IrBuilder;
 
 use crate::error::CodegenError;
-use crate::gemm::{tiles, M_TILE, N_TILE};
+use crate::gemm::{tile_at, tiles, M_TILE, N_TILE};
 
 use super::rotation::GroupAt;
 use super::sampled::Nest;
@@ -17,12 +17,8 @@ impl<B: IrBuilder> Planner<'_, B> {
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
         self.set_step_groups(1);
         let (mt, nt) = (self.cfg.m.div_ceil(M_TILE) as usize, self.cfg.n.div_ceil(N_TILE) as usize);
-        let tile = |i: usize, size: u64, total: u64| {
-            let t0 = i as u64 * size;
-            (t0, size.min(total - t0) as u32)
-        };
         let (cfg_m, cfg_n) = (self.cfg.m, self.cfg.n);
-        let step = |i: usize| (i / nt, i % nt, tile(i / nt, M_TILE, cfg_m), tile(i % nt, N_TILE, cfg_n));
+        let step = |i: usize| (i / nt, i % nt, tile_at(cfg_m, M_TILE, i / nt), tile_at(cfg_n, N_TILE, i % nt));
         let pe = self.pe_transpose.is_some();
         if pe {
             self.pe_queue.set_order(tiles(self.cfg.m, M_TILE).collect(), 2);

@@ -77,7 +77,7 @@ use blocked_mnk::mnk_natural_width;
 use pe_transpose::PeQueue;
 
 pub use rotation::K_PERIOD;
-pub use sampled::{plan_sampled, SampledPlan};
+pub use sampled::{plan_sampled, plans_in_loops, SampledPlan};
 
 pub(crate) use auto::search_plans;
 pub use auto::{

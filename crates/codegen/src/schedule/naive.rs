@@ -4,7 +4,7 @@ use penguin::{InstTile, IrBuilder};
 
 use crate::combine::MatMultAccumulation;
 use crate::error::CodegenError;
-use crate::gemm::{M_TILE, N_TILE};
+use crate::gemm::{tile_at, M_TILE, N_TILE};
 
 use super::rotation::{GroupAt, TileLoad};
 use super::sampled::Nest;
@@ -17,12 +17,8 @@ impl<B: IrBuilder> Planner<'_, B> {
         let chunks = self.chunks.clone();
         let nk = chunks.len();
         let (mt, nt) = (self.cfg.m.div_ceil(M_TILE) as usize, self.cfg.n.div_ceil(N_TILE) as usize);
-        let tile = |i: usize, size: u64, total: u64| {
-            let t0 = i as u64 * size;
-            (t0, size.min(total - t0) as u32)
-        };
         let (cfg_m, cfg_n) = (self.cfg.m, self.cfg.n);
-        let step = |i: usize| (tile(i / (nt * nk), M_TILE, cfg_m), tile(i / nk % nt, N_TILE, cfg_n), i % nk);
+        let step = |i: usize| (tile_at(cfg_m, M_TILE, i / (nt * nk)), tile_at(cfg_n, N_TILE, i / nk % nt), i % nk);
         // Row tiling rotates the partitions each output tile's operands use: a step of the
         // rotations holds half as many output tiles as there are PE positions, so the group
         // slots of two steps take every position.

@@ -243,16 +243,20 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
     }
 }
 
+/// Whether [`plan_sampled`] covers `cfg`: the `naive` and `hoisted` schedules without PE
+/// transposes of A.
+pub fn plans_in_loops(cfg: &GemmConfig) -> bool {
+    matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) && !cfg.transposes_lhs_on_pe()
+}
+
 /// Plan `cfg` in loops ([`SampledPlan`]): the schedule's nest is emitted with gaps and rolled
-/// along them, so planning costs about the same at any size. Covers the `naive` and
-/// `hoisted` schedules without PE transposes of A; anything else is [`CodegenError::Unsupported`] (plan it whole).
+/// along them, so planning costs about the same at any size. Covers what
+/// [`plans_in_loops`] says; anything else is [`CodegenError::Unsupported`] (plan it whole).
 pub fn plan_sampled<B: IrBuilder>(cfg: &GemmConfig, new_base: &dyn Fn(&str) -> B) -> Result<SampledPlan, CodegenError> {
     cfg.validate()?;
-    if !matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) {
-        return Err(CodegenError::Unsupported(format!("the {} schedule is planned whole", cfg.schedule)));
-    }
-    if cfg.transposes_lhs_on_pe() {
-        return Err(CodegenError::Unsupported("A transposed on the PE is planned whole".into()));
+    if !plans_in_loops(cfg) {
+        let what = if cfg.transposes_lhs_on_pe() { "A transposed on the PE" } else { cfg.schedule.name() };
+        return Err(CodegenError::Unsupported(format!("{what} is planned whole")));
     }
     let mut p = Planner::new(cfg, new_base(KERNEL_NAME), true)?;
     if cfg.schedule == Schedule::Naive {

@@ -97,6 +97,19 @@ fn what_sampling_does_not_cover_is_refused() {
     // A transposed on the PE (trn1 without a transposing load).
     assert!(unsupported(&naive(1024, 1024, 1024, Target::Trn1)));
     assert!(unsupported(&GemmConfig { schedule: Schedule::Hoisted, ..naive(1024, 1024, 1024, Target::Trn1) }));
+    // A nest of more steps than it counts (1048576^3: 1.4e11), and one whose program has
+    // more instructions than u32 ids number (hoisted fp8 with 160 K chunks: 322 per step,
+    // 5.4e9), are refused with the reason.
+    let refusal = |c: &GemmConfig| match plan_sampled(c, &default_builder) {
+        Err(CodegenError::Unsupported(why)) => why,
+        other => panic!("{other:?}"),
+    };
+    assert!(refusal(&naive(1 << 20, 1 << 20, 1 << 20, Target::Trn2)).contains("too long to plan in loops"));
+    let mut ids = GemmConfig { schedule: Schedule::Hoisted, ..naive(1 << 20, 20480, 1 << 20, Target::Trn2) };
+    (ids.lhs_dtype, ids.rhs_dtype) = (DType::Fp8e4m3, DType::Fp8e4m3);
+    assert!(refusal(&ids).contains("more instructions than ids can number"));
+    assert!(!codegen::plans_in_loops(&naive(1024, 1024, 1024, Target::Trn1)));
+    assert!(codegen::plans_in_loops(&ids));
     // A bad configuration is the configuration's error.
     assert!(matches!(
         plan_sampled(&naive(0, 1024, 1024, Target::Trn2), &default_builder),

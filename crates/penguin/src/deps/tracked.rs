@@ -41,7 +41,7 @@ impl Tracked {
         }
     }
 
-    /// Renumber the instruction: `id + delta` when `id >= from` (see [`super::DepTracker::shift_ids`]).
+    /// Renumber the instruction: `id + delta` when `id >= from` (see [`super::DepTracker::skip_periods`]).
     pub(super) fn shift(&mut self, from: InstId, delta: u32) {
         let (Tracked::Box { id, .. } | Tracked::Window { id, .. } | Tracked::Other { id, .. }) = self;
         if *id >= from {
