@@ -308,7 +308,7 @@ pub fn extrapolate_within(
     cancel: Option<&Cancel>,
 ) -> Result<Extrapolated, ExtrapolateError> {
     cfg.validate().map_err(ExtrapolateError::Plan)?;
-    if let Some(x) = sampled(cfg, cancel)? {
+    if let Some(x) = sampled(cfg, planning, cancel)? {
         return Ok(x);
     }
     let blocked = matches!(cfg.schedule, Schedule::BlockedMn | Schedule::BlockedMnk | Schedule::Auto);
@@ -373,16 +373,21 @@ fn extrapolate_trying(
 /// schedule is one the planner emits in loops (`None` otherwise, or when the loops do not
 /// lower natively: the reduced GEMMs are fitted instead). Nothing is reduced: the program is
 /// the full GEMM's, its figures the planner's counts.
-pub(crate) fn sampled(cfg: &GemmConfig, cancel: Option<&Cancel>) -> Result<Option<Extrapolated>, ExtrapolateError> {
-    Ok(sampled_timed(cfg, cancel)?.map(|(x, _)| x))
+pub(crate) fn sampled(
+    cfg: &GemmConfig,
+    planning: Planning,
+    cancel: Option<&Cancel>,
+) -> Result<Option<Extrapolated>, ExtrapolateError> {
+    Ok(sampled_timed(cfg, planning, cancel)?.map(|(x, _)| x))
 }
 
 /// [`sampled`] with the milliseconds its lowering took.
 pub(crate) fn sampled_timed(
     cfg: &GemmConfig,
+    planning: Planning,
     cancel: Option<&Cancel>,
 ) -> Result<Option<(Extrapolated, f64)>, ExtrapolateError> {
-    let plan = match codegen::plan_sampled(cfg, &crate::cancel::builder(cancel)) {
+    let plan = match codegen::plan_sampled(cfg, planning, &crate::cancel::builder(cancel)) {
         Ok(p) => p,
         Err(codegen::CodegenError::Unsupported(_)) => return Ok(None),
         Err(e) => return Err(ExtrapolateError::Plan(e)),

@@ -91,10 +91,10 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
         return huge::run(req, &cfg, budget, &hw);
     }
     budget::check(&cfg, opts.simulate, budget)?;
-    // Modeled only, with nothing that needs every instruction: planned in loops when the
-    // schedule can be.
+    // Modeled only, with nothing that needs every instruction and no search: planned in loops
+    // when the schedule can be.
     let modeled_only = opts.plan_in_loops && !opts.simulate && !opts.unrolled && opts.model_extrapolated;
-    if modeled_only && req.lnc == 1 && codegen::plans_in_loops(&cfg) {
+    if modeled_only && req.lnc == 1 && req.search_config(&cfg).is_none() && codegen::plans_in_loops(&cfg) {
         if let Some(outcome) = huge::run_in_loops(req, &cfg, &hw)? {
             return Ok(outcome);
         }

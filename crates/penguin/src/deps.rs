@@ -130,8 +130,8 @@ impl DepTracker {
     /// live accesses: the period is the `len` instructions before `now` (the number of the
     /// next one), the loop's run started at `run_start`. A read that each period repeats on
     /// the same region while nothing retires it (in the tensors `repeats` says: on-chip ones,
-    /// whose reads a later write waits for) stays live in every skipped period too: its
-    /// repetitions keep their numbers and one is added per skipped period. Every other access
+    /// whose reads a later write waits for) stays live in every skipped period too: every read
+    /// of its region in the run keeps its number and one is added per skipped period. Every other access
     /// of the run is renumbered past the skipped instructions: it stands for its repetition in
     /// the last skipped period.
     pub fn skip_periods(
@@ -152,12 +152,20 @@ impl DepTracker {
                     by_region.entry(r.region()).or_default().push(r.id().0);
                 }
                 for (region, ids) in &by_region {
+                    let mut repeating = false;
                     for &x in ids.iter().filter(|&&x| x >= last) {
                         if !ids.contains(&(x.wrapping_sub(len))) {
                             continue;
                         }
-                        keep.extend(ids.iter().copied().filter(|&y| y <= x && (x - y).is_multiple_of(len)));
+                        repeating = true;
                         added.extend((1..=periods).map(|k| Tracked::new(InstId(x.saturating_add(k * len)), *region)));
+                    }
+                    // Nothing retires the region's reads (two periods' reads of it are live),
+                    // so every read of it in the run is live in the whole program too, under
+                    // its own number (those of the run's first iterations, which need not
+                    // fall a whole number of periods before the last ones, included).
+                    if repeating {
+                        keep.extend(ids.iter().copied());
                     }
                 }
             }
@@ -258,6 +266,16 @@ mod tests {
         let refill = edges(&t.process_accesses(InstId(50), &[(stripe, at(0), Access::Write)]));
         assert_eq!(refill, vec![(0, War), (10, War), (20, War), (30, War), (40, War)]);
         assert_eq!(edges(&t.process_accesses(InstId(51), &[(slot, at(0), Access::Write)])), vec![(45, Waw)]);
+        // A read of the run's first iteration that is not a whole number of periods before
+        // the last ones (the first iteration was longer) keeps its number too.
+        let mut t = DepTracker::new();
+        t.process_accesses(InstId(3), &[(stripe, at(0), Access::Read)]);
+        for p in 1..4u32 {
+            t.process_accesses(InstId(10 * p), &[(stripe, at(0), Access::Read)]);
+        }
+        t.skip_periods((InstId(0), InstId(40)), 10, 2, |_| true);
+        let refill = edges(&t.process_accesses(InstId(60), &[(stripe, at(0), Access::Write)]));
+        assert_eq!(refill, vec![(3, War), (10, War), (20, War), (30, War), (40, War), (50, War)]);
         // Tensors `repeats` leaves out are only renumbered.
         let mut t = DepTracker::new();
         for p in 0..3u32 {

@@ -7,7 +7,8 @@ use crate::error::CodegenError;
 use crate::gemm::{tiles, LoopOrder, M_TILE, N_TILE};
 
 use super::rotation::GroupAt;
-use super::{inner_slots, snake, Operand, Planner, Slot};
+use super::sampled::Nest;
+use super::{inner_slot_at, snake_at, Operand, Planner, Slot};
 
 /// One step of the nest: its m and n blocks, the A and B slots holding them and whether each
 /// must be loaded (it is not still resident).
@@ -41,7 +42,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         let mblocks: Vec<&[(u64, u32)]> = mtiles.chunks(bm).collect();
         let nblocks: Vec<&[(u64, u32)]> = ntiles.chunks(bn).collect();
         let (outer, inner) = if m_outer { (mblocks.len(), nblocks.len()) } else { (nblocks.len(), mblocks.len()) };
-        let steps = snake(outer, inner);
+        let total = outer * inner;
         // The outer operand's block is loaded once per outer step, the inner one when it is
         // not still resident. The inner one has two slots; the outer one has two when they fit
         // (else its reload waits once per outer step for the last use of the previous block).
@@ -75,12 +76,11 @@ impl<B: IrBuilder> Planner<'_, B> {
         let (lslots, rslots) = sides(outer_slots, inner_slots_n);
         let lhs = self.buffers("a_block", lslots, bm * nk, M_TILE, self.cfg.lhs_dtype, Operand::Lhs)?;
         let rhs = self.buffers("b_block", rslots, bn * nk, N_TILE, self.cfg.rhs_dtype, Operand::Rhs)?;
-        let (inner_slot, inner_fresh) = inner_slots(&steps, inner_slots_n);
         let (lw, rw) = (self.lhs_width(), self.rhs_width());
-        let outer_fresh = |i: usize| i == 0 || steps[i].0 != steps[i - 1].0;
+        let outer_fresh = |i: usize| i.is_multiple_of(inner);
         let at = |i: usize| {
-            let (o, ii) = steps[i];
-            let inner_s = inner_slot[i];
+            let (o, ii) = snake_at(i, inner);
+            let (inner_s, inner_fresh) = inner_slot_at(i, inner, inner_slots_n);
             if m_outer {
                 Step {
                     mb: mblocks[o],
@@ -88,7 +88,7 @@ impl<B: IrBuilder> Planner<'_, B> {
                     ls: lhs[o % lhs.len()],
                     rs: rhs[inner_s],
                     fresh_a: outer_fresh(i),
-                    fresh_b: inner_fresh[i],
+                    fresh_b: inner_fresh,
                 }
             } else {
                 Step {
@@ -96,14 +96,14 @@ impl<B: IrBuilder> Planner<'_, B> {
                     nb: nblocks[o],
                     ls: lhs[inner_s],
                     rs: rhs[o % rhs.len()],
-                    fresh_a: inner_fresh[i],
+                    fresh_a: inner_fresh,
                     fresh_b: outer_fresh(i),
                 }
             }
         };
         if pe {
             self.pe_queue.set_order(
-                (0..steps.len()).filter(|&i| at(i).fresh_a).flat_map(|i| at(i).mb.iter().copied()).collect(),
+                (0..total).filter(|&i| at(i).fresh_a).flat_map(|i| at(i).mb.iter().copied()).collect(),
                 2 * bm,
             );
             self.pe_prefetch()?;
@@ -142,39 +142,50 @@ impl<B: IrBuilder> Planner<'_, B> {
             }
             Ok(())
         };
-        ahead(self, 0, (0, 1))?;
-        for i in 0..steps.len() {
-            // Levels: outer blocks, inner blocks, m tiles of the step.
-            self.mark(u32::from(!outer_fresh(i)));
-            let Step { mb, nb, ls, rs, fresh_a, fresh_b } = at(i);
-            if fresh_a && in_compute(Operand::Lhs) && !pe {
-                self.load_lhs_block(ls, &chunks, mb)?;
-            }
-            if fresh_b && in_compute(Operand::Rhs) {
-                self.load_rhs_block(rs, &chunks, nb)?;
-            }
-            // The next step's loads are spread over this step's m tiles, each piece emitted
-            // before that tile's matmuls: the DMA queues are in order, so a whole block queued
-            // up front would delay the loads this step still needs (natural stripes of A) by
-            // the time it takes to move.
-            let pieces = mb.len().min(nk).max(1);
-            let bml = mb.len() as i64;
-            for (mi, &m) in mb.iter().enumerate() {
-                self.mark(2);
-                let l = ls.at(mi as i64 * lw);
-                if fresh_a && pe {
-                    self.pe_transpose_next(l, bml * lw, m)?;
+        // Levels: outer blocks, inner blocks (and the m tiles of a step, a level of their
+        // own). The snake's direction and the outer slots follow the outer iteration's
+        // parity, the inner slots the inner block's, the groups' rotations the step's: both
+        // loops repeat every two iterations.
+        self.pipelined_nest(&mut Nest {
+            dims: &[outer, inner],
+            periods: &[2, 2],
+            step: &|i| i,
+            // The first step's blocks go ahead of the nest; every later step's are spread over
+            // the m tiles of the step before it.
+            load: &mut |p, i, _| if i == 0 { ahead(p, 0, (0, 1)) } else { Ok(()) },
+            compute: &mut |p, i, _| {
+                let Step { mb, nb, ls, rs, fresh_a, fresh_b } = at(i);
+                if fresh_a && in_compute(Operand::Lhs) && !pe {
+                    p.load_lhs_block(ls, &chunks, mb)?;
                 }
-                if i + 1 < steps.len() && mi < pieces {
-                    ahead(self, i + 1, (mi, pieces))?;
+                if fresh_b && in_compute(Operand::Rhs) {
+                    p.load_rhs_block(rs, &chunks, nb)?;
                 }
-                for (ni, &n) in nb.iter().enumerate() {
-                    let r: Vec<Slot> = (0..nk).map(|c| self.rhs_block_slot(rs, c, ni, nb)).collect();
-                    let at = GroupAt { step: i, pos: mi * bn + ni };
-                    self.tile_group(&|c| l.at(c as i64 * bml * lw), &|c| r[c], m, n, at)?;
+                // The next step's loads are spread over this step's m tiles, each piece emitted
+                // before that tile's matmuls: the DMA queues are in order, so a whole block
+                // queued up front would delay the loads this step still needs (natural stripes
+                // of A) by the time it takes to move.
+                let pieces = mb.len().min(nk).max(1);
+                let bml = mb.len() as i64;
+                for (mi, &m) in mb.iter().enumerate() {
+                    p.mark(2);
+                    let l = ls.at(mi as i64 * lw);
+                    if fresh_a && pe {
+                        p.pe_transpose_next(l, bml * lw, m)?;
+                    }
+                    if i + 1 < total && mi < pieces {
+                        ahead(p, i + 1, (mi, pieces))?;
+                    }
+                    for (ni, &n) in nb.iter().enumerate() {
+                        let r: Vec<Slot> = (0..nk).map(|c| p.rhs_block_slot(rs, c, ni, nb)).collect();
+                        let at = GroupAt { step: i, pos: mi * bn + ni };
+                        p.tile_group(&|c| l.at(c as i64 * bml * lw), &|c| r[c], m, n, at)?;
+                    }
                 }
-            }
-        }
-        Ok(())
+                Ok(())
+            },
+            // Every step's state is its blocks and slots, functions of its index.
+            skip: &mut |_, _, _| Ok(()),
+        })
     }
 }

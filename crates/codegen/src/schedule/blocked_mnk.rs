@@ -9,6 +9,7 @@ use crate::error::CodegenError;
 use crate::gemm::{tiles, GemmConfig, KChunk, LoopOrder, M_TILE, N_TILE};
 
 use super::rotation::{GroupAt, Transfer};
+use super::sampled::Nest;
 use super::{hbm, on_chip, Operand, Planner, Slot};
 
 impl<B: IrBuilder> Planner<'_, B> {
@@ -49,32 +50,34 @@ impl<B: IrBuilder> Planner<'_, B> {
         let kblocks: Vec<Vec<KChunk>> = self.chunks.chunks(bk).map(<[KChunk]>::to_vec).collect();
         let mblocks: Vec<&[(u64, u32)]> = mtiles.chunks(bm).collect();
         let nblocks: Vec<&[(u64, u32)]> = ntiles.chunks(bn).collect();
-        let pairs: Vec<(usize, usize)> = if cfg.order == LoopOrder::MOuter {
-            (0..mblocks.len()).flat_map(|a| (0..nblocks.len()).map(move |b| (a, b))).collect()
+        let (outer_blocks, inner_blocks) = if cfg.order == LoopOrder::MOuter {
+            (mblocks.len(), nblocks.len())
         } else {
-            (0..nblocks.len()).flat_map(|b| (0..mblocks.len()).map(move |a| (a, b))).collect()
+            (nblocks.len(), mblocks.len())
         };
-        let steps: Vec<(usize, usize)> =
-            (0..pairs.len()).flat_map(|bi| (0..kblocks.len()).map(move |kbi| (bi, kbi))).collect();
         let nkb = kblocks.len();
+        // Step `i`: its (M block, N block) pair, the pair's index and the K block.
+        let m_outer = cfg.order == LoopOrder::MOuter;
+        let step = |i: usize| {
+            let (bi, kbi) = (i / nkb, i % nkb);
+            let (o, ii) = (bi / inner_blocks, bi % inner_blocks);
+            (if m_outer { (o, ii) } else { (ii, o) }, bi, kbi)
+        };
         let pe = self.pe_transpose.is_some();
         // Output tile `i` (m-major in the pair's blocks) of a result block: fp32, 512 apart.
         let result_tile = |result: TensorId, i: usize, msz: u32, nsz: u32| {
             on_chip(result, Memory::Sbuf, DType::Fp32, 0, msz, i as i64 * N_TILE as i64, nsz)
         };
         let nat_width = i64::from(mnk_natural_width(cfg));
-        // Levels: outer blocks (M blocks in m-outer order), (M block, N block) pairs, K blocks.
-        let outer = |bi: usize| if cfg.order == LoopOrder::MOuter { pairs[bi].0 } else { pairs[bi].1 };
-        let level = |_, (bi, kbi): (usize, usize)| match kbi {
-            0 if bi == 0 || outer(bi) != outer(bi - 1) => 0,
-            0 => 1,
-            _ => 2,
-        };
-        self.pipelined(
-            &steps,
-            &level,
-            &mut |p, i, (bi, kbi)| {
-                let (mb, nb) = (mblocks[pairs[bi].0], nblocks[pairs[bi].1]);
+        // Levels: outer blocks (M blocks in m-outer order), inner blocks, K blocks. The operand
+        // slots and the groups' rotations follow the step's parity, the result block the
+        // pair's: every level repeats after two iterations.
+        self.pipelined_nest(&mut Nest {
+            dims: &[outer_blocks, inner_blocks, nkb],
+            periods: &[2, 2, 2],
+            step: &step,
+            load: &mut |p, i, ((a, b), _, kbi)| {
+                let (mb, nb) = (mblocks[a], nblocks[b]);
                 let kb = &kblocks[kbi];
                 if pe {
                     p.load_lhs_natural(i % 2, nat_width, kb, mb)?;
@@ -86,8 +89,8 @@ impl<B: IrBuilder> Planner<'_, B> {
                 }
                 Ok(())
             },
-            &mut |p, i, (bi, kbi)| {
-                let (mb, nb) = (mblocks[pairs[bi].0], nblocks[pairs[bi].1]);
+            compute: &mut |p, i, ((a, b), bi, kbi)| {
+                let (mb, nb) = (mblocks[a], nblocks[b]);
                 let kb = &kblocks[kbi];
                 let result = res[bi % res.len()];
                 let s = i % 2;
@@ -151,7 +154,9 @@ impl<B: IrBuilder> Planner<'_, B> {
                 }
                 Ok(())
             },
-        )
+            // Every step's state is its slots and blocks, functions of its index.
+            skip: &mut |_, _, _| Ok(()),
+        })
     }
 }
 

@@ -362,31 +362,6 @@ impl<B: IrBuilder> Planner<'_, B> {
         Ok((Lhs { tile: st, tags: None }, mv))
     }
 
-    /// Emit `steps` software-pipelined: the loads of step `i + 1` are emitted before the
-    /// compute of step `i`, so with two buffer slots the DMA queues fill one slot while the
-    /// PE works on the other (the queues are in order: a load emitted after a compute step
-    /// could not start before that step's stores). Step `i`'s segment (the loads of step
-    /// `i + 1`, then its compute) is marked at `level(i, step)` of the nest.
-    pub(super) fn pipelined<S: Copy>(
-        &mut self,
-        steps: &[S],
-        level: &dyn Fn(usize, S) -> u32,
-        load: &mut dyn FnMut(&mut Self, usize, S) -> Result<(), CodegenError>,
-        compute: &mut dyn FnMut(&mut Self, usize, S) -> Result<(), CodegenError>,
-    ) -> Result<(), CodegenError> {
-        if let Some(&first) = steps.first() {
-            load(self, 0, first)?;
-        }
-        for (i, &step) in steps.iter().enumerate() {
-            self.mark(level(i, step));
-            if let Some(&next) = steps.get(i + 1) {
-                load(self, i + 1, next)?;
-            }
-            compute(self, i, step)?;
-        }
-        Ok(())
-    }
-
     /// Load the K stripe of one m tile (A^T) or n tile (B) into a slot, chunk after
     /// chunk.
     pub(super) fn load_stripe(&mut self, slot: Slot, operand: Operand, t: (u64, u32)) -> Result<(), CodegenError> {

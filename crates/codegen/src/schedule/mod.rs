@@ -127,21 +127,31 @@ pub(crate) fn plan_fitting<B: IrBuilder>(
     cfg: &GemmConfig,
     new_base: &dyn Fn(&str) -> B,
 ) -> Result<GemmPlan, CodegenError> {
-    match plan_shrinking(cfg, false, new_base) {
-        Err(CodegenError::SbufCapacity { .. }) => plan_shrinking(cfg, true, new_base),
+    fitting(cfg, &|c, single| plan_buffered(c, single, new_base))
+}
+
+/// Plan with `plan_one` (a configuration, whether blocks may be single-buffered) as
+/// [`plan_fitting`] says: the blocks as configured, else halved until they fit, with two
+/// slots if any blocking fits that way, else with single buffering.
+pub(crate) fn fitting<T>(
+    cfg: &GemmConfig,
+    plan_one: &dyn Fn(&GemmConfig, bool) -> Result<T, CodegenError>,
+) -> Result<T, CodegenError> {
+    match shrinking(cfg, false, plan_one) {
+        Err(CodegenError::SbufCapacity { .. }) => shrinking(cfg, true, plan_one),
         other => other,
     }
 }
 
-/// [`plan_fitting`] with or without single buffering.
-fn plan_shrinking<B: IrBuilder>(
+/// [`fitting`] with or without single buffering.
+fn shrinking<T>(
     cfg: &GemmConfig,
     single: bool,
-    new_base: &dyn Fn(&str) -> B,
-) -> Result<GemmPlan, CodegenError> {
+    plan_one: &dyn Fn(&GemmConfig, bool) -> Result<T, CodegenError>,
+) -> Result<T, CodegenError> {
     let mut c = cfg.clone();
     loop {
-        match plan_buffered(&c, single, new_base) {
+        match plan_one(&c, single) {
             Err(e @ CodegenError::SbufCapacity { .. }) => {
                 let b = &mut c.blocks;
                 if b.n > N_TILE {
@@ -370,36 +380,29 @@ impl<B: IrBuilder> Planner<'_, B> {
     }
 }
 
-/// The (outer, inner) steps of two nested loops in snake order: the inner loop runs backwards
-/// on odd outer iterations, so the inner blocks still resident at the end of one outer
-/// iteration start the next.
-fn snake(outer: usize, inner: usize) -> Vec<(usize, usize)> {
-    (0..outer).flat_map(|o| (0..inner).map(move |j| (o, if o % 2 == 1 { inner - 1 - j } else { j }))).collect()
+/// Step `i` of two nested loops of `inner` iterations in snake order, as (outer, inner): the
+/// inner loop runs backwards on odd outer iterations, so the inner blocks still resident at
+/// the end of one outer iteration start the next.
+fn snake_at(i: usize, inner: usize) -> (usize, usize) {
+    let inner = inner.max(1);
+    let (o, j) = (i / inner, i % inner);
+    (o, if o % 2 == 1 { inner - 1 - j } else { j })
 }
 
-/// The slot (of `slots`, one or two) holding each step's inner block, and whether the step
-/// must load it: a block still resident in a slot is used again; otherwise it goes to the
-/// slot the previous step did not use (whose last reader is the step before that), or to the
-/// only slot.
-fn inner_slots(steps: &[(usize, usize)], slots: usize) -> (Vec<usize>, Vec<bool>) {
-    let mut resident: [Option<usize>; 2] = [None, None];
-    let slots = slots.clamp(1, 2);
-    let mut prev = 1;
-    steps
-        .iter()
-        .map(|&(_, ii)| {
-            let (slot, fresh) = match resident[..slots].iter().position(|r| *r == Some(ii)) {
-                Some(s) => (s, false),
-                None => {
-                    let s = if slots == 1 { 0 } else { 1 - prev };
-                    resident[s] = Some(ii);
-                    (s, true)
-                }
-            };
-            prev = slot;
-            (slot, fresh)
-        })
-        .unzip()
+/// The slot (of `slots`, one or two) holding the inner block of snake step `i`, and whether
+/// the step must load it: a block still resident in a slot is used again; otherwise it goes
+/// to the slot the previous step did not use (whose last reader is the step before that), or
+/// to the only slot. With two slots inner block `b` always lands in slot `b mod 2` (the first
+/// run fills them alternately, and each later run starts with the two blocks the last one
+/// ended with), and every run after the first finds its first two blocks resident; with one
+/// slot only its first.
+fn inner_slot_at(i: usize, inner: usize, slots: usize) -> (usize, bool) {
+    let inner = inner.max(1);
+    let (o, j) = (i / inner, i % inner);
+    let (_, b) = snake_at(i, inner);
+    let resident_at_start = if slots >= 2 { 2 } else { 1 };
+    let slot = if slots >= 2 { b % 2 } else { 0 };
+    (slot, o == 0 || j >= resident_at_start)
 }
 
 #[cfg(test)]
@@ -426,6 +429,14 @@ mod tests {
         Ok((planned.plan, choice))
     }
 
+    fn snake(outer: usize, inner: usize) -> Vec<(usize, usize)> {
+        (0..outer * inner).map(|i| snake_at(i, inner)).collect()
+    }
+
+    fn inner_slots(outer: usize, inner: usize, slots: usize) -> (Vec<usize>, Vec<bool>) {
+        (0..outer * inner).map(|i| inner_slot_at(i, inner, slots)).unzip()
+    }
+
     #[test]
     fn snake_runs_odd_outer_iterations_backwards() {
         assert_eq!(snake(3, 2), vec![(0, 0), (0, 1), (1, 1), (1, 0), (2, 0), (2, 1)]);
@@ -433,18 +444,39 @@ mod tests {
         assert!(snake(0, 4).is_empty());
     }
 
+    /// The closed form of the slots equals simulating the two slots step by step.
+    #[test]
+    fn inner_slots_follow_the_resident_blocks() {
+        for (outer, inner, slots) in [(3, 3, 2), (4, 4, 2), (5, 2, 2), (3, 5, 1), (4, 1, 1), (2, 7, 2)] {
+            let mut resident: [Option<usize>; 2] = [None, None];
+            let mut prev = 1;
+            for (i, (_, b)) in snake(outer, inner).into_iter().enumerate() {
+                let expected = match resident[..slots].iter().position(|r| *r == Some(b)) {
+                    Some(s) => (s, false),
+                    None => {
+                        let s = if slots == 1 { 0 } else { 1 - prev };
+                        resident[s] = Some(b);
+                        (s, true)
+                    }
+                };
+                prev = expected.0;
+                assert_eq!(inner_slot_at(i, inner, slots), expected, "{outer}x{inner}, {slots} slots, step {i}");
+            }
+        }
+    }
+
     #[test]
     fn resident_inner_blocks_are_not_loaded_again() {
         // Three outer x three inner: the two blocks left at the end of an outer iteration
         // start the next one.
-        let (slots, fresh) = inner_slots(&snake(3, 3), 2);
+        let (slots, fresh) = inner_slots(3, 3, 2);
         assert_eq!(slots, vec![0, 1, 0, 0, 1, 0, 0, 1, 0]);
         assert_eq!(fresh, vec![true, true, true, false, false, true, false, false, true]);
         // A single inner block is loaded once.
-        let (slots, fresh) = inner_slots(&snake(4, 1), 1);
+        let (slots, fresh) = inner_slots(4, 1, 1);
         assert_eq!((slots, fresh), (vec![0; 4], vec![true, false, false, false]));
         // One slot: only the block the previous step used is still resident.
-        let (slots, fresh) = inner_slots(&snake(3, 3), 1);
+        let (slots, fresh) = inner_slots(3, 3, 1);
         assert_eq!(slots, vec![0; 9]);
         assert_eq!(fresh, vec![true, true, true, false, true, true, false, true, true]);
     }

@@ -2,7 +2,11 @@
 //! trip counts.
 //!
 //! A regular nest (trip counts `dims`, outermost first) emits its steps software-pipelined
-//! as [`Planner::pipelined`] does, but a loop with many iterations emits only its first ones
+//! (the loads of step `i + 1` before the compute of step `i`, so that with two buffer slots
+//! the DMA queues fill one slot while the PE works on the other: the queues are in order, and
+//! a load emitted after a compute step could not start before that step's stores), each
+//! step's segment marked at the outermost level whose iteration it starts. With
+//! [`Planner::sampling`] set, a loop with many iterations emits only its first ones
 //! (`2p + 2` for a period of `p` iterations: the rotations of the loop repeat every `p`) and
 //! its last `p + 2`, and skips whole periods in between. The skipped iterations repeat the
 //! period before them: the same on-chip places, the same instruction shapes, parameters
@@ -27,6 +31,7 @@ use penguin::{FunctionView, IrBuilder, LoopedFunction, PirInst};
 use crate::error::CodegenError;
 use crate::gemm::{GemmConfig, GemmTensors, Schedule, Tiling};
 use crate::neuron::CodegenStats;
+use crate::plan::Planning;
 
 use super::{Planner, KERNEL_NAME};
 
@@ -105,9 +110,8 @@ impl<S: Copy, P> Nest<'_, S, P> {
 }
 
 impl<'a, B: IrBuilder> Planner<'a, B> {
-    /// Emit a regular nest software-pipelined (see [`Self::pipelined`], whose marks and order
-    /// it keeps): every step, or with [`Planner::sampling`] set the steps of the iterations
-    /// around each gap (see the module doc).
+    /// Emit a regular nest software-pipelined (see the module doc): every step, or with
+    /// [`Planner::sampling`] set the steps of the iterations around each gap.
     pub(super) fn pipelined_nest<S: Copy>(&mut self, nest: &mut Nest<'_, S, Self>) -> Result<(), CodegenError> {
         let total = nest.dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d as u64)).unwrap_or(u64::MAX);
         if total == 0 || nest.dims.is_empty() {
@@ -246,29 +250,52 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
 /// Whether [`plan_sampled`] covers `cfg`: the `naive` and `hoisted` schedules without PE
 /// transposes of A.
 pub fn plans_in_loops(cfg: &GemmConfig) -> bool {
-    matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted) && !cfg.transposes_lhs_on_pe()
+    matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted | Schedule::BlockedMn | Schedule::BlockedMnk)
+        && !cfg.transposes_lhs_on_pe()
 }
 
-/// Plan `cfg` in loops ([`SampledPlan`]): the schedule's nest is emitted with gaps and rolled
-/// along them, so planning costs about the same at any size. Covers what
-/// [`plans_in_loops`] says; anything else is [`CodegenError::Unsupported`] (plan it whole).
-pub fn plan_sampled<B: IrBuilder>(cfg: &GemmConfig, new_base: &dyn Fn(&str) -> B) -> Result<SampledPlan, CodegenError> {
+/// Plan `cfg` in loops ([`SampledPlan`]), its blocks decided as `planning` says: the
+/// schedule's nest is emitted with gaps and rolled along them, so planning costs about the
+/// same at any size. Covers what [`plans_in_loops`] says; anything else is
+/// [`CodegenError::Unsupported`] (plan it whole).
+pub fn plan_sampled<B: IrBuilder>(
+    cfg: &GemmConfig,
+    planning: Planning,
+    new_base: &dyn Fn(&str) -> B,
+) -> Result<SampledPlan, CodegenError> {
     cfg.validate()?;
     if !plans_in_loops(cfg) {
         let what = if cfg.transposes_lhs_on_pe() { "A transposed on the PE" } else { cfg.schedule.name() };
         return Err(CodegenError::Unsupported(format!("{what} is planned whole")));
     }
+    match planning {
+        Planning::Fixed => sampled_buffered(cfg, true, new_base),
+        Planning::DoubleBuffered => sampled_buffered(cfg, false, new_base),
+        Planning::Fitting => super::fitting(cfg, &|c, single| sampled_buffered(c, single, new_base)),
+    }
+}
+
+/// [`plan_sampled`] of one configuration as given, single-buffering blocks that do not fit
+/// twice when `single` is set (as [`super::plan_buffered`] does).
+fn sampled_buffered<B: IrBuilder>(
+    cfg: &GemmConfig,
+    single: bool,
+    new_base: &dyn Fn(&str) -> B,
+) -> Result<SampledPlan, CodegenError> {
     let mut p = Planner::new(cfg, new_base(KERNEL_NAME), true)?;
-    if cfg.schedule == Schedule::Naive {
-        p.naive()?;
-    } else {
-        p.hoisted()?;
+    p.allow_single = single;
+    match cfg.schedule {
+        Schedule::Naive => p.naive()?,
+        Schedule::Hoisted => p.hoisted()?,
+        Schedule::BlockedMn => p.blocked_mn()?,
+        _ => p.blocked_mnk()?,
     }
     let (nest, gaps) = (std::mem::take(&mut p.nest), std::mem::take(&mut p.gaps));
     let tensors = GemmTensors { a: p.a, a_tags: p.a_tags, b: p.b, c: p.c };
+    let single_buffered = p.single_buffered;
     let mut cg = p.cg;
     cg.finalize_kernel()?;
-    let (stats, unrolled) = (cg.stats(), cg.program_len());
+    let (stats, unrolled) = (CodegenStats { single_buffered, ..cg.stats() }, cg.program_len());
     let f = cg.function();
     let body: Vec<Item<PirInst>> = f
         .layout

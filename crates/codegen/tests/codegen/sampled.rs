@@ -3,9 +3,8 @@
 //! every level of the nest and for every operand variant it covers; what it does not cover
 //! is refused.
 
-use codegen::{default_builder, plan_sampled, CodegenError, GemmConfig, Schedule};
+use codegen::{default_builder, plan_sampled, CodegenError, GemmConfig, Planning, Schedule};
 use penguin::{verify_looped, DType, FunctionView, PerfMode, SparsityPattern, Target};
-use test_support::plan_gemm;
 
 fn naive(m: u64, k: u64, n: u64, target: Target) -> GemmConfig {
     let mut c = GemmConfig::new(m, k, n, DType::Bf16, target);
@@ -17,9 +16,23 @@ fn naive(m: u64, k: u64, n: u64, target: Target) -> GemmConfig {
 /// expands to the whole plan's function, verifies, and counts what the whole plan counts.
 #[track_caller]
 fn sampled_equals_whole(c: &GemmConfig) {
+    let (sampled, len) = sampled_equals_whole_planned(c, Planning::Fixed);
     let what = format!("{}x{}x{} {:?} {:?} {:?}", c.m, c.k, c.n, c.target, c.perf_mode, c.sparsity);
-    let whole = plan_gemm(c).unwrap();
-    let sampled = plan_sampled(c, &default_builder).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(sampled.emitted * 2 <= len, "{what}: emitted {} of {len}", sampled.emitted);
+    // Every run of a K loop of many chunks skips (none is emitted whole).
+    if c.k >= 128 * 100 && c.perf_mode == PerfMode::None {
+        assert!(sampled.emitted * 4 <= len, "{what}: emitted {} of {len}", sampled.emitted);
+    }
+}
+
+/// The equality of [`sampled_equals_whole`] with the blocks decided as `planning` says: the
+/// sampled plan and the whole plan's length.
+#[track_caller]
+fn sampled_equals_whole_planned(c: &GemmConfig, planning: Planning) -> (codegen::SampledPlan, usize) {
+    let what = format!("{}x{}x{} {:?} {:?} {:?}", c.m, c.k, c.n, c.target, c.perf_mode, c.sparsity);
+    let request = codegen::PlanRequest::new(c).with_planning(planning);
+    let whole = codegen::plan(&request, &default_builder).unwrap().plan;
+    let sampled = plan_sampled(c, planning, &default_builder).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(sampled.looped.unrolled_len(), whole.function.insts.len() as u64, "{what}");
     let expanded = sampled.looped.expand().unwrap_or_else(|e| panic!("{what}: {e}"));
     if expanded != whole.function {
@@ -29,17 +42,22 @@ fn sampled_equals_whole(c: &GemmConfig) {
                 expanded.insts.get(i) != whole.function.insts.get(i) || expanded.deps(id) != whole.function.deps(id)
             })
             .unwrap_or(usize::MAX);
-        panic!("{what}: the sampled plan differs from the whole one first at instruction {first}");
+        let id = penguin::InstId(first as u32);
+        panic!(
+            "{what}: the sampled plan differs from the whole one first at instruction {first}:\n\
+             whole   {:?} after {:?}\nsampled {:?} after {:?}",
+            whole.function.insts.get(first),
+            whole.function.deps(id),
+            expanded.insts.get(first),
+            expanded.deps(id)
+        );
     }
     assert_eq!(verify_looped(&sampled.looped), Ok(()), "{what}");
     assert_eq!(sampled.stats, whole.stats, "{what}");
     assert_eq!(sampled.tensors, whole.tensors, "{what}");
+    assert_eq!(sampled.config, whole.config, "{what}");
     let len = whole.function.insts.len();
-    assert!(sampled.emitted * 2 <= len, "{what}: emitted {} of {len}", sampled.emitted);
-    // Every run of a K loop of many chunks skips (none is emitted whole).
-    if c.k >= 128 * 100 && c.perf_mode == PerfMode::None {
-        assert!(sampled.emitted * 4 <= len, "{what}: emitted {} of {len}", sampled.emitted);
-    }
+    (sampled, len)
 }
 
 #[test]
@@ -87,20 +105,18 @@ fn operand_variants_sample_as_they_plan_whole() {
 
 #[test]
 fn what_sampling_does_not_cover_is_refused() {
-    let unsupported = |c: &GemmConfig| matches!(plan_sampled(c, &default_builder), Err(CodegenError::Unsupported(_)));
+    let unsupported = |c: &GemmConfig| {
+        matches!(plan_sampled(c, Planning::Fixed, &default_builder), Err(CodegenError::Unsupported(_)))
+    };
     // The other schedules are planned whole.
-    for schedule in [Schedule::BlockedMn, Schedule::BlockedMnk, Schedule::Auto] {
-        let mut c = naive(1024, 1024, 1024, Target::Trn2);
-        c.schedule = schedule;
-        assert!(unsupported(&c), "{schedule:?}");
-    }
+    assert!(unsupported(&GemmConfig { schedule: Schedule::Auto, ..naive(1024, 1024, 1024, Target::Trn2) }));
     // A transposed on the PE (trn1 without a transposing load).
     assert!(unsupported(&naive(1024, 1024, 1024, Target::Trn1)));
     assert!(unsupported(&GemmConfig { schedule: Schedule::Hoisted, ..naive(1024, 1024, 1024, Target::Trn1) }));
     // A nest of more steps than it counts (1048576^3: 1.4e11), and one whose program has
     // more instructions than u32 ids number (hoisted fp8 with 160 K chunks: 322 per step,
     // 5.4e9), are refused with the reason.
-    let refusal = |c: &GemmConfig| match plan_sampled(c, &default_builder) {
+    let refusal = |c: &GemmConfig| match plan_sampled(c, Planning::Fixed, &default_builder) {
         Err(CodegenError::Unsupported(why)) => why,
         other => panic!("{other:?}"),
     };
@@ -112,7 +128,7 @@ fn what_sampling_does_not_cover_is_refused() {
     assert!(codegen::plans_in_loops(&ids));
     // A bad configuration is the configuration's error.
     assert!(matches!(
-        plan_sampled(&naive(0, 1024, 1024, Target::Trn2), &default_builder),
+        plan_sampled(&naive(0, 1024, 1024, Target::Trn2), Planning::Fixed, &default_builder),
         Err(CodegenError::BadGemm(_))
     ));
 }
@@ -121,7 +137,9 @@ fn what_sampling_does_not_cover_is_refused() {
 /// skip emit the same instructions, however many they skip, and count every matmul.
 #[test]
 fn sampled_planning_does_not_grow_with_the_gemm() {
-    let plan = |m: u64, k: u64, n: u64| plan_sampled(&naive(m, k, n, Target::Trn2), &default_builder).unwrap();
+    let plan = |m: u64, k: u64, n: u64| {
+        plan_sampled(&naive(m, k, n, Target::Trn2), Planning::Fixed, &default_builder).unwrap()
+    };
     let small = plan(4096, 8192, 8192);
     for (m, k, n) in [(16384, 16384, 16384), (65536, 65536, 65536)] {
         let big = plan(m, k, n);
@@ -151,4 +169,76 @@ fn hoisted_samples_its_m_and_n_loops() {
     sampled_equals_whole(&c);
     // 2:4 sparse.
     sampled_equals_whole(&GemmConfig { sparsity: Some(SparsityPattern { n: 2, m: 4 }), ..hoisted(4000, 3000, 18000) });
+}
+
+/// `blocked-mnk` samples its three loops (outer blocks, inner blocks, K blocks): the result
+/// block alternates by pair, the operand slots and groups by step.
+#[test]
+fn blocked_mnk_samples_its_three_loops() {
+    use codegen::{BlockSizes, LoopOrder};
+    let mnk = |m, k, n, blocks: (u64, u64, u64)| GemmConfig {
+        schedule: Schedule::BlockedMnk,
+        blocks: BlockSizes { m: blocks.0, n: blocks.1, k: blocks.2 },
+        ..naive(m, k, n, Target::Trn2)
+    };
+    // Every loop skips: 16 M blocks x 16 N blocks x 16 K blocks, ragged in each.
+    sampled_equals_whole(&mnk(4000, 4000, 16000, (256, 1024, 256)));
+    // N outer, bf16 in HBM.
+    let mut c = mnk(4000, 4000, 16000, (256, 1024, 256));
+    c.order = LoopOrder::NOuter;
+    c.input_dtype = DType::Bf16;
+    sampled_equals_whole(&c);
+    // Large M and N blocks (two of each), a long K loop (64 blocks); 2:4 sparse.
+    let c = mnk(2048, 16384, 4096, (1024, 2048, 256));
+    sampled_equals_whole(&c);
+    sampled_equals_whole(&GemmConfig { sparsity: Some(SparsityPattern { n: 2, m: 4 }), ..c });
+}
+
+/// `blocked-mn` samples its two block loops: the inner loop runs in snake order (backwards
+/// on odd outer iterations, its first two blocks still resident), the next step's inner
+/// block is loaded piece by piece between the m tiles of the step before it.
+#[test]
+fn blocked_mn_samples_its_snake() {
+    use codegen::{BlockSizes, LoopOrder};
+    let mn = |m, k, n, blocks: (u64, u64)| GemmConfig {
+        schedule: Schedule::BlockedMn,
+        blocks: BlockSizes { m: blocks.0, n: blocks.1, k: 1024 },
+        ..naive(m, k, n, Target::Trn2)
+    };
+    // 24 M blocks x 24 N blocks, ragged in M, K and N.
+    sampled_equals_whole(&mn(6000, 1000, 24000, (256, 1024)));
+    // N outer, bf16 in HBM; an odd number of inner blocks (25).
+    let mut c = mn(6300, 1000, 24000, (256, 1024));
+    c.order = LoopOrder::NOuter;
+    c.input_dtype = DType::Bf16;
+    sampled_equals_whole(&c);
+    // 2:4 sparse, fp8 double row.
+    let c = mn(6000, 1000, 24000, (256, 1024));
+    sampled_equals_whole(&GemmConfig { sparsity: Some(SparsityPattern { n: 2, m: 4 }), ..c });
+    let mut d = c;
+    (d.lhs_dtype, d.rhs_dtype, d.perf_mode) = (DType::Fp8e4m3, DType::Fp8e4m3, PerfMode::DoubleRow);
+    sampled_equals_whole(&d);
+}
+
+/// The blocks are decided as the whole planner decides them: default blocks that do not fit
+/// SBUF shrink ([`Planning::Fitting`], the CLI's explicit schedules), and blocks that fit
+/// only single-buffered get one slot and say so in the stats ([`Planning::Fixed`]).
+#[test]
+fn sampled_blocks_are_decided_as_whole_plans_decide_them() {
+    use codegen::BlockSizes;
+    // blocked-mn's default blocks at K = 8192 hold 64 K chunks per slot: they shrink.
+    let mut c = naive(4096, 8192, 8192, Target::Trn2);
+    c.schedule = Schedule::BlockedMn;
+    let (fitted, _) = sampled_equals_whole_planned(&c, Planning::Fitting);
+    assert!(fitted.config.blocks.n < c.blocks.n || fitted.config.blocks.m < c.blocks.m, "{:?}", fitted.config.blocks);
+    assert!(matches!(
+        plan_sampled(&c, Planning::DoubleBuffered, &default_builder),
+        Err(CodegenError::SbufCapacity { .. })
+    ));
+    // Large blocks that fit once: single-buffered, as the whole plan is.
+    let mut c = naive(4096, 8192, 16384, Target::Trn2);
+    c.schedule = Schedule::BlockedMnk;
+    c.blocks = BlockSizes { m: 1024, n: 2048, k: 2048 };
+    let (single, _) = sampled_equals_whole_planned(&c, Planning::Fixed);
+    assert!(!single.stats.single_buffered.names().is_empty(), "{:?}", single.stats.single_buffered);
 }

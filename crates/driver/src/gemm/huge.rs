@@ -288,7 +288,11 @@ pub(super) fn run_in_loops(
     opts.phase("plan (in loops)");
     let mut wall = WallMs::default();
     let t = Instant::now();
-    let Some((x, lower_ms)) = crate::extrapolate::sampled_timed(cfg, opts.cancel.as_ref())? else { return Ok(None) };
+    // Default blocks shrink until they fit the target's SBUF, as a whole plan's do.
+    let planning = if req.blocks.any() { Planning::Fixed } else { Planning::Fitting };
+    let Some((x, lower_ms)) = crate::extrapolate::sampled_timed(cfg, planning, opts.cancel.as_ref())? else {
+        return Ok(None);
+    };
     (wall.plan, wall.lower) = ((ms(t) - lower_ms).max(0.0), lower_ms);
     opts.check_cancel()?;
     opts.phase("model");

@@ -127,8 +127,8 @@ fn auto_past_the_proxy_size_chooses_on_the_proxy() {
     assert!(stdout(&o).contains(&format!("weighed on {cap}x256x640")), "{}", stdout(&o));
 }
 
-/// A GEMM over the memory budget is extrapolated and gives the whole plan's report: M and N
-/// reduced, blocked-mnk with small blocks.
+/// A GEMM over the memory budget is planned in loops (not unrolled) and gives the whole
+/// plan's report: blocked-mnk with small blocks.
 #[test]
 fn a_gemm_over_the_memory_budget_is_extrapolated_with_the_whole_plans_figures() {
     let shape = [
@@ -150,17 +150,16 @@ fn a_gemm_over_the_memory_budget_is_extrapolated_with_the_whole_plans_figures() 
         "--no-sim",
         "--json",
     ];
-    let whole = json(&shape);
+    // `--trace` plans it whole (it needs every instruction's time).
+    let trace = std::env::temp_dir().join(format!("ntile-budget-{}.json", std::process::id()));
+    let whole = json(&[&shape[..], &["--trace", trace.to_str().unwrap()]].concat());
+    let _ = std::fs::remove_file(&trace);
     assert!(whole["extrapolated"].is_null());
-    // Two reduced plans in flight fit 250M (the whole plan does not); fixed threads keep it so.
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_ntile"))
-        .args([&shape[..], &["--max-memory", "250M"]].concat())
-        .env("NTILE_THREADS", "2")
-        .output()
-        .unwrap();
+    let o = ntile(&[&shape[..], &["--max-memory", "250M"]].concat());
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let x: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(x["extrapolated"]["periods"], serde_json::json!([512, 0, 2048]), "{}", x["extrapolated"]);
+    assert_eq!(x["extrapolated"]["planned_in_loops"], serde_json::json!(true), "{}", x["extrapolated"]);
+    assert_eq!(x["extrapolated"]["periods"], serde_json::json!([0, 0, 0]), "{}", x["extrapolated"]);
     for key in ["matmuls", "bir_instructions", "penguin_instructions", "psum_groups", "hbm_bytes", "blocks"] {
         assert_eq!(x[key], whole[key], "{key}");
     }

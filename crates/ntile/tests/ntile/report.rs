@@ -92,7 +92,6 @@ fn the_report_gives_real_tiles_blocks_and_the_bottleneck() {
         "1000",
         "--n",
         "777",
-        "--no-sim",
         "--schedule",
         "blocked-mnk",
         "--block-m",
