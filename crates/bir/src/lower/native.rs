@@ -97,8 +97,8 @@ pub fn lower_looped_native_within(
         for r in reshapes {
             last = (r.consumer, r.edge);
             let done = match r.unroll {
-                Some(u) => normalize::reshape_at(&mut items, &r.path, &|l| normalize::unroll(l, u)),
-                None => normalize::reshape_at(&mut items, &r.path, &normalize::peel),
+                Some(u) => normalize::reshape_in(&mut items, &r.path, &|l| normalize::unroll(l, u)),
+                None => normalize::reshape_in(&mut items, &r.path, &normalize::peel),
             };
             done.ok_or_else(|| internal(&format!("reshaping the loop at {:?} ({:?})", r.path, r.unroll)))?;
         }

@@ -37,7 +37,7 @@ use super::{Planner, KERNEL_NAME};
 
 /// Whole iterations emitted before a gap, in periods, beyond the first two iterations (which
 /// follow the nest's prologue and so may differ).
-const HEAD_PERIODS: usize = 3;
+const HEAD_PERIODS: usize = 2;
 /// Iterations emitted after a gap beyond one period: the last two (an edge tile, a ragged K
 /// chunk) may differ.
 const TAIL_EXTRA: usize = 2;
@@ -306,11 +306,15 @@ fn sampled_buffered<B: IrBuilder>(
         })
         .collect();
     let emitted = body.len();
-    let mut header = f.clone();
-    header.insts.clear();
-    header.layout.clear();
-    header.deps.clear();
-    header.srclocs.clear();
+    // The function without its instructions (cloning it whole would copy them all).
+    let header = penguin::Function {
+        kernel_name: f.kernel_name.clone(),
+        debug_kernel_function_name: f.debug_kernel_function_name.clone(),
+        tensors: f.tensors.clone(),
+        inputs: f.inputs.clone(),
+        outputs: f.outputs.clone(),
+        ..penguin::Function::default()
+    };
     let body = roll_nest_gapped(body, &nest, &gaps).map_err(|e| CodegenError::Unsupported(e.to_string()))?;
     let looped = LoopedFunction { header, body };
     if looped.unrolled_len() != unrolled {

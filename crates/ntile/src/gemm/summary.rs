@@ -88,10 +88,17 @@ pub fn summary(r: &Report) -> String {
         r.k_steps, r.k_step_rows, r.matmuls, r.psum_groups, r.max_live_psum_banks
     );
     if let Some(x) = r.extrapolated.as_ref().filter(|x| x.planned_in_loops) {
-        s += &format!(
-            "          planned in loops ({} of {} Penguin instructions emitted, the rest repeat them), not unrolled\n",
-            x.reduced_instructions, r.penguin_instructions
-        );
+        s += &if x.reduced_instructions < r.penguin_instructions {
+            format!(
+                "          planned in loops ({} of {} Penguin instructions emitted, the rest repeat them), not unrolled\n",
+                x.reduced_instructions, r.penguin_instructions
+            )
+        } else {
+            format!(
+                "          planned in loops (all {} Penguin instructions emitted: no loop is long enough to skip), not unrolled\n",
+                r.penguin_instructions
+            )
+        };
     } else if let Some(x) = &r.extrapolated {
         let [bm, bk, bn] = x.base;
         s += &format!(

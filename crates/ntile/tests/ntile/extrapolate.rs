@@ -244,4 +244,25 @@ fn a_gemm_planned_in_loops_says_so() {
     assert!(text.contains(
         "bottleneck not computed: a program planned in loops has no per-instruction timeline (--trace plans it whole)"
     ));
+    // Loops too short to skip (4 x 2 blocks) are emitted whole, and the summary says so.
+    let o = ntile(&[
+        "gemm",
+        "--m",
+        "2048",
+        "--k",
+        "1024",
+        "--n",
+        "4096",
+        "--schedule",
+        "blocked-mn",
+        "--block-m",
+        "512",
+        "--block-n",
+        "2048",
+        "--no-sim",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    let line = text.lines().find(|l| l.contains("planned in loops")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("Penguin instructions emitted: no loop is long enough to skip), not unrolled"), "{line}");
 }

@@ -99,30 +99,42 @@ pub(super) fn peel(l: &Loop<PirInst>) -> Option<Vec<PItem>> {
 /// The loop at `path` (item indices from the top, through loop bodies) replaced by
 /// `reshape` of it (copies of its body), every enclosing loop's step following its body; the
 /// map from each new parameter of `items` to the old parameter it copies.
+#[cfg(test)]
 pub(super) fn reshape_at(
     items: &mut Vec<PItem>,
     path: &[usize],
     reshape: &dyn Fn(&Loop<PirInst>) -> Option<Vec<PItem>>,
 ) -> Option<Vec<usize>> {
+    let total = param_count(items);
+    let (start, old, copies) = reshape_in(items, path, reshape)?;
+    let mut map: Vec<usize> = (0..start).collect();
+    map.extend(copies);
+    map.extend(start + old..total);
+    Some(map)
+}
+
+/// [`reshape_at`] as the lowering does it, at a cost of the items on the path rather than of
+/// the whole nest: the replaced parameters of `items` (`old` of them from `start`) and, for
+/// each parameter that replaces them, the old parameter it copies.
+pub(super) fn reshape_in(
+    items: &mut Vec<PItem>,
+    path: &[usize],
+    reshape: &dyn Fn(&Loop<PirInst>) -> Option<Vec<PItem>>,
+) -> Option<(usize, usize, Vec<usize>)> {
     let (&first, rest) = path.split_first()?;
     let before = param_count(items.get(..first)?);
-    let total = param_count(items);
     let Item::Loop(l) = items.get_mut(first)? else { return None };
     let n = param_count(&l.body);
-    let inner: Vec<usize> = if rest.is_empty() {
+    if rest.is_empty() {
         let new = reshape(l)?;
         let copies = param_count(&new).checked_div(n).unwrap_or(0);
         items.splice(first..=first, new);
-        (0..copies).flat_map(|_| 0..n).collect()
-    } else {
-        let inner = reshape_at(&mut l.body, rest, reshape)?;
-        l.step = inner.iter().map(|&o| l.step.get(o).copied()).collect::<Option<_>>()?;
-        inner
-    };
-    let mut map: Vec<usize> = (0..before).collect();
-    map.extend(inner.into_iter().map(|o| before + o));
-    map.extend(before + n..total);
-    Some(map)
+        return Some((before, n, (0..copies).flat_map(|_| before..before + n).collect()));
+    }
+    let (start, old, copies) = reshape_in(&mut l.body, rest, reshape)?;
+    let stepped: Vec<i64> = copies.iter().map(|&o| l.step.get(o).copied()).collect::<Option<_>>()?;
+    l.step.splice(start..start + old, stepped);
+    Some((before + start, old, copies.into_iter().map(|o| before + o).collect()))
 }
 
 /// Instruction nodes of `items` (a loop body counted once).
