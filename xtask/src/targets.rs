@@ -191,8 +191,16 @@ pub fn targets(ntile: &Path) -> Result<String> {
         "\n== issue 13 and 28 targets (release ntile; warm: medians of 3 runs after a first, cold one) ==\n",
     );
     out += &simulate_2048(ntile, &python)?;
-    // Plan + lower + model of every explicit schedule (the target is for any of them).
-    for schedule in ["naive", "hoisted", "blocked-mn", "blocked-mnk"] {
+    // Plan + lower + model of every explicit schedule (the target is for any of them): the
+    // blocked ones with their blocks searched (as the CLI does without blocks) and given.
+    for schedule in [
+        "naive",
+        "hoisted",
+        "blocked-mn",
+        "blocked-mnk",
+        "blocked-mn --block-m 512 --block-n 1024",
+        "blocked-mnk --block-m 1024 --block-n 2048 --block-k 512",
+    ] {
         let big = format!("--m 4096 --k 8192 --n 8192 --schedule {schedule} --no-sim");
         let runs: Vec<Run> = (0..3).map(|_| run(ntile, &big, None, None)).collect::<Result<_>>()?;
         let plm = median(
@@ -269,7 +277,37 @@ pub fn targets(ntile: &Path) -> Result<String> {
         };
     }
     out += &sweep(ntile)?;
+    out += &sparsity(ntile)?;
     out += &simulate_8192(ntile, &python)?;
+    Ok(out)
+}
+
+/// Structured sparsity on trn2 at 1024x4096x1024 (modeled): 2:4 and 4:8 against dense with
+/// the same schedule, each no slower, and faster where the dense kernel is PE-bound (its PE
+/// busy for most of the modeled time).
+fn sparsity(ntile: &Path) -> Result<String> {
+    let mut out = String::new();
+    for schedule in ["naive", "blocked-mn", "blocked-mnk", "auto"] {
+        let args = |sparsity: &str| {
+            format!("--m 1024 --k 4096 --n 1024 --target trn2 --schedule {schedule} --no-sim{sparsity}")
+        };
+        let dense = run(ntile, &args(""), Some(GUARD_SECONDS), None)?;
+        let time = |r: &Run| field(r, &["modeled_time_us"]);
+        // PE-bound: the PE busy for at least 80% of the modeled time (`engine_busy` is the
+        // share of it).
+        let pe_bound = field(&dense, &["engine_busy", "pe"]) >= 0.8;
+        for pattern in ["2:4", "4:8"] {
+            let sparse = run(ntile, &args(&format!(" --sparsity {pattern}")), Some(GUARD_SECONDS), None)?;
+            let (d, sp) = (time(&dense), time(&sparse));
+            let met = if pe_bound { sp < d } else { sp <= d };
+            let want = if pe_bound { "faster than dense (PE-bound)" } else { "no slower than dense" };
+            out += &format!(
+                "sparsity {pattern} {schedule} 1024x4096x1024 trn2: {sp:.1} us vs dense {d:.1} us ({:.2}x); target {want}: {}\n",
+                sp / d,
+                verdict(met)
+            );
+        }
+    }
     Ok(out)
 }
 
