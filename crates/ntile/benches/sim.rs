@@ -1,7 +1,9 @@
 //! Benchmarks of the functional simulator and the planner: simulating the planned 1024^3
 //! bf16 GEMM beside a plain f32 GEMM of the same shape from the same GEMM crate
-//! (`matrixmultiply`, through `sim::gemm_f32`), and planning + lowering a 4096x8192x8192 GEMM.
-//! `cargo xtask bench` prints the ratio.
+//! (`matrixmultiply`, through `sim::gemm_f32`), planning + lowering a 4096x8192x8192 GEMM
+//! whole, and planning + lowering + modeling it in loops for every explicit schedule (the
+//! planning target of issue 28: < 10 ms). `cargo xtask bench` prints the ratio and the
+//! targets.
 #![expect(clippy::unwrap_used, reason = "a bench of known-good programs")]
 
 use std::hint::black_box;
@@ -57,6 +59,32 @@ fn bench_gemm(c: &mut Criterion) {
     big.blocks = codegen::BlockSizes { m: 256, n: 512, k: 1024 };
     big.lhs_transposed = true;
     group.bench_function("blocked_mn", |bench| bench.iter(|| black_box(program(&big).num_insts())));
+    group.finish();
+
+    // Planned in loops, lowered loop by loop and modeled looped, as `ntile gemm --no-sim` does.
+    let mut group = c.benchmark_group("plan_in_loops_4096x8192x8192");
+    group.sample_size(10).measurement_time(Duration::from_secs(5));
+    let blocks = |m, n, k| codegen::BlockSizes { m, n, k };
+    for (name, schedule, b) in [
+        ("naive", Schedule::Naive, blocks(0, 0, 0)),
+        ("hoisted", Schedule::Hoisted, blocks(0, 0, 0)),
+        ("blocked_mn", Schedule::BlockedMn, blocks(512, 1024, 1024)),
+        ("blocked_mnk", Schedule::BlockedMnk, blocks(1024, 2048, 512)),
+    ] {
+        let mut cfg = GemmConfig::new(4096, 8192, 8192, DType::Bf16, Target::Trn2);
+        cfg.schedule = schedule;
+        if schedule != Schedule::Naive && schedule != Schedule::Hoisted {
+            cfg.blocks = b;
+        }
+        let hw = cfg.target.profile();
+        group.bench_function(name, |bench| {
+            bench.iter(|| {
+                let plan = codegen::plan_sampled(&cfg, codegen::Planning::Fixed, &codegen::default_builder).unwrap();
+                let program = bir::lower_looped_native_within(&plan.looped, cfg.target, 0).unwrap();
+                black_box(sim::model_looped(&program, &hw).unwrap().total_ns)
+            });
+        });
+    }
     group.finish();
 }
 
