@@ -149,6 +149,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         self.pipelined_nest(&mut Nest {
             dims: &[outer, inner],
             periods: &[2, 2],
+            ahead: 0,
             step: &|i| i,
             // The first step's blocks go ahead of the nest; every later step's are spread over
             // the m tiles of the step before it.
@@ -184,7 +185,8 @@ impl<B: IrBuilder> Planner<'_, B> {
                 }
                 Ok(())
             },
-            // Every step's state is its blocks and slots, functions of its index.
+            // Every step's state is its blocks and slots, functions of its index (A transposed
+            // on the PE, whose queue is state, is planned whole).
             skip: &mut |_, _, _| Ok(()),
         })
     }

@@ -72,9 +72,13 @@ impl<B: IrBuilder> Planner<'_, B> {
         // Levels: outer blocks (M blocks in m-outer order), inner blocks, K blocks. The operand
         // slots and the groups' rotations follow the step's parity, the result block the
         // pair's: every level repeats after two iterations.
+        // A transposed on the PE puts chunk `c`'s transposes in PSUM slot `c mod 4`: the K
+        // loop repeats after four K blocks.
+        let k_period = if pe { 4 } else { 2 };
         self.pipelined_nest(&mut Nest {
             dims: &[outer_blocks, inner_blocks, nkb],
-            periods: &[2, 2, 2],
+            periods: &[2, 2, k_period],
+            ahead: 0,
             step: &step,
             load: &mut |p, i, ((a, b), _, kbi)| {
                 let (mb, nb) = (mblocks[a], nblocks[b]);

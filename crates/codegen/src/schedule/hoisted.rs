@@ -29,6 +29,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         self.pipelined_nest(&mut Nest {
             dims: &[mt, nt],
             periods: &[2, 2],
+            ahead: if pe { 2 } else { 0 },
             step: &step,
             load: &mut |p, i, (mi, ni, m, n)| {
                 if ni == 0 && !pe {
@@ -43,8 +44,12 @@ impl<B: IrBuilder> Planner<'_, B> {
                 }
                 p.tile_group(&|c| l.at(c as i64 * lw), &|c| r.at(c as i64 * rw), m, n, GroupAt { step: i, pos: 0 })
             },
-            // Every step's state is its slots, a function of its index.
-            skip: &mut |_, _, _| Ok(()),
+            // Every step's state is its slots, a function of its index, but for the PE
+            // transpose queue: each skipped m iteration transposed its tile and loaded one.
+            skip: &mut |p, from, to| {
+                p.pe_queue.skip(to.div_ceil(nt) - from.div_ceil(nt));
+                Ok(())
+            },
         })
     }
 }

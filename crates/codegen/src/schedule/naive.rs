@@ -32,14 +32,21 @@ impl<B: IrBuilder> Planner<'_, B> {
         // of groups: partitions, PSUM banks, evacuation engines), so a level repeats after
         // the fewest iterations that are an even number of steps and a whole number of
         // those tile periods (the queue hints are affine in the K chunk: loop parameters).
+        // A transposed on the PE puts chunk `c`'s transpose in PSUM slot `c mod 4`: the K
+        // loop repeats after four chunks at the least.
         let dims = [mt, nt, nk];
         let tile_period = (positions as usize).max(2);
+        let chunk_period = if self.pe_transpose.is_some() { 4 } else { 1 };
         let periods: Vec<usize> = (0..dims.len())
             .map(|l| {
                 let steps: usize = dims[l + 1..].iter().product();
                 let tiles = if l < 2 { steps / nk.max(1) } else { 0 };
-                let repeats = |p: &usize| (p * steps).is_multiple_of(2) && (p * tiles).is_multiple_of(tile_period);
-                (1..=2 * tile_period).find(repeats).unwrap_or(2 * tile_period)
+                let repeats = |p: &usize| {
+                    (p * steps).is_multiple_of(2)
+                        && (p * tiles).is_multiple_of(tile_period)
+                        && (l < 2 || p.is_multiple_of(chunk_period))
+                };
+                (1..=4 * tile_period).find(repeats).unwrap_or(4 * tile_period)
             })
             .collect();
         let loaded: std::cell::RefCell<std::collections::VecDeque<(Lhs, InstTile)>> = Default::default();
@@ -47,6 +54,7 @@ impl<B: IrBuilder> Planner<'_, B> {
         self.pipelined_nest(&mut Nest {
             dims: &dims,
             periods: &periods,
+            ahead: 0,
             step: &step,
             load: &mut |p, i, (m, n, c)| {
                 let place = TileLoad { t: 0, tiles: 1, turn: i % 2 };

@@ -44,6 +44,13 @@ impl PeQueue {
         self.loaded += 1;
     }
 
+    /// Move past `tiles` m tiles that were loaded and transposed in skipped iterations (each
+    /// skipped iteration loads as many as it transposes, so as many stay ahead).
+    pub(super) fn skip(&mut self, tiles: usize) {
+        self.loaded += tiles;
+        self.done += tiles;
+    }
+
     /// Take `m` for transposing: the natural buffer holding it, or `None` when it is not the
     /// next loaded tile of the order.
     fn take(&mut self, m: (u64, u32)) -> Option<usize> {

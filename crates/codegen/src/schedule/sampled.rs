@@ -65,9 +65,11 @@ pub struct SampledPlan {
 }
 
 /// Where a loop of the nest skips: iterations `[h, h + g)` of `t`, `g` a multiple of the
-/// period `p`; `None` when the loop is too short to skip a whole period.
-fn gap(t: usize, p: usize) -> Option<(usize, usize)> {
-    let (head, tail) = (HEAD_PERIODS * p + 2, p + TAIL_EXTRA);
+/// period `p`, with `ahead` more iterations after it (loads that run that far ahead of their
+/// compute reach the loop's last iterations from there); `None` when the loop is too short
+/// to skip a whole period.
+fn gap(t: usize, p: usize, ahead: usize) -> Option<(usize, usize)> {
+    let (head, tail) = (HEAD_PERIODS * p + 2, p + TAIL_EXTRA + ahead);
     if p == 0 || t < head + tail + p {
         return None;
     }
@@ -85,6 +87,9 @@ pub(super) struct Nest<'n, S, P> {
     pub(super) dims: &'n [usize],
     /// Each level's period in iterations (see the module doc).
     pub(super) periods: &'n [usize],
+    /// Iterations by which some loads run ahead of their compute beyond the next step (the
+    /// PE transpose queue's prefetch): a loop's tail after its gap is that much longer.
+    pub(super) ahead: usize,
     /// The step at an index of the nest (mixed radix over `dims`).
     pub(super) step: &'n dyn Fn(usize) -> S,
     /// The loads of a step (emitted in the segment of the step before it).
@@ -185,7 +190,7 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         total: usize,
     ) -> Result<(), CodegenError> {
         let (trips, stride, period) = (nest.dims[level], nest.stride(level), nest.periods[level].max(1));
-        let mut gap = gap(trips, period);
+        let mut gap = gap(trips, period, nest.ahead);
         let run_start = self.cg.program_len();
         let mut before: [Snapshot; 2] = [[0; 4]; 2];
         let mut j = 0;
@@ -247,11 +252,15 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
     }
 }
 
-/// Whether [`plan_sampled`] covers `cfg`: the `naive` and `hoisted` schedules without PE
-/// transposes of A.
+/// Whether [`plan_sampled`] covers `cfg`: every explicit schedule but `blocked-mn` with A
+/// transposed on the PE (its transposes' dependency edges do not repeat with the block loops'
+/// periods of two iterations; it is planned whole).
 pub fn plans_in_loops(cfg: &GemmConfig) -> bool {
-    matches!(cfg.schedule, Schedule::Naive | Schedule::Hoisted | Schedule::BlockedMn | Schedule::BlockedMnk)
-        && !cfg.transposes_lhs_on_pe()
+    match cfg.schedule {
+        Schedule::Naive | Schedule::Hoisted | Schedule::BlockedMnk => true,
+        Schedule::BlockedMn => !cfg.transposes_lhs_on_pe(),
+        Schedule::Auto => false,
+    }
 }
 
 /// Plan `cfg` in loops ([`SampledPlan`]), its blocks decided as `planning` says: the
@@ -265,7 +274,7 @@ pub fn plan_sampled<B: IrBuilder>(
 ) -> Result<SampledPlan, CodegenError> {
     cfg.validate()?;
     if !plans_in_loops(cfg) {
-        let what = if cfg.transposes_lhs_on_pe() { "A transposed on the PE" } else { cfg.schedule.name() };
+        let what = if cfg.schedule == Schedule::BlockedMn { "blocked-mn with A transposed on the PE" } else { "auto" };
         return Err(CodegenError::Unsupported(format!("{what} is planned whole")));
     }
     match planning {

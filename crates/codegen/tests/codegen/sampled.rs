@@ -110,9 +110,6 @@ fn what_sampling_does_not_cover_is_refused() {
     };
     // The other schedules are planned whole.
     assert!(unsupported(&GemmConfig { schedule: Schedule::Auto, ..naive(1024, 1024, 1024, Target::Trn2) }));
-    // A transposed on the PE (trn1 without a transposing load).
-    assert!(unsupported(&naive(1024, 1024, 1024, Target::Trn1)));
-    assert!(unsupported(&GemmConfig { schedule: Schedule::Hoisted, ..naive(1024, 1024, 1024, Target::Trn1) }));
     // A nest of more steps than it counts (1048576^3: 1.4e11), and one whose program has
     // more instructions than u32 ids number (hoisted fp8 with 160 K chunks: 322 per step,
     // 5.4e9), are refused with the reason.
@@ -124,7 +121,10 @@ fn what_sampling_does_not_cover_is_refused() {
     let mut ids = GemmConfig { schedule: Schedule::Hoisted, ..naive(1 << 20, 20480, 1 << 20, Target::Trn2) };
     (ids.lhs_dtype, ids.rhs_dtype) = (DType::Fp8e4m3, DType::Fp8e4m3);
     assert!(refusal(&ids).contains("more instructions than ids can number"));
-    assert!(!codegen::plans_in_loops(&naive(1024, 1024, 1024, Target::Trn1)));
+    assert!(!codegen::plans_in_loops(&GemmConfig {
+        schedule: Schedule::Auto,
+        ..naive(1024, 1024, 1024, Target::Trn1)
+    }));
     assert!(codegen::plans_in_loops(&ids));
     // A bad configuration is the configuration's error.
     assert!(matches!(
@@ -241,4 +241,32 @@ fn sampled_blocks_are_decided_as_whole_plans_decide_them() {
     c.blocks = BlockSizes { m: 1024, n: 2048, k: 2048 };
     let (single, _) = sampled_equals_whole_planned(&c, Planning::Fixed);
     assert!(!single.stats.single_buffered.names().is_empty(), "{:?}", single.stats.single_buffered);
+}
+
+/// A transposed on the PE (trn1: natural-layout loads, transposes through PSUM) samples in
+/// `naive`, `hoisted` and `blocked-mnk`: the transposes' PSUM slots repeat every four K
+/// chunks, and `hoisted`'s just-in-time transpose queue moves past the skipped m tiles (its
+/// prefetch runs two m tiles ahead: the loop's tail is two iterations longer). `blocked-mn`
+/// with it is planned whole.
+#[test]
+fn pe_transposes_sample_in_naive_hoisted_and_blocked_mnk() {
+    use codegen::BlockSizes;
+    let on = |schedule, (m, k, n), blocks: (u64, u64, u64)| GemmConfig {
+        schedule,
+        blocks: BlockSizes { m: blocks.0, n: blocks.1, k: blocks.2 },
+        ..naive(m, k, n, Target::Trn1)
+    };
+    // naive: gaps in the K loop (60 chunks) and the m loop.
+    sampled_equals_whole(&on(Schedule::Naive, (4000, 7700, 1000), (512, 1024, 1024)));
+    // hoisted: 32 m tiles (the last one ragged, prefetched two m tiles early), 36 n tiles.
+    sampled_equals_whole(&on(Schedule::Hoisted, (4000, 1000, 18000), (512, 1024, 1024)));
+    // blocked-mnk: K blocks of two chunks, so the transposes' slots repeat every two blocks.
+    sampled_equals_whole(&on(Schedule::BlockedMnk, (4000, 4000, 16000), (256, 1024, 256)));
+    // blocked-mn is refused with the reason.
+    let mn = on(Schedule::BlockedMn, (6000, 1000, 24000), (256, 1024, 1024));
+    assert!(!codegen::plans_in_loops(&mn));
+    match plan_sampled(&mn, Planning::Fixed, &default_builder) {
+        Err(CodegenError::Unsupported(why)) => assert!(why.contains("blocked-mn with A transposed on the PE"), "{why}"),
+        other => panic!("{other:?}"),
+    }
 }

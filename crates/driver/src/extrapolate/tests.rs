@@ -155,10 +155,10 @@ fn every_schedule_is_planned_in_loops_exactly() {
         assert_eq!(looped.hbm_bytes, unrolled.hbm_bytes);
         assert!((looped.total_ns - unrolled.total_ns).abs() <= 1e-9 * unrolled.total_ns, "{c:?}");
     }
-    // A transposed on the PE (trn1) is reduced and fitted as before.
+    // blocked-mn with A transposed on the PE (trn1) is reduced and fitted as before.
     let c = GemmConfig {
         target: Target::Trn1,
-        ..blocked(3584 + 37, 1000, 14336 + 100, Schedule::BlockedMnk, (256, 1024, 256))
+        ..blocked(128 * 60 + 3, 1000, 512 * 40 + 9, Schedule::BlockedMn, (512, 1024, 128))
     };
     let x = extrapolate(&c, Planning::Fixed, 2).unwrap();
     assert!(!x.sampled && !x.axes.is_empty() && x.plans > 1);
