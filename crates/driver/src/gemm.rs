@@ -91,10 +91,18 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
         return huge::run(req, &cfg, budget, &hw);
     }
     budget::check(&cfg, opts.simulate, budget)?;
-    // Modeled only, with nothing that needs every instruction and no search: planned in loops
-    // when the schedule can be.
+    // Modeled only, with nothing that needs every instruction: planned in loops when the
+    // schedule can be; a search over a GEMM of more matmuls than `auto`'s largest proxy
+    // (8192^3) weighs its candidates on a proxy and plans its choice in loops, as it does for
+    // a GEMM too large to unroll (planning every candidate whole would cost seconds and
+    // gigabytes at 16384^3).
     let modeled_only = opts.plan_in_loops && !opts.simulate && !opts.unrolled && opts.model_extrapolated;
-    if modeled_only && req.lnc == 1 && req.search_config(&cfg).is_none() && codegen::plans_in_loops(&cfg) {
+    let is_search = req.search_config(&cfg).is_some();
+    let proxy_matmuls = budget::matmuls(AUTO_PROXY_DIM, AUTO_PROXY_DIM, AUTO_PROXY_DIM);
+    if modeled_only && req.lnc == 1 && is_search && budget::matmuls(m, k, n) > proxy_matmuls {
+        return huge::run(req, &cfg, budget, &hw);
+    }
+    if modeled_only && req.lnc == 1 && !is_search && codegen::plans_in_loops(&cfg) {
         if let Some(outcome) = huge::run_in_loops(req, &cfg, &hw)? {
             return Ok(outcome);
         }

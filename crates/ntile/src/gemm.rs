@@ -120,7 +120,8 @@ pub struct GemmArgs {
     /// Loop nest: naive, hoisted, blocked-mn, blocked-mnk, or auto (rank every schedule, block
     /// size, loop order and transpose method, cycle-model the best 8 and the blocked schedules'
     /// defaults; within 0.5% of the fastest the fewest HBM bytes wins; a GEMM too large to
-    /// unroll is weighed on a proxy with each dimension capped at 8192)
+    /// unroll, or with --no-sim one of more matmuls than 8192^3, is weighed on a proxy with
+    /// each dimension capped at 8192)
     #[arg(long, default_value = "auto")]
     pub schedule: Option<Schedule>,
     /// Rows of C per block (blocked schedules), in elements [default: with an explicit

@@ -266,3 +266,16 @@ fn a_gemm_planned_in_loops_says_so() {
     let line = text.lines().find(|l| l.contains("planned in loops")).unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("Penguin instructions emitted: no loop is long enough to skip), not unrolled"), "{line}");
 }
+
+/// `auto` over a GEMM of more matmuls than its largest proxy (8192^3) weighs its candidates
+/// on the proxy, even when the GEMM fits the budget, and plans its choice in loops; one of
+/// fewer matmuls is searched whole, as before.
+#[test]
+fn auto_past_the_proxy_weighs_on_it_and_plans_its_choice_in_loops() {
+    let big = json(&["gemm", "--m", "65536", "--k", "1024", "--n", "16384", "--no-sim", "--json", "--quiet"]);
+    assert_eq!(big["auto"]["weighed_on"], serde_json::json!([8192, 1024, 8192]), "{}", big["auto"]);
+    assert_eq!(big["extrapolated"]["planned_in_loops"], serde_json::json!(true), "{}", big["extrapolated"]);
+    assert_eq!(big["matmuls"], serde_json::json!(512 * 32 * 8));
+    let small = json(&["gemm", "--m", "8192", "--k", "1024", "--n", "16384", "--no-sim", "--json", "--quiet"]);
+    assert!(small["auto"]["weighed_on"].is_null() && small["extrapolated"].is_null(), "{}", small["auto"]);
+}

@@ -15,7 +15,7 @@ use std::hash::{Hash, Hasher};
 use serde::{Deserialize, Serialize};
 
 use super::nest::{roll_nest, roll_nest_shortest, NestError, NestMark};
-use super::roll::{roll_items, zeroed, Rolled};
+use super::roll::{roll_items, Rolled};
 use super::{check_steps, expand_items, unrolled_len, Item, StepError, Stepped};
 use crate::entity::InstId;
 use crate::function::{Function, FunctionView};
@@ -95,7 +95,23 @@ impl Rolled for PirInst {
     type Shape = PirShape;
 
     fn shape(&self) -> Option<PirShape> {
-        zeroed(self).map(PirShape)
+        // `zeroed` in one clone: every parameter set to 0 in place (an offset of i64::MIN,
+        // which has no negation, has no shape, as `zeroed` has no result).
+        if self.data.operands().iter().any(|(tile, _)| tile.ap.offset == i64::MIN) {
+            return None;
+        }
+        let mut out = self.clone();
+        for tile in out.data.operands_mut() {
+            tile.ap.offset = 0;
+            tile.ap.start_partition = 0;
+        }
+        for dep in &mut out.deps {
+            dep.from = InstId(0);
+        }
+        if let Some(q) = out.data.queue_hint_mut() {
+            q.0 = 0;
+        }
+        Some(PirShape(out))
     }
 }
 

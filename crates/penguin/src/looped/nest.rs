@@ -279,15 +279,23 @@ fn close_gap<I: Rolled>(
     if p == 0 || j < 2 * p || j + p > units.len() {
         return Err(fail("fewer than two periods before it or one after it"));
     }
-    let shape_of =
-        |units: &[Vec<Item<I>>], shapes: &mut Shapes<I>| -> Vec<u32> { units.iter().map(|u| shapes.seq(u)).collect() };
-    let params_of = |units: &[Vec<Item<I>>]| -> Vec<i64> { units.iter().flat_map(|u| params(u)).collect() };
+    // Each unit's shape and parameters, computed once (the walks below compare a unit with
+    // its neighbours period after period).
+    let ids: Vec<u32> = units.iter().map(|u| shapes.seq(u)).collect();
+    let mut unit_params: Vec<Option<Vec<i64>>> = vec![None; units.len()];
+    let mut params_of = |range: std::ops::Range<usize>| -> Vec<i64> {
+        let mut out = Vec::new();
+        for k in range {
+            out.extend_from_slice(unit_params[k].get_or_insert_with(|| params(&units[k])));
+        }
+        out
+    };
     let (a, b, c) = (j - 2 * p, j - p, j);
-    let shape = shape_of(&units[a..b], shapes);
-    if shape_of(&units[b..c], shapes) != shape || shape_of(&units[c..c + p], shapes) != shape {
+    let shape = &ids[a..b];
+    if &ids[b..c] != shape || &ids[c..c + p] != shape {
         return Err(fail("the periods differ in shape"));
     }
-    let (pa, pb, pc) = (params_of(&units[a..b]), params_of(&units[b..c]), params_of(&units[c..c + p]));
+    let (pa, pb, pc) = (params_of(a..b), params_of(b..c), params_of(c..c + p));
     let step: Vec<i64> = pa.iter().zip(&pb).map(|(x, y)| y.wrapping_sub(*x)).collect();
     let across = i64::from(g.skipped) + 1;
     let expected = |base: &[i64], k: i64| -> Option<Vec<i64>> {
@@ -302,10 +310,10 @@ fn close_gap<I: Rolled>(
     let mut trips = u64::from(g.skipped) + 3;
     while first >= p {
         let prev = first - p;
-        if shape_of(&units[prev..first], shapes) != shape {
+        if &ids[prev..first] != shape {
             break;
         }
-        let pp = params_of(&units[prev..first]);
+        let pp = params_of(prev..first);
         if expected(&pp, 1).as_deref() != Some(&base[..]) {
             break;
         }
@@ -317,11 +325,11 @@ fn close_gap<I: Rolled>(
     trips += ((a - first) / p) as u64;
     let mut last = c + p;
     while last + p <= units.len() {
-        if shape_of(&units[last..last + p], shapes) != shape {
+        if &ids[last..last + p] != shape {
             break;
         }
         let k = i64::try_from(trips).unwrap_or(i64::MAX);
-        if expected(&base, k).as_deref() != Some(&params_of(&units[last..last + p])[..]) {
+        if expected(&base, k).as_deref() != Some(&params_of(last..last + p)[..]) {
             break;
         }
         trips += 1;

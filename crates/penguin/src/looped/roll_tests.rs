@@ -146,6 +146,8 @@ fn roll_renumbers_an_arena_out_of_program_order() {
 fn zeroed_sets_every_parameter_to_zero() {
     let i = PirInst { data: memset(640, 0.0), deps: waw(&[7]), loc: None };
     assert_eq!(zeroed(&i), Some(PirInst { data: memset(0, 0.0), deps: waw(&[0]), loc: None }));
+    // The shape is the zeroed instruction, built in place.
+    assert_eq!(i.shape().map(|s| s.0), zeroed(&i));
     // An offset of i64::MIN has no negation.
     let j = PirInst { data: memset(i64::MIN, 0.0), deps: vec![], loc: None };
     assert_eq!(zeroed(&j), None);
