@@ -270,3 +270,54 @@ fn pe_transposes_sample_in_naive_hoisted_and_blocked_mnk() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Random GEMMs of every schedule, target, operand variant and block size, long enough along
+/// some loops to skip: the sampled plan equals the whole one (or both fail alike).
+mod random {
+    use super::*;
+    use codegen::{BlockSizes, LoopOrder};
+    use proptest::prelude::*;
+
+    const SCHEDULES: [Schedule; 4] = [Schedule::Naive, Schedule::Hoisted, Schedule::BlockedMn, Schedule::BlockedMnk];
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        #[test]
+        fn sampled_plans_equal_whole_plans(
+            (m, k, n) in (1u64..3200, 1u64..3200, 1u64..9000),
+            schedule in 0usize..4,
+            trn1 in any::<bool>(),
+            variant in 0usize..4,
+            blocks in (0u64..2, 0u64..2, 0u64..3),
+            n_outer in any::<bool>(),
+            bf16_in_hbm in any::<bool>(),
+        ) {
+            let target = if trn1 { Target::Trn1 } else { Target::Trn2 };
+            let mut c = GemmConfig::new(m, k, n, DType::Bf16, target);
+            c.schedule = SCHEDULES[schedule];
+            c.blocks = BlockSizes { m: 128 << blocks.0, n: 512 << blocks.1, k: 128 << blocks.2 };
+            c.order = if n_outer { LoopOrder::NOuter } else { LoopOrder::MOuter };
+            if bf16_in_hbm {
+                c.input_dtype = DType::Bf16;
+            }
+            match variant {
+                0 => {}
+                1 if !trn1 => {
+                    (c.lhs_dtype, c.rhs_dtype, c.perf_mode) = (DType::Fp8e4m3, DType::Fp8e4m3, PerfMode::DoubleRow);
+                }
+                v if !trn1 => c.sparsity = Some(SparsityPattern::SUPPORTED[v % SparsityPattern::SUPPORTED.len()]),
+                _ => c.lhs_transposed = true,
+            }
+            let whole = codegen::plan(&codegen::PlanRequest::new(&c), &default_builder);
+            let sampled = plan_sampled(&c, Planning::Fixed, &default_builder);
+            match (&whole, &sampled) {
+                (Err(w), Err(s)) => prop_assert_eq!(std::mem::discriminant(w), std::mem::discriminant(s)),
+                (Ok(_), Err(CodegenError::Unsupported(_))) => prop_assert!(!codegen::plans_in_loops(&c), "{c:?}"),
+                (Ok(_), Ok(_)) => {
+                    sampled_equals_whole_planned(&c, Planning::Fixed);
+                }
+                _ => prop_assert!(false, "{c:?}: whole {:?}, sampled {:?}", whole.as_ref().err(), sampled.as_ref().err()),
+            }
+        }
+    }
+}
