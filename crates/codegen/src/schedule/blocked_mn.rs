@@ -146,10 +146,23 @@ impl<B: IrBuilder> Planner<'_, B> {
         // own). The snake's direction and the outer slots follow the outer iteration's
         // parity, the inner slots the inner block's, the groups' rotations the step's: both
         // loops repeat every two iterations.
+        // A transposed on the PE goes through two natural buffers and `2 bm` queues in turn,
+        // load after load: the outer loop repeats once its iterations have loaded a multiple
+        // of `2 bm` m tiles (an edge block of fewer tiles among an outer iteration's inner
+        // blocks makes that four iterations or more).
+        let outer_period = if pe && outer >= 3 {
+            let loads = |o: usize| -> usize {
+                (o * inner..(o + 1) * inner).filter(|&i| at(i).fresh_a).map(|i| at(i).mb.len()).sum()
+            };
+            let (pair, q) = (loads(1) + loads(2), 2 * bm);
+            2 * q / gcd(pair, q)
+        } else {
+            2
+        };
         self.pipelined_nest(&mut Nest {
             dims: &[outer, inner],
-            periods: &[2, 2],
-            ahead: 0,
+            periods: &[outer_period, 2],
+            ahead: if pe { 2 } else { 0 },
             step: &|i| i,
             // The first step's blocks go ahead of the nest; every later step's are spread over
             // the m tiles of the step before it.
@@ -187,7 +200,20 @@ impl<B: IrBuilder> Planner<'_, B> {
             },
             // Every step's state is its blocks and slots, functions of its index (A transposed
             // on the PE, whose queue is state, is planned whole).
-            skip: &mut |_, _, _| Ok(()),
+            skip: &mut |p, from, to| {
+                if pe {
+                    p.pe_queue.skip((from..to).filter(|&i| at(i).fresh_a).map(|i| at(i).mb.len()).sum());
+                }
+                Ok(())
+            },
         })
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a.max(1)
+    } else {
+        gcd(b, a % b)
     }
 }

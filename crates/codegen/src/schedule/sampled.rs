@@ -252,15 +252,9 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
     }
 }
 
-/// Whether [`plan_sampled`] covers `cfg`: every explicit schedule but `blocked-mn` with A
-/// transposed on the PE (its transposes' dependency edges do not repeat with the block loops'
-/// periods of two iterations; it is planned whole).
+/// Whether [`plan_sampled`] covers `cfg`: every explicit schedule (`auto` is a search).
 pub fn plans_in_loops(cfg: &GemmConfig) -> bool {
-    match cfg.schedule {
-        Schedule::Naive | Schedule::Hoisted | Schedule::BlockedMnk => true,
-        Schedule::BlockedMn => !cfg.transposes_lhs_on_pe(),
-        Schedule::Auto => false,
-    }
+    cfg.schedule != Schedule::Auto
 }
 
 /// Plan `cfg` in loops ([`SampledPlan`]), its blocks decided as `planning` says: the
@@ -274,8 +268,7 @@ pub fn plan_sampled<B: IrBuilder>(
 ) -> Result<SampledPlan, CodegenError> {
     cfg.validate()?;
     if !plans_in_loops(cfg) {
-        let what = if cfg.schedule == Schedule::BlockedMn { "blocked-mn with A transposed on the PE" } else { "auto" };
-        return Err(CodegenError::Unsupported(format!("{what} is planned whole")));
+        return Err(CodegenError::Unsupported("auto is a search: its candidates are planned".into()));
     }
     match planning {
         Planning::Fixed => sampled_buffered(cfg, true, new_base),

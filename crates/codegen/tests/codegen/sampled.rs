@@ -244,13 +244,14 @@ fn sampled_blocks_are_decided_as_whole_plans_decide_them() {
 }
 
 /// A transposed on the PE (trn1: natural-layout loads, transposes through PSUM) samples in
-/// `naive`, `hoisted` and `blocked-mnk`: the transposes' PSUM slots repeat every four K
-/// chunks, and `hoisted`'s just-in-time transpose queue moves past the skipped m tiles (its
-/// prefetch runs two m tiles ahead: the loop's tail is two iterations longer). `blocked-mn`
-/// with it is planned whole.
+/// every schedule: the transposes' PSUM slots repeat every four K chunks, and the stripe
+/// schedules' just-in-time transpose queue moves past the skipped m tiles (its prefetch runs
+/// two m tiles ahead: the loops' tails are two iterations longer). Its natural buffers and
+/// queues take turns load after load, so `blocked-mn`'s outer loop repeats only once its
+/// iterations have loaded a multiple of `2 bm` tiles.
 #[test]
-fn pe_transposes_sample_in_naive_hoisted_and_blocked_mnk() {
-    use codegen::BlockSizes;
+fn pe_transposes_sample_in_every_schedule() {
+    use codegen::{BlockSizes, LoopOrder};
     let on = |schedule, (m, k, n), blocks: (u64, u64, u64)| GemmConfig {
         schedule,
         blocks: BlockSizes { m: blocks.0, n: blocks.1, k: blocks.2 },
@@ -262,13 +263,15 @@ fn pe_transposes_sample_in_naive_hoisted_and_blocked_mnk() {
     sampled_equals_whole(&on(Schedule::Hoisted, (4000, 1000, 18000), (512, 1024, 1024)));
     // blocked-mnk: K blocks of two chunks, so the transposes' slots repeat every two blocks.
     sampled_equals_whole(&on(Schedule::BlockedMnk, (4000, 4000, 16000), (256, 1024, 256)));
-    // blocked-mn is refused with the reason.
-    let mn = on(Schedule::BlockedMn, (6000, 1000, 24000), (256, 1024, 1024));
-    assert!(!codegen::plans_in_loops(&mn));
-    match plan_sampled(&mn, Planning::Fixed, &default_builder) {
-        Err(CodegenError::Unsupported(why)) => assert!(why.contains("blocked-mn with A transposed on the PE"), "{why}"),
-        other => panic!("{other:?}"),
-    }
+    // blocked-mn, A outer (transposed as each block comes in).
+    sampled_equals_whole(&on(Schedule::BlockedMn, (6000, 1000, 24000), (256, 1024, 1024)));
+    // A inner, its last block of one tile: two outer iterations load 87 tiles, prime to the
+    // four queues, so the outer loop's period is eight iterations (47 of them: two periods
+    // skipped).
+    let mut c = on(Schedule::BlockedMn, (6000, 1000, 48000), (256, 1024, 1024));
+    c.order = LoopOrder::NOuter;
+    let (sampled, len) = sampled_equals_whole_planned(&c, Planning::Fixed);
+    assert!(sampled.emitted * 3 < len * 2, "emitted {} of {len}", sampled.emitted);
 }
 
 /// Random GEMMs of every schedule, target, operand variant and block size, long enough along

@@ -155,11 +155,8 @@ fn every_schedule_is_planned_in_loops_exactly() {
         assert_eq!(looped.hbm_bytes, unrolled.hbm_bytes);
         assert!((looped.total_ns - unrolled.total_ns).abs() <= 1e-9 * unrolled.total_ns, "{c:?}");
     }
-    // blocked-mn with A transposed on the PE (trn1) is reduced and fitted as before.
-    let c = GemmConfig {
-        target: Target::Trn1,
-        ..blocked(128 * 60 + 3, 1000, 512 * 40 + 9, Schedule::BlockedMn, (512, 1024, 128))
-    };
+    // `auto` (planned as blocked-mn without a search) is reduced and fitted as before.
+    let c = blocked(128 * 60 + 3, 1000, 512 * 40 + 9, Schedule::Auto, (512, 1024, 128));
     let x = extrapolate(&c, Planning::Fixed, 2).unwrap();
     assert!(!x.sampled && !x.axes.is_empty() && x.plans > 1);
 }
