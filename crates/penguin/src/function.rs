@@ -121,6 +121,19 @@ impl Function {
         Function { kernel_name: kernel_name.into(), ..Function::default() }
     }
 
+    /// The function without its instructions (no `insts`, `layout`, `deps` or `srclocs`):
+    /// the header of a [`crate::LoopedFunction`], built without copying the instructions.
+    pub fn without_insts(&self) -> Function {
+        Function {
+            kernel_name: self.kernel_name.clone(),
+            debug_kernel_function_name: self.debug_kernel_function_name.clone(),
+            tensors: self.tensors.clone(),
+            inputs: self.inputs.clone(),
+            outputs: self.outputs.clone(),
+            ..Function::default()
+        }
+    }
+
     /// Add a tensor; `None` if the name is taken.
     pub fn add_tensor(&mut self, data: TensorData) -> Option<TensorId> {
         if self.tensors.contains_key(&data.name) {

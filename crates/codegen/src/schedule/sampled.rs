@@ -308,15 +308,7 @@ fn sampled_buffered<B: IrBuilder>(
         })
         .collect();
     let emitted = body.len();
-    // The function without its instructions (cloning it whole would copy them all).
-    let header = penguin::Function {
-        kernel_name: f.kernel_name.clone(),
-        debug_kernel_function_name: f.debug_kernel_function_name.clone(),
-        tensors: f.tensors.clone(),
-        inputs: f.inputs.clone(),
-        outputs: f.outputs.clone(),
-        ..penguin::Function::default()
-    };
+    let header = f.without_insts();
     let body = roll_nest_gapped(body, &nest, &gaps).map_err(|e| CodegenError::Unsupported(e.to_string()))?;
     let looped = LoopedFunction { header, body };
     if looped.unrolled_len() != unrolled {

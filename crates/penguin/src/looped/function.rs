@@ -171,12 +171,7 @@ impl LoopedFunction {
                 Some(Item::Inst(PirInst { data, deps, loc }))
             })
             .collect();
-        let mut header = f.clone();
-        header.insts.clear();
-        header.layout.clear();
-        header.deps.clear();
-        header.srclocs.clear();
-        LoopedFunction { header, body }
+        LoopedFunction { header: f.without_insts(), body }
     }
 
     /// `f` with its program order rolled into loops (see [`super::roll`]):

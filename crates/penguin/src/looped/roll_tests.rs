@@ -142,6 +142,20 @@ fn roll_renumbers_an_arena_out_of_program_order() {
     assert_eq!(LoopedFunction::roll(&f).expand(), Ok(want));
 }
 
+/// A looped function's header is the function without its instructions, whatever they were.
+#[test]
+fn the_header_keeps_everything_but_the_instructions() {
+    let mut f = header();
+    let a = f.push_inst(memset(0, 0.0), vec![]);
+    f.layout = vec![a];
+    f.debug_kernel_function_name = Some("k".into());
+    let mut bare = f.clone();
+    (bare.insts, bare.layout, bare.deps) = (Vec::new(), Vec::new(), Vec::new());
+    bare.srclocs = Default::default();
+    assert_eq!(f.without_insts(), bare);
+    assert_eq!(LoopedFunction::from_function(&f).header, bare);
+}
+
 #[test]
 fn zeroed_sets_every_parameter_to_zero() {
     let i = PirInst { data: memset(640, 0.0), deps: waw(&[7]), loc: None };
