@@ -7,7 +7,7 @@ use penguin::{GeneratedBuilder, HwProfile, IrBuilder};
 use crate::auto_limits::AutoLimits;
 use crate::error::CodegenError;
 use crate::gemm::{GemmConfig, GemmPlan, Schedule};
-use crate::schedule::{plan_buffered, plan_fitting, search_plans, AutoChoice, AutoCost};
+use crate::schedule::{fitting, plan_buffered, search_plans, AutoChoice, AutoCost};
 
 /// How a configuration's blocks are planned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,10 +33,20 @@ impl Planning {
         cfg: &GemmConfig,
         new_base: &dyn Fn(&str) -> B,
     ) -> Result<GemmPlan, CodegenError> {
+        self.apply(cfg, &|c, single| plan_buffered(c, single, new_base))
+    }
+
+    /// Plan `cfg` this way with `plan_one` (a configuration, whether blocks that do not fit
+    /// twice may be single-buffered), whole or in loops.
+    pub(crate) fn apply<T>(
+        self,
+        cfg: &GemmConfig,
+        plan_one: &dyn Fn(&GemmConfig, bool) -> Result<T, CodegenError>,
+    ) -> Result<T, CodegenError> {
         match self {
-            Planning::Fixed => plan_buffered(cfg, true, new_base),
-            Planning::Fitting => plan_fitting(cfg, new_base),
-            Planning::DoubleBuffered => plan_buffered(cfg, false, new_base),
+            Planning::Fixed => plan_one(cfg, true),
+            Planning::Fitting => fitting(cfg, plan_one),
+            Planning::DoubleBuffered => plan_one(cfg, false),
         }
     }
 }

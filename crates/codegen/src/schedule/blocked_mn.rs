@@ -198,8 +198,9 @@ impl<B: IrBuilder> Planner<'_, B> {
                 }
                 Ok(())
             },
-            // Every step's state is its blocks and slots, functions of its index (A transposed
-            // on the PE, whose queue is state, is planned whole).
+            // Every step's state is its blocks and slots, functions of its index, but for the
+            // PE transpose queue: each skipped step that loaded its A block transposed (and
+            // loaded) as many m tiles.
             skip: &mut |p, from, to| {
                 if pe {
                     p.pe_queue.skip((from..to).filter(|&i| at(i).fresh_a).map(|i| at(i).mb.len()).sum());

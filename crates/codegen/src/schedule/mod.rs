@@ -103,12 +103,7 @@ pub(crate) fn plan_buffered<B: IrBuilder>(
     cfg.validate()?;
     let mut p = Planner::new(cfg, new_base(KERNEL_NAME), false)?;
     p.allow_single = single;
-    match cfg.schedule {
-        Schedule::Naive => p.naive()?,
-        Schedule::Hoisted => p.hoisted()?,
-        Schedule::BlockedMn | Schedule::Auto => p.blocked_mn()?,
-        Schedule::BlockedMnk => p.blocked_mnk()?,
-    }
+    p.emit_nest()?;
     let single_buffered = p.single_buffered;
     let nest = p.nest;
     let tensors = GemmTensors { a: p.a, a_tags: p.a_tags, b: p.b, c: p.c };
@@ -119,20 +114,10 @@ pub(crate) fn plan_buffered<B: IrBuilder>(
     Ok(GemmPlan { function, stats, config: cfg.clone(), nest, tiling: Tiling::of(cfg), tensors })
 }
 
-/// Plan with the configured blocks, or, when they do not fit SBUF, with the largest smaller
-/// blocks that do (halving N, then M, then K blocks): what default block sizes should do.
-/// Blocks are single-buffered only when no blocking fits with two slots. Each attempt opens a
-/// fresh builder.
-pub(crate) fn plan_fitting<B: IrBuilder>(
-    cfg: &GemmConfig,
-    new_base: &dyn Fn(&str) -> B,
-) -> Result<GemmPlan, CodegenError> {
-    fitting(cfg, &|c, single| plan_buffered(c, single, new_base))
-}
-
-/// Plan with `plan_one` (a configuration, whether blocks may be single-buffered) as
-/// [`plan_fitting`] says: the blocks as configured, else halved until they fit, with two
-/// slots if any blocking fits that way, else with single buffering.
+/// Plan with `plan_one` (a configuration, whether blocks may be single-buffered) with the
+/// configured blocks, or, when they do not fit SBUF, with the largest smaller blocks that do
+/// (halving N, then M, then K blocks): what default block sizes should do. Blocks are
+/// single-buffered only when no blocking fits with two slots. Each attempt plans afresh.
 pub(crate) fn fitting<T>(
     cfg: &GemmConfig,
     plan_one: &dyn Fn(&GemmConfig, bool) -> Result<T, CodegenError>,
@@ -372,6 +357,17 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
 }
 
 impl<B: IrBuilder> Planner<'_, B> {
+    /// Emit the configuration's loop nest (`auto`, planned without a search, plans
+    /// `blocked-mn`).
+    fn emit_nest(&mut self) -> Result<(), CodegenError> {
+        match self.cfg.schedule {
+            Schedule::Naive => self.naive(),
+            Schedule::Hoisted => self.hoisted(),
+            Schedule::BlockedMn | Schedule::Auto => self.blocked_mn(),
+            Schedule::BlockedMnk => self.blocked_mnk(),
+        }
+    }
+
     /// Record that an iteration of the nest's loop at depth `level` (0 outermost; and of
     /// every deeper loop) starts with the next instruction.
     fn mark(&mut self, level: u32) {

@@ -270,11 +270,7 @@ pub fn plan_sampled<B: IrBuilder>(
     if !plans_in_loops(cfg) {
         return Err(CodegenError::Unsupported("auto is a search: its candidates are planned".into()));
     }
-    match planning {
-        Planning::Fixed => sampled_buffered(cfg, true, new_base),
-        Planning::DoubleBuffered => sampled_buffered(cfg, false, new_base),
-        Planning::Fitting => super::fitting(cfg, &|c, single| sampled_buffered(c, single, new_base)),
-    }
+    planning.apply(cfg, &|c, single| sampled_buffered(c, single, new_base))
 }
 
 /// [`plan_sampled`] of one configuration as given, single-buffering blocks that do not fit
@@ -286,12 +282,7 @@ fn sampled_buffered<B: IrBuilder>(
 ) -> Result<SampledPlan, CodegenError> {
     let mut p = Planner::new(cfg, new_base(KERNEL_NAME), true)?;
     p.allow_single = single;
-    match cfg.schedule {
-        Schedule::Naive => p.naive()?,
-        Schedule::Hoisted => p.hoisted()?,
-        Schedule::BlockedMn => p.blocked_mn()?,
-        _ => p.blocked_mnk()?,
-    }
+    p.emit_nest()?;
     let (nest, gaps) = (std::mem::take(&mut p.nest), std::mem::take(&mut p.gaps));
     let tensors = GemmTensors { a: p.a, a_tags: p.a_tags, b: p.b, c: p.c };
     let single_buffered = p.single_buffered;

@@ -277,8 +277,8 @@ fn unmodeled_report(x: &Extrapolated, hw: &HwProfile, wall: WallMs) -> Report {
 
 /// A GEMM that fits the budget but needs no unrolled program (`--no-sim`, nothing emitted,
 /// nothing that needs every instruction's time), planned in loops when its schedule can be
-/// ([`crate::extrapolate::sampled`]: `naive` and `hoisted`), lowered loop by loop and modeled looped;
-/// `None` when it cannot be (it is then planned whole).
+/// ([`crate::extrapolate::sampled`]: every explicit schedule), lowered loop by loop and modeled
+/// looped; `None` when it cannot be (it is then planned whole).
 pub(super) fn run_in_loops(
     req: &GemmRequest,
     cfg: &GemmConfig,
