@@ -207,6 +207,9 @@ fn bench() -> Result<()> {
     ] {
         if let Some(t) = mean_ms("cycle_model_looped", name) {
             out += &format!("cycle model of a looped GEMM-shaped {what}: {t:.2} ms (goal: well under 1 s)\n");
+            if let Some(p) = mean_ms("cycle_model_looped", &format!("{name}_critical_path")) {
+                out += &format!("  following its critical path (the report's bottleneck): {p:.2} ms = {:.2}x\n", p / t);
+            }
         }
     }
     if let Some(t) = mean_ms("extrapolate", "blocked_mnk_65536") {

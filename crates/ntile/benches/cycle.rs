@@ -212,6 +212,11 @@ fn bench_nested(c: &mut Criterion) {
         group.bench_function(name, |bench| {
             bench.iter(|| black_box(sim::model_looped(black_box(&lp), &hw).unwrap().total_ns));
         });
+        // The same model following its critical path (what the report's bottleneck costs).
+        group.bench_function(format!("{name}_critical_path"), |bench| {
+            let opts = sim::LoopedOptions::default();
+            bench.iter(|| black_box(sim::model_looped_critical(black_box(&lp), &hw, opts, None).unwrap().2.total_ns));
+        });
     }
     group.finish();
 }

@@ -87,8 +87,8 @@ mod cycle;
 mod report;
 pub use cycle::{
     model, model_cancellable, model_chip, model_chip_cancellable, model_looped, model_looped_cancellable,
-    model_looped_default, model_looped_stats, model_looped_with, model_with, ChipReport, CycleReport, EngineBusy,
-    LoopedOptions, LoopedStats, Slice,
+    model_looped_critical, model_looped_default, model_looped_stats, model_looped_with, model_with, ChipReport,
+    CycleReport, EngineBusy, LoopedOptions, LoopedStats, Slice,
 };
 pub use report::svg::{tile_grid_svg, timeline_svg, timeline_svg_chip, timeline_svg_with};
 pub use report::timeline::critical::{critical_path, critical_path_chip, CriticalPath};

@@ -4,7 +4,10 @@
 use bir::LoopedProgram;
 use penguin::{HwProfile, Target};
 use proptest::prelude::{prop, Strategy};
-use sim::{model_looped_stats, model_looped_with, model_with, CycleReport, LoopedOptions, LoopedStats};
+use sim::{
+    critical_path, model_looped_critical, model_looped_stats, model_looped_with, model_with, CriticalPath, CycleReport,
+    LoopedOptions, LoopedStats,
+};
 
 /// Whether `got` is within `rel` (relative) of `want`.
 pub fn close(got: f64, want: f64, rel: f64) -> bool {
@@ -21,6 +24,9 @@ pub fn assert_close(got: f64, want: f64, rel: f64, what: &str) {
 /// - with jumps, total and busy times are within `rel`, HBM bytes and FLOPs exact, and every
 ///   unrolled instruction is either replayed or skipped.
 ///
+/// - the critical path followed forward without jumps is the unrolled model's (each class
+///   within `1e-9`), and with jumps its shares are within [`PATH_SHARE_TOLERANCE`].
+///
 /// Returns the report with jumps and what the looped model did.
 pub fn check_against_unrolled(lp: &LoopedProgram, profile: &HwProfile, rel: f64) -> (CycleReport, LoopedStats) {
     let unrolled = lp.expand().unwrap();
@@ -30,6 +36,13 @@ pub fn check_against_unrolled(lp: &LoopedProgram, profile: &HwProfile, rel: f64)
         model_looped_with(lp, profile, LoopedOptions { slices: true, extrapolate: false, ..LoopedOptions::default() })
             .unwrap();
     assert_eq!(exact, want);
+    let want_path = critical_path(&unrolled, &want);
+    let no_jumps = LoopedOptions { extrapolate: false, ..LoopedOptions::default() };
+    let (_, _, path) = model_looped_critical(lp, profile, no_jumps, None).unwrap();
+    assert_paths(&path, &want_path, 1e-9, "the forward path without jumps");
+    let (jumped, _, path) = model_looped_critical(lp, profile, LoopedOptions::default(), None).unwrap();
+    assert_eq!(path.total_ns, jumped.total_ns);
+    assert_shares(&path, &want_path, PATH_SHARE_TOLERANCE);
     let (got, stats) = model_looped_stats(lp, profile, LoopedOptions::default()).unwrap();
     assert!(got.slices.is_empty());
     assert_close(got.total_ns, want.total_ns, rel, "total_ns");
@@ -41,6 +54,37 @@ pub fn check_against_unrolled(lp: &LoopedProgram, profile: &HwProfile, rel: f64)
     assert_eq!(got.peak_flops_per_ns, want.peak_flops_per_ns);
     assert_eq!(stats.replayed + stats.skipped, unrolled.num_insts() as u64);
     (got, stats)
+}
+
+/// How far a class's share of the critical path followed through steady-state jumps may be
+/// from the unrolled model's.
+pub const PATH_SHARE_TOLERANCE: f64 = 0.01;
+
+/// `got` and `want` charge the same classes, each within `rel` of the other.
+pub fn assert_paths(got: &CriticalPath, want: &CriticalPath, rel: f64, what: &str) {
+    let classes = |p: &CriticalPath| {
+        let mut c: Vec<String> = p.ns.iter().map(|(c, _)| c.clone()).collect();
+        c.sort();
+        c
+    };
+    assert_eq!(classes(got), classes(want), "{what}: {got:?} vs {want:?}");
+    for (c, w) in &want.ns {
+        let g = got.ns.iter().find(|(x, _)| x == c).map_or(0.0, |(_, v)| *v);
+        assert_close(g, *w, rel, &format!("{what}: {c}"));
+    }
+    assert_close(got.total_ns, want.total_ns, rel, &format!("{what}: total"));
+}
+
+/// Each class's share of `got` is within `tol` of its share of `want`.
+pub fn assert_shares(got: &CriticalPath, want: &CriticalPath, tol: f64) {
+    let share = |p: &CriticalPath, c: &str| p.shares().iter().find(|(x, _)| x == c).map_or(0.0, |(_, v)| *v);
+    for c in got.ns.iter().chain(&want.ns).map(|(c, _)| c.as_str()) {
+        let (g, w) = (share(got, c), share(want, c));
+        assert!(
+            (g - w).abs() <= tol,
+            "share of {c} on the critical path: {g} with jumps, {w} unrolled\n{got:?}\n{want:?}"
+        );
+    }
 }
 
 /// The hardware profiles the looped-model property tests draw: trn2's, with a DMA queue

@@ -154,6 +154,17 @@ fn every_schedule_is_planned_in_loops_exactly() {
         let unrolled = sim::model_with(&program, &hw).unwrap();
         assert_eq!(looped.hbm_bytes, unrolled.hbm_bytes);
         assert!((looped.total_ns - unrolled.total_ns).abs() <= 1e-9 * unrolled.total_ns, "{c:?}");
+        // The critical path followed through the loops (and their jumps) names the whole
+        // plan's bottleneck, every engine's share within a point.
+        let (_, _, path) = sim::model_looped_critical(&x.program, &hw, sim::LoopedOptions::default(), None).unwrap();
+        let whole = sim::critical_path(&program, &unrolled);
+        assert_eq!(path.bottleneck().map(|b| b.0), whole.bottleneck().map(|b| b.0), "{c:?}: {path:?} vs {whole:?}");
+        let share =
+            |p: &sim::CriticalPath, class: &str| p.shares().into_iter().find(|s| s.0 == class).map_or(0.0, |s| s.1);
+        for (class, _) in path.ns.iter().chain(&whole.ns) {
+            let (got, want) = (share(&path, class), share(&whole, class));
+            assert!((got - want).abs() <= 0.01, "{c:?}: {class} {got} vs {want}");
+        }
     }
     // `auto` (planned as blocked-mn without a search) is reduced and fitted as before.
     let c = blocked(128 * 60 + 3, 1000, 512 * 40 + 9, Schedule::Auto, (512, 1024, 128));

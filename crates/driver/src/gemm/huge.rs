@@ -91,22 +91,39 @@ pub const MAX_REPLAYED: u64 = 1 << 26;
 
 fn model(x: &Extrapolated, hw: &HwProfile, cancel: Option<&Cancel>) -> Result<sim::CycleReport, DriverError> {
     let opts = sim::LoopedOptions { max_replayed: MAX_REPLAYED, ..sim::LoopedOptions::default() };
-    sim::model_looped_cancellable(&x.program, hw, opts, cancel).map(|(c, _)| c).map_err(|e| match e {
+    sim::model_looped_cancellable(&x.program, hw, opts, cancel).map(|(c, _)| c).map_err(|e| model_error(x, e))
+}
+
+/// [`model`], with the critical path followed through the loops (for the report's
+/// bottleneck).
+fn model_with_path(
+    x: &Extrapolated,
+    hw: &HwProfile,
+    cancel: Option<&Cancel>,
+) -> Result<(sim::CycleReport, sim::CriticalPath), DriverError> {
+    let opts = sim::LoopedOptions { max_replayed: MAX_REPLAYED, ..sim::LoopedOptions::default() };
+    sim::model_looped_critical(&x.program, hw, opts, cancel).map(|(c, _, p)| (c, p)).map_err(|e| model_error(x, e))
+}
+
+/// What a failure of the looped model of `x` means to the user.
+fn model_error(x: &Extrapolated, e: sim::SimError) -> DriverError {
+    match e {
         sim::SimError::Interrupted => DriverError::Interrupted,
         sim::SimError::NoSteadyState { .. } => DriverError::input(format!(
             "{}x{}x{} cannot be modeled in reasonable time: {e}",
             x.config.m, x.config.k, x.config.n
         )),
         e => DriverError::internal(format!("cycle model of the extrapolated program failed (a bug): {e}")),
-    })
+    }
 }
 
 /// The most matmuls the reduced GEMMs of one `auto` candidate may have in total; a candidate
 /// over it is skipped (its extrapolation would take seconds).
 pub const AUTO_MAX_REDUCED_MATMULS: u128 = 1 << 20;
 
-/// The choice of [`auto_on_proxy`], extrapolated and modeled, with the proxy's `[m, k, n]`.
-type OnProxy = (Extrapolated, sim::CycleReport, AutoChoice, [u64; 3]);
+/// The choice of [`auto_on_proxy`], extrapolated and modeled (with its critical path), with
+/// the proxy's `[m, k, n]`.
+type OnProxy = (Extrapolated, (sim::CycleReport, sim::CriticalPath), AutoChoice, [u64; 3]);
 
 /// `auto` weighs the candidates of a GEMM too large to unroll on a proxy with every dimension
 /// capped at this many elements, planned whole; its choice is then extrapolated.
@@ -158,9 +175,9 @@ fn auto_on_proxy(
         return Ok(None);
     };
     cancel::check(cancel)?;
-    let cycle = model(&x, hw, cancel)?;
+    let (cycle, path) = model_with_path(&x, hw, cancel)?;
     let choice = AutoChoice { config: x.config.clone(), cost: cycle.total_ns, hbm_bytes: cycle.hbm_bytes, ..choice };
-    Ok(Some((x, cycle, choice, [proxy.m, proxy.k, proxy.n])))
+    Ok(Some((x, (cycle, path), choice, [proxy.m, proxy.k, proxy.n])))
 }
 
 /// `auto` over extrapolated candidates: the search of [`codegen::choose_auto`], each
@@ -241,14 +258,15 @@ type Weighed = (Extrapolated, sim::CycleReport);
 /// The report of an extrapolated GEMM.
 fn report(
     x: &Extrapolated,
-    cycle: &sim::CycleReport,
+    (cycle, path): (&sim::CycleReport, Option<&sim::CriticalPath>),
     hw: &HwProfile,
     choice: Option<&AutoChoice>,
     wall: WallMs,
 ) -> Report {
     let tiling = codegen::Tiling::of(&x.config);
     let facts = Facts { tiling: &tiling, figures: &x.figures, hw };
-    let mut report = report_from(&x.config, &facts, cycle, choice, None, None, wall);
+    let bottleneck = path.and_then(super::report::bottleneck_of);
+    let mut report = report_from(&x.config, &facts, cycle, choice, bottleneck, None, wall);
     let period = |name: &str| x.axes.iter().find(|a| a.name == name).map_or(0, |a| a.period);
     report.extrapolated = Some(ExtrapolatedReport {
         reduced_plans: x.plans,
@@ -272,7 +290,7 @@ fn unmodeled_report(x: &Extrapolated, hw: &HwProfile, wall: WallMs) -> Report {
         peak_flops_per_ns: 0.0,
         slices: Vec::new(),
     };
-    report(x, &cycle, hw, None, wall)
+    report(x, (&cycle, None), hw, None, wall)
 }
 
 /// A GEMM that fits the budget but needs no unrolled program (`--no-sim`, nothing emitted,
@@ -297,9 +315,9 @@ pub(super) fn run_in_loops(
     opts.check_cancel()?;
     opts.phase("model");
     let t = Instant::now();
-    let cycle = model(&x, hw, opts.cancel.as_ref())?;
+    let (cycle, path) = model_with_path(&x, hw, opts.cancel.as_ref())?;
     wall.model = ms(t);
-    let report = super::searched(req, report(&x, &cycle, hw, None, wall));
+    let report = super::searched(req, report(&x, (&cycle, Some(&path)), hw, None, wall));
     Ok(Some(GemmOutcome::extrapolated(report, x)))
 }
 
@@ -328,8 +346,10 @@ pub(super) fn run(
             Some((x, cycle, choice, proxy)) => (x, cycle, choice, Some(proxy)),
             None => {
                 opts.phase(&req.plan_phase(", extrapolated"));
-                let (x, cycle, choice) = auto(req, &searched, hw, (threads, budget))?;
-                (x, cycle, choice, None)
+                let (x, _, choice) = auto(req, &searched, hw, (threads, budget))?;
+                // The choice modeled again, following its critical path (the search did not).
+                let modeled = model_with_path(&x, hw, opts.cancel.as_ref())?;
+                (x, modeled, choice, None)
             }
         };
         weighed_on = proxy;
@@ -348,12 +368,13 @@ pub(super) fn run(
         }
         opts.phase("model");
         let t = Instant::now();
-        let cycle = model(&x, hw, opts.cancel.as_ref())?;
+        let modeled = model_with_path(&x, hw, opts.cancel.as_ref())?;
         wall.model = ms(t);
-        (x, cycle, None)
+        (x, modeled, None)
     };
     opts.check_cancel()?;
-    let mut report = super::searched(req, report(&x, &cycle, hw, choice.as_ref(), wall));
+    let (cycle, path) = cycle;
+    let mut report = super::searched(req, report(&x, (&cycle, Some(&path)), hw, choice.as_ref(), wall));
     if let Some(a) = &mut report.auto {
         a.weighed_on = weighed_on;
     }

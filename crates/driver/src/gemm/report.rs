@@ -265,18 +265,20 @@ pub(super) fn io_lower_bound_bytes(cfg: &GemmConfig, read_once: u64) -> f64 {
     bound.max(read_once as f64)
 }
 
-/// The bottleneck from the critical path of the modeled program.
-fn bottleneck(program: &bir::Program, cycle: &sim::CycleReport) -> Option<Bottleneck> {
-    let path = sim::critical_path(program, cycle);
+/// The bottleneck of a critical path.
+pub(super) fn bottleneck_of(path: &sim::CriticalPath) -> Option<Bottleneck> {
     let (engine, share) = path.bottleneck()?;
     Some(Bottleneck { engine: engine.to_string(), share, critical_path: path.shares().into_iter().collect() })
 }
 
+/// The bottleneck from the critical path of the modeled program.
+fn bottleneck(program: &bir::Program, cycle: &sim::CycleReport) -> Option<Bottleneck> {
+    bottleneck_of(&sim::critical_path(program, cycle))
+}
+
 /// The bottleneck from the critical path across the chip's cores.
 fn chip_bottleneck(chip: &bir::Chip, cycle: &sim::ChipReport) -> Option<Bottleneck> {
-    let path = sim::critical_path_chip(chip, cycle);
-    let (engine, share) = path.bottleneck()?;
-    Some(Bottleneck { engine: engine.to_string(), share, critical_path: path.shares().into_iter().collect() })
+    bottleneck_of(&sim::critical_path_chip(chip, cycle))
 }
 
 /// Every matmul back to back at `max(N, 64)` TensorE cycles (4x for fp32), in us.

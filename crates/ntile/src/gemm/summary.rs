@@ -165,10 +165,6 @@ pub fn summary(r: &Report) -> String {
             bn.engine,
             bn.share * 100.0
         );
-    } else if r.extrapolated.as_ref().is_some_and(|x| x.planned_in_loops) {
-        s += "  bottleneck not computed: a program planned in loops has no per-instruction timeline (--trace plans it whole)\n";
-    } else if r.extrapolated.is_some() {
-        s += "  bottleneck not computed: an extrapolated program has no per-instruction timeline\n";
     }
     if let Some(a) = &r.auto {
         let skipped = if a.skipped > 0 { format!(", {} not weighed", a.skipped) } else { String::new() };

@@ -12,7 +12,7 @@ fn json(args: &[&str]) -> serde_json::Value {
 /// A naive GEMM with `--no-sim` is planned in loops, with `--extrapolate` too (nothing
 /// reduced: one plan, its base the GEMM itself), and gives the report of the whole plan
 /// (`--trace` plans it whole, for every instruction's time), with the model's time equal up
-/// to rounding.
+/// to rounding and the bottleneck of the critical path followed through the loops.
 #[test]
 fn an_extrapolated_report_equals_the_whole_plans() {
     let shape = ["gemm", "--m", "256", "--k", "25607", "--n", "600", "--schedule", "naive", "--no-sim", "--json"];
@@ -27,7 +27,14 @@ fn an_extrapolated_report_equals_the_whole_plans() {
     assert_eq!(xr["periods"], serde_json::json!([0, 0, 0]));
     assert!(xr["reduced_instructions"].as_u64().unwrap() * 4 < whole["penguin_instructions"].as_u64().unwrap());
     assert!(whole["extrapolated"].is_null());
-    assert!(x["bottleneck"].is_null() && !whole["bottleneck"].is_null());
+    // The critical path followed through the loops names the whole plan's bottleneck, each
+    // class within a point of its share.
+    let (bx, bw) = (&x["bottleneck"], &whole["bottleneck"]);
+    assert_eq!(bx["engine"], bw["engine"], "{bx} vs {bw}");
+    for (class, share) in bw["critical_path"].as_object().unwrap() {
+        let got = bx["critical_path"][class].as_f64().unwrap_or(0.0);
+        assert!((got - share.as_f64().unwrap()).abs() <= 0.01, "{class}: {bx} vs {bw}");
+    }
     let t = |v: &serde_json::Value| v["modeled_time_us"].as_f64().unwrap();
     assert!((t(&x) - t(&whole)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&x), t(&whole));
     for (key, value) in whole.as_object().unwrap() {
@@ -230,7 +237,7 @@ fn a_gemm_with_pe_transposes_is_planned_in_loops() {
 }
 
 /// The summary of a GEMM planned in loops says so, with how much the planner emitted, and
-/// where its bottleneck would come from.
+/// names its bottleneck (the critical path followed through the loops).
 #[test]
 fn a_gemm_planned_in_loops_says_so() {
     let o = ntile(&["gemm", "--m", "4096", "--k", "1024", "--n", "4096", "--schedule", "naive", "--no-sim"]);
@@ -241,9 +248,10 @@ fn a_gemm_planned_in_loops_says_so() {
     assert!(
         line.trim_start().starts_with("planned in loops (") && line.contains(" of 6656 Penguin instructions emitted")
     );
-    assert!(text.contains(
-        "bottleneck not computed: a program planned in loops has no per-instruction timeline (--trace plans it whole)"
-    ));
+    // 32 x 8 tiles of 512 columns, each K step a 128-row DMA-transposed A chunk and a B
+    // chunk: the DMA queues are the bottleneck.
+    let bottleneck = text.lines().find(|l| l.starts_with("  bottleneck ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(bottleneck.starts_with("  bottleneck dma: ") && bottleneck.contains("% of the modeled time"), "{text}");
     // Loops too short to skip (4 x 2 blocks) are emitted whole, and the summary says so.
     let o = ntile(&[
         "gemm",

@@ -95,6 +95,8 @@ pub(super) struct Ran {
     pub(super) cores: Vec<CycleReport>,
     /// Time the cores' shared HBM budget was busy (0 for one core).
     pub(super) shared_busy_ns: f64,
+    /// The critical path, when the replay followed it.
+    pub(super) critical: Option<crate::CriticalPath>,
 }
 
 impl<S> Replay<S> {

@@ -56,6 +56,7 @@ use bir::{Item, LoopedProgram, SemId};
 use penguin::HwProfile;
 
 use super::epoch::Dd;
+use super::path::Charges;
 use super::source::Looped;
 use super::{CycleReport, NoObserver, Observer, Ran, Replay};
 use crate::error::{InstRef, SimError};
@@ -141,10 +142,41 @@ pub fn model_looped_cancellable(
     opts: LoopedOptions,
     cancel: Option<&penguin::Cancel>,
 ) -> Result<(CycleReport, LoopedStats), SimError> {
+    run_looped(lp, profile, opts, cancel, false).map(|(report, stats, _)| (report, stats))
+}
+
+/// [`model_looped_cancellable`], with the critical path: the walk of
+/// [`critical_path`](crate::critical_path) on the unrolled program's model, followed forward
+/// as the replay commits, so no slice is kept. Where the model jumps `k` periods of its
+/// steady state, the path is charged `k` times what it gained over the last period replayed
+/// (the periods repeat, and so does the path through them); without jumps it is the path of
+/// the unrolled model exactly. Errors as [`model_looped_with`].
+pub fn model_looped_critical(
+    lp: &LoopedProgram,
+    profile: &HwProfile,
+    opts: LoopedOptions,
+    cancel: Option<&penguin::Cancel>,
+) -> Result<(CycleReport, LoopedStats, crate::CriticalPath), SimError> {
+    let (report, stats, path) = run_looped(lp, profile, opts, cancel, true)?;
+    let path = path.ok_or_else(|| SimError::Internal("the replay did not follow its critical path".into()))?;
+    Ok((report, stats, path))
+}
+
+/// The looped model, following the critical path when `path` is set.
+fn run_looped(
+    lp: &LoopedProgram,
+    profile: &HwProfile,
+    opts: LoopedOptions,
+    cancel: Option<&penguin::Cancel>,
+    path: bool,
+) -> Result<(CycleReport, LoopedStats, Option<crate::CriticalPath>), SimError> {
     let profile = HwProfile { target: lp.header.target, ..*profile };
     let src = Looped::new(lp)?;
     let insts = if opts.slices { usize::try_from(lp.unrolled_len()).unwrap_or(usize::MAX).min(1 << 20) } else { 0 };
-    let replay = Replay::new(src, lp.header.semaphores.len(), profile, opts.slices, insts)?;
+    let mut replay = Replay::new(src, lp.header.semaphores.len(), profile, opts.slices, insts)?;
+    if path {
+        replay = replay.follow_path();
+    }
     let (ran, checkpoints, snapshots) = if opts.extrapolate && !opts.slices {
         let limit = (opts.max_replayed, lp.unrolled_len());
         let mut steady = Steady { limit, cancel: cancel.cloned(), ..Steady::default() };
@@ -155,8 +187,8 @@ pub fn model_looped_cancellable(
     } else {
         (replay.run(&mut NoObserver)?, 0, 0)
     };
-    let Ran { report, replayed, skipped, jumps, .. } = ran;
-    Ok((report, LoopedStats { replayed, skipped, jumps, checkpoints, snapshots }))
+    let Ran { report, replayed, skipped, jumps, critical, .. } = ran;
+    Ok((report, LoopedStats { replayed, skipped, jumps, checkpoints, snapshots }, critical))
 }
 
 /// A loop gets a checkpoint every `ceil(CHECKPOINT_INSTS / L)` iterations, `L` the
@@ -188,6 +220,9 @@ struct Snapshot {
     flops: [Dd; 4],
     hbm: u64,
     counts: Vec<u64>,
+    /// The critical path's charges of the steps a later instruction may step back to, when
+    /// the replay follows it (not compared: they only grow).
+    path: Option<Vec<Option<Charges>>>,
 }
 
 impl Snapshot {
@@ -233,6 +268,7 @@ impl Snapshot {
             flops: std::array::from_fn(|i| j.flops[i].add(local[i])),
             hbm: r.hbm_bytes,
             counts: r.signals.iter().map(super::SemLog::count).collect(),
+            path: r.path.as_ref().map(|p| p.live(&r.signals, now)),
         }
     }
 
@@ -285,6 +321,9 @@ struct Jump {
     flops: [f64; 4],
     hbm: u64,
     counts: Vec<u64>,
+    /// The critical path's live charges at the last two checkpoints, when the replay
+    /// follows it.
+    path: Option<(Rc<Snapshot>, Rc<Snapshot>)>,
 }
 
 /// The kind of each parameter of `items`, in parameter order: `None` for a byte offset (no
@@ -469,7 +508,8 @@ impl Steady {
                 }
             }
         }
-        (periods > 0).then_some(Jump { periods, dt: t2, progress: prog, busy, next, flops, hbm, counts })
+        let path = r.path.as_ref().map(|_| (Rc::clone(s0), Rc::clone(s2)));
+        (periods > 0).then_some(Jump { periods, dt: t2, progress: prog, busy, next, flops, hbm, counts, path })
     }
 
     /// Move the replay `j.periods` periods ahead: the epoch and every tally; the local times
@@ -495,6 +535,12 @@ impl Steady {
         for (log, d) in r.signals.iter_mut().zip(&j.counts) {
             log.prune(now);
             log.dropped = log.dropped.saturating_add(d.saturating_mul(k));
+        }
+        if let (Some(path), Some((s1, s2))) = (r.path.as_mut(), &j.path) {
+            let (Some(before), Some(after)) = (&s1.path, &s2.path) else {
+                return Err(SimError::Internal("a checkpoint of a replay that follows its path has no path".into()));
+            };
+            path.shift(&mut r.signals, (before, after), 2.0, k, j.dt);
         }
         for (e, p) in j.progress.iter().enumerate() {
             if let Progress::Level { level, iters } = *p {

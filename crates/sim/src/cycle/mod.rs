@@ -103,6 +103,7 @@ mod compute;
 mod dma;
 mod epoch;
 mod looped;
+mod path;
 mod pe;
 mod report;
 mod source;
@@ -114,6 +115,7 @@ use crate::error::{InstRef, SimError, Stuck};
 
 use dma::{DmaState, SharedHbm};
 use epoch::{Jumped, Ran};
+use path::{PathTrack, SignalSteps, Step};
 use pe::PeState;
 use source::{Flat, Source};
 
@@ -122,8 +124,8 @@ pub use chip::{model_chip, model_chip_cancellable, ChipReport};
 pub use report::{CycleReport, EngineBusy, Slice};
 
 pub use looped::{
-    model_looped, model_looped_cancellable, model_looped_default, model_looped_stats, model_looped_with, LoopedOptions,
-    LoopedStats,
+    model_looped, model_looped_cancellable, model_looped_critical, model_looped_default, model_looped_stats,
+    model_looped_with, LoopedOptions, LoopedStats,
 };
 
 /// Model the timeline of a program.
@@ -213,6 +215,8 @@ struct SemLog {
     dropped: u64,
     dropped_at: f64,
     times: Vec<f64>,
+    /// The signallers of `times`, when the replay follows the critical path.
+    path: SignalSteps,
 }
 
 impl SemLog {
@@ -228,6 +232,15 @@ impl SemLog {
         }
     }
 
+    /// The signaller that gave count `value` (`value >= 1`), when the replay follows the
+    /// critical path (the latest dropped one for a count dropped from the front).
+    fn step_of(&self, value: u64) -> Option<Step> {
+        match (value - 1).checked_sub(self.dropped) {
+            Some(i) => self.path.steps.get(usize::try_from(i).ok()?).copied(),
+            None => self.path.dropped,
+        }
+    }
+
     /// Drop the entries at or before `now`.
     fn prune(&mut self, now: f64) {
         let n = self.times.partition_point(|&t| t <= now);
@@ -235,6 +248,10 @@ impl SemLog {
             self.dropped_at = self.times[n - 1];
             self.dropped += n as u64;
             self.times.drain(..n);
+            if self.path.steps.len() >= n {
+                self.path.dropped = Some(self.path.steps[n - 1]);
+                self.path.steps.drain(..n);
+            }
         }
     }
 }
@@ -296,6 +313,8 @@ struct Replay<S> {
     slice_cores: Vec<u8>,
     /// HBM bytes per core.
     core_hbm: Vec<u64>,
+    /// The critical path followed forward (see the `path` module), when asked for.
+    path: Option<PathTrack>,
 }
 
 /// Signal logs of a lazy source longer than this are pruned when slices are not kept.
@@ -341,7 +360,32 @@ impl<S: Source> Replay<S> {
             shared,
             slice_cores: Vec::new(),
             core_hbm: vec![0; cores.max(1)],
+            path: None,
         })
+    }
+
+    /// Follow the critical path as the replay commits (see the `path` module).
+    fn follow_path(mut self) -> Self {
+        self.path = Some(PathTrack::new(self.engines.len()));
+        self
+    }
+
+    /// What released engine `e`'s next instruction, for the path: `None` when semaphores
+    /// did not hold it (`wait_ns == 0`), else the signaller of its binding wait (the one
+    /// whose count was reached last, the first among ties), if any.
+    fn released(&self, inst: &BirInst, wait_ns: f64) -> Option<Option<Step>> {
+        if wait_ns <= 0.0 {
+            return None;
+        }
+        let mut latest: Option<(f64, SemId, u64)> = None;
+        for w in inst.waits.iter().filter(|w| w.value > 0) {
+            if let Some(t) = self.reached(w.sem, w.value) {
+                if latest.is_none_or(|(lt, _, _)| t > lt) {
+                    latest = Some((t, w.sem, w.value));
+                }
+            }
+        }
+        Some(latest.and_then(|(_, sem, value)| self.signals.get(sem.0 as usize)?.step_of(value)))
     }
 
     /// The PE state of stream `e`'s core.
@@ -477,6 +521,7 @@ impl<S: Source> Replay<S> {
         let inst = self.src.peek(e, index)?;
         let signal = inst.signal;
         let start = cand.start;
+        let released = if self.path.is_some() { self.released(inst, cand.wait_ns) } else { None };
         let core = e / NUM_ENGINES;
         let (end, hbm) = match engine {
             Engine::Pe => {
@@ -519,15 +564,24 @@ impl<S: Source> Replay<S> {
                 self.slice_cores.push(core as u8);
             }
         }
+        let step = self.path.as_mut().map(|p| {
+            let step = p.step(e, engine, start, end, released);
+            p.push(e, step);
+            step
+        });
         let sem = signal?;
         let log = self.signals.get_mut(sem.0 as usize)?;
         let times = &mut log.times;
         let appended = times.last().is_none_or(|&t| t <= retired);
         if appended {
             times.push(retired);
+            log.path.steps.extend(step);
         } else {
             let at = times.partition_point(|&t| t <= retired);
             times.insert(at, retired);
+            if let Some(step) = step {
+                log.path.steps.insert(at.min(log.path.steps.len()), step);
+            }
         }
         if S::LAZY && !self.keep_slices && times.len() > PRUNE_AT {
             log.prune(start);
@@ -576,8 +630,10 @@ impl<S: Source> Replay<S> {
             Some(h) => (self.core_reports(), h.busy_ns),
             None => (Vec::new(), 0.0),
         };
+        let total_ns = j.epoch.add(self.total_ns).value();
+        let critical = self.path.as_ref().map(|p| p.finish(self.total_ns, total_ns));
         let report = CycleReport {
-            total_ns: j.epoch.add(self.total_ns).value(),
+            total_ns,
             engine_busy_ns,
             hbm_bytes: self.hbm_bytes,
             matmul_flops: flops.value(),
@@ -591,6 +647,7 @@ impl<S: Source> Replay<S> {
             jumps: j.jumps,
             cores,
             shared_busy_ns,
+            critical,
         })
     }
 }

@@ -41,21 +41,34 @@ impl CriticalPath {
     }
 }
 
-fn class(engine: Engine) -> &'static str {
+/// The index in [`CLASSES`] of an engine's class.
+pub(crate) fn class_index(engine: Engine) -> usize {
     match engine {
-        Engine::Pe => "pe",
-        Engine::Act => "act",
-        Engine::Dve => "dve",
-        Engine::Pool => "pool",
-        Engine::Sp => "sp",
-        Engine::Dma(_) => "dma",
+        Engine::Pe => 0,
+        Engine::Act => 1,
+        Engine::Dve => 2,
+        Engine::Pool => 3,
+        Engine::Sp => 4,
+        Engine::Dma(_) => 5,
     }
 }
 
 /// How far back in its stream the walk looks for what kept an engine busy.
-const LOOKBACK: usize = 8;
+pub(crate) const LOOKBACK: usize = 8;
 
-const CLASSES: [&str; 7] = ["pe", "act", "dve", "pool", "sp", "dma", "idle"];
+/// The classes time is charged to; [`IDLE`] last.
+pub(crate) const CLASSES: [&str; 7] = ["pe", "act", "dve", "pool", "sp", "dma", "idle"];
+
+/// The index of `idle` in [`CLASSES`].
+pub(crate) const IDLE: usize = CLASSES.len() - 1;
+
+/// The path of `charged` time per class of [`CLASSES`], of a program `total_ns` long.
+pub(crate) fn from_charges(charged: [f64; CLASSES.len()], total_ns: f64) -> CriticalPath {
+    let mut ns: Vec<(String, f64)> =
+        CLASSES.iter().zip(charged).filter(|(_, v)| *v > 0.0).map(|(c, v)| ((*c).to_string(), v)).collect();
+    ns.sort_by(|a, b| b.1.total_cmp(&a.1));
+    CriticalPath { ns, total_ns }
+}
 
 /// The critical path of a modeled program (`report` from [`model`](crate::model) of it).
 pub fn critical_path(program: &Program, report: &CycleReport) -> CriticalPath {
@@ -87,7 +100,7 @@ pub fn critical_path_chip(chip: &bir::Chip, report: &crate::ChipReport) -> Criti
 /// engine's when `None`).
 fn critical_path_over(program: &Program, report: &CycleReport, streams: Option<&[usize]>) -> CriticalPath {
     let mut charged = [0.0f64; CLASSES.len()];
-    let idle = CLASSES.len() - 1;
+    let idle = IDLE;
     // The slice that released each slice, and each slice's predecessor in its stream.
     let released_by = released_by(program, report, streams);
     // The slice of each (engine, stream index), densely: a walk step looks up a few of them.
@@ -126,9 +139,7 @@ fn critical_path_over(program: &Program, report: &CycleReport, streams: Option<&
             charged[idle] += t - end;
         }
         let start = s.start_ns.min(end);
-        if let Some(c) = CLASSES.iter().position(|c| *c == class(s.engine)) {
-            charged[c] += end - start;
-        }
+        charged[class_index(s.engine)] += end - start;
         t = start;
         cur = if s.wait_ns > 0.0 {
             released_by.get(i).copied().filter(|&p| p != NONE).map(|p| p as usize)
@@ -148,8 +159,5 @@ fn critical_path_over(program: &Program, report: &CycleReport, streams: Option<&
         }
     }
     charged[idle] += t.max(0.0);
-    let mut ns: Vec<(String, f64)> =
-        CLASSES.iter().zip(charged).filter(|(_, v)| *v > 0.0).map(|(c, v)| ((*c).to_string(), v)).collect();
-    ns.sort_by(|a, b| b.1.total_cmp(&a.1));
-    CriticalPath { ns, total_ns: report.total_ns }
+    from_charges(charged, report.total_ns)
 }
