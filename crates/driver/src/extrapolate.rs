@@ -394,7 +394,19 @@ pub(crate) fn sampled_timed(
     };
     let t = std::time::Instant::now();
     // The expansion is the whole plan, which the tests verify: the corner function is checked.
-    let Ok(program) = bir::lower_looped_native_within(&plan.looped, cfg.target, 0) else { return Ok(None) };
+    // A wait that is not affine in the loops, or a limit of BIR (a count past u32), leaves the
+    // whole plan (or the extrapolation) to try; anything else is a bug, reported as one.
+    let program = match bir::lower_looped_native_within(&plan.looped, cfg.target, 0) {
+        Ok(p) => p,
+        Err(bir::LowerLoopedError::NotAffine { .. } | bir::LowerLoopedError::Lower(bir::BirError::Unsupported(_))) => {
+            return Ok(None)
+        }
+        Err(e) => {
+            return Err(ExtrapolateError::Plan(codegen::CodegenError::Internal(format!(
+                "the program planned in loops does not lower along its loops: {e}"
+            ))))
+        }
+    };
     let lower_ms = t.elapsed().as_secs_f64() * 1e3;
     let counts = [plan.looped.unrolled_len(), program.unrolled_len(), program.hbm_traffic_bytes()];
     let figures = Figures::of_counts(&plan.stats, counts, &program.header.hbm);

@@ -72,7 +72,8 @@ impl PathTrack {
             Some(by) => by,
             None => {
                 // Of the few before it in its stream, the one that ended last by its start
-                // (the oldest among ties, as the backward walk's `max_by`); else the last.
+                // (the oldest among ties, as the backward walk's `max_by`); the last one if it
+                // started later than that one ended, or none did.
                 let ring = self.recent.get(e);
                 let at = |back: usize| {
                     let head = *self.head.get(e)?;
@@ -85,7 +86,11 @@ impl PathTrack {
                         best = Some(s);
                     }
                 }
-                best.or_else(|| at(0))
+                match (best, at(0)) {
+                    (Some(b), Some(p)) if p.start > b.end => Some(p),
+                    (Some(b), _) => Some(b),
+                    (None, p) => p,
+                }
             }
         };
         let to_start = match pred.filter(|p| p.start <= start) {

@@ -4,7 +4,9 @@
 //! wait for: the instruction whose signal released it when a semaphore held it (see
 //! [`flows`](super::flows)), otherwise the instruction of its own stream that kept the
 //! engine busy (of the few before it, the one that ended last by its start: the PE overlaps
-//! weight loads with matmuls). Each instruction on the path is charged for the time between its
+//! weight loads with matmuls), or the one just before it when that one started later than
+//! any of them ended (an engine issues in order: a DMA queue with room starts a transfer once
+//! the one before it started, however long ago the last one ended). Each instruction on the path is charged for the time between its
 //! start and the point the walk reached (never more than its duration); time on the path
 //! where nothing ran (waiting, the part of a DMA's latency not under an instruction, the
 //! start) is charged to `idle`. The charges add up to the modeled time.
@@ -145,12 +147,19 @@ fn critical_path_over(program: &Program, report: &CycleReport, streams: Option<&
             released_by.get(i).copied().filter(|&p| p != NONE).map(|p| p as usize)
         } else {
             // What the engine was busy with: of the few instructions before it in its stream
-            // (the PE overlaps weight loads with matmuls), the one that ended last by its start.
-            (1..=LOOKBACK)
-                .filter_map(|back| at(stream_of(streams, i, s), s.index.checked_sub(back)?))
+            // (the PE overlaps weight loads with matmuls), the one that ended last by its start;
+            // the one just before it if that one started later (in-order issue held it).
+            let stream = stream_of(streams, i, s);
+            let previous = s.index.checked_sub(1).and_then(|p| at(stream, p));
+            let ended = (1..=LOOKBACK)
+                .filter_map(|back| at(stream, s.index.checked_sub(back)?))
                 .filter(|&j| report.slices[j].end_ns <= s.start_ns + 1e-6)
-                .max_by(|&a, &b| report.slices[a].end_ns.total_cmp(&report.slices[b].end_ns))
-                .or_else(|| s.index.checked_sub(1).and_then(|p| at(stream_of(streams, i, s), p)))
+                .max_by(|&a, &b| report.slices[a].end_ns.total_cmp(&report.slices[b].end_ns));
+            match (ended, previous) {
+                (Some(j), Some(p)) if report.slices[p].start_ns > report.slices[j].end_ns => Some(p),
+                (Some(j), _) => Some(j),
+                (None, p) => p,
+            }
         };
         if let Some(next) = cur {
             if report.slices[next].start_ns > s.start_ns {
