@@ -148,7 +148,7 @@ pub fn model_looped_cancellable(
 /// [`model_looped_cancellable`], with the critical path: the walk of
 /// [`critical_path`](crate::critical_path) on the unrolled program's model, followed forward
 /// as the replay commits, so no slice is kept. Where the model jumps `k` periods of its
-/// steady state, the path is charged `k` times what it gained over the last period replayed
+/// steady state, the path is charged `k` times what it gained per period over the last two
 /// (the periods repeat, and so does the path through them); without jumps it is the path of
 /// the unrolled model exactly. Errors as [`model_looped_with`].
 pub fn model_looped_critical(
@@ -321,8 +321,8 @@ struct Jump {
     flops: [f64; 4],
     hbm: u64,
     counts: Vec<u64>,
-    /// The critical path's live charges at the last two checkpoints, when the replay
-    /// follows it.
+    /// The checkpoints two periods apart whose critical-path charges the jump extrapolates,
+    /// when the replay follows it.
     path: Option<(Rc<Snapshot>, Rc<Snapshot>)>,
 }
 

@@ -12,8 +12,9 @@
 //!
 //! The times are local, as the replay's are. A steady-state jump of `k` periods of `T` moves
 //! every instruction a later one may step back to by `k` periods: its charges grow by `k`
-//! times what they grew by over the last period (from its counterpart one period before, at
-//! the last two checkpoints: the periods repeat, and so does the path through them), and by
+//! times what they grew by per period over the last two (from its counterpart two periods
+//! before, at the checkpoints that showed the period: the periods repeat, and so does the
+//! path through them; two, because a path through near-ties may alternate), and by
 //! idle for whatever of `k x T` that growth does not cover (an engine that did not move in
 //! the period: the real walk from after the jump would cross the whole gap idle).
 
@@ -136,8 +137,8 @@ impl PathTrack {
     }
 
     /// Move the steps of [`PathTrack::live`] `k` periods of `dt` ahead, after the logs were
-    /// pruned at the jump's time: each by `k` times its growth over the last period
-    /// (`before` and `after`: [`PathTrack::live`] at the last two checkpoints), plus idle
+    /// pruned at the jump's time: each by `k` times its growth per period (`before` and
+    /// `after`: [`PathTrack::live`] `span` periods apart), plus idle
     /// for the rest of `k x dt`. Steps without a counterpart cross the jump idle.
     pub(super) fn shift(
         &mut self,
