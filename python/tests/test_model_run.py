@@ -32,6 +32,17 @@ def test_model_report_is_the_cli_json_report():
     assert r.c is None and r.check is None
 
 
+def test_a_gemm_planned_in_loops_names_its_bottleneck():
+    # 65536^3 naive: 1.0e8 Penguin instructions, planned in loops (2240 emitted) and
+    # modeled looped; the critical path is followed through the loops to the DMA queues.
+    r = ntile.model(65536, 65536, 65536, schedule="naive", flags=["--hbm-dtype", "bf16"])
+    x = r.report["extrapolated"]
+    assert x["planned_in_loops"] and x["reduced_instructions"] == 2240
+    b = r.report["bottleneck"]
+    assert b["engine"] == "dma" and 0.9 < b["share"] < 1.0
+    assert abs(sum(b["critical_path"].values()) - 1.0) < 1e-9
+
+
 def test_model_with_simulation_checks_random_inputs():
     r = ntile.model(200, 300, 100, simulate=True)
     assert r.c.shape == (200, 100) and r.check["passed"] is True
