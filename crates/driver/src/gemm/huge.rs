@@ -90,9 +90,12 @@ fn stripe_fits(cfg: &GemmConfig) -> bool {
 pub const MAX_REPLAYED: u64 = 1 << 26;
 
 fn model(x: &Extrapolated, hw: &HwProfile, cancel: Option<&Cancel>) -> Result<sim::CycleReport, DriverError> {
-    let opts = sim::LoopedOptions { max_replayed: MAX_REPLAYED, ..sim::LoopedOptions::default() };
-    sim::model_looped_cancellable(&x.program, hw, opts, cancel).map(|(c, _)| c).map_err(|e| model_error(x, e))
+    sim::model_looped_cancellable(&x.program, hw, LOOPED, cancel).map(|(c, _)| c).map_err(|e| model_error(x, e))
 }
+
+/// How the looped model runs here: jumping its steady state, replaying at most
+/// [`MAX_REPLAYED`] instructions one by one.
+const LOOPED: sim::LoopedOptions = sim::LoopedOptions { slices: false, extrapolate: true, max_replayed: MAX_REPLAYED };
 
 /// [`model`], with the critical path followed through the loops (for the report's
 /// bottleneck).
@@ -101,8 +104,7 @@ fn model_with_path(
     hw: &HwProfile,
     cancel: Option<&Cancel>,
 ) -> Result<(sim::CycleReport, sim::CriticalPath), DriverError> {
-    let opts = sim::LoopedOptions { max_replayed: MAX_REPLAYED, ..sim::LoopedOptions::default() };
-    sim::model_looped_critical(&x.program, hw, opts, cancel).map(|(c, _, p)| (c, p)).map_err(|e| model_error(x, e))
+    sim::model_looped_critical(&x.program, hw, LOOPED, cancel).map(|(c, _, p)| (c, p)).map_err(|e| model_error(x, e))
 }
 
 /// What a failure of the looped model of `x` means to the user.

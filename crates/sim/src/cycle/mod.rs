@@ -106,6 +106,7 @@ mod looped;
 mod path;
 mod pe;
 mod report;
+mod signals;
 mod source;
 
 use bir::{BirInst, Engine, Op, Program, SemId, NUM_ENGINES};
@@ -115,8 +116,9 @@ use crate::error::{InstRef, SimError, Stuck};
 
 use dma::{DmaState, SharedHbm};
 use epoch::{Jumped, Ran};
-use path::{PathTrack, SignalSteps, Step};
+use path::PathTrack;
 use pe::PeState;
+use signals::SemLog;
 use source::{Flat, Source};
 
 pub(crate) use chip::merge_chip;
@@ -204,55 +206,6 @@ impl<S> Observer<S> for Polled<'_> {
             return Err(SimError::Interrupted);
         }
         Ok(false)
-    }
-}
-
-/// The signals of one semaphore: the times it was signalled, sorted (count `v` is reached
-/// at entry `v - 1`). Without slices, entries no future start can tell apart (at or before
-/// the current time) are dropped from the front, keeping their number and the latest time.
-#[derive(Clone, Debug, Default)]
-struct SemLog {
-    dropped: u64,
-    dropped_at: f64,
-    times: Vec<f64>,
-    /// The signallers of `times`, when the replay follows the critical path.
-    path: SignalSteps,
-}
-
-impl SemLog {
-    fn count(&self) -> u64 {
-        self.dropped + self.times.len() as u64
-    }
-
-    #[inline(always)]
-    fn reached(&self, value: u64) -> Option<f64> {
-        match (value - 1).checked_sub(self.dropped) {
-            Some(i) => self.times.get(usize::try_from(i).ok()?).copied(),
-            None => Some(self.dropped_at),
-        }
-    }
-
-    /// The signaller that gave count `value` (`value >= 1`), when the replay follows the
-    /// critical path (the latest dropped one for a count dropped from the front).
-    fn step_of(&self, value: u64) -> Option<Step> {
-        match (value - 1).checked_sub(self.dropped) {
-            Some(i) => self.path.steps.get(usize::try_from(i).ok()?).copied(),
-            None => self.path.dropped,
-        }
-    }
-
-    /// Drop the entries at or before `now`.
-    fn prune(&mut self, now: f64) {
-        let n = self.times.partition_point(|&t| t <= now);
-        if n > 0 {
-            self.dropped_at = self.times[n - 1];
-            self.dropped += n as u64;
-            self.times.drain(..n);
-            if self.path.steps.len() >= n {
-                self.path.dropped = Some(self.path.steps[n - 1]);
-                self.path.steps.drain(..n);
-            }
-        }
     }
 }
 
@@ -362,30 +315,6 @@ impl<S: Source> Replay<S> {
             core_hbm: vec![0; cores.max(1)],
             path: None,
         })
-    }
-
-    /// Follow the critical path as the replay commits (see the `path` module).
-    fn follow_path(mut self) -> Self {
-        self.path = Some(PathTrack::new(self.engines.len()));
-        self
-    }
-
-    /// What released engine `e`'s next instruction, for the path: `None` when semaphores
-    /// did not hold it (`wait_ns == 0`), else the signaller of its binding wait (the one
-    /// whose count was reached last, the first among ties), if any.
-    fn released(&self, inst: &BirInst, wait_ns: f64) -> Option<Option<Step>> {
-        if wait_ns <= 0.0 {
-            return None;
-        }
-        let mut latest: Option<(f64, SemId, u64)> = None;
-        for w in inst.waits.iter().filter(|w| w.value > 0) {
-            if let Some(t) = self.reached(w.sem, w.value) {
-                if latest.is_none_or(|(lt, _, _)| t > lt) {
-                    latest = Some((t, w.sem, w.value));
-                }
-            }
-        }
-        Some(latest.and_then(|(_, sem, value)| self.signals.get(sem.0 as usize)?.step_of(value)))
     }
 
     /// The PE state of stream `e`'s core.

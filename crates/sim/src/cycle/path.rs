@@ -18,9 +18,11 @@
 //! idle for whatever of `k x T` that growth does not cover (an engine that did not move in
 //! the period: the real walk from after the jump would cross the whole gap idle).
 
-use bir::Engine;
+use bir::{BirInst, Engine, SemId};
 
-use super::SemLog;
+use super::signals::SemLog;
+use super::source::Source;
+use super::Replay;
 use crate::report::timeline::critical::{class_index, from_charges, CLASSES, IDLE, LOOKBACK};
 use crate::CriticalPath;
 
@@ -199,6 +201,32 @@ impl PathTrack {
             }
         };
         from_charges(c, total_ns)
+    }
+}
+
+impl<S: Source> Replay<S> {
+    /// Follow the critical path as the replay commits (see the `path` module).
+    pub(super) fn follow_path(mut self) -> Self {
+        self.path = Some(PathTrack::new(self.engines.len()));
+        self
+    }
+
+    /// What released engine `e`'s next instruction, for the path: `None` when semaphores
+    /// did not hold it (`wait_ns == 0`), else the signaller of its binding wait (the one
+    /// whose count was reached last, the first among ties), if any.
+    pub(super) fn released(&self, inst: &BirInst, wait_ns: f64) -> Option<Option<Step>> {
+        if wait_ns <= 0.0 {
+            return None;
+        }
+        let mut latest: Option<(f64, SemId, u64)> = None;
+        for w in inst.waits.iter().filter(|w| w.value > 0) {
+            if let Some(t) = self.reached(w.sem, w.value) {
+                if latest.is_none_or(|(lt, _, _)| t > lt) {
+                    latest = Some((t, w.sem, w.value));
+                }
+            }
+        }
+        Some(latest.and_then(|(_, sem, value)| self.signals.get(sem.0 as usize)?.step_of(value)))
     }
 }
 
