@@ -56,6 +56,6 @@ pub use offload::{Base, OffloadValue, ShapeBases};
 pub use penguin::looped::NestMark;
 pub use plan::{default_builder, plan, AutoCostFn, AutoSearch, PlanRequest, Planned, Planning};
 pub use schedule::{
-    auto_candidates, choose_auto, estimate_ns, estimate_ns_with, plan_sampled, plans_in_loops, AutoChoice, AutoCost,
-    AutoJob, AutoJobCost, SampledPlan, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE, K_PERIOD,
+    auto_candidates, choose_auto, estimate_ns, estimate_ns_with, plan_sampled, plan_sampled_skipping, plans_in_loops,
+    AutoChoice, AutoCost, AutoJob, AutoJobCost, SampledPlan, AUTO_SHORTLIST, AUTO_TIME_TOLERANCE, K_PERIOD,
 };

@@ -378,16 +378,25 @@ pub(crate) fn sampled(
     planning: Planning,
     cancel: Option<&Cancel>,
 ) -> Result<Option<Extrapolated>, ExtrapolateError> {
-    Ok(sampled_timed(cfg, planning, cancel)?.map(|(x, _)| x))
+    Ok(sampled_timed(cfg, planning, false, cancel)?.map(|(x, _)| x))
 }
 
-/// [`sampled`] with the milliseconds its lowering took.
+/// [`sampled`] with the milliseconds its lowering took; with `skipping_only`, `None` also
+/// when the loops are too short to skip at least half of the nest
+/// ([`codegen::plan_sampled_skipping`]).
 pub(crate) fn sampled_timed(
     cfg: &GemmConfig,
     planning: Planning,
+    skipping_only: bool,
     cancel: Option<&Cancel>,
 ) -> Result<Option<(Extrapolated, f64)>, ExtrapolateError> {
-    let plan = match codegen::plan_sampled(cfg, planning, &crate::cancel::builder(cancel)) {
+    let builder = crate::cancel::builder(cancel);
+    let planned = if skipping_only {
+        codegen::plan_sampled_skipping(cfg, planning, &builder)
+    } else {
+        codegen::plan_sampled(cfg, planning, &builder)
+    };
+    let plan = match planned {
         Ok(p) => p,
         Err(codegen::CodegenError::Unsupported(_)) => return Ok(None),
         Err(e) => return Err(ExtrapolateError::Plan(e)),

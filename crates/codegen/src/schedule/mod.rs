@@ -77,7 +77,7 @@ use blocked_mnk::mnk_natural_width;
 use pe_transpose::PeQueue;
 
 pub use rotation::K_PERIOD;
-pub use sampled::{plan_sampled, plans_in_loops, SampledPlan};
+pub use sampled::{plan_sampled, plan_sampled_skipping, plans_in_loops, SampledPlan};
 
 pub(crate) use auto::search_plans;
 pub use auto::{
@@ -221,6 +221,9 @@ struct Planner<'a, B: IrBuilder> {
     nest: Vec<NestMark>,
     /// Whether long loops skip repeating iterations ([`sampled`]).
     sampling: bool,
+    /// Whether a sampled nest that would skip less than half its steps is refused
+    /// ([`sampled::plan_sampled_skipping`]).
+    skipping_only: bool,
     /// The iterations skipped, in order of place.
     gaps: Vec<NestGap>,
     /// Each gap's place and the instructions skipped up to it.
@@ -350,6 +353,7 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
             single_buffered: crate::SingleBuffered::default(),
             nest: Vec::new(),
             sampling,
+            skipping_only: false,
             gaps: Vec::new(),
             gap_skips: Vec::new(),
         })

@@ -77,6 +77,21 @@ fn gap(t: usize, p: usize, ahead: usize) -> Option<(usize, usize)> {
     Some((t - tail - g, g))
 }
 
+/// [`plan_sampled_skipping`] plans in loops only a nest that emits at most `1 / SKIP_FACTOR`
+/// of its steps (half of them): with fewer skipped, the loops cost more to lower and model
+/// than the instructions they save (a looped program that does not jump is modeled about
+/// half as fast as the unrolled one, and lowered loop by loop slower still).
+const SKIP_FACTOR: u64 = 2;
+
+/// The steps a sampled nest emits when every gap is taken: at each level, the iterations
+/// around its gap (all of them when it has none), each emitting the level below.
+fn sampled_steps(dims: &[usize], periods: &[usize], ahead: usize) -> u64 {
+    dims.iter().zip(periods).fold(1u64, |n, (&t, &p)| {
+        let kept = gap(t, p.max(1), ahead).map_or(t, |(_, g)| t - g);
+        n.saturating_mul(kept as u64)
+    })
+}
+
 /// What the planner had emitted at the start of an iteration: program instructions (skipped
 /// ones included), matmuls, accumulation groups, emitted instructions.
 type Snapshot = [u64; 4];
@@ -124,6 +139,14 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         }
         if self.sampling && total > MAX_STEPS {
             return Err(CodegenError::Unsupported(format!("a nest of {total} steps is too long to plan in loops")));
+        }
+        if self.sampling && self.skipping_only {
+            let emitted = sampled_steps(nest.dims, nest.periods, nest.ahead);
+            if emitted.saturating_mul(SKIP_FACTOR) > total {
+                return Err(CodegenError::Unsupported(format!(
+                    "its loops are too short to skip much: {emitted} of the nest's {total} steps would be emitted"
+                )));
+            }
         }
         let total = total as usize;
         (nest.load)(self, 0, (nest.step)(0))?;
@@ -270,18 +293,35 @@ pub fn plan_sampled<B: IrBuilder>(
     if !plans_in_loops(cfg) {
         return Err(CodegenError::Unsupported("auto is a search: its candidates are planned".into()));
     }
-    planning.apply(cfg, &|c, single| sampled_buffered(c, single, new_base))
+    planning.apply(cfg, &|c, single| sampled_buffered(c, (single, false), new_base))
+}
+
+/// [`plan_sampled`] of a GEMM whose loops are long enough to skip at least half of the
+/// nest's steps; a shorter nest is [`CodegenError::Unsupported`] before anything is emitted
+/// (planned whole, it costs less to lower and model than in loops).
+pub fn plan_sampled_skipping<B: IrBuilder>(
+    cfg: &GemmConfig,
+    planning: Planning,
+    new_base: &dyn Fn(&str) -> B,
+) -> Result<SampledPlan, CodegenError> {
+    cfg.validate()?;
+    if !plans_in_loops(cfg) {
+        return Err(CodegenError::Unsupported("auto is a search: its candidates are planned".into()));
+    }
+    planning.apply(cfg, &|c, single| sampled_buffered(c, (single, true), new_base))
 }
 
 /// [`plan_sampled`] of one configuration as given, single-buffering blocks that do not fit
-/// twice when `single` is set (as [`super::plan_buffered`] does).
+/// twice when `single` is set (as [`super::plan_buffered`] does); with `skipping_only`, as
+/// [`plan_sampled_skipping`].
 fn sampled_buffered<B: IrBuilder>(
     cfg: &GemmConfig,
-    single: bool,
+    (single, skipping_only): (bool, bool),
     new_base: &dyn Fn(&str) -> B,
 ) -> Result<SampledPlan, CodegenError> {
     let mut p = Planner::new(cfg, new_base(KERNEL_NAME), true)?;
     p.allow_single = single;
+    p.skipping_only = skipping_only;
     p.emit_nest()?;
     let (nest, gaps) = (std::mem::take(&mut p.nest), std::mem::take(&mut p.gaps));
     let tensors = GemmTensors { a: p.a, a_tags: p.a_tags, b: p.b, c: p.c };

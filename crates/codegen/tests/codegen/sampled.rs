@@ -133,6 +133,34 @@ fn what_sampling_does_not_cover_is_refused() {
     ));
 }
 
+/// `plan_sampled_skipping` plans in loops only a nest that skips at least half its steps,
+/// exactly as `plan_sampled` does; a shorter one is refused before anything is emitted, with
+/// how many steps it would have emitted.
+#[test]
+fn planning_that_skips_little_is_refused_when_asked() {
+    use codegen::{plan_sampled_skipping, BlockSizes};
+    let skipping = |c: &GemmConfig| plan_sampled_skipping(c, Planning::Fixed, &default_builder);
+    // naive 4096x8192x8192: 32 x 16 tiles of 64 K chunks, every loop long enough to skip.
+    let long = naive(4096, 8192, 8192, Target::Trn2);
+    let (a, b) = (skipping(&long).unwrap(), plan_sampled(&long, Planning::Fixed, &default_builder).unwrap());
+    assert_eq!((a.looped.body, a.emitted), (b.looped.body, b.emitted));
+    // blocked-mnk with 4 x 4 x 16 blocks: the M and N block loops are too short to skip
+    // and the K block loop keeps 10 of its 16 iterations, 160 of the nest's 256 steps:
+    // refused, though `plan_sampled` plans it.
+    let short = GemmConfig {
+        schedule: Schedule::BlockedMnk,
+        blocks: BlockSizes { m: 1024, n: 2048, k: 512 },
+        ..naive(4096, 8192, 8192, Target::Trn2)
+    };
+    match skipping(&short) {
+        Err(CodegenError::Unsupported(why)) => {
+            assert_eq!(why, "its loops are too short to skip much: 160 of the nest's 256 steps would be emitted");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(plan_sampled(&short, Planning::Fixed, &default_builder).is_ok());
+}
+
 /// Planning in loops costs the same at any size: GEMMs whose every loop is long enough to
 /// skip emit the same instructions, however many they skip, and count every matmul.
 #[test]

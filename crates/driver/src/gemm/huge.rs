@@ -297,8 +297,9 @@ fn unmodeled_report(x: &Extrapolated, hw: &HwProfile, wall: WallMs) -> Report {
 
 /// A GEMM that fits the budget but needs no unrolled program (`--no-sim`, nothing emitted,
 /// nothing that needs every instruction's time), planned in loops when its schedule can be
-/// ([`crate::extrapolate::sampled`]: every explicit schedule), lowered loop by loop and modeled
-/// looped; `None` when it cannot be (it is then planned whole).
+/// ([`crate::extrapolate::sampled`]: every explicit schedule) and its loops are long enough
+/// to skip at least half of its nest's steps, lowered loop by loop and modeled looped; `None`
+/// otherwise (it is then planned whole, which costs less when little is skipped).
 pub(super) fn run_in_loops(
     req: &GemmRequest,
     cfg: &GemmConfig,
@@ -310,7 +311,7 @@ pub(super) fn run_in_loops(
     let t = Instant::now();
     // Default blocks shrink until they fit the target's SBUF, as a whole plan's do.
     let planning = if req.blocks.any() { Planning::Fixed } else { Planning::Fitting };
-    let Some((x, lower_ms)) = crate::extrapolate::sampled_timed(cfg, planning, opts.cancel.as_ref())? else {
+    let Some((x, lower_ms)) = crate::extrapolate::sampled_timed(cfg, planning, true, opts.cancel.as_ref())? else {
         return Ok(None);
     };
     (wall.plan, wall.lower) = ((ms(t) - lower_ms).max(0.0), lower_ms);

@@ -47,10 +47,11 @@ pub struct GemmOptions {
     pub unrolled: bool,
     /// Model an extrapolated program (without it, only its program and figures are made).
     pub model_extrapolated: bool,
-    /// Plan in loops when the schedule can be (`codegen::plan_sampled`: `naive` and `hoisted`), lower loop
-    /// by loop and model looped, when nothing else is asked (no simulation, nothing unrolled,
-    /// a modeled program): the outcome then has no unrolled plan or program, and its report
-    /// no bottleneck, as an extrapolated GEMM's. `ntile gemm --no-sim` sets it.
+    /// Plan in loops when the schedule can be (`codegen::plan_sampled_skipping`: an explicit
+    /// schedule whose loops skip at least half of its nest), lower loop by loop and model
+    /// looped, when nothing else is asked (no simulation, nothing unrolled, a modeled
+    /// program): the outcome then has no unrolled plan or program, as an extrapolated GEMM's.
+    /// `ntile gemm --no-sim` sets it.
     pub plan_in_loops: bool,
     /// Keep C's bytes in its own dtype ([`GemmOutcome::c_bytes`](crate::GemmOutcome::c_bytes)).
     pub c_bytes: bool,

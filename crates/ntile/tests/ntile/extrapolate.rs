@@ -252,27 +252,43 @@ fn a_gemm_planned_in_loops_says_so() {
     // chunk: the DMA queues are the bottleneck.
     let bottleneck = text.lines().find(|l| l.starts_with("  bottleneck ")).unwrap_or_else(|| panic!("{text}"));
     assert!(bottleneck.starts_with("  bottleneck dma: ") && bottleneck.contains("% of the modeled time"), "{text}");
-    // Loops too short to skip (4 x 2 blocks) are emitted whole, and the summary says so.
-    let o = ntile(&[
-        "gemm",
-        "--m",
-        "2048",
-        "--k",
-        "1024",
-        "--n",
-        "4096",
-        "--schedule",
-        "blocked-mn",
-        "--block-m",
-        "512",
-        "--block-n",
-        "2048",
-        "--no-sim",
-    ]);
+    // Loops too short to skip (4 x 2 blocks): `--no-sim` plans the GEMM whole, which costs
+    // less than in loops that skip nothing; `--extrapolate` plans it in loops all the same,
+    // emitted whole, and the summary says so.
+    let short = ["gemm", "--m", "2048", "--k", "1024", "--n", "4096", "--schedule", "blocked-mn", "--block-m", "512"];
+    let short = [&short[..], &["--block-n", "2048", "--no-sim"]].concat();
+    let o = ntile(&short);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stdout(&o).contains("planned in loops") && !stdout(&o).contains("not unrolled"), "{}", stdout(&o));
+    let o = ntile(&[&short[..], &["--extrapolate"]].concat());
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let text = stdout(&o);
     let line = text.lines().find(|l| l.contains("planned in loops")).unwrap_or_else(|| panic!("{text}"));
     assert!(line.contains("Penguin instructions emitted: no loop is long enough to skip), not unrolled"), "{line}");
+}
+
+/// `--no-sim` plans in loops only a nest that skips at least half its steps: `hoisted` at
+/// 4096x8192x8192 (64 K chunks per n step, 32 m tiles) is planned in loops, `blocked-mnk`
+/// with 1024x2048x512 blocks (4 x 4 x 16 blocks) whole; both report the same figures as
+/// with `--extrapolate`, which plans every explicit schedule in loops.
+#[test]
+fn no_sim_plans_in_loops_what_skips_at_least_half() {
+    let run = |schedule: &[&str], extra: &[&str]| {
+        let args =
+            [&["gemm", "--m", "4096", "--k", "8192", "--n", "8192", "--json", "--quiet", "--schedule"], schedule];
+        json(&[&args.concat()[..], &["--no-sim"], extra].concat())
+    };
+    let hoisted = run(&["hoisted"], &[]);
+    assert_eq!(hoisted["extrapolated"]["planned_in_loops"], serde_json::json!(true), "{}", hoisted["extrapolated"]);
+    assert!(hoisted["extrapolated"]["reduced_instructions"].as_u64() < Some(68608 / 2), "{}", hoisted["extrapolated"]);
+    let blocks = ["blocked-mnk", "--block-m", "1024", "--block-n", "2048", "--block-k", "512"];
+    let whole = run(&blocks, &[]);
+    assert!(whole["extrapolated"].is_null(), "{}", whole["extrapolated"]);
+    let looped = run(&blocks, &["--extrapolate"]);
+    assert_eq!(looped["extrapolated"]["planned_in_loops"], serde_json::json!(true), "{}", looped["extrapolated"]);
+    let t = |r: &serde_json::Value| r["modeled_time_us"].as_f64().unwrap_or_else(|| panic!("{r}"));
+    assert!((t(&whole) - t(&looped)).abs() <= 1e-9 * t(&whole), "{} vs {}", t(&whole), t(&looped));
+    assert_eq!(whole["hbm_bytes"], looped["hbm_bytes"]);
 }
 
 /// `auto` over a GEMM of more matmuls than its largest proxy (8192^3) weighs its candidates
