@@ -91,16 +91,17 @@ pub fn lower_looped_native_within(
             header.streams = vec![Vec::new(); NUM_ENGINES];
             return Ok(LoopedProgram { header, streams: tree.emit() });
         }
-        // Later loops first, inner before outer: every other path stays valid.
-        reshapes.sort_by(|a, b| b.path.cmp(&a.path));
+        // Later loops first, inner before outer: every other path stays valid. Of the peels
+        // one loop is asked for, the deepest is kept.
+        reshapes.sort_by(|a, b| b.path.cmp(&a.path).then(b.how.cmp(&a.how)));
         reshapes.dedup_by(|a, b| a.path == b.path);
         for r in reshapes {
             last = (r.consumer, r.edge);
-            let done = match r.unroll {
-                Some(u) => normalize::reshape_in(&mut items, &r.path, &|l| normalize::unroll(l, u)),
-                None => normalize::reshape_in(&mut items, &r.path, &normalize::peel),
+            let done = match r.how {
+                How::Unroll(u) => normalize::reshape_in(&mut items, &r.path, &|l| normalize::unroll(l, u)),
+                How::Peel(n) => normalize::reshape_in(&mut items, &r.path, &|l| normalize::peel(l, n)),
             };
-            done.ok_or_else(|| internal(&format!("reshaping the loop at {:?} ({:?})", r.path, r.unroll)))?;
+            done.ok_or_else(|| internal(&format!("reshaping the loop at {:?} ({:?})", r.path, r.how)))?;
         }
         if normalize::nodes(&items) > max_nodes {
             break;
@@ -109,13 +110,22 @@ pub fn lower_looped_native_within(
     Err(LowerLoopedError::NotAffine { consumer: last.0, edge: last.1 })
 }
 
-/// What to do to a loop before lowering again: peel its first iteration, or unroll it.
+/// How a loop is reshaped before lowering again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum How {
+    /// Peel this many first iterations off in front of it.
+    Peel(u32),
+    /// Unroll it by this factor.
+    Unroll(u32),
+}
+
+/// What to do to a loop before lowering again: peel its first iterations, or unroll it.
 #[derive(Debug)]
 struct Reshape {
     /// The loop (see [`LNode::path`]).
     path: Vec<usize>,
-    /// Unroll by this factor; `None`: peel.
-    unroll: Option<u32>,
+    /// Peel or unroll.
+    how: How,
     /// The consumer and edge whose wait asked for it.
     consumer: u64,
     edge: usize,

@@ -20,7 +20,7 @@
 //!   lowered again. Several edges: per engine, the maximum, which must be the same edge's
 //!   over the whole box.
 
-use super::{NativeError, Reshape, Tree};
+use super::{How, NativeError, Reshape, Tree};
 use crate::error::BirError;
 use crate::program::{Engine, NUM_ENGINES};
 
@@ -57,9 +57,9 @@ enum Res {
 
 /// Why a box does not resolve or merge.
 enum Fail {
-    /// Peeling the first iteration of the consumer's loop at this level may help (its
-    /// first iteration waits for other engines or counts than the rest).
-    Peel(usize),
+    /// Peeling this many first iterations of the consumer's loop at this level may help
+    /// (they wait for other engines or counts than the rest).
+    Peel(usize, u32),
     /// Unrolling the consumer's loop at this level by this factor may help.
     Unroll(usize, u32),
     NotAffine,
@@ -208,11 +208,21 @@ impl Tree {
             }
             Res::Split { level, first, second } => {
                 let l = *level;
-                let (a, b) = (self.counts(first, sig, sigma, pre0)?, self.counts(second, sig, sigma, pre0)?);
                 // Only a split after the first iteration can be helped by peeling it.
-                let fail = if first_box(first).1[l] == first_box(first).0[l] { Fail::Peel(l) } else { Fail::NotAffine };
+                let single = first_box(first).1[l] == first_box(first).0[l];
+                let fail = if single { Fail::Peel(l, 1) } else { Fail::NotAffine };
                 // The second piece starts `dist` iterations after the first along `l`.
                 let dist = first_box(second).0[l] - first_box(first).0[l];
+                let a = self.counts(first, sig, sigma, pre0)?;
+                let b = match self.counts(second, sig, sigma, pre0) {
+                    Ok(b) => b,
+                    // The rest's own first iterations differ too (an edge reaching several
+                    // iterations back): peel through them at once, not one a round.
+                    Err(Fail::Peel(m, n)) if m == l && single => {
+                        return Err(Fail::Peel(l, n.saturating_add(u32::try_from(dist).unwrap_or(u32::MAX))))
+                    }
+                    Err(e) => return Err(e),
+                };
                 if a.0.len() != b.0.len() {
                     return Err(fail);
                 }
@@ -262,13 +272,13 @@ impl Tree {
             for q in 0..node.pir.deps.len() {
                 match self.resolve(c, q, lo.clone(), hi.clone(), &budget) {
                     Ok(r) => rs.push(r),
-                    Err(Fail::Peel(i)) if self.loops[node.loops[i]].trips > 1 => {
+                    Err(Fail::Peel(i, n)) if self.loops[node.loops[i]].trips > 1 => {
                         let path = self.loops[node.loops[i]].path.clone();
-                        reshapes.push(Reshape { path, unroll: None, consumer: node.pos0, edge: q });
+                        reshapes.push(Reshape { path, how: How::Peel(n), consumer: node.pos0, edge: q });
                     }
                     Err(Fail::Unroll(i, u)) => {
                         let path = self.loops[node.loops[i]].path.clone();
-                        reshapes.push(Reshape { path, unroll: Some(u), consumer: node.pos0, edge: q });
+                        reshapes.push(Reshape { path, how: How::Unroll(u), consumer: node.pos0, edge: q });
                     }
                     Err(_) => return Err(NativeError::NotAffine { consumer: node.pos0, edge: q }),
                 }
@@ -301,9 +311,9 @@ impl Tree {
             for (q, r) in rs.iter().enumerate() {
                 let counts = match self.counts(r, &sig, &sigma, &pre0) {
                     Ok(x) => x,
-                    Err(Fail::Peel(i)) if trips[i] > 1 => {
+                    Err(Fail::Peel(i, n)) if trips[i] > 1 => {
                         let path = self.loops[self.insts[c].loops[i]].path.clone();
-                        reshapes.push(Reshape { path, unroll: None, consumer: self.insts[c].pos0, edge: q });
+                        reshapes.push(Reshape { path, how: How::Peel(n), consumer: self.insts[c].pos0, edge: q });
                         continue;
                     }
                     Err(_) => return Err(NativeError::NotAffine { consumer: self.insts[c].pos0, edge: q }),

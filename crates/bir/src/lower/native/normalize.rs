@@ -85,14 +85,16 @@ pub(super) fn unroll(l: &Loop<PirInst>, p: u32) -> Option<Vec<PItem>> {
     Some(out)
 }
 
-/// `l` with its first iteration peeled off in front of it.
-pub(super) fn peel(l: &Loop<PirInst>) -> Option<Vec<PItem>> {
-    if l.trips <= 2 {
+/// `l` with its first `n` iterations peeled off in front of it (all of it, when at most one
+/// would be left).
+pub(super) fn peel(l: &Loop<PirInst>, n: u32) -> Option<Vec<PItem>> {
+    let n = n.max(1);
+    if l.trips <= n.saturating_add(1) {
         return inline(l, 0, l.trips);
     }
-    let mut out = inline(l, 0, 1)?;
-    let body = advance_items(&l.body, &l.step)?;
-    out.push(Item::Loop(Loop { trips: l.trips - 1, body, step: l.step.clone() }));
+    let mut out = inline(l, 0, n)?;
+    let body = advance_items(&l.body, &scaled(&l.step, i64::from(n))?)?;
+    out.push(Item::Loop(Loop { trips: l.trips - n, body, step: l.step.clone() }));
     Some(out)
 }
 

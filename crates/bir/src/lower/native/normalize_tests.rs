@@ -38,14 +38,14 @@ fn peeling_or_unrolling_a_nested_loop_keeps_the_expansion() {
             let mut items = nest();
             let map = match unroll_by {
                 Some(u) => reshape_at(&mut items, &path, &|l| unroll(l, u)),
-                None => reshape_at(&mut items, &path, &peel),
+                None => reshape_at(&mut items, &path, &|l| peel(l, 1)),
             }
             .unwrap();
             assert_eq!(expand_items(&items).unwrap(), want, "{path:?} {unroll_by:?}");
             assert_eq!(map.len(), param_count(&items));
             // Twice in a row, inner first: both paths stay valid.
             let mut items = nest();
-            reshape_at(&mut items, &[1, 1, 1], &peel).unwrap();
+            reshape_at(&mut items, &[1, 1, 1], &|l| peel(l, 1)).unwrap();
             reshape_at(&mut items, &[1, 1], &|l| unroll(l, 2)).unwrap();
             reshape_at(&mut items, &[1], &|l| unroll(l, 2)).unwrap();
             assert_eq!(expand_items(&items).unwrap(), want);
@@ -60,7 +60,20 @@ fn unroll_and_peel_shapes() {
     // Loop { 2 trips, 2 copies of the body, step x2 } then the fifth iteration inline.
     assert!(matches!(&u[0], Item::Loop(l) if l.trips == 2 && l.body.len() == 4 && l.step[0] == 144));
     assert_eq!(u.len(), 3);
-    let p = peel(outer).unwrap();
+    let p = peel(outer, 1).unwrap();
     assert!(matches!(&p[2], Item::Loop(l) if l.trips == 4 && l.step == outer.step));
     assert_eq!(p.len(), 3);
+    // Three iterations at once: their six items, then the last two in a loop, which expands
+    // as the loop did; four or more would leave one iteration, which is inlined too.
+    let p = peel(outer, 3).unwrap();
+    assert!(matches!(&p[6], Item::Loop(l) if l.trips == 2 && l.step == outer.step));
+    assert_eq!(p.len(), 7);
+    let whole = expand_items(&[Item::Loop(outer.clone())]).unwrap();
+    assert_eq!(expand_items(&p).unwrap(), whole);
+    for n in [4, 5, 9] {
+        let p = peel(outer, n).unwrap();
+        // Five iterations of a memset and the middle loop.
+        assert_eq!(p.len(), 10, "{n}");
+        assert_eq!(expand_items(&p).unwrap(), whole, "{n}");
+    }
 }
