@@ -382,7 +382,7 @@ pub(crate) fn sampled(
 }
 
 /// [`sampled`] with the milliseconds its lowering took; with `skipping_only`, `None` also
-/// when the loops are too short to skip at least three quarters of the nest
+/// when the loops are too short to skip at least half of the nest
 /// ([`codegen::plan_sampled_skipping`]).
 pub(crate) fn sampled_timed(
     cfg: &GemmConfig,

@@ -78,14 +78,14 @@ fn gap(t: usize, p: usize, ahead: usize) -> Option<(usize, usize)> {
 }
 
 /// [`plan_sampled_skipping`] plans in loops only a nest that emits at most `1 / SKIP_FACTOR`
-/// of its steps (a quarter of them): with fewer skipped, the loops cost more to lower and
-/// model than the instructions they save. A looped program that does not jump is modeled
-/// about half as fast as the unrolled one, and lowered loop by loop several times slower:
-/// measured, `hoisted` at 4096x8192x8192 emitting 20% of its steps plans, lowers and models
-/// in loops in 44 ms against 112 ms whole, and at 2048x8192x8192 (39%) in 49 ms against 48;
-/// `blocked-mnk` at 8192^3 with 512x4096x512 blocks (39%) takes 295 ms against 143, and at
-/// 16384^3 with 1024x2048x512 blocks (20%) 1071 ms against 1166.
-const SKIP_FACTOR: u64 = 4;
+/// of its steps (half of them): with fewer skipped, the loops cost more to lower and model
+/// than the instructions they save (a looped program that does not jump is modeled about
+/// half as fast as the unrolled one, and lowered loop by loop slower). Measured (plan, lower
+/// and model, best of two): at 39% of the steps emitted, `hoisted` at 2048x8192x8192 takes
+/// 61 ms in loops against 76 ms whole and `blocked-mnk` at 8192^3 with 512x4096x512 blocks 137
+/// against 151; at 63%, `blocked-mnk` at 4096x8192x8192 with 1024x2048x512 blocks 178 against
+/// 96 and `blocked-mn` at 8192^3 with 512x1024 blocks 286 against 169.
+const SKIP_FACTOR: u64 = 2;
 
 /// The steps a sampled nest emits when every gap is taken: at each level, the iterations
 /// around its gap (all of them when it has none), each emitting the level below.
@@ -300,8 +300,8 @@ pub fn plan_sampled<B: IrBuilder>(
     planning.apply(cfg, &|c, single| sampled_buffered(c, (single, false), new_base))
 }
 
-/// [`plan_sampled`] of a GEMM whose loops are long enough to skip at least three quarters of
-/// the nest's steps; a shorter nest is [`CodegenError::Unsupported`] before anything is emitted
+/// [`plan_sampled`] of a GEMM whose loops are long enough to skip at least half of the
+/// nest's steps; a shorter nest is [`CodegenError::Unsupported`] before anything is emitted
 /// (planned whole, it costs less to lower and model than in loops).
 pub fn plan_sampled_skipping<B: IrBuilder>(
     cfg: &GemmConfig,

@@ -133,7 +133,7 @@ fn what_sampling_does_not_cover_is_refused() {
     ));
 }
 
-/// `plan_sampled_skipping` plans in loops only a nest that skips at least three quarters of its steps,
+/// `plan_sampled_skipping` plans in loops only a nest that skips at least half of its steps,
 /// exactly as `plan_sampled` does; a shorter one is refused before anything is emitted, with
 /// how many steps it would have emitted.
 #[test]

@@ -298,7 +298,7 @@ fn unmodeled_report(x: &Extrapolated, hw: &HwProfile, wall: WallMs) -> Report {
 /// A GEMM that fits the budget but needs no unrolled program (`--no-sim`, nothing emitted,
 /// nothing that needs every instruction's time), planned in loops when its schedule can be
 /// ([`crate::extrapolate::sampled`]: every explicit schedule) and its loops are long enough
-/// to skip at least three quarters of its nest's steps, lowered loop by loop and modeled looped; `None`
+/// to skip at least half of its nest's steps, lowered loop by loop and modeled looped; `None`
 /// otherwise (it is then planned whole, which costs less when little is skipped).
 pub(super) fn run_in_loops(
     req: &GemmRequest,

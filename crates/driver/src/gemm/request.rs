@@ -48,7 +48,7 @@ pub struct GemmOptions {
     /// Model an extrapolated program (without it, only its program and figures are made).
     pub model_extrapolated: bool,
     /// Plan in loops when the schedule can be (`codegen::plan_sampled_skipping`: an explicit
-    /// schedule whose loops skip at least three quarters of its nest), lower loop by loop and model
+    /// schedule whose loops skip at least half of its nest), lower loop by loop and model
     /// looped, when nothing else is asked (no simulation, nothing unrolled, a modeled
     /// program): the outcome then has no unrolled plan or program, as an extrapolated GEMM's.
     /// `ntile gemm --no-sim` sets it.

@@ -267,7 +267,7 @@ fn a_gemm_planned_in_loops_says_so() {
     assert!(line.contains("Penguin instructions emitted: no loop is long enough to skip), not unrolled"), "{line}");
 }
 
-/// `--no-sim` plans in loops only a nest that skips at least three quarters of its steps: `hoisted` at
+/// `--no-sim` plans in loops only a nest that skips at least half of its steps: `hoisted` at
 /// 4096x8192x8192 (64 K chunks per n step, 32 m tiles) is planned in loops, `blocked-mnk`
 /// with 1024x2048x512 blocks (4 x 4 x 16 blocks) whole; both report the same figures as
 /// with `--extrapolate`, which plans every explicit schedule in loops.
