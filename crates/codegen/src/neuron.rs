@@ -119,6 +119,11 @@ impl<B: IrBuilder> NeuronCodegen<B> {
         self.base.function()
     }
 
+    /// The function built so far, taken out unverified ([`IrBuilder::take_function`]).
+    pub(crate) fn take_function(&mut self) -> Function {
+        self.base.take_function()
+    }
+
     /// The function built so far, as codegen itself reads it: only through [`FunctionView`].
     pub(crate) fn view(&self) -> &impl FunctionView {
         self.base.function()

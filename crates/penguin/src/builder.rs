@@ -43,6 +43,12 @@ pub trait IrBuilder {
     }
     /// Verify and return the function.
     fn finalize(self) -> Result<Function, VerifierErrors>;
+    /// The function built so far, unverified, taken out of the builder (which then holds an
+    /// empty one): for a caller that reshapes it and checks the result otherwise (the
+    /// planner's loops). The default copies it; a builder that owns its function moves it.
+    fn take_function(&mut self) -> Function {
+        self.function().clone()
+    }
 }
 
 /// The base builder: appends to a [`Function`] and runs the verifier on finalize.
@@ -109,5 +115,9 @@ impl IrBuilder for GeneratedBuilder {
     fn finalize(self) -> Result<Function, VerifierErrors> {
         verify(&self.func)?;
         Ok(self.func)
+    }
+
+    fn take_function(&mut self) -> Function {
+        std::mem::take(&mut self.func)
     }
 }

@@ -144,13 +144,11 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         if self.sampling && total > MAX_STEPS {
             return Err(CodegenError::Unsupported(format!("a nest of {total} steps is too long to plan in loops")));
         }
-        if self.sampling && self.skipping_only {
-            let emitted = sampled_steps(nest.dims, nest.periods, nest.ahead);
-            if emitted.saturating_mul(SKIP_FACTOR) > total {
-                return Err(CodegenError::Unsupported(format!(
-                    "its loops are too short to skip much: {emitted} of the nest's {total} steps would be emitted"
-                )));
-            }
+        let emitted = sampled_steps(nest.dims, nest.periods, nest.ahead);
+        if self.sampling && self.skipping_only && emitted.saturating_mul(SKIP_FACTOR) > total {
+            return Err(CodegenError::Unsupported(format!(
+                "its loops are too short to skip much: {emitted} of the nest's {total} steps would be emitted"
+            )));
         }
         let total = total as usize;
         (nest.load)(self, 0, (nest.step)(0))?;
@@ -160,16 +158,29 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
             }
             return Ok(());
         }
+        self.steps_to_reserve = (emitted, 0);
         self.sampled_level(nest, 0, 0, total)
     }
 
     /// Step `i`'s segment: its mark, the loads of step `i + 1`, its compute.
     fn segment<S: Copy>(&mut self, nest: &mut Nest<'_, S, Self>, i: usize, total: usize) -> Result<(), CodegenError> {
+        let before = self.cg.function().num_insts();
         self.mark(nest.level_of(i));
         if i + 1 < total {
             (nest.load)(self, i + 1, (nest.step)(i + 1))?;
         }
-        (nest.compute)(self, i, (nest.step)(i))
+        (nest.compute)(self, i, (nest.step)(i))?;
+        // After the second step of a sampled nest (the first also loads what every step
+        // shares): room for the rest of its emitted steps, at as many instructions each (a
+        // hint: an arena grown by doubling is copied into fresh memory each time).
+        let (steps, seen) = &mut self.steps_to_reserve;
+        *seen += 1;
+        if *seen == 2 && *steps > 2 {
+            let second = (self.cg.function().num_insts() - before) as u64;
+            let room = second.saturating_mul(*steps - 2).min(super::MAX_INST_RESERVE);
+            self.cg.reserve_insts(usize::try_from(room).unwrap_or(0));
+        }
+        Ok(())
     }
 
     fn snapshot(&self) -> Snapshot {
@@ -315,6 +326,25 @@ pub fn plan_sampled_skipping<B: IrBuilder>(
     planning.apply(cfg, &|c, single| sampled_buffered(c, (single, true), new_base))
 }
 
+/// The instructions of `f` in program order, moved out of it (copied where its layout is not
+/// its arena's order).
+fn emitted_items(mut f: penguin::Function) -> Vec<Item<PirInst>> {
+    let in_order = f.layout.iter().enumerate().all(|(k, id)| id.index() == k) && f.layout.len() == f.insts.len();
+    if !in_order {
+        return f
+            .layout
+            .iter()
+            .filter_map(|&id| {
+                let data = f.inst(id)?.clone();
+                Some(Item::Inst(PirInst { data, deps: f.deps(id).to_vec(), loc: f.srclocs.get_shared(id).cloned() }))
+            })
+            .collect();
+    }
+    let locs: Vec<_> = (0..f.insts.len()).map(|k| f.srclocs.get_shared(penguin::InstId(k as u32)).cloned()).collect();
+    let (insts, deps) = (std::mem::take(&mut f.insts), std::mem::take(&mut f.deps));
+    insts.into_iter().zip(deps).zip(locs).map(|((data, deps), loc)| Item::Inst(PirInst { data, deps, loc })).collect()
+}
+
 /// [`plan_sampled`] of one configuration as given, single-buffering blocks that do not fit
 /// twice when `single` is set (as [`super::plan_buffered`] does); with `skipping_only`, as
 /// [`plan_sampled_skipping`].
@@ -333,17 +363,10 @@ fn sampled_buffered<B: IrBuilder>(
     let mut cg = p.cg;
     cg.finalize_kernel()?;
     let (stats, unrolled) = (CodegenStats { single_buffered, ..cg.stats() }, cg.program_len());
-    let f = cg.function();
-    let body: Vec<Item<PirInst>> = f
-        .layout
-        .iter()
-        .filter_map(|&id| {
-            let data = f.inst(id)?.clone();
-            Some(Item::Inst(PirInst { data, deps: f.deps(id).to_vec(), loc: f.srclocs.get_shared(id).cloned() }))
-        })
-        .collect();
-    let emitted = body.len();
+    let f = cg.take_function();
     let header = f.without_insts();
+    let body = emitted_items(f);
+    let emitted = body.len();
     let body = roll_nest_gapped(body, &nest, &gaps).map_err(|e| CodegenError::Unsupported(e.to_string()))?;
     let looped = LoopedFunction { header, body };
     if looped.unrolled_len() != unrolled {
