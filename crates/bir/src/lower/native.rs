@@ -91,8 +91,8 @@ pub fn lower_looped_native_within(
             header.streams = vec![Vec::new(); NUM_ENGINES];
             return Ok(LoopedProgram { header, streams: tree.emit() });
         }
-        // Later loops first, inner before outer: every other path stays valid. Of the peels
-        // one loop is asked for, the deepest is kept.
+        // Later loops first, inner before outer: every other path stays valid. Of what one
+        // loop is asked for, the largest unroll is kept over any peel, else the deepest peel.
         reshapes.sort_by(|a, b| b.path.cmp(&a.path).then(b.how.cmp(&a.how)));
         reshapes.dedup_by(|a, b| a.path == b.path);
         for r in reshapes {
