@@ -304,11 +304,7 @@ pub fn plan_sampled<B: IrBuilder>(
     planning: Planning,
     new_base: &dyn Fn(&str) -> B,
 ) -> Result<SampledPlan, CodegenError> {
-    cfg.validate()?;
-    if !plans_in_loops(cfg) {
-        return Err(CodegenError::Unsupported("auto is a search: its candidates are planned".into()));
-    }
-    planning.apply(cfg, &|c, single| sampled_buffered(c, (single, false), new_base))
+    plan_sampled_with(cfg, planning, false, new_base)
 }
 
 /// [`plan_sampled`] of a GEMM whose loops are long enough to skip at least half of the
@@ -319,11 +315,21 @@ pub fn plan_sampled_skipping<B: IrBuilder>(
     planning: Planning,
     new_base: &dyn Fn(&str) -> B,
 ) -> Result<SampledPlan, CodegenError> {
+    plan_sampled_with(cfg, planning, true, new_base)
+}
+
+/// [`plan_sampled`], or with `skipping_only` [`plan_sampled_skipping`].
+fn plan_sampled_with<B: IrBuilder>(
+    cfg: &GemmConfig,
+    planning: Planning,
+    skipping_only: bool,
+    new_base: &dyn Fn(&str) -> B,
+) -> Result<SampledPlan, CodegenError> {
     cfg.validate()?;
     if !plans_in_loops(cfg) {
         return Err(CodegenError::Unsupported("auto is a search: its candidates are planned".into()));
     }
-    planning.apply(cfg, &|c, single| sampled_buffered(c, (single, true), new_base))
+    planning.apply(cfg, &|c, single| sampled_buffered(c, (single, skipping_only), new_base))
 }
 
 /// The instructions of `f` in program order, moved out of it (copied where its layout is not
