@@ -183,7 +183,9 @@ pub struct GemmArgs {
     /// Print one JSON report instead of the summary
     #[arg(long)]
     pub json: bool,
-    /// Plan and lower only; do not simulate or check
+    /// Plan, lower and model only; do not simulate or check. Without --trace, --svg or --emit, an
+    /// explicit schedule whose loops skip at least half of its nest is planned in loops, not
+    /// unrolled (the same report, at a cost that does not grow with the GEMM)
     #[arg(long)]
     pub no_sim: bool,
     /// Extrapolate the program from smaller GEMMs and model it looped, as GEMMs too large to
