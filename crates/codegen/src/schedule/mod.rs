@@ -224,6 +224,9 @@ struct Planner<'a, B: IrBuilder> {
     /// Whether a sampled nest that would skip less than half its steps is refused
     /// ([`sampled::plan_sampled_skipping`]).
     skipping_only: bool,
+    /// Whether a sampled nest takes no gap (emitted whole, rolled where it repeats): the
+    /// fallback of a nest whose gapped roll fails.
+    no_gaps: bool,
     /// The steps a sampled nest emits, and how many it has emitted (room for the rest is
     /// reserved after the second).
     steps_to_reserve: (u64, u64),
@@ -357,6 +360,7 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
             nest: Vec::new(),
             sampling,
             skipping_only: false,
+            no_gaps: false,
             steps_to_reserve: (0, 0),
             gaps: Vec::new(),
             gap_skips: Vec::new(),

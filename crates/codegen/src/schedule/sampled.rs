@@ -228,7 +228,7 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         total: usize,
     ) -> Result<(), CodegenError> {
         let (trips, stride, period) = (nest.dims[level], nest.stride(level), nest.periods[level].max(1));
-        let mut gap = gap(trips, period, nest.ahead);
+        let mut gap = if self.no_gaps { None } else { gap(trips, period, nest.ahead) };
         let run_start = self.cg.program_len();
         let mut before: [Snapshot; 2] = [[0; 4]; 2];
         let mut j = 0;
@@ -359,9 +359,27 @@ fn sampled_buffered<B: IrBuilder>(
     (single, skipping_only): (bool, bool),
     new_base: &dyn Fn(&str) -> B,
 ) -> Result<SampledPlan, CodegenError> {
+    match sampled_once(cfg, (single, skipping_only, true), new_base)? {
+        Ok(plan) => Ok(plan),
+        // Periods that the planner's check passed but the roll finds different in shape: the
+        // nest is emitted without gaps (and rolled where it repeats), unless only a plan that
+        // skips is wanted.
+        Err(e) if skipping_only => Err(CodegenError::Unsupported(e)),
+        Err(_) => sampled_once(cfg, (single, false, false), new_base)?.map_err(CodegenError::Unsupported),
+    }
+}
+
+/// One sampled planning of `cfg` (with `gaps`, skipping where the periods repeat): the plan,
+/// or why its roll failed.
+fn sampled_once<B: IrBuilder>(
+    cfg: &GemmConfig,
+    (single, skipping_only, gaps): (bool, bool, bool),
+    new_base: &dyn Fn(&str) -> B,
+) -> Result<Result<SampledPlan, String>, CodegenError> {
     let mut p = Planner::new(cfg, new_base(KERNEL_NAME), true)?;
     p.allow_single = single;
     p.skipping_only = skipping_only;
+    p.no_gaps = !gaps;
     p.emit_nest()?;
     let (nest, gaps) = (std::mem::take(&mut p.nest), std::mem::take(&mut p.gaps));
     let tensors = GemmTensors { a: p.a, a_tags: p.a_tags, b: p.b, c: p.c };
@@ -373,7 +391,10 @@ fn sampled_buffered<B: IrBuilder>(
     let header = f.without_insts();
     let body = emitted_items(f);
     let emitted = body.len();
-    let body = roll_nest_gapped(body, &nest, &gaps).map_err(|e| CodegenError::Unsupported(e.to_string()))?;
+    let body = match roll_nest_gapped(body, &nest, &gaps) {
+        Ok(body) => body,
+        Err(e) => return Ok(Err(e.to_string())),
+    };
     let looped = LoopedFunction { header, body };
     if looped.unrolled_len() != unrolled {
         return Err(CodegenError::Internal(format!(
@@ -381,5 +402,5 @@ fn sampled_buffered<B: IrBuilder>(
             looped.unrolled_len()
         )));
     }
-    Ok(SampledPlan { looped, stats, config: cfg.clone(), tiling: Tiling::of(cfg), tensors, emitted })
+    Ok(Ok(SampledPlan { looped, stats, config: cfg.clone(), tiling: Tiling::of(cfg), tensors, emitted }))
 }

@@ -161,6 +161,25 @@ fn planning_that_skips_little_is_refused_when_asked() {
     assert!(plan_sampled(&short, Planning::Fixed, &default_builder).is_ok());
 }
 
+/// A nest whose gapped roll finds the periods around a gap different in shape, though the
+/// planner's check passed them (trn1 `blocked-mnk`, n outer, 128x1024x512 blocks, found by
+/// the random test below), is emitted without gaps and still expands to the whole plan;
+/// `plan_sampled_skipping` refuses it.
+#[test]
+fn a_gap_whose_periods_do_not_roll_is_emitted_without_gaps() {
+    use codegen::{plan_sampled_skipping, BlockSizes, LoopOrder};
+    let c = GemmConfig {
+        schedule: Schedule::BlockedMnk,
+        blocks: BlockSizes { m: 128, n: 1024, k: 512 },
+        order: LoopOrder::NOuter,
+        ..naive(1409, 1665, 1025, Target::Trn1)
+    };
+    let (sampled, len) = sampled_equals_whole_planned(&c, Planning::Fixed);
+    assert_eq!(sampled.emitted, len);
+    let refused = plan_sampled_skipping(&c, Planning::Fixed, &default_builder);
+    assert!(matches!(refused, Err(CodegenError::Unsupported(_))), "{:?}", refused.err());
+}
+
 /// Planning in loops costs the same at any size: GEMMs whose every loop is long enough to
 /// skip emit the same instructions, however many they skip, and count every matmul.
 #[test]
