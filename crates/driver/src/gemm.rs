@@ -92,10 +92,10 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
     }
     budget::check(&cfg, opts.simulate, budget)?;
     // Modeled only, with nothing that needs every instruction: planned in loops when the
-    // schedule can be and its loops skip at least half of its nest; a search over a GEMM of more matmuls than `auto`'s largest proxy
-    // (8192^3) weighs its candidates on a proxy and plans its choice in loops, as it does for
-    // a GEMM too large to unroll (planning every candidate whole would cost seconds and
-    // gigabytes at 16384^3).
+    // schedule can be and its loops skip at least half of its nest; a search over a GEMM of
+    // more matmuls than `auto`'s largest proxy (8192^3) weighs its candidates on a proxy and
+    // plans its choice in loops, as it does for a GEMM too large to unroll (planning every
+    // candidate whole would cost seconds and gigabytes at 16384^3).
     let modeled_only = opts.plan_in_loops && !opts.simulate && !opts.unrolled && opts.model_extrapolated;
     let is_search = req.search_config(&cfg).is_some();
     let proxy_matmuls = budget::matmuls(AUTO_PROXY_DIM, AUTO_PROXY_DIM, AUTO_PROXY_DIM);

@@ -221,15 +221,11 @@ struct Planner<'a, B: IrBuilder> {
     nest: Vec<NestMark>,
     /// Whether long loops skip repeating iterations ([`sampled`]).
     sampling: bool,
-    /// Whether a sampled nest that would skip less than half its steps is refused
-    /// ([`sampled::plan_sampled_skipping`]).
-    skipping_only: bool,
-    /// Whether a sampled nest takes no gap (emitted whole, rolled where it repeats): the
-    /// fallback of a nest whose gapped roll fails.
-    no_gaps: bool,
-    /// The steps a sampled nest emits, and how many it has emitted (room for the rest is
-    /// reserved after the second).
-    steps_to_reserve: (u64, u64),
+    /// Which gaps a sampled nest takes.
+    gap_rule: sampled::GapRule,
+    /// The steps a sampled nest emits with its gaps taken (0 unless sampling): room for them
+    /// is reserved after the second.
+    sampled_steps: u64,
     /// The iterations skipped, in order of place.
     gaps: Vec<NestGap>,
     /// Each gap's place and the instructions skipped up to it.
@@ -359,9 +355,8 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
             single_buffered: crate::SingleBuffered::default(),
             nest: Vec::new(),
             sampling,
-            skipping_only: false,
-            no_gaps: false,
-            steps_to_reserve: (0, 0),
+            gap_rule: sampled::GapRule::Any,
+            sampled_steps: 0,
             gaps: Vec::new(),
             gap_skips: Vec::new(),
         })

@@ -144,11 +144,17 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         if self.sampling && total > MAX_STEPS {
             return Err(CodegenError::Unsupported(format!("a nest of {total} steps is too long to plan in loops")));
         }
-        let emitted = sampled_steps(nest.dims, nest.periods, nest.ahead);
-        if self.sampling && self.skipping_only && emitted.saturating_mul(SKIP_FACTOR) > total {
-            return Err(CodegenError::Unsupported(format!(
-                "its loops are too short to skip much: {emitted} of the nest's {total} steps would be emitted"
-            )));
+        if self.sampling {
+            self.sampled_steps = match self.gap_rule {
+                GapRule::Never => total,
+                GapRule::Any | GapRule::SkippingHalf => sampled_steps(nest.dims, nest.periods, nest.ahead),
+            };
+            let emitted = self.sampled_steps;
+            if self.gap_rule == GapRule::SkippingHalf && emitted.saturating_mul(SKIP_FACTOR) > total {
+                return Err(CodegenError::Unsupported(format!(
+                    "its loops are too short to skip much: {emitted} of the nest's {total} steps would be emitted"
+                )));
+            }
         }
         let total = total as usize;
         (nest.load)(self, 0, (nest.step)(0))?;
@@ -158,7 +164,6 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
             }
             return Ok(());
         }
-        self.steps_to_reserve = (emitted, 0);
         self.sampled_level(nest, 0, 0, total)
     }
 
@@ -170,14 +175,12 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
             (nest.load)(self, i + 1, (nest.step)(i + 1))?;
         }
         (nest.compute)(self, i, (nest.step)(i))?;
-        // After the second step of a sampled nest (the first also loads what every step
-        // shares): room for the rest of its emitted steps, at as many instructions each (a
-        // hint: an arena grown by doubling is copied into fresh memory each time).
-        let (steps, seen) = &mut self.steps_to_reserve;
-        *seen += 1;
-        if *seen == 2 && *steps > 2 {
+        // After the second step of a sampled nest (always emitted; the first also loads what
+        // every step shares): room for the rest of its emitted steps, at as many instructions
+        // each (a hint: an arena grown by doubling is copied into fresh memory each time).
+        if i == 1 && self.sampled_steps > 2 {
             let second = (self.cg.function().num_insts() - before) as u64;
-            let room = second.saturating_mul(*steps - 2).min(super::MAX_INST_RESERVE);
+            let room = second.saturating_mul(self.sampled_steps - 2).min(super::MAX_INST_RESERVE);
             self.cg.reserve_insts(usize::try_from(room).unwrap_or(0));
         }
         Ok(())
@@ -228,7 +231,7 @@ impl<'a, B: IrBuilder> Planner<'a, B> {
         total: usize,
     ) -> Result<(), CodegenError> {
         let (trips, stride, period) = (nest.dims[level], nest.stride(level), nest.periods[level].max(1));
-        let mut gap = if self.no_gaps { None } else { gap(trips, period, nest.ahead) };
+        let mut gap = if self.gap_rule == GapRule::Never { None } else { gap(trips, period, nest.ahead) };
         let run_start = self.cg.program_len();
         let mut before: [Snapshot; 2] = [[0; 4]; 2];
         let mut j = 0;
@@ -304,7 +307,7 @@ pub fn plan_sampled<B: IrBuilder>(
     planning: Planning,
     new_base: &dyn Fn(&str) -> B,
 ) -> Result<SampledPlan, CodegenError> {
-    plan_sampled_with(cfg, planning, false, new_base)
+    plan_sampled_with(cfg, planning, GapRule::Any, new_base)
 }
 
 /// [`plan_sampled`] of a GEMM whose loops are long enough to skip at least half of the
@@ -315,21 +318,34 @@ pub fn plan_sampled_skipping<B: IrBuilder>(
     planning: Planning,
     new_base: &dyn Fn(&str) -> B,
 ) -> Result<SampledPlan, CodegenError> {
-    plan_sampled_with(cfg, planning, true, new_base)
+    plan_sampled_with(cfg, planning, GapRule::SkippingHalf, new_base)
 }
 
-/// [`plan_sampled`], or with `skipping_only` [`plan_sampled_skipping`].
+/// Which gaps a sampled nest takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum GapRule {
+    /// Every gap whose periods repeat ([`plan_sampled`]).
+    Any,
+    /// The same, refusing a nest that would skip less than half of its steps
+    /// ([`plan_sampled_skipping`]).
+    SkippingHalf,
+    /// None: the nest is emitted whole and rolled where it repeats (the fallback of a
+    /// nest whose gapped roll fails).
+    Never,
+}
+
+/// [`plan_sampled`] or [`plan_sampled_skipping`], as `rule` says.
 fn plan_sampled_with<B: IrBuilder>(
     cfg: &GemmConfig,
     planning: Planning,
-    skipping_only: bool,
+    rule: GapRule,
     new_base: &dyn Fn(&str) -> B,
 ) -> Result<SampledPlan, CodegenError> {
     cfg.validate()?;
     if !plans_in_loops(cfg) {
         return Err(CodegenError::Unsupported("auto is a search: its candidates are planned".into()));
     }
-    planning.apply(cfg, &|c, single| sampled_buffered(c, (single, skipping_only), new_base))
+    planning.apply(cfg, &|c, single| sampled_buffered(c, single, rule, new_base))
 }
 
 /// The instructions of `f` in program order, moved out of it (copied where its layout is not
@@ -352,34 +368,33 @@ fn emitted_items(mut f: penguin::Function) -> Vec<Item<PirInst>> {
 }
 
 /// [`plan_sampled`] of one configuration as given, single-buffering blocks that do not fit
-/// twice when `single` is set (as [`super::plan_buffered`] does); with `skipping_only`, as
-/// [`plan_sampled_skipping`].
+/// twice when `single` is set (as [`super::plan_buffered`] does), taking gaps as `rule` says.
 fn sampled_buffered<B: IrBuilder>(
     cfg: &GemmConfig,
-    (single, skipping_only): (bool, bool),
+    single: bool,
+    rule: GapRule,
     new_base: &dyn Fn(&str) -> B,
 ) -> Result<SampledPlan, CodegenError> {
-    match sampled_once(cfg, (single, skipping_only, true), new_base)? {
+    match sampled_once(cfg, single, rule, new_base)? {
         Ok(plan) => Ok(plan),
         // Periods that the planner's check passed but the roll finds different in shape: the
         // nest is emitted without gaps (and rolled where it repeats), unless only a plan that
         // skips is wanted.
-        Err(e) if skipping_only => Err(CodegenError::Unsupported(e)),
-        Err(_) => sampled_once(cfg, (single, false, false), new_base)?.map_err(CodegenError::Unsupported),
+        Err(e) if rule != GapRule::Any => Err(CodegenError::Unsupported(e)),
+        Err(_) => sampled_once(cfg, single, GapRule::Never, new_base)?.map_err(CodegenError::Unsupported),
     }
 }
 
-/// One sampled planning of `cfg` (with `gaps`, skipping where the periods repeat): the plan,
-/// or why its roll failed.
+/// One sampled planning of `cfg` with gaps as `rule` says: the plan, or why its roll failed.
 fn sampled_once<B: IrBuilder>(
     cfg: &GemmConfig,
-    (single, skipping_only, gaps): (bool, bool, bool),
+    single: bool,
+    rule: GapRule,
     new_base: &dyn Fn(&str) -> B,
 ) -> Result<Result<SampledPlan, String>, CodegenError> {
     let mut p = Planner::new(cfg, new_base(KERNEL_NAME), true)?;
     p.allow_single = single;
-    p.skipping_only = skipping_only;
-    p.no_gaps = !gaps;
+    p.gap_rule = rule;
     p.emit_nest()?;
     let (nest, gaps) = (std::mem::take(&mut p.nest), std::mem::take(&mut p.gaps));
     let tensors = GemmTensors { a: p.a, a_tags: p.a_tags, b: p.b, c: p.c };
@@ -403,4 +418,56 @@ fn sampled_once<B: IrBuilder>(
         )));
     }
     Ok(Ok(SampledPlan { looped, stats, config: cfg.clone(), tiling: Tiling::of(cfg), tensors, emitted }))
+}
+
+#[cfg(test)]
+mod tests {
+    use penguin::{whole_tile, ComputeEngine, DType, Dep, DepKind, Function, InstData, InstId, Memory, MemsetData};
+
+    use super::*;
+
+    /// A function of memsets of `values`, each after the one before it.
+    fn memsets(values: &[f64]) -> Function {
+        let mut f = Function::new("k");
+        let t = penguin::TensorData {
+            name: "x".into(),
+            shape: vec![128, 8],
+            dtype: DType::Fp32,
+            memory: Memory::Sbuf,
+            address: Some(0),
+        };
+        let dst = whole_tile(penguin::TensorId(0), &t);
+        f.add_tensor(t);
+        for (k, &value) in values.iter().enumerate() {
+            let deps =
+                k.checked_sub(1).map(|p| Dep { from: InstId(p as u32), kind: DepKind::Waw }).into_iter().collect();
+            f.push_inst(InstData::Memset(MemsetData { engine: ComputeEngine::Dve, dst: dst.clone(), value }), deps);
+        }
+        f
+    }
+
+    /// The value and edges of each item.
+    fn values(items: &[Item<PirInst>]) -> Vec<(f64, Vec<Dep>)> {
+        items
+            .iter()
+            .map(|it| match it {
+                Item::Inst(PirInst { data: InstData::Memset(m), deps, .. }) => (m.value, deps.clone()),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    /// The emitted instructions come out in program order, moved from the arena or, where
+    /// the layout is not the arena's order, copied in the layout's.
+    #[test]
+    fn emitted_items_follow_the_layout() {
+        let f = memsets(&[1.0, 2.0, 3.0]);
+        let edge = |p: u32| vec![Dep { from: InstId(p), kind: DepKind::Waw }];
+        let in_order = vec![(1.0, vec![]), (2.0, edge(0)), (3.0, edge(1))];
+        assert_eq!(values(&emitted_items(f.clone())), in_order);
+        let mut reordered = f;
+        reordered.layout.swap(0, 2);
+        let want = vec![(3.0, edge(1)), (2.0, edge(0)), (1.0, vec![])];
+        assert_eq!(values(&emitted_items(reordered)), want);
+    }
 }
