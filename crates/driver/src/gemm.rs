@@ -144,16 +144,20 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
         check_simulable(opts.simulate, &program, (m, k, n))?;
     }
     opts.check_cancel()?;
-    let modeled = report::Modeled { program: &program, cycle: &cycle, auto: auto.as_ref(), hw: &hw };
+    let modeled = |program| report::Modeled { program, cycle: &cycle, auto: auto.as_ref(), hw: &hw };
     if !opts.simulate {
-        let report = searched(req, report::report_of(&cfg, &plan, &modeled, None, wall));
+        let report = searched(req, report::report_of(&cfg, &plan, &modeled(&program), None, wall));
         return Ok(GemmOutcome::planned(report, plan, program, cycle));
     }
     let (inputs, sparse) = simulation_inputs(opts, &cfg, given, early)?;
     let names = check::Names::of(&plan)?;
+    // The simulator shares the program rather than copying it, and has let go of it by the
+    // time the simulation returns.
+    let program = std::sync::Arc::new(program);
     let done = check::simulate_and_check(opts, (&plan.config, &names), check::Kernel::One(&program), inputs, sparse)?;
+    let program = std::sync::Arc::unwrap_or_clone(program);
     (wall.simulate, wall.reference) = (done.simulate_ms, done.reference_ms);
-    let report = searched(req, report::report_of(&cfg, &plan, &modeled, done.check, wall));
+    let report = searched(req, report::report_of(&cfg, &plan, &modeled(&program), done.check, wall));
     let mut outcome = GemmOutcome::planned(report, plan, program, cycle);
     (outcome.c, outcome.c_bytes) = (Some(done.c), done.raw);
     Ok(outcome)

@@ -10,7 +10,12 @@ pub const THREADS_VAR: &str = "NTILE_THREADS";
 /// A simulator for `program` with the threads `NTILE_THREADS` asks for (the default: all
 /// cores); a value that is not a positive integer is the user's error, naming it.
 pub fn simulator(program: &bir::Program) -> Result<sim::Simulator, DriverError> {
-    let mut s = sim::Simulator::new(program);
+    simulator_shared(std::sync::Arc::new(program.clone()))
+}
+
+/// [`simulator`] on a program shared with the caller (not copied).
+pub fn simulator_shared(program: std::sync::Arc<bir::Program>) -> Result<sim::Simulator, DriverError> {
+    let mut s = sim::Simulator::shared(program);
     if let Some(threads) = threads_from_env()? {
         s.set_threads(threads);
     }

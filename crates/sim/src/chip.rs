@@ -143,6 +143,12 @@ impl ChipSimulator {
         self.cores.first_mut().ok_or_else(|| SimError::Internal("a chip without cores".into()))
     }
 
+    /// Core 0's simulator, which holds the shared HBM image, with the other cores' memory
+    /// freed (to read the outputs with [`Simulator::into_hbm_f32`]).
+    pub fn into_hbm(self) -> Result<Simulator, SimError> {
+        self.cores.into_iter().next().ok_or_else(|| SimError::Internal("a chip without cores".into()))
+    }
+
     /// Stop a run when `cancel` is set (see [`Simulator::set_cancel`]).
     pub fn set_cancel(&mut self, cancel: Option<&penguin::Cancel>) {
         for c in &mut self.cores {

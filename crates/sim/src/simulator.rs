@@ -159,7 +159,9 @@ impl Cx<'_> {
 /// Memory persists across [`run`](Simulator::run)s; each run starts every stream from its
 /// first instruction with all semaphores at zero.
 pub struct Simulator {
-    program: Program,
+    /// Shared with the caller when it handed the program over ([`Simulator::shared`]): a
+    /// large program is not copied for the run.
+    program: Arc<Program>,
     machine: Machine,
     races: Vec<Race>,
     /// Why the HBM image could not be allocated, reported by every later call.
@@ -196,7 +198,13 @@ impl Simulator {
     /// An HBM size that cannot be allocated does not panic: every later call returns
     /// [`SimError::HbmTooLarge`].
     pub fn new(program: &Program) -> Simulator {
-        let sbuf_partition_bytes = sbuf_image_bytes(program);
+        Simulator::shared(Arc::new(program.clone()))
+    }
+
+    /// [`Simulator::new`] on a program the caller shares rather than copies (a 8192^3 GEMM's
+    /// program is about 75 MiB).
+    pub fn shared(program: Arc<Program>) -> Simulator {
+        let sbuf_partition_bytes = sbuf_image_bytes(&program);
         let parts = NUM_PARTITIONS as usize;
         let (hbm, alloc_error) = match alloc_hbm(program.hbm_size) {
             Some(hbm) => (hbm, None),
@@ -209,15 +217,17 @@ impl Simulator {
             sbuf_partition_bytes,
         };
         let words = images.psum.len() / 4;
+        let (double_row_ok, transpose16_ok) =
+            (program.target.info().double_row, program.target != penguin::Target::Trn1);
         Simulator {
-            program: program.clone(),
+            program,
             machine: Machine {
                 images,
                 groups: Groups { open: vec![false; words], open_words: 0 },
                 stationary: None,
                 scratch: Scratch::default(),
-                double_row_ok: program.target.info().double_row,
-                transpose16_ok: program.target != penguin::Target::Trn1,
+                double_row_ok,
+                transpose16_ok,
                 decode: DecodeCache::new(parts * sbuf_partition_bytes),
                 deferred: None,
             },
@@ -235,7 +245,7 @@ impl Simulator {
         let mut small = program.clone();
         small.hbm_size = 0;
         let mut sim = Simulator::new(&small);
-        sim.program = program.clone();
+        sim.program = Arc::new(program.clone());
         sim
     }
 
@@ -373,6 +383,31 @@ impl Simulator {
         let mut out = vec![0f32; range.len() / size];
         decode_all(dtype, &self.machine.images.hbm[range], &mut out);
         Ok(out)
+    }
+
+    /// The HBM tensors `names`, decoded to f32 in that order, with this simulator dropped
+    /// before any is decoded: their bytes are copied out of the image, the image and the
+    /// on-chip memories are freed, and each copy is decoded and freed in turn. Reading a
+    /// large kernel's output and inputs this way never holds their f32 values beside the
+    /// HBM image (an 8192^3 GEMM's C and its A and B in bf16: 1.0 GiB at most, against
+    /// 1.25 GiB with [`read_hbm_f32`](Simulator::read_hbm_f32) of each).
+    pub fn into_hbm_f32(self, names: &[&str]) -> Result<Vec<Vec<f32>>, SimError> {
+        let raw = names
+            .iter()
+            .map(|name| {
+                let (dtype, range) = self.tensor_range(name)?;
+                Ok((dtype, self.machine.images.hbm[range].to_vec()))
+            })
+            .collect::<Result<Vec<_>, SimError>>()?;
+        drop(self);
+        Ok(raw
+            .into_iter()
+            .map(|(dtype, bytes)| {
+                let mut out = vec![0f32; bytes.len() / dtype.size_bytes() as usize];
+                decode_all(dtype, &bytes, &mut out);
+                out
+            })
+            .collect())
     }
 
     /// Execute every stream to its end, in an order that respects the semaphores.

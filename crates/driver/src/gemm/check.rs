@@ -2,7 +2,7 @@
 //! program, and the fp64 check, whose part that does not need C is prepared on another
 //! thread while the kernel is simulated when the operand copies are small enough.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use codegen::{GemmConfig, GemmPlan};
@@ -52,8 +52,8 @@ impl Names {
 /// What is simulated: one core's program, or a chip of several.
 #[derive(Clone, Copy)]
 pub(super) enum Kernel<'a> {
-    /// One core.
-    One(&'a bir::Program),
+    /// One core: the program shared with the simulator, not copied for it.
+    One(&'a Arc<bir::Program>),
     /// The cores of a logical NeuronCore, sharing HBM.
     Chip(&'a bir::Chip),
 }
@@ -67,7 +67,7 @@ enum Running {
 impl Running {
     fn new(kernel: Kernel<'_>) -> Result<Running, DriverError> {
         Ok(match kernel {
-            Kernel::One(p) => Running::One(Box::new(crate::threads::simulator(p)?)),
+            Kernel::One(p) => Running::One(Box::new(crate::threads::simulator_shared(Arc::clone(p))?)),
             Kernel::Chip(c) => Running::Chip(crate::threads::chip_simulator(c)?),
         })
     }
@@ -77,6 +77,14 @@ impl Running {
         match self {
             Running::One(s) => Ok(s),
             Running::Chip(c) => Ok(c.hbm()?),
+        }
+    }
+
+    /// The simulator holding the HBM image, the others dropped.
+    fn into_hbm(self) -> Result<sim::Simulator, DriverError> {
+        match self {
+            Running::One(s) => Ok(*s),
+            Running::Chip(c) => Ok(c.into_hbm()?),
         }
     }
 
@@ -164,23 +172,25 @@ pub(super) fn simulate_and_check(
                 )));
             }
             let simulator = running.hbm()?;
-            let c = simulator.read_hbm_f32(&names.c)?;
             let raw = opts.c_bytes.then(|| simulator.read_hbm_tensor(&names.c)).transpose()?;
-            let read_back = match digests {
-                Some(before) => {
-                    let after = (simulator.hbm_tensor_digest(&names.a)?, simulator.hbm_tensor_digest(&names.b)?);
-                    if after != before {
-                        return Err(DriverError::internal(
-                            "the kernel wrote into its input A or B in HBM (a bug in the generated kernel)",
-                        ));
-                    }
-                    let (a, b) = (simulator.read_hbm_f32(&names.a)?, simulator.read_hbm_f32(&names.b)?);
-                    Some(Inputs { a: a.into(), b: b.into() })
+            if let Some(before) = digests {
+                let after = (simulator.hbm_tensor_digest(&names.a)?, simulator.hbm_tensor_digest(&names.b)?);
+                if after != before {
+                    return Err(DriverError::internal(
+                        "the kernel wrote into its input A or B in HBM (a bug in the generated kernel)",
+                    ));
                 }
-                None => None,
+            }
+            // The memory images go before the check, which keeps its own copies of the
+            // operands: the tensors' bytes are copied out and the images freed before they
+            // are decoded, so that their f32 values never sit beside the HBM image.
+            let wanted: &[&str] = if digests.is_some() { &[&names.c, &names.a, &names.b] } else { &[&names.c] };
+            let mut values = running.into_hbm()?.into_hbm_f32(wanted)?.into_iter();
+            let c = values.next().ok_or_else(|| DriverError::internal("C was not read back (a bug)"))?;
+            let read_back = match (values.next(), values.next()) {
+                (Some(a), Some(b)) => Some(Inputs { a: a.into(), b: b.into() }),
+                _ => None,
             };
-            // The memory images go before the check, which keeps its own copies of the operands.
-            drop(running);
             drop(sparse);
             Ok((c, raw, read_back, ms(t)))
         })();

@@ -50,6 +50,30 @@ fn tricky_values() -> Vec<f32> {
     v
 }
 
+/// `into_hbm_f32` reads what `read_hbm_f32` reads, tensor by tensor in the order asked
+/// (bf16 and fp32 ones, and one asked twice), and names an unknown tensor.
+#[test]
+fn tensors_read_out_of_a_dropped_simulator_are_those_read_in_place() {
+    let mut b = Builder::new(Target::Trn2);
+    let x = b.tensor("x", &[4, 32], DType::Fp32, HbmRole::Input);
+    let z = b.tensor("z", &[4, 32], DType::Bf16, HbmRole::Output);
+    b.push(Engine::Dma(0), dma(sbuf(DType::Bf16, 8, 4, 6, 32), hbm(DType::Fp32, x, 4, 32, 32)), &[], None);
+    b.push(Engine::Dma(0), dma(hbm(DType::Bf16, z, 4, 32, 32), sbuf(DType::Bf16, 8, 4, 6, 32)), &[], None);
+    let run = || {
+        let mut s = Simulator::new(&b.program);
+        s.write_hbm_f32("x", &tricky_values()).unwrap();
+        s.run().unwrap();
+        s
+    };
+    let s = run();
+    let (x_in, z_in) = (s.read_hbm_f32("x").unwrap(), s.read_hbm_f32("z").unwrap());
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<u32>>();
+    let out = s.into_hbm_f32(&["z", "x", "z"]).unwrap();
+    assert_eq!(out.iter().map(|v| bits(v)).collect::<Vec<_>>(), vec![bits(&z_in), bits(&x_in), bits(&z_in)]);
+    assert_eq!(bits(&x_in), bits(&tricky_values()));
+    assert!(matches!(run().into_hbm_f32(&["x", "w"]), Err(SimError::UnknownTensor { name }) if name == "w"));
+}
+
 #[test]
 fn dma_round_trip_through_bf16_is_bit_exact() {
     // x: [4, 32] fp32 in HBM -> SBUF bf16 (cast) -> y: fp32 in HBM and z: bf16 in HBM.
