@@ -10,8 +10,12 @@
 //! is dropped, so what the cache holds is at most the SBUF bytes that PE operands read, in
 //! f32 (twice a bf16 image, four times an fp8 one).
 //!
-//! Buffers of dropped entries that nothing else holds are kept for the next decodes (a few),
-//! so that decoding does not allocate and zero a fresh buffer for every operand.
+//! Buffers of dropped entries that nothing else holds are kept for the next decodes, within
+//! the budget with the entries, so that decoding does not allocate and zero a fresh buffer
+//! for every operand. A block reload drops a whole block's entries at once; buffers freed
+//! then and needed again only after the allocator has returned them to the OS (half a
+//! second, in the command line) came back as fresh pages the kernel zeroes again: a seventh
+//! of an 8192^3 simulation's samples when only eight were kept.
 
 use std::sync::Arc;
 
@@ -22,9 +26,6 @@ const MIN_BUDGET_BYTES: usize = 24 << 20;
 
 /// Decoded f32 bytes per byte of the SBUF image at most (fp8 operands).
 const DECODE_EXPANSION: usize = 4;
-
-/// Buffers of dropped entries kept for reuse.
-const SPARE_BUFFERS: usize = 8;
 
 /// One cached operand: its pattern, the bytes it covers and its decoded rows.
 struct Entry {
@@ -40,6 +41,8 @@ pub(super) struct DecodeCache {
     bytes: usize,
     budget: usize,
     spare: Vec<Vec<f32>>,
+    /// f32 bytes the spare buffers hold (their lengths).
+    spare_bytes: usize,
     /// The entry holding the operand just prepared, if it is there.
     pub hit: Option<usize>,
 }
@@ -48,7 +51,7 @@ impl DecodeCache {
     /// A cache for a program whose SBUF image has `sbuf_image_bytes`.
     pub fn new(sbuf_image_bytes: usize) -> DecodeCache {
         let budget = sbuf_image_bytes.saturating_mul(DECODE_EXPANSION).max(MIN_BUDGET_BYTES);
-        DecodeCache { entries: Vec::new(), bytes: 0, budget, spare: Vec::new(), hit: None }
+        DecodeCache { entries: Vec::new(), bytes: 0, budget, spare: Vec::new(), spare_bytes: 0, hit: None }
     }
 
     /// Find `ap`, make it the most recently used and the hit.
@@ -67,6 +70,12 @@ impl DecodeCache {
     /// used entries beyond the budget.
     pub fn insert(&mut self, ap: &HwAp, rows: Vec<f32>) {
         let size = rows.len() * std::mem::size_of::<f32>();
+        // Spare buffers give way first, so that entries and spares together keep within the
+        // budget and one operand (an entry evicted below leaves its buffer to the next decode).
+        while self.bytes + self.spare_bytes + size > self.budget {
+            let Some(spare) = self.spare.pop() else { break };
+            self.spare_bytes -= spare.len() * std::mem::size_of::<f32>();
+        }
         while !self.entries.is_empty() && self.bytes + size > self.budget {
             let old = self.entries.remove(0);
             self.retire(old);
@@ -84,7 +93,9 @@ impl DecodeCache {
     /// A buffer to decode into: a dropped entry's (its length kept, so a decode of the same
     /// size writes over it without clearing), or an empty one.
     pub fn buffer(&mut self) -> Vec<f32> {
-        self.spare.pop().unwrap_or_default()
+        let buffer = self.spare.pop().unwrap_or_default();
+        self.spare_bytes -= buffer.len() * std::mem::size_of::<f32>();
+        buffer
     }
 
     /// Drop the entries that an SBUF write to the bytes `(p0, p1, lo, hi)` may change.
@@ -109,11 +120,13 @@ impl DecodeCache {
     }
 
     fn retire(&mut self, e: Entry) {
-        self.bytes -= e.rows.len() * std::mem::size_of::<f32>();
+        let size = e.rows.len() * std::mem::size_of::<f32>();
+        self.bytes -= size;
         self.hit = None;
-        if self.spare.len() < SPARE_BUFFERS {
+        if self.bytes + self.spare_bytes + size <= self.budget {
             if let Ok(rows) = Arc::try_unwrap(e.rows) {
                 self.spare.push(rows);
+                self.spare_bytes += size;
             }
         }
     }
@@ -172,5 +185,29 @@ mod tests {
         assert!(cache.find(&tile(3072)));
         assert_eq!(cache.buffer().len(), rows);
         assert!(cache.buffer().is_empty());
+    }
+
+    /// A write over many entries at once (a block reload) keeps all their buffers for the
+    /// next decodes, and new entries push spares out before the budget is passed.
+    #[test]
+    fn a_block_of_dropped_entries_leaves_every_buffer_within_the_budget() {
+        let rows = 1 << 16;
+        let size = 4 * rows;
+        let mut cache = DecodeCache::new(0);
+        for t in 0..20u64 {
+            cache.insert(&tile(t * 1024), vec![t as f32; rows]);
+        }
+        cache.invalidate((0, 128, 0, 20 * 1024));
+        assert_eq!((cache.entries.len(), cache.spare.len(), cache.spare_bytes), (0, 20, 20 * size));
+        let fits = MIN_BUDGET_BYTES / size;
+        for t in 0..fits as u64 {
+            cache.insert(&tile(t * 1024), vec![0.0; rows]);
+            assert!(cache.bytes + cache.spare_bytes <= MIN_BUDGET_BYTES, "tile {t}");
+        }
+        assert_eq!((cache.entries.len(), cache.spare.len(), cache.spare_bytes), (fits, 0, 0));
+        cache.insert(&tile(fits as u64 * 1024), vec![0.0; rows]);
+        assert_eq!((cache.entries.len(), cache.spare.len()), (fits, 1), "the evicted entry's buffer is spare");
+        assert_eq!(cache.buffer().len(), rows);
+        assert_eq!(cache.spare_bytes, 0);
     }
 }
