@@ -355,6 +355,25 @@ impl Simulator {
         Ok(())
     }
 
+    /// Store f32 values into elements `first..first + values.len()` of an HBM tensor (its
+    /// elements in storage order), each converted to the tensor's dtype (RNE): a large
+    /// tensor written piece by piece, with the bytes [`write_hbm_f32`](Self::write_hbm_f32)
+    /// of the whole would give.
+    pub fn write_hbm_f32_at(&mut self, name: &str, first: usize, values: &[f32]) -> Result<(), SimError> {
+        let (dtype, range) = self.tensor_range(name)?;
+        let size = dtype.size_bytes() as usize;
+        let elems = range.len() / size;
+        let end = first.checked_add(values.len()).filter(|&e| e <= elems).ok_or_else(|| SimError::TensorSize {
+            name: name.to_string(),
+            expected: elems as u64,
+            got: (first as u64).saturating_add(values.len() as u64),
+            unit: "elements",
+        })?;
+        let bytes = range.start + first * size..range.start + end * size;
+        encode_all(dtype, CastMode::Rne, values, &mut self.machine.images.hbm[bytes]);
+        Ok(())
+    }
+
     /// The raw little-endian element bytes of an HBM tensor.
     pub fn read_hbm_tensor(&self, name: &str) -> Result<Vec<u8>, SimError> {
         let (_, range) = self.tensor_range(name)?;

@@ -108,13 +108,34 @@ impl Running {
     }
 }
 
-/// Simulate `kernel` (the GEMM `cfg`, whose HBM tensors are `names`) on `inputs` (A already
-/// compressed into `sparse` when A is sparse) and check C against the fp64 reference.
+/// The operands a GEMM is simulated on.
+pub(super) enum Operands<'a> {
+    /// In memory (given, or drawn beforehand): written to HBM whole.
+    Values(Inputs<'a>),
+    /// The seeded random inputs of [`super::random_inputs`] (not uint8), drawn straight into
+    /// HBM a piece at a time, for a GEMM whose check does not keep its operands
+    /// ([`keeps_operands`]).
+    Drawn { seed: u64 },
+}
+
+/// Values drawn at a time into HBM (16 MiB of f32).
+const DRAW_PIECE: usize = 1 << 22;
+
+/// Whether the check keeps the operands beside the simulation (rounded, and prepared while
+/// it runs) rather than reading them back from HBM after it.
+pub(super) fn keeps_operands(opts: &GemmOptions, cfg: &GemmConfig) -> bool {
+    let operand_bytes = cfg.m.saturating_mul(cfg.k).saturating_add(cfg.k.saturating_mul(cfg.n)).saturating_mul(4);
+    opts.check && operand_bytes <= concurrent_check_bytes()
+}
+
+/// Simulate `kernel` (the GEMM `cfg`, whose HBM tensors are `names`) on `operands` (A
+/// already compressed into `sparse` when A is sparse) and check C against the fp64
+/// reference.
 pub(super) fn simulate_and_check(
     opts: &GemmOptions,
     (cfg, names): (&GemmConfig, &Names),
     kernel: Kernel<'_>,
-    inputs: Inputs<'_>,
+    operands: Operands<'_>,
     sparse: Option<codegen::SparseA>,
 ) -> Result<Simulated, DriverError> {
     let (m, k, n) = (cfg.m, cfg.k, cfg.n);
@@ -122,20 +143,44 @@ pub(super) fn simulate_and_check(
     opts.phase("simulate");
     let mut running = Running::new(kernel)?;
     let simulator = running.hbm()?;
-    match (&sparse, &names.a_tags) {
-        (Some(s), Some(tags_name)) => {
+    let concurrent = keeps_operands(opts, cfg);
+    let uint8 = cfg.lhs_dtype == DType::Uint8 || cfg.rhs_dtype == DType::Uint8;
+    // `None`: drawn into HBM.
+    let inputs = match operands {
+        Operands::Values(inputs) => Some(inputs),
+        // Inputs the check keeps, or that are not drawn piece by piece, are drawn whole.
+        Operands::Drawn { seed } if concurrent || uint8 || sparse.is_some() => {
+            Some(super::random_inputs(m, k, n, seed, (cfg.lhs_dtype, cfg.rhs_dtype)))
+        }
+        Operands::Drawn { seed } => {
+            let mut draw = |name: &str, first: u64, len: u64| {
+                super::random::uniform_pieces(seed, first, len as usize, DRAW_PIECE, |at, values| {
+                    opts.check_cancel()?;
+                    Ok::<(), DriverError>(simulator.write_hbm_f32_at(name, at, values)?)
+                })
+            };
+            draw(&names.a, 0, m * k)?;
+            draw(&names.b, m * k, k * n)?;
+            #[cfg(test)]
+            DRAWN_INTO_HBM.set(DRAWN_INTO_HBM.get() + 1);
+            None
+        }
+    };
+    match (&sparse, &names.a_tags, &inputs) {
+        (Some(s), Some(tags_name), Some(_)) => {
             simulator.write_hbm_f32(&names.a, &s.stationary_values())?;
             let tags: Vec<u8> = s.packed_tags().iter().flat_map(|t| t.to_le_bytes()).collect();
             simulator.write_hbm_tensor(tags_name, &tags)?;
         }
-        (None, None) => simulator.write_hbm_f32(&names.a, &inputs.a)?,
+        (None, None, Some(inputs)) => simulator.write_hbm_f32(&names.a, &inputs.a)?,
+        (None, None, None) => {}
         _ => return Err(DriverError::internal("a sparse A without tags, or tags without a sparse A (a bug)")),
     }
-    simulator.write_hbm_f32(&names.b, &inputs.b)?;
+    if let Some(inputs) = &inputs {
+        simulator.write_hbm_f32(&names.b, &inputs.b)?;
+    }
     // A sparse A was compressed from its [M, K] layout, so the inputs are [M, K] by now.
     let lhs_transposed = cfg.lhs_transposed && cfg.sparsity.is_none();
-    let operand_bytes = m.saturating_mul(k).saturating_add(k.saturating_mul(n)).saturating_mul(4);
-    let concurrent = opts.check && operand_bytes <= concurrent_check_bytes();
     // Operands too large to prepare beside the simulation are not kept through it either:
     // the check reads them back from HBM afterwards (a dense A is stored as drawn or given,
     // rounded to its HBM dtype, which the check's rounding leaves as it is), once their
@@ -149,7 +194,7 @@ pub(super) fn simulate_and_check(
     // The inputs wait here for whichever thread prepares the check: the scoped thread during
     // the simulation, or this one after it (the thread could not start); read back from HBM,
     // they are dropped here.
-    let slot = Mutex::new((opts.check && !from_hbm).then_some(inputs));
+    let slot = Mutex::new(inputs.filter(|_| opts.check && !from_hbm));
     let prepare = || {
         if crate::cancel::stopped(opts.cancel.as_ref()) {
             return None;
@@ -222,6 +267,12 @@ thread_local! {
     static CONCURRENT_LIMIT: std::cell::Cell<u64> = const { std::cell::Cell::new(CONCURRENT_CHECK_BYTES) };
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Simulations on this thread whose inputs were drawn straight into HBM.
+    static DRAWN_INTO_HBM: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
 fn concurrent_check_bytes() -> u64 {
     #[cfg(test)]
     return CONCURRENT_LIMIT.get();
@@ -283,9 +334,10 @@ mod tests {
     use crate::gemm::{gemm, GemmRequest};
     use penguin::Target;
 
-    /// Operands too large to prepare beside the simulation are read back from HBM for the
-    /// check: C and the check are those of the concurrent path, for an A stored as drawn
-    /// (bf16), cast on load (fp32 in HBM), given as [K, M], and uint8 operands.
+    /// Operands too large to prepare beside the simulation are drawn straight into HBM and
+    /// read back from it for the check: C and the check are those of the concurrent path,
+    /// for an A stored as drawn (bf16), cast on load (fp32 in HBM), given as [K, M], and
+    /// uint8 operands (drawn whole).
     #[test]
     fn operands_read_back_from_hbm_check_as_the_concurrent_path() {
         let cases: [(DType, Option<DType>, bool); 4] = [
@@ -300,13 +352,16 @@ mod tests {
             req.lhs_transposed = transposed;
             let run = |limit: u64| {
                 CONCURRENT_LIMIT.set(limit);
+                let drawn = DRAWN_INTO_HBM.get();
                 let out = gemm(&req, None);
                 CONCURRENT_LIMIT.set(CONCURRENT_CHECK_BYTES);
-                out.map(|o| (o.c, o.report.check))
+                out.map(|o| (o.c, o.report.check, DRAWN_INTO_HBM.get() - drawn))
             };
-            let (c0, check0) = run(u64::MAX).expect("concurrent path");
-            let (c1, check1) = run(0).expect("read back from HBM");
+            let (c0, check0, streamed0) = run(u64::MAX).expect("concurrent path");
+            let (c1, check1, streamed1) = run(0).expect("read back from HBM");
             let what = format!("{dtype} hbm {hbm:?} transposed {transposed}");
+            // Drawn inputs the check does not keep go straight into HBM, but for uint8 ones.
+            assert_eq!((streamed0, streamed1), (0, u32::from(dtype != DType::Uint8)), "{what}");
             assert!(check0.as_ref().is_some_and(|c| c.passed && c.checked > 0), "{what}: {check0:?}");
             assert_eq!(c0, c1, "{what}: C differs");
             assert_eq!(check0, check1, "{what}: the check differs");

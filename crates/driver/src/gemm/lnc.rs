@@ -217,7 +217,7 @@ pub(super) fn run(
         let report = report::chip_report(facts(core_reports(wall)), None, wall).ok_or_else(no_report)?;
         return Ok(GemmOutcome::chip(report, chip_outcome(best)));
     }
-    let (inputs, sparse) = simulation_inputs(opts, whole, given, early)?;
+    let (inputs, sparse) = simulation_inputs(opts, whole, given, early, false)?;
     let first = best.plans.first().ok_or_else(no_report)?;
     let names = Names::of(first)?;
     let done = check::simulate_and_check(opts, (whole, &names), Kernel::Chip(&best.chip), inputs, sparse)?;

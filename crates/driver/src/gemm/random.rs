@@ -40,6 +40,36 @@ const PER_THREAD: usize = 1 << 18;
 /// `len` uniform values in [-1, 1) from word `first` of the stream of `seed`.
 pub(super) fn uniform(seed: u64, first: u64, len: usize) -> Vec<f32> {
     let mut out = vec![0f32; len];
+    uniform_into(seed, first, &mut out);
+    out
+}
+
+/// The values of [`uniform`]`(seed, first, len)` handed to `sink` `piece` values at a time
+/// (the last piece shorter), each with the index of its first value, drawn into one buffer:
+/// a large tensor's values go where they are stored without all of them being held at once.
+/// Stops at the first error of `sink`.
+pub(super) fn uniform_pieces<E>(
+    seed: u64,
+    first: u64,
+    len: usize,
+    piece: usize,
+    mut sink: impl FnMut(usize, &[f32]) -> Result<(), E>,
+) -> Result<(), E> {
+    let piece = piece.max(1);
+    let mut buf = vec![0f32; piece.min(len)];
+    let mut at = 0;
+    while at < len {
+        let part = &mut buf[..piece.min(len - at)];
+        uniform_into(seed, first + at as u64, part);
+        sink(at, part)?;
+        at += part.len();
+    }
+    Ok(())
+}
+
+/// Fill `out` with the uniform values from word `first` of the stream of `seed`.
+fn uniform_into(seed: u64, first: u64, out: &mut [f32]) {
+    let len = out.len();
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(8).min(len / PER_THREAD).max(1);
     let chunk = len.div_ceil(threads).max(1);
     let fill = |at: usize, part: &mut [f32]| {
@@ -48,8 +78,8 @@ pub(super) fn uniform(seed: u64, first: u64, len: usize) -> Vec<f32> {
         part.iter_mut().for_each(|v| *v = rng.gen_range(-1.0f32..1.0));
     };
     if threads == 1 {
-        fill(0, &mut out);
-        return out;
+        fill(0, out);
+        return;
     }
     let started = std::thread::scope(|s| {
         out.chunks_mut(chunk).enumerate().all(|(i, part)| {
@@ -59,9 +89,8 @@ pub(super) fn uniform(seed: u64, first: u64, len: usize) -> Vec<f32> {
     });
     if !started {
         // A thread could not be started: draw everything here.
-        fill(0, &mut out);
+        fill(0, out);
     }
-    out
 }
 
 #[cfg(test)]
@@ -79,5 +108,35 @@ mod tests {
             assert!(a == want[..a_len], "seed {seed}: A differs");
             assert!(b == want[a_len..], "seed {seed}: B differs");
         }
+    }
+
+    /// Pieces of any size, put together, are the values drawn at once.
+    #[test]
+    fn pieces_are_the_values_drawn_at_once() {
+        let (first, len) = (1000u64, PER_THREAD * 2 + 77);
+        let want = uniform(9, first, len);
+        for piece in [7, 1000, PER_THREAD, PER_THREAD * 2 + 1, len, len + 5] {
+            let mut got = Vec::new();
+            let mut starts = Vec::new();
+            uniform_pieces(9, first, len, piece, |at, values| {
+                starts.push(at);
+                got.extend_from_slice(values);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+            assert!(got == want, "piece {piece}");
+            assert_eq!(starts.len(), len.div_ceil(piece), "piece {piece}");
+            assert!(starts.iter().enumerate().all(|(i, &at)| at == i * piece), "piece {piece}");
+        }
+        let mut calls = 0;
+        let stopped = uniform_pieces(9, first, len, 1000, |_, _| {
+            calls += 1;
+            if calls == 3 {
+                Err("stop")
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!((stopped, calls), (Err("stop"), 3));
     }
 }

@@ -74,6 +74,26 @@ fn tensors_read_out_of_a_dropped_simulator_are_those_read_in_place() {
     assert!(matches!(run().into_hbm_f32(&["x", "w"]), Err(SimError::UnknownTensor { name }) if name == "w"));
 }
 
+/// A tensor written in pieces holds the bytes of writing it whole; a piece past its end is
+/// refused with the element count it would need.
+#[test]
+fn a_tensor_written_in_pieces_is_the_tensor_written_whole() {
+    let mut b = Builder::new(Target::Trn2);
+    b.tensor("x", &[4, 32], DType::Bf16, HbmRole::Input);
+    let values = tricky_values();
+    let mut whole = Simulator::new(&b.program);
+    whole.write_hbm_f32("x", &values).unwrap();
+    let mut pieces = Simulator::new(&b.program);
+    for (i, piece) in values.chunks(37).enumerate() {
+        pieces.write_hbm_f32_at("x", i * 37, piece).unwrap();
+    }
+    assert_eq!(pieces.read_hbm_tensor("x").unwrap(), whole.read_hbm_tensor("x").unwrap());
+    let e = pieces.write_hbm_f32_at("x", 100, &values[..29]).unwrap_err();
+    assert!(matches!(e, SimError::TensorSize { expected: 128, got: 129, .. }), "{e:?}");
+    assert!(matches!(pieces.write_hbm_f32_at("x", usize::MAX, &values[..2]), Err(SimError::TensorSize { .. })));
+    assert!(matches!(pieces.write_hbm_f32_at("y", 0, &values[..2]), Err(SimError::UnknownTensor { .. })));
+}
+
 #[test]
 fn dma_round_trip_through_bf16_is_bit_exact() {
     // x: [4, 32] fp32 in HBM -> SBUF bf16 (cast) -> y: fp32 in HBM and z: bf16 in HBM.
