@@ -405,26 +405,41 @@ impl Simulator {
     }
 
     /// The HBM tensors `names`, decoded to f32 in that order, with this simulator dropped
-    /// before any is decoded: their bytes are copied out of the image, the image and the
-    /// on-chip memories are freed, and each copy is decoded and freed in turn. Reading a
-    /// large kernel's output and inputs this way never holds their f32 values beside the
-    /// HBM image (an 8192^3 GEMM's C and its A and B in bf16: 1.0 GiB at most, against
-    /// 1.25 GiB with [`read_hbm_f32`](Simulator::read_hbm_f32) of each).
+    /// before any narrower than f32 is decoded: fp32 tensors are decoded from the image, the
+    /// bytes of the others are copied out of it, the image and the on-chip memories are
+    /// freed, and each copy is decoded and freed in turn. Reading a large kernel's output and
+    /// inputs this way never holds their widened values beside the HBM image (an 8192^3
+    /// GEMM's fp32 C and its bf16 A and B: 1.0 GiB at most, against 1.25 GiB with
+    /// [`read_hbm_f32`](Simulator::read_hbm_f32) of each).
     pub fn into_hbm_f32(self, names: &[&str]) -> Result<Vec<Vec<f32>>, SimError> {
-        let raw = names
+        let decode = |dtype: DType, bytes: &[u8]| {
+            let mut out = vec![0f32; bytes.len() / dtype.size_bytes() as usize];
+            decode_all(dtype, bytes, &mut out);
+            out
+        };
+        /// A tensor decoded, or its bytes to decode.
+        enum Read {
+            Values(Vec<f32>),
+            Bytes(DType, Vec<u8>),
+        }
+        let read = names
             .iter()
             .map(|name| {
                 let (dtype, range) = self.tensor_range(name)?;
-                Ok((dtype, self.machine.images.hbm[range].to_vec()))
+                let bytes = &self.machine.images.hbm[range];
+                Ok(if dtype.size_bytes() >= 4 {
+                    Read::Values(decode(dtype, bytes))
+                } else {
+                    Read::Bytes(dtype, bytes.to_vec())
+                })
             })
             .collect::<Result<Vec<_>, SimError>>()?;
         drop(self);
-        Ok(raw
+        Ok(read
             .into_iter()
-            .map(|(dtype, bytes)| {
-                let mut out = vec![0f32; bytes.len() / dtype.size_bytes() as usize];
-                decode_all(dtype, &bytes, &mut out);
-                out
+            .map(|r| match r {
+                Read::Values(values) => values,
+                Read::Bytes(dtype, bytes) => decode(dtype, &bytes),
             })
             .collect())
     }
