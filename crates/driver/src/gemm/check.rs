@@ -227,8 +227,9 @@ pub(super) fn simulate_and_check(
                 }
             }
             // The memory images go before the check, which keeps its own copies of the
-            // operands: the tensors' bytes are copied out and the images freed before they
-            // are decoded, so that their f32 values never sit beside the HBM image.
+            // operands: the bytes of A and B (narrower than f32) are copied out and the
+            // images freed before they are decoded, so that their f32 values never sit
+            // beside the HBM image.
             let wanted: &[&str] = if digests.is_some() { &[&names.c, &names.a, &names.b] } else { &[&names.c] };
             let mut values = running.into_hbm()?.into_hbm_f32(wanted)?.into_iter();
             let c = values.next().ok_or_else(|| DriverError::internal("C was not read back (a bug)"))?;
