@@ -201,8 +201,8 @@ impl Simulator {
         Simulator::shared(Arc::new(program.clone()))
     }
 
-    /// [`Simulator::new`] on a program the caller shares rather than copies (a 8192^3 GEMM's
-    /// program is about 75 MiB).
+    /// [`Simulator::new`] on a program the caller shares rather than copies (an 8192^3
+    /// GEMM's program is about 75 MiB).
     pub fn shared(program: Arc<Program>) -> Simulator {
         let sbuf_partition_bytes = sbuf_image_bytes(&program);
         let parts = NUM_PARTITIONS as usize;
@@ -356,9 +356,9 @@ impl Simulator {
     }
 
     /// Store f32 values into elements `first..first + values.len()` of an HBM tensor (its
-    /// elements in storage order), each converted to the tensor's dtype (RNE): a large
-    /// tensor written piece by piece, with the bytes [`write_hbm_f32`](Self::write_hbm_f32)
-    /// of the whole would give.
+    /// elements in storage order), each converted to the tensor's dtype (RNE), so that a
+    /// large tensor can be written piece by piece: the pieces leave the bytes that
+    /// [`write_hbm_f32`](Self::write_hbm_f32) of the whole leaves.
     pub fn write_hbm_f32_at(&mut self, name: &str, first: usize, values: &[f32]) -> Result<(), SimError> {
         let (dtype, range) = self.tensor_range(name)?;
         let size = dtype.size_bytes() as usize;
