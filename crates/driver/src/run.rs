@@ -93,7 +93,8 @@ pub struct RunOutcome {
 #[derive(Debug)]
 pub struct Runnable {
     src: Source,
-    program: bir::Program,
+    /// Shared with the simulator of each run, not copied for it.
+    program: std::sync::Arc<bir::Program>,
     lines: SourceLines,
     required: Vec<String>,
     penguin_instructions: Option<u64>,
@@ -139,7 +140,7 @@ impl Runnable {
                 let penguin_instructions = Some(penguin::FunctionView::layout(&f).len() as u64);
                 Runnable {
                     src,
-                    program,
+                    program: program.into(),
                     lines: SourceLines::Penguin(map),
                     required,
                     penguin_instructions,
@@ -155,7 +156,7 @@ impl Runnable {
                 let required = inputs_of(&p);
                 Runnable {
                     src,
-                    program: p,
+                    program: p.into(),
                     lines: SourceLines::Bir(map),
                     required,
                     penguin_instructions: None,
@@ -173,7 +174,7 @@ impl Runnable {
                 let required = inputs_of(&p);
                 Runnable {
                     src,
-                    program: p,
+                    program: p.into(),
                     lines: SourceLines::Bir(map),
                     required,
                     penguin_instructions: None,
@@ -281,7 +282,7 @@ impl Runnable {
             return Ok(RunOutcome { report, outputs: Vec::new(), simulated: None, cycle, chip: None });
         }
         let (given, wanted) = self.prepare(inputs, options, 1)?;
-        let mut simulator = crate::threads::simulator(&self.program)?;
+        let mut simulator = crate::threads::simulator_shared(std::sync::Arc::clone(&self.program))?;
         self.write_inputs(&mut simulator, &given, inputs)?;
         let (mut simulator, stats) = cancel::simulate(simulator, options.cancel.as_ref())?;
         let stats = stats.map_err(|e| DriverError::input(sim_message(&self.src, &self.program, &self.lines, &e)))?;

@@ -66,7 +66,7 @@ impl Runnable {
             .enumerate()
             .map(|(k, p)| Runnable::new_sharing(&format!("{name} (core {k})"), p, target, &shared))
             .collect::<Result<Vec<_>, _>>()?;
-        let chip = bir::Chip::with_shared(cores.iter().map(|c| c.program.clone()).collect(), shared);
+        let chip = bir::Chip::with_shared(cores.iter().map(|c| (*c.program).clone()).collect(), shared);
         bir::verify_chip(&chip).map_err(|e| DriverError::input(format!("{name}: {e}")))?;
         let mut first = cores.remove(0);
         first.src.name = name.to_string();
