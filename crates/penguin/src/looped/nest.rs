@@ -40,7 +40,7 @@
 //! Rolling never changes the meaning: [`expand_items`](super::expand_items) of the result is
 //! the input sequence, for the same reason as [`super::roll`]'s.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::hash::Hash;
 
 use serde::{Deserialize, Serialize};
@@ -388,7 +388,7 @@ fn candidates<I>(level: &[Unit<I>]) -> Vec<usize> {
             *w = true;
         }
     }
-    let mut last: HashMap<u32, usize> = HashMap::new();
+    let mut last: HashMap<u32, usize> = HashMap::default();
     for (i, u) in level.iter().enumerate() {
         if let Some(prev) = last.insert(u.shape, i) {
             if let Some(w) = want.get_mut(i - prev) {
@@ -477,7 +477,7 @@ struct Shapes<I: Rolled> {
 
 impl<I: Rolled> Default for Shapes<I> {
     fn default() -> Self {
-        Shapes { ids: ShapeIds::default(), seqs: HashMap::new() }
+        Shapes { ids: ShapeIds::default(), seqs: HashMap::default() }
     }
 }
 

@@ -2,7 +2,7 @@
 //! [`Program`] (borrowed, nothing copied), or the streams of a [`LoopedProgram`] walked
 //! lazily, one cursor per engine holding a frame per open loop.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use bir::looped::param_count;
 use bir::{BirInst, Engine, Item, LoopedProgram, Program};
@@ -134,7 +134,8 @@ pub(super) struct Cursor<'p> {
     current: Current<'p>,
     /// Loop body instructions met so far, and where each is by its address in the program.
     cache: Vec<Materialized>,
-    cached: HashMap<usize, usize>,
+    /// Looked up once per replayed instruction, so with a fast hash of the address.
+    cached: rustc_hash::FxHashMap<usize, usize>,
 }
 
 /// The streams of a looped program, each walked by a [`Cursor`].
