@@ -64,7 +64,7 @@ pub struct LoopedProgram {
 
 /// The number of parameters of one instruction.
 pub fn inst_param_count(inst: &BirInst) -> usize {
-    2 * inst.op.aps().len() + inst.waits.len()
+    2 * inst.op.ap_count() + inst.waits.len()
 }
 
 /// The number of parameters of a sequence of items.

@@ -374,7 +374,7 @@ impl Tree {
             let mut at = 0;
             let last = part.ops.len().saturating_sub(1);
             for (k, op) in part.ops.iter().enumerate() {
-                let n = 2 * op.aps().len();
+                let n = 2 * op.ap_count();
                 let mut steps: Vec<Vec<i64>> = part.steps.iter().map(|s| s[at..at + n].to_vec()).collect();
                 at += n;
                 let mut waits = Vec::new();

@@ -354,6 +354,15 @@ mod tests {
             let roles: Vec<&str> = op.ap_roles().iter().map(|(n, _, _)| *n).collect();
             assert_eq!((&names_mut, &roles), (&names, &names), "{}", op.name());
             assert_eq!(offsets, (0..names.len() as u64).map(|i| 64 * i).collect::<Vec<_>>(), "{}", op.name());
+            assert_eq!(op.ap_count(), names.len(), "{}", op.name());
+            let mut visited = Vec::new();
+            copy.for_each_ap_mut(|n, ap| {
+                visited.push(n);
+                ap.byte_offset += 1;
+            });
+            assert_eq!(visited, names, "{}", op.name());
+            let bumped: Vec<u64> = copy.aps().iter().map(|(_, ap)| ap.byte_offset).collect();
+            assert_eq!(bumped, offsets.iter().map(|o| o + 1).collect::<Vec<_>>(), "{}", op.name());
         }
     }
 

@@ -297,6 +297,23 @@ macro_rules! declare_ops {
                 v
             }
 
+            /// How many [`Self::aps`] there are, without collecting them (the looped model
+            /// asks for every instruction it replays).
+            pub fn ap_count(&self) -> usize {
+                let mut n = 0;
+                match self {
+                    $( Op::$V { $($ap,)* .. } => { $( if ApField::ap($ap).is_some() { n += 1; } )* } )*
+                }
+                n
+            }
+
+            /// Call `f` on each of [`Self::aps_mut`], in order, without collecting them.
+            pub fn for_each_ap_mut(&mut self, mut f: impl FnMut(&'static str, &mut HwAp)) {
+                match self {
+                    $( Op::$V { $($ap,)* .. } => { $( if let Some(a) = ApField::ap_mut($ap) { f(stringify!($ap), a); } )* } )*
+                }
+            }
+
             /// [`Self::aps`] with what the op does with each.
             pub fn ap_roles(&self) -> Vec<(&'static str, &HwAp, ApRole)> {
                 let mut v = Vec::new();

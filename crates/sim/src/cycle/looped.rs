@@ -223,7 +223,7 @@ fn param_kinds(items: &[Item], out: &mut Vec<Option<Option<SemId>>>) {
     for it in items {
         match it {
             Item::Inst(i) => {
-                for _ in i.op.aps() {
+                for _ in 0..i.op.ap_count() {
                     out.extend([None, Some(None)]);
                 }
                 out.extend(i.waits.iter().map(|w| Some(Some(w.sem))));

@@ -108,14 +108,18 @@ impl Materialized {
     /// instruction is then left half-advanced: the model stops there).
     fn advance(&mut self, delta: &[i64]) -> bool {
         let mut moved = self.params.iter().zip(delta).map(|(p, d)| p + i128::from(*d));
-        for (_, ap) in self.inst.op.aps_mut() {
-            let (Some(Ok(offset)), Some(Ok(partition))) =
-                (moved.next().map(u64::try_from), moved.next().map(u32::try_from))
-            else {
-                return false;
-            };
-            ap.byte_offset = offset;
-            ap.start_partition = partition;
+        let mut in_range = true;
+        self.inst.op.for_each_ap_mut(|_, ap| {
+            match (moved.next().map(u64::try_from), moved.next().map(u32::try_from)) {
+                (Some(Ok(offset)), Some(Ok(partition))) if in_range => {
+                    ap.byte_offset = offset;
+                    ap.start_partition = partition;
+                }
+                _ => in_range = false,
+            }
+        });
+        if !in_range {
+            return false;
         }
         for w in &mut self.inst.waits {
             let Some(Ok(value)) = moved.next().map(u64::try_from) else { return false };
