@@ -258,6 +258,14 @@ macro_rules! inst_kinds {
                 }
             }
 
+            /// How many operands [`Self::operands`] gives, without collecting them (the loop
+            /// roll asks for every instruction it rolls).
+            pub fn operand_count(&self) -> usize {
+                let mut n = 0;
+                self.for_each_operand(|_, _| n += 1);
+                n
+            }
+
             /// Mutable access to every operand, in the order of [`Self::operands`].
             pub fn operands_mut(&mut self) -> Vec<&mut $crate::tile::InstTile> {
                 match self {

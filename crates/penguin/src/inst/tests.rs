@@ -243,6 +243,12 @@ fn every_kind_name_round_trips_through_the_table() {
         assert!(at.windows(2).all(|w| w[0] < w[1]), "{}", inst.opcode());
         let printed: Vec<&str> = inst.attributes().iter().map(|(k, _)| *k).collect();
         assert!(printed.iter().all(|k| inst.kind().attribute_keys().contains(k)), "{}", inst.opcode());
+        // The uncollected walks give what the collected lists give.
+        let listed: Vec<(InstTile, Access)> = inst.operands().into_iter().map(|(t, a)| (t.clone(), a)).collect();
+        let mut walked = Vec::new();
+        inst.for_each_operand(|t, a| walked.push((t.clone(), a)));
+        assert_eq!(walked, listed, "{}", inst.opcode());
+        assert_eq!(inst.operand_count(), listed.len(), "{}", inst.opcode());
     }
 }
 

@@ -38,14 +38,14 @@ pub struct PirInst {
 
 impl Stepped for PirInst {
     fn param_count(&self) -> usize {
-        2 * self.data.operands().len() + self.deps.len() + usize::from(self.data.queue_hint().is_some())
+        2 * self.data.operand_count() + self.deps.len() + usize::from(self.data.queue_hint().is_some())
     }
 
     fn push_params(&self, out: &mut Vec<i64>) {
-        for (tile, _) in self.data.operands() {
+        self.data.for_each_operand(|tile, _| {
             out.push(tile.ap.offset);
             out.push(i64::from(tile.ap.start_partition));
-        }
+        });
         out.extend(self.deps.iter().map(|d| i64::from(d.from.0)));
         out.extend(self.data.queue_hint().map(|q| i64::from(q.0)));
     }
@@ -84,9 +84,7 @@ impl PartialEq for PirShape {
 impl Hash for PirShape {
     fn hash<H: Hasher>(&self, h: &mut H) {
         self.0.data.kind().hash(h);
-        for (tile, _) in self.0.data.operands() {
-            tile.hash(h);
-        }
+        self.0.data.for_each_operand(|tile, _| tile.hash(h));
         self.0.deps.hash(h);
     }
 }
@@ -97,7 +95,9 @@ impl Rolled for PirInst {
     fn shape(&self) -> Option<PirShape> {
         // `zeroed` in one clone: every parameter set to 0 in place (an offset of i64::MIN,
         // which has no negation, has no shape, as `zeroed` has no result).
-        if self.data.operands().iter().any(|(tile, _)| tile.ap.offset == i64::MIN) {
+        let mut unshaped = false;
+        self.data.for_each_operand(|tile, _| unshaped |= tile.ap.offset == i64::MIN);
+        if unshaped {
             return None;
         }
         let mut out = self.clone();

@@ -178,7 +178,7 @@ impl LoopRules<PirInst> for Rules {
     fn inst(&mut self, index: u64, i: &PirInst, params: &[i64], loops: &[Enclosing<'_>]) {
         let kind = i.data.kind();
         let names = kind.operand_names();
-        let ops = 2 * i.data.operands().len();
+        let ops = 2 * i.data.operand_count();
         let edges = ops + i.deps.len();
         for (q, &b) in params.iter().enumerate() {
             let (lo, hi) = param_range(loops, q, b);
@@ -228,7 +228,7 @@ fn corner_function(lf: &LoopedFunction) -> LoopedFunction {
     let reduce = |i: &PirInst| PirInst { data: i.data.clone(), deps: Vec::new(), loc: None };
     // An operand's parameters and a queue hint are kept, the edges' are dropped with them.
     let kept = |i: &PirInst, out: &mut Vec<bool>| {
-        out.extend(std::iter::repeat_n(true, 2 * i.data.operands().len()));
+        out.extend(std::iter::repeat_n(true, 2 * i.data.operand_count()));
         out.extend(std::iter::repeat_n(false, i.deps.len()));
         out.extend(i.data.queue_hint().map(|_| true));
     };
