@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::time::Instant;
 
 use codegen::{AutoSearch, GemmConfig, GemmPlan, PlanRequest, Planning};
-use penguin::{DType, HwProfile};
+use penguin::HwProfile;
 
 use crate::budget;
 use crate::cancel;
@@ -109,7 +109,7 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
     }
     // A large single-core GEMM's drawn inputs go straight into HBM when it is simulated;
     // any other's are drawn while the kernel is planned.
-    let stream = req.lnc == 1 && streams_inputs(opts, &cfg, given.is_none());
+    let stream = req.lnc == 1 && given.is_none() && check::streams_inputs(opts, &cfg);
     let early = if stream { None } else { draw_early(opts, &cfg, given.is_none()) };
     if req.lnc != 1 {
         return lnc::run(req, &cfg, given, early, &hw);
@@ -170,7 +170,7 @@ pub fn gemm(req: &GemmRequest, inputs: Option<GemmInputs<'_>>) -> Result<GemmOut
 type Early = random::Background<(Inputs<'static>, (penguin::DType, penguin::DType))>;
 
 /// The inputs a GEMM is simulated on: the given ones, else those drawn while it was planned
-/// (`early`, when drawn for the same dtypes), else (with `stream`, where [`streams_inputs`]
+/// (`early`, when drawn for the same dtypes), else (with `stream`, where [`check::streams_inputs`]
 /// holds) the seed to draw them from straight into HBM, else drawn now; a sparse A pruned
 /// (when drawn) and compressed.
 fn simulation_inputs<'a>(
@@ -182,7 +182,7 @@ fn simulation_inputs<'a>(
 ) -> Result<(check::Operands<'a>, Option<codegen::SparseA>), DriverError> {
     let (m, k, n) = (cfg.m, cfg.k, cfg.n);
     let from_user = given.is_some();
-    if stream && early.is_none() && streams_inputs(opts, cfg, !from_user) {
+    if stream && early.is_none() && !from_user && check::streams_inputs(opts, cfg) {
         return Ok((check::Operands::Drawn { seed: opts.seed }, None));
     }
     let mut inputs = match given {
@@ -205,19 +205,6 @@ fn simulation_inputs<'a>(
         None => None,
     };
     Ok((check::Operands::Values(inputs), sparse))
-}
-
-/// Whether drawn inputs are drawn straight into HBM when the GEMM is simulated: dense ones
-/// (a sparse A is pruned and compressed from its drawn values; uint8 values come from
-/// another draw) that the check does not keep beside the simulation
-/// ([`check::keeps_operands`]). Nothing then holds them as f32 (an 8192^3 GEMM's: 512 MiB),
-/// and the check reads them back from HBM.
-fn streams_inputs(opts: &GemmOptions, cfg: &GemmConfig, drawn: bool) -> bool {
-    drawn
-        && cfg.sparsity.is_none()
-        && cfg.lhs_dtype != DType::Uint8
-        && cfg.rhs_dtype != DType::Uint8
-        && !check::keeps_operands(opts, cfg)
 }
 
 /// Random inputs drawn on other threads while the kernel is planned and lowered (when it is

@@ -7,13 +7,9 @@ use crate::error::DriverError;
 /// The environment variable that sets the simulator's threads.
 pub const THREADS_VAR: &str = "NTILE_THREADS";
 
-/// A simulator for `program` with the threads `NTILE_THREADS` asks for (the default: all
-/// cores); a value that is not a positive integer is the user's error, naming it.
-pub fn simulator(program: &bir::Program) -> Result<sim::Simulator, DriverError> {
-    simulator_shared(std::sync::Arc::new(program.clone()))
-}
-
-/// [`simulator`] on a program shared with the caller (not copied).
+/// A simulator for `program`, shared with the caller (not copied), with the threads
+/// `NTILE_THREADS` asks for (the default: all cores); a value that is not a positive integer
+/// is the user's error, naming it.
 pub fn simulator_shared(program: std::sync::Arc<bir::Program>) -> Result<sim::Simulator, DriverError> {
     let mut s = sim::Simulator::shared(program);
     if let Some(threads) = threads_from_env()? {
@@ -22,7 +18,7 @@ pub fn simulator_shared(program: std::sync::Arc<bir::Program>) -> Result<sim::Si
     Ok(s)
 }
 
-/// A chip's simulator on the threads `NTILE_THREADS` asks for (as [`simulator`]).
+/// A chip's simulator on the threads `NTILE_THREADS` asks for (as [`simulator_shared`]).
 pub fn chip_simulator(chip: &bir::Chip) -> Result<sim::ChipSimulator, DriverError> {
     let mut s = sim::ChipSimulator::new(chip);
     if let Some(threads) = threads_from_env()? {

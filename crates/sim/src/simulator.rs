@@ -351,8 +351,7 @@ impl Simulator {
                 unit: "elements",
             });
         }
-        encode_all(dtype, CastMode::Rne, values, &mut self.machine.images.hbm[range]);
-        Ok(())
+        self.write_hbm_f32_at(name, 0, values)
     }
 
     /// Store f32 values into elements `first..first + values.len()` of an HBM tensor (its

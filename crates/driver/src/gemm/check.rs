@@ -128,6 +128,18 @@ pub(super) fn keeps_operands(opts: &GemmOptions, cfg: &GemmConfig) -> bool {
     opts.check && operand_bytes <= concurrent_check_bytes()
 }
 
+/// Whether the GEMM's drawn inputs are drawn straight into HBM when it is simulated: dense
+/// ones (a sparse A is pruned and compressed from its drawn values; uint8 values come from
+/// another draw) that the check does not keep beside the simulation ([`keeps_operands`]).
+/// Nothing then holds them as f32 (an 8192^3 GEMM's: 512 MiB), and the check reads them
+/// back from HBM.
+pub(super) fn streams_inputs(opts: &GemmOptions, cfg: &GemmConfig) -> bool {
+    cfg.sparsity.is_none()
+        && cfg.lhs_dtype != DType::Uint8
+        && cfg.rhs_dtype != DType::Uint8
+        && !keeps_operands(opts, cfg)
+}
+
 /// Simulate `kernel` (the GEMM `cfg`, whose HBM tensors are `names`) on `operands` (A
 /// already compressed into `sparse` when A is sparse) and check C against the fp64
 /// reference.
@@ -144,12 +156,12 @@ pub(super) fn simulate_and_check(
     let mut running = Running::new(kernel)?;
     let simulator = running.hbm()?;
     let concurrent = keeps_operands(opts, cfg);
-    let uint8 = cfg.lhs_dtype == DType::Uint8 || cfg.rhs_dtype == DType::Uint8;
     // `None`: drawn into HBM.
     let inputs = match operands {
         Operands::Values(inputs) => Some(inputs),
-        // Inputs the check keeps, or that are not drawn piece by piece, are drawn whole.
-        Operands::Drawn { seed } if concurrent || uint8 || sparse.is_some() => {
+        // Inputs that are not drawn piece by piece (the caller asked for it against the
+        // rule) are drawn whole.
+        Operands::Drawn { seed } if !streams_inputs(opts, cfg) || sparse.is_some() => {
             Some(super::random_inputs(m, k, n, seed, (cfg.lhs_dtype, cfg.rhs_dtype)))
         }
         Operands::Drawn { seed } => {
@@ -334,6 +346,31 @@ mod tests {
     use super::*;
     use crate::gemm::{gemm, GemmRequest};
     use penguin::Target;
+
+    /// Inputs handed over to be drawn into HBM where the rule says the check keeps them are
+    /// drawn whole instead: C and the check are those of `gemm` on the same seed.
+    #[test]
+    fn drawn_inputs_the_check_keeps_are_drawn_whole() {
+        let req = GemmRequest::new(256, 384, 200, DType::Bf16, Target::Trn2);
+        let want = gemm(&req, None).expect("gemm");
+        let plan = want.plan.clone().expect("the plan");
+        let program = Arc::new(want.program.clone().expect("the program"));
+        let names = Names::of(&plan).expect("names");
+        let opts = &req.options;
+        assert!(!streams_inputs(opts, &plan.config), "the check keeps operands this small");
+        let drawn = DRAWN_INTO_HBM.get();
+        let got = simulate_and_check(
+            opts,
+            (&plan.config, &names),
+            Kernel::One(&program),
+            Operands::Drawn { seed: opts.seed },
+            None,
+        )
+        .expect("simulate");
+        assert_eq!(DRAWN_INTO_HBM.get(), drawn, "drawn into HBM against the rule");
+        assert_eq!(Some(got.c), want.c);
+        assert_eq!(got.check, want.report.check);
+    }
 
     /// Operands too large to prepare beside the simulation are drawn straight into HBM and
     /// read back from it for the check: C and the check are those of the concurrent path,
