@@ -178,3 +178,42 @@ def test_the_simulator_and_the_reference_interpreter_agree(nki_hook, rng, monkey
     # (a K=1024 fp32 sum in another order differs by up to K*eps32 of its magnitudes).
     atol = 1024 * np.finfo(np.float32).eps * np.abs(ref).max() if case.startswith("matmul") else 1e-6
     np.testing.assert_allclose(sim, ref, rtol=1e-5, atol=atol)
+
+
+def test_a_pooling_window_too_wide_for_one_instruction_runs_as_several(nki_hook, nki_runner, rng):
+    mod = load_example("stencils", "legacy")
+    x = rng.standard_normal((96, 20, 30)).astype(np.float32)
+    np.testing.assert_array_equal(mod.max_pool2(x), x.reshape(96, 10, 2, 15, 2).max(axis=(2, 4)))
+
+
+def test_temporaries_that_take_turns_share_sbuf(nki_hook, nki_runner, rng):
+    # 8000 fp32 per partition per temporary: the sites of the filter's three lines and the
+    # loaded tile do not fit trn2's SBUF side by side, double buffered or not.
+    mod = load_example("stencils", "legacy")
+    x = rng.standard_normal((256, 8004)).astype(np.float32)
+    n = x.shape[1] - 4
+    want = (f64(x[:, 0:n]) + f64(x[:, 4:])) * 0.0625 + (f64(x[:, 1:n + 1]) + f64(x[:, 3:n + 3])) * 0.25
+    want += f64(x[:, 2:n + 2]) * 0.375
+    np.testing.assert_allclose(mod.five_tap(x), want, rtol=1e-5, atol=1e-5)
+
+
+def test_nl_calls_given_psum_tiles_copy_them_to_sbuf(nki_hook, nki_runner, rng):
+    mod = load_example("stencils", "legacy")
+    x = rng.standard_normal((128, 96)).astype(np.float32)
+    np.testing.assert_allclose(mod.gram(x), f64(x).T @ f64(x), rtol=1e-4, atol=1e-3)
+    a = rng.standard_normal((64, 128)).astype(np.float32)
+    b = rng.standard_normal((100, 128)).astype(np.float32)
+    np.testing.assert_allclose(mod.pairs_t(a, b), f64(a) @ f64(b).T, rtol=1e-4, atol=1e-3)
+
+
+def test_a_bf16_transpose_writes_bf16_psum_from_trn2_on(nki_hook, nki_runner, rng):
+    import ntile.nki
+
+    mod = load_example("transpose", "legacy")
+    x = rng.standard_normal((256, 128)).astype(ml_dtypes.bfloat16)
+    out = mod.transpose_2d(x)
+    assert out.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(out.view(np.uint16), x.T.view(np.uint16))
+    if nki_runner != "reference":  # the builder's rule; the numpy interpreter runs any trace
+        with pytest.raises(ValueError, match="transpose result on trn1"):
+            ntile.nki.profile(mod.transpose_2d, x, target="trn1")

@@ -6,8 +6,12 @@
 //! the same partitions) is live from its first instance's first access to its last
 //! instance's last one, and sites whose storage is not live at the same time share bytes:
 //! first fit, largest first, SBUF 64-byte aligned, PSUM in whole 2 KiB banks. When it does
-//! not fit, rotation is dropped from the largest sites first; the capacity error names the
-//! allocation, what is live beside it and the capacity. Direct addresses are honoured.
+//! not fit, rotation is dropped from the largest sites first. When even that does not fit,
+//! the packing starts again with sites sharing bytes whenever none of their instances are
+//! live at once (temporaries of one loop body, live in turns, then share one range; the
+//! dependences that adds order them), rotation again dropped as needed. The capacity error
+//! names the allocation, what is live beside it and the capacity. Direct addresses are
+//! honoured.
 
 use penguin::{DType, Memory, Target};
 use serde::Serialize;
@@ -62,6 +66,8 @@ pub(crate) struct SitePlan {
     /// the storage's start.
     pub(crate) placement: Vec<(u64, u32, u64)>,
     live: (usize, usize),
+    /// The records its instances are live over: disjoint `[first, last]` spans, in order.
+    spans: Vec<(usize, usize)>,
     direct: bool,
     rotation_dropped: bool,
 }
@@ -88,8 +94,28 @@ impl SitePlan {
         }
     }
 
-    fn meets(&self, o: &SitePlan) -> bool {
-        self.live.0 <= o.live.1 && o.live.0 <= self.live.1
+    /// Whether the storage of one is live while the other's is: over their whole lives, or
+    /// with `turns` only while an instance is live (between its instances a site's storage
+    /// holds nothing, so another site may use it there).
+    fn meets(&self, o: &SitePlan, turns: bool) -> bool {
+        if !(self.live.0 <= o.live.1 && o.live.0 <= self.live.1) {
+            return false;
+        }
+        if !turns {
+            return true;
+        }
+        let (mut a, mut b) = (self.spans.iter().peekable(), o.spans.iter().peekable());
+        while let (Some(&&x), Some(&&y)) = (a.peek(), b.peek()) {
+            if x.0 <= y.1 && y.0 <= x.1 {
+                return true;
+            }
+            if x.1 < y.1 {
+                a.next();
+            } else {
+                b.next();
+            }
+        }
+        false
     }
 
     /// The report of the site.
@@ -156,6 +182,19 @@ fn round_robin(inst: &[Instance], at_least: u64) -> u64 {
     (at_least.max(1)..n.max(1)).find(|&s| ok(s)).unwrap_or(n.max(1))
 }
 
+/// The records some instance is live over, as disjoint `[first, last]` spans in order
+/// (`inst` sorted by first access).
+fn spans(inst: &[Instance]) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for i in inst {
+        match out.last_mut() {
+            Some(last) if i.first <= last.1 => last.1 = last.1.max(i.last),
+            _ => out.push((i.first, i.last)),
+        }
+    }
+    out
+}
+
 /// The most instances live at once.
 fn most_live(inst: &[Instance]) -> u64 {
     let mut events: Vec<(usize, i64)> = inst.iter().flat_map(|i| [(i.first, 1), (i.last + 1, -1)]).collect();
@@ -175,6 +214,7 @@ fn plan(mut request: SiteRequest) -> Result<SitePlan, NkiError> {
     let partitions = inst.iter().map(|i| i.partitions).max().unwrap_or(1);
     let tile_bytes = inst.iter().map(|i| i.bytes).max().unwrap_or(0);
     let live = (inst.iter().map(|i| i.first).min().unwrap_or(0), inst.iter().map(|i| i.last).max().unwrap_or(0));
+    let spans = spans(inst);
     let size = u64::from(request.dtype.size_bytes());
     if inst.iter().any(|i| i.direct.is_some()) {
         // A direct site: each instance where the kernel put it.
@@ -202,6 +242,7 @@ fn plan(mut request: SiteRequest) -> Result<SitePlan, NkiError> {
             address: base,
             placement,
             live,
+            spans,
             direct: true,
             rotation_dropped: false,
             request,
@@ -225,6 +266,7 @@ fn plan(mut request: SiteRequest) -> Result<SitePlan, NkiError> {
         address: 0,
         placement: Vec::new(),
         live,
+        spans,
         direct: false,
         rotation_dropped: false,
         request,
@@ -270,33 +312,40 @@ pub(crate) fn allocate(requests: Vec<SiteRequest>, target: Target) -> Result<Vec
                 });
             }
         }
-        loop {
-            match pack(&mut plans, &ids, capacity) {
-                Ok(()) => break,
-                Err(failed) => {
-                    // Drop rotation from the largest site that still has it, then retry.
-                    let drop = ids
-                        .iter()
-                        .copied()
-                        .filter(|&i| plans[i].slots > plans[i].base_slots)
-                        .max_by_key(|&i| (plans[i].storage(), std::cmp::Reverse(i)));
-                    match drop {
-                        Some(i) => {
-                            plans[i].slots = plans[i].base_slots;
-                            plans[i].rotation_dropped = true;
-                            plans[i].place_slots();
-                        }
-                        None => return Err(capacity_error(&plans, &ids, failed, capacity, target)),
-                    }
-                }
-            }
+        // Sites whose lives do not overlap share bytes; only when that does not fit do sites
+        // that take turns inside a loop body share too (which orders their instances).
+        let whole = plans.clone();
+        if let Err(failed) = fit(&mut plans, &ids, capacity, false) {
+            plans = whole;
+            fit(&mut plans, &ids, capacity, true)
+                .map_err(|_| capacity_error(&plans, &ids, failed, capacity, target))?;
         }
     }
     Ok(plans)
 }
 
+/// Pack the sites `ids` into `capacity`, dropping rotation from the largest sites that have
+/// it until they fit; `Err(site)` for the site that does not fit without any rotation.
+fn fit(plans: &mut [SitePlan], ids: &[usize], capacity: u64, turns: bool) -> Result<(), usize> {
+    loop {
+        let failed = match pack(plans, ids, capacity, turns) {
+            Ok(()) => return Ok(()),
+            Err(failed) => failed,
+        };
+        let drop = ids
+            .iter()
+            .copied()
+            .filter(|&i| plans[i].slots > plans[i].base_slots)
+            .max_by_key(|&i| (plans[i].storage(), std::cmp::Reverse(i)));
+        let Some(i) = drop else { return Err(failed) };
+        plans[i].slots = plans[i].base_slots;
+        plans[i].rotation_dropped = true;
+        plans[i].place_slots();
+    }
+}
+
 /// First fit, largest first; `Err(site)` for the first site that does not fit.
-fn pack(plans: &mut [SitePlan], ids: &[usize], capacity: u64) -> Result<(), usize> {
+fn pack(plans: &mut [SitePlan], ids: &[usize], capacity: u64, turns: bool) -> Result<(), usize> {
     let mut order: Vec<usize> = ids.iter().copied().filter(|&i| !plans[i].direct).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(plans[i].storage()), plans[i].live.0, i));
     let mut placed: Vec<usize> = ids.iter().copied().filter(|&i| plans[i].direct).collect();
@@ -304,7 +353,7 @@ fn pack(plans: &mut [SitePlan], ids: &[usize], capacity: u64) -> Result<(), usiz
         let (size, align) = (plans[i].storage(), plans[i].align());
         let conflicts: Vec<(u64, u64)> = placed
             .iter()
-            .filter(|&&j| plans[j].meets(&plans[i]))
+            .filter(|&&j| plans[j].meets(&plans[i], turns))
             .map(|&j| (plans[j].address, plans[j].address + plans[j].storage()))
             .collect();
         let mut candidates: Vec<u64> =
@@ -328,7 +377,7 @@ fn capacity_error(plans: &[SitePlan], ids: &[usize], failed: usize, capacity: u6
     let f = &plans[failed];
     let live: Vec<String> = ids
         .iter()
-        .filter(|&&j| j != failed && plans[j].meets(f))
+        .filter(|&&j| j != failed && plans[j].meets(f, false))
         .map(|&j| format!("`{}` ({}, {} bytes)", plans[j].request.name, plans[j].request.loc, plans[j].storage()))
         .collect();
     NkiError::Capacity {
@@ -359,5 +408,35 @@ mod tests {
         let pairs = vec![inst(0, 9), inst(1, 2), inst(3, 4), inst(5, 6)];
         assert_eq!(most_live(&pairs), 2);
         assert_eq!(round_robin(&pairs, 2), 4);
+    }
+
+    fn site(name: &str, instances: Vec<Instance>) -> SiteRequest {
+        SiteRequest { name: name.into(), loc: "k.py:1".into(), memory: Memory::Sbuf, dtype: DType::Fp32, instances }
+    }
+
+    #[test]
+    fn sites_live_in_turns_share_bytes_and_sites_live_together_do_not() {
+        // Two temporaries of a loop body, each live in its own stretch of every iteration,
+        // and a third live across the second stretch; each takes 100 000 bytes of a
+        // partition, so three apart do not fit trn2's SBUF. (One instance each, so no rotation.)
+        let big = |first, last| Instance { bytes: 100_000, ..inst(first, last) };
+        let spread =
+            |from: usize, to: usize| -> Vec<Instance> { (0..4).map(|k| big(10 * k + from, 10 * k + to)).collect() };
+        let a = site("a", spread(0, 2));
+        let b = site("b", spread(3, 5));
+        let c = site("c", spread(4, 6));
+        let small = allocate(
+            vec![site("a", (0..4).map(|k| inst(10 * k, 10 * k + 2)).collect()), site("b", spread(3, 5))],
+            Target::Trn2,
+        )
+        .unwrap();
+        let range = |p: &SitePlan| (p.address, p.address + p.storage());
+        let (sa, sb) = (range(&small[0]), range(&small[1]));
+        assert!(sa.1 <= sb.0 || sb.1 <= sa.0, "sites that fit apart stay apart: {sa:?} {sb:?}");
+        let plans = allocate(vec![a, b, c], Target::Trn2).unwrap();
+        let (ra, rb, rc) = (range(&plans[0]), range(&plans[1]), range(&plans[2]));
+        assert!(ra.0 < rb.1 && rb.0 < ra.1, "a and b take turns and overlap in bytes: {ra:?} {rb:?}");
+        assert!(rc.1 <= rb.0 || rb.1 <= rc.0, "b and c are live together: {rb:?} {rc:?}");
+        assert!(!plans[0].meets(&plans[2], true) && plans[1].meets(&plans[2], true));
     }
 }

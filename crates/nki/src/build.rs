@@ -128,6 +128,7 @@ impl KernelBuilder {
                 message: format!("a kernel of {} cores is built core by core (build_cores)", trace.cores.len()),
             });
         }
+        let trace = &*crate::split::split_wide(trace);
         let analysis = self.analyze(trace)?;
         let requests = site_requests(&analysis);
         let plans = crate::alloc::allocate(requests, self.target)?;
@@ -262,10 +263,22 @@ impl KernelBuilder {
                 }
             }
             Record::Transpose { .. } if dtype(0) != penguin::DType::Fp32 => {
-                return Err(unsupported(format!(
-                    "a {} transpose result (ntile's PE transpose writes fp32 PSUM)",
-                    dtype(0)
-                )));
+                // From trn2 on, the PE writes a bf16/fp16 transpose in its own dtype (the
+                // 16-bit PSUM output of transpose mode); trn1 writes fp32 only.
+                let sixteen = matches!(dtype(0), penguin::DType::Bf16 | penguin::DType::Fp16) && dtype(0) == dtype(1);
+                if !sixteen {
+                    return Err(unsupported(format!(
+                        "a {} transpose result of a {} source (the PE transpose writes fp32, or a bf16/fp16 source's own dtype)",
+                        dtype(0),
+                        dtype(1)
+                    )));
+                }
+                if self.target == penguin::Target::Trn1 {
+                    return Err(unsupported(format!(
+                        "a {} transpose result on trn1 (its PE transpose writes fp32 PSUM; 16-bit PSUM output is trn2 and later)",
+                        dtype(0)
+                    )));
+                }
             }
             _ => {}
         }

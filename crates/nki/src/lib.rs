@@ -60,6 +60,7 @@ mod build;
 mod emit;
 mod error;
 mod kinds;
+mod split;
 pub mod trace;
 mod view;
 

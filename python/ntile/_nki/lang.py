@@ -122,6 +122,7 @@ def matmul(x: Any, y: Any, transpose_x: bool = False, mask: Any = None, **kwargs
     """``x @ y`` into a new fp32 PSUM tile; ``transpose_x=True`` when ``x`` is given as
     ``[K, M]`` (else ``x`` is transposed on the PE first)."""
     c = clip(mask)
+    x, y = values.in_sbuf(x), values.in_sbuf(y)
     if not transpose_x:
         x = values.copy_tile(values.transpose_tile(x))
     return values.matmul_tile(x, y, c)
@@ -129,7 +130,7 @@ def matmul(x: Any, y: Any, transpose_x: bool = False, mask: Any = None, **kwargs
 
 def transpose(x: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
     """The partition/free transpose of a 2-D tile (on the PE, into PSUM)."""
-    return values.transpose_tile(x, None, dt(dtype))
+    return values.transpose_tile(values.in_sbuf(x), None, dt(dtype))
 
 
 def load(src: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
@@ -138,8 +139,9 @@ def load(src: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
 
 
 def store(dst: Any, value: Any, mask: Any = None, **kwargs: Any) -> None:
-    """A tile stored into an HBM tensor (view) (``dma_copy``)."""
-    values.store(dst, value, clip(mask))
+    """A tile stored into an HBM tensor (view) (``dma_copy``; a PSUM tile is copied to SBUF
+    first, as the DMA reads SBUF)."""
+    values.store(dst, values.in_sbuf(value), clip(mask))
 
 
 def load_transpose2d(src: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:

@@ -356,6 +356,15 @@ def load(src: View, dtype: Optional[str] = None, clip: Clip = None) -> View:
     return produced(dst, rec, clip)
 
 
+def in_sbuf(x: Any) -> Any:
+    """``x``, or for a PSUM tile a copy of it in a new SBUF tile (``tensor_copy``): the
+    staging the compiler adds when an ``nl.*`` call (``nl.store``, ``nl.matmul``,
+    ``nl.transpose``) is handed a PSUM tile the DMA or the PE cannot read."""
+    if isinstance(x, View) and x.st.buffer == "psum":
+        return copy_tile(x)
+    return x
+
+
 def store(dst: View, value: Any, clip: Clip = None) -> None:
     if not isinstance(dst, View) or dst.st.on_chip:
         raise NkiValueError("nl.store writes an HBM tensor")

@@ -52,9 +52,11 @@ def dma_copy(dst: Any, src: Any, priority: Any = None, oob_mode: Any = oob_mode.
 
 
 def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: Any = None, dtype: Any = None) -> NkiInstruction:
-    """``dst = src`` on an engine (a cast into ``dst``'s dtype; ``dtype``, if given, must be it)."""
-    if dtype is not None and lang.dt(dtype) != dst.st.dtype:
-        raise NkiValueError(f"tensor_copy: dtype {dtype} differs from the destination's {dst.dtype}")
+    """``dst = src`` on an engine, cast into ``dst``'s dtype. The destination tile fixes the
+    output dtype: a ``dtype`` argument (kernels written for the legacy call pass one) is read
+    as a name and otherwise not used, so ``dtype=nl.bfloat16`` into an fp32 tile writes fp32."""
+    if dtype is not None:
+        lang.dt(dtype)  # an unknown dtype name is still an error
     return NkiInstruction(ops.tensor_copy(dst, src, ops.engine_name(engine)))
 
 
