@@ -217,3 +217,26 @@ def test_a_bf16_transpose_writes_bf16_psum_from_trn2_on(nki_hook, nki_runner, rn
     if nki_runner != "reference":  # the builder's rule; the numpy interpreter runs any trace
         with pytest.raises(ValueError, match="transpose result on trn1"):
             ntile.nki.profile(mod.transpose_2d, x, target="trn1")
+
+
+def test_a_double_row_pair_laid_out_contiguously_is_read_as_a_pair(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def pairs(a, b):
+        # a[p, j * 128 + m], b[p, j * 512 + n]: pair j of contraction row p, side by side.
+        out = lnl.ndarray((128, 512), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        ta, tb = lnl.load(a), lnl.load(b)
+        ip, ij, im = lnl.mgrid[0:128, 0:2, 0:128]
+        jp, jj, jn = lnl.mgrid[0:128, 0:2, 0:512]
+        res = lisa.nc_matmul(ta[ip, ij * 128 + im], tb[jp, jj * 512 + jn], perf_mode="double_row_gen3")
+        lnl.store(out, value=lnl.copy(res))
+        return out
+
+    fp8 = ml_dtypes.float8_e4m3
+    a = rng.standard_normal((128, 256)).astype(fp8)
+    b = rng.standard_normal((128, 1024)).astype(fp8)
+    want = np.einsum("pjm,pjn->mn", f64(a).reshape(128, 2, 128), f64(b).reshape(128, 2, 512))
+    np.testing.assert_allclose(pairs(a, b), want, rtol=1e-5, atol=1e-4)

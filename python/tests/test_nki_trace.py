@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import ntile.nki as cnki
 import ntile.nki.isa as cisa
@@ -566,3 +567,77 @@ def test_the_tracer_imports_without_the_native_module_or_ml_dtypes(tmp_path):
         "print(len(text) > 0, nl.bfloat16 == 'bfloat16')\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True"]
+
+
+def test_an_identity_matmul_with_is_transpose_is_a_transpose():
+    @lnki.jit
+    def k(x):
+        ident = lnl.load(lnl.shared_identity_matrix(128, dtype=lnl.bfloat16))
+        t = lnl.load(x)
+        res = lnl.ndarray((128, 128), dtype=lnl.bfloat16, buffer=lnl.psum)
+        res[...] = lisa.nc_matmul(t, ident, is_transpose=True)
+        out = lnl.ndarray((128, 128), dtype=lnl.bfloat16, buffer=lnl.shared_hbm)
+        lnl.store(out, value=lnl.copy(res))
+        return out
+
+    doc = trace(k, tensor[[128, 128], lnl.bfloat16])
+    assert [o["op"] for o in ops(doc, "matmul", "transpose")] == ["transpose"]
+    dst = ops(doc, "transpose")[0]["dst"]
+    assert doc["tensors"][dst["t"]]["dtype"] == "bf16" and doc["tensors"][dst["t"]]["buffer"] == "psum"
+
+
+def test_an_fp8_transpose_comes_out_of_the_pe_in_fp32():
+    @lnki.jit
+    def k(x):
+        t = lnl.load(x)
+        out = lnl.ndarray((128, 128), dtype=lnl.float8_e4m3, buffer=lnl.shared_hbm)
+        lnl.store(out, value=lnl.copy(lisa.nc_transpose(t), dtype=lnl.float8_e4m3))
+        return out
+
+    doc = trace(k, tensor[[128, 128], lnl.float8_e4m3])
+    dst = ops(doc, "transpose")[0]["dst"]
+    assert doc["tensors"][dst["t"]]["dtype"] == "fp32"
+
+
+def test_api_spellings_kernels_use_are_accepted():
+    @lnki.jit
+    def k(x, col, norm_dtype=lnl.float32):
+        # reshape(shape=...), a dtype class as a default argument, a bf16 [P, 1] column in an
+        # nl.* operation (cast to fp32 first), and perf_mode double_row_gen3.
+        flat = x.reshape(shape=(128, 64))
+        t = lnl.load(flat)
+        c = lnl.load(col)
+        y = lnl.multiply(t, c, dtype=norm_dtype)
+        out = lnl.ndarray((128, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(out, value=y)
+        return out
+
+    doc = trace(k, tensor[[128, 8, 8], lnl.float32], tensor[[128, 1], lnl.bfloat16])
+    ts = ops(doc, "tensor_scalar")[0]
+    assert doc["tensors"][ts["s0"]["t"]]["dtype"] == "fp32"
+    assert [o["op"] for o in ops(doc)[:3]] == ["dma_copy", "dma_copy", "tensor_copy"]
+    from ntile._nki import ops as tops
+    assert tops.perf_mode_name("double_row_gen3") == "double_row"
+    with pytest.raises(Exception, match="perf_mode 'fast'"):
+        tops.perf_mode_name("fast")
+
+
+def test_a_psum_allocator_called_with_its_parameter_names():
+    import functools
+
+    def banks(bank_map, idx, pdim_size, fdim_size):
+        return (bank_map[idx], 0, 0)
+
+    @lnki.jit
+    def k(a, b):
+        res = lnl.ndarray((2, lnl.par_dim(128), 512), dtype=lnl.float32,
+                          buffer=ncc.psum.alloc(functools.partial(banks, bank_map={(0,): 3, (1,): 6})))
+        for i in lnl.affine_range(2):
+            res[i] = lisa.nc_matmul(lnl.load(a), lnl.load(b))
+        out = lnl.ndarray((128, 512), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(out, value=lnl.copy(res[1]))
+        return out
+
+    doc = trace(k, tensor[[128, 128], lnl.bfloat16], tensor[[128, 512], lnl.bfloat16])
+    res = [t for t in doc["tensors"] if t["buffer"] == "psum"][0]
+    assert res["address"] == {"blocks": [[0, 3 * 2048], [0, 6 * 2048]]}

@@ -221,9 +221,15 @@ impl Emitter<'_> {
                     .group_of
                     .get(&r)
                     .ok_or_else(|| NkiError::Internal(format!("{loc}: matmul without a group")))?;
-                let [dst, stationary, moving]: [InstTile; 3] =
+                let [dst, mut stationary, mut moving]: [InstTile; 3] =
                     tiles.try_into().map_err(|_| NkiError::Internal(format!("{loc}: matmul operands")))?;
                 let double = *perf_mode == TracePerfMode::DoubleRow;
+                if double {
+                    // A `[K, 2, F]` operand whose pair is contiguous merged into one free
+                    // dimension of 2F: the PE reads it as the pair of rows it is.
+                    unmerge_pair(&mut stationary, &c.views[1].shape);
+                    unmerge_pair(&mut moving, &c.views[2].shape);
+                }
                 let codegen = |source| NkiError::Codegen { loc: Some(loc.clone()), source };
                 let acc = match open.entry(g) {
                     std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -278,4 +284,19 @@ impl Emitter<'_> {
         self.cg.set_srcloc(None);
         Ok(marks)
     }
+}
+
+/// A double-row operand of logical shape `[K, 2, F]` whose access pattern merged the pair and
+/// `F` into one contiguous free dimension: split back into `[2, F]` (the pair outer).
+fn unmerge_pair(t: &mut InstTile, shape: &[u64]) {
+    let [_, 2, f] = shape else { return };
+    let Some(&first) = t.ap.free.first() else { return };
+    if first.num == 2 || u64::from(first.num) != 2 * f {
+        return;
+    }
+    let f = first.num / 2;
+    let mut free: Vec<penguin::Dim> =
+        vec![penguin::Dim::new(first.stride * i64::from(f), 2), penguin::Dim::new(first.stride, f)];
+    free.extend(t.ap.free.iter().skip(1).copied());
+    t.ap.free = free.into();
 }

@@ -8,6 +8,7 @@ addresses resolved here, one per block for a tensor with block dims.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
@@ -143,11 +144,23 @@ def _modulo(base: int, tiles: Sequence[int], scale: int) -> Callable[[Tuple[int,
     return f
 
 
+def _call_alloc(func: Callable[..., Any], idx: Tuple[int, ...], pdim: int, fbytes: int) -> Any:
+    """``func(idx, pdim_size, fdim_size)``: by keyword when it names those parameters (so a
+    ``functools.partial`` that binds a leading argument by keyword works), else by position."""
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if all(n in params for n in ("idx", "pdim_size", "fdim_size")):
+        return func(idx=idx, pdim_size=pdim, fdim_size=fbytes)
+    return func(idx, pdim, fbytes)
+
+
 def sbuf_alloc(func: Callable[..., Tuple[int, int]]) -> Buffer:
     """``ncc.sbuf.alloc(func)``: ``func(block index, partitions, bytes per partition)`` gives
     ``(start partition, byte address)`` for each block."""
     def place(idx: Tuple[int, ...], pdim: int, fbytes: int) -> Tuple[int, int]:
-        p, b = func(idx, pdim, fbytes)
+        p, b = _call_alloc(func, idx, pdim, fbytes)
         return int(p), int(b)
     return Buffer("sbuf", place)
 
@@ -164,7 +177,7 @@ def sbuf_mod_alloc(*, base_addr: int, base_partition: int = 0, num_par_tiles: Se
 def psum_alloc(func: Callable[..., Tuple[int, int, int]]) -> Buffer:
     """``ncc.psum.alloc(func)``: ``func`` gives ``(bank, start partition, byte in the bank)``."""
     def place(idx: Tuple[int, ...], pdim: int, fbytes: int) -> Tuple[int, int]:
-        bank, p, b = func(idx, pdim, fbytes)
+        bank, p, b = _call_alloc(func, idx, pdim, fbytes)
         return int(p), int(bank) * PSUM_BANK_BYTES + int(b)
     return Buffer("psum", place)
 

@@ -138,10 +138,22 @@ def dma_copy(dst: View, src: View) -> Rec:
     return _emit({"op": "dma_copy", "loc": current().loc(), "dst": dst.rec(True), "src": s})
 
 
+def perf_mode_name(mode: Any) -> str:
+    """The format's name of a matmul perf mode: ``none`` or ``double_row`` (which kernels for a
+    given NeuronCore generation also spell ``double_row_gen3`` / ``double_row_gen4``)."""
+    name = str(getattr(mode, "value", mode) or "none")
+    if name in ("none", "double_row"):
+        return name
+    if name in ("double_row_gen3", "double_row_gen4"):
+        return "double_row"
+    raise unsupported(f"the matmul perf_mode {name!r} (ntile has none and double_row)")
+
+
 def matmul(dst: View, stationary: View, moving: View, accumulate: Union[None, bool, str] = None,
            perf_mode: str = "none", tile_position: Optional[Sequence[int]] = None,
            tile_size: Optional[Sequence[int]] = None) -> Rec:
     dst, stationary, moving = _view(dst, "dst"), _view(stationary, "stationary"), _view(moving, "moving")
+    perf_mode = perf_mode_name(perf_mode)
     s, m = stationary.rec(), moving.rec()
     return _emit({"op": "matmul", "loc": current().loc(), "dst": dst.rec(True), "stationary": s, "moving": m,
                   "accumulate": accumulate, "perf_mode": perf_mode,

@@ -60,8 +60,9 @@ class TensorType:
 
 
 def _is_array(x: Any) -> bool:
+    # A class such as np.float32 (a dtype argument) has these attributes too, unbound.
     return isinstance(x, np.ndarray) or (hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "__array__")
-                                         and not isinstance(x, (View, np.generic)))
+                                         and not isinstance(x, (View, np.generic, type)))
 
 
 class Traced:

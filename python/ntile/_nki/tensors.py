@@ -66,7 +66,14 @@ class Tensor(View):
     def __setitem__(self, key: Any, value: Any) -> None:
         values.assign(self.index(key), value)
 
-    def reshape(self, *shape: Any) -> "Tensor":
+    def reshape(self, *shape: Any, **kwargs: Any) -> "Tensor":
+        """``t.reshape(a, b)``, ``t.reshape((a, b))`` or ``t.reshape(shape=(a, b))``."""
+        if "shape" in kwargs:
+            if shape:
+                raise NkiValueError("reshape takes the shape once (positionally or as shape=)")
+            shape = (kwargs.pop("shape"),)
+        if kwargs:
+            raise NkiValueError(f"reshape got unexpected arguments {sorted(kwargs)}")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return View.reshape(self, shape)

@@ -175,7 +175,16 @@ def _broadcast(small: View, shape: Tuple[int, ...]) -> Optional[View]:
     """``small`` read across ``shape`` with stride-0 free dims (numpy broadcasting, free dims)."""
     counts = small.tile_counts()
     if len(counts) > len(shape):
-        return None
+        # Extra size-1 free dims (``t[ip, 0]`` of a [P, 1] column indexed as [P, 1, 1]) drop.
+        base = max(small.pdim, 0)
+        dims = list(small.dims[base:])
+        while len(dims) > len(shape):
+            ones = [d for d in range(len(dims) - 1, 0, -1) if dims[d][1] == 1]
+            if not ones:
+                return None
+            del dims[ones[0]]
+        small = small._new(small.off, tuple(small.dims[:base]) + tuple(dims), small.pdim)
+        counts = small.tile_counts()
     if len(counts) < len(shape):
         return None
     if counts[0] != shape[0]:
@@ -241,6 +250,9 @@ def elementwise(alu: str, x: Any, y: Any, dtype: Optional[str] = None, clip: Cli
         rec = ops.tensor_tensor(d, clipped(xb, clip, space), clipped(yb, clip, space), alu, engine)
     elif xv and yv:
         tile, col, rev = fc
+        if col.st.dtype != "fp32":
+            # An engine's per-partition scalar is fp32: the column is cast first.
+            col = copy_tile(col, "fp32")
         col = col.clip([clip[0]], space[:1]) if clip else col
         rec = ops.tensor_scalar(d, clipped(tile, clip, space), alu, col, reverse0=rev, engine=engine)
     else:
@@ -336,6 +348,10 @@ def transpose_tile(x: View, engine: Optional[str] = None, dtype: Optional[str] =
     c = x.tile_counts()
     f = _prod(c[1:])
     src = x if len(c) == 2 else either(x.conform((c[0], f)), x)
+    if dtype is None and engine != "dve" and x.st.dtype not in ("fp32", "bf16", "fp16"):
+        # The PE writes PSUM in fp32, or in a 16-bit source's own dtype: an fp8 (or other)
+        # tile's transpose comes out fp32, exactly, for the copy that follows to cast.
+        dtype = "fp32"
     dst = temp((f, c[0]), dtype or x.st.dtype, "sbuf" if engine == "dve" else "psum")
     rec = ops.transpose(dst, src, engine)
     return produced(dst, rec, None)

@@ -68,6 +68,9 @@ def nc_matmul(dst: Any, stationary: Any, moving: Any, is_stationary_onezero: boo
               is_moving_onezero: bool = False, is_transpose: bool = False, accumulate: Optional[bool] = None,
               tile_position: Any = (), tile_size: Any = (), perf_mode: Any = matmul_perf_mode.none,
               name: Any = None) -> NkiInstruction:
+    if is_transpose:
+        # ``moving`` is the identity: the PE passes ``stationary`` through, transposed.
+        return NkiInstruction(ops.transpose(dst, stationary))
     mode = getattr(perf_mode, "value", perf_mode) or "none"
     if accumulate is not None:
         accumulate = bool(accumulate)

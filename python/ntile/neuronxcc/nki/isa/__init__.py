@@ -36,7 +36,16 @@ def _dtype(dtype: Any, like: Any) -> str:
 def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
               is_transpose: bool = False, tile_position: Any = (), tile_size: Any = (), mask: Any = None,
               perf_mode: Any = None, **kwargs: Any) -> View:
-    """``stationary.T @ moving`` into a new fp32 PSUM tile."""
+    """``stationary.T @ moving`` into a new fp32 PSUM tile. With ``is_transpose`` (``moving`` the
+    identity) the PE passes ``stationary`` through transposed: a transpose, whose PSUM result
+    keeps a 16-bit source's dtype."""
+    if is_transpose:
+        c = values.fit_clip(lang.clip(mask), stationary.tile_counts()[::-1])
+        if c is False:  # a mask that keeps nothing: no instruction
+            return values.temp(stationary.tile_counts()[::-1], "fp32", "psum")
+        if c is not None:
+            raise unsupported("nisa.nc_matmul(is_transpose=True) with a mask that keeps part of the tile")
+        return values.transpose_tile(stationary)
     mode = getattr(perf_mode, "value", perf_mode) or "none"
     return values.matmul_tile(stationary, moving, lang.clip(mask), str(mode), tile_position or None,
                               tile_size or None)
@@ -159,7 +168,8 @@ def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any, *, mask: An
     expression of ``nl.arange`` indices (a causal mask is ``iy <= ix``)."""
     if mask is not None:
         raise unsupported("nisa.affine_select with a mask")
-    return values.affine_select_tile(pred, on_true_tile, on_false_value, lang.dt(dtype))
+    # GpSimd cannot read PSUM: a PSUM tile (a matmul's scores) is copied to SBUF first.
+    return values.affine_select_tile(pred, values.in_sbuf(on_true_tile), on_false_value, lang.dt(dtype))
 
 
 def iota(expr: Any, dtype: Any, *, mask: Any = None, **kwargs: Any) -> View:
