@@ -233,6 +233,22 @@ class Reference:
             y = apply(rec["op1"], y, self.scalar(rec["s1"], x), rec["reverse1"])
         self.write(rec["dst"], y)
 
+    def op_tensor_tensor_scan(self, rec: Any) -> None:
+        shape = self.index(rec["dst"]).shape
+        a = self.read(rec["in0"]).reshape(shape[0], -1)
+        b = self.read(rec["in1"]).reshape(shape[0], -1)
+        a, b = a.astype(np.float32), b.astype(np.float32)
+        x = np.broadcast_to(np.asarray(self.scalar(rec["initial"], a), dtype=np.float32), (shape[0], 1)).reshape(-1)
+        dt = NUMPY[self.tensors[rec["dst"]["t"]]["dtype"]]
+        out = np.empty(a.shape)
+        for i in range(a.shape[1]):
+            # Each operator in fp32, each step rounded to the destination's dtype it is read
+            # back from.
+            y = np.asarray(ALU[rec["op0"]](a[:, i], x), dtype=np.float32)
+            x = np.asarray(ALU[rec["op1"]](y, b[:, i]), dtype=np.float32).astype(dt).astype(np.float32)
+            out[:, i] = x
+        self.write(rec["dst"], out.reshape(shape))
+
     def op_activation(self, rec: Any) -> None:
         x = self.read(rec["src"])
         shape = self.index(rec["dst"]).shape

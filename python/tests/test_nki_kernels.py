@@ -240,3 +240,44 @@ def test_a_double_row_pair_laid_out_contiguously_is_read_as_a_pair(nki_hook, nki
     b = rng.standard_normal((128, 1024)).astype(fp8)
     want = np.einsum("pjm,pjn->mn", f64(a).reshape(128, 2, 128), f64(b).reshape(128, 2, 512))
     np.testing.assert_allclose(pairs(a, b), want, rtol=1e-5, atol=1e-4)
+
+
+def recurrence_ref(a, b, h0, dtype):
+    h = np.asarray(h0, dtype=np.float32)[:, 0]
+    out = np.empty(a.shape)
+    for t in range(a.shape[1]):
+        # Each operator in fp32, each step rounded to the result's dtype (the scan reads its
+        # stored result back).
+        prod = a[:, t].astype(np.float32) * h
+        h = (prod + b[:, t].astype(np.float32)).astype(dtype).astype(np.float32)
+        out[:, t] = h
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_a_scan_carries_each_rows_state(nki_hook, nki_runner, rng, dtype):
+    mod = load_example("scan", "current")
+    a = rng.uniform(0.5, 1.0, (200, 96)).astype(dtype)
+    b = rng.standard_normal((200, 96)).astype(dtype)
+    h0 = rng.standard_normal((200, 1)).astype(np.float32)
+    out = mod.recurrence(a, b, h0)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(f64(out), recurrence_ref(a, b, h0, dtype))
+
+
+def test_the_legacy_scan_returns_its_tile(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def cumulative(x):
+        out = lnl.ndarray(x.shape, dtype=x.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(x)
+        ones = lnl.full(x.shape, 1.0, dtype=lnl.float32)
+        # h = 1 * h + x: a running sum from 0.
+        lnl.store(out, value=lisa.tensor_tensor_scan(ones, t, initial=0, op0=np.multiply, op1=np.add))
+        return out
+
+    x = rng.standard_normal((64, 40)).astype(np.float32)
+    np.testing.assert_array_equal(cumulative(x), recurrence_ref(np.ones_like(x), x, np.zeros((64, 1)), np.float32))

@@ -384,7 +384,9 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
             InstData::DmaGather(_) | InstData::DmaScatterAdd(_) => out.push(one(self.next_queue())),
             InstData::Activation(_) => out.push(one(Engine::Act)),
             InstData::TensorScalar(t) => out.push(one(compute_engine(t.engine))),
-            InstData::TensorReduce(_) | InstData::BnStats(_) | InstData::BnAggr(_) => out.push(one(Engine::Dve)),
+            InstData::TensorTensorScan(_) | InstData::TensorReduce(_) | InstData::BnStats(_) | InstData::BnAggr(_) => {
+                out.push(one(Engine::Dve));
+            }
             InstData::AffineSelect(_) | InstData::Iota(_) => out.push(one(Engine::Pool)),
         }
         Ok(())
@@ -484,6 +486,17 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                     src: ap(&t.src)?,
                     operand0: t.operand0.try_map(ap)?,
                     operand1: t.operand1.try_map(ap)?,
+                });
+            }
+            InstData::TensorTensorScan(t) => {
+                let ap = |x: &InstTile| self.hw_ap(id, engine, x);
+                out.push(Op::TensorTensorScan {
+                    op0: t.op0,
+                    op1: t.op1,
+                    dst: ap(&t.dst)?,
+                    data0: ap(&t.data0)?,
+                    data1: ap(&t.data1)?,
+                    initial: t.initial.try_map(ap)?,
                 });
             }
             InstData::TensorReduce(r) => out.push(Op::TensorReduce {

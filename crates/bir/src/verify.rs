@@ -200,6 +200,7 @@ pub(crate) fn check_instructions(p: &Program) -> Vec<VerifyError> {
                 }
                 Op::Activation { .. }
                 | Op::TensorScalar { .. }
+                | Op::TensorTensorScan { .. }
                 | Op::TensorReduce { .. }
                 | Op::AffineSelect { .. }
                 | Op::Iota { .. }
@@ -278,6 +279,11 @@ fn check_compute(errors: &mut Errors, at: At, target: Target, op: &Op, same: imp
             same(errors, dst, src);
             column(errors, "operand0", operand0.tile(), src);
             column(errors, "operand1", operand1.tile(), src);
+        }
+        Op::TensorTensorScan { dst, data0, data1, initial, .. } => {
+            same(errors, dst, data0);
+            same(errors, dst, data1);
+            column(errors, "initial", initial.tile(), dst);
         }
         Op::TensorReduce { dst, src, .. } => {
             let (d, n) = (dst.free_elems(), src.free_elems());

@@ -396,6 +396,13 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                     self.canonical_in_place(c)?;
                 }
             }
+            InstData::TensorTensorScan(t) => {
+                // Merging dimensions keeps the enumeration order the scan runs in.
+                self.combine_in_place(&mut [&mut t.dst, &mut t.data0, &mut t.data1])?;
+                if let Some(c) = t.initial.tile_mut() {
+                    self.canonical_in_place(c)?;
+                }
+            }
             InstData::AffineSelect(a) => self.combine_in_place(&mut [&mut a.dst, &mut a.src])?,
             InstData::TensorReduce(r) => {
                 for t in [&mut r.dst, &mut r.src] {

@@ -12,7 +12,7 @@ use penguin::{
 };
 
 use crate::error::NkiError;
-use crate::trace::{Alu, EngineName, Record, View};
+use crate::trace::{Alu, EngineName, Record, Scalar, View};
 use crate::view::Resolved;
 
 mod compute;
@@ -59,6 +59,20 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
                 )));
             }
             vec![("dst", dst, Write), ("in0", in0, Read), ("in1", in1, Read)]
+        }
+        Record::TensorTensorScan { dst, in0, in1, op0, op1, initial, .. } => {
+            for alu in [op0, op1] {
+                if !matches!(alu_op(*alu).class(), AluClass::Arithmetic | AluClass::Compare) {
+                    return Err(unsupported(format!(
+                        "the ALU operation `{alu}` in tensor_tensor_scan (its operators are binary arithmetic)"
+                    )));
+                }
+            }
+            let mut ops = vec![("dst", dst, Write), ("data0", in0, Read), ("data1", in1, Read)];
+            if let Scalar::View(v) = initial {
+                ops.push(("initial", v, Read));
+            }
+            ops
         }
         Record::Activation { .. }
         | Record::TensorScalar { .. }
@@ -198,6 +212,28 @@ pub(crate) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
             same(&res[0], &res[1], "dst", "in0")?;
             same(&res[0], &res[2], "dst", "in1")
         }
+        Record::TensorTensorScan { .. } => {
+            for (i, name) in [(0, "dst"), (1, "data0"), (2, "data1"), (3, "initial")].into_iter().take(res.len()) {
+                if mem[i] == Memory::Hbm {
+                    return Err(wrong("tensor_tensor_scan", name, mem[i], "compute engines work on chip"));
+                }
+            }
+            if mem[1] == Memory::Psum && mem[2] == Memory::Psum {
+                return Err(wrong("tensor_tensor_scan", "data1", Memory::Psum, "at most one input may be in PSUM"));
+            }
+            same(&res[0], &res[1], "dst", "data0")?;
+            same(&res[0], &res[2], "dst", "data1")?;
+            if let Some(c) = res.get(3) {
+                if c.partitions() != res[0].partitions() || c.free_elems() != 1 {
+                    return Err(shapes(format!(
+                        "initial {:?} is not a [{}, 1] column (one value per partition)",
+                        c.shape,
+                        res[0].partitions()
+                    )));
+                }
+            }
+            Ok(())
+        }
         Record::Activation { .. }
         | Record::TensorScalar { .. }
         | Record::TensorReduce { .. }
@@ -282,6 +318,30 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
             let (dst, lhs, rhs) = (take()?, take()?, take()?);
             let engine = engine(r, *named, dst.memory, choice, loc)?;
             InstData::TensorTensor(TensorTensorData { engine, op: alu_op(*alu), dst, lhs, rhs })
+        }
+        Record::TensorTensorScan { op0, op1, initial, .. } => {
+            let (dst, data0, data1) = (take()?, take()?, take()?);
+            let initial = match initial {
+                Scalar::Imm(v) => penguin::ScalarOperand::Imm(v.0),
+                Scalar::View(_) => {
+                    let c = take()?;
+                    if c.dtype != penguin::DType::Fp32 {
+                        return Err(NkiError::Invalid {
+                            loc: loc.to_string(),
+                            message: format!("tensor_tensor_scan initial is a {} column; it must be fp32", c.dtype),
+                        });
+                    }
+                    penguin::ScalarOperand::Tile(c)
+                }
+            };
+            InstData::TensorTensorScan(Box::new(penguin::TensorTensorScanData {
+                op0: alu_op(*op0),
+                op1: alu_op(*op1),
+                dst,
+                data0,
+                data1,
+                initial,
+            }))
         }
         Record::Activation { .. }
         | Record::TensorScalar { .. }

@@ -308,8 +308,12 @@ const PARALLEL_ELEMS: usize = 1 << 20;
 
 /// Elements per thread for `len` elements: `len` when one thread does them all.
 fn piece(len: usize) -> usize {
+    // Small work first: asking for the parallelism reads the cgroup's files every time.
+    if len < PARALLEL_ELEMS {
+        return len.max(1);
+    }
     let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(8);
-    if threads < 2 || len < PARALLEL_ELEMS {
+    if threads < 2 {
         len.max(1)
     } else {
         len.div_ceil(threads)

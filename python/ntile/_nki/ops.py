@@ -208,6 +208,22 @@ def tensor_scalar(dst: View, src: View, op0: str, s0: Any, reverse0: bool = Fals
                   "reverse1": bool(reverse1) if op1 is not None else False, "engine": engine})
 
 
+# Operators whose operands may swap (a reverse flag changes nothing).
+_COMMUTATIVE = ("add", "multiply", "maximum", "minimum", "equal", "not_equal")
+
+
+def tensor_tensor_scan(dst: View, data0: View, data1: View, initial: Any, op0: str, op1: str,
+                       reverse0: bool = False, reverse1: bool = False) -> Rec:
+    """``x = initial``; ``x = op1(op0(data0[i], x), data1[i])`` along each partition."""
+    dst, data0, data1 = _view(dst, "dst"), _view(data0, "data0"), _view(data1, "data1")
+    for flag, op, name in ((reverse0, op0, "reverse0"), (reverse1, op1, "reverse1")):
+        if flag and op not in _COMMUTATIVE:
+            raise unsupported(f"tensor_tensor_scan with {name}=True for `{op}` (swapped operands)")
+    a, b = fit(data0, dst).rec(), fit(data1, dst).rec()
+    return _emit({"op": "tensor_tensor_scan", "loc": current().loc(), "dst": dst.rec(True), "in0": a, "in1": b,
+                  "op0": op0, "op1": op1, "initial": _scalar(initial, "initial")})
+
+
 def tensor_reduce(dst: View, src: View, alu: str, axes: Sequence[int], negate: bool = False,
                   keepdims: bool = False) -> Rec:
     dst, src = _view(dst, "dst"), _view(src, "data")

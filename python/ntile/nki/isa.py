@@ -97,6 +97,13 @@ def tensor_tensor(dst: Any, data1: Any, data2: Any, op: Any, engine: Any = engin
     return NkiInstruction(ops.tensor_tensor(dst, data1, data2, ops.alu_name(op), ops.engine_name(engine)))
 
 
+def tensor_tensor_scan(dst: Any, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any, reverse0: bool = False,
+                       reverse1: bool = False, name: Any = None) -> NkiInstruction:
+    """``dst[:, i] = op1(op0(data0[:, i], dst[:, i - 1]), data1[:, i])`` from ``initial``, on VectorE."""
+    return NkiInstruction(ops.tensor_tensor_scan(dst, data0, data1, initial, ops.alu_name(op0, "op0"),
+                                                 ops.alu_name(op1, "op1"), reverse0, reverse1))
+
+
 def tensor_scalar(dst: Any, data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,
                   operand1: Any = None, reverse1: bool = False, engine: Any = engine.unknown,
                   name: Any = None) -> NkiInstruction:
@@ -182,7 +189,7 @@ def _pattern(pattern: Any) -> list:
 
 
 for _name in ("tensor_copy_predicated", "nc_matmul_mx", "tensor_partition_reduce",
-              "tensor_scalar_cumulative", "activate2", "local_gather", "nc_n_gather", "tensor_tensor_scan",
+              "tensor_scalar_cumulative", "activate2", "local_gather", "nc_n_gather",
               "nc_stream_shuffle", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
               "exponential", "max8", "sequence_bounds", "scalar_tensor_tensor",
               "core_barrier", "dma_compute", "quantize_mx", "range_select", "select_reduce", "sendrecv",

@@ -173,6 +173,23 @@ declare_ops! {
         /// Second operand.
         operand1: ScalarOperand<HwAp>,
     }
+    /// Scan each partition's elements in order: `x = initial`, then `x = (x op0 data0[i]) op1
+    /// data1[i]` in fp32, rounded to `dst`'s dtype, and `dst[i] = x`.
+    TensorTensorScan = "tensor_tensor_scan", Dve, aps [dst: Write, data0: Read, data1: Read, initial: Read],
+        attrs [op0, op1, initial] {
+        /// The operator with `data0`.
+        op0: AluOp,
+        /// The operator with `data1`.
+        op1: AluOp,
+        /// Destination.
+        dst: HwAp,
+        /// First input.
+        data0: HwAp,
+        /// Second input.
+        data1: HwAp,
+        /// The value carried into the first element.
+        initial: ScalarOperand<HwAp>,
+    }
     /// Reduce each run of `src.free / dst.free` consecutive elements of a partition with `op`
     /// (left to right), optionally negated.
     TensorReduce = "tensor_reduce", Dve, aps [dst: Write, src: Read], attrs [op, negate] {

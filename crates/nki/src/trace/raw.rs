@@ -133,6 +133,24 @@ pub enum Record {
         /// The engine, or null.
         engine: Option<EngineName>,
     },
+    /// A scan along each partition: `x = initial`, then `x = op1(op0(in0[i], x), in1[i])`,
+    /// `dst[i] = x` (`nki.isa.tensor_tensor_scan`, on DVE).
+    TensorTensorScan {
+        /// Where.
+        loc: Loc,
+        /// Destination.
+        dst: View,
+        /// `data0`.
+        in0: View,
+        /// `data1`.
+        in1: View,
+        /// The operator with `in0`.
+        op0: Alu,
+        /// The operator with `in1`.
+        op1: Alu,
+        /// A number or a `[P, 1]` column.
+        initial: Scalar,
+    },
     /// A reduction along free axes.
     TensorReduce {
         /// Where.
@@ -235,6 +253,7 @@ impl Record {
             | Record::TensorTensor { loc, .. }
             | Record::Activation { loc, .. }
             | Record::TensorScalar { loc, .. }
+            | Record::TensorTensorScan { loc, .. }
             | Record::TensorReduce { loc, .. }
             | Record::AffineSelect { loc, .. }
             | Record::Iota { loc, .. }
@@ -257,6 +276,7 @@ impl Record {
             Record::TensorTensor { .. } => "tensor_tensor",
             Record::Activation { .. } => "activation",
             Record::TensorScalar { .. } => "tensor_scalar",
+            Record::TensorTensorScan { .. } => "tensor_tensor_scan",
             Record::TensorReduce { .. } => "tensor_reduce",
             Record::AffineSelect { .. } => "affine_select",
             Record::Iota { .. } => "iota",
@@ -325,6 +345,7 @@ struct RawRecord {
     op1: Option<Alu>,
     s1: Option<Scalar>,
     reverse1: Option<bool>,
+    initial: Option<Scalar>,
     axes: Option<Vec<u32>>,
     negate: Option<bool>,
     keepdims: Option<bool>,
@@ -340,7 +361,7 @@ struct RawRecord {
 impl RawRecord {
     /// The names of the fields that are present, besides `op`.
     fn present(&self) -> Vec<&'static str> {
-        let fields: [(&'static str, bool); 34] = [
+        let fields: [(&'static str, bool); 35] = [
             ("loc", self.loc.is_some()),
             ("dst", self.dst.is_some()),
             ("src", self.src.is_some()),
@@ -365,6 +386,7 @@ impl RawRecord {
             ("op1", self.op1.is_some()),
             ("s1", self.s1.is_some()),
             ("reverse1", self.reverse1.is_some()),
+            ("initial", self.initial.is_some()),
             ("axes", self.axes.is_some()),
             ("negate", self.negate.is_some()),
             ("keepdims", self.keepdims.is_some()),
@@ -399,6 +421,7 @@ impl TryFrom<RawRecord> for Record {
             "tensor_tensor" => &["dst", "in0", "in1", "alu", "engine"],
             "activation" => &["dst", "src", "func", "scale", "bias", "reduce"],
             "tensor_scalar" => &["dst", "src", "op0", "s0", "reverse0", "op1", "s1", "reverse1", "engine"],
+            "tensor_tensor_scan" => &["dst", "in0", "in1", "op0", "op1", "initial"],
             "tensor_reduce" => &["dst", "src", "alu", "axes", "negate", "keepdims"],
             "affine_select" => &["dst", "src", "pattern", "channel_multiplier", "offset", "cmp", "value"],
             "iota" => &["dst", "pattern", "offset", "channel_multiplier"],
@@ -409,7 +432,7 @@ impl TryFrom<RawRecord> for Record {
             other => {
                 return Err(format!(
                     "unknown record kind `{other}` (expected dma_copy, matmul, transpose, tensor_copy, memset, \
-                     tensor_tensor, activation, tensor_scalar, tensor_reduce, affine_select, iota, bn_stats, \
+                     tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_reduce, affine_select, iota, bn_stats, \
                      bn_aggr, loop_begin, iteration or loop_end)"
                 ))
             }
@@ -452,6 +475,15 @@ impl TryFrom<RawRecord> for Record {
                 scale: r.scale.unwrap_or(Scalar::Imm(Imm(1.0))),
                 bias: r.bias,
                 reduce: r.reduce,
+            },
+            "tensor_tensor_scan" => Record::TensorTensorScan {
+                loc,
+                dst: dst()?,
+                in0: need(o, "in0", r.in0)?,
+                in1: need(o, "in1", r.in1)?,
+                op0: need(o, "op0", r.op0)?,
+                op1: need(o, "op1", r.op1)?,
+                initial: need(o, "initial", r.initial)?,
             },
             "tensor_scalar" => Record::TensorScalar {
                 loc,

@@ -57,6 +57,27 @@ pub struct TensorScalarData {
     pub operand1: ScalarOperand,
 }
 
+/// A scan along each partition's free elements on VectorE (`nki.isa.tensor_tensor_scan`):
+/// `x = initial`, then for each element `i` in enumeration order
+/// `x = (x op0 data0[i]) op1 data1[i]` and `dst[i] = x`. Each step is computed in fp32 and
+/// rounded to the destination's dtype (the carried value is the rounded one, as it is read
+/// back from the destination).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorTensorScanData {
+    /// The operator that combines the carried value with `data0`.
+    pub op0: AluOp,
+    /// The operator that combines that result with `data1`.
+    pub op1: AluOp,
+    /// Destination.
+    pub dst: InstTile,
+    /// The first input.
+    pub data0: InstTile,
+    /// The second input.
+    pub data1: InstTile,
+    /// The value carried into the first element: an immediate or a `[P, 1]` fp32 column.
+    pub initial: ScalarOperand,
+}
+
 /// `dst = op-reduce of src over its trailing free elements` on VectorE
 /// (`nki.isa.tensor_reduce`): each destination element reduces `src.free / dst.free`
 /// consecutive source elements (in enumeration order: the last free axes), left to right;

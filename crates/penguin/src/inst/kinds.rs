@@ -8,6 +8,7 @@
 
 use super::compute::{
     ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorReduceData, TensorScalarData,
+    TensorTensorScanData,
 };
 use super::payload::{
     DmaCopyData, DmaGatherData, DmaScatterAddData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData,
@@ -129,6 +130,15 @@ inst_kinds! {
         src: operand(Read),
         operand0: scalar(),
         operand1: scalar(0.0),
+    },
+    /// VectorE scan: `x = (x op0 data0[i]) op1 data1[i]` along each partition.
+    TensorTensorScan(TensorTensorScanData) in Box = "tensor_tensor_scan" {
+        op0: attr("op0"),
+        op1: attr("op1"),
+        dst: operand(Write),
+        data0: operand(Read),
+        data1: operand(Read),
+        initial: scalar(),
     },
     /// VectorE reduction over the trailing free elements.
     TensorReduce(TensorReduceData) = "tensor_reduce" {

@@ -27,7 +27,7 @@ pub use alu::{
 pub use attr::AttrError;
 pub use compute::{
     ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorReduceData, TensorScalarData,
-    BN_STATS_FMAX,
+    TensorTensorScanData, BN_STATS_FMAX,
 };
 pub use kinds::{InstData, InstKind};
 pub use payload::{

@@ -81,6 +81,14 @@ fn every_kind() -> Vec<InstData> {
             operand0: ScalarOperand::Tile(t(2)),
             operand1: ScalarOperand::Imm(-3.0),
         })),
+        InstData::TensorTensorScan(Box::new(TensorTensorScanData {
+            op0: AluOp::Multiply,
+            op1: AluOp::Add,
+            dst: t(0),
+            data0: t(1),
+            data1: t(2),
+            initial: ScalarOperand::Tile(t(3)),
+        })),
         InstData::TensorReduce(TensorReduceData { op: AluOp::Max, negate: true, dst: t(0), src: t(1) }),
         InstData::AffineSelect(AffineSelectData {
             cmp: AluOp::IsGe,
@@ -379,6 +387,7 @@ fn only_matmuls_accumulate_into_their_result() {
             | InstData::DmaScatterAdd(_)
             | InstData::Activation(_)
             | InstData::TensorScalar(_)
+            | InstData::TensorTensorScan(_)
             | InstData::TensorReduce(_)
             | InstData::AffineSelect(_)
             | InstData::Iota(_)

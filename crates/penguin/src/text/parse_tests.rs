@@ -340,6 +340,14 @@ pub(crate) mod props {
                             operand0: if op % 2 == 0 { ScalarOperand::Imm(value) } else { ScalarOperand::Tile(c) },
                             operand1: if pattern == 4 { ScalarOperand::Tile(d) } else { ScalarOperand::Imm(value) },
                         })),
+                        InstKind::TensorTensorScan => InstData::TensorTensorScan(Box::new(TensorTensorScanData {
+                            op0: AluOp::ALL[op],
+                            op1: AluOp::ALL[(op + pattern) % AluOp::ALL.len()],
+                            dst: a,
+                            data0: b,
+                            data1: c,
+                            initial: if op % 2 == 0 { ScalarOperand::Imm(value) } else { ScalarOperand::Tile(d) },
+                        })),
                         InstKind::TensorReduce => InstData::TensorReduce(TensorReduceData {
                             op: AluOp::ALL[op],
                             negate: pattern % 2 == 1,

@@ -42,6 +42,11 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 self.check_column(e, "tensor_scalar operand0", &t.operand0, &t.src);
                 self.check_column(e, "tensor_scalar operand1", &t.operand1, &t.src);
             }
+            InstData::TensorTensorScan(t) => {
+                self.check_same(e, "tensor_tensor_scan", &t.dst, &t.data0);
+                self.check_same(e, "tensor_tensor_scan", &t.dst, &t.data1);
+                self.check_column(e, "tensor_tensor_scan initial", &t.initial, &t.dst);
+            }
             InstData::TensorReduce(r) => {
                 let (d, s) = (r.dst.free_elems(), r.src.free_elems());
                 if r.dst.partitions() != r.src.partitions() || d == 0 || !s.is_multiple_of(d) {
@@ -128,6 +133,19 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 }
             }
             InstData::TensorScalar(t) => self.check_tensor_scalar(e, t),
+            InstData::TensorTensorScan(t) => {
+                for op in [t.op0, t.op1] {
+                    if !matches!(op.class(), AluClass::Arithmetic | AluClass::Compare) {
+                        self.err(
+                            e,
+                            format!("tensor_tensor_scan op `{op}` is not an arithmetic or comparison operator"),
+                        );
+                    }
+                }
+                if let ScalarOperand::Tile(c) = &t.initial {
+                    self.need_dtype(e, "tensor_tensor_scan initial", c, DType::Fp32);
+                }
+            }
             InstData::TensorReduce(r) => {
                 if !r.op.reduces() {
                     self.err(
@@ -270,6 +288,7 @@ fn new_kind_dst(inst: &InstData) -> Option<&InstTile> {
     match inst {
         InstData::Activation(a) => Some(&a.dst),
         InstData::TensorScalar(t) => Some(&t.dst),
+        InstData::TensorTensorScan(t) => Some(&t.dst),
         InstData::TensorReduce(r) => Some(&r.dst),
         InstData::AffineSelect(a) => Some(&a.dst),
         InstData::Iota(i) => Some(&i.dst),

@@ -64,6 +64,20 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     }
                 }
             }
+            InstData::TensorTensorScan(t) => {
+                self.need(e, "tensor_tensor_scan destination", &t.dst, &on_chip);
+                self.need(e, "tensor_tensor_scan data0", &t.data0, &on_chip);
+                self.need(e, "tensor_tensor_scan data1", &t.data1, &on_chip);
+                if let Some(c) = t.initial.tile() {
+                    self.need(e, "tensor_tensor_scan initial", c, &on_chip);
+                }
+                if t.data0.memory == Psum && t.data1.memory == Psum {
+                    self.err(
+                        e,
+                        "tensor_tensor_scan data0 and data1 cannot both be in psum (one PSUM read per instruction)",
+                    );
+                }
+            }
             InstData::TensorReduce(r) => {
                 self.need(e, "tensor_reduce destination", &r.dst, &on_chip);
                 self.need(e, "tensor_reduce source", &r.src, &on_chip);

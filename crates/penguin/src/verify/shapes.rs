@@ -208,6 +208,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             InstData::DmaScatterAdd(s) => self.check_indexed(e, "dma_scatter_add source", &s.src, &s.table, &s.index),
             InstData::Activation(_)
             | InstData::TensorScalar(_)
+            | InstData::TensorTensorScan(_)
             | InstData::TensorReduce(_)
             | InstData::AffineSelect(_)
             | InstData::Iota(_)

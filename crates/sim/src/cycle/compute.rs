@@ -44,6 +44,17 @@ pub(super) fn compute_cycles(p: &HwProfile, engine: Engine, op: &Op) -> f64 {
                 && contiguous(rhs);
             ii(p, n(lhs) * if psum || fast { 1.0 } else { p.tensor_tensor_sbuf_factor })
         }
+        // tensor_tensor_scan: no published figure; its two inputs stream through VectorE as
+        // tensor_tensor's do, so it takes tensor_tensor's rule (the carried value stays in
+        // the ALU and adds no pass).
+        Op::TensorTensorScan { op0, dst, data0, data1, .. } => {
+            let psum = data0.memory == Memory::Psum || data1.memory == Memory::Psum;
+            let fast = [dst, data0, data1].iter().all(|ap| ap.dtype == DType::Bf16)
+                && matches!(op0, AluOp::Add | AluOp::Multiply | AluOp::Subtract)
+                && contiguous(data0)
+                && contiguous(data1);
+            ii(p, n(data0) * if psum || fast { 1.0 } else { p.tensor_tensor_sbuf_factor })
+        }
         // activation: max(MIN_II, N), plus MIN_II to read the row sums out.
         Op::Activation { src, reduce, .. } => {
             ii(p, n(src)) + if reduce.is_some() { p.act_reduce_read_cycles } else { 0.0 }

@@ -174,6 +174,7 @@ pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
         | Op::Memset { .. }
         | Op::Activation { .. }
         | Op::TensorScalar { .. }
+        | Op::TensorTensorScan { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }

@@ -152,6 +152,7 @@ impl PeState {
             | Op::Memset { .. }
             | Op::Activation { .. }
             | Op::TensorScalar { .. }
+            | Op::TensorTensorScan { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }
@@ -207,6 +208,7 @@ impl PeState {
             | Op::Memset { .. }
             | Op::Activation { .. }
             | Op::TensorScalar { .. }
+            | Op::TensorTensorScan { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }

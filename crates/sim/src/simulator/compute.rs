@@ -222,6 +222,50 @@ impl Machine {
         Ok(())
     }
 
+    /// The scan of `nki.isa.tensor_tensor_scan` along each partition's elements:
+    /// `x = initial`, then `x = op1(op0(data0[i], x), data1[i])` in fp32, rounded to the
+    /// destination's dtype (the value the next step reads back), and `dst[i] = x`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tensor_tensor_scan(
+        &mut self,
+        cx: &mut Cx<'_>,
+        (op0, op1): (AluOp, AluOp),
+        dst: &HwAp,
+        data0: &HwAp,
+        data1: &HwAp,
+        initial: &ScalarOperand<HwAp>,
+    ) -> Result<(), SimError> {
+        let parts = dst.num_partitions.max(1);
+        let (aw, a) = self.read_f32(cx, data0)?;
+        let (bw, b) = self.read_f32(cx, data1)?;
+        if bw.elems != aw.elems {
+            return Err(SimError::CopyShape { at: cx.at, dst: aw.elems, src: bw.elems });
+        }
+        let init = self.scalar_f32(cx, initial, parts)?;
+        let dw = self.dst_walk(cx, dst, aw.elems)?;
+        let per = usize::try_from(aw.elems / u64::from(parts)).unwrap_or(0).max(1);
+        let mut out = vec![0f32; a.len()];
+        let mut cell = [0u8; 4];
+        let size = dw.dtype.size_bytes();
+        let one = crate::convert::Run { start: 0, len: 1, step: i64::from(size) };
+        for (p, &x0) in init.iter().enumerate() {
+            let mut x = x0;
+            for k in p * per..((p + 1) * per).min(a.len()) {
+                let v = binary(op1, binary(op0, a[k], x), b[k]);
+                // Round through the destination's dtype: the next step reads the stored value.
+                let mut r = [v];
+                if dw.dtype != DType::Fp32 {
+                    encode_run(dw.dtype, CastMode::Rne, &[v], &mut cell, one);
+                    decode_run(dw.dtype, &cell, one, &mut r);
+                }
+                x = r[0];
+                out[k] = x;
+            }
+        }
+        self.write_f32(cx, &dw, &out);
+        Ok(())
+    }
+
     /// `dst[j] = op over src[j * r .. (j + 1) * r]` left to right, `r = src / dst` elements.
     pub(super) fn tensor_reduce(
         &mut self,

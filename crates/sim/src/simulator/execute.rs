@@ -86,6 +86,10 @@ impl Machine {
                 on_chip(cx.at, op, &op_aps(op))?;
                 self.tensor_scalar(cx, (*op0, *reverse0), (*op1, *reverse1), dst, src, operand0, operand1)
             }
+            Op::TensorTensorScan { op0, op1, dst, data0, data1, initial } => {
+                on_chip(cx.at, op, &op_aps(op))?;
+                self.tensor_tensor_scan(cx, (*op0, *op1), dst, data0, data1, initial)
+            }
             Op::TensorReduce { op: kind, negate, dst, src } => {
                 on_chip(cx.at, op, &[dst, src])?;
                 self.tensor_reduce(cx, *kind, *negate, dst, src)

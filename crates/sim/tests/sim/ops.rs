@@ -284,3 +284,46 @@ fn compute_engines_stay_on_chip() {
     b.push(Engine::Dve, tt, &[], None);
     assert!(matches!(Simulator::new(&b.program).run(), Err(SimError::BadOperand { .. })));
 }
+
+#[test]
+fn tensor_tensor_scan_carries_the_rounded_value_along_each_partition() {
+    // x = initial[p]; x = (data0[i] - x) * data1[i], rounded to bf16 each step.
+    let mut b = Builder::new(Target::Trn2);
+    let x = b.tensor("x", &[4, 8], DType::Fp32, HbmRole::Input);
+    let y = b.tensor("y", &[4, 8], DType::Fp32, HbmRole::Input);
+    let init = b.tensor("init", &[4, 1], DType::Fp32, HbmRole::Input);
+    let out = b.tensor("out", &[4, 8], DType::Bf16, HbmRole::Output);
+    let (loaded, done) = (b.sem("loaded"), b.sem("done"));
+    load(&mut b, 0, x, (4, 8), DType::Fp32, 0, loaded);
+    load(&mut b, 1, y, (4, 8), DType::Fp32, 64, loaded);
+    load(&mut b, 2, init, (4, 1), DType::Fp32, 128, loaded);
+    let scan = Op::TensorTensorScan {
+        op0: AluOp::Subtract,
+        op1: AluOp::Multiply,
+        dst: sbuf(DType::Bf16, 0, 4, 192, 8),
+        data0: sbuf(DType::Fp32, 0, 4, 0, 8),
+        data1: sbuf(DType::Fp32, 0, 4, 64, 8),
+        initial: penguin::ScalarOperand::Tile(sbuf(DType::Fp32, 0, 4, 128, 1)),
+    };
+    b.push(Engine::Dve, scan, &[(loaded, 3)], Some(done));
+    b.push(Engine::Dma(3), dma(hbm(DType::Bf16, out, 4, 8, 8), sbuf(DType::Bf16, 0, 4, 192, 8)), &[(done, 1)], None);
+    let mut s = Simulator::new(&b.program);
+    let xs: Vec<f32> = (0..32).map(|i| value(i) * 3.0).collect();
+    let ys: Vec<f32> = (0..32).map(|i| value(50 + i) * 1.5).collect();
+    let init_v: Vec<f32> = (0..4).map(|p| p as f32 * 0.75 - 1.0).collect();
+    s.write_hbm_f32("x", &xs).unwrap();
+    s.write_hbm_f32("y", &ys).unwrap();
+    s.write_hbm_f32("init", &init_v).unwrap();
+    assert!(s.run().unwrap().races.is_empty());
+    let got = s.read_hbm_tensor("out").unwrap();
+    for (p, &start) in init_v.iter().enumerate() {
+        let mut carry = start;
+        for i in 0..8 {
+            let k = p * 8 + i;
+            carry = DType::Bf16.round_trip((xs[k] - carry) * ys[k]);
+            let want = DType::Bf16.encode(carry, CastMode::Rne);
+            let bits = u32::from(u16::from_le_bytes([got[2 * k], got[2 * k + 1]]));
+            assert_eq!(bits, want, "partition {p}, element {i}");
+        }
+    }
+}

@@ -55,7 +55,7 @@ impl Kind {
             Op::LoadStationary { .. } | Op::LoadStationarySparse { .. } => Kind::LoadStationary,
             Op::Transpose { .. } => Kind::Transpose,
             Op::TensorCopy { .. } => Kind::TensorCopy,
-            Op::TensorTensor { .. } => Kind::TensorTensor,
+            Op::TensorTensor { .. } | Op::TensorTensorScan { .. } => Kind::TensorTensor,
             Op::Memset { .. } => Kind::Memset,
             Op::Activation { .. } => Kind::Activation,
             Op::TensorScalar { .. } => Kind::TensorScalar,

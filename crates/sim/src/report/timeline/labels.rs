@@ -255,6 +255,7 @@ pub(crate) fn accumulates(op: &Op) -> bool {
         | Op::Memset { .. }
         | Op::Activation { .. }
         | Op::TensorScalar { .. }
+        | Op::TensorTensorScan { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -279,6 +280,7 @@ fn cell(op: &Op) -> Option<(u32, u32)> {
         | Op::Memset { .. }
         | Op::Activation { .. }
         | Op::TensorScalar { .. }
+        | Op::TensorTensorScan { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -396,6 +398,7 @@ fn label_one(
         | Op::Memset { .. }
         | Op::Activation { .. }
         | Op::TensorScalar { .. }
+        | Op::TensorTensorScan { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -434,6 +437,7 @@ fn label_one(
             | Op::Memset { .. }
             | Op::Activation { .. }
             | Op::TensorScalar { .. }
+            | Op::TensorTensorScan { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }

@@ -77,6 +77,20 @@ def tensor_tensor(data1: Any, data2: Any, op: Any, *, dtype: Any = None, mask: A
                               engine=ops.engine_name(engine))
 
 
+def tensor_tensor_scan(data0: Any, data1: Any, initial: Any, op0: Any, op1: Any, reverse0: bool = False,
+                       reverse1: bool = False, *, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
+    """The scan of ``data0`` and ``data1`` along each partition, into a new tile:
+    ``result[:, i] = op1(op0(data0[:, i], result[:, i - 1]), data1[:, i])`` from ``initial``."""
+    if not isinstance(data0, View) or not isinstance(data1, View):
+        raise NkiTypeError("nisa.tensor_tensor_scan needs tiles as data0 and data1")
+    if mask is not None and lang.clip(mask) is not None:
+        raise unsupported("nisa.tensor_tensor_scan with a mask")
+    dst = temp(data0.tile_counts(), _dtype(dtype, data0))
+    rec = ops.tensor_tensor_scan(dst, data0, data1, initial, ops.alu_name(op0, "op0"), ops.alu_name(op1, "op1"),
+                                 reverse0, reverse1)
+    return values.produced(dst, rec, None)
+
+
 def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None, operand1: Any = None,
                   reverse1: bool = False, *, dtype: Any = None, mask: Any = None, engine: Any = engine.unknown,
                   **kwargs: Any) -> View:
@@ -212,7 +226,7 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None, oo
 
 
 for _name in ("tensor_copy_predicated", "tensor_partition_reduce", "tensor_scalar_cumulative",
-              "local_gather", "tensor_tensor_scan", "nc_stream_shuffle", "dropout", "max8", "sequence_bounds",
+              "local_gather", "nc_stream_shuffle", "dropout", "max8", "sequence_bounds",
               "scalar_tensor_tensor", "range_select", "select_reduce", "nc_find_index8",
               "nc_match_replace8", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.isa.{_name}")
