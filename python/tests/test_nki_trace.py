@@ -641,3 +641,26 @@ def test_a_psum_allocator_called_with_its_parameter_names():
     doc = trace(k, tensor[[128, 128], lnl.bfloat16], tensor[[128, 512], lnl.bfloat16])
     res = [t for t in doc["tensors"] if t["buffer"] == "psum"][0]
     assert res["address"] == {"blocks": [[0, 3 * 2048], [0, 6 * 2048]]}
+
+
+def test_an_ml_dtypes_scalar_is_a_fill_value_and_a_baremetal_kernel_takes_a_grid():
+    @lnki.jit
+    def k(x):
+        t = lnl.full((128, 4), dtype=lnl.bfloat16, buffer=lnl.sbuf, fill_value=lnl.finfo(lnl.bfloat16).min)
+        out = lnl.ndarray((128, 4), dtype=lnl.bfloat16, buffer=lnl.shared_hbm)
+        lnl.store(out, value=t)
+        return out
+
+    lowest = float(lnl.finfo(lnl.bfloat16).min)
+    assert lowest < -3e38
+    assert ops(trace(k, tensor[[1, 1], lnl.float32]), "memset")[0]["value"] == lowest
+
+    def halves(a):
+        out = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        rows = lnl.ds(lnl.program_id(0) * 128, 128)
+        lnl.store(out[rows, :], value=lnl.multiply(lnl.load(a[rows, :]), 2.0))
+        return out
+
+    bare = lnki.baremetal(halves)
+    a = np.arange(256 * 8, dtype=np.float32).reshape(256, 8)
+    np.testing.assert_array_equal(bare[2](a), 2 * a)

@@ -118,6 +118,9 @@ def _scalar(x: Any, what: str) -> Any:
         return x.rec()
     if isinstance(x, (bool, int, float, np.integer, np.floating)):
         return number(x)
+    if isinstance(x, np.generic) and np.ndim(x) == 0:
+        # An ml_dtypes scalar (``nl.finfo(nl.bfloat16).min``) is a number too.
+        return number(float(x))
     raise NkiTypeError(f"{what} must be a number or a [P, 1] tile, got {type(x).__name__}")
 
 

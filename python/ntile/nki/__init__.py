@@ -57,21 +57,41 @@ def baremetal(kernel: Any = None, **kwargs: Any) -> Any:
     return _baremetal("current", kernel, **kwargs)
 
 
+class _Baremetal:
+    """A kernel under ``nki.baremetal``: calling it simulates it (and saves ``save_trace_name``);
+    ``kernel[grid]`` launches it on an SPMD grid, as for a ``jit`` kernel."""
+
+    def __init__(self, kernel: Any, api: str, save_neff_name: Optional[str], save_trace_name: Optional[str]) -> None:
+        self._kernel = kernel
+        self.func, k_api = _run.unwrap(kernel)
+        self.api = k_api or api
+        self.__name__ = self.func.__name__
+        self._saves = (save_neff_name, save_trace_name)
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        k = self._kernel
+        traced = _run.trace_kernel(self.func, args, kw, self.api, _run.target_of(k), _run.grid_of(k))
+        handle = _run.execute(traced, simulate=True)
+        _run.save_artifacts(handle, self.func.__name__, *self._saves)
+        return _run.outputs_of(traced, handle)
+
+    @property
+    def grid(self) -> Any:
+        return _run.grid_of(self._kernel)
+
+    @property
+    def options(self) -> Any:
+        return getattr(self._kernel, "options", {})
+
+    def __getitem__(self, grid: Any) -> "_Baremetal":
+        k = self._kernel if isinstance(self._kernel, _run.Kernel) else _run.Kernel(self.func, self.api)
+        return _Baremetal(k[grid], self.api, *self._saves)
+
+
 def _baremetal(api: str, kernel: Any, save_neff_name: Optional[str] = None, save_trace_name: Optional[str] = None,
                **_ignored: Any) -> Any:
-    def wrap(k: Any) -> Callable[..., Any]:
-        fn, k_api = _run.unwrap(k)
-
-        def call(*args: Any, **kw: Any) -> Any:
-            traced = _run.trace_kernel(fn, args, kw, k_api or api, _run.target_of(k), _run.grid_of(k))
-            handle = _run.execute(traced, simulate=True)
-            _run.save_artifacts(handle, fn.__name__, save_neff_name, save_trace_name)
-            return _run.outputs_of(traced, handle)
-
-        call.__name__ = fn.__name__
-        call.func = fn  # type: ignore[attr-defined]
-        call.api = k_api or api  # type: ignore[attr-defined]
-        return call
+    def wrap(k: Any) -> _Baremetal:
+        return _Baremetal(k, api, save_neff_name, save_trace_name)
     return wrap if kernel is None else wrap(kernel)
 
 
