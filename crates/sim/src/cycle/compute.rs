@@ -23,6 +23,18 @@ fn contiguous(ap: &HwAp) -> bool {
     true
 }
 
+/// Cycles of a VectorE instruction streaming two inputs (`tensor_tensor`, and the scan):
+/// `max(MIN_II, N)` with one input in PSUM, or both in SBUF when all are bf16, the operator
+/// add/multiply/subtract and the inputs contiguous; `max(MIN_II, 2N)` otherwise.
+fn two_inputs(p: &HwProfile, alu: AluOp, dst: &HwAp, lhs: &HwAp, rhs: &HwAp) -> f64 {
+    let psum = lhs.memory == Memory::Psum || rhs.memory == Memory::Psum;
+    let fast = [dst, lhs, rhs].iter().all(|ap| ap.dtype == DType::Bf16)
+        && matches!(alu, AluOp::Add | AluOp::Multiply | AluOp::Subtract)
+        && contiguous(lhs)
+        && contiguous(rhs);
+    ii(p, lhs.free_elems() as f64 * if psum || fast { 1.0 } else { p.tensor_tensor_sbuf_factor })
+}
+
 /// Cycles of `op` on `engine`.
 pub(super) fn compute_cycles(p: &HwProfile, engine: Engine, op: &Op) -> f64 {
     let n = |ap: &HwAp| ap.free_elems() as f64;
@@ -36,25 +48,11 @@ pub(super) fn compute_cycles(p: &HwProfile, engine: Engine, op: &Op) -> f64 {
         }
         // tensor_tensor: max(MIN_II, N) with one input in PSUM, or both in SBUF when all bf16,
         // add/multiply/subtract and contiguous; max(MIN_II, 2N) otherwise.
-        Op::TensorTensor { op: alu, dst, lhs, rhs } => {
-            let psum = lhs.memory == Memory::Psum || rhs.memory == Memory::Psum;
-            let fast = [dst, lhs, rhs].iter().all(|ap| ap.dtype == DType::Bf16)
-                && matches!(alu, AluOp::Add | AluOp::Multiply | AluOp::Subtract)
-                && contiguous(lhs)
-                && contiguous(rhs);
-            ii(p, n(lhs) * if psum || fast { 1.0 } else { p.tensor_tensor_sbuf_factor })
-        }
+        Op::TensorTensor { op: alu, dst, lhs, rhs } => two_inputs(p, *alu, dst, lhs, rhs),
         // tensor_tensor_scan: no published figure; its two inputs stream through VectorE as
         // tensor_tensor's do, so it takes tensor_tensor's rule (the carried value stays in
         // the ALU and adds no pass).
-        Op::TensorTensorScan { op0, dst, data0, data1, .. } => {
-            let psum = data0.memory == Memory::Psum || data1.memory == Memory::Psum;
-            let fast = [dst, data0, data1].iter().all(|ap| ap.dtype == DType::Bf16)
-                && matches!(op0, AluOp::Add | AluOp::Multiply | AluOp::Subtract)
-                && contiguous(data0)
-                && contiguous(data1);
-            ii(p, n(data0) * if psum || fast { 1.0 } else { p.tensor_tensor_sbuf_factor })
-        }
+        Op::TensorTensorScan { op0, dst, data0, data1, .. } => two_inputs(p, *op0, dst, data0, data1),
         // activation: max(MIN_II, N), plus MIN_II to read the row sums out.
         Op::Activation { src, reduce, .. } => {
             ii(p, n(src)) + if reduce.is_some() { p.act_reduce_read_cycles } else { 0.0 }

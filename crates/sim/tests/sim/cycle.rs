@@ -362,6 +362,24 @@ fn compute_engines_take_the_documented_max_of_min_ii_and_n() {
 }
 
 #[test]
+fn a_scan_streams_its_two_inputs_as_tensor_tensor_does() {
+    // fp32 inputs both in SBUF: max(MIN_II, 2N) on VectorE (0.96 GHz), then one in PSUM: N.
+    let mut p = program(Target::Trn2);
+    let scan = |data1: HwAp| Op::TensorTensorScan {
+        op0: AluOp::Multiply,
+        op1: AluOp::Add,
+        dst: sbuf(DType::Fp32, 0, 128, 0, 512),
+        data0: sbuf(DType::Fp32, 0, 128, 4096, 512),
+        data1,
+        initial: penguin::ScalarOperand::Imm(0.0),
+    };
+    push(&mut p, Engine::Dve, scan(sbuf(DType::Fp32, 0, 128, 8192, 512)), &[], None);
+    push(&mut p, Engine::Dve, scan(psum(128, 0, 512)), &[], None);
+    let r = run(&p);
+    assert_close(r.total_ns, (2.0 * 512.0 + 512.0) / 0.96);
+}
+
+#[test]
 fn a_wait_delays_the_consumer_to_the_producers_end() {
     let mut p = program(Target::Trn2);
     push(&mut p, Engine::Dma(2), load(0, 8, 2048), &[], Some(7));
