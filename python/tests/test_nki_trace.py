@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -664,3 +665,31 @@ def test_an_ml_dtypes_scalar_is_a_fill_value_and_a_baremetal_kernel_takes_a_grid
     bare = lnki.baremetal(halves)
     a = np.arange(256 * 8, dtype=np.float32).reshape(256, 8)
     np.testing.assert_array_equal(bare[2](a), 2 * a)
+
+
+def test_a_scan_refuses_an_initial_column_that_is_not_fp32():
+    @cnki.jit
+    def k(a, h0):
+        out = cnl.ndarray(a.shape, dtype=a.dtype, buffer=cnl.shared_hbm)
+        t = cnl.ndarray(a.shape, dtype=a.dtype, buffer=cnl.sbuf)
+        c = cnl.ndarray(h0.shape, dtype=h0.dtype, buffer=cnl.sbuf)
+        cisa.dma_copy(dst=t, src=a)
+        cisa.dma_copy(dst=c, src=h0)
+        h = cnl.ndarray(a.shape, dtype=a.dtype, buffer=cnl.sbuf)
+        cisa.tensor_tensor_scan(dst=h, data0=t, data1=t, initial=c, op0=cnl.multiply, op1=cnl.add)
+        cisa.dma_copy(dst=out, src=h)
+        return out
+
+    a = np.ones((128, 16), np.float32)
+    with pytest.raises(ValueError, match="tensor_tensor_scan initial is a bf16 column; it must be fp32"):
+        cnki.profile(k, a, np.zeros((128, 1), ml_dtypes.bfloat16))
+
+    @cnki.jit
+    def swapped(a):
+        t = cnl.ndarray(a.shape, dtype=a.dtype, buffer=cnl.sbuf)
+        cisa.dma_copy(dst=t, src=a)
+        h = cnl.ndarray(a.shape, dtype=a.dtype, buffer=cnl.sbuf)
+        cisa.tensor_tensor_scan(dst=h, data0=t, data1=t, initial=0.0, op0=cnl.subtract, op1=cnl.add, reverse0=True)
+
+    with pytest.raises(Exception, match="tensor_tensor_scan with reverse0=True for `subtract`"):
+        trace(swapped, a)

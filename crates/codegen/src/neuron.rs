@@ -1,6 +1,7 @@
 //! `NeuronCodegen`: the layer every emitter funnels through (normalize operands, wire
 //! dependency edges, insert, finalize) and the tile geometry primitive; the tensors it
-//! declares and allocates (HBM, SBUF, PSUM) are in `tensors.rs`.
+//! declares and allocates (HBM, SBUF, PSUM) are in `tensors.rs`, each kind's operand
+//! normalization in `operands.rs`.
 
 use penguin::{
     verify::is_identifier, Access, AccessPattern, DepTracker, EngineAccumulationType, FreeDims, Function, FunctionView,
@@ -9,6 +10,7 @@ use penguin::{
 
 use crate::error::CodegenError;
 
+mod operands;
 mod tensors;
 
 /// Options of [`NeuronCodegen::get_sb_and_psum_shape`].
@@ -316,111 +318,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
         if self.base.function().num_insts().is_multiple_of(penguin::cancel::POLL_EVERY) && self.base.cancelled() {
             return Err(CodegenError::Interrupted);
         }
-        // The operands are already `InstTile`s: they are canonicalized in place, with the
-        // checks and errors of `combine_tiles` over `Tile::Inst` operands (the group arms) or
-        // of canonicalizing each alone, without copying them.
-        match &mut inst {
-            InstData::MatMult(m) => {
-                if m.dst.memory != Memory::Psum {
-                    return Err(CodegenError::ResultNotPsum);
-                }
-                self.check_pe_tile(m.tile_position, m.tile_size)?;
-                self.combine_in_place(&mut [&mut m.dst])?;
-                self.combine_in_place(&mut [&mut m.stationary])?;
-                self.combine_in_place(&mut [&mut m.moving])?;
-                if m.stationary.partitions() != m.moving.partitions() {
-                    return Err(CodegenError::IncompatibleTiles { a: m.stationary.ap.shape(), b: m.moving.ap.shape() });
-                }
-                self.track_psum_group(&m.dst, m.flags())?;
-                if m.perf_mode == penguin::PerfMode::DoubleRow {
-                    // Keep the pack axis visible: double-row operands are [P, 2, F].
-                    for t in [&mut m.stationary, &mut m.moving] {
-                        t.ap.free =
-                            t.ap.split_outer(2)
-                                .ok_or(CodegenError::DoubleRow(crate::combine::DOUBLE_ROW_FIRST_F_DIM))?
-                                .into();
-                    }
-                }
-                self.stats.matmuls += 1;
-            }
-            InstData::DmaCopy(d) => self.combine_in_place(&mut [&mut d.dst, &mut d.src])?,
-            InstData::TensorCopy(c) => self.combine_in_place(&mut [&mut c.dst, &mut c.src])?,
-            InstData::Memset(m) => self.combine_in_place(&mut [&mut m.dst])?,
-            InstData::MatMultSparse(m) => {
-                if m.dst.memory != Memory::Psum {
-                    return Err(CodegenError::ResultNotPsum);
-                }
-                // The tags are a quarter of the stationary's width (four per word), so they
-                // are canonicalized on their own; their shape was checked by the combine.
-                for t in [&mut m.dst, &mut m.stationary, &mut m.moving, &mut m.tags] {
-                    self.canonical_in_place(t)?;
-                }
-                self.track_psum_group(&m.dst, m.flags())?;
-                self.stats.matmuls += 1;
-            }
-            InstData::TensorTensor(t) => self.combine_in_place(&mut [&mut t.dst, &mut t.lhs, &mut t.rhs])?,
-            InstData::TiledOffloadedFma(f) | InstData::OffloadedFma(f) => {
-                self.combine_in_place(&mut [&mut f.dst, &mut f.src0, &mut f.src1])?;
-            }
-            InstData::TiledOffloadedMemCpy(c) | InstData::OffloadedMemCpy(c) => {
-                self.combine_in_place(&mut [&mut c.dst, &mut c.src])?;
-            }
-            InstData::OffloadedMemCast(c) => self.combine_in_place(&mut [&mut c.dst, &mut c.src])?,
-            InstData::Transpose(t) => {
-                for t in [&mut t.dst, &mut t.src] {
-                    self.canonical_in_place(t)?;
-                }
-            }
-            InstData::DmaGather(g) => {
-                for t in [&mut g.dst, &mut g.table, &mut g.index] {
-                    self.canonical_in_place(t)?;
-                }
-            }
-            InstData::DmaScatterAdd(sc) => {
-                for t in [&mut sc.table, &mut sc.src, &mut sc.index] {
-                    self.canonical_in_place(t)?;
-                }
-            }
-            // The compute-engine kinds: the operands that move element for element must agree
-            // (combined); the `[P, 1]` columns, a reduction's result and the statistics are
-            // canonicalized alone (their shapes are the verifier's).
-            InstData::Activation(a) => {
-                self.combine_in_place(&mut [&mut a.dst, &mut a.src])?;
-                for t in [a.scale.tile_mut(), a.bias.tile_mut(), a.reduce.as_mut()].into_iter().flatten() {
-                    self.canonical_in_place(t)?;
-                }
-            }
-            InstData::TensorScalar(t) => {
-                self.combine_in_place(&mut [&mut t.dst, &mut t.src])?;
-                for c in [t.operand0.tile_mut(), t.operand1.tile_mut()].into_iter().flatten() {
-                    self.canonical_in_place(c)?;
-                }
-            }
-            InstData::TensorTensorScan(t) => {
-                // Merging dimensions keeps the enumeration order the scan runs in.
-                self.combine_in_place(&mut [&mut t.dst, &mut t.data0, &mut t.data1])?;
-                if let Some(c) = t.initial.tile_mut() {
-                    self.canonical_in_place(c)?;
-                }
-            }
-            InstData::AffineSelect(a) => self.combine_in_place(&mut [&mut a.dst, &mut a.src])?,
-            InstData::TensorReduce(r) => {
-                for t in [&mut r.dst, &mut r.src] {
-                    self.canonical_in_place(t)?;
-                }
-            }
-            InstData::Iota(i) => self.canonical_in_place(&mut i.dst)?,
-            InstData::BnStats(b) => {
-                for t in [&mut b.dst, &mut b.src] {
-                    self.canonical_in_place(t)?;
-                }
-            }
-            InstData::BnAggr(b) => {
-                for t in [&mut b.dst, &mut b.src] {
-                    self.canonical_in_place(t)?;
-                }
-            }
-        }
+        self.normalize_operands(&mut inst)?;
         let deps = self.process_dep_edges(&inst);
         Ok(self.insert(inst, deps))
     }

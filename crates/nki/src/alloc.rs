@@ -315,10 +315,10 @@ pub(crate) fn allocate(requests: Vec<SiteRequest>, target: Target) -> Result<Vec
         // Sites whose lives do not overlap share bytes; only when that does not fit do sites
         // that take turns inside a loop body share too (which orders their instances).
         let whole = plans.clone();
-        if let Err(failed) = fit(&mut plans, &ids, capacity, false) {
+        if fit(&mut plans, &ids, capacity, false).is_err() {
             plans = whole;
             fit(&mut plans, &ids, capacity, true)
-                .map_err(|_| capacity_error(&plans, &ids, failed, capacity, target))?;
+                .map_err(|failed| capacity_error(&plans, &ids, failed, capacity, target))?;
         }
     }
     Ok(plans)
@@ -373,11 +373,13 @@ fn pack(plans: &mut [SitePlan], ids: &[usize], capacity: u64, turns: bool) -> Re
     Ok(())
 }
 
+/// The error for `failed`, which did not fit even with sites taking turns: it names what is
+/// live beside it (some instance of it at the same time as one of `failed`'s).
 fn capacity_error(plans: &[SitePlan], ids: &[usize], failed: usize, capacity: u64, target: Target) -> NkiError {
     let f = &plans[failed];
     let live: Vec<String> = ids
         .iter()
-        .filter(|&&j| j != failed && plans[j].meets(f, false))
+        .filter(|&&j| j != failed && plans[j].meets(f, true))
         .map(|&j| format!("`{}` ({}, {} bytes)", plans[j].request.name, plans[j].request.loc, plans[j].storage()))
         .collect();
     NkiError::Capacity {

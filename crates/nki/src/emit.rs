@@ -287,16 +287,12 @@ impl Emitter<'_> {
 }
 
 /// A double-row operand of logical shape `[K, 2, F]` whose access pattern merged the pair and
-/// `F` into one contiguous free dimension: split back into `[2, F]` (the pair outer).
+/// `F` into one contiguous free dimension: its pair made the outer free dimension again (as
+/// `NeuronCodegen` keeps it once the combine has checked it).
 fn unmerge_pair(t: &mut InstTile, shape: &[u64]) {
-    let [_, 2, f] = shape else { return };
-    let Some(&first) = t.ap.free.first() else { return };
-    if first.num == 2 || u64::from(first.num) != 2 * f {
-        return;
+    if let [_, 2, _] = shape {
+        if let Some(free) = t.ap.split_outer(2) {
+            t.ap.free = free.into();
+        }
     }
-    let f = first.num / 2;
-    let mut free: Vec<penguin::Dim> =
-        vec![penguin::Dim::new(first.stride * i64::from(f), 2), penguin::Dim::new(first.stride, f)];
-    free.extend(t.ap.free.iter().skip(1).copied());
-    t.ap.free = free.into();
 }

@@ -307,6 +307,17 @@ mod tests {
     }
 
     #[test]
+    fn a_record_that_needs_more_than_max_pieces_is_left_for_the_builder_to_report() {
+        // Five unmergeable dimensions, 4097 x 2 x 2 x 2 x 2: three fit one instruction only
+        // with one piece per index of the outer two, 8194 > MAX_PIECES instructions.
+        let src = view(0, &[(500_000, 128), (100, 4097), (31, 2), (13, 2), (5, 2), (1, 2)]);
+        let dst = view(0, &[(65_552, 128), (1, 65_552)]);
+        let rec = Record::TensorCopy { loc: crate::trace::Loc(0, 0), dst, src, engine: None };
+        const { assert!(8194 > MAX_PIECES) };
+        assert!(split(&rec).is_none());
+    }
+
+    #[test]
     fn a_record_that_fits_is_left_alone() {
         let v = view(0, &[(512, 128), (1, 512)]);
         let rec = Record::TensorCopy { loc: crate::trace::Loc(0, 0), dst: v.clone(), src: v, engine: None };

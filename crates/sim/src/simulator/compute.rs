@@ -225,7 +225,6 @@ impl Machine {
     /// The scan of `nki.isa.tensor_tensor_scan` along each partition's elements:
     /// `x = initial`, then `x = op1(op0(data0[i], x), data1[i])` in fp32, rounded to the
     /// destination's dtype (the value the next step reads back), and `dst[i] = x`.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn tensor_tensor_scan(
         &mut self,
         cx: &mut Cx<'_>,
