@@ -281,3 +281,29 @@ def test_bad_arguments():
 def test_an_nki_call_outside_a_kernel():
     with pytest.raises(cnki.NkiError, match="outside a kernel being traced"):
         cnl.ndarray((128, 64), dtype=cnl.float32)
+
+
+def test_loop_reduce_takes_a_commutative_operator_and_is_assigned_into_its_accumulator():
+    @lnki.jit
+    def k(x):
+        acc = lnl.zeros((128, 64), dtype=lnl.float32)
+        acc[...] = lnl.loop_reduce(lnl.load(x), op=np.subtract, loop_indices=[0])
+
+    raises_at(ValueError, k, "np.subtract", "associative, commutative operator, not `subtract`")
+
+    @lnki.jit
+    def k2(x):
+        out = lnl.ndarray((128, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        r = lnl.loop_reduce(lnl.load(x), op=np.add, loop_indices=[0])
+        lnl.store(out, value=r)
+
+    raises_at(TypeError, k2, "value=r", "must be assigned into the tile that accumulates it")
+
+
+def test_a_mask_keeping_part_of_a_transpose_is_refused_by_name():
+    @lnki.jit
+    def k(x):
+        i, j = lnl.mgrid[0:128, 0:64]
+        lisa.nc_transpose(lnl.load(x), mask=(i < 64))
+
+    raises_at(NotImplementedError, k, "nc_transpose", "nisa.nc_transpose with a mask that keeps part of the tile")

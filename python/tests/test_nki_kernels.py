@@ -3,6 +3,8 @@ trace interpreter, against numpy references: the five matmul steps in both APIs,
 transposes, rmsnorm (both APIs), layernorm, softmax and attention (plain and causal), ragged
 shapes and bf16 inputs included; and the two runners against each other."""
 
+import json
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -281,3 +283,109 @@ def test_the_legacy_scan_returns_its_tile(nki_hook, nki_runner, rng):
 
     x = rng.standard_normal((64, 40)).astype(np.float32)
     np.testing.assert_array_equal(cumulative(x), recurrence_ref(np.ones_like(x), x, np.zeros((64, 1)), np.float32))
+
+
+def test_softmax_backward_keeps_the_row_sum_in_the_tiles_dtype(nki_hook, nki_runner, rng):
+    mod = load_example("gradients", "legacy")
+    y = rng.random((256, 96)).astype(np.float32)
+    g = rng.standard_normal((256, 96)).astype(np.float32)
+    want = f64(y) * (f64(g) - (f64(y) * f64(g)).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(mod.softmax_backward(y, g), want, rtol=1e-5, atol=1e-5)
+    bf16 = ml_dtypes.bfloat16
+    y, g = y.astype(bf16), g.astype(bf16)
+    y32, g32 = y.astype(np.float32), g.astype(np.float32)
+    # The row sum rounded to bf16; the scalar_tensor_tensor computes in fp32, rounding once.
+    dot = (y32 * g32).sum(axis=1, keepdims=True, dtype=np.float32).astype(bf16).astype(np.float32)
+    out = mod.softmax_backward(y, g)
+    assert out.dtype == bf16
+    np.testing.assert_array_equal(f64(out), f64(((g32 - dot) * y32).astype(bf16)))
+
+
+def test_causal_blocks_skip_whole_tiles_and_accumulate_with_loop_reduce(nki_hook, nki_runner, rng):
+    import ntile.nki
+
+    mod = load_example("gradients", "legacy")
+    q = rng.standard_normal((64, 384)).astype(np.float32)
+    k = rng.standard_normal((64, 384)).astype(np.float32)
+    v = rng.standard_normal((384, 48)).astype(np.float32)
+    want = np.tril(f64(q).T @ f64(k)) @ f64(v)
+    np.testing.assert_allclose(mod.causal_linear_attention(q, k, v), want, rtol=1e-4, atol=1e-3)
+    ops = [r["op"] for r in json.loads(ntile.nki.profile(mod.causal_linear_attention, q, k, v).nki_trace)["ops"]]
+    # 3 query blocks see 1 + 2 + 3 key blocks: 6 of the 9 run, two matmuls and a transpose each.
+    assert (ops.count("matmul"), ops.count("transpose"), ops.count("affine_select")) == (12, 6, 6)
+
+
+def test_masks_keeping_part_of_a_tile_number_the_kept_part_from_its_corner(nki_hook, nki_runner):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def parts(x):
+        out = lnl.ndarray((2, 64, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        ip, jf = lnl.mgrid[0:64, 0:64]
+        t = lnl.load(x)
+        sel = lnl.full((64, 64), -1.0, dtype=lnl.float32)
+        # Rows 32..64, columns 4..50 only: keep where the column index exceeds the row index
+        # (a partition range starts at a multiple of 32).
+        sel[...] = lisa.affine_select(pred=(jf + 10 - ip > 0), on_true_tile=t, on_false_value=0.0,
+                                      mask=(ip >= 32) & (jf >= 4) & (jf < 50))
+        lnl.store(out[0], value=sel)
+        idx = lnl.full((64, 64), -1.0, dtype=lnl.float32)
+        idx[...] = lisa.iota(ip * 100 + jf, dtype=lnl.float32, mask=(ip < 32) & (jf >= 24))
+        lnl.store(out[1], value=idx)
+        return out
+
+    x = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) + 1
+    out = parts(x)
+    ip, jf = np.mgrid[0:64, 0:64]
+    box = (ip >= 32) & (jf >= 4) & (jf < 50)
+    np.testing.assert_array_equal(out[0], np.where(box, np.where(jf + 10 > ip, x, 0.0), -1.0))
+    np.testing.assert_array_equal(out[1], np.where((ip < 32) & (jf >= 24), ip * 100.0 + jf, -1.0))
+
+
+def test_an_instruction_its_mask_skips_leaves_its_target_as_it_was(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def skipped(x):
+        out = lnl.ndarray(x.shape, dtype=x.dtype, buffer=lnl.shared_hbm)
+        t = lnl.load(x)
+        acc = lnl.full(x.shape, 3.0, dtype=lnl.float32)
+        for i in lnl.affine_range(2):
+            acc[...] = lisa.tensor_scalar(t, np.multiply, 2.0, mask=i > 0)  # runs once (i = 1)
+            acc[...] = lisa.affine_select(pred=(i > 5), on_true_tile=t, on_false_value=9.0, mask=i > 5)  # never
+            acc[...] = lnl.loop_reduce(t, op=np.add, loop_indices=[i], mask=i < 1)  # runs once (i = 0)
+        lnl.store(out, value=acc)
+        return out
+
+    x = rng.standard_normal((32, 16)).astype(np.float32)
+    # i = 0: acc = 3 + x; i = 1: acc = 2x (the select and the reduce skipped).
+    np.testing.assert_array_equal(skipped(x), x * 2)
+
+
+@pytest.mark.parametrize("reverse1", [False, True])
+def test_scalar_tensor_tensor_in_the_current_api(nki_hook, nki_runner, rng, reverse1):
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @nki.jit
+    def stt(x, c, z):
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        tx, tc, tz = (nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf) for a in (x, c, z))
+        for t, a in ((tx, x), (tc, c), (tz, z)):
+            nisa.dma_copy(dst=t, src=a)
+        r = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.scalar_tensor_tensor(dst=r, data=tx, op0=nl.multiply, operand0=tc, op1=nl.subtract, operand1=tz,
+                                  reverse1=reverse1)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    x = rng.standard_normal((96, 40)).astype(np.float32)
+    c = rng.standard_normal((96, 1)).astype(np.float32)
+    z = rng.standard_normal((96, 40)).astype(np.float32)
+    xc = x * c
+    np.testing.assert_array_equal(stt(x, c, z), z - xc if reverse1 else xc - z)

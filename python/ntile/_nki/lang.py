@@ -255,6 +255,15 @@ sequential_range = loops.sequential_range
 static_range = loops.static_range
 
 
+def loop_reduce(x: Any, op: Any, loop_indices: Any = None, *, dtype: Any = None, mask: Any = None,
+                **kwargs: Any) -> Any:
+    """``acc[...] = nl.loop_reduce(x, op, loop_indices)`` is ``acc = acc op x`` (one instruction
+    per iteration; ``loop_indices`` only tells a compiler which loops the reduction runs along)."""
+    from . import ops  # noqa: PLC0415
+
+    return values.LoopReduce(x, ops.alu_name(op), clip(mask))
+
+
 def refused(qualified: str) -> Callable[..., Any]:
     """A documented NKI function ntile does not implement: calling it names it."""
 

@@ -77,7 +77,7 @@ class Storage:
 
     __slots__ = ("name", "buffer", "dtype", "shape", "par", "site", "loc", "address", "refs", "id",
                  "on_chip", "block_shape", "tile_shape", "F", "T", "strides", "pending", "temp",
-                 "written", "written_blocks", "constant", "whole_dims")
+                 "written", "written_blocks", "constant", "whole_dims", "void")
 
     def __init__(self, name: str, buffer: str, dtype: str, shape: Tuple[int, ...], par: int,
                  site: int, loc: List[int]) -> None:
@@ -95,6 +95,7 @@ class Storage:
         self.on_chip = on_chip
         self.pending: Optional[Any] = None
         self.temp = False
+        self.void = False
         self.written = False
         self.written_blocks: set = set()
         self.constant: Optional[Any] = None

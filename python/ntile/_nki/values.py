@@ -50,6 +50,17 @@ def produced(view: View, rec: ops.Rec, clip: Clip = None) -> View:
     return view
 
 
+def nothing(view: View) -> View:
+    """Mark the temporary ``view`` as the result of an instruction its mask skipped: assigning
+    it, accumulating it or storing it then does nothing (as no instruction wrote it)."""
+    view.st.void = True
+    return view
+
+
+def is_nothing(value: Any) -> bool:
+    return isinstance(value, View) and value.st.temp and value.st.void
+
+
 def mask_clip(mask: Any) -> Union[None, bool, List[Optional[Tuple[int, int]]]]:
     return index.rectangle(mask)
 
@@ -117,9 +128,35 @@ def redirect(dst: View, value: View, accumulate: Union[None, bool, str] = False)
     return True
 
 
+class LoopReduce:
+    """What ``nl.loop_reduce(x, op, ...)`` returns: assigned into a tile ``dst``, it becomes
+    ``dst = dst op x`` in place (the destination is the reduction's other operand)."""
+
+    __slots__ = ("x", "alu", "clip")
+
+    def __init__(self, x: Any, alu: str, clip: Clip) -> None:
+        if alu not in ("add", "multiply", "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor",
+                       "logical_and", "logical_or", "logical_xor"):
+            raise NkiValueError(f"nl.loop_reduce reduces with an associative, commutative operator, not `{alu}`")
+        if not isinstance(x, View):
+            raise NkiTypeError(f"nl.loop_reduce reduces a tile, got {type(x).__name__}")
+        self.x, self.alu, self.clip = x, alu, clip
+
+    MISUSE = ("the result of nl.loop_reduce must be assigned into the tile that accumulates it "
+              "(acc[...] = nl.loop_reduce(x, op=np.add, loop_indices=[i]))")
+
+    def __getattr__(self, name: str) -> Any:
+        raise NkiTypeError(LoopReduce.MISUSE)
+
+
 def assign(dst: View, value: Any) -> None:
     """``dst[...] = value``: a number fills it, a pending temporary is redirected into it, any
     other tile is copied (DMA when either side is in HBM)."""
+    if isinstance(value, LoopReduce):
+        if not dst.st.on_chip:
+            raise unsupported("nl.loop_reduce into an HBM tensor (an accumulating DMA)")
+        elementwise(value.alu, dst, value.x, None, value.clip, into=dst)
+        return
     if isinstance(value, Number):
         if not dst.st.on_chip:
             raise unsupported("assigning a number to an HBM tensor")
@@ -129,7 +166,7 @@ def assign(dst: View, value: Any) -> None:
         if isinstance(value, np.ndarray):
             raise unsupported("assigning a numpy array inside a kernel", "pass it as a kernel argument")
         raise NkiTypeError(f"cannot assign a {type(value).__name__} to a tile")
-    if value.same(dst):
+    if value.same(dst) or is_nothing(value):
         return
     if redirect(dst, value):
         return
@@ -150,6 +187,8 @@ def augmented(target: View, value: Any, alu: str) -> View:
     elementwise instruction writing ``target`` in place."""
     if not target.st.on_chip:
         raise unsupported(f"'{alu}=' on an HBM tensor (an accumulating DMA)")
+    if is_nothing(value):
+        return target
     if alu == "add" and isinstance(value, View) and value.st.pending is not None \
             and value.st.pending[0]["op"] == "matmul" and target.st.buffer == "psum":
         # `+=` adds into what the region holds; into a region nothing wrote yet, the first
@@ -237,7 +276,7 @@ def elementwise(alu: str, x: Any, y: Any, dtype: Optional[str] = None, clip: Cli
     space = dst.tile_counts()
     clip = fit_clip(clip, space)
     if clip is False:
-        return dst
+        return dst if into is not None else nothing(dst)
     d = clipped(dst, clip, space)
     if xv and yv and fc is None:
         if x.tile_counts()[0] != y.tile_counts()[0]:
@@ -250,9 +289,7 @@ def elementwise(alu: str, x: Any, y: Any, dtype: Optional[str] = None, clip: Cli
         rec = ops.tensor_tensor(d, clipped(xb, clip, space), clipped(yb, clip, space), alu, engine)
     elif xv and yv:
         tile, col, rev = fc
-        if col.st.dtype != "fp32":
-            # An engine's per-partition scalar is fp32: the column is cast first.
-            col = copy_tile(col, "fp32")
+        col = fp32_scalar(col)
         col = col.clip([clip[0]], space[:1]) if clip else col
         rec = ops.tensor_scalar(d, clipped(tile, clip, space), alu, col, reverse0=rev, engine=engine)
     else:
@@ -270,7 +307,7 @@ def unary(func: str, x: Any, dtype: Optional[str] = None, clip: Clip = None, sca
     space = dst.tile_counts()
     clip = fit_clip(clip, space)
     if clip is False:
-        return dst
+        return nothing(dst)
     rec = ops.activation(clipped(dst, clip, space), clipped(x, clip, space), func, scale, bias)
     return produced(dst, rec, clip)
 
@@ -303,7 +340,7 @@ def reduce(alu: str, x: View, axis: Any, dtype: Optional[str] = None, keepdims: 
     dst = temp(out_shape, dtype or x.st.dtype)
     clip = fit_clip(clip, shape)
     if clip is False:
-        return dst
+        return nothing(dst)
     src = clipped(x, clip, shape)
     d = dst.clip([clip[0]], dst.tile_counts()) if clip and clip[0] else dst
     n = len(shape)
@@ -331,7 +368,7 @@ def matmul_tile(stationary: View, moving: View, clip: Clip = None, perf_mode: st
     dst = temp((m, n), "fp32", "psum")
     clip = fit_clip(clip, (m, n))
     if clip is False:
-        return dst
+        return nothing(dst)
     if clip:
         r = list(clip) + [None] * 2
         if r[0]:
@@ -366,7 +403,7 @@ def load(src: View, dtype: Optional[str] = None, clip: Clip = None) -> View:
     dst = temp(shape, dtype or src.st.dtype)
     clip = fit_clip(clip, shape)
     if clip is False:
-        return dst
+        return nothing(dst)
     s = src if src.counts == shape else either(src.conform(shape), src)
     rec = ops.dma_copy(clipped(dst, clip, shape), clipped(s, clip, shape))
     return produced(dst, rec, clip)
@@ -384,6 +421,8 @@ def in_sbuf(x: Any) -> Any:
 def store(dst: View, value: Any, clip: Clip = None) -> None:
     if not isinstance(dst, View) or dst.st.on_chip:
         raise NkiValueError("nl.store writes an HBM tensor")
+    if is_nothing(value):
+        return
     if isinstance(value, Number) and clip is None:
         # A number stored into HBM: filled in SBUF (128 rows at a time) and copied out.
         counts = dst.counts if len(dst.counts) >= 2 else (dst.counts[0], 1)
@@ -395,6 +434,8 @@ def store(dst: View, value: Any, clip: Clip = None) -> None:
             ops.dma_copy(whole.index((slice(r0, r0 + rows),)), t)
         return
     if not isinstance(value, View):
+        if isinstance(value, LoopReduce):
+            raise NkiTypeError(LoopReduce.MISUSE)
         raise NkiTypeError(f"nl.store stores a tile, got {type(value).__name__}")
     space = value.tile_counts()
     clip = fit_clip(clip, space)
@@ -413,7 +454,7 @@ def copy_tile(x: View, dtype: Optional[str] = None, clip: Clip = None, engine: O
     space = dst.tile_counts()
     clip = fit_clip(clip, space)
     if clip is False:
-        return dst
+        return nothing(dst)
     rec = ops.tensor_copy(clipped(dst, clip, space), clipped(x, clip, space), engine)
     return produced(dst, rec, clip)
 
@@ -450,31 +491,59 @@ def _pattern_of(expr: index.Affine, shape: Tuple[int, ...]) -> Tuple[List[List[i
     return pattern, coef[0] if n else 0, expr.const
 
 
-def iota_tile(expr: Any, dtype: str) -> View:
+def _clipped_pattern(expr: index.Affine, shape: Tuple[int, ...], clip: Clip) -> Tuple[List[List[int]], int, int]:
+    """The affine pattern of ``expr`` over the part of a ``shape`` grid a mask keeps: the
+    instruction numbers the kept rectangle from 0, so its offset takes the rectangle's corner."""
+    if not clip:
+        return _pattern_of(expr, shape)
+    kept = tuple((r[1] - r[0]) if r else n for r, n in zip(list(clip) + [None] * len(shape), shape))
+    pattern, cm, off = _pattern_of(expr, kept)
+    n = len(shape)
+    coef = [0] * n
+    for g, c in expr._aligned(n):
+        coef[g] = c
+    off += sum(coef[d] * r[0] for d, r in enumerate(clip) if r and d < n)
+    return pattern, cm, off
+
+
+def iota_tile(expr: Any, dtype: str, clip: Clip = None) -> View:
     if isinstance(expr, int):
         expr = index.Affine.constant(expr)
     if not isinstance(expr, index.Affine):
         raise NkiTypeError("nisa.iota takes an affine expression of nl.arange indices")
     shape = expr.shape if len(expr.shape) >= 2 else ((expr.shape[0] if expr.shape else 1), 1)
     dst = temp(shape, dtype)
-    pattern, cm, off = _pattern_of(expr, tuple(dst.tile_counts()))
-    rec = ops.iota(dst, pattern, off, cm)
-    return produced(dst, rec, None)
+    space = tuple(dst.tile_counts())
+    c = fit_clip(clip, space)
+    if c is False:
+        return nothing(dst)
+    pattern, cm, off = _clipped_pattern(expr, space, c)
+    rec = ops.iota(clipped(dst, c, space), pattern, off, cm)
+    return produced(dst, rec, c)
 
 
-def affine_select_tile(pred: Any, on_true: View, on_false: Any, dtype: Optional[str] = None) -> View:
+def affine_select_tile(pred: Any, on_true: View, on_false: Any, dtype: Optional[str] = None,
+                       clip: Clip = None) -> View:
     if isinstance(pred, index.Mask) and len(pred.preds) == 1 and not pred.disjunction:
         pred = pred.preds[0]
-    if not isinstance(pred, index.Predicate):
-        raise NkiValueError("nisa.affine_select takes one comparison of an affine expression of nl.arange indices "
-                            "(not masks joined by '&' or '|')")
     if not isinstance(on_true, View):
         raise NkiTypeError("on_true_tile must be a tile")
     shape = result_shape(on_true)
     dst = temp(shape, dtype or on_true.st.dtype)
-    pattern, cm, off = _pattern_of(pred.expr, shape)
-    rec = ops.affine_select(dst, on_true, pattern, cm, off, pred.cmp, on_false)
-    return produced(dst, rec, None)
+    c = fit_clip(clip, shape)
+    if c is False:
+        return nothing(dst)
+    if isinstance(pred, (bool, np.bool_)):
+        # A predicate of loop indices only: the whole tile is selected, or the whole is filled.
+        rec = ops.tensor_copy(clipped(dst, c, shape), clipped(on_true, c, shape)) if pred else \
+            ops.memset(clipped(dst, c, shape), on_false)
+        return produced(dst, rec, c)
+    if not isinstance(pred, index.Predicate):
+        raise NkiValueError("nisa.affine_select takes one comparison of an affine expression of nl.arange indices "
+                            "(not masks joined by '&' or '|')")
+    pattern, cm, off = _clipped_pattern(pred.expr, tuple(shape), c)
+    rec = ops.affine_select(clipped(dst, c, shape), clipped(on_true, c, shape), pattern, cm, off, pred.cmp, on_false)
+    return produced(dst, rec, c)
 
 
 def partition_broadcast(x: View, shape: Sequence[int]) -> View:
@@ -496,6 +565,27 @@ def partition_broadcast(x: View, shape: Sequence[int]) -> View:
         ops.tensor_copy(dst.index((slice(None), slice(c0, c0 + w))), ps)
     out = dst.reshape((p,) + tuple(counts[1:]))
     return out.conform(tuple(shape)) if out.counts != tuple(shape) else out
+
+
+def fp32_scalar(s: Any) -> Any:
+    """An engine's per-partition scalar is fp32: a column of another dtype is cast first (the
+    copy the compiler inserts); a number passes as it is."""
+    if isinstance(s, View) and s.st.dtype != "fp32":
+        return copy_tile(s, "fp32")
+    return s
+
+
+def scalar_tensor_tensor(dst: View, data: View, op0: str, s0: Any, reverse0: bool, op1: str, data1: View,
+                         reverse1: bool, engine: Optional[str] = None) -> ops.Rec:
+    """``(data op0 s0) op1 data1`` (``data1 op1 (...)`` with ``reverse1``): the engine keeps the
+    first result in fp32, so ntile writes it to an fp32 tile and combines it with ``data1`` in a
+    second instruction (the same values; the model counts two passes over the tile)."""
+    if not isinstance(data, View) or not isinstance(data1, View):
+        raise NkiTypeError("scalar_tensor_tensor needs tiles as data and operand1")
+    mid = temp(dst.tile_counts(), "fp32")
+    ops.tensor_scalar(mid, data, op0, fp32_scalar(s0), reverse0, engine=engine)
+    a, b = (data1, mid) if reverse1 else (mid, data1)
+    return ops.tensor_tensor(dst, a, b, op1, engine)
 
 
 def scalar_then_reduce(dst: View, data: View, op0: str, s0: Any, reverse0: bool, reduce_alu: str,

@@ -112,6 +112,15 @@ def tensor_scalar(dst: Any, data: Any, op0: Any, operand0: Any, reverse0: bool =
                                             ops.engine_name(engine)))
 
 
+def scalar_tensor_tensor(dst: Any, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
+                         reverse0: bool = False, reverse1: bool = False, engine: Any = engine.unknown,
+                         name: Any = None) -> NkiInstruction:
+    """``dst = (data op0 operand0) op1 operand1`` (a number or ``[P, 1]`` column, then a tile)."""
+    return NkiInstruction(values.scalar_tensor_tensor(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
+                                                      ops.alu_name(op1, "op1"), operand1, reverse1,
+                                                      ops.engine_name(engine)))
+
+
 def tensor_reduce(dst: Any, op: Any, data: Any, axis: Any, negate: bool = False, keepdims: bool = False,
                   name: Any = None) -> NkiInstruction:
     axes = values.normalize_axes(axis, len(data.tile_counts()))
@@ -191,7 +200,7 @@ def _pattern(pattern: Any) -> list:
 for _name in ("tensor_copy_predicated", "nc_matmul_mx", "tensor_partition_reduce",
               "tensor_scalar_cumulative", "activate2", "local_gather", "nc_n_gather",
               "nc_stream_shuffle", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
-              "exponential", "max8", "sequence_bounds", "scalar_tensor_tensor",
+              "exponential", "max8", "sequence_bounds",
               "core_barrier", "dma_compute", "quantize_mx", "range_select", "select_reduce", "sendrecv",
               "register_alloc", "register_move", "register_load", "register_store", "nc_find_index8",
               "nc_match_replace8", "nonzero_with_count", "topk"):

@@ -20,6 +20,7 @@ from .._nki.lang import (  # noqa: F401 (re-exported NKI names)
     expand_dims,
     load,
     load_transpose2d,
+    loop_reduce,
     matmul,
     mean,
     negative,

@@ -11,7 +11,7 @@ from ...._nki import lang, ops, values
 from ...._nki.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, nc_version_of, oob_mode, reduce_cmd
 from ...._nki.errors import NkiTypeError, unsupported
 from ...._nki.trace import current
-from ...._nki.values import clipped, fit_clip, produced, temp
+from ...._nki.values import clipped, fit_clip, nothing, produced, temp
 from ...._nki.view import View
 from .. import language as _nl
 
@@ -33,6 +33,16 @@ def _dtype(dtype: Any, like: Any) -> str:
     return lang.dt(dtype) or values.dtype_of(like) or "fp32"
 
 
+def _whole(mask: Any, like: View, what: str) -> bool:
+    """Whether an instruction whose ``mask`` can only keep all or nothing runs: True for no mask
+    or one keeping the whole tile (a kernel's ``mask=q_tile >= k_tile`` on loop indices), False
+    for one keeping nothing; a mask keeping part of the tile is refused with the instruction."""
+    c = fit_clip(lang.clip(mask), like.tile_counts()) if isinstance(like, View) else lang.clip(mask)
+    if c is not None and c is not False:
+        raise unsupported(f"{what} with a mask that keeps part of the tile")
+    return c is None
+
+
 def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = False, is_moving_onezero: bool = False,
               is_transpose: bool = False, tile_position: Any = (), tile_size: Any = (), mask: Any = None,
               perf_mode: Any = None, **kwargs: Any) -> View:
@@ -42,18 +52,20 @@ def nc_matmul(stationary: Any, moving: Any, *, is_stationary_onezero: bool = Fal
     if is_transpose:
         c = values.fit_clip(lang.clip(mask), stationary.tile_counts()[::-1])
         if c is False:  # a mask that keeps nothing: no instruction
-            return values.temp(stationary.tile_counts()[::-1], "fp32", "psum")
+            return values.nothing(values.temp(stationary.tile_counts()[::-1], "fp32", "psum"))
         if c is not None:
             raise unsupported("nisa.nc_matmul(is_transpose=True) with a mask that keeps part of the tile")
         return values.transpose_tile(stationary)
     mode = getattr(perf_mode, "value", perf_mode) or "none"
+    # The PE reads SBUF: a PSUM operand (an nc_transpose result) is staged as the compiler does.
+    stationary, moving = values.in_sbuf(stationary), values.in_sbuf(moving)
     return values.matmul_tile(stationary, moving, lang.clip(mask), str(mode), tile_position or None,
                               tile_size or None)
 
 
 def nc_transpose(data: Any, *, mask: Any = None, dtype: Any = None, engine: Any = engine.unknown, **kwargs: Any) -> View:
-    if mask is not None:
-        raise unsupported("nisa.nc_transpose with a mask")
+    if not _whole(mask, data, "nisa.nc_transpose"):
+        return values.nothing(temp(data.tile_counts()[::-1], lang.dt(dtype) or "fp32", "psum"))
     return values.transpose_tile(data, ops.engine_name(engine), lang.dt(dtype))
 
 
@@ -66,7 +78,7 @@ def memset(shape: Any, value: Any, dtype: Any, *, mask: Any = None, engine: Any 
     dst = temp(lang.shapes_from(shape), lang.dt(dtype))
     c = fit_clip(lang.clip(mask), dst.tile_counts())
     if c is False:
-        return dst
+        return nothing(dst)
     rec = ops.memset(clipped(dst, c, dst.tile_counts()), value, ops.engine_name(engine))
     return produced(dst, rec, c)
 
@@ -83,9 +95,9 @@ def tensor_tensor_scan(data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
     ``result[:, i] = op1(op0(data0[:, i], result[:, i - 1]), data1[:, i])`` from ``initial``."""
     if not isinstance(data0, View) or not isinstance(data1, View):
         raise NkiTypeError("nisa.tensor_tensor_scan needs tiles as data0 and data1")
-    if mask is not None and lang.clip(mask) is not None:
-        raise unsupported("nisa.tensor_tensor_scan with a mask")
     dst = temp(data0.tile_counts(), _dtype(dtype, data0))
+    if not _whole(mask, data0, "nisa.tensor_tensor_scan"):
+        return dst
     rec = ops.tensor_tensor_scan(dst, data0, data1, initial, ops.alu_name(op0, "op0"), ops.alu_name(op1, "op1"),
                                  reverse0, reverse1)
     return values.produced(dst, rec, None)
@@ -100,7 +112,8 @@ def tensor_scalar(data: Any, op0: Any, operand0: Any, reverse0: bool = False, op
     space = dst.tile_counts()
     c = fit_clip(lang.clip(mask), space)
     if c is False:
-        return dst
+        return nothing(dst)
+    operand0, operand1 = values.fp32_scalar(operand0), values.fp32_scalar(operand1)
     s0 = operand0.clip([c[0]], space[:1]) if c and isinstance(operand0, View) else operand0
     s1 = operand1.clip([c[0]], space[:1]) if c and isinstance(operand1, View) else operand1
     rec = ops.tensor_scalar(clipped(dst, c, space), clipped(data, c, space), ops.alu_name(op0, "op0"), s0, reverse0,
@@ -144,7 +157,7 @@ def _activation(op: Any, data: Any, bias: Any, scale: Any, reduce_res: Optional[
     space = dst.tile_counts()
     c = fit_clip(lang.clip(mask), space)
     if c is False:
-        return dst
+        return nothing(dst)
     b = bias.clip([c[0]], space[:1]) if c and isinstance(bias, View) else bias
     s = scale.clip([c[0]], space[:1]) if c and isinstance(scale, View) else scale
     r = reduce_res.clip([c[0]], space[:1]) if c and isinstance(reduce_res, View) else reduce_res
@@ -152,14 +165,32 @@ def _activation(op: Any, data: Any, bias: Any, scale: Any, reduce_res: Optional[
     return produced(dst, rec, c)
 
 
+def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any, reverse0: bool = False,
+                         reverse1: bool = False, dtype: Any = None, mask: Any = None, engine: Any = engine.unknown,
+                         **kwargs: Any) -> View:
+    """``(data op0 operand0) op1 operand1``: a number or ``[P, 1]`` column, then a tile."""
+    if not isinstance(data, View):
+        raise NkiTypeError("nisa.scalar_tensor_tensor needs a tile as data")
+    dst = temp(data.tile_counts(), _dtype(dtype, data))
+    space = dst.tile_counts()
+    c = fit_clip(lang.clip(mask), space)
+    if c is False:
+        return nothing(dst)
+    s0 = operand0.clip([c[0]], space[:1]) if c and isinstance(operand0, View) else operand0
+    d1 = clipped(operand1, c, space) if isinstance(operand1, View) else operand1
+    rec = values.scalar_tensor_tensor(clipped(dst, c, space), clipped(data, c, space), ops.alu_name(op0, "op0"), s0,
+                                      reverse0, ops.alu_name(op1, "op1"), d1, reverse1, ops.engine_name(engine))
+    return produced(dst, rec, c)
+
+
 def tensor_scalar_reduce(*, data: Any, op0: Any, operand0: Any, reduce_op: Any, reduce_res: Any,
                          reverse0: bool = False, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
     """``data op0 operand0``, with its row reduction (``reduce_op``) written to ``reduce_res``."""
-    if mask is not None:
-        raise unsupported("nisa.tensor_scalar_reduce with a mask")
     if not isinstance(data, View):
         raise NkiTypeError("nisa.tensor_scalar_reduce needs a tile as data")
     dst = temp(data.tile_counts(), _dtype(dtype, data))
+    if not _whole(mask, data, "nisa.tensor_scalar_reduce"):
+        return dst
     values.scalar_then_reduce(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
                               ops.alu_name(reduce_op, "reduce_op"), reduce_res)
     return dst
@@ -167,8 +198,8 @@ def tensor_scalar_reduce(*, data: Any, op0: Any, operand0: Any, reduce_op: Any, 
 
 def dma_transpose(src: Any, *, axes: Any = None, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
     """``src`` (HBM) transposed into a new SBUF tile by the DMA that loads it."""
-    if mask is not None:
-        raise unsupported("nisa.dma_transpose with a mask")
+    if mask is not None and isinstance(src, View) and not _whole(mask, src, "nisa.dma_transpose"):
+        return values.nothing(temp(src.tile_counts()[::-1], lang.dt(dtype) or src.st.dtype))
     return values.dma_transpose_tile(src, axes, lang.dt(dtype))
 
 
@@ -180,16 +211,13 @@ def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any, *, mask: An
                   **kwargs: Any) -> View:
     """``pred ? on_true_tile : on_false_value`` with ``pred`` one comparison of an affine
     expression of ``nl.arange`` indices (a causal mask is ``iy <= ix``)."""
-    if mask is not None:
-        raise unsupported("nisa.affine_select with a mask")
     # GpSimd cannot read PSUM: a PSUM tile (a matmul's scores) is copied to SBUF first.
-    return values.affine_select_tile(pred, values.in_sbuf(on_true_tile), on_false_value, lang.dt(dtype))
+    return values.affine_select_tile(pred, values.in_sbuf(on_true_tile), on_false_value, lang.dt(dtype),
+                                     lang.clip(mask))
 
 
 def iota(expr: Any, dtype: Any, *, mask: Any = None, **kwargs: Any) -> View:
-    if mask is not None:
-        raise unsupported("nisa.iota with a mask")
-    return values.iota_tile(expr, lang.dt(dtype) or "int32")
+    return values.iota_tile(expr, lang.dt(dtype) or "int32", lang.clip(mask))
 
 
 def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
@@ -209,7 +237,7 @@ def _stats(emit: Any, width: int, data: Any, mask: Any, dtype: Any) -> View:
     dst = temp((space[0], width), _dtype(dtype, data))
     c = fit_clip(lang.clip(mask), space)
     if c is False:
-        return dst
+        return nothing(dst)
     d = dst.clip([c[0]], space[:1]) if c and c[0] else dst
     return produced(dst, emit(d, clipped(data, c, space)), None)
 
@@ -227,7 +255,7 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None, oo
 
 for _name in ("tensor_copy_predicated", "tensor_partition_reduce", "tensor_scalar_cumulative",
               "local_gather", "nc_stream_shuffle", "dropout", "max8", "sequence_bounds",
-              "scalar_tensor_tensor", "range_select", "select_reduce", "nc_find_index8",
+              "range_select", "select_reduce", "nc_find_index8",
               "nc_match_replace8", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.isa.{_name}")
 del _name

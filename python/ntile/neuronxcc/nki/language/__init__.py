@@ -23,6 +23,7 @@ from ...._nki.lang import (  # noqa: F401 (re-exported NKI names)
     expand_dims,
     load,
     load_transpose2d,
+    loop_reduce,
     matmul,
     mean,
     negative,
@@ -262,7 +263,7 @@ def finfo(dtype: Any) -> Any:
 
 
 for _name in ("where", "dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "atomic_rmw",
-              "all_reduce", "loop_reduce", "static_cast", "invert", "logical_not", "fmod", "mod",
+              "all_reduce", "static_cast", "invert", "logical_not", "fmod", "mod",
               "var", "gemm_grid", "gemm_stationary_grid"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.language.{_name}")
 del _name
