@@ -249,6 +249,21 @@ class Reference:
             out[:, i] = x
         self.write(rec["dst"], out.reshape(shape))
 
+    def op_tensor_copy_predicated(self, rec: Any) -> None:
+        d = rec["dst"]
+        shape = self.index(d).shape
+        keep = self.raw(rec["pred"]).reshape(shape) != 0
+        if rec["reverse"]:
+            keep = ~keep
+        old = self.raw(d).reshape(shape)
+        if "src" in rec:
+            new = self.raw(rec["src"]).reshape(shape)
+        else:
+            fill = np.full(shape, _num(rec["value"]))
+            floats = self.tensors[d["t"]]["dtype"] in FLOATS
+            new = (fill.astype(np.float32) if floats else np.rint(fill)).astype(old.dtype)
+        self.write(d, np.where(keep, new, old), exact=True)
+
     def op_activation(self, rec: Any) -> None:
         x = self.read(rec["src"])
         shape = self.index(rec["dst"]).shape

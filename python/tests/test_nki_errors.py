@@ -307,3 +307,17 @@ def test_a_mask_keeping_part_of_a_transpose_is_refused_by_name():
         lisa.nc_transpose(lnl.load(x), mask=(i < 64))
 
     raises_at(NotImplementedError, k, "nc_transpose", "nisa.nc_transpose with a mask that keeps part of the tile")
+
+
+def test_a_predicated_copy_copies_bit_for_bit_from_an_integer_predicate():
+    @cnki.jit
+    def k(x):
+        t = cnl.ndarray((128, 64), dtype=cnl.float32, buffer=cnl.sbuf)
+        cisa.dma_copy(dst=t, src=x)
+        h = cnl.ndarray((128, 64), dtype=cnl.bfloat16, buffer=cnl.sbuf)
+        m = cnl.ndarray((128, 64), dtype=cnl.uint8, buffer=cnl.sbuf)
+        cisa.memset(dst=m, value=1)
+        cisa.tensor_copy_predicated(dst=h, src=t, predicate=m)
+
+    with pytest.raises(ValueError, match="copies bit for bit: its source is fp32 and its destination bf16"):
+        cnki.simulate(k)(np.zeros((128, 64), np.float32))

@@ -171,3 +171,56 @@ def test_legacy_constants_modules_import():
 
     assert c.dge_mode.hwdge == lisa.dge_mode.hwdge
     assert lc.sizeinbytes(lnl.bfloat16) == 2 and lc.sizeinbytes(np.float32) == 4
+
+
+def test_an_integer_row_is_broadcast_across_partitions_through_hbm(nki_ref):
+    @lnki.jit
+    def k(x):
+        out = lnl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=lnl.shared_hbm)
+        lnl.store(out, value=lnl.broadcast_to(lnl.load(x), shape=(128, x.shape[1])))
+        return out
+
+    x = np.arange(-5, 35, dtype=np.int32).reshape(1, 40)
+    out = k(x)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out, np.broadcast_to(x, (128, 40)))
+    doc = json.loads(cnki.trace(k, x))
+    assert not ops(doc, "matmul") and len(ops(doc, "dma_copy")) == 4  # load, out, back, store
+
+
+def test_bool_arrays_are_uint8_kernel_arguments_in_nl_hbm(nki_ref, rng):
+    @cnki.jit
+    def k(m, x):
+        assert m.dtype == cnl.uint8 and m.buffer == cnl.hbm and x.buffer == cnl.hbm
+        out = cnl.ndarray(x.shape, dtype=x.dtype, buffer=cnl.shared_hbm)
+        t, p, r = (cnl.ndarray(x.shape, dtype=d, buffer=cnl.sbuf) for d in (x.dtype, cnl.uint8, x.dtype))
+        cisa.dma_copy(dst=t, src=x)
+        cisa.dma_copy(dst=p, src=m)
+        cisa.memset(dst=r, value=0.0)
+        cisa.tensor_copy_predicated(dst=r, src=t, predicate=p)
+        cisa.dma_copy(dst=out, src=r)
+        return out
+
+    m = rng.random((32, 16)) > 0.5
+    x = rng.standard_normal((32, 16)).astype(np.float32)
+    np.testing.assert_array_equal(k(m, x), np.where(m, x, 0.0))
+
+
+def test_nki_objects_take_their_plain_class_attributes_as_dataclass_fields():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Section(cnl.NKIObject):
+        index = None
+        offset = 0
+
+    @dataclass
+    class Tiles(cnl.NKIObject):
+        size: int
+        count: int = 2
+        name = "t"
+
+    s = Section(index=3)
+    assert (s.index, s.offset, Section(offset=5).offset) == (3, 0, 5)
+    assert (Tiles(128).count, Tiles(128, name="u").name) == (2, "u")
+    assert isinstance(cnl.bfloat16, cnki.dtype)  # `dtype: nki.dtype = nl.bfloat16` annotates

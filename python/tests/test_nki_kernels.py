@@ -389,3 +389,67 @@ def test_scalar_tensor_tensor_in_the_current_api(nki_hook, nki_runner, rng, reve
     z = rng.standard_normal((96, 40)).astype(np.float32)
     xc = x * c
     np.testing.assert_array_equal(stt(x, c, z), z - xc if reverse1 else xc - z)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_relu_backward_selects_with_where(nki_hook, nki_runner, rng, dtype):
+    mod = load_example("gradients", "legacy")
+    x = rng.standard_normal((256, 70)).astype(dtype)
+    x[0, :5] = 0  # zero is not positive: its gradient is 0
+    g = rng.standard_normal((256, 70)).astype(dtype)
+    out = mod.relu_backward(x, g)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(f64(out), np.where(f64(x) > 0, f64(g), 0.0))
+
+
+def test_predicated_copies_and_where_in_the_current_api(nki_hook, nki_runner, rng):
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @nki.jit
+    def select(x, y, c):
+        out = nl.ndarray((3,) + tuple(x.shape), dtype=nl.float32, buffer=nl.shared_hbm)
+        tx, ty, tc = (nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf) for a in (x, y, c))
+        for t, a in ((tx, x), (ty, y), (tc, c)):
+            nisa.dma_copy(dst=t, src=a)
+        mask = nl.ndarray(x.shape, dtype=nl.uint8, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=mask, data=tc, op0=nl.greater, operand0=0.5)
+        r = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=r, src=ty)
+        nisa.tensor_copy_predicated(dst=r, src=tx, predicate=mask)  # x where c > 0.5, else y
+        nisa.dma_copy(dst=out[0], src=r)
+        nisa.tensor_copy_predicated(dst=r, src=-1.0, predicate=mask, reverse_pred=True)  # then -1 where c <= 0.5
+        nisa.dma_copy(dst=out[1], src=r)
+        # A float condition is true where nonzero.
+        w = nl.where(tc, tx, 2.0)
+        nisa.dma_copy(dst=out[2], src=w)
+        return out
+
+    x, y = (rng.standard_normal((64, 48)).astype(np.float32) for _ in range(2))
+    c = rng.random((64, 48)).astype(np.float32)
+    c[::3, ::4] = 0.0
+    out = select(x, y, c)
+    np.testing.assert_array_equal(out[0], np.where(c > 0.5, x, y))
+    np.testing.assert_array_equal(out[1], np.where(c > 0.5, x, -1.0))
+    np.testing.assert_array_equal(out[2], np.where(c != 0, x, 2.0))
+
+
+def test_stores_interleaved_element_by_element_do_not_race(nki_hook, nki_runner, rng):
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @nki.jit
+    def by_column(a):
+        # out[:, :, d] for each d: the stores' bounding boxes overlap, their elements do not.
+        P, F, D = a.shape
+        out = nl.ndarray((P, F, D), dtype=a.dtype, buffer=nl.shared_hbm)
+        for d in nl.affine_range(D):
+            t = nl.ndarray((P, F), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a.ap(pattern=[[F * D, P], [D, F]], offset=d))
+            nisa.dma_copy(dst=out.ap(pattern=[[F * D, P], [D, F]], offset=d), src=t)
+        return out
+
+    a = rng.standard_normal((128, 64, 4)).astype(np.float32)
+    np.testing.assert_array_equal(by_column(a), a)

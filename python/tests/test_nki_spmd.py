@@ -54,7 +54,9 @@ def test_legacy_nc_axis_puts_program_i_on_core_i_and_spmd_dim_blocks_them(rng):
 
     a, b = rng.standard_normal((2, 512, 128)).astype(np.float32)
     for grid, core_rows in [((lnl.nc(2), 2), None), ((lnl.spmd_dim(lnl.nc(2), 2), 2), [[0, 1], [2, 3]]),
-                            ((lnl.spmd_dim(2, lnl.nc(2)), 2), [[0, 2], [1, 3]])]:
+                            ((lnl.spmd_dim(2, lnl.nc(2)), 2), [[0, 2], [1, 3]]),
+                            # The product spellings of the two spmd_dim forms.
+                            ((lnl.nc(2) * 2, 2), [[0, 1], [2, 3]]), ((2 * lnl.nc(2), 2), [[0, 2], [1, 3]])]:
         k = add[grid]
         n = 2 if core_rows is None else 4
         x, y = a[:n * 128], b[:n * 128]

@@ -384,7 +384,11 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
             InstData::DmaGather(_) | InstData::DmaScatterAdd(_) => out.push(one(self.next_queue())),
             InstData::Activation(_) => out.push(one(Engine::Act)),
             InstData::TensorScalar(t) => out.push(one(compute_engine(t.engine))),
-            InstData::TensorTensorScan(_) | InstData::TensorReduce(_) | InstData::BnStats(_) | InstData::BnAggr(_) => {
+            InstData::TensorTensorScan(_)
+            | InstData::TensorCopyPredicated(_)
+            | InstData::TensorReduce(_)
+            | InstData::BnStats(_)
+            | InstData::BnAggr(_) => {
                 out.push(one(Engine::Dve));
             }
             InstData::AffineSelect(_) | InstData::Iota(_) => out.push(one(Engine::Pool)),
@@ -497,6 +501,15 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                     data0: ap(&t.data0)?,
                     data1: ap(&t.data1)?,
                     initial: t.initial.try_map(ap)?,
+                });
+            }
+            InstData::TensorCopyPredicated(c) => {
+                let ap = |x: &InstTile| self.hw_ap(id, engine, x);
+                out.push(Op::TensorCopyPredicated {
+                    reverse: c.reverse,
+                    dst: ap(&c.dst)?,
+                    predicate: ap(&c.predicate)?,
+                    src: c.src.try_map(ap)?,
                 });
             }
             InstData::TensorReduce(r) => out.push(Op::TensorReduce {

@@ -201,6 +201,7 @@ pub(crate) fn check_instructions(p: &Program) -> Vec<VerifyError> {
                 Op::Activation { .. }
                 | Op::TensorScalar { .. }
                 | Op::TensorTensorScan { .. }
+                | Op::TensorCopyPredicated { .. }
                 | Op::TensorReduce { .. }
                 | Op::AffineSelect { .. }
                 | Op::Iota { .. }
@@ -284,6 +285,12 @@ fn check_compute(errors: &mut Errors, at: At, target: Target, op: &Op, same: imp
             same(errors, dst, data0);
             same(errors, dst, data1);
             column(errors, "initial", initial.tile(), dst);
+        }
+        Op::TensorCopyPredicated { dst, predicate, src, .. } => {
+            same(errors, dst, predicate);
+            if let Some(s) = src.tile() {
+                same(errors, dst, s);
+            }
         }
         Op::TensorReduce { dst, src, .. } => {
             let (d, n) = (dst.free_elems(), src.free_elems());

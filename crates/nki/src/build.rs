@@ -315,6 +315,11 @@ impl KernelBuilder {
                 groups.access(r, tile, bx, true, false, loc);
                 Ok(())
             }
+            (_, Role::Update) => {
+                groups.access(r, tile, bx, true, false, loc);
+                groups.access(r, tile, bx, false, false, loc);
+                Ok(())
+            }
             (_, _) => {
                 let zero = matches!(rec, Record::Memset { value, .. } if value.0 == 0.0) && v.ap.region(true).dense;
                 groups.access(r, tile, bx, false, zero, loc);
@@ -398,7 +403,7 @@ fn check_marker(rec: &Record, loops: &mut Vec<u64>, loc: &str) -> Result<(), Nki
 fn writes(trace: &Trace, t: u32) -> bool {
     trace.ops.iter().any(|rec| {
         let ops = kinds::operands(rec, "").ok().flatten().unwrap_or_default();
-        ops.iter().any(|(_, v, role)| v.t == t && matches!(role, Role::Write | Role::Accumulate))
+        ops.iter().any(|(_, v, role)| v.t == t && matches!(role, Role::Write | Role::Accumulate | Role::Update))
     })
 }
 
@@ -413,7 +418,7 @@ fn hbm_access(
     let extent = (v.ap.offset + lo, v.ap.offset + hi + 1);
     let list = &mut written[v.tensor as usize];
     match role {
-        Role::Write | Role::Accumulate => list.push(extent),
+        Role::Write | Role::Accumulate | Role::Update => list.push(extent),
         Role::Read if t.buffer == Buffer::Input => {}
         Role::Read => {
             let mut parts: Vec<(i64, i64)> =

@@ -26,6 +26,8 @@ pub(crate) enum Role {
     Read,
     /// A matmul's result: written or accumulated into.
     Accumulate,
+    /// Read, then written in part (a predicated copy's destination).
+    Update,
 }
 
 /// One operand of a record: its name in the trace, the view and its role.
@@ -34,7 +36,7 @@ pub(crate) type Operand<'a> = (&'static str, &'a View, Role);
 /// The operands of a record ntile supports (the destination first), `None` for a loop
 /// marker, or the error for a record it does not support yet.
 pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operand<'a>>>, NkiError> {
-    use Role::{Accumulate, Read, Write};
+    use Role::{Accumulate, Read, Update, Write};
     let unsupported = |what: String| NkiError::Unsupported { loc: loc.to_string(), record: r.kind(), what };
     Ok(Some(match r {
         Record::DmaCopy { dst, src, .. } => vec![("dst", dst, Write), ("src", src, Read)],
@@ -71,6 +73,13 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
             let mut ops = vec![("dst", dst, Write), ("data0", in0, Read), ("data1", in1, Read)];
             if let Scalar::View(v) = initial {
                 ops.push(("initial", v, Read));
+            }
+            ops
+        }
+        Record::TensorCopyPredicated { dst, pred, src, .. } => {
+            let mut ops = vec![("dst", dst, Update), ("pred", pred, Read)];
+            if let Scalar::View(v) = src {
+                ops.push(("src", v, Read));
             }
             ops
         }
@@ -234,6 +243,21 @@ pub(crate) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
             }
             Ok(())
         }
+        Record::TensorCopyPredicated { .. } => {
+            for (i, name) in [(0, "dst"), (1, "pred"), (2, "src")].into_iter().take(res.len()) {
+                if mem[i] == Memory::Hbm {
+                    return Err(wrong("tensor_copy_predicated", name, mem[i], "compute engines work on chip"));
+                }
+            }
+            if res.len() == 3 && mem[1] == Memory::Psum && mem[2] == Memory::Psum {
+                return Err(wrong("tensor_copy_predicated", "src", Memory::Psum, "at most one input may be in PSUM"));
+            }
+            same(&res[0], &res[1], "dst", "pred")?;
+            if let Some(s) = res.get(2) {
+                same(&res[0], s, "dst", "src")?;
+            }
+            Ok(())
+        }
         Record::Activation { .. }
         | Record::TensorScalar { .. }
         | Record::TensorReduce { .. }
@@ -341,6 +365,35 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
                 data0,
                 data1,
                 initial,
+            }))
+        }
+        Record::TensorCopyPredicated { src, reverse, .. } => {
+            let (dst, predicate) = (take()?, take()?);
+            let invalid = |message: String| NkiError::Invalid { loc: loc.to_string(), message };
+            if predicate.dtype.is_float() {
+                return Err(invalid(format!(
+                    "tensor_copy_predicated predicate is {}; it must be an integer tile (nonzero copies)",
+                    predicate.dtype
+                )));
+            }
+            let src = match src {
+                Scalar::Imm(v) => penguin::ScalarOperand::Imm(v.0),
+                Scalar::View(_) => {
+                    let s = take()?;
+                    if s.dtype != dst.dtype {
+                        return Err(invalid(format!(
+                            "tensor_copy_predicated copies bit for bit: its source is {} and its destination {}",
+                            s.dtype, dst.dtype
+                        )));
+                    }
+                    penguin::ScalarOperand::Tile(s)
+                }
+            };
+            InstData::TensorCopyPredicated(Box::new(penguin::TensorCopyPredicatedData {
+                reverse: *reverse,
+                dst,
+                predicate,
+                src,
             }))
         }
         Record::Activation { .. }

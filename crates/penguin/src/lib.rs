@@ -58,9 +58,10 @@ pub use inst::{
     AffinePattern, AffineSelectData, AluClass, AluOp, AttrError, BadPattern, BnAggrData, BnStatsData, ComputeEngine,
     Dep, DepKind, DmaCopyData, DmaGatherData, DmaQueueHint, DmaScatterAddData, EngineAccumulationType, InstData,
     InstKind, IotaData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData, OffloadedMemCastData,
-    OffloadedMemCpyData, PerfMode, ScalarOperand, SparsityPattern, TensorCopyData, TensorReduceData, TensorScalarData,
-    TensorTensorData, TensorTensorScanData, TilePosition, TileSize, TransposeData, UnknownPerfMode, UnknownSparsity,
-    ValidRange, BN_STATS_FMAX, MAX_PATTERN_DIMS, SPARSE_GROUP_KEPT, SPARSE_TAGS_PER_WORD,
+    OffloadedMemCpyData, PerfMode, ScalarOperand, SparsityPattern, TensorCopyData, TensorCopyPredicatedData,
+    TensorReduceData, TensorScalarData, TensorTensorData, TensorTensorScanData, TilePosition, TileSize, TransposeData,
+    UnknownPerfMode, UnknownSparsity, ValidRange, BN_STATS_FMAX, MAX_PATTERN_DIMS, SPARSE_GROUP_KEPT,
+    SPARSE_TAGS_PER_WORD,
 };
 pub use looped::{verify_looped, LoopedFunction, PirInst};
 pub use srcloc::{LocInterner, SourceLoc, SourceLocs};

@@ -81,7 +81,9 @@ impl Images {
 /// [`HwAp::byte_region`] is the bounding box of this; keeping the outermost stride apart
 /// matters because tiles of a row-major matrix side by side in the column direction (the N
 /// tiles of a GEMM output) have interleaved rows and overlapping bounding boxes. Normalised:
-/// `stride > 0` and `width < stride` when `rows > 1`.
+/// `stride > 0` and `width < stride` when `rows > 1`. `period` and `elem`, when known, say
+/// more: every touched byte is `start + k * period + x` for some `k` and `0 <= x < elem`, so
+/// accesses interleaved element by element (column `d` of `out[:, :, d]`) are told apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ByteBox {
     /// First partition.
@@ -96,6 +98,18 @@ pub(crate) struct ByteBox {
     pub stride: i64,
     /// Bytes of each row.
     pub width: i64,
+    /// The gcd of the access's byte strides (0: not known, or a single element).
+    pub period: i64,
+    /// Bytes of one element (with `period`).
+    pub elem: i64,
+}
+
+fn gcd(a: i64, b: i64) -> i64 {
+    if b == 0 {
+        a.abs()
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 fn floor_div(a: i64, b: i64) -> i64 {
@@ -105,7 +119,7 @@ fn floor_div(a: i64, b: i64) -> i64 {
 impl ByteBox {
     /// A box, normalised.
     pub fn new(p0: u32, p1: u32, start: i64, rows: u64, stride: i64, width: i64) -> ByteBox {
-        let mut b = ByteBox { p0, p1, start, rows, stride, width };
+        let mut b = ByteBox { p0, p1, start, rows, stride, width, period: 0, elem: 0 };
         if b.rows <= 1 || b.stride == 0 {
             b.rows = 1;
             b.stride = 0;
@@ -123,6 +137,27 @@ impl ByteBox {
         b
     }
 
+    /// The box, with every byte `start + k * period + x`, `0 <= x < elem`.
+    pub fn with_lattice(mut self, period: i64, elem: i64) -> ByteBox {
+        (self.period, self.elem) = (period.abs(), elem);
+        self
+    }
+
+    /// Whether the lattices prove the boxes share no byte: in their common period `g`, the
+    /// bytes of each fall in an interval (its start's residue, one element long) that the
+    /// other's misses (elements interleaved).
+    fn interleaved(&self, o: &ByteBox) -> bool {
+        if self.elem == 0 || o.elem == 0 {
+            return false;
+        }
+        let g = gcd(self.period, o.period);
+        if g <= self.elem.max(o.elem) {
+            return false;
+        }
+        let (a, b) = (self.start.rem_euclid(g), o.start.rem_euclid(g));
+        (b - a).rem_euclid(g) >= self.elem && (a - b).rem_euclid(g) >= o.elem
+    }
+
     /// First byte.
     pub fn lo(&self) -> i64 {
         self.start
@@ -136,7 +171,7 @@ impl ByteBox {
     /// Whether the boxes share a byte (exact unless both have several rows with different
     /// strides, where it answers as for the bounding boxes).
     pub fn overlaps(&self, o: &ByteBox) -> bool {
-        if !(self.p0 < o.p1 && o.p0 < self.p1 && self.lo() < o.hi() && o.lo() < self.hi()) {
+        if !(self.p0 < o.p1 && o.p0 < self.p1 && self.lo() < o.hi() && o.lo() < self.hi()) || self.interleaved(o) {
             return false;
         }
         let s = match (self.rows, o.rows) {
@@ -157,6 +192,15 @@ impl ByteBox {
     pub fn covers(&self, o: &ByteBox) -> bool {
         if !(self.p0 <= o.p0 && o.p1 <= self.p1) {
             return false;
+        }
+        // A box whose elements are spread out covers only bytes in its own lattice.
+        if self.elem > 0 && self.period > self.elem {
+            let inside = o.elem > 0
+                && o.period % self.period == 0
+                && (o.start - self.start).rem_euclid(self.period) + o.elem <= self.elem;
+            if !inside {
+                return false;
+            }
         }
         if self.rows == 1 {
             return self.start <= o.lo() && o.hi() <= self.start + self.width;
@@ -308,9 +352,11 @@ fn footprint(p0: u32, p1: u32, offset: i128, size: i128, dims: &[Dim], extra: Op
     }
     let (rows, stride) =
         row.and_then(|i| all.get(i)).map_or((1, 0), |d| (u64::from(d.num), i128::from(d.stride) * size));
+    let period = all.iter().try_fold(0i64, |g, d| Some(gcd(g, i64::try_from(i128::from(d.stride) * size).ok()?)))?;
     let start = i64::try_from(offset + lo * size).ok()?;
     let width = i64::try_from((hi - lo + 1) * size).ok()?;
-    Some(ByteBox::new(p0, p1, start, rows, i64::try_from(stride).ok()?, width))
+    let elem = i64::try_from(size).ok()?;
+    Some(ByteBox::new(p0, p1, start, rows, i64::try_from(stride).ok()?, width).with_lattice(period, elem))
 }
 
 /// The runs of a [`Walk`]: an odometer over its outer dimensions.
@@ -472,6 +518,40 @@ mod tests {
                 if exact && sb.is_subset(&sa) {
                     assert!(a.covers(b), "{a:?} should cover {b:?}");
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn lattices_agree_with_brute_force() {
+        // HBM patterns of bf16 elements with interleaving strides: `overlaps` never misses a
+        // shared byte, `covers` never claims bytes it lacks.
+        let img = images();
+        let mut walks = Vec::new();
+        for offset in [0u64, 2, 4, 6, 12] {
+            for (rows, rstride) in [(1u32, 0i64), (3, 16), (2, 24)] {
+                for dims in [vec![Dim::new(1, 1)], vec![Dim::new(4, 4)], vec![Dim::new(2, 3)], vec![Dim::new(1, 8)]] {
+                    walks.push(Walk::new(&ap(Memory::Hbm, 0, rows, rstride, offset, dims), &img).unwrap());
+                }
+            }
+        }
+        let bytes =
+            |w: &Walk| -> std::collections::BTreeSet<i64> { addresses(w).iter().flat_map(|&a| [a, a + 1]).collect() };
+        for a in &walks {
+            let (ra, sa) = (a.region.unwrap(), bytes(a));
+            for b in &walks {
+                let (rb, sb) = (b.region.unwrap(), bytes(b));
+                let shared = !sa.is_disjoint(&sb);
+                assert!(ra.overlaps(&rb) || !shared, "{ra:?} misses a byte of {rb:?}");
+                assert!(!ra.covers(&rb) || sb.is_subset(&sa), "{ra:?} falsely covers {rb:?}");
+            }
+        }
+        // Column d of an [R, F, 4] tensor, for each d: interleaved, never overlapping.
+        let col =
+            |d: u64| Walk::new(&ap(Memory::Hbm, 0, 4, 32, 2 * d, vec![Dim::new(4, 4)]), &img).unwrap().region.unwrap();
+        for d in 0..4 {
+            for e in 0..4 {
+                assert_eq!(col(d).overlaps(&col(e)), d == e, "columns {d} and {e}");
             }
         }
     }

@@ -5,6 +5,8 @@ a transpose still in PSUM to the Tensor Engine, accumulating across a loop with
 
 - ``softmax_backward``: ``dx = y * (dy - rowsum(dy * y))`` for rows of a softmax ``y``, the
   row sum kept in ``y``'s dtype and the rest one ``nisa.scalar_tensor_tensor`` per tile.
+- ``relu_backward``: ``dx = where(x > 0, dy, 0)``: ``nl.where`` is a fill (or copy) of the
+  ``else`` value, then ``nisa.tensor_copy_predicated`` of the ``then`` value under the mask.
 - ``causal_linear_attention``: ``out[t] = sum over s <= t of (q[:, t] . k[:, s]) * v[s]`` in
   blocks of 128 positions. A block above the diagonal is skipped whole (``mask=i >= j``); the
   diagonal block's upper triangle is zeroed by ``nisa.affine_select``; the masked scores are
@@ -36,6 +38,19 @@ def softmax_backward(y, dy):
         out = nisa.scalar_tensor_tensor(data=gt, op0=np.subtract, operand0=dot, op1=np.multiply, operand1=yt,
                                         dtype=y.dtype)
         nl.store(dx[rows, :], value=out)
+    return dx
+
+
+@nki.jit
+def relu_backward(x, dy):
+    """``x`` and ``dy`` are ``[N, D]`` (N a multiple of 128); the result has ``dy``'s dtype."""
+    N, D = x.shape
+    assert N % P == 0 and dy.shape == x.shape
+    dx = nl.ndarray((N, D), dtype=dy.dtype, buffer=nl.shared_hbm)
+    for t in nl.affine_range(N // P):
+        rows = nl.ds(t * P, P)
+        positive = nl.greater(nl.load(x[rows, :]), 0.0)
+        nl.store(dx[rows, :], value=nl.where(positive, nl.load(dy[rows, :]), 0.0))
     return dx
 
 

@@ -255,6 +255,11 @@ sequential_range = loops.sequential_range
 static_range = loops.static_range
 
 
+def where(condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
+    """``x`` where ``condition`` is nonzero, else ``y`` (tiles or numbers), elementwise."""
+    return values.where(condition, x, y, dt(dtype), clip(mask))
+
+
 def loop_reduce(x: Any, op: Any, loop_indices: Any = None, *, dtype: Any = None, mask: Any = None,
                 **kwargs: Any) -> Any:
     """``acc[...] = nl.loop_reduce(x, op, loop_indices)`` is ``acc = acc op x`` (one instruction

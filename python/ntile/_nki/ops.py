@@ -227,6 +227,19 @@ def tensor_tensor_scan(dst: View, data0: View, data1: View, initial: Any, op0: s
                   "op0": op0, "op1": op1, "initial": _scalar(initial, "initial")})
 
 
+def tensor_copy_predicated(dst: View, src: Any, pred: View, reverse: bool = False) -> Rec:
+    """``dst[i] = src[i]`` (or the number ``src``) where ``pred[i]`` is nonzero (zero with
+    ``reverse``); the other elements of ``dst`` keep their values."""
+    dst, pred = _view(dst, "dst"), _view(pred, "predicate")
+    rec: Rec = {"op": "tensor_copy_predicated", "loc": current().loc(), "dst": dst.rec(True),
+                "pred": fit(pred, dst).rec(), "reverse": bool(reverse)}
+    if isinstance(src, View):
+        rec["src"] = fit(src, dst).rec()
+    else:
+        rec["value"] = _scalar(src, "src")
+    return _emit(rec)
+
+
 def tensor_reduce(dst: View, src: View, alu: str, axes: Sequence[int], negate: bool = False,
                   keepdims: bool = False) -> Rec:
     dst, src = _view(dst, "dst"), _view(src, "data")

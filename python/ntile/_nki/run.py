@@ -101,6 +101,8 @@ def _input(T: Trace, name: str, value: Any, loc: List[int]) -> Tuple[View, Optio
             dt = dtypes.name_of(arr.dtype)
         except dtypes.DTypeError as e:
             raise NkiValueError(f"argument '{name}': {e}") from None
+        if arr.dtype == np.bool_:
+            arr = arr.view(np.uint8)  # NKI's bool is uint8: 0 and 1, the same bytes
         shape, data = tuple(arr.shape), arr
     if not shape:
         raise NkiValueError(f"argument '{name}' is a 0-d array; pass a Python number for a scalar")

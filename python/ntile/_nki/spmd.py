@@ -33,6 +33,14 @@ class nc:
     def __repr__(self) -> str:
         return f"nl.nc({self.n})"
 
+    def __mul__(self, k: Any) -> "spmd_dim":
+        """``nl.nc(2) * 2`` is ``nl.spmd_dim(nl.nc(2), 2)``: each core takes a block of programs."""
+        return spmd_dim(self, k)
+
+    def __rmul__(self, k: Any) -> "spmd_dim":
+        """``2 * nl.nc(2)`` is ``nl.spmd_dim(2, nl.nc(2))``: the cores take programs in turn."""
+        return spmd_dim(k, self)
+
 
 class spmd_dim:
     """``nl.spmd_dim(*dims)``: a launch-grid axis of ``prod(dims)`` programs; with an

@@ -459,6 +459,49 @@ def copy_tile(x: View, dtype: Optional[str] = None, clip: Clip = None, engine: O
     return produced(dst, rec, clip)
 
 
+# Predicate dtypes a predicated copy reads as they are (nonzero copies).
+_PREDICATES = ("uint8", "int16", "int32")
+
+
+def predicate(cond: View) -> View:
+    """``cond`` as a predicated copy reads it: an integer tile, or ``cond != 0`` as uint8."""
+    if cond.st.dtype in _PREDICATES:
+        return cond
+    return elementwise("not_equal", cond, 0.0, "uint8")
+
+
+def where(cond: Any, x: Any, y: Any, dtype: Optional[str] = None, clip: Clip = None) -> View:
+    """``x`` where ``cond`` is nonzero, ``y`` elsewhere, into a new tile: ``y`` is copied (or
+    filled) first, then ``x`` copied over it under the predicate (``tensor_copy_predicated``)."""
+    if not isinstance(cond, View):
+        raise NkiTypeError(f"nl.where needs a tile as its condition, got {type(cond).__name__}")
+    for v, what in ((x, "x"), (y, "y")):
+        if not isinstance(v, View) and dtypes.scalar_dtype(v) is None:
+            raise NkiTypeError(f"nl.where: {what} must be a tile or a number, got {type(v).__name__}")
+    if dtype is None:
+        tiles = [v.st.dtype for v in (x, y) if isinstance(v, View)]
+        # A Python number is weakly typed: the tile's dtype wins.
+        dtype = (dtypes.promote(*tiles) if len(tiles) == 2 else tiles[0]) if tiles else \
+            dtypes.promote(dtype_of(x), dtype_of(y))
+    shape = result_shape(cond)
+    dst = temp(shape, dtype)
+    space = dst.tile_counts()
+    c = fit_clip(clip, space)
+    if c is False:
+        return nothing(dst)
+    d = clipped(dst, c, space)
+    if isinstance(y, View):
+        ops.tensor_copy(d, clipped(y, c, space))
+    else:
+        ops.memset(d, y)
+    if isinstance(x, View) and x.st.dtype != dtype:
+        x = copy_tile(x, dtype)
+    src = clipped(x, c, space) if isinstance(x, View) else x
+    # Not a pending result: redirecting the last record alone would lose the copy of ``y``.
+    ops.tensor_copy_predicated(d, src, clipped(predicate(cond), c, space))
+    return dst
+
+
 def fill(dst: View, value: Any) -> None:
     """Fill every block of an on-chip tensor with ``value`` (one memset per block)."""
     st = dst.st
@@ -548,13 +591,23 @@ def affine_select_tile(pred: Any, on_true: View, on_false: Any, dtype: Optional[
 
 def partition_broadcast(x: View, shape: Sequence[int]) -> View:
     """A ``[1, ...]`` tile copied to every one of ``shape[0]`` partitions: a K = 1 matmul of a
-    row of ones against it (exact: each product is 1 * x), 512 columns per PSUM bank."""
+    row of ones against it (exact: each product is 1 * x), 512 columns per PSUM bank; an
+    integer tile through HBM."""
     p = int(shape[0])
     counts = x.tile_counts()
     f = _prod(counts[1:])
     flat = either(x.conform((1, f)), x)
     if flat.counts != (1, f):
         raise unsupported("nl.broadcast_to across partitions of a strided tile")
+    if x.st.dtype not in dtypes.FLOATS:
+        # The PE multiplies floats only: an integer row goes out to HBM and comes back read
+        # with partition stride 0 (two DMAs, bit for bit).
+        scratch = temp((1, f), x.st.dtype, "private_hbm")
+        ops.dma_copy(scratch, flat)
+        dst = temp((p, f), x.st.dtype)
+        ops.dma_copy(dst, scratch.broadcast(0, p))
+        out = dst.reshape((p,) + tuple(counts[1:]))
+        return out.conform(tuple(shape)) if out.counts != tuple(shape) else out
     ones = temp((1, p), x.st.dtype)
     ops.memset(ones, 1.0)
     dst = temp((p, f), x.st.dtype)

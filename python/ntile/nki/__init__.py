@@ -28,7 +28,11 @@ from .._nki.run import Kernel, Profile, TensorType
 from . import language, isa, typing  # noqa: F401 (the API's submodules)
 
 __all__ = ["jit", "simulate", "benchmark", "baremetal", "profile", "trace", "install", "uninstall", "language",
-           "isa", "typing", "Kernel", "Profile", "NkiError"]
+           "isa", "typing", "Kernel", "Profile", "NkiError", "dtype"]
+
+# The type of a dtype value (``nl.bfloat16`` is the string ``"bfloat16"``), for annotations such
+# as ``dtype: nki.dtype = nl.bfloat16``.
+dtype = str
 
 
 def jit(fn: Optional[Callable[..., Any]] = None, **kwargs: Any) -> Any:

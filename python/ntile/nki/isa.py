@@ -97,6 +97,13 @@ def tensor_tensor(dst: Any, data1: Any, data2: Any, op: Any, engine: Any = engin
     return NkiInstruction(ops.tensor_tensor(dst, data1, data2, ops.alu_name(op), ops.engine_name(engine)))
 
 
+def tensor_copy_predicated(dst: Any, src: Any, predicate: Any, reverse_pred: bool = False,
+                           name: Any = None) -> NkiInstruction:
+    """``dst`` takes ``src`` (a tile or a number) where ``predicate`` is nonzero (zero with
+    ``reverse_pred``) and keeps its values elsewhere (VectorE)."""
+    return NkiInstruction(ops.tensor_copy_predicated(dst, src, predicate, reverse_pred))
+
+
 def tensor_tensor_scan(dst: Any, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any, reverse0: bool = False,
                        reverse1: bool = False, name: Any = None) -> NkiInstruction:
     """``dst[:, i] = op1(op0(data0[:, i], dst[:, i - 1]), data1[:, i])`` from ``initial``, on VectorE."""
@@ -197,7 +204,7 @@ def _pattern(pattern: Any) -> list:
         raise NkiValueError(f"a pattern is a list of [step, count] pairs, got {pattern!r}") from None
 
 
-for _name in ("tensor_copy_predicated", "nc_matmul_mx", "tensor_partition_reduce",
+for _name in ("nc_matmul_mx", "tensor_partition_reduce",
               "tensor_scalar_cumulative", "activate2", "local_gather", "nc_n_gather",
               "nc_stream_shuffle", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
               "exponential", "max8", "sequence_bounds",

@@ -35,6 +35,7 @@ from .._nki.lang import (  # noqa: F401 (re-exported NKI names)
     store,
     tile_size,
     transpose,
+    where,
 )
 from .._nki.lang import all, max, min, sum  # noqa: F401,A004 (NKI's names)
 from .._nki.spmd import nc, spmd_dim  # noqa: F401 (NKI's names)
@@ -79,12 +80,25 @@ psum = MemoryRegion.psum
 private_hbm = MemoryRegion.private_hbm
 hbm = MemoryRegion.private_hbm
 shared_hbm = MemoryRegion.shared_hbm
+# A kernel's arguments are in `nl.hbm` (what kernels assert of them).
 _BUFFER_OBJ = {"sbuf": sbuf, "psum": psum, "private_hbm": private_hbm, "shared_hbm": shared_hbm,
-               "input": shared_hbm}
+               "input": hbm}
 
 
 class NKIObject:
-    """Base class of NKI kernel dataclasses (plain Python here)."""
+    """Base class of NKI kernel dataclasses (plain Python here). A subclass's plain class
+    attributes (``section_idx = None``) are fields too: they are annotated as the class is made,
+    so ``@dataclass`` gives its ``__init__`` a keyword for each."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        notes = dict(cls.__dict__.get("__annotations__", {}))
+        plain = [k for k, v in cls.__dict__.items()
+                 if not k.startswith("_") and k not in notes and not callable(v)
+                 and not isinstance(v, (property, classmethod, staticmethod))]
+        if plain:
+            notes.update({k: Any for k in plain})
+            cls.__annotations__ = notes
 
     def __init__(self, **kwargs: Any) -> None:
         for k, v in kwargs.items():
@@ -186,7 +200,7 @@ def shared_identity_matrix(n: Any, dtype: Any = uint8, dst: Any = None) -> NkiTe
     return tile
 
 
-for _name in ("where", "dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "fori_loop", "while_loop",
+for _name in ("dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "fori_loop", "while_loop",
               "dynamic_range", "invert", "logical_not", "fmod", "mod", "var"):
     globals()[_name] = lang.refused(f"nki.language.{_name}")
 del _name

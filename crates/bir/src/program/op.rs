@@ -190,6 +190,20 @@ declare_ops! {
         /// The value carried into the first element.
         initial: ScalarOperand<HwAp>,
     }
+    /// Copy `src` (a tile with `dst`'s dtype, or an immediate converted to it) into the
+    /// elements of `dst` whose `predicate` is nonzero (zero with `reverse`); the others keep
+    /// their values.
+    TensorCopyPredicated = "tensor_copy_predicated", Dve, aps [dst: Update, predicate: Read, src: Read],
+        attrs [reverse, src] {
+        /// Copy where the predicate is zero instead.
+        reverse: bool,
+        /// Destination, read and written.
+        dst: HwAp,
+        /// The predicate (an integer tile).
+        predicate: HwAp,
+        /// What is copied.
+        src: ScalarOperand<HwAp>,
+    }
     /// Reduce each run of `src.free / dst.free` consecutive elements of a partition with `op`
     /// (left to right), optionally negated.
     TensorReduce = "tensor_reduce", Dve, aps [dst: Write, src: Read], attrs [op, negate] {
@@ -301,7 +315,7 @@ mod tests {
     #[test]
     fn every_kind_round_trips_through_its_text_parts() {
         let ops = Op::examples();
-        assert_eq!(ops.len(), 19);
+        assert_eq!(ops.len(), 20);
         let names: HashSet<&str> = ops.iter().map(Op::name).collect();
         assert_eq!(names.len(), ops.len(), "two kinds share a name");
         for op in &ops {

@@ -97,6 +97,10 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                     self.canonical_in_place(c)?;
                 }
             }
+            InstData::TensorCopyPredicated(c) => match c.src.tile_mut() {
+                Some(s) => self.combine_in_place(&mut [&mut c.dst, &mut c.predicate, s])?,
+                None => self.combine_in_place(&mut [&mut c.dst, &mut c.predicate])?,
+            },
             InstData::AffineSelect(a) => self.combine_in_place(&mut [&mut a.dst, &mut a.src])?,
             InstData::TensorReduce(r) => {
                 for t in [&mut r.dst, &mut r.src] {

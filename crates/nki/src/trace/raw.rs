@@ -151,6 +151,20 @@ pub enum Record {
         /// A number or a `[P, 1]` column.
         initial: Scalar,
     },
+    /// `dst[i] = src[i]` (or the number) where `pred[i]` is nonzero (zero with `reverse`);
+    /// the other elements keep their values (`nki.isa.tensor_copy_predicated`, on DVE).
+    TensorCopyPredicated {
+        /// Where.
+        loc: Loc,
+        /// Destination, read and written.
+        dst: View,
+        /// The predicate.
+        pred: View,
+        /// A view (the record's `src`) or a number (its `value`).
+        src: Scalar,
+        /// Copy where the predicate is zero instead.
+        reverse: bool,
+    },
     /// A reduction along free axes.
     TensorReduce {
         /// Where.
@@ -254,6 +268,7 @@ impl Record {
             | Record::Activation { loc, .. }
             | Record::TensorScalar { loc, .. }
             | Record::TensorTensorScan { loc, .. }
+            | Record::TensorCopyPredicated { loc, .. }
             | Record::TensorReduce { loc, .. }
             | Record::AffineSelect { loc, .. }
             | Record::Iota { loc, .. }
@@ -277,6 +292,7 @@ impl Record {
             Record::Activation { .. } => "activation",
             Record::TensorScalar { .. } => "tensor_scalar",
             Record::TensorTensorScan { .. } => "tensor_tensor_scan",
+            Record::TensorCopyPredicated { .. } => "tensor_copy_predicated",
             Record::TensorReduce { .. } => "tensor_reduce",
             Record::AffineSelect { .. } => "affine_select",
             Record::Iota { .. } => "iota",
@@ -346,6 +362,8 @@ struct RawRecord {
     s1: Option<Scalar>,
     reverse1: Option<bool>,
     initial: Option<Scalar>,
+    pred: Option<View>,
+    reverse: Option<bool>,
     axes: Option<Vec<u32>>,
     negate: Option<bool>,
     keepdims: Option<bool>,
@@ -361,7 +379,7 @@ struct RawRecord {
 impl RawRecord {
     /// The names of the fields that are present, besides `op`.
     fn present(&self) -> Vec<&'static str> {
-        let fields: [(&'static str, bool); 35] = [
+        let fields: [(&'static str, bool); 37] = [
             ("loc", self.loc.is_some()),
             ("dst", self.dst.is_some()),
             ("src", self.src.is_some()),
@@ -387,6 +405,8 @@ impl RawRecord {
             ("s1", self.s1.is_some()),
             ("reverse1", self.reverse1.is_some()),
             ("initial", self.initial.is_some()),
+            ("pred", self.pred.is_some()),
+            ("reverse", self.reverse.is_some()),
             ("axes", self.axes.is_some()),
             ("negate", self.negate.is_some()),
             ("keepdims", self.keepdims.is_some()),
@@ -422,6 +442,7 @@ impl TryFrom<RawRecord> for Record {
             "activation" => &["dst", "src", "func", "scale", "bias", "reduce"],
             "tensor_scalar" => &["dst", "src", "op0", "s0", "reverse0", "op1", "s1", "reverse1", "engine"],
             "tensor_tensor_scan" => &["dst", "in0", "in1", "op0", "op1", "initial"],
+            "tensor_copy_predicated" => &["dst", "pred", "src", "value", "reverse"],
             "tensor_reduce" => &["dst", "src", "alu", "axes", "negate", "keepdims"],
             "affine_select" => &["dst", "src", "pattern", "channel_multiplier", "offset", "cmp", "value"],
             "iota" => &["dst", "pattern", "offset", "channel_multiplier"],
@@ -432,7 +453,7 @@ impl TryFrom<RawRecord> for Record {
             other => {
                 return Err(format!(
                     "unknown record kind `{other}` (expected dma_copy, matmul, transpose, tensor_copy, memset, \
-                     tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_reduce, affine_select, iota, bn_stats, \
+                     tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_copy_predicated, tensor_reduce, affine_select, iota, bn_stats, \
                      bn_aggr, loop_begin, iteration or loop_end)"
                 ))
             }
@@ -484,6 +505,17 @@ impl TryFrom<RawRecord> for Record {
                 op0: need(o, "op0", r.op0)?,
                 op1: need(o, "op1", r.op1)?,
                 initial: need(o, "initial", r.initial)?,
+            },
+            "tensor_copy_predicated" => Record::TensorCopyPredicated {
+                loc,
+                dst: dst()?,
+                pred: need(o, "pred", r.pred)?,
+                src: match (r.src, r.value) {
+                    (Some(v), None) => Scalar::View(v),
+                    (None, Some(x)) => Scalar::Imm(x),
+                    _ => return Err(format!("{o} record: exactly one of `src` (a view) and `value` (a number)")),
+                },
+                reverse: r.reverse.unwrap_or(false),
             },
             "tensor_scalar" => Record::TensorScalar {
                 loc,

@@ -78,6 +78,22 @@ pub struct TensorTensorScanData {
     pub initial: ScalarOperand,
 }
 
+/// Copy `src` into `dst` where `predicate` is nonzero (where it is zero with `reverse`) on
+/// VectorE (`nki.isa.tensor_copy_predicated`); the other elements of `dst` keep their values.
+/// `src` is a tile shaped like `dst` with `dst`'s dtype (copied bit for bit) or an immediate
+/// (converted to `dst`'s dtype); `predicate` is an unsigned integer tile shaped like `dst`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorCopyPredicatedData {
+    /// Copy where the predicate is zero instead.
+    pub reverse: bool,
+    /// Destination, read and written.
+    pub dst: InstTile,
+    /// The predicate.
+    pub predicate: InstTile,
+    /// What is copied: a tile or an immediate.
+    pub src: ScalarOperand,
+}
+
 /// `dst = op-reduce of src over its trailing free elements` on VectorE
 /// (`nki.isa.tensor_reduce`): each destination element reduces `src.free / dst.free`
 /// consecutive source elements (in enumeration order: the last free axes), left to right;

@@ -7,8 +7,8 @@
 //! codegen's `process_new_neuroninst`, bir's lowering).
 
 use super::compute::{
-    ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorReduceData, TensorScalarData,
-    TensorTensorScanData,
+    ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorCopyPredicatedData, TensorReduceData,
+    TensorScalarData, TensorTensorScanData,
 };
 use super::payload::{
     DmaCopyData, DmaGatherData, DmaScatterAddData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData,
@@ -139,6 +139,13 @@ inst_kinds! {
         data0: operand(Read),
         data1: operand(Read),
         initial: scalar(),
+    },
+    /// VectorE copy where a predicate tile is nonzero.
+    TensorCopyPredicated(TensorCopyPredicatedData) in Box = "tensor_copy_predicated" {
+        reverse: attr("reverse"),
+        dst: operand(ReadWrite),
+        predicate: operand(Read),
+        src: scalar(),
     },
     /// VectorE reduction over the trailing free elements.
     TensorReduce(TensorReduceData) = "tensor_reduce" {

@@ -26,8 +26,8 @@ pub use alu::{
 };
 pub use attr::AttrError;
 pub use compute::{
-    ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorReduceData, TensorScalarData,
-    TensorTensorScanData, BN_STATS_FMAX,
+    ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorCopyPredicatedData, TensorReduceData,
+    TensorScalarData, TensorTensorScanData, BN_STATS_FMAX,
 };
 pub use kinds::{InstData, InstKind};
 pub use payload::{

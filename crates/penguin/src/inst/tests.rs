@@ -89,6 +89,12 @@ fn every_kind() -> Vec<InstData> {
             data1: t(2),
             initial: ScalarOperand::Tile(t(3)),
         })),
+        InstData::TensorCopyPredicated(Box::new(TensorCopyPredicatedData {
+            reverse: true,
+            dst: t(0),
+            predicate: t(1),
+            src: ScalarOperand::Imm(-2.5),
+        })),
         InstData::TensorReduce(TensorReduceData { op: AluOp::Max, negate: true, dst: t(0), src: t(1) }),
         InstData::AffineSelect(AffineSelectData {
             cmp: AluOp::IsGe,
@@ -220,6 +226,7 @@ fn sample_value(kind: InstKind, key: &str) -> Option<&'static str> {
         ("func", "exp"),
         ("op0", "multiply"),
         ("op1", "add"),
+        ("reverse", "true"),
         ("reverse0", "true"),
         ("reverse1", "true"),
         ("negate", "true"),
@@ -388,6 +395,7 @@ fn only_matmuls_accumulate_into_their_result() {
             | InstData::Activation(_)
             | InstData::TensorScalar(_)
             | InstData::TensorTensorScan(_)
+            | InstData::TensorCopyPredicated(_)
             | InstData::TensorReduce(_)
             | InstData::AffineSelect(_)
             | InstData::Iota(_)

@@ -348,6 +348,14 @@ pub(crate) mod props {
                             data1: c,
                             initial: if op % 2 == 0 { ScalarOperand::Imm(value) } else { ScalarOperand::Tile(d) },
                         })),
+                        InstKind::TensorCopyPredicated => {
+                            InstData::TensorCopyPredicated(Box::new(TensorCopyPredicatedData {
+                                reverse: pattern % 2 == 1,
+                                dst: a,
+                                predicate: b,
+                                src: if op % 2 == 0 { ScalarOperand::Imm(value) } else { ScalarOperand::Tile(c) },
+                            }))
+                        }
                         InstKind::TensorReduce => InstData::TensorReduce(TensorReduceData {
                             op: AluOp::ALL[op],
                             negate: pattern % 2 == 1,

@@ -47,6 +47,12 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 self.check_same(e, "tensor_tensor_scan", &t.dst, &t.data1);
                 self.check_column(e, "tensor_tensor_scan initial", &t.initial, &t.dst);
             }
+            InstData::TensorCopyPredicated(c) => {
+                self.check_same(e, "tensor_copy_predicated predicate", &c.dst, &c.predicate);
+                if let ScalarOperand::Tile(s) = &c.src {
+                    self.check_same(e, "tensor_copy_predicated", &c.dst, s);
+                }
+            }
             InstData::TensorReduce(r) => {
                 let (d, s) = (r.dst.free_elems(), r.src.free_elems());
                 if r.dst.partitions() != r.src.partitions() || d == 0 || !s.is_multiple_of(d) {
@@ -144,6 +150,28 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 }
                 if let ScalarOperand::Tile(c) = &t.initial {
                     self.need_dtype(e, "tensor_tensor_scan initial", c, DType::Fp32);
+                }
+            }
+            InstData::TensorCopyPredicated(c) => {
+                if c.predicate.dtype.is_float() {
+                    self.err(
+                        e,
+                        format!(
+                            "tensor_copy_predicated predicate must be an integer tile (nonzero copies), not {}",
+                            c.predicate.dtype
+                        ),
+                    );
+                }
+                if let ScalarOperand::Tile(s) = &c.src {
+                    if s.dtype != c.dst.dtype {
+                        self.err(
+                            e,
+                            format!(
+                                "tensor_copy_predicated source and destination must share a dtype (the copy is bit for bit), not {} and {}",
+                                s.dtype, c.dst.dtype
+                            ),
+                        );
+                    }
                 }
             }
             InstData::TensorReduce(r) => {
@@ -289,6 +317,7 @@ fn new_kind_dst(inst: &InstData) -> Option<&InstTile> {
         InstData::Activation(a) => Some(&a.dst),
         InstData::TensorScalar(t) => Some(&t.dst),
         InstData::TensorTensorScan(t) => Some(&t.dst),
+        InstData::TensorCopyPredicated(c) => Some(&c.dst),
         InstData::TensorReduce(r) => Some(&r.dst),
         InstData::AffineSelect(a) => Some(&a.dst),
         InstData::Iota(i) => Some(&i.dst),

@@ -78,6 +78,20 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     );
                 }
             }
+            InstData::TensorCopyPredicated(c) => {
+                self.need(e, "tensor_copy_predicated destination", &c.dst, &on_chip);
+                self.need(e, "tensor_copy_predicated predicate", &c.predicate, &on_chip);
+                if let Some(s) = c.src.tile() {
+                    self.need(e, "tensor_copy_predicated source", s, &on_chip);
+                    if s.memory == Psum && c.predicate.memory == Psum {
+                        self.err(
+                            e,
+                            "tensor_copy_predicated source and predicate cannot both be in psum (one PSUM read per \
+                             instruction)",
+                        );
+                    }
+                }
+            }
             InstData::TensorReduce(r) => {
                 self.need(e, "tensor_reduce destination", &r.dst, &on_chip);
                 self.need(e, "tensor_reduce source", &r.src, &on_chip);

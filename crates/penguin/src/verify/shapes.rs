@@ -209,6 +209,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             InstData::Activation(_)
             | InstData::TensorScalar(_)
             | InstData::TensorTensorScan(_)
+            | InstData::TensorCopyPredicated(_)
             | InstData::TensorReduce(_)
             | InstData::AffineSelect(_)
             | InstData::Iota(_)

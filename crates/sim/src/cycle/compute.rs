@@ -53,6 +53,13 @@ pub(super) fn compute_cycles(p: &HwProfile, engine: Engine, op: &Op) -> f64 {
         // tensor_tensor's do, so it takes tensor_tensor's rule (the carried value stays in
         // the ALU and adds no pass).
         Op::TensorTensorScan { op0, dst, data0, data1, .. } => two_inputs(p, *op0, dst, data0, data1),
+        // tensor_copy_predicated: max(MIN_II, N) when the source or the predicate is in PSUM,
+        // max(MIN_II, 2N) when both are in SBUF (NKI ISA); an immediate source streams the
+        // predicate alone, as a tensor_copy streams its input: max(MIN_II, N).
+        Op::TensorCopyPredicated { predicate, src, .. } => {
+            let sbuf = src.tile().is_some_and(|s| s.memory != Memory::Psum) && predicate.memory != Memory::Psum;
+            ii(p, n(predicate) * if sbuf { p.tensor_tensor_sbuf_factor } else { 1.0 })
+        }
         // activation: max(MIN_II, N), plus MIN_II to read the row sums out.
         Op::Activation { src, reduce, .. } => {
             ii(p, n(src)) + if reduce.is_some() { p.act_reduce_read_cycles } else { 0.0 }

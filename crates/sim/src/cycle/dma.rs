@@ -175,6 +175,7 @@ pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
         | Op::Activation { .. }
         | Op::TensorScalar { .. }
         | Op::TensorTensorScan { .. }
+        | Op::TensorCopyPredicated { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }

@@ -153,6 +153,7 @@ impl PeState {
             | Op::Activation { .. }
             | Op::TensorScalar { .. }
             | Op::TensorTensorScan { .. }
+            | Op::TensorCopyPredicated { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }
@@ -209,6 +210,7 @@ impl PeState {
             | Op::Activation { .. }
             | Op::TensorScalar { .. }
             | Op::TensorTensorScan { .. }
+            | Op::TensorCopyPredicated { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }

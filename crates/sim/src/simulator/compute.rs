@@ -265,6 +265,41 @@ impl Machine {
         Ok(())
     }
 
+    /// `nki.isa.tensor_copy_predicated`: `src` (bit for bit, or an immediate in `dst`'s dtype)
+    /// into the elements of `dst` whose predicate is nonzero (zero with `reverse`).
+    pub(super) fn tensor_copy_predicated(
+        &mut self,
+        cx: &mut Cx<'_>,
+        reverse: bool,
+        dst: &HwAp,
+        predicate: &HwAp,
+        src: &ScalarOperand<HwAp>,
+    ) -> Result<(), SimError> {
+        let (pw, pred) = self.read_bits(cx, predicate)?;
+        let (dw, mut out) = self.read_bits(cx, dst)?;
+        if dw.elems != pw.elems {
+            return Err(SimError::CopyShape { at: cx.at, dst: dw.elems, src: pw.elems });
+        }
+        let from: Vec<u32> = match src {
+            ScalarOperand::Imm(v) => vec![memset_bits(dw.dtype, *v)],
+            ScalarOperand::Tile(ap) => {
+                let (sw, bits) = self.read_bits(cx, ap)?;
+                if sw.elems != dw.elems {
+                    return Err(SimError::CopyShape { at: cx.at, dst: dw.elems, src: sw.elems });
+                }
+                bits
+            }
+        };
+        for (k, (o, &p)) in out.iter_mut().zip(&pred).enumerate() {
+            if (p != 0) != reverse {
+                *o = if from.len() == 1 { from[0] } else { from[k] };
+            }
+        }
+        let dw = self.dst_walk(cx, dst, pw.elems)?;
+        self.write_bits(cx, &dw, &out);
+        Ok(())
+    }
+
     /// `dst[j] = op over src[j * r .. (j + 1) * r]` left to right, `r = src / dst` elements.
     pub(super) fn tensor_reduce(
         &mut self,

@@ -90,6 +90,10 @@ impl Machine {
                 on_chip(cx.at, op, &op_aps(op))?;
                 self.tensor_tensor_scan(cx, (*op0, *op1), dst, data0, data1, initial)
             }
+            Op::TensorCopyPredicated { reverse, dst, predicate, src } => {
+                on_chip(cx.at, op, &op_aps(op))?;
+                self.tensor_copy_predicated(cx, *reverse, dst, predicate, src)
+            }
             Op::TensorReduce { op: kind, negate, dst, src } => {
                 on_chip(cx.at, op, &[dst, src])?;
                 self.tensor_reduce(cx, *kind, *negate, dst, src)

@@ -503,3 +503,22 @@ fn row_tiles_get_their_own_pe_track() {
     let trace = trace_json(&p, &run(&p));
     assert_eq!(thread_names(&trace), vec!["pe", "pe.r64c0", "pe.weights"]);
 }
+
+#[test]
+fn a_predicated_copy_streams_two_inputs_unless_its_source_is_a_number() {
+    // Tile source and predicate in SBUF: max(MIN_II, 2N); predicate in PSUM: N; an immediate
+    // source streams the predicate alone: N (VectorE at 0.96 GHz).
+    let mut p = program(Target::Trn2);
+    let copy = |predicate: HwAp, src: penguin::ScalarOperand<HwAp>| Op::TensorCopyPredicated {
+        reverse: false,
+        dst: sbuf(DType::Fp32, 0, 128, 0, 512),
+        predicate,
+        src,
+    };
+    let tile = || penguin::ScalarOperand::Tile(sbuf(DType::Fp32, 0, 128, 4096, 512));
+    push(&mut p, Engine::Dve, copy(sbuf(DType::Int32, 0, 128, 8192, 512), tile()), &[], None);
+    push(&mut p, Engine::Dve, copy(psum(128, 0, 512), tile()), &[], None);
+    push(&mut p, Engine::Dve, copy(sbuf(DType::Int32, 0, 128, 8192, 512), penguin::ScalarOperand::Imm(1.0)), &[], None);
+    let r = run(&p);
+    assert_close(r.total_ns, (2.0 * 512.0 + 512.0 + 512.0) / 0.96);
+}

@@ -327,3 +327,52 @@ fn tensor_tensor_scan_carries_the_rounded_value_along_each_partition() {
         }
     }
 }
+
+#[test]
+fn tensor_copy_predicated_copies_where_the_predicate_is_nonzero() {
+    // dst starts as y; x is copied where pred != 0; then -7.5 where pred == 0 (reverse).
+    let mut b = Builder::new(Target::Trn2);
+    let x = b.tensor("x", &[4, 8], DType::Fp32, HbmRole::Input);
+    let y = b.tensor("y", &[4, 8], DType::Fp32, HbmRole::Input);
+    let pred = b.tensor("pred", &[4, 8], DType::Fp32, HbmRole::Input);
+    let out = b.tensor("out", &[2, 4, 8], DType::Fp32, HbmRole::Output);
+    let (loaded, done) = (b.sem("loaded"), b.sem("done"));
+    load(&mut b, 0, x, (4, 8), DType::Fp32, 0, loaded);
+    load(&mut b, 1, y, (4, 8), DType::Fp32, 64, loaded);
+    load(&mut b, 2, pred, (4, 8), DType::Int32, 128, loaded);
+    let copy = |dst: u64, src: penguin::ScalarOperand<HwAp>, reverse: bool| Op::TensorCopyPredicated {
+        reverse,
+        dst: sbuf(DType::Fp32, 0, 4, dst, 8),
+        predicate: sbuf(DType::Int32, 0, 4, 128, 8),
+        src,
+    };
+    b.push(
+        Engine::Dve,
+        copy(64, penguin::ScalarOperand::Tile(sbuf(DType::Fp32, 0, 4, 0, 8)), false),
+        &[(loaded, 3)],
+        None,
+    );
+    b.push(Engine::Dve, copy(0, penguin::ScalarOperand::Imm(-7.5), true), &[], Some(done));
+    b.push(Engine::Dma(3), dma(hbm(DType::Fp32, out, 4, 8, 8), sbuf(DType::Fp32, 0, 4, 64, 8)), &[(done, 1)], None);
+    b.push(
+        Engine::Dma(4),
+        dma(hbm(DType::Fp32, out + 32 * 4, 4, 8, 8), sbuf(DType::Fp32, 0, 4, 0, 8)),
+        &[(done, 1)],
+        None,
+    );
+    let mut s = Simulator::new(&b.program);
+    let xs: Vec<f32> = (0..32).map(|i| value(i) * 3.0).collect();
+    let ys: Vec<f32> = (0..32).map(|i| value(50 + i) * 1.5).collect();
+    // Loaded as int32 (the DMA casts): 70000 and -3 are nonzero.
+    let ps: Vec<f32> = (0..32).map(|i| [0.0, 1.0, -3.0, 0.0, 70000.0][i % 5]).collect();
+    s.write_hbm_f32("x", &xs).unwrap();
+    s.write_hbm_f32("y", &ys).unwrap();
+    s.write_hbm_f32("pred", &ps).unwrap();
+    assert!(s.run().unwrap().races.is_empty());
+    let got = s.read_hbm_f32("out").unwrap();
+    for k in 0..32 {
+        let on = ps[k] != 0.0;
+        assert_eq!(got[k], if on { xs[k] } else { ys[k] }, "element {k}");
+        assert_eq!(got[32 + k], if on { xs[k] } else { -7.5 }, "element {k} of the reversed copy");
+    }
+}

@@ -256,6 +256,7 @@ pub(crate) fn accumulates(op: &Op) -> bool {
         | Op::Activation { .. }
         | Op::TensorScalar { .. }
         | Op::TensorTensorScan { .. }
+        | Op::TensorCopyPredicated { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -281,6 +282,7 @@ fn cell(op: &Op) -> Option<(u32, u32)> {
         | Op::Activation { .. }
         | Op::TensorScalar { .. }
         | Op::TensorTensorScan { .. }
+        | Op::TensorCopyPredicated { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -399,6 +401,7 @@ fn label_one(
         | Op::Activation { .. }
         | Op::TensorScalar { .. }
         | Op::TensorTensorScan { .. }
+        | Op::TensorCopyPredicated { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -438,6 +441,7 @@ fn label_one(
             | Op::Activation { .. }
             | Op::TensorScalar { .. }
             | Op::TensorTensorScan { .. }
+            | Op::TensorCopyPredicated { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }

@@ -183,6 +183,20 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
     return produced(dst, rec, c)
 
 
+def tensor_copy_predicated(*, src: Any, dst: Any, predicate: Any, reverse_pred: bool = False, mask: Any = None,
+                           dtype: Any = None, **kwargs: Any) -> None:
+    """``dst`` takes ``src`` (a tile or a number) where ``predicate`` is nonzero (zero with
+    ``reverse_pred``) and keeps its values elsewhere, in place (VectorE)."""
+    if not isinstance(dst, View) or not isinstance(predicate, View):
+        raise NkiTypeError("nisa.tensor_copy_predicated needs tiles as dst and predicate")
+    space = dst.tile_counts()
+    c = fit_clip(lang.clip(mask), space)
+    if c is False:
+        return
+    s = clipped(src, c, space) if isinstance(src, View) else src
+    ops.tensor_copy_predicated(clipped(dst, c, space), s, clipped(values.predicate(predicate), c, space), reverse_pred)
+
+
 def tensor_scalar_reduce(*, data: Any, op0: Any, operand0: Any, reduce_op: Any, reduce_res: Any,
                          reverse0: bool = False, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
     """``data op0 operand0``, with its row reduction (``reduce_op``) written to ``reduce_res``."""
@@ -253,7 +267,7 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None, oo
     ops.dma_copy(clipped(dst, c, space), clipped(src, c, space))
 
 
-for _name in ("tensor_copy_predicated", "tensor_partition_reduce", "tensor_scalar_cumulative",
+for _name in ("tensor_partition_reduce", "tensor_scalar_cumulative",
               "local_gather", "nc_stream_shuffle", "dropout", "max8", "sequence_bounds",
               "range_select", "select_reduce", "nc_find_index8",
               "nc_match_replace8", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):

@@ -37,6 +37,7 @@ from ...._nki.lang import (  # noqa: F401 (re-exported NKI names)
     store,
     tile_size,
     transpose,
+    where,
 )
 from ...._nki.lang import all, max, min, sum  # noqa: F401,A004 (NKI's names)
 from ...._nki.spmd import nc, spmd_dim  # noqa: F401 (NKI's names)
@@ -262,7 +263,7 @@ def finfo(dtype: Any) -> Any:
     return np.finfo(dtypes.numpy_dtype(name or "fp32"))
 
 
-for _name in ("where", "dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "atomic_rmw",
+for _name in ("dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "atomic_rmw",
               "all_reduce", "static_cast", "invert", "logical_not", "fmod", "mod",
               "var", "gemm_grid", "gemm_stationary_grid"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.language.{_name}")
