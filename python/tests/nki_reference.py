@@ -249,6 +249,18 @@ class Reference:
             out[:, i] = x
         self.write(rec["dst"], out.reshape(shape))
 
+    def op_stream_shuffle(self, rec: Any) -> None:
+        src = self.raw(rec["src"])
+        src = src.reshape(src.shape[0], -1)
+        d = rec["dst"]
+        out = self.raw(d).copy()
+        rows = out.reshape(out.shape[0], -1)
+        for j in range(rows.shape[0]):
+            m = rec["shuffle_mask"][j % 32]
+            if m != 255:
+                rows[j] = src[(j // 32) * 32 + m]
+        self.write(d, rows.reshape(out.shape), exact=True)
+
     def op_tensor_copy_predicated(self, rec: Any) -> None:
         d = rec["dst"]
         shape = self.index(d).shape

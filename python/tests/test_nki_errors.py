@@ -139,9 +139,9 @@ def test_an_unsupported_api_is_a_not_implemented_error_naming_it(api):
         @cnki.jit
         def k(x):
             t = cnl.ndarray((128, 64), dtype=cnl.float32)
-            cnl.where(t, t, t)
+            cnl.dropout(t, 0.5)
 
-        e = raises_at(NotImplementedError, k, "cnl.where", "nki.language.where is not supported by ntile")
+        e = raises_at(NotImplementedError, k, "cnl.dropout", "nki.language.dropout is not supported by ntile")
     assert isinstance(e, cnki.NkiError)
 
 
@@ -321,3 +321,43 @@ def test_a_predicated_copy_copies_bit_for_bit_from_an_integer_predicate():
 
     with pytest.raises(ValueError, match="copies bit for bit: its source is fp32 and its destination bf16"):
         cnki.simulate(k)(np.zeros((128, 64), np.float32))
+
+
+def test_a_stream_shuffle_mask_is_32_partitions_of_one_quadrant():
+    @cnki.jit
+    def short(x):
+        t = cnl.ndarray((32, 64), dtype=cnl.float32, buffer=cnl.sbuf)
+        cisa.nc_stream_shuffle(dst=t, src=t, shuffle_mask=[0] * 31)
+
+    raises_at(ValueError, short, "shuffle_mask=[0] * 31", "shuffle_mask must be 32 source partitions 0..31")
+
+    @cnki.jit
+    def far(x):
+        t = cnl.ndarray((32, 64), dtype=cnl.float32, buffer=cnl.sbuf)
+        cisa.nc_stream_shuffle(dst=t, src=t, shuffle_mask=[40] * 32)
+
+    raises_at(ValueError, far, "shuffle_mask=[40] * 32", "(or 255, to keep a partition), got [40, 40")
+
+
+def test_a_stream_shuffle_reads_only_partitions_its_source_has():
+    @cnki.jit
+    def k(x):
+        out = cnl.ndarray((32, 64), dtype=cnl.float32, buffer=cnl.shared_hbm)
+        src = cnl.ndarray((4, 64), dtype=cnl.float32, buffer=cnl.sbuf)
+        cisa.dma_copy(dst=src, src=x[0:4, :])
+        dst = cnl.ndarray((32, 64), dtype=cnl.float32, buffer=cnl.sbuf)
+        cisa.nc_stream_shuffle(dst=dst, src=src, shuffle_mask=list(range(32)))
+        cisa.dma_copy(dst=out, src=dst)
+        return out
+
+    with pytest.raises(ValueError, match="stream_shuffle reads source partition 31 of a 4-partition source"):
+        cnki.simulate(k)(np.zeros((128, 64), np.float32))
+
+    @cnki.jit
+    def k2(x):
+        a = cnl.ndarray((32, 64), dtype=cnl.float32, buffer=cnl.sbuf)
+        b = cnl.ndarray((32, 64), dtype=cnl.bfloat16, buffer=cnl.sbuf)
+        cisa.nc_stream_shuffle(dst=b, src=a, shuffle_mask=[0] * 32)
+
+    with pytest.raises(ValueError, match="stream_shuffle copies bit for bit: its source is fp32 and its destination bf16"):
+        cnki.simulate(k2)(np.zeros((128, 64), np.float32))

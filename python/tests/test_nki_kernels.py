@@ -453,3 +453,44 @@ def test_stores_interleaved_element_by_element_do_not_race(nki_hook, nki_runner,
 
     a = rng.standard_normal((128, 64, 4)).astype(np.float32)
     np.testing.assert_array_equal(by_column(a), a)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_a_partition_broadcast_by_stream_shuffle(nki_hook, nki_runner, rng, dtype):
+    mod = load_example("shuffle", "current")
+    x = rng.standard_normal((256, 96)).astype(dtype)
+    g = rng.standard_normal((1, 96)).astype(dtype)
+    out = mod.scale_rows(x, g)
+    assert out.dtype == dtype
+    # One multiply in fp32, rounded once to the tile's dtype.
+    want = (f64(x).astype(np.float32) * f64(g).astype(np.float32)).astype(dtype)
+    np.testing.assert_array_equal(f64(out), f64(want))
+
+
+def test_stream_shuffle_swaps_partition_pairs_bit_for_bit(nki_hook, nki_runner, rng):
+    mod = load_example("shuffle", "current")
+    x = rng.standard_normal((384, 40)).astype(np.float32)
+    np.testing.assert_array_equal(mod.swap_pairs(x), x[np.arange(384) ^ 1])
+
+
+def test_stream_shuffle_keeps_the_partitions_its_mask_marks_255(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def reverse_odd(a, b):
+        out = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        ta = lnl.load(a)
+        tb = lnl.load(b)
+        # Odd partitions of each quadrant take a's mirrored partition; even ones keep b.
+        lisa.nc_stream_shuffle(src=ta, dst=tb, shuffle_mask=[31 - i if i % 2 else 255 for i in range(32)])
+        lnl.store(out, tb)
+        return out
+
+    a, b = (rng.standard_normal((64, 16)).astype(np.float32) for _ in range(2))
+    want = b.copy()
+    for j in range(64):
+        if j % 2:
+            want[j] = a[(j // 32) * 32 + 31 - j % 32]
+    np.testing.assert_array_equal(reverse_odd(a, b), want)

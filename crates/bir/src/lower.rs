@@ -386,6 +386,7 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
             InstData::TensorScalar(t) => out.push(one(compute_engine(t.engine))),
             InstData::TensorTensorScan(_)
             | InstData::TensorCopyPredicated(_)
+            | InstData::StreamShuffle(_)
             | InstData::TensorReduce(_)
             | InstData::BnStats(_)
             | InstData::BnAggr(_) => {
@@ -502,6 +503,10 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                     data1: ap(&t.data1)?,
                     initial: t.initial.try_map(ap)?,
                 });
+            }
+            InstData::StreamShuffle(s) => {
+                let ap = |x: &InstTile| self.hw_ap(id, engine, x);
+                out.push(Op::StreamShuffle { mask: s.mask, dst: ap(&s.dst)?, src: ap(&s.src)? });
             }
             InstData::TensorCopyPredicated(c) => {
                 let ap = |x: &InstTile| self.hw_ap(id, engine, x);

@@ -202,6 +202,7 @@ pub(crate) fn check_instructions(p: &Program) -> Vec<VerifyError> {
                 | Op::TensorScalar { .. }
                 | Op::TensorTensorScan { .. }
                 | Op::TensorCopyPredicated { .. }
+                | Op::StreamShuffle { .. }
                 | Op::TensorReduce { .. }
                 | Op::AffineSelect { .. }
                 | Op::Iota { .. }

@@ -76,6 +76,7 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
             }
             ops
         }
+        Record::StreamShuffle { dst, src, .. } => vec![("dst", dst, Update), ("src", src, Read)],
         Record::TensorCopyPredicated { dst, pred, src, .. } => {
             let mut ops = vec![("dst", dst, Update), ("pred", pred, Read)];
             if let Scalar::View(v) = src {
@@ -243,6 +244,20 @@ pub(crate) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
             }
             Ok(())
         }
+        Record::StreamShuffle { .. } => {
+            for (i, name) in [(0, "dst"), (1, "src")] {
+                if mem[i] == Memory::Hbm {
+                    return Err(wrong("stream_shuffle", name, mem[i], "compute engines work on chip"));
+                }
+            }
+            if res[0].free_elems() != res[1].free_elems() {
+                return Err(shapes(format!(
+                    "stream_shuffle moves whole partitions: dst {:?} and src {:?} differ in elements per partition",
+                    res[0].shape, res[1].shape
+                )));
+            }
+            Ok(())
+        }
         Record::TensorCopyPredicated { .. } => {
             for (i, name) in [(0, "dst"), (1, "pred"), (2, "src")].into_iter().take(res.len()) {
                 if mem[i] == Memory::Hbm {
@@ -366,6 +381,39 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
                 data1,
                 initial,
             }))
+        }
+        Record::StreamShuffle { shuffle_mask, .. } => {
+            let (dst, src) = (take()?, take()?);
+            let invalid = |message: String| NkiError::Invalid { loc: loc.to_string(), message };
+            let mut mask = [0u8; penguin::SHUFFLE_QUADRANT];
+            let ok = shuffle_mask.len() == mask.len()
+                && shuffle_mask
+                    .iter()
+                    .all(|&m| (m as usize) < penguin::SHUFFLE_QUADRANT || m == u32::from(penguin::SHUFFLE_KEEP));
+            if !ok {
+                return Err(invalid(format!(
+                    "stream_shuffle mask {shuffle_mask:?} is not 32 source partitions 0..31 (or 255, to keep one)"
+                )));
+            }
+            for (m, &v) in mask.iter_mut().zip(shuffle_mask) {
+                *m = v as u8;
+            }
+            if dst.dtype != src.dtype {
+                return Err(invalid(format!(
+                    "stream_shuffle copies bit for bit: its source is {} and its destination {}",
+                    src.dtype, dst.dtype
+                )));
+            }
+            let mask = penguin::ShuffleMask(mask);
+            let q = penguin::SHUFFLE_QUADRANT;
+            let (dp, sp) = (dst.partitions() as usize, src.partitions() as usize);
+            if let Some(w) = (0..dp).filter_map(|j| mask.source(j).map(|m| j / q * q + m)).max().filter(|&w| w >= sp) {
+                return Err(invalid(format!(
+                    "stream_shuffle reads source partition {w} of a {sp}-partition source \
+                     (destination partition q * 32 + i takes source partition q * 32 + shuffle_mask[i])"
+                )));
+            }
+            InstData::StreamShuffle(Box::new(penguin::StreamShuffleData { mask, dst, src }))
         }
         Record::TensorCopyPredicated { src, reverse, .. } => {
             let (dst, predicate) = (take()?, take()?);

@@ -240,6 +240,21 @@ def tensor_copy_predicated(dst: View, src: Any, pred: View, reverse: bool = Fals
     return _emit(rec)
 
 
+def stream_shuffle(dst: View, src: View, shuffle_mask: Any) -> Rec:
+    """Destination partition ``q * 32 + i`` takes source partition ``q * 32 + shuffle_mask[i]``
+    (255 keeps it): VectorE's move across partitions within each quadrant of 32."""
+    dst, src = _view(dst, "dst"), _view(src, "src")
+    try:
+        mask = [int(m) for m in shuffle_mask]
+    except (TypeError, ValueError):
+        raise NkiTypeError(f"shuffle_mask must be a list of 32 integers, got {shuffle_mask!r}") from None
+    if len(mask) != 32 or any(not (0 <= m < 32 or m == 255) for m in mask):
+        raise NkiValueError(f"shuffle_mask must be 32 source partitions 0..31 (or 255, to keep a partition), "
+                            f"got {mask}")
+    return _emit({"op": "stream_shuffle", "loc": current().loc(), "dst": dst.rec(True), "src": src.rec(),
+                  "shuffle_mask": mask})
+
+
 def tensor_reduce(dst: View, src: View, alu: str, axes: Sequence[int], negate: bool = False,
                   keepdims: bool = False) -> Rec:
     dst, src = _view(dst, "dst"), _view(src, "data")

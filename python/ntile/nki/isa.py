@@ -97,6 +97,12 @@ def tensor_tensor(dst: Any, data1: Any, data2: Any, op: Any, engine: Any = engin
     return NkiInstruction(ops.tensor_tensor(dst, data1, data2, ops.alu_name(op), ops.engine_name(engine)))
 
 
+def nc_stream_shuffle(dst: Any, src: Any, shuffle_mask: Any, name: Any = None) -> NkiInstruction:
+    """Within each quadrant of 32 partitions, ``dst`` partition ``i`` takes ``src`` partition
+    ``shuffle_mask[i]`` (255 keeps it), on VectorE (a partition broadcast with ``[0] * 32``)."""
+    return NkiInstruction(ops.stream_shuffle(dst, src, shuffle_mask))
+
+
 def tensor_copy_predicated(dst: Any, src: Any, predicate: Any, reverse_pred: bool = False,
                            name: Any = None) -> NkiInstruction:
     """``dst`` takes ``src`` (a tile or a number) where ``predicate`` is nonzero (zero with
@@ -205,8 +211,7 @@ def _pattern(pattern: Any) -> list:
 
 
 for _name in ("nc_matmul_mx", "tensor_partition_reduce",
-              "tensor_scalar_cumulative", "activate2", "local_gather", "nc_n_gather",
-              "nc_stream_shuffle", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
+              "tensor_scalar_cumulative", "activate2", "local_gather", "nc_n_gather", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
               "exponential", "max8", "sequence_bounds",
               "core_barrier", "dma_compute", "quantize_mx", "range_select", "select_reduce", "sendrecv",
               "register_alloc", "register_move", "register_load", "register_store", "nc_find_index8",

@@ -10,8 +10,8 @@
 use serde::{Deserialize, Serialize};
 
 use penguin::{
-    ActFunc, AffinePattern, AluOp, CastMode, EngineAccumulationType, Memory, PerfMode, ScalarOperand, SparsityPattern,
-    TilePosition, TileSize,
+    ActFunc, AffinePattern, AluOp, CastMode, EngineAccumulationType, Memory, PerfMode, ScalarOperand, ShuffleMask,
+    SparsityPattern, TilePosition, TileSize,
 };
 
 use super::ap::HwAp;
@@ -204,6 +204,16 @@ declare_ops! {
         /// What is copied.
         src: ScalarOperand<HwAp>,
     }
+    /// In each quadrant `q` of `dst`'s partitions, partition `q * 32 + i` takes `src`'s
+    /// partition `q * 32 + mask[i]` (255: keeps its values), bit for bit.
+    StreamShuffle = "stream_shuffle", Dve, aps [dst: Update, src: Read], attrs [mask] {
+        /// The source partition of each destination partition of a quadrant.
+        mask: ShuffleMask,
+        /// Destination, read and written.
+        dst: HwAp,
+        /// Source.
+        src: HwAp,
+    }
     /// Reduce each run of `src.free / dst.free` consecutive elements of a partition with `op`
     /// (left to right), optionally negated.
     TensorReduce = "tensor_reduce", Dve, aps [dst: Write, src: Read], attrs [op, negate] {
@@ -315,7 +325,7 @@ mod tests {
     #[test]
     fn every_kind_round_trips_through_its_text_parts() {
         let ops = Op::examples();
-        assert_eq!(ops.len(), 20);
+        assert_eq!(ops.len(), 21);
         let names: HashSet<&str> = ops.iter().map(Op::name).collect();
         assert_eq!(names.len(), ops.len(), "two kinds share a name");
         for op in &ops {

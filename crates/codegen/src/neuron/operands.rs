@@ -97,6 +97,11 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                     self.canonical_in_place(c)?;
                 }
             }
+            InstData::StreamShuffle(s) => {
+                for t in [&mut s.dst, &mut s.src] {
+                    self.canonical_in_place(t)?;
+                }
+            }
             InstData::TensorCopyPredicated(c) => match c.src.tile_mut() {
                 Some(s) => self.combine_in_place(&mut [&mut c.dst, &mut c.predicate, s])?,
                 None => self.combine_in_place(&mut [&mut c.dst, &mut c.predicate])?,

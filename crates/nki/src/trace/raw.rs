@@ -165,6 +165,18 @@ pub enum Record {
         /// Copy where the predicate is zero instead.
         reverse: bool,
     },
+    /// Destination partition `q * 32 + i` takes source partition `q * 32 + shuffle_mask[i]`
+    /// (255: keeps its values) (`nki.isa.nc_stream_shuffle`, on DVE).
+    StreamShuffle {
+        /// Where.
+        loc: Loc,
+        /// Destination, read and written.
+        dst: View,
+        /// Source.
+        src: View,
+        /// 32 source partitions (or 255).
+        shuffle_mask: Vec<u32>,
+    },
     /// A reduction along free axes.
     TensorReduce {
         /// Where.
@@ -269,6 +281,7 @@ impl Record {
             | Record::TensorScalar { loc, .. }
             | Record::TensorTensorScan { loc, .. }
             | Record::TensorCopyPredicated { loc, .. }
+            | Record::StreamShuffle { loc, .. }
             | Record::TensorReduce { loc, .. }
             | Record::AffineSelect { loc, .. }
             | Record::Iota { loc, .. }
@@ -293,6 +306,7 @@ impl Record {
             Record::TensorScalar { .. } => "tensor_scalar",
             Record::TensorTensorScan { .. } => "tensor_tensor_scan",
             Record::TensorCopyPredicated { .. } => "tensor_copy_predicated",
+            Record::StreamShuffle { .. } => "stream_shuffle",
             Record::TensorReduce { .. } => "tensor_reduce",
             Record::AffineSelect { .. } => "affine_select",
             Record::Iota { .. } => "iota",
@@ -364,6 +378,7 @@ struct RawRecord {
     initial: Option<Scalar>,
     pred: Option<View>,
     reverse: Option<bool>,
+    shuffle_mask: Option<Vec<u32>>,
     axes: Option<Vec<u32>>,
     negate: Option<bool>,
     keepdims: Option<bool>,
@@ -379,7 +394,7 @@ struct RawRecord {
 impl RawRecord {
     /// The names of the fields that are present, besides `op`.
     fn present(&self) -> Vec<&'static str> {
-        let fields: [(&'static str, bool); 37] = [
+        let fields: [(&'static str, bool); 38] = [
             ("loc", self.loc.is_some()),
             ("dst", self.dst.is_some()),
             ("src", self.src.is_some()),
@@ -407,6 +422,7 @@ impl RawRecord {
             ("initial", self.initial.is_some()),
             ("pred", self.pred.is_some()),
             ("reverse", self.reverse.is_some()),
+            ("shuffle_mask", self.shuffle_mask.is_some()),
             ("axes", self.axes.is_some()),
             ("negate", self.negate.is_some()),
             ("keepdims", self.keepdims.is_some()),
@@ -443,6 +459,7 @@ impl TryFrom<RawRecord> for Record {
             "tensor_scalar" => &["dst", "src", "op0", "s0", "reverse0", "op1", "s1", "reverse1", "engine"],
             "tensor_tensor_scan" => &["dst", "in0", "in1", "op0", "op1", "initial"],
             "tensor_copy_predicated" => &["dst", "pred", "src", "value", "reverse"],
+            "stream_shuffle" => &["dst", "src", "shuffle_mask"],
             "tensor_reduce" => &["dst", "src", "alu", "axes", "negate", "keepdims"],
             "affine_select" => &["dst", "src", "pattern", "channel_multiplier", "offset", "cmp", "value"],
             "iota" => &["dst", "pattern", "offset", "channel_multiplier"],
@@ -453,7 +470,7 @@ impl TryFrom<RawRecord> for Record {
             other => {
                 return Err(format!(
                     "unknown record kind `{other}` (expected dma_copy, matmul, transpose, tensor_copy, memset, \
-                     tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_copy_predicated, tensor_reduce, affine_select, iota, bn_stats, \
+                     tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_copy_predicated, stream_shuffle, tensor_reduce, affine_select, iota, bn_stats, \
                      bn_aggr, loop_begin, iteration or loop_end)"
                 ))
             }
@@ -516,6 +533,12 @@ impl TryFrom<RawRecord> for Record {
                     _ => return Err(format!("{o} record: exactly one of `src` (a view) and `value` (a number)")),
                 },
                 reverse: r.reverse.unwrap_or(false),
+            },
+            "stream_shuffle" => Record::StreamShuffle {
+                loc,
+                dst: dst()?,
+                src: src()?,
+                shuffle_mask: need(o, "shuffle_mask", r.shuffle_mask)?,
             },
             "tensor_scalar" => Record::TensorScalar {
                 loc,

@@ -346,6 +346,16 @@ impl AttrValue for i32 {
     }
 }
 
+impl AttrValue for super::shuffle::ShuffleMask {
+    fn print(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+
+    fn parse(key: &str, parts: &Parts<'_>) -> Result<Self, AttrError> {
+        parts.need(key)?.parse().map_err(|e: super::shuffle::BadShuffleMask| AttrError::at(key, e))
+    }
+}
+
 impl AttrValue for AffinePattern {
     fn print(&self) -> Option<String> {
         Some(self.to_string())

@@ -14,6 +14,7 @@ use super::payload::{
     DmaCopyData, DmaGatherData, DmaScatterAddData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData,
     OffloadedMemCastData, OffloadedMemCpyData, TensorCopyData, TensorTensorData, TransposeData,
 };
+use super::shuffle::StreamShuffleData;
 
 inst_kinds! {
     /// PE matmul into PSUM.
@@ -146,6 +147,12 @@ inst_kinds! {
         dst: operand(ReadWrite),
         predicate: operand(Read),
         src: scalar(),
+    },
+    /// VectorE cross-partition copy within each quadrant of 32 partitions.
+    StreamShuffle(StreamShuffleData) in Box = "stream_shuffle" {
+        mask: attr("mask"),
+        dst: operand(ReadWrite),
+        src: operand(Read),
     },
     /// VectorE reduction over the trailing free elements.
     TensorReduce(TensorReduceData) = "tensor_reduce" {

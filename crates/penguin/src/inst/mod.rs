@@ -20,6 +20,7 @@ mod compute;
 mod kinds;
 mod payload;
 mod pe;
+mod shuffle;
 
 pub use alu::{
     ActFunc, AffineDim, AffinePattern, AluClass, AluOp, BadPattern, ScalarOperand, ValidRange, MAX_PATTERN_DIMS,
@@ -39,6 +40,7 @@ pub use payload::{
 pub use pe::{
     parse_pe_attributes, pe_attributes, EngineAccumulationType, PerfMode, TilePosition, TileSize, UnknownPerfMode,
 };
+pub use shuffle::{BadShuffleMask, ShuffleMask, StreamShuffleData, SHUFFLE_KEEP, SHUFFLE_QUADRANT};
 
 /// What an instruction's operand does to its tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

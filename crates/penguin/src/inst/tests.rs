@@ -95,6 +95,7 @@ fn every_kind() -> Vec<InstData> {
             predicate: t(1),
             src: ScalarOperand::Imm(-2.5),
         })),
+        InstData::StreamShuffle(Box::new(StreamShuffleData { mask: ShuffleMask([3; 32]), dst: t(0), src: t(1) })),
         InstData::TensorReduce(TensorReduceData { op: AluOp::Max, negate: true, dst: t(0), src: t(1) }),
         InstData::AffineSelect(AffineSelectData {
             cmp: AluOp::IsGe,
@@ -227,6 +228,7 @@ fn sample_value(kind: InstKind, key: &str) -> Option<&'static str> {
         ("op0", "multiply"),
         ("op1", "add"),
         ("reverse", "true"),
+        ("mask", "[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,255]"),
         ("reverse0", "true"),
         ("reverse1", "true"),
         ("negate", "true"),
@@ -396,6 +398,7 @@ fn only_matmuls_accumulate_into_their_result() {
             | InstData::TensorScalar(_)
             | InstData::TensorTensorScan(_)
             | InstData::TensorCopyPredicated(_)
+            | InstData::StreamShuffle(_)
             | InstData::TensorReduce(_)
             | InstData::AffineSelect(_)
             | InstData::Iota(_)

@@ -356,6 +356,11 @@ pub(crate) mod props {
                                 src: if op % 2 == 0 { ScalarOperand::Imm(value) } else { ScalarOperand::Tile(c) },
                             }))
                         }
+                        InstKind::StreamShuffle => InstData::StreamShuffle(Box::new(StreamShuffleData {
+                            mask: ShuffleMask([(op % 32) as u8; 32]),
+                            dst: a,
+                            src: b,
+                        })),
                         InstKind::TensorReduce => InstData::TensorReduce(TensorReduceData {
                             op: AluOp::ALL[op],
                             negate: pattern % 2 == 1,

@@ -6,7 +6,9 @@ use crate::dtype::DType;
 use crate::entity::InstId;
 use crate::error::Entity;
 use crate::function::FunctionView;
-use crate::inst::{AluClass, AluOp, ComputeEngine, InstData, ScalarOperand, BN_STATS_FMAX};
+use crate::inst::{
+    AluClass, AluOp, ComputeEngine, InstData, ScalarOperand, StreamShuffleData, BN_STATS_FMAX, SHUFFLE_QUADRANT,
+};
 use crate::tile::InstTile;
 
 use super::Verifier;
@@ -47,6 +49,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 self.check_same(e, "tensor_tensor_scan", &t.dst, &t.data1);
                 self.check_column(e, "tensor_tensor_scan initial", &t.initial, &t.dst);
             }
+            InstData::StreamShuffle(s) => self.check_shuffle(e, s),
             InstData::TensorCopyPredicated(c) => {
                 self.check_same(e, "tensor_copy_predicated predicate", &c.dst, &c.predicate);
                 if let ScalarOperand::Tile(s) = &c.src {
@@ -262,6 +265,31 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
         }
     }
 
+    /// A shuffle: one dtype and row length; every source partition its mask names exists.
+    fn check_shuffle(&mut self, e: Entity, s: &StreamShuffleData) {
+        if s.dst.free_elems() != s.src.free_elems() || s.dst.dtype != s.src.dtype {
+            self.err(
+                e,
+                format!(
+                    "stream_shuffle source and destination must have one dtype and row length, not {} {:?} and {} {:?}",
+                    s.src.dtype,
+                    s.src.ap.shape(),
+                    s.dst.dtype,
+                    s.dst.ap.shape()
+                ),
+            );
+        }
+        let (dst, src) = (s.dst.partitions() as usize, s.src.partitions() as usize);
+        let worst =
+            (0..dst).filter_map(|j| s.mask.source(j).map(|m| (j / SHUFFLE_QUADRANT) * SHUFFLE_QUADRANT + m)).max();
+        if let Some(w) = worst.filter(|&w| w >= src) {
+            self.err(
+                e,
+                format!("stream_shuffle reads source partition {w} of a {src}-partition source (quadrant by quadrant: partition q * 32 + mask[i])"),
+            );
+        }
+    }
+
     fn check_same(&mut self, e: Entity, what: &str, dst: &InstTile, src: &InstTile) {
         if dst.partitions() != src.partitions() || dst.free_elems() != src.free_elems() {
             self.err(
@@ -318,6 +346,7 @@ fn new_kind_dst(inst: &InstData) -> Option<&InstTile> {
         InstData::TensorScalar(t) => Some(&t.dst),
         InstData::TensorTensorScan(t) => Some(&t.dst),
         InstData::TensorCopyPredicated(c) => Some(&c.dst),
+        InstData::StreamShuffle(s) => Some(&s.dst),
         InstData::TensorReduce(r) => Some(&r.dst),
         InstData::AffineSelect(a) => Some(&a.dst),
         InstData::Iota(i) => Some(&i.dst),

@@ -78,6 +78,10 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     );
                 }
             }
+            InstData::StreamShuffle(s) => {
+                self.need(e, "stream_shuffle destination", &s.dst, &on_chip);
+                self.need(e, "stream_shuffle source", &s.src, &on_chip);
+            }
             InstData::TensorCopyPredicated(c) => {
                 self.need(e, "tensor_copy_predicated destination", &c.dst, &on_chip);
                 self.need(e, "tensor_copy_predicated predicate", &c.predicate, &on_chip);

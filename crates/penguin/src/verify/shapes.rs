@@ -210,6 +210,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             | InstData::TensorScalar(_)
             | InstData::TensorTensorScan(_)
             | InstData::TensorCopyPredicated(_)
+            | InstData::StreamShuffle(_)
             | InstData::TensorReduce(_)
             | InstData::AffineSelect(_)
             | InstData::Iota(_)

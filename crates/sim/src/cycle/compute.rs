@@ -60,6 +60,9 @@ pub(super) fn compute_cycles(p: &HwProfile, engine: Engine, op: &Op) -> f64 {
             let sbuf = src.tile().is_some_and(|s| s.memory != Memory::Psum) && predicate.memory != Memory::Psum;
             ii(p, n(predicate) * if sbuf { p.tensor_tensor_sbuf_factor } else { 1.0 })
         }
+        // nc_stream_shuffle: no published figure; VectorE streams the source once, as a
+        // tensor_copy does: max(MIN_II, N).
+        Op::StreamShuffle { src, .. } => ii(p, n(src)),
         // activation: max(MIN_II, N), plus MIN_II to read the row sums out.
         Op::Activation { src, reduce, .. } => {
             ii(p, n(src)) + if reduce.is_some() { p.act_reduce_read_cycles } else { 0.0 }

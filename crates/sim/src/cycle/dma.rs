@@ -176,6 +176,7 @@ pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
         | Op::TensorScalar { .. }
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
+        | Op::StreamShuffle { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }

@@ -154,6 +154,7 @@ impl PeState {
             | Op::TensorScalar { .. }
             | Op::TensorTensorScan { .. }
             | Op::TensorCopyPredicated { .. }
+            | Op::StreamShuffle { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }
@@ -211,6 +212,7 @@ impl PeState {
             | Op::TensorScalar { .. }
             | Op::TensorTensorScan { .. }
             | Op::TensorCopyPredicated { .. }
+            | Op::StreamShuffle { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }

@@ -8,7 +8,7 @@
 //! (RNE). Reductions run left to right within a partition, in fp32.
 
 use bir::HwAp;
-use penguin::{ActFunc, AffinePattern, AluClass, AluOp, CastMode, DType, ScalarOperand};
+use penguin::{ActFunc, AffinePattern, AluClass, AluOp, CastMode, DType, ScalarOperand, ShuffleMask, SHUFFLE_QUADRANT};
 
 use super::{Cx, Machine};
 use crate::alu::{activate, binary, bits};
@@ -296,6 +296,35 @@ impl Machine {
             }
         }
         let dw = self.dst_walk(cx, dst, pw.elems)?;
+        self.write_bits(cx, &dw, &out);
+        Ok(())
+    }
+
+    /// `nki.isa.nc_stream_shuffle`: destination partition `q * 32 + i` takes source partition
+    /// `q * 32 + mask[i]`, bit for bit, or keeps its values.
+    pub(super) fn stream_shuffle(
+        &mut self,
+        cx: &mut Cx<'_>,
+        mask: &ShuffleMask,
+        dst: &HwAp,
+        src: &HwAp,
+    ) -> Result<(), SimError> {
+        let (sw, from) = self.read_bits(cx, src)?;
+        let (dw, mut out) = self.read_bits(cx, dst)?;
+        let (sp, dp) = (src.num_partitions.max(1) as usize, dst.num_partitions.max(1) as usize);
+        let row = out.len() / dp;
+        if sw.elems as usize / sp != row {
+            return Err(SimError::CopyShape { at: cx.at, dst: dw.elems, src: sw.elems });
+        }
+        for j in 0..dp {
+            if let Some(m) = mask.source(j) {
+                let s = (j / SHUFFLE_QUADRANT) * SHUFFLE_QUADRANT + m;
+                if s >= sp {
+                    return Err(SimError::CopyShape { at: cx.at, dst: dw.elems, src: sw.elems });
+                }
+                out[j * row..(j + 1) * row].copy_from_slice(&from[s * row..(s + 1) * row]);
+            }
+        }
         self.write_bits(cx, &dw, &out);
         Ok(())
     }

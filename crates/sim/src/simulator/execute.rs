@@ -90,6 +90,10 @@ impl Machine {
                 on_chip(cx.at, op, &op_aps(op))?;
                 self.tensor_tensor_scan(cx, (*op0, *op1), dst, data0, data1, initial)
             }
+            Op::StreamShuffle { mask, dst, src } => {
+                on_chip(cx.at, op, &[dst, src])?;
+                self.stream_shuffle(cx, mask, dst, src)
+            }
             Op::TensorCopyPredicated { reverse, dst, predicate, src } => {
                 on_chip(cx.at, op, &op_aps(op))?;
                 self.tensor_copy_predicated(cx, *reverse, dst, predicate, src)

@@ -522,3 +522,18 @@ fn a_predicated_copy_streams_two_inputs_unless_its_source_is_a_number() {
     let r = run(&p);
     assert_close(r.total_ns, (2.0 * 512.0 + 512.0 + 512.0) / 0.96);
 }
+
+#[test]
+fn a_stream_shuffle_streams_its_source_once() {
+    // max(MIN_II, N) on VectorE (0.96 GHz): 512 elements per partition, then the MIN_II floor.
+    let mut p = program(Target::Trn2);
+    let shuffle = |n: u32| Op::StreamShuffle {
+        mask: penguin::ShuffleMask([0; 32]),
+        dst: sbuf(DType::Fp32, 0, 32, 0, n),
+        src: sbuf(DType::Fp32, 32, 1, 4096, n),
+    };
+    push(&mut p, Engine::Dve, shuffle(512), &[], None);
+    push(&mut p, Engine::Dve, shuffle(8), &[], None);
+    let r = run(&p);
+    assert_close(r.total_ns, (512.0 + 64.0) / 0.96);
+}

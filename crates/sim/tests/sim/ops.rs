@@ -376,3 +376,39 @@ fn tensor_copy_predicated_copies_where_the_predicate_is_nonzero() {
         assert_eq!(got[32 + k], if on { xs[k] } else { -7.5 }, "element {k} of the reversed copy");
     }
 }
+
+#[test]
+fn stream_shuffle_moves_partitions_within_each_quadrant() {
+    // 64 partitions (two quadrants): partition q*32 + i takes x's partition q*32 + 31 - i,
+    // except where i % 3 == 0 (mask 255): there it keeps y's values.
+    let mut b = Builder::new(Target::Trn2);
+    let x = b.tensor("x", &[64, 8], DType::Fp32, HbmRole::Input);
+    let y = b.tensor("y", &[64, 8], DType::Fp32, HbmRole::Input);
+    let out = b.tensor("out", &[64, 8], DType::Fp32, HbmRole::Output);
+    let (loaded, done) = (b.sem("loaded"), b.sem("done"));
+    load(&mut b, 0, x, (64, 8), DType::Fp32, 0, loaded);
+    load(&mut b, 1, y, (64, 8), DType::Fp32, 64, loaded);
+    let mut mask = [0u8; 32];
+    for (i, m) in mask.iter_mut().enumerate() {
+        *m = if i % 3 == 0 { penguin::SHUFFLE_KEEP } else { 31 - i as u8 };
+    }
+    let shuffle = Op::StreamShuffle {
+        mask: penguin::ShuffleMask(mask),
+        dst: sbuf(DType::Fp32, 0, 64, 64, 8),
+        src: sbuf(DType::Fp32, 0, 64, 0, 8),
+    };
+    b.push(Engine::Dve, shuffle, &[(loaded, 2)], Some(done));
+    b.push(Engine::Dma(2), dma(hbm(DType::Fp32, out, 64, 8, 8), sbuf(DType::Fp32, 0, 64, 64, 8)), &[(done, 1)], None);
+    let mut s = Simulator::new(&b.program);
+    let xs: Vec<f32> = (0..512).map(|i| value(i) * 3.0).collect();
+    let ys: Vec<f32> = (0..512).map(|i| value(900 + i)).collect();
+    s.write_hbm_f32("x", &xs).unwrap();
+    s.write_hbm_f32("y", &ys).unwrap();
+    assert!(s.run().unwrap().races.is_empty());
+    let got = s.read_hbm_f32("out").unwrap();
+    for p in 0..64 {
+        let i = p % 32;
+        let from = if i % 3 == 0 { &ys[p * 8..p * 8 + 8] } else { &xs[(p - i + 31 - i) * 8..(p - i + 31 - i) * 8 + 8] };
+        assert_eq!(&got[p * 8..p * 8 + 8], from, "partition {p}");
+    }
+}

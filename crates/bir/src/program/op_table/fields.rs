@@ -324,6 +324,28 @@ impl Attr for i32 {
     }
 }
 
+impl Field for penguin::ShuffleMask {
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
+        parts
+            .required(field)?
+            .parse()
+            .map_err(|e: penguin::BadShuffleMask| FromPartsError::attribute(field, e.to_string()))
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        let mut m = [0u8; 32];
+        m[5] = 255;
+        penguin::ShuffleMask(m)
+    }
+}
+
+impl Attr for penguin::ShuffleMask {
+    fn value(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
 impl Field for AffinePattern {
     fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
         parts.required(field)?.parse().map_err(|e: penguin::BadPattern| FromPartsError::attribute(field, e.to_string()))

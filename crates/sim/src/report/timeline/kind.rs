@@ -54,7 +54,7 @@ impl Kind {
             Op::MultiplyMoving { .. } => Kind::Matmul,
             Op::LoadStationary { .. } | Op::LoadStationarySparse { .. } => Kind::LoadStationary,
             Op::Transpose { .. } => Kind::Transpose,
-            Op::TensorCopy { .. } | Op::TensorCopyPredicated { .. } => Kind::TensorCopy,
+            Op::TensorCopy { .. } | Op::TensorCopyPredicated { .. } | Op::StreamShuffle { .. } => Kind::TensorCopy,
             Op::TensorTensor { .. } | Op::TensorTensorScan { .. } => Kind::TensorTensor,
             Op::Memset { .. } => Kind::Memset,
             Op::Activation { .. } => Kind::Activation,

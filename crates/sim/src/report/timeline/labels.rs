@@ -257,6 +257,7 @@ pub(crate) fn accumulates(op: &Op) -> bool {
         | Op::TensorScalar { .. }
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
+        | Op::StreamShuffle { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -283,6 +284,7 @@ fn cell(op: &Op) -> Option<(u32, u32)> {
         | Op::TensorScalar { .. }
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
+        | Op::StreamShuffle { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -402,6 +404,7 @@ fn label_one(
         | Op::TensorScalar { .. }
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
+        | Op::StreamShuffle { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -442,6 +445,7 @@ fn label_one(
             | Op::TensorScalar { .. }
             | Op::TensorTensorScan { .. }
             | Op::TensorCopyPredicated { .. }
+            | Op::StreamShuffle { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }

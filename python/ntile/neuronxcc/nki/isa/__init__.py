@@ -197,6 +197,15 @@ def tensor_copy_predicated(*, src: Any, dst: Any, predicate: Any, reverse_pred: 
     ops.tensor_copy_predicated(clipped(dst, c, space), s, clipped(values.predicate(predicate), c, space), reverse_pred)
 
 
+def nc_stream_shuffle(src: Any, dst: Any, shuffle_mask: Any, *, dtype: Any = None, mask: Any = None,
+                      **kwargs: Any) -> None:
+    """In place: within each quadrant of 32 partitions, ``dst`` partition ``i`` takes ``src``
+    partition ``shuffle_mask[i]`` (255 keeps it), on VectorE."""
+    if mask is not None and not _whole(mask, dst, "nisa.nc_stream_shuffle"):
+        return
+    ops.stream_shuffle(dst, src, shuffle_mask)
+
+
 def tensor_scalar_reduce(*, data: Any, op0: Any, operand0: Any, reduce_op: Any, reduce_res: Any,
                          reverse0: bool = False, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
     """``data op0 operand0``, with its row reduction (``reduce_op``) written to ``reduce_res``."""
@@ -268,7 +277,7 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None, oo
 
 
 for _name in ("tensor_partition_reduce", "tensor_scalar_cumulative",
-              "local_gather", "nc_stream_shuffle", "dropout", "max8", "sequence_bounds",
+              "local_gather", "dropout", "max8", "sequence_bounds",
               "range_select", "select_reduce", "nc_find_index8",
               "nc_match_replace8", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.isa.{_name}")
