@@ -20,6 +20,7 @@ use crate::error::NkiError;
 
 mod cores;
 mod raw;
+mod wire;
 
 pub use raw::Record;
 
