@@ -249,6 +249,20 @@ class Reference:
             out[:, i] = x
         self.write(rec["dst"], out.reshape(shape))
 
+    def op_tensor_scalar_cumulative(self, rec: Any) -> None:
+        shape = self.index(rec["dst"]).shape
+        x = self.read(rec["src"]).reshape(shape[0], -1).astype(np.float32)
+        c = np.broadcast_to(np.asarray(self.scalar(rec["s0"], x), dtype=np.float32), (shape[0], 1)).reshape(-1)
+        reg = np.broadcast_to(np.asarray(self.scalar(rec["initial"], x), dtype=np.float32), (shape[0], 1))
+        reg = reg.reshape(-1).copy()
+        out = np.empty(x.shape)
+        for i in range(x.shape[1]):
+            # Each operator in fp32; the register keeps fp32, only the stored copy is rounded.
+            a = ALU[rec["op0"]](c, x[:, i]) if rec["reverse0"] else ALU[rec["op0"]](x[:, i], c)
+            reg = np.asarray(ALU[rec["op1"]](np.asarray(a, dtype=np.float32), reg), dtype=np.float32)
+            out[:, i] = reg
+        self.write(rec["dst"], out.reshape(shape))
+
     def op_stream_shuffle(self, rec: Any) -> None:
         src = self.raw(rec["src"])
         src = src.reshape(src.shape[0], -1)

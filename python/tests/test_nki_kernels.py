@@ -494,3 +494,59 @@ def test_stream_shuffle_keeps_the_partitions_its_mask_marks_255(nki_hook, nki_ru
         if j % 2:
             want[j] = a[(j // 32) * 32 + 31 - j % 32]
     np.testing.assert_array_equal(reverse_odd(a, b), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_prefix_sums_chain_chunks_through_load_reduce(nki_hook, nki_runner, rng, dtype):
+    mod = load_example("scan", "current")
+    x = rng.standard_normal((200, 1100)).astype(dtype)
+    out = mod.cumsum(x)
+    assert out.dtype == np.float32
+    # Left to right in fp32, the register carried across the chunks of 512 unrounded.
+    np.testing.assert_array_equal(out, np.cumsum(f64(x).astype(np.float32), axis=1, dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_a_running_maximum_of_rows_scaled_by_a_column(nki_hook, nki_runner, rng, dtype):
+    mod = load_example("scan", "current")
+    x = rng.standard_normal((130, 96)).astype(dtype)
+    g = rng.standard_normal((130, 1)).astype(np.float32)
+    out = mod.running_peak(x, g)
+    assert out.dtype == dtype
+    want = np.maximum.accumulate(f64(x).astype(np.float32) * g, axis=1).astype(dtype)
+    np.testing.assert_array_equal(f64(out), f64(want))
+
+
+def test_cumulative_operators_and_the_reversed_operand(nki_hook, nki_runner, rng):
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((3,) + tuple(x.shape), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        r = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        # reg = (2 - x) * reg from 1: a running product of (2 - x[i]).
+        nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.subtract, op1=nl.multiply, imm0=2.0, reverse0=True)
+        nisa.dma_copy(dst=out[0], src=r)
+        # reg = min(x + 0.5, reg) from +inf.
+        nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.add, op1=nl.minimum, imm0=0.5)
+        nisa.dma_copy(dst=out[1], src=r)
+        # reg = x - reg from 3 (op1(x, reg), as the ISA writes it).
+        nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.multiply, op1=nl.subtract, imm0=1.0, imm1=3.0,
+                                      reduce_cmd=nisa.reduce_cmd.load_reduce)
+        nisa.dma_copy(dst=out[2], src=r)
+        return out
+
+    x = rng.uniform(0.5, 1.5, (64, 20)).astype(np.float32)
+    out = k(x)
+    np.testing.assert_array_equal(out[0], np.multiply.accumulate(np.float32(2) - x, axis=1, dtype=np.float32))
+    np.testing.assert_array_equal(out[1], np.minimum.accumulate(x + np.float32(0.5), axis=1))
+    want = np.empty_like(x)
+    reg = np.full(64, 3.0, np.float32)
+    for i in range(20):
+        reg = x[:, i] - reg
+        want[:, i] = reg
+    np.testing.assert_array_equal(out[2], want)

@@ -387,6 +387,7 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
             InstData::TensorTensorScan(_)
             | InstData::TensorCopyPredicated(_)
             | InstData::StreamShuffle(_)
+            | InstData::TensorScalarCumulative(_)
             | InstData::TensorReduce(_)
             | InstData::BnStats(_)
             | InstData::BnAggr(_) => {
@@ -501,6 +502,18 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                     dst: ap(&t.dst)?,
                     data0: ap(&t.data0)?,
                     data1: ap(&t.data1)?,
+                    initial: t.initial.try_map(ap)?,
+                });
+            }
+            InstData::TensorScalarCumulative(t) => {
+                let ap = |x: &InstTile| self.hw_ap(id, engine, x);
+                out.push(Op::TensorScalarCumulative {
+                    op0: t.op0,
+                    op1: t.op1,
+                    reverse0: t.reverse0,
+                    dst: ap(&t.dst)?,
+                    src: ap(&t.src)?,
+                    operand0: t.operand0.try_map(ap)?,
                     initial: t.initial.try_map(ap)?,
                 });
             }

@@ -203,6 +203,7 @@ pub(crate) fn check_instructions(p: &Program) -> Vec<VerifyError> {
                 | Op::TensorTensorScan { .. }
                 | Op::TensorCopyPredicated { .. }
                 | Op::StreamShuffle { .. }
+                | Op::TensorScalarCumulative { .. }
                 | Op::TensorReduce { .. }
                 | Op::AffineSelect { .. }
                 | Op::Iota { .. }
@@ -281,6 +282,11 @@ fn check_compute(errors: &mut Errors, at: At, target: Target, op: &Op, same: imp
             same(errors, dst, src);
             column(errors, "operand0", operand0.tile(), src);
             column(errors, "operand1", operand1.tile(), src);
+        }
+        Op::TensorScalarCumulative { dst, src, operand0, initial, .. } => {
+            same(errors, dst, src);
+            column(errors, "operand0", operand0.tile(), src);
+            column(errors, "initial", initial.tile(), src);
         }
         Op::TensorTensorScan { dst, data0, data1, initial, .. } => {
             same(errors, dst, data0);

@@ -86,6 +86,7 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
         }
         Record::Activation { .. }
         | Record::TensorScalar { .. }
+        | Record::TensorScalarCumulative { .. }
         | Record::TensorReduce { .. }
         | Record::AffineSelect { .. }
         | Record::Iota { .. }
@@ -275,6 +276,7 @@ pub(crate) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
         }
         Record::Activation { .. }
         | Record::TensorScalar { .. }
+        | Record::TensorScalarCumulative { .. }
         | Record::TensorReduce { .. }
         | Record::AffineSelect { .. }
         | Record::Iota { .. }
@@ -446,6 +448,7 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
         }
         Record::Activation { .. }
         | Record::TensorScalar { .. }
+        | Record::TensorScalarCumulative { .. }
         | Record::TensorReduce { .. }
         | Record::AffineSelect { .. }
         | Record::Iota { .. }

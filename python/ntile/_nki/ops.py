@@ -227,6 +227,23 @@ def tensor_tensor_scan(dst: View, data0: View, data1: View, initial: Any, op0: s
                   "op0": op0, "op1": op1, "initial": _scalar(initial, "initial")})
 
 
+# The register a running reduction starts from when it is reset (NKI ISA
+# tensor_scalar_cumulative): the identity of its operator.
+CUMULATIVE_START = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "maximum": float("-inf"),
+                    "minimum": float("inf")}
+
+
+def tensor_scalar_cumulative(dst: View, src: View, op0: str, s0: Any, reverse0: bool, op1: str,
+                             initial: Any) -> Rec:
+    """``reg = initial``; ``reg = op1(op0(src[i], s0), reg)``, ``dst[i] = reg`` along each
+    partition (``op0(s0, src[i])`` with ``reverse0``)."""
+    dst, src = _view(dst, "dst"), _view(src, "src")
+    s = fit(src, dst).rec()
+    return _emit({"op": "tensor_scalar_cumulative", "loc": current().loc(), "dst": dst.rec(True), "src": s,
+                  "op0": op0, "s0": _scalar(s0, "imm0"), "reverse0": bool(reverse0), "op1": op1,
+                  "initial": _scalar(initial, "imm1")})
+
+
 def tensor_copy_predicated(dst: View, src: Any, pred: View, reverse: bool = False) -> Rec:
     """``dst[i] = src[i]`` (or the number ``src``) where ``pred[i]`` is nonzero (zero with
     ``reverse``); the other elements of ``dst`` keep their values."""

@@ -103,6 +103,30 @@ def nc_stream_shuffle(dst: Any, src: Any, shuffle_mask: Any, name: Any = None) -
     return NkiInstruction(ops.stream_shuffle(dst, src, shuffle_mask))
 
 
+def tensor_scalar_cumulative(dst: Any, src: Any, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
+                             reduce_cmd: Any = reduce_cmd.reset_reduce, reverse0: bool = False,
+                             name: Any = None) -> NkiInstruction:
+    """Along each partition, ``reg = op1(op0(src[i], imm0), reg)`` and ``dst[i] = reg``, on
+    VectorE. The register starts at ``op1``'s identity (``reset_reduce``; ``idle`` too) or at
+    ``imm1`` (``load_reduce``, a number or a ``[P, 1]`` fp32 column)."""
+    cmd = reduce_cmd_of(reduce_cmd)
+    o0, o1 = ops.alu_name(op0, "op0"), ops.alu_name(op1, "op1")
+    if cmd in (reduce_cmd.idle, reduce_cmd.reset_reduce):
+        if o1 not in ops.CUMULATIVE_START:
+            raise unsupported(f"nisa.tensor_scalar_cumulative with op1={o1} (add, subtract, multiply, maximum or "
+                              "minimum)")
+        initial = ops.CUMULATIVE_START[o1]
+    elif cmd == reduce_cmd.load_reduce:
+        if imm1 is None:
+            raise NkiValueError("nisa.tensor_scalar_cumulative with reduce_cmd=load_reduce needs imm1, the "
+                                "register's starting value")
+        initial = imm1
+    else:
+        raise unsupported(f"nisa.tensor_scalar_cumulative with reduce_cmd={cmd.name} (continuing a register kept "
+                          "from an earlier instruction; start this one from imm1 with reduce_cmd.load_reduce)")
+    return NkiInstruction(ops.tensor_scalar_cumulative(dst, src, o0, imm0, reverse0, o1, initial))
+
+
 def tensor_copy_predicated(dst: Any, src: Any, predicate: Any, reverse_pred: bool = False,
                            name: Any = None) -> NkiInstruction:
     """``dst`` takes ``src`` (a tile or a number) where ``predicate`` is nonzero (zero with
@@ -211,7 +235,7 @@ def _pattern(pattern: Any) -> list:
 
 
 for _name in ("nc_matmul_mx", "tensor_partition_reduce",
-              "tensor_scalar_cumulative", "activate2", "local_gather", "nc_n_gather", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
+              "activate2", "local_gather", "nc_n_gather", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
               "exponential", "max8", "sequence_bounds",
               "core_barrier", "dma_compute", "quantize_mx", "range_select", "select_reduce", "sendrecv",
               "register_alloc", "register_move", "register_load", "register_store", "nc_find_index8",

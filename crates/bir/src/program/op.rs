@@ -204,6 +204,26 @@ declare_ops! {
         /// What is copied.
         src: ScalarOperand<HwAp>,
     }
+    /// Per partition, `reg = initial`, then `reg = op1(op0(src[i], operand0), reg)` in fp32
+    /// (`op0(operand0, src[i])` with `reverse0`) and `dst[i] = reg` rounded to `dst`'s dtype.
+    TensorScalarCumulative = "tensor_scalar_cumulative", Dve,
+        aps [dst: Write, src: Read, operand0: Read, initial: Read],
+        attrs [op0, op1, reverse0, operand0, initial] {
+        /// The operator with `operand0`.
+        op0: AluOp,
+        /// The running operator.
+        op1: AluOp,
+        /// `operand0 op0 src`.
+        reverse0: bool,
+        /// Destination.
+        dst: HwAp,
+        /// Source.
+        src: HwAp,
+        /// The operand of `op0`.
+        operand0: ScalarOperand<HwAp>,
+        /// The register's value before the first element.
+        initial: ScalarOperand<HwAp>,
+    }
     /// In each quadrant `q` of `dst`'s partitions, partition `q * 32 + i` takes `src`'s
     /// partition `q * 32 + mask[i]` (255: keeps its values), bit for bit.
     StreamShuffle = "stream_shuffle", Dve, aps [dst: Update, src: Read], attrs [mask] {
@@ -325,7 +345,7 @@ mod tests {
     #[test]
     fn every_kind_round_trips_through_its_text_parts() {
         let ops = Op::examples();
-        assert_eq!(ops.len(), 21);
+        assert_eq!(ops.len(), 22);
         let names: HashSet<&str> = ops.iter().map(Op::name).collect();
         assert_eq!(names.len(), ops.len(), "two kinds share a name");
         for op in &ops {

@@ -97,6 +97,13 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                     self.canonical_in_place(c)?;
                 }
             }
+            InstData::TensorScalarCumulative(t) => {
+                // Merging dimensions keeps the order the running reduction visits.
+                self.combine_in_place(&mut [&mut t.dst, &mut t.src])?;
+                for c in [t.operand0.tile_mut(), t.initial.tile_mut()].into_iter().flatten() {
+                    self.canonical_in_place(c)?;
+                }
+            }
             InstData::StreamShuffle(s) => {
                 for t in [&mut s.dst, &mut s.src] {
                     self.canonical_in_place(t)?;

@@ -9,8 +9,8 @@
 
 use penguin::{
     ActFunc, ActivationData, AffineDim, AffinePattern, AffineSelectData, AluClass, AluOp, BnAggrData, BnStatsData,
-    ComputeEngine, DType, InstData, InstTile, IotaData, Memory, ScalarOperand, TensorReduceData, TensorScalarData,
-    BN_STATS_FMAX, MAX_PATTERN_DIMS,
+    ComputeEngine, DType, InstData, InstTile, IotaData, Memory, ScalarOperand, TensorReduceData,
+    TensorScalarCumulativeData, TensorScalarData, BN_STATS_FMAX, MAX_PATTERN_DIMS,
 };
 
 use super::{alu_op, buffer_name, engine, Choice, Memories, Operand, Role};
@@ -58,6 +58,20 @@ pub(super) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Vec<Operand<'a>>,
             let mut ops = vec![("dst", dst, Write), ("src", src, Read)];
             ops.extend(column("s0", Some(s0)));
             ops.extend(column("s1", s1.as_ref()));
+            ops
+        }
+        Record::TensorScalarCumulative { dst, src, op0, op1, s0, initial, .. } => {
+            if alu_op(*op0).class() != AluClass::Arithmetic {
+                return Err(unsupported(format!("op0 `{op0}` in tensor_scalar_cumulative (an arithmetic operator)")));
+            }
+            if !matches!(alu_op(*op1), AluOp::Add | AluOp::Subtract | AluOp::Multiply | AluOp::Max | AluOp::Min) {
+                return Err(unsupported(format!(
+                    "op1 `{op1}` in tensor_scalar_cumulative (add, subtract, multiply, maximum or minimum)"
+                )));
+            }
+            let mut ops = vec![("dst", dst, Write), ("src", src, Read)];
+            ops.extend(column("s0", Some(s0)));
+            ops.extend(column("initial", Some(initial)));
             ops
         }
         Record::TensorReduce { dst, src, .. }
@@ -126,7 +140,10 @@ pub(super) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
                 what,
             })?;
         }
-        Record::Activation { .. } | Record::TensorScalar { .. } | Record::AffineSelect { .. } => same(0, 1)?,
+        Record::Activation { .. }
+        | Record::TensorScalar { .. }
+        | Record::TensorScalarCumulative { .. }
+        | Record::AffineSelect { .. } => same(0, 1)?,
         Record::TensorReduce { axes, .. } => {
             let rank = res[1].shape.len();
             let mut sorted: Vec<usize> = axes.iter().map(|&a| a as usize).collect();
@@ -247,6 +264,29 @@ pub(super) fn inst(r: &Record, tiles: Vec<InstTile>, choice: Choice, loc: &str) 
             };
             check_tensor_scalar(&data, loc)?;
             InstData::TensorScalar(Box::new(data))
+        }
+        Record::TensorScalarCumulative { op0, s0, reverse0, op1, initial, .. } => {
+            let (src, operand0) = (src()?, scalar(Some(s0), 0.0)?);
+            let initial = scalar(Some(initial), 0.0)?;
+            for (name, s) in [("s0", &operand0), ("initial", &initial)] {
+                if let ScalarOperand::Tile(c) = s {
+                    if c.dtype != DType::Fp32 {
+                        return Err(invalid(format!(
+                            "tensor_scalar_cumulative {name} is a {} column; a per-partition scalar is fp32",
+                            c.dtype
+                        )));
+                    }
+                }
+            }
+            InstData::TensorScalarCumulative(Box::new(TensorScalarCumulativeData {
+                op0: alu_op(*op0),
+                op1: alu_op(*op1),
+                reverse0: *reverse0,
+                dst,
+                src,
+                operand0,
+                initial,
+            }))
         }
         Record::TensorReduce { alu, negate, .. } => {
             let op = alu_op(*alu);

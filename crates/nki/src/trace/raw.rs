@@ -162,6 +162,26 @@ pub enum Record {
         /// Copy where the predicate is zero instead.
         reverse: bool,
     },
+    /// A running reduction along each partition (`nki.isa.tensor_scalar_cumulative`, on DVE):
+    /// `reg = initial`, then `reg = op1(op0(src[i], s0), reg)` and `dst[i] = reg`.
+    TensorScalarCumulative {
+        /// Where.
+        loc: Loc,
+        /// Destination.
+        dst: View,
+        /// Source.
+        src: View,
+        /// The operator with `s0`.
+        op0: Alu,
+        /// A number or a `[P, 1]` column.
+        s0: Scalar,
+        /// `s0 op0 src[i]`.
+        reverse0: bool,
+        /// The running operator.
+        op1: Alu,
+        /// The register before the first element: a number or a `[P, 1]` column.
+        initial: Scalar,
+    },
     /// Destination partition `q * 32 + i` takes source partition `q * 32 + shuffle_mask[i]`
     /// (255: keeps its values) (`nki.isa.nc_stream_shuffle`, on DVE).
     StreamShuffle {
@@ -279,6 +299,7 @@ impl Record {
             | Record::TensorTensorScan { loc, .. }
             | Record::TensorCopyPredicated { loc, .. }
             | Record::StreamShuffle { loc, .. }
+            | Record::TensorScalarCumulative { loc, .. }
             | Record::TensorReduce { loc, .. }
             | Record::AffineSelect { loc, .. }
             | Record::Iota { loc, .. }
@@ -304,6 +325,7 @@ impl Record {
             Record::TensorTensorScan { .. } => "tensor_tensor_scan",
             Record::TensorCopyPredicated { .. } => "tensor_copy_predicated",
             Record::StreamShuffle { .. } => "stream_shuffle",
+            Record::TensorScalarCumulative { .. } => "tensor_scalar_cumulative",
             Record::TensorReduce { .. } => "tensor_reduce",
             Record::AffineSelect { .. } => "affine_select",
             Record::Iota { .. } => "iota",

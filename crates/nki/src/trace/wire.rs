@@ -153,6 +153,7 @@ impl TryFrom<RawRecord> for Record {
             "tensor_tensor_scan" => &["dst", "in0", "in1", "op0", "op1", "initial"],
             "tensor_copy_predicated" => &["dst", "pred", "src", "value", "reverse"],
             "stream_shuffle" => &["dst", "src", "shuffle_mask"],
+            "tensor_scalar_cumulative" => &["dst", "src", "op0", "s0", "reverse0", "op1", "initial"],
             "tensor_reduce" => &["dst", "src", "alu", "axes", "negate", "keepdims"],
             "affine_select" => &["dst", "src", "pattern", "channel_multiplier", "offset", "cmp", "value"],
             "iota" => &["dst", "pattern", "offset", "channel_multiplier"],
@@ -163,7 +164,7 @@ impl TryFrom<RawRecord> for Record {
             other => {
                 return Err(format!(
                     "unknown record kind `{other}` (expected dma_copy, matmul, transpose, tensor_copy, memset, \
-                     tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_copy_predicated, stream_shuffle, tensor_reduce, affine_select, iota, bn_stats, \
+                     tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_copy_predicated, stream_shuffle, tensor_scalar_cumulative, tensor_reduce, affine_select, iota, bn_stats, \
                      bn_aggr, loop_begin, iteration or loop_end)"
                 ))
             }
@@ -226,6 +227,16 @@ impl TryFrom<RawRecord> for Record {
                     _ => return Err(format!("{o} record: exactly one of `src` (a view) and `value` (a number)")),
                 },
                 reverse: r.reverse.unwrap_or(false),
+            },
+            "tensor_scalar_cumulative" => Record::TensorScalarCumulative {
+                loc,
+                dst: dst()?,
+                src: src()?,
+                op0: need(o, "op0", r.op0)?,
+                s0: need(o, "s0", r.s0)?,
+                reverse0: r.reverse0.unwrap_or(false),
+                op1: need(o, "op1", r.op1)?,
+                initial: need(o, "initial", r.initial)?,
             },
             "stream_shuffle" => Record::StreamShuffle {
                 loc,

@@ -78,6 +78,29 @@ pub struct TensorTensorScanData {
     pub initial: ScalarOperand,
 }
 
+/// A running reduction along each partition on VectorE (`nki.isa.tensor_scalar_cumulative`):
+/// an fp32 register starts at `initial` and, element by element, becomes
+/// `op1(op0(src[i], operand0), reg)` (`op0(operand0, src[i])` with `reverse0`); `dst[i]` is
+/// the register after element `i`, rounded to `dst`'s dtype (the register keeps fp32).
+/// `operand0` and `initial` are immediates or `[P, 1]` fp32 columns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorScalarCumulativeData {
+    /// The operator with `operand0`.
+    pub op0: AluOp,
+    /// The running operator, `op1(x, reg)`.
+    pub op1: AluOp,
+    /// `operand0 op0 src` instead of `src op0 operand0`.
+    pub reverse0: bool,
+    /// Destination.
+    pub dst: InstTile,
+    /// Source.
+    pub src: InstTile,
+    /// The operand of `op0`.
+    pub operand0: ScalarOperand,
+    /// The register's value before the first element.
+    pub initial: ScalarOperand,
+}
+
 /// Copy `src` into `dst` where `predicate` is nonzero (where it is zero with `reverse`) on
 /// VectorE (`nki.isa.tensor_copy_predicated`); the other elements of `dst` keep their values.
 /// `src` is a tile shaped like `dst` with `dst`'s dtype (copied bit for bit) or an immediate

@@ -8,7 +8,7 @@
 
 use super::compute::{
     ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorCopyPredicatedData, TensorReduceData,
-    TensorScalarData, TensorTensorScanData,
+    TensorScalarCumulativeData, TensorScalarData, TensorTensorScanData,
 };
 use super::payload::{
     DmaCopyData, DmaGatherData, DmaScatterAddData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData,
@@ -147,6 +147,16 @@ inst_kinds! {
         dst: operand(ReadWrite),
         predicate: operand(Read),
         src: scalar(),
+    },
+    /// VectorE running reduction: `reg = op1(op0(src[i], operand0), reg)`, `dst[i] = reg`.
+    TensorScalarCumulative(TensorScalarCumulativeData) in Box = "tensor_scalar_cumulative" {
+        op0: attr("op0"),
+        op1: attr("op1"),
+        reverse0: attr("reverse0"),
+        dst: operand(Write),
+        src: operand(Read),
+        operand0: scalar(),
+        initial: scalar(),
     },
     /// VectorE cross-partition copy within each quadrant of 32 partitions.
     StreamShuffle(StreamShuffleData) in Box = "stream_shuffle" {

@@ -28,7 +28,7 @@ pub use alu::{
 pub use attr::AttrError;
 pub use compute::{
     ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorCopyPredicatedData, TensorReduceData,
-    TensorScalarData, TensorTensorScanData, BN_STATS_FMAX,
+    TensorScalarCumulativeData, TensorScalarData, TensorTensorScanData, BN_STATS_FMAX,
 };
 pub use kinds::{InstData, InstKind};
 pub use payload::{

@@ -95,6 +95,15 @@ fn every_kind() -> Vec<InstData> {
             predicate: t(1),
             src: ScalarOperand::Imm(-2.5),
         })),
+        InstData::TensorScalarCumulative(Box::new(TensorScalarCumulativeData {
+            op0: AluOp::Multiply,
+            op1: AluOp::Add,
+            reverse0: true,
+            dst: t(0),
+            src: t(1),
+            operand0: ScalarOperand::Tile(t(2)),
+            initial: ScalarOperand::Imm(0.5),
+        })),
         InstData::StreamShuffle(Box::new(StreamShuffleData { mask: ShuffleMask([3; 32]), dst: t(0), src: t(1) })),
         InstData::TensorReduce(TensorReduceData { op: AluOp::Max, negate: true, dst: t(0), src: t(1) }),
         InstData::AffineSelect(AffineSelectData {
@@ -399,6 +408,7 @@ fn only_matmuls_accumulate_into_their_result() {
             | InstData::TensorTensorScan(_)
             | InstData::TensorCopyPredicated(_)
             | InstData::StreamShuffle(_)
+            | InstData::TensorScalarCumulative(_)
             | InstData::TensorReduce(_)
             | InstData::AffineSelect(_)
             | InstData::Iota(_)

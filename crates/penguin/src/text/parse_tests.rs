@@ -356,6 +356,17 @@ pub(crate) mod props {
                                 src: if op % 2 == 0 { ScalarOperand::Imm(value) } else { ScalarOperand::Tile(c) },
                             }))
                         }
+                        InstKind::TensorScalarCumulative => {
+                            InstData::TensorScalarCumulative(Box::new(TensorScalarCumulativeData {
+                                op0: AluOp::ALL[op],
+                                op1: AluOp::ALL[(op + pattern) % AluOp::ALL.len()],
+                                reverse0: pattern % 2 == 0,
+                                dst: a,
+                                src: b,
+                                operand0: if op % 2 == 0 { ScalarOperand::Imm(value) } else { ScalarOperand::Tile(c) },
+                                initial: if pattern == 4 { ScalarOperand::Tile(d) } else { ScalarOperand::Imm(value) },
+                            }))
+                        }
                         InstKind::StreamShuffle => InstData::StreamShuffle(Box::new(StreamShuffleData {
                             mask: ShuffleMask([(op % 32) as u8; 32]),
                             dst: a,

@@ -50,6 +50,11 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 self.check_column(e, "tensor_tensor_scan initial", &t.initial, &t.dst);
             }
             InstData::StreamShuffle(s) => self.check_shuffle(e, s),
+            InstData::TensorScalarCumulative(t) => {
+                self.check_same(e, "tensor_scalar_cumulative", &t.dst, &t.src);
+                self.check_column(e, "tensor_scalar_cumulative operand0", &t.operand0, &t.src);
+                self.check_column(e, "tensor_scalar_cumulative initial", &t.initial, &t.src);
+            }
             InstData::TensorCopyPredicated(c) => {
                 self.check_same(e, "tensor_copy_predicated predicate", &c.dst, &c.predicate);
                 if let ScalarOperand::Tile(s) = &c.src {
@@ -153,6 +158,25 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 }
                 if let ScalarOperand::Tile(c) = &t.initial {
                     self.need_dtype(e, "tensor_tensor_scan initial", c, DType::Fp32);
+                }
+            }
+            InstData::TensorScalarCumulative(t) => {
+                if !matches!(t.op0.class(), AluClass::Arithmetic) {
+                    self.err(e, format!("tensor_scalar_cumulative op0 `{}` is not an arithmetic operator", t.op0));
+                }
+                if !matches!(t.op1, AluOp::Add | AluOp::Subtract | AluOp::Multiply | AluOp::Max | AluOp::Min) {
+                    self.err(
+                        e,
+                        format!(
+                            "tensor_scalar_cumulative op1 `{}` is not add, subtract, multiply, maximum or minimum",
+                            t.op1
+                        ),
+                    );
+                }
+                for (what, s) in [("operand0", &t.operand0), ("initial", &t.initial)] {
+                    if let ScalarOperand::Tile(c) = s {
+                        self.need_dtype(e, &format!("tensor_scalar_cumulative {what}"), c, DType::Fp32);
+                    }
                 }
             }
             InstData::TensorCopyPredicated(c) => {
@@ -347,6 +371,7 @@ fn new_kind_dst(inst: &InstData) -> Option<&InstTile> {
         InstData::TensorTensorScan(t) => Some(&t.dst),
         InstData::TensorCopyPredicated(c) => Some(&c.dst),
         InstData::StreamShuffle(s) => Some(&s.dst),
+        InstData::TensorScalarCumulative(t) => Some(&t.dst),
         InstData::TensorReduce(r) => Some(&r.dst),
         InstData::AffineSelect(a) => Some(&a.dst),
         InstData::Iota(i) => Some(&i.dst),

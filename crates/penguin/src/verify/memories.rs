@@ -78,6 +78,13 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     );
                 }
             }
+            InstData::TensorScalarCumulative(t) => {
+                self.need(e, "tensor_scalar_cumulative destination", &t.dst, &on_chip);
+                self.need(e, "tensor_scalar_cumulative source", &t.src, &on_chip);
+                for c in [t.operand0.tile(), t.initial.tile()].into_iter().flatten() {
+                    self.need(e, "tensor_scalar_cumulative column", c, &on_chip);
+                }
+            }
             InstData::StreamShuffle(s) => {
                 self.need(e, "stream_shuffle destination", &s.dst, &on_chip);
                 self.need(e, "stream_shuffle source", &s.src, &on_chip);

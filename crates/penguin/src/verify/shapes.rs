@@ -211,6 +211,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             | InstData::TensorTensorScan(_)
             | InstData::TensorCopyPredicated(_)
             | InstData::StreamShuffle(_)
+            | InstData::TensorScalarCumulative(_)
             | InstData::TensorReduce(_)
             | InstData::AffineSelect(_)
             | InstData::Iota(_)

@@ -60,6 +60,9 @@ pub(super) fn compute_cycles(p: &HwProfile, engine: Engine, op: &Op) -> f64 {
             let sbuf = src.tile().is_some_and(|s| s.memory != Memory::Psum) && predicate.memory != Memory::Psum;
             ii(p, n(predicate) * if sbuf { p.tensor_tensor_sbuf_factor } else { 1.0 })
         }
+        // tensor_scalar_cumulative: no published figure; one input streams as in a
+        // tensor_scalar and the register stays in the ALU: max(MIN_II, N).
+        Op::TensorScalarCumulative { src, .. } => ii(p, n(src)),
         // nc_stream_shuffle: no published figure; VectorE streams the source once, as a
         // tensor_copy does: max(MIN_II, N).
         Op::StreamShuffle { src, .. } => ii(p, n(src)),

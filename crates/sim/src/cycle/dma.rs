@@ -177,6 +177,7 @@ pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
         | Op::StreamShuffle { .. }
+        | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }

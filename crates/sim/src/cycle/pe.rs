@@ -155,6 +155,7 @@ impl PeState {
             | Op::TensorTensorScan { .. }
             | Op::TensorCopyPredicated { .. }
             | Op::StreamShuffle { .. }
+            | Op::TensorScalarCumulative { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }
@@ -213,6 +214,7 @@ impl PeState {
             | Op::TensorTensorScan { .. }
             | Op::TensorCopyPredicated { .. }
             | Op::StreamShuffle { .. }
+            | Op::TensorScalarCumulative { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }

@@ -300,6 +300,36 @@ impl Machine {
         Ok(())
     }
 
+    /// `nki.isa.tensor_scalar_cumulative`: per partition an fp32 register from `initial`,
+    /// `reg = op1(op0(src[i], operand0), reg)` (operands of `op0` swapped with `reverse0`),
+    /// `dst[i] = reg` rounded once to `dst`'s dtype.
+    pub(super) fn tensor_scalar_cumulative(
+        &mut self,
+        cx: &mut Cx<'_>,
+        (op0, op1, reverse0): (AluOp, AluOp, bool),
+        dst: &HwAp,
+        src: &HwAp,
+        operand0: &ScalarOperand<HwAp>,
+        initial: &ScalarOperand<HwAp>,
+    ) -> Result<(), SimError> {
+        let parts = src.num_partitions.max(1);
+        let (sw, mut x) = self.read_f32(cx, src)?;
+        let s = self.scalar_f32(cx, operand0, parts)?;
+        let init = self.scalar_f32(cx, initial, parts)?;
+        let per = usize::try_from(sw.elems / u64::from(parts)).unwrap_or(0).max(1);
+        for (p, row) in x.chunks_mut(per).enumerate() {
+            let (c, mut reg) = (s[p], init[p]);
+            for v in row {
+                let a = if reverse0 { binary(op0, c, *v) } else { binary(op0, *v, c) };
+                reg = binary(op1, a, reg);
+                *v = reg;
+            }
+        }
+        let dw = self.dst_walk(cx, dst, sw.elems)?;
+        self.write_f32(cx, &dw, &x);
+        Ok(())
+    }
+
     /// `nki.isa.nc_stream_shuffle`: destination partition `q * 32 + i` takes source partition
     /// `q * 32 + mask[i]`, bit for bit, or keeps its values.
     pub(super) fn stream_shuffle(

@@ -90,6 +90,10 @@ impl Machine {
                 on_chip(cx.at, op, &op_aps(op))?;
                 self.tensor_tensor_scan(cx, (*op0, *op1), dst, data0, data1, initial)
             }
+            Op::TensorScalarCumulative { op0, op1, reverse0, dst, src, operand0, initial } => {
+                on_chip(cx.at, op, &op_aps(op))?;
+                self.tensor_scalar_cumulative(cx, (*op0, *op1, *reverse0), dst, src, operand0, initial)
+            }
             Op::StreamShuffle { mask, dst, src } => {
                 on_chip(cx.at, op, &[dst, src])?;
                 self.stream_shuffle(cx, mask, dst, src)

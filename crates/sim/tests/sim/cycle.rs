@@ -537,3 +537,21 @@ fn a_stream_shuffle_streams_its_source_once() {
     let r = run(&p);
     assert_close(r.total_ns, (512.0 + 64.0) / 0.96);
 }
+
+#[test]
+fn a_cumulative_reduction_streams_its_source_once() {
+    // max(MIN_II, N) on VectorE (0.96 GHz), as a tensor_scalar.
+    let mut p = program(Target::Trn2);
+    let cumulative = |n: u32| Op::TensorScalarCumulative {
+        op0: AluOp::Add,
+        op1: AluOp::Max,
+        reverse0: false,
+        dst: sbuf(DType::Fp32, 0, 128, 0, n),
+        src: sbuf(DType::Fp32, 0, 128, 4096, n),
+        operand0: penguin::ScalarOperand::Imm(1.0),
+        initial: penguin::ScalarOperand::Imm(f64::NEG_INFINITY),
+    };
+    push(&mut p, Engine::Dve, cumulative(1000), &[], None);
+    push(&mut p, Engine::Dve, cumulative(10), &[], None);
+    assert_close(run(&p).total_ns, (1000.0 + 64.0) / 0.96);
+}

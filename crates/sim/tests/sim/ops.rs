@@ -412,3 +412,44 @@ fn stream_shuffle_moves_partitions_within_each_quadrant() {
         assert_eq!(&got[p * 8..p * 8 + 8], from, "partition {p}");
     }
 }
+
+#[test]
+fn tensor_scalar_cumulative_keeps_an_fp32_register_and_rounds_each_store() {
+    // reg = initial[p]; reg = (x * 3) + reg; dst (bf16) = reg. The register is not rounded:
+    // the bf16 results are the rounded fp32 prefix sums.
+    let mut b = Builder::new(Target::Trn2);
+    let x = b.tensor("x", &[4, 8], DType::Fp32, HbmRole::Input);
+    let init = b.tensor("init", &[4, 1], DType::Fp32, HbmRole::Input);
+    let out = b.tensor("out", &[4, 8], DType::Bf16, HbmRole::Output);
+    let (loaded, done) = (b.sem("loaded"), b.sem("done"));
+    load(&mut b, 0, x, (4, 8), DType::Fp32, 0, loaded);
+    load(&mut b, 1, init, (4, 1), DType::Fp32, 64, loaded);
+    let cumulative = Op::TensorScalarCumulative {
+        op0: AluOp::Multiply,
+        op1: AluOp::Add,
+        reverse0: false,
+        dst: sbuf(DType::Bf16, 0, 4, 128, 8),
+        src: sbuf(DType::Fp32, 0, 4, 0, 8),
+        operand0: penguin::ScalarOperand::Imm(3.0),
+        initial: penguin::ScalarOperand::Tile(sbuf(DType::Fp32, 0, 4, 64, 1)),
+    };
+    b.push(Engine::Dve, cumulative, &[(loaded, 2)], Some(done));
+    b.push(Engine::Dma(2), dma(hbm(DType::Bf16, out, 4, 8, 8), sbuf(DType::Bf16, 0, 4, 128, 8)), &[(done, 1)], None);
+    let mut s = Simulator::new(&b.program);
+    let xs: Vec<f32> = (0..32).map(|i| value(i) * 1.001).collect();
+    let init_v: Vec<f32> = (0..4).map(|p| p as f32 * 0.37 - 0.5).collect();
+    s.write_hbm_f32("x", &xs).unwrap();
+    s.write_hbm_f32("init", &init_v).unwrap();
+    assert!(s.run().unwrap().races.is_empty());
+    let got = s.read_hbm_tensor("out").unwrap();
+    for (p, &start) in init_v.iter().enumerate() {
+        let mut reg = start;
+        for i in 0..8 {
+            let k = p * 8 + i;
+            reg += xs[k] * 3.0;
+            let want = DType::Bf16.encode(reg, CastMode::Rne);
+            let bits = u32::from(u16::from_le_bytes([got[2 * k], got[2 * k + 1]]));
+            assert_eq!(bits, want, "partition {p}, element {i}");
+        }
+    }
+}

@@ -58,7 +58,7 @@ impl Kind {
             Op::TensorTensor { .. } | Op::TensorTensorScan { .. } => Kind::TensorTensor,
             Op::Memset { .. } => Kind::Memset,
             Op::Activation { .. } => Kind::Activation,
-            Op::TensorScalar { .. } => Kind::TensorScalar,
+            Op::TensorScalar { .. } | Op::TensorScalarCumulative { .. } => Kind::TensorScalar,
             Op::TensorReduce { .. } | Op::BnStats { .. } | Op::BnAggr { .. } => Kind::Reduce,
             Op::AffineSelect { .. } | Op::Iota { .. } => Kind::Select,
             Op::DmaCopy { dst, src, .. } => {

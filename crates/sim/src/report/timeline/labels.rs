@@ -258,6 +258,7 @@ pub(crate) fn accumulates(op: &Op) -> bool {
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
         | Op::StreamShuffle { .. }
+        | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -285,6 +286,7 @@ fn cell(op: &Op) -> Option<(u32, u32)> {
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
         | Op::StreamShuffle { .. }
+        | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -405,6 +407,7 @@ fn label_one(
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
         | Op::StreamShuffle { .. }
+        | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
@@ -446,6 +449,7 @@ fn label_one(
             | Op::TensorTensorScan { .. }
             | Op::TensorCopyPredicated { .. }
             | Op::StreamShuffle { .. }
+            | Op::TensorScalarCumulative { .. }
             | Op::TensorReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }
