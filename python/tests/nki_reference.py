@@ -180,6 +180,24 @@ class Reference:
         same = self.tensors[rec["src"]["t"]]["dtype"] == self.tensors[rec["dst"]["t"]]["dtype"]
         self.write(rec["dst"], src if same else src.astype(np.float32), exact=same)
 
+    def op_dma_gather(self, rec: Any) -> None:
+        rows = self.raw(rec["indices"]).reshape(-1).astype(np.int64)
+        table = self.raw(rec["table"])
+        if (rows < 0).any() or (rows >= table.shape[0]).any():
+            raise ValueError(f"gather index out of range of {table.shape[0]} rows: {rows.tolist()}")
+        picked = table[rows]
+        same = self.tensors[rec["table"]["t"]]["dtype"] == self.tensors[rec["dst"]["t"]]["dtype"]
+        self.write(rec["dst"], picked if same else picked.astype(np.float32), exact=same)
+
+    def op_dma_scatter_add(self, rec: Any) -> None:
+        rows = self.raw(rec["indices"]).reshape(-1).astype(np.int64)
+        table = self.read(rec["table"]).astype(np.float32)
+        src = self.read(rec["src"]).astype(np.float32).reshape((len(rows),) + table.shape[1:])
+        # One index after the other: a repeated row adds each of its sources in turn.
+        for k, r in enumerate(rows):
+            table[r] = (table[r] + src[k]).astype(NUMPY[self.tensors[rec["table"]["t"]]["dtype"]])
+        self.write(rec["table"], table)
+
     def op_tensor_copy(self, rec: Any) -> None:
         self.op_dma_copy(rec)
 

@@ -173,9 +173,10 @@ def test_indexing_with_a_tile_is_dynamic_indexing():
     @lnki.jit
     def k(x):
         idx = lnl.load(x)
-        t = lnl.load(x[idx, 0])
+        t = lnl.load(x[0, idx])
 
-    raises_at(NotImplementedError, k, "t = lnl.load(x[idx, 0])", "indexing a tensor with a tile")
+    # A tile picks rows of an HBM tensor (a gather); in any other dimension it is refused.
+    raises_at(NotImplementedError, k, "t = lnl.load(x[0, idx])", "indexing a tensor with a tile")
 
 
 def test_launch_grids_ntile_cannot_place_are_refused():
@@ -409,3 +410,41 @@ def test_a_cumulative_column_is_fp32_and_one_value_per_partition():
 
     with pytest.raises(ValueError, match=r"initial \[128, 2\] is not a \[128, 1\] column"):
         cnki.simulate(k2)(np.zeros((128, 64), np.float32))
+
+
+def test_rows_named_by_a_tile_are_read_or_added_into_not_stored():
+    @lnki.jit
+    def k(x, idx):
+        it = lnl.load(idx)
+        lnl.store(x[it, :], value=lnl.load(x[0:4, :]))
+
+    raises_at(NotImplementedError, k, "lnl.store(x[it, :]", "a store through a tile of indices",
+              X, tensor[[4, 1], lnl.int32])
+
+    @lnki.jit
+    def k2(x, idx):
+        it = lnl.load(idx)
+        t = lnl.load(x[it, :])
+
+    raises_at(TypeError, k2, "t = lnl.load(x[it, :])", "the indices of an indirect access are int32, not fp32",
+              X, tensor[[4, 1], lnl.float32])
+
+    @lnki.jit
+    def k3(x, idx):
+        it = lnl.load(idx)
+        t = lnl.load(x[it, :])
+
+    raises_at(NotImplementedError, k3, "t = lnl.load(x[it, :])", "a tile of indices shaped [4, 2]",
+              X, tensor[[4, 2], lnl.int32])
+
+
+def test_a_gather_index_outside_the_table_stops_the_run():
+    @lnki.jit
+    def k(x, idx):
+        out = lnl.ndarray((4, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        it = lnl.load(idx)
+        lnl.store(out, value=lnl.load(x[it, :]))
+        return out
+
+    with pytest.raises(ValueError, match="index entry 2 is 128, outside the 128 rows of the table"):
+        k(np.zeros((128, 64), np.float32), np.array([[0], [1], [128], [2]], np.int32))

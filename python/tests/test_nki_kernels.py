@@ -550,3 +550,47 @@ def test_cumulative_operators_and_the_reversed_operand(nki_hook, nki_runner, rng
         reg = x[:, i] - reg
         want[:, i] = reg
     np.testing.assert_array_equal(out[2], want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_an_embedding_lookup_gathers_the_rows_its_ids_name(nki_hook, nki_runner, rng, dtype):
+    mod = load_example("embedding", "legacy")
+    table = rng.standard_normal((1000, 96)).astype(dtype)
+    ids = rng.integers(0, 1000, (256, 1)).astype(np.int32)
+    ids[:3, 0] = [0, 999, 0]
+    out = mod.embed(table, ids)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out, table[ids[:, 0]])
+
+
+def test_the_embedding_gradient_adds_every_row_a_repeated_id_names(nki_hook, nki_runner, rng):
+    mod = load_example("embedding", "legacy")
+    ids = rng.integers(0, 40, (384, 1)).astype(np.int32)  # every id many times over
+    dout = rng.standard_normal((384, 64)).astype(np.float32)
+    grad = mod.embed_backward(dout, ids, 256)
+    # One addition after the other in fp32, in token order.
+    want = np.zeros((256, 64), np.float32)
+    for t, v in enumerate(ids[:, 0]):
+        want[v] += dout[t]
+    np.testing.assert_array_equal(grad, want)
+    assert not grad[40:].any()
+
+
+def test_a_gather_in_the_current_api_casts_into_its_tile(nki_hook, nki_runner, rng):
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @nki.jit
+    def pick(data, idx):
+        out = nl.ndarray((idx.shape[0], data.shape[1]), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        it = nl.ndarray(idx.shape, dtype=idx.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=it, src=idx)
+        t = nl.ndarray((idx.shape[0], data.shape[1]), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data[it, :])
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    data = rng.standard_normal((500, 200)).astype(np.float32)
+    idx = np.array([[7], [499], [7], [0]], dtype=np.int32)
+    np.testing.assert_array_equal(f64(pick(data, idx)), f64(data[idx[:, 0]].astype(ml_dtypes.bfloat16)))

@@ -7,8 +7,8 @@
 //! [`NkiError::Unsupported`]; giving it instructions is a change to this module.
 
 use penguin::{
-    AluClass, AluOp, CastMode, ComputeEngine, DmaCopyData, DmaQueueHint, InstData, InstTile, Memory, MemsetData,
-    TensorCopyData, TensorTensorData, TransposeData,
+    AluClass, AluOp, CastMode, ComputeEngine, DmaCopyData, DmaGatherData, DmaQueueHint, DmaScatterAddData, InstData,
+    InstTile, Memory, MemsetData, TensorCopyData, TensorTensorData, TransposeData,
 };
 
 use crate::error::NkiError;
@@ -40,6 +40,12 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
     let unsupported = |what: String| NkiError::Unsupported { loc: loc.to_string(), record: r.kind(), what };
     Ok(Some(match r {
         Record::DmaCopy { dst, src, .. } => vec![("dst", dst, Write), ("src", src, Read)],
+        Record::DmaGather { dst, table, indices, .. } => {
+            vec![("dst", dst, Write), ("table", table, Read), ("indices", indices, Read)]
+        }
+        Record::DmaScatterAdd { table, src, indices, .. } => {
+            vec![("table", table, Update), ("src", src, Read), ("indices", indices, Read)]
+        }
         Record::Matmul { dst, stationary, moving, .. } => {
             vec![("dst", dst, Accumulate), ("stationary", stationary, Read), ("moving", moving, Read)]
         }
@@ -159,6 +165,7 @@ pub(crate) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
             }
             same(&res[0], &res[1], "dst", "src")
         }
+        Record::DmaGather { .. } | Record::DmaScatterAdd { .. } => indexed(r.kind(), res, mem, loc),
         Record::Matmul { .. } => {
             if mem[0] != Memory::Psum {
                 return Err(NkiError::MatmulResultNotPsum { loc: loc.to_string() });
@@ -344,6 +351,16 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
             let (dst, src) = (take()?, take()?);
             InstData::DmaCopy(DmaCopyData { dst, src, cast: CastMode::Rne, queue: Some(DmaQueueHint(choice.queue)) })
         }
+        Record::DmaGather { .. } => {
+            let (dst, table, index) = (take()?, take()?, take()?);
+            int32_indices(&index, loc)?;
+            InstData::DmaGather(DmaGatherData { dst, table, index })
+        }
+        Record::DmaScatterAdd { .. } => {
+            let (table, src, index) = (take()?, take()?, take()?);
+            int32_indices(&index, loc)?;
+            InstData::DmaScatterAdd(DmaScatterAddData { table, src, index })
+        }
         Record::Transpose { .. } => InstData::Transpose(TransposeData { dst: take()?, src: take()? }),
         Record::TensorCopy { engine: named, .. } => {
             let (dst, src) = (take()?, take()?);
@@ -458,4 +475,53 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
             return Err(bug())
         }
     })
+}
+
+/// A gather's or scatter-add's operands: the table in HBM, the rows and the `[K, 1]` indices in
+/// SBUF, one table row's elements per row.
+fn indexed(op: &'static str, res: &[Resolved], mem: Memories<'_>, loc: &str) -> Result<(), NkiError> {
+    let (rows, table) = if op == "dma_gather" { (0, 1) } else { (1, 0) };
+    let names = if op == "dma_gather" { ["dst", "table", "indices"] } else { ["table", "src", "indices"] };
+    let wrong = |i: usize, rule: &'static str| NkiError::WrongMemory {
+        loc: loc.to_string(),
+        op,
+        operand: names[i],
+        buffer: buffer_name(mem[i]),
+        rule,
+    };
+    if mem[table] != Memory::Hbm {
+        return Err(wrong(table, "the rows an index names are rows of an HBM tensor"));
+    }
+    for i in [rows, 2] {
+        if mem[i] != Memory::Sbuf {
+            return Err(wrong(i, "an indirect DMA moves rows to or from SBUF, its indices in SBUF"));
+        }
+    }
+    let (r, t, x) = (&res[rows], &res[table], &res[2]);
+    if x.free_elems() != 1 || x.partitions() != r.partitions() || r.free_elems() != t.free_elems() {
+        return Err(NkiError::ShapeMismatch {
+            loc: loc.to_string(),
+            op,
+            what: format!(
+                "{} {:?} must be one row of table {:?} per index of indices {:?} (a [{}, 1] column)",
+                names[rows],
+                r.shape,
+                t.shape,
+                x.shape,
+                r.partitions()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Row numbers are int32.
+fn int32_indices(index: &InstTile, loc: &str) -> Result<(), NkiError> {
+    if index.dtype != penguin::DType::Int32 {
+        return Err(NkiError::Invalid {
+            loc: loc.to_string(),
+            message: format!("the indices of an indirect DMA are int32, not {}", index.dtype),
+        });
+    }
+    Ok(())
 }

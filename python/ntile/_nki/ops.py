@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 import numpy as np
 
 from .errors import NkiTypeError, NkiValueError, unsupported
+from .indirect import Indirect
 from .trace import current, number
 from .view import View
 
@@ -128,7 +129,14 @@ def _emit(rec: Rec) -> Rec:
     return current().emit(rec)
 
 
-def dma_copy(dst: View, src: View) -> Rec:
+def dma_copy(dst: View, src: View, add: bool = False) -> Rec:
+    """``dst = src`` on a DMA queue; rows named by a tile of indices (``table[idx, ...]``) are
+    gathered as a source, and scatter-added into as a destination with ``add``."""
+    if isinstance(src, Indirect) or isinstance(dst, Indirect):
+        return _indirect_copy(dst, src, add)
+    if add:
+        raise unsupported("a DMA that adds into its destination (dst_rmw_op) other than into rows named by a tile "
+                          "of indices")
     dst, src = _view(dst, "dst"), _view(src, "src")
     if dst.nelem != src.nelem:
         raise NkiValueError(f"dma_copy: dst holds {dst.nelem} elements ({list(dst.counts)}), "
@@ -168,6 +176,28 @@ def transpose(dst: View, src: View, engine: Optional[str] = None) -> Rec:
     dst, src = _view(dst, "dst"), _view(src, "data")
     s = src.rec()
     return _emit({"op": "transpose", "loc": current().loc(), "dst": dst.rec(True), "src": s, "engine": engine})
+
+
+def _indirect_copy(dst: Any, src: Any, add: bool) -> Rec:
+    loc = current().loc()
+    if isinstance(src, Indirect):
+        if isinstance(dst, Indirect) or add:
+            raise unsupported("an indirect DMA read into anything but a plain SBUF tile")
+        dst = _view(dst, "dst")
+        if not dst.st.on_chip or dst.st.buffer != "sbuf":
+            raise NkiValueError("a gather (rows named by a tile of indices) writes an SBUF tile")
+        if tuple(dst.tile_counts()) != tuple(src.counts):
+            raise NkiValueError(f"a gather of {list(src.counts)} rows into a tile of shape {list(dst.tile_counts())}")
+        return _emit({"op": "dma_gather", "loc": loc, "dst": dst.rec(True), "table": src.rows.rec(),
+                      "indices": src.index.rec()})
+    if not add:
+        raise unsupported("a store through a tile of indices (an indirect DMA write, a scatter); ntile scatters "
+                          "only by adding (nisa.dma_copy with dst_rmw_op=np.add)")
+    src = _view(src, "src")
+    if tuple(src.tile_counts()) != tuple(dst.counts):
+        raise NkiValueError(f"a scatter-add of a tile of shape {list(src.tile_counts())} into {list(dst.counts)} rows")
+    return _emit({"op": "dma_scatter_add", "loc": loc, "table": dst.rows.rec(True), "src": src.rec(),
+                  "indices": dst.index.rec()})
 
 
 def tensor_copy(dst: View, src: View, engine: Optional[str] = None) -> Rec:

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import dtypes, index, ops
 from .errors import NkiTypeError, NkiValueError, unsupported
+from .indirect import Indirect
 from .trace import current
 from .view import View, as_int
 
@@ -395,6 +396,12 @@ def transpose_tile(x: View, engine: Optional[str] = None, dtype: Optional[str] =
 
 
 def load(src: View, dtype: Optional[str] = None, clip: Clip = None) -> View:
+    if isinstance(src, Indirect):
+        # Rows named by a tile of indices: a gather into a new tile.
+        if clip is not None:
+            raise unsupported("nl.load of rows named by a tile of indices with a mask")
+        dst = temp(src.counts if len(src.counts) >= 2 else (src.counts[0], 1), dtype or src.st.dtype)
+        return produced(dst, ops.dma_copy(dst, src), None)
     if not isinstance(src, View):
         raise NkiTypeError(f"nl.load needs a tensor, got {type(src).__name__}")
     if src.st.on_chip:
@@ -419,6 +426,8 @@ def in_sbuf(x: Any) -> Any:
 
 
 def store(dst: View, value: Any, clip: Clip = None) -> None:
+    if isinstance(dst, Indirect):
+        ops.dma_copy(dst, value)  # refused: ntile scatters only by adding
     if not isinstance(dst, View) or dst.st.on_chip:
         raise NkiValueError("nl.store writes an HBM tensor")
     if is_nothing(value):

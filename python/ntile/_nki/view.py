@@ -208,8 +208,13 @@ class View:
             elif isinstance(it, ix.Affine):
                 affine = True
             elif isinstance(it, View):
+                if it is items[0] and not self.st.on_chip:
+                    from .indirect import index_by_tile  # noqa: PLC0415
+
+                    return index_by_tile(self, items)
                 raise NkiUnsupportedError(
-                    "indexing a tensor with a tile (dynamic, data-dependent indexing) is not supported by ntile")
+                    "indexing a tensor with a tile (dynamic, data-dependent indexing) is not supported by ntile "
+                    "beyond the rows of an HBM tensor (table[idx_tile, ...])")
         if ellipsis:
             at = [i for i, it in enumerate(items) if it is Ellipsis]
             if len(at) > 1:

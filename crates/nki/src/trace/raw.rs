@@ -22,6 +22,29 @@ pub enum Record {
         /// Source (HBM or SBUF).
         src: View,
     },
+    /// DMA gather: `dst[k, ...] = table[indices[k], ...]` (`nl.load(table[idx_tile, ...])`).
+    DmaGather {
+        /// Where.
+        loc: Loc,
+        /// Destination in SBUF, one row per index.
+        dst: View,
+        /// Every row of an HBM tensor (the columns the kernel picked).
+        table: View,
+        /// A `[K, 1]` int32 SBUF tile of row numbers.
+        indices: View,
+    },
+    /// DMA scatter-add: `table[indices[k], ...] += src[k, ...]` (`nisa.dma_copy` with
+    /// `dst_rmw_op=np.add` into `table[idx_tile, ...]`).
+    DmaScatterAdd {
+        /// Where.
+        loc: Loc,
+        /// Every row of an HBM tensor (the columns the kernel picked), read and written.
+        table: View,
+        /// Rows in SBUF, one per index.
+        src: View,
+        /// A `[K, 1]` int32 SBUF tile of row numbers.
+        indices: View,
+    },
     /// `dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]` into PSUM.
     Matmul {
         /// Where.
@@ -289,6 +312,8 @@ impl Record {
     pub fn loc(&self) -> Loc {
         match self {
             Record::DmaCopy { loc, .. }
+            | Record::DmaGather { loc, .. }
+            | Record::DmaScatterAdd { loc, .. }
             | Record::Matmul { loc, .. }
             | Record::Transpose { loc, .. }
             | Record::TensorCopy { loc, .. }
@@ -315,6 +340,8 @@ impl Record {
     pub fn kind(&self) -> &'static str {
         match self {
             Record::DmaCopy { .. } => "dma_copy",
+            Record::DmaGather { .. } => "dma_gather",
+            Record::DmaScatterAdd { .. } => "dma_scatter_add",
             Record::Matmul { .. } => "matmul",
             Record::Transpose { .. } => "transpose",
             Record::TensorCopy { .. } => "tensor_copy",

@@ -46,6 +46,8 @@ pub(super) struct RawRecord {
     loc: Option<Loc>,
     dst: Option<View>,
     src: Option<View>,
+    table: Option<View>,
+    indices: Option<View>,
     stationary: Option<View>,
     moving: Option<View>,
     #[serde(default, deserialize_with = "deserialize_accumulate")]
@@ -87,10 +89,12 @@ pub(super) struct RawRecord {
 impl RawRecord {
     /// The names of the fields that are present, besides `op`.
     fn present(&self) -> Vec<&'static str> {
-        let fields: [(&'static str, bool); 38] = [
+        let fields: [(&'static str, bool); 40] = [
             ("loc", self.loc.is_some()),
             ("dst", self.dst.is_some()),
             ("src", self.src.is_some()),
+            ("table", self.table.is_some()),
+            ("indices", self.indices.is_some()),
             ("stationary", self.stationary.is_some()),
             ("moving", self.moving.is_some()),
             ("accumulate", self.accumulate.is_some()),
@@ -144,6 +148,8 @@ impl TryFrom<RawRecord> for Record {
         // Fields a kind may have; anything else present is an error.
         let allowed: &[&str] = match op.as_str() {
             "dma_copy" => &["dst", "src"],
+            "dma_gather" => &["dst", "table", "indices"],
+            "dma_scatter_add" => &["table", "src", "indices"],
             "matmul" => &["dst", "stationary", "moving", "accumulate", "perf_mode", "tile_position", "tile_size"],
             "transpose" | "tensor_copy" => &["dst", "src", "engine"],
             "memset" => &["dst", "value", "engine"],
@@ -163,7 +169,7 @@ impl TryFrom<RawRecord> for Record {
             "loop_end" => &[],
             other => {
                 return Err(format!(
-                    "unknown record kind `{other}` (expected dma_copy, matmul, transpose, tensor_copy, memset, \
+                    "unknown record kind `{other}` (expected dma_copy, dma_gather, dma_scatter_add, matmul, transpose, tensor_copy, memset, \
                      tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_copy_predicated, stream_shuffle, tensor_scalar_cumulative, tensor_reduce, affine_select, iota, bn_stats, \
                      bn_aggr, loop_begin, iteration or loop_end)"
                 ))
@@ -178,6 +184,18 @@ impl TryFrom<RawRecord> for Record {
         let src = || need(o, "src", r.src.clone());
         Ok(match o {
             "dma_copy" => Record::DmaCopy { loc, dst: dst()?, src: src()? },
+            "dma_gather" => Record::DmaGather {
+                loc,
+                dst: dst()?,
+                table: need(o, "table", r.table)?,
+                indices: need(o, "indices", r.indices)?,
+            },
+            "dma_scatter_add" => Record::DmaScatterAdd {
+                loc,
+                table: need(o, "table", r.table)?,
+                src: src()?,
+                indices: need(o, "indices", r.indices)?,
+            },
             "matmul" => Record::Matmul {
                 loc,
                 dst: dst()?,

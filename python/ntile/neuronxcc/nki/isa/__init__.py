@@ -10,6 +10,7 @@ from typing import Any, Optional
 from ...._nki import lang, ops, values
 from ...._nki.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, nc_version_of, oob_mode, reduce_cmd
 from ...._nki.errors import NkiTypeError, unsupported
+from ...._nki.indirect import Indirect
 from ...._nki.trace import current
 from ...._nki.values import clipped, fit_clip, nothing, produced, temp
 from ...._nki.view import View
@@ -267,8 +268,17 @@ def _stats(emit: Any, width: int, data: Any, mask: Any, dtype: Any) -> View:
 
 def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None, oob_mode: Any = oob_mode.error,
              dge_mode: Any = dge_mode.unknown, **kwargs: Any) -> None:
+    if isinstance(dst, Indirect) or isinstance(src, Indirect):
+        if mask is not None:
+            raise unsupported("nisa.dma_copy of rows named by a tile of indices with a mask")
+        add = dst_rmw_op is not None and ops.alu_name(dst_rmw_op, "dst_rmw_op") == "add"
+        if dst_rmw_op is not None and not add:
+            raise unsupported("nisa.dma_copy with a dst_rmw_op other than add")
+        ops.dma_copy(dst, src, add)
+        return
     if dst_rmw_op is not None:
-        raise unsupported("nisa.dma_copy with dst_rmw_op (a read-modify-write DMA)")
+        raise unsupported("nisa.dma_copy with dst_rmw_op (a read-modify-write DMA) other than adding into rows "
+                          "named by a tile of indices")
     space = src.tile_counts() if src.st.on_chip else dst.tile_counts() if dst.st.on_chip else dst.counts
     c = fit_clip(lang.clip(mask), space)
     if c is False:
