@@ -189,6 +189,15 @@ class Reference:
         same = self.tensors[rec["table"]["t"]]["dtype"] == self.tensors[rec["dst"]["t"]]["dtype"]
         self.write(rec["dst"], picked if same else picked.astype(np.float32), exact=same)
 
+    def op_dma_scatter(self, rec: Any) -> None:
+        rows = self.raw(rec["indices"]).reshape(-1).astype(np.int64)
+        table = self.raw(rec["table"]).copy()
+        src = self.raw(rec["src"]).reshape((len(rows),) + table.shape[1:])
+        same = self.tensors[rec["table"]["t"]]["dtype"] == self.tensors[rec["src"]["t"]]["dtype"]
+        for k, r in enumerate(rows):  # in index order: a repeated row keeps the later source
+            table[r] = src[k] if same else src[k].astype(np.float32).astype(table.dtype)
+        self.write(rec["table"], table, exact=True)
+
     def op_dma_scatter_add(self, rec: Any) -> None:
         rows = self.raw(rec["indices"]).reshape(-1).astype(np.int64)
         table = self.read(rec["table"]).astype(np.float32)

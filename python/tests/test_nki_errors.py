@@ -412,13 +412,13 @@ def test_a_cumulative_column_is_fp32_and_one_value_per_partition():
         cnki.simulate(k2)(np.zeros((128, 64), np.float32))
 
 
-def test_rows_named_by_a_tile_are_read_or_added_into_not_stored():
+def test_rows_named_by_a_tile_take_int32_indices_one_per_partition():
     @lnki.jit
     def k(x, idx):
         it = lnl.load(idx)
-        lnl.store(x[it, :], value=lnl.load(x[0:4, :]))
+        lisa.dma_copy(dst=x[it, :], src=lnl.load(x[0:4, :]), dst_rmw_op=np.multiply)
 
-    raises_at(NotImplementedError, k, "lnl.store(x[it, :]", "a store through a tile of indices",
+    raises_at(NotImplementedError, k, "lisa.dma_copy(dst=x[it, :]", "a dst_rmw_op other than add",
               X, tensor[[4, 1], lnl.int32])
 
     @lnki.jit

@@ -563,6 +563,17 @@ def test_an_embedding_lookup_gathers_the_rows_its_ids_name(nki_hook, nki_runner,
     np.testing.assert_array_equal(out, table[ids[:, 0]])
 
 
+def test_a_store_through_ids_replaces_the_rows_in_index_order(nki_hook, nki_runner, rng):
+    mod = load_example("embedding", "legacy")
+    table = rng.standard_normal((256, 48)).astype(np.float32)
+    ids = np.array([[5], [200], [5], [0]], dtype=np.int32)
+    rows = rng.standard_normal((4, 48)).astype(np.float32)
+    out = mod.put_rows(table, ids, rows)
+    want = table.copy()
+    want[200], want[5], want[0] = rows[1], rows[2], rows[3]  # row 5 is named twice: the later wins
+    np.testing.assert_array_equal(out, want)
+
+
 def test_the_embedding_gradient_adds_every_row_a_repeated_id_names(nki_hook, nki_runner, rng):
     mod = load_example("embedding", "legacy")
     ids = rng.integers(0, 40, (384, 1)).astype(np.int32)  # every id many times over

@@ -381,7 +381,9 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                 self.route_spread(id, &[&c.dst, &c.src], None, out)?;
             }
             InstData::OffloadedMemCast(c) => self.route_spread(id, &[&c.dst, &c.src], c.queue, out)?,
-            InstData::DmaGather(_) | InstData::DmaScatterAdd(_) => out.push(one(self.next_queue())),
+            InstData::DmaGather(_) | InstData::DmaScatter(_) | InstData::DmaScatterAdd(_) => {
+                out.push(one(self.next_queue()));
+            }
             InstData::Activation(_) => out.push(one(Engine::Act)),
             InstData::TensorScalar(t) => out.push(one(compute_engine(t.engine))),
             InstData::TensorTensorScan(_)
@@ -459,6 +461,11 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                 dst: self.hw_ap(id, engine, &g.dst)?,
                 table: self.hw_ap(id, engine, &g.table)?,
                 index: self.hw_ap(id, engine, &g.index)?,
+            }),
+            InstData::DmaScatter(sc) => out.push(Op::DmaScatter {
+                table: self.hw_ap(id, engine, &sc.table)?,
+                src: self.hw_ap(id, engine, &sc.src)?,
+                index: self.hw_ap(id, engine, &sc.index)?,
             }),
             InstData::DmaScatterAdd(sc) => out.push(Op::DmaScatterAdd {
                 table: self.hw_ap(id, engine, &sc.table)?,

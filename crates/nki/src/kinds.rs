@@ -7,8 +7,8 @@
 //! [`NkiError::Unsupported`]; giving it instructions is a change to this module.
 
 use penguin::{
-    AluClass, AluOp, CastMode, ComputeEngine, DmaCopyData, DmaGatherData, DmaQueueHint, DmaScatterAddData, InstData,
-    InstTile, Memory, MemsetData, TensorCopyData, TensorTensorData, TransposeData,
+    AluClass, AluOp, CastMode, ComputeEngine, DmaCopyData, DmaGatherData, DmaQueueHint, DmaScatterAddData,
+    DmaScatterData, InstData, InstTile, Memory, MemsetData, TensorCopyData, TensorTensorData, TransposeData,
 };
 
 use crate::error::NkiError;
@@ -43,7 +43,7 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
         Record::DmaGather { dst, table, indices, .. } => {
             vec![("dst", dst, Write), ("table", table, Read), ("indices", indices, Read)]
         }
-        Record::DmaScatterAdd { table, src, indices, .. } => {
+        Record::DmaScatter { table, src, indices, .. } | Record::DmaScatterAdd { table, src, indices, .. } => {
             vec![("table", table, Update), ("src", src, Read), ("indices", indices, Read)]
         }
         Record::Matmul { dst, stationary, moving, .. } => {
@@ -165,7 +165,9 @@ pub(crate) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
             }
             same(&res[0], &res[1], "dst", "src")
         }
-        Record::DmaGather { .. } | Record::DmaScatterAdd { .. } => indexed(r.kind(), res, mem, loc),
+        Record::DmaGather { .. } | Record::DmaScatter { .. } | Record::DmaScatterAdd { .. } => {
+            indexed(r.kind(), res, mem, loc)
+        }
         Record::Matmul { .. } => {
             if mem[0] != Memory::Psum {
                 return Err(NkiError::MatmulResultNotPsum { loc: loc.to_string() });
@@ -355,6 +357,11 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
             let (dst, table, index) = (take()?, take()?, take()?);
             int32_indices(&index, loc)?;
             InstData::DmaGather(DmaGatherData { dst, table, index })
+        }
+        Record::DmaScatter { .. } => {
+            let (table, src, index) = (take()?, take()?, take()?);
+            int32_indices(&index, loc)?;
+            InstData::DmaScatter(DmaScatterData { table, src, index })
         }
         Record::DmaScatterAdd { .. } => {
             let (table, src, index) = (take()?, take()?, take()?);

@@ -56,12 +56,13 @@ pub use function::{Function, FunctionView, TensorData};
 pub use inst::{
     parse_pe_attributes, pe_attributes, sparse_tag, sparse_tag_words, Access, ActFunc, ActivationData, AffineDim,
     AffinePattern, AffineSelectData, AluClass, AluOp, AttrError, BadPattern, BadShuffleMask, BnAggrData, BnStatsData,
-    ComputeEngine, Dep, DepKind, DmaCopyData, DmaGatherData, DmaQueueHint, DmaScatterAddData, EngineAccumulationType,
-    InstData, InstKind, IotaData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData, OffloadedMemCastData,
-    OffloadedMemCpyData, PerfMode, ScalarOperand, ShuffleMask, SparsityPattern, StreamShuffleData, TensorCopyData,
-    TensorCopyPredicatedData, TensorReduceData, TensorScalarCumulativeData, TensorScalarData, TensorTensorData,
-    TensorTensorScanData, TilePosition, TileSize, TransposeData, UnknownPerfMode, UnknownSparsity, ValidRange,
-    BN_STATS_FMAX, MAX_PATTERN_DIMS, SHUFFLE_KEEP, SHUFFLE_QUADRANT, SPARSE_GROUP_KEPT, SPARSE_TAGS_PER_WORD,
+    ComputeEngine, Dep, DepKind, DmaCopyData, DmaGatherData, DmaQueueHint, DmaScatterAddData, DmaScatterData,
+    EngineAccumulationType, InstData, InstKind, IotaData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData,
+    OffloadedMemCastData, OffloadedMemCpyData, PerfMode, ScalarOperand, ShuffleMask, SparsityPattern,
+    StreamShuffleData, TensorCopyData, TensorCopyPredicatedData, TensorReduceData, TensorScalarCumulativeData,
+    TensorScalarData, TensorTensorData, TensorTensorScanData, TilePosition, TileSize, TransposeData, UnknownPerfMode,
+    UnknownSparsity, ValidRange, BN_STATS_FMAX, MAX_PATTERN_DIMS, SHUFFLE_KEEP, SHUFFLE_QUADRANT, SPARSE_GROUP_KEPT,
+    SPARSE_TAGS_PER_WORD,
 };
 pub use looped::{verify_looped, LoopedFunction, PirInst};
 pub use srcloc::{LocInterner, SourceLoc, SourceLocs};

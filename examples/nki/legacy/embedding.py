@@ -2,10 +2,13 @@
 
 Indexing an HBM tensor's first dimension with an SBUF tile of int32 row numbers
 (``table[ids, i_f]``) names rows that only the run knows. Loading that view is a DMA gather,
-one row per partition; ``nisa.dma_copy(..., dst_rmw_op=np.add)`` into it is a DMA
-scatter-add, where a row named twice receives both additions.
+one row per partition; storing into it is a DMA scatter (a row named twice keeps the later
+row), and ``nisa.dma_copy(..., dst_rmw_op=np.add)`` into it a DMA scatter-add, where a row
+named twice receives both additions.
 
 - ``embed``: ``out[t, :] = table[ids[t], :]`` for a sequence of token ids, 128 tokens a tile.
+- ``put_rows``: a copy of ``table`` with rows ``ids[k]`` replaced by ``rows[k]`` (an index
+  put, as a cache update at run-time positions).
 - ``embed_backward``: the table's gradient, ``grad[v, :] = sum of dout[t, :] over t with
   ids[t] == v``: zeros, then a scatter-add of each tile of 128 output rows.
 
@@ -33,6 +36,20 @@ def embed(table, ids):
         rows = nl.load(ids[t * P + i_p, 0])
         vecs = nl.load(table[rows[i_p, 0], i_f])
         nl.store(out[t * P + i_p, i_f], value=vecs)
+    return out
+
+
+@nki.jit
+def put_rows(table, ids, rows):
+    """``table`` is ``[V, D]`` (V a multiple of 128), ``ids`` is ``[K, 1]`` int32 and ``rows``
+    is ``[K, D]`` (K at most 128); the result is the updated ``[V, D]`` table."""
+    V, D = table.shape
+    K = ids.shape[0]
+    out = nl.ndarray((V, D), dtype=table.dtype, buffer=nl.shared_hbm)
+    for v in nl.sequential_range(V // P):
+        nl.store(out[v * P:(v + 1) * P, :], value=nl.load(table[v * P:(v + 1) * P, :]))
+    where = nl.load(ids)
+    nl.store(out[where, :], value=nl.load(rows))
     return out
 
 

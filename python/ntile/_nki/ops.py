@@ -190,13 +190,12 @@ def _indirect_copy(dst: Any, src: Any, add: bool) -> Rec:
             raise NkiValueError(f"a gather of {list(src.counts)} rows into a tile of shape {list(dst.tile_counts())}")
         return _emit({"op": "dma_gather", "loc": loc, "dst": dst.rec(True), "table": src.rows.rec(),
                       "indices": src.index.rec()})
-    if not add:
-        raise unsupported("a store through a tile of indices (an indirect DMA write, a scatter); ntile scatters "
-                          "only by adding (nisa.dma_copy with dst_rmw_op=np.add)")
     src = _view(src, "src")
+    if not src.st.on_chip or src.st.buffer != "sbuf":
+        raise NkiValueError("a scatter (rows named by a tile of indices) reads an SBUF tile")
     if tuple(src.tile_counts()) != tuple(dst.counts):
-        raise NkiValueError(f"a scatter-add of a tile of shape {list(src.tile_counts())} into {list(dst.counts)} rows")
-    return _emit({"op": "dma_scatter_add", "loc": loc, "table": dst.rows.rec(True), "src": src.rec(),
+        raise NkiValueError(f"a scatter of a tile of shape {list(src.tile_counts())} into {list(dst.counts)} rows")
+    return _emit({"op": "dma_scatter_add" if add else "dma_scatter", "loc": loc, "table": dst.rows.rec(True), "src": src.rec(),
                   "indices": dst.index.rec()})
 
 

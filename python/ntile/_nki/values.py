@@ -427,7 +427,12 @@ def in_sbuf(x: Any) -> Any:
 
 def store(dst: View, value: Any, clip: Clip = None) -> None:
     if isinstance(dst, Indirect):
-        ops.dma_copy(dst, value)  # refused: ntile scatters only by adding
+        # Rows named by a tile of indices: a scatter of the tile.
+        if clip is not None:
+            raise unsupported("nl.store into rows named by a tile of indices with a mask")
+        if not is_nothing(value):
+            ops.dma_copy(dst, in_sbuf(value))
+        return
     if not isinstance(dst, View) or dst.st.on_chip:
         raise NkiValueError("nl.store writes an HBM tensor")
     if is_nothing(value):

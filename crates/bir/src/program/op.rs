@@ -100,6 +100,15 @@ declare_ops! {
         /// int32 row indices.
         index: HwAp,
     }
+    /// DMA scatter: `table[index[i], :] = src[i, :]`, in index order; other rows kept.
+    DmaScatter = "dma_scatter", Dma, aps [table: TableWrite, src: Read, index: Index], attrs [] {
+        /// The table.
+        table: HwAp,
+        /// Source rows.
+        src: HwAp,
+        /// int32 row indices.
+        index: HwAp,
+    }
     /// DMA scatter-add: `table[index[i], :] += src[i, :]`.
     DmaScatterAdd = "dma_scatter_add", Dma, aps [table: TableUpdate, src: Read, index: Index], attrs [] {
         /// The table.
@@ -345,7 +354,7 @@ mod tests {
     #[test]
     fn every_kind_round_trips_through_its_text_parts() {
         let ops = Op::examples();
-        assert_eq!(ops.len(), 22);
+        assert_eq!(ops.len(), 23);
         let names: HashSet<&str> = ops.iter().map(Op::name).collect();
         assert_eq!(names.len(), ops.len(), "two kinds share a name");
         for op in &ops {
@@ -460,6 +469,9 @@ mod tests {
         assert_eq!(gather.hbm_bytes(), 3 * 32 + 12);
         let scatter = Op::DmaScatterAdd { table: hbm(100, 8), src: sbuf(3, 8), index: sbuf(1, 3) };
         assert_eq!(scatter.hbm_bytes(), 2 * 3 * 32);
+        // A plain scatter writes the named rows once.
+        let plain = Op::DmaScatter { table: hbm(100, 8), src: sbuf(3, 8), index: sbuf(1, 3) };
+        assert_eq!(plain.hbm_bytes(), 3 * 32);
         let written: Vec<bool> = scatter.accesses().iter().map(|(_, w)| *w).collect();
         assert_eq!(written, [true, false, false]);
     }

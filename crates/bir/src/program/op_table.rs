@@ -21,13 +21,15 @@ pub enum ApRole {
     TableRead,
     /// A table added into one row per index entry.
     TableUpdate,
+    /// A table written one row per index entry (the other rows kept).
+    TableWrite,
 }
 
 impl ApRole {
     /// Whether the op writes the pattern's bytes (a read-modify-write counts as written).
     pub fn writes(self) -> bool {
         match self {
-            ApRole::Write | ApRole::Update | ApRole::TableUpdate => true,
+            ApRole::Write | ApRole::Update | ApRole::TableUpdate | ApRole::TableWrite => true,
             ApRole::Read | ApRole::Index | ApRole::TableRead => false,
         }
     }
@@ -36,14 +38,14 @@ impl ApRole {
     pub fn is_update(self) -> bool {
         match self {
             ApRole::Update | ApRole::TableUpdate => true,
-            ApRole::Read | ApRole::Write | ApRole::Index | ApRole::TableRead => false,
+            ApRole::Read | ApRole::Write | ApRole::Index | ApRole::TableRead | ApRole::TableWrite => false,
         }
     }
 
     /// Whether only the rows named by the op's index are touched.
     pub fn is_indexed(self) -> bool {
         match self {
-            ApRole::TableRead | ApRole::TableUpdate => true,
+            ApRole::TableRead | ApRole::TableUpdate | ApRole::TableWrite => true,
             ApRole::Read | ApRole::Write | ApRole::Update | ApRole::Index => false,
         }
     }

@@ -70,6 +70,11 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                     self.canonical_in_place(t)?;
                 }
             }
+            InstData::DmaScatter(sc) => {
+                for t in [&mut sc.table, &mut sc.src, &mut sc.index] {
+                    self.canonical_in_place(t)?;
+                }
+            }
             InstData::DmaScatterAdd(sc) => {
                 for t in [&mut sc.table, &mut sc.src, &mut sc.index] {
                     self.canonical_in_place(t)?;

@@ -33,6 +33,18 @@ pub enum Record {
         /// A `[K, 1]` int32 SBUF tile of row numbers.
         indices: View,
     },
+    /// DMA scatter: `table[indices[k], ...] = src[k, ...]` in index order
+    /// (`nl.store(table[idx_tile, ...], value)`); rows no index names keep their values.
+    DmaScatter {
+        /// Where.
+        loc: Loc,
+        /// Every row of an HBM tensor (the columns the kernel picked).
+        table: View,
+        /// Rows in SBUF, one per index.
+        src: View,
+        /// A `[K, 1]` int32 SBUF tile of row numbers.
+        indices: View,
+    },
     /// DMA scatter-add: `table[indices[k], ...] += src[k, ...]` (`nisa.dma_copy` with
     /// `dst_rmw_op=np.add` into `table[idx_tile, ...]`).
     DmaScatterAdd {
@@ -313,6 +325,7 @@ impl Record {
         match self {
             Record::DmaCopy { loc, .. }
             | Record::DmaGather { loc, .. }
+            | Record::DmaScatter { loc, .. }
             | Record::DmaScatterAdd { loc, .. }
             | Record::Matmul { loc, .. }
             | Record::Transpose { loc, .. }
@@ -341,6 +354,7 @@ impl Record {
         match self {
             Record::DmaCopy { .. } => "dma_copy",
             Record::DmaGather { .. } => "dma_gather",
+            Record::DmaScatter { .. } => "dma_scatter",
             Record::DmaScatterAdd { .. } => "dma_scatter_add",
             Record::Matmul { .. } => "matmul",
             Record::Transpose { .. } => "transpose",

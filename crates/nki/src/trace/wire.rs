@@ -149,7 +149,7 @@ impl TryFrom<RawRecord> for Record {
         let allowed: &[&str] = match op.as_str() {
             "dma_copy" => &["dst", "src"],
             "dma_gather" => &["dst", "table", "indices"],
-            "dma_scatter_add" => &["table", "src", "indices"],
+            "dma_scatter" | "dma_scatter_add" => &["table", "src", "indices"],
             "matmul" => &["dst", "stationary", "moving", "accumulate", "perf_mode", "tile_position", "tile_size"],
             "transpose" | "tensor_copy" => &["dst", "src", "engine"],
             "memset" => &["dst", "value", "engine"],
@@ -169,7 +169,7 @@ impl TryFrom<RawRecord> for Record {
             "loop_end" => &[],
             other => {
                 return Err(format!(
-                    "unknown record kind `{other}` (expected dma_copy, dma_gather, dma_scatter_add, matmul, transpose, tensor_copy, memset, \
+                    "unknown record kind `{other}` (expected dma_copy, dma_gather, dma_scatter, dma_scatter_add, matmul, transpose, tensor_copy, memset, \
                      tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_copy_predicated, stream_shuffle, tensor_scalar_cumulative, tensor_reduce, affine_select, iota, bn_stats, \
                      bn_aggr, loop_begin, iteration or loop_end)"
                 ))
@@ -188,6 +188,12 @@ impl TryFrom<RawRecord> for Record {
                 loc,
                 dst: dst()?,
                 table: need(o, "table", r.table)?,
+                indices: need(o, "indices", r.indices)?,
+            },
+            "dma_scatter" => Record::DmaScatter {
+                loc,
+                table: need(o, "table", r.table)?,
+                src: src()?,
                 indices: need(o, "indices", r.indices)?,
             },
             "dma_scatter_add" => Record::DmaScatterAdd {

@@ -11,8 +11,8 @@ use super::compute::{
     TensorScalarCumulativeData, TensorScalarData, TensorTensorScanData,
 };
 use super::payload::{
-    DmaCopyData, DmaGatherData, DmaScatterAddData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData,
-    OffloadedMemCastData, OffloadedMemCpyData, TensorCopyData, TensorTensorData, TransposeData,
+    DmaCopyData, DmaGatherData, DmaScatterAddData, DmaScatterData, MatMultData, MatMultSparseData, MemsetData,
+    OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, TensorCopyData, TensorTensorData, TransposeData,
 };
 use super::shuffle::StreamShuffleData;
 
@@ -103,6 +103,12 @@ inst_kinds! {
     DmaGather(DmaGatherData) = "dma_gather" {
         dst: operand(Write),
         table: operand(Read),
+        index: operand(Read),
+    },
+    /// DMA scatter through an index tensor.
+    DmaScatter(DmaScatterData) = "dma_scatter" {
+        table: operand(ReadWrite),
+        src: operand(Read),
         index: operand(Read),
     },
     /// DMA scatter-add through an index tensor.

@@ -33,9 +33,9 @@ pub use compute::{
 pub use kinds::{InstData, InstKind};
 pub use payload::{
     sparse_tag, sparse_tag_words, ComputeEngine, DmaCopyData, DmaGatherData, DmaQueueHint, DmaScatterAddData,
-    MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData,
-    SparsityPattern, TensorCopyData, TensorTensorData, TransposeData, UnknownSparsity, SPARSE_GROUP_KEPT,
-    SPARSE_TAGS_PER_WORD,
+    DmaScatterData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData, OffloadedMemCastData,
+    OffloadedMemCpyData, SparsityPattern, TensorCopyData, TensorTensorData, TransposeData, UnknownSparsity,
+    SPARSE_GROUP_KEPT, SPARSE_TAGS_PER_WORD,
 };
 pub use pe::{
     parse_pe_attributes, pe_attributes, EngineAccumulationType, PerfMode, TilePosition, TileSize, UnknownPerfMode,

@@ -323,6 +323,19 @@ pub struct DmaGatherData {
     pub index: InstTile,
 }
 
+/// A DMA scatter: `table[index[i], :] = src[i, :]` (an `IndirectMemrefTileND` write), one index
+/// entry after the other (a row named twice keeps the later source); rows no index names keep
+/// their values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DmaScatterData {
+    /// The HBM table.
+    pub table: InstTile,
+    /// Source rows in SBUF.
+    pub src: InstTile,
+    /// int32 row indices.
+    pub index: InstTile,
+}
+
 /// A DMA scatter-add: `table[index[i], :] += src[i, :]` (an `IndirectMemrefTileND` write).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DmaScatterAddData {

@@ -316,6 +316,7 @@ pub(crate) mod props {
                         }
                         InstKind::Transpose => InstData::Transpose(TransposeData { dst: a, src: b }),
                         InstKind::DmaGather => InstData::DmaGather(DmaGatherData { dst: a, table: b, index: c }),
+                        InstKind::DmaScatter => InstData::DmaScatter(DmaScatterData { table: a, src: b, index: c }),
                         InstKind::DmaScatterAdd => {
                             InstData::DmaScatterAdd(DmaScatterAddData { table: a, src: b, index: c })
                         }

@@ -151,6 +151,11 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 self.need(e, "dma_gather table", &g.table, &[Hbm]);
                 self.need(e, "dma_gather index", &g.index, &[Hbm, Sbuf]);
             }
+            InstData::DmaScatter(s) => {
+                self.need(e, "dma_scatter table", &s.table, &[Hbm]);
+                self.need(e, "dma_scatter source", &s.src, &[Sbuf]);
+                self.need(e, "dma_scatter index", &s.index, &[Hbm, Sbuf]);
+            }
             InstData::DmaScatterAdd(s) => {
                 self.need(e, "dma_scatter_add table", &s.table, &[Hbm]);
                 self.need(e, "dma_scatter_add source", &s.src, &[Sbuf]);

@@ -205,6 +205,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 }
             }
             InstData::DmaGather(g) => self.check_indexed(e, "dma_gather destination", &g.dst, &g.table, &g.index),
+            InstData::DmaScatter(s) => self.check_indexed(e, "dma_scatter source", &s.src, &s.table, &s.index),
             InstData::DmaScatterAdd(s) => self.check_indexed(e, "dma_scatter_add source", &s.src, &s.table, &s.index),
             InstData::Activation(_)
             | InstData::TensorScalar(_)

@@ -100,6 +100,7 @@ pub(super) fn compute_cycles(p: &HwProfile, engine: Engine, op: &Op) -> f64 {
         | Op::DmaCopy { .. }
         | Op::DmaFma { .. }
         | Op::DmaGather { .. }
+        | Op::DmaScatter { .. }
         | Op::DmaScatterAdd { .. } => 0.0,
     }
 }

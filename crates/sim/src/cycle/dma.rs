@@ -151,6 +151,15 @@ pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
             [Some(dst), Some(table), None],
             false,
         ),
+        Op::DmaScatter { table, src, index } => (
+            sum(&[src.num_elems(), index.num_elems()]),
+            sum(&[hbm(src, bytes(src)), hbm(table, table_bytes(table, index)), hbm(index, bytes(index))]),
+            timed(src, bytes(src), hbm_run_bytes(src), 1)
+                + timed(table, table_bytes(table, index), row(table), 1)
+                + timed(index, bytes(index), hbm_run_bytes(index), 1),
+            [Some(src), Some(table), None],
+            false,
+        ),
         Op::DmaScatterAdd { table, src, index } => (
             sum(&[src.num_elems(), index.num_elems(), rows(index).saturating_mul(table.free_elems())]),
             sum(&[

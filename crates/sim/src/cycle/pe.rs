@@ -147,6 +147,7 @@ impl PeState {
             | Op::DmaFma { .. }
             | Op::DmaGather { .. }
             | Op::DmaScatterAdd { .. }
+            | Op::DmaScatter { .. }
             | Op::TensorCopy { .. }
             | Op::TensorTensor { .. }
             | Op::Memset { .. }
@@ -206,6 +207,7 @@ impl PeState {
             | Op::DmaFma { .. }
             | Op::DmaGather { .. }
             | Op::DmaScatterAdd { .. }
+            | Op::DmaScatter { .. }
             | Op::TensorCopy { .. }
             | Op::TensorTensor { .. }
             | Op::Memset { .. }

@@ -215,6 +215,26 @@ impl Machine {
         Ok(dw.elems * dw.elem_size() as u64)
     }
 
+    /// `table[index[i], :] = src[i, :]` (cast to the table's dtype), one index entry after the
+    /// other (a repeated index keeps the later row); returns the bytes written.
+    pub(super) fn scatter(&mut self, cx: &mut Cx<'_>, table: &HwAp, src: &HwAp, index: &HwAp) -> Result<u64, SimError> {
+        let at = cx.at;
+        let rows = self.indices(cx, src, table, index)?;
+        let (sw, tw) = (self.walk(at, src)?, self.walk(at, table)?);
+        self.check_closed(at, &sw)?;
+        cx.record(&sw, false);
+        cx.record_race(&tw, true);
+        let row_bytes = tw.elems / u64::from(table.num_partitions.max(1)) * tw.elem_size() as u64;
+        let moved = row_bytes * rows.len() as u64;
+        cx.count_hbm(table.memory, moved, true);
+        for (i, &r) in (0u32..).zip(&rows) {
+            let (trow, srow) = (self.row_walk(at, table, r)?, self.row_walk(at, src, i)?);
+            self.transfer(&srow, &trow, CastMode::Rne);
+        }
+        self.close_written(&tw);
+        Ok(moved)
+    }
+
     /// `table[index[i], :] += src[i, :]` in fp32, rounded once to the table's dtype, one
     /// index entry after the other (repeated indices accumulate); returns the bytes written.
     pub(super) fn scatter_add(

@@ -58,6 +58,10 @@ impl Machine {
                 cx.stats.dma_bytes += self.gather(cx, dst, table, index)?;
                 Ok(())
             }
+            Op::DmaScatter { table, src, index } => {
+                cx.stats.dma_bytes += self.scatter(cx, table, src, index)?;
+                Ok(())
+            }
             Op::DmaScatterAdd { table, src, index } => {
                 cx.stats.dma_bytes += self.scatter_add(cx, table, src, index)?;
                 Ok(())

@@ -453,3 +453,35 @@ fn tensor_scalar_cumulative_keeps_an_fp32_register_and_rounds_each_store() {
         }
     }
 }
+
+#[test]
+fn a_scatter_writes_the_named_rows_in_index_order_and_keeps_the_rest() {
+    // table rows 4, 1, 4 take src rows 0, 1, 2 (cast fp32 -> bf16): row 4 keeps the later.
+    let mut b = Builder::new(Target::Trn2);
+    let table = b.tensor("table", &[6, 4], DType::Bf16, HbmRole::Input);
+    let src = b.tensor("src", &[3, 4], DType::Fp32, HbmRole::Input);
+    let idx = b.tensor("idx", &[3], DType::Int32, HbmRole::Input);
+    let loaded = b.sem("loaded");
+    let index = sbuf(DType::Int32, 0, 1, 0, 3);
+    b.push(Engine::Dma(0), dma(index.clone(), hbm(DType::Int32, idx, 1, 3, 3)), &[], Some(loaded));
+    load(&mut b, 1, src, (3, 4), DType::Fp32, 64, loaded);
+    let scatter =
+        Op::DmaScatter { table: hbm(DType::Bf16, table, 6, 4, 4), src: sbuf(DType::Fp32, 0, 3, 64, 4), index };
+    b.push(Engine::Dma(2), scatter, &[(loaded, 2)], None);
+    let mut s = Simulator::new(&b.program);
+    let t: Vec<f32> = (0..24).map(|i| i as f32).collect();
+    let rows: Vec<f32> = (0..12).map(|i| value(i) * 7.0).collect();
+    s.write_hbm_f32("table", &t).unwrap();
+    s.write_hbm_f32("src", &rows).unwrap();
+    s.write_hbm_tensor("idx", &[4i32, 1, 4].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    let stats = s.run().unwrap();
+    assert!(stats.races.is_empty(), "{:?}", stats.races);
+    assert_eq!(stats.hbm_write_bytes, 3 * 4 * 2);
+    let mut want = t.clone();
+    for (k, r) in [(0usize, 4usize), (1, 1), (2, 4)] {
+        for c in 0..4 {
+            want[r * 4 + c] = DType::Bf16.round_trip(rows[k * 4 + c]);
+        }
+    }
+    assert_eq!(s.read_hbm_f32("table").unwrap(), want);
+}

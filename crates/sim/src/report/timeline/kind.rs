@@ -76,7 +76,9 @@ impl Kind {
                     }
                 }
             }
-            Op::DmaFma { .. } | Op::DmaGather { .. } | Op::DmaScatterAdd { .. } => Kind::DmaOther,
+            Op::DmaFma { .. } | Op::DmaGather { .. } | Op::DmaScatter { .. } | Op::DmaScatterAdd { .. } => {
+                Kind::DmaOther
+            }
         }
     }
 
@@ -145,7 +147,7 @@ impl Kind {
             Kind::Store => "store (to HBM)",
             Kind::Cast => "casting load",
             Kind::DmaCopy => "other dma_copy",
-            Kind::DmaOther => "dma fma / gather / scatter_add",
+            Kind::DmaOther => "dma fma / gather / scatter",
         }
     }
 }

@@ -250,6 +250,7 @@ pub(crate) fn accumulates(op: &Op) -> bool {
         | Op::Transpose { .. }
         | Op::DmaCopy { .. }
         | Op::DmaGather { .. }
+        | Op::DmaScatter { .. }
         | Op::TensorCopy { .. }
         | Op::TensorTensor { .. }
         | Op::Memset { .. }
@@ -278,6 +279,7 @@ fn cell(op: &Op) -> Option<(u32, u32)> {
         | Op::DmaFma { .. }
         | Op::DmaGather { .. }
         | Op::DmaScatterAdd { .. }
+        | Op::DmaScatter { .. }
         | Op::TensorCopy { .. }
         | Op::TensorTensor { .. }
         | Op::Memset { .. }
@@ -399,6 +401,7 @@ fn label_one(
         | Op::DmaFma { .. }
         | Op::DmaGather { .. }
         | Op::DmaScatterAdd { .. }
+        | Op::DmaScatter { .. }
         | Op::TensorCopy { .. }
         | Op::TensorTensor { .. }
         | Op::Memset { .. }
@@ -441,6 +444,7 @@ fn label_one(
             | Op::DmaFma { .. }
             | Op::DmaGather { .. }
             | Op::DmaScatterAdd { .. }
+            | Op::DmaScatter { .. }
             | Op::TensorCopy { .. }
             | Op::TensorTensor { .. }
             | Op::Memset { .. }
