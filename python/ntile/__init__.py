@@ -77,6 +77,9 @@ _NUMPY_OF = {
     "uint8": np.dtype(np.uint8),
     "int16": np.dtype(np.int16),
     "int32": np.dtype(np.int32),
+    "int8": np.dtype(np.int8),
+    "uint16": np.dtype(np.uint16),
+    "uint32": np.dtype(np.uint32),
 }
 if ml_dtypes is not None:
     _NUMPY_OF.update({

@@ -309,6 +309,7 @@ fn elem(name: &str, descr: &str) -> PyResult<Elem> {
         "|i1" | "<i1" => Elem::I8,
         "<i2" => Elem::I16,
         "<i4" => Elem::I32,
+        "<u4" => Elem::U32,
         d => {
             return Err(PyValueError::new_err(format!("input `{name}`: holds dtype {d}, which no ntile tensor takes")))
         }

@@ -153,7 +153,10 @@ class Reference:
         elif self.tensors[t]["dtype"] in FLOATS:
             out = vals.astype(np.float32).astype(dt)
         else:
-            out = np.rint(vals.astype(np.float64)).astype(dt)
+            # Round half to even, clamp to the type's range (NaN becomes 0), as the engines convert.
+            info = np.iinfo(dt)
+            v = np.nan_to_num(np.rint(vals.astype(np.float64)), nan=0.0)
+            out = np.clip(v, info.min, info.max).astype(dt)
         self.images[t][idx] = out
         if t in self.open:
             self.open[t][idx.reshape(-1)] = False

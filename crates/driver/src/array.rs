@@ -20,13 +20,15 @@ pub enum Elem {
     I16,
     /// int32.
     I32,
+    /// uint32.
+    U32,
 }
 
 impl Elem {
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            Elem::F32 | Elem::I32 => 4,
+            Elem::F32 | Elem::I32 | Elem::U32 => 4,
             Elem::F16 | Elem::U16 | Elem::I16 => 2,
             Elem::U8 | Elem::I8 => 1,
         }
@@ -42,6 +44,7 @@ impl Elem {
             Elem::I8 => "|i1",
             Elem::I16 => "<i2",
             Elem::I32 => "<i4",
+            Elem::U32 => "<u4",
         }
     }
 }

@@ -416,6 +416,9 @@ fn accepts(dtype: DType) -> &'static str {
         DType::Uint8 => "uint8",
         DType::Int16 => "int16",
         DType::Int32 => "int32",
+        DType::Int8 => "int8",
+        DType::Uint16 => "uint16",
+        DType::Uint32 => "uint32",
     }
 }
 
@@ -440,6 +443,9 @@ fn write_input(sim: &mut sim::Simulator, t: &bir::HbmTensor, a: Array) -> Result
         (t.dtype, a.elem),
         (DType::Int16, Elem::I16)
             | (DType::Int32, Elem::I32)
+            | (DType::Int8, Elem::I8)
+            | (DType::Uint16, Elem::U16)
+            | (DType::Uint32, Elem::U32)
             | (DType::Bf16, Elem::U16)
             | (DType::Uint8 | DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2, Elem::U8)
     );

@@ -160,6 +160,7 @@ impl Inputs for Files<'_> {
             "<f2" => Elem::F16,
             "<i2" => Elem::I16,
             "<u2" => Elem::U16,
+            "<u4" => Elem::U32,
             "|i1" | "<i1" => Elem::I8,
             _ => Elem::U8,
         };
@@ -198,6 +199,9 @@ pub(crate) fn output_npy(t: &Output) -> Result<Vec<u8>, CliError> {
         DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 | DType::Uint8 => OutKind::U8Bits,
         DType::Int16 => return write_int_npy(&t.shape, raw, i16::from_le_bytes),
         DType::Int32 => return write_int_npy(&t.shape, raw, i32::from_le_bytes),
+        DType::Int8 => return write_int_npy(&t.shape, raw, i8::from_le_bytes),
+        DType::Uint16 => return write_int_npy(&t.shape, raw, u16::from_le_bytes),
+        DType::Uint32 => return write_int_npy(&t.shape, raw, u32::from_le_bytes),
     };
     npy::to_npy_bytes(&t.shape, kind, raw)
 }

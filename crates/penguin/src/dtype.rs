@@ -35,6 +35,12 @@ pub enum DType {
     Int16,
     /// Signed 32-bit integer (gather indices).
     Int32,
+    /// Signed 8-bit integer.
+    Int8,
+    /// Unsigned 16-bit integer.
+    Uint16,
+    /// Unsigned 32-bit integer (exact as an f32 up to 2^24, as int32 is).
+    Uint32,
 }
 
 /// How a value that does not fit the destination type is handled.
@@ -197,7 +203,7 @@ fn round_shift(v: u32, shift: u32) -> u32 {
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 9] = [
+    pub const ALL: [DType; 12] = [
         DType::Fp32,
         DType::Bf16,
         DType::Fp16,
@@ -207,14 +213,17 @@ impl DType {
         DType::Uint8,
         DType::Int16,
         DType::Int32,
+        DType::Int8,
+        DType::Uint16,
+        DType::Uint32,
     ];
 
     /// Bytes per element.
     pub fn size_bytes(self) -> u32 {
         match self {
-            DType::Fp32 | DType::Int32 => 4,
-            DType::Bf16 | DType::Fp16 | DType::Int16 => 2,
-            DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 | DType::Uint8 => 1,
+            DType::Fp32 | DType::Int32 | DType::Uint32 => 4,
+            DType::Bf16 | DType::Fp16 | DType::Int16 | DType::Uint16 => 2,
+            DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 | DType::Uint8 | DType::Int8 => 1,
         }
     }
 
@@ -222,7 +231,7 @@ impl DType {
     pub fn is_float(self) -> bool {
         match self {
             DType::Fp32 | DType::Bf16 | DType::Fp16 | DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 => true,
-            DType::Uint8 | DType::Int16 | DType::Int32 => false,
+            DType::Uint8 | DType::Int16 | DType::Int32 | DType::Int8 | DType::Uint16 | DType::Uint32 => false,
         }
     }
 
@@ -243,6 +252,9 @@ impl DType {
             DType::Uint8 => "uint8",
             DType::Int16 => "int16",
             DType::Int32 => "int32",
+            DType::Int8 => "int8",
+            DType::Uint16 => "uint16",
+            DType::Uint32 => "uint32",
         }
     }
 
@@ -254,7 +266,7 @@ impl DType {
             DType::Fp16 => 2f64.powi(-11),
             DType::Fp8e4m3 | DType::Fp8e4m3fn => 2f64.powi(-4),
             DType::Fp8e5m2 => 2f64.powi(-3),
-            DType::Uint8 | DType::Int16 | DType::Int32 => 0.0,
+            DType::Uint8 | DType::Int16 | DType::Int32 | DType::Int8 | DType::Uint16 | DType::Uint32 => 0.0,
         }
     }
 
@@ -270,6 +282,9 @@ impl DType {
             DType::Uint8 => 255.0,
             DType::Int16 => f64::from(i16::MAX),
             DType::Int32 => f64::from(i32::MAX),
+            DType::Int8 => f64::from(i8::MAX),
+            DType::Uint16 => f64::from(u16::MAX),
+            DType::Uint32 => f64::from(u32::MAX),
         }
     }
 
@@ -287,6 +302,9 @@ impl DType {
             DType::Uint8 => round_int(x, 0.0, 255.0) as u32,
             DType::Int16 => u32::from(round_int(x, f64::from(i16::MIN), f64::from(i16::MAX)) as i16 as u16),
             DType::Int32 => round_int(x, f64::from(i32::MIN), f64::from(i32::MAX)) as i32 as u32,
+            DType::Int8 => u32::from(round_int(x, f64::from(i8::MIN), f64::from(i8::MAX)) as i8 as u8),
+            DType::Uint16 => round_int(x, 0.0, f64::from(u16::MAX)) as u32,
+            DType::Uint32 => round_int(x, 0.0, f64::from(u32::MAX)) as u32,
         }
     }
 
@@ -302,6 +320,9 @@ impl DType {
             DType::Uint8 => (bits & 0xff) as f32,
             DType::Int16 => f32::from(bits as u16 as i16),
             DType::Int32 => bits as i32 as f32,
+            DType::Int8 => f32::from(bits as u8 as i8),
+            DType::Uint16 => f32::from(bits as u16),
+            DType::Uint32 => bits as f32,
         }
     }
 
@@ -377,6 +398,23 @@ impl FromStr for DType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn narrow_and_unsigned_integers_round_half_to_even_and_clamp() {
+        for (d, lo, hi) in
+            [(DType::Int8, -128.0, 127.0), (DType::Uint16, 0.0, 65535.0), (DType::Uint32, 0.0, 4294967296.0)]
+        {
+            assert_eq!(d.decode(d.encode(1e12, CastMode::Rne)), hi, "{d}");
+            assert_eq!(d.decode(d.encode(-1e12, CastMode::Rne)), lo, "{d}");
+            assert_eq!(d.decode(d.encode(2.5, CastMode::Rne)), 2.0, "{d}");
+            assert_eq!(d.decode(d.encode(f32::NAN, CastMode::Rne)), 0.0, "{d}");
+            assert!(!d.is_float());
+            assert_eq!(d.name().parse::<DType>(), Ok(d));
+        }
+        assert_eq!(DType::Int8.encode(-1.0, CastMode::Rne), 0xff);
+        assert_eq!(DType::Uint32.encode(1e12, CastMode::Rne), u32::MAX);
+        assert_eq!((DType::Int8.size_bytes(), DType::Uint16.size_bytes(), DType::Uint32.size_bytes()), (1, 2, 4));
+    }
 
     #[test]
     fn fp8_max_values_match_the_formats() {

@@ -154,6 +154,36 @@ impl Decoder for I16Dec {
 }
 
 #[derive(Clone, Copy)]
+struct I8Dec;
+impl Decoder for I8Dec {
+    const SIZE: usize = 1;
+    #[inline(always)]
+    fn dec(self, b: &[u8]) -> f32 {
+        f32::from(b[0] as i8)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct U16Dec;
+impl Decoder for U16Dec {
+    const SIZE: usize = 2;
+    #[inline(always)]
+    fn dec(self, b: &[u8]) -> f32 {
+        f32::from(u16::from_le_bytes([b[0], b[1]]))
+    }
+}
+
+#[derive(Clone, Copy)]
+struct U32Dec;
+impl Decoder for U32Dec {
+    const SIZE: usize = 4;
+    #[inline(always)]
+    fn dec(self, b: &[u8]) -> f32 {
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f32
+    }
+}
+
+#[derive(Clone, Copy)]
 struct I32Dec;
 impl Decoder for I32Dec {
     const SIZE: usize = 4;
@@ -208,6 +238,9 @@ pub(crate) fn decode_run(dtype: DType, mem: &[u8], run: Run, out: &mut [f32]) {
         DType::Uint8 => decode_with(U8Dec, mem, run, out),
         DType::Int16 => decode_with(I16Dec, mem, run, out),
         DType::Int32 => decode_with(I32Dec, mem, run, out),
+        DType::Int8 => decode_with(I8Dec, mem, run, out),
+        DType::Uint16 => decode_with(U16Dec, mem, run, out),
+        DType::Uint32 => decode_with(U32Dec, mem, run, out),
     }
 }
 
@@ -293,13 +326,13 @@ pub(crate) fn encode_run(dtype: DType, mode: CastMode, src: &[f32], mem: &mut [u
         (DType::Fp32, _) => encode_with(F32Enc, src, mem, run),
         (DType::Bf16, CastMode::Rne) if run.contiguous(2) => encode_bf16_rne_contiguous(src, &mut mem[run.span(2)]),
         (DType::Bf16, CastMode::Rne) => encode_with(Bf16RneEnc, src, mem, run),
-        (DType::Bf16 | DType::Fp16 | DType::Int16, _) => {
+        (DType::Bf16 | DType::Fp16 | DType::Int16 | DType::Uint16, _) => {
             encode_with(GenericEnc::<2>(dtype, mode), src, mem, run);
         }
-        (DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 | DType::Uint8, _) => {
+        (DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 | DType::Uint8 | DType::Int8, _) => {
             encode_with(GenericEnc::<1>(dtype, mode), src, mem, run);
         }
-        (DType::Int32, _) => encode_with(GenericEnc::<4>(dtype, mode), src, mem, run),
+        (DType::Int32 | DType::Uint32, _) => encode_with(GenericEnc::<4>(dtype, mode), src, mem, run),
     }
 }
 
@@ -446,6 +479,9 @@ pub(crate) fn memset_bits(dtype: DType, value: f64) -> u32 {
         DType::Uint8 => int(0.0, 255.0) as u32,
         DType::Int16 => u32::from(int(f64::from(i16::MIN), f64::from(i16::MAX)) as i16 as u16),
         DType::Int32 => int(f64::from(i32::MIN), f64::from(i32::MAX)) as i32 as u32,
+        DType::Int8 => u32::from(int(f64::from(i8::MIN), f64::from(i8::MAX)) as i8 as u8),
+        DType::Uint16 => int(0.0, f64::from(u16::MAX)) as u32,
+        DType::Uint32 => int(0.0, f64::from(u32::MAX)) as u32,
         DType::Fp32 | DType::Bf16 | DType::Fp16 | DType::Fp8e4m3 | DType::Fp8e4m3fn | DType::Fp8e5m2 => {
             dtype.encode(value as f32, CastMode::Rne)
         }

@@ -198,8 +198,9 @@ class Mask:
             return Mask(self.preds + [other], self.disjunction)
         if isinstance(other, Mask):
             return Mask(self.preds + other.preds, self.disjunction or other.disjunction)
-        if other is True:
-            return self
+        if type(other) is bool or type(other).__name__ == "bool_":
+            # A Python condition (of loop indices): keeps this mask, or nothing.
+            return self if other else False
         return NotImplemented
 
     __rand__ = __and__

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
+from . import index as ix
 from .errors import NkiTypeError, NkiValueError, unsupported
 
 
@@ -63,7 +64,19 @@ def index_by_tile(table: Any, items: List[Any]) -> Indirect:
                           "partition, a [K, 1] tile)")
     if idx.st.dtype != "int32":
         raise NkiTypeError(f"the indices of an indirect access are int32, not {idx.st.dtype}")
-    rows = table.index(tuple([slice(None)] + list(items[1:])))
+    rest = list(items[1:])
+    if any(isinstance(it, ix.Affine) for it in rest):
+        # Legacy index grids (``ix, iy = nl.mgrid[0:K, 0:F]``): the column index may carry the
+        # grid's row axis with extent K; the rows are the index tile's, so it is dropped.
+        first: Any = ix.Affine.axis((table.counts[0], 1), 0)
+        for k, it in enumerate(rest):
+            if isinstance(it, ix.Affine) and len(it.shape) >= 2:
+                if any(g == 0 for g, _ in it.terms):
+                    raise unsupported("an indirect access whose column index depends on the row")
+                rest[k] = ix.Affine((1,) + tuple(it.shape[1:]), it.terms, it.const)
+    else:
+        first = slice(None)
+    rows = table.index(tuple([first] + rest))
     if len(rows.counts) < 1 or rows.counts[0] != table.counts[0]:
         raise unsupported("an indirect access whose other indices drop or narrow the indexed dimension")
     return Indirect(rows, idx)

@@ -358,8 +358,8 @@ class Kernel:
         (and ``kernel[n]`` in the current API) place them on ``n`` physical cores that share
         HBM (see ``ntile._nki.spmd``)."""
         g = grid if isinstance(grid, tuple) else (grid,)
-        if all(isinstance(x, int) and not isinstance(x, bool) and x == 1 for x in g):
-            return self
+        if self.api == "current" and all(isinstance(x, int) and not isinstance(x, bool) and x == 1 for x in g):
+            return self  # one core: the kernel itself (a legacy grid of ones still numbers its axes)
         return Kernel(self.func, self.api, spmd.parse(g, self.api, self.__name__), **self.options)
 
     def __repr__(self) -> str:

@@ -385,12 +385,18 @@ def transpose_tile(x: View, engine: Optional[str] = None, dtype: Optional[str] =
         raise NkiTypeError("transpose needs a tile")
     c = x.tile_counts()
     f = _prod(c[1:])
+    if engine == "dve":
+        # VectorE transposes within 32 x 32 blocks; ntile moves the same values through the PE
+        # (a transpose into PSUM, then a copy into SBUF where the Vector Engine would write).
+        if c[0] > 32 or f > 32:
+            raise NkiValueError(f"a Vector Engine transpose takes at most 32 x 32 elements, not {c[0]} x {f}")
+        return copy_tile(transpose_tile(x), dtype or x.st.dtype)
     src = x if len(c) == 2 else either(x.conform((c[0], f)), x)
-    if dtype is None and engine != "dve" and x.st.dtype not in ("fp32", "bf16", "fp16"):
+    if dtype is None and x.st.dtype not in ("fp32", "bf16", "fp16"):
         # The PE writes PSUM in fp32, or in a 16-bit source's own dtype: an fp8 (or other)
         # tile's transpose comes out fp32, exactly, for the copy that follows to cast.
         dtype = "fp32"
-    dst = temp((f, c[0]), dtype or x.st.dtype, "sbuf" if engine == "dve" else "psum")
+    dst = temp((f, c[0]), dtype or x.st.dtype, "psum")
     rec = ops.transpose(dst, src, engine)
     return produced(dst, rec, None)
 
@@ -474,7 +480,7 @@ def copy_tile(x: View, dtype: Optional[str] = None, clip: Clip = None, engine: O
 
 
 # Predicate dtypes a predicated copy reads as they are (nonzero copies).
-_PREDICATES = ("uint8", "int16", "int32")
+_PREDICATES = ("uint8", "int8", "int16", "uint16", "int32", "uint32")
 
 
 def predicate(cond: View) -> View:
@@ -538,71 +544,6 @@ def _prod(xs: Sequence[int]) -> int:
     return p
 
 
-def _pattern_of(expr: index.Affine, shape: Tuple[int, ...]) -> Tuple[List[List[int]], int, int]:
-    """(free pattern, channel multiplier, offset) of an affine expression over a tile's grid."""
-    n = len(shape)
-    coef = [0] * n
-    for g, c in expr._aligned(n):
-        coef[g] = c
-    pattern = [[coef[d], shape[d]] for d in range(1, n)]
-    return pattern, coef[0] if n else 0, expr.const
-
-
-def _clipped_pattern(expr: index.Affine, shape: Tuple[int, ...], clip: Clip) -> Tuple[List[List[int]], int, int]:
-    """The affine pattern of ``expr`` over the part of a ``shape`` grid a mask keeps: the
-    instruction numbers the kept rectangle from 0, so its offset takes the rectangle's corner."""
-    if not clip:
-        return _pattern_of(expr, shape)
-    kept = tuple((r[1] - r[0]) if r else n for r, n in zip(list(clip) + [None] * len(shape), shape))
-    pattern, cm, off = _pattern_of(expr, kept)
-    n = len(shape)
-    coef = [0] * n
-    for g, c in expr._aligned(n):
-        coef[g] = c
-    off += sum(coef[d] * r[0] for d, r in enumerate(clip) if r and d < n)
-    return pattern, cm, off
-
-
-def iota_tile(expr: Any, dtype: str, clip: Clip = None) -> View:
-    if isinstance(expr, int):
-        expr = index.Affine.constant(expr)
-    if not isinstance(expr, index.Affine):
-        raise NkiTypeError("nisa.iota takes an affine expression of nl.arange indices")
-    shape = expr.shape if len(expr.shape) >= 2 else ((expr.shape[0] if expr.shape else 1), 1)
-    dst = temp(shape, dtype)
-    space = tuple(dst.tile_counts())
-    c = fit_clip(clip, space)
-    if c is False:
-        return nothing(dst)
-    pattern, cm, off = _clipped_pattern(expr, space, c)
-    rec = ops.iota(clipped(dst, c, space), pattern, off, cm)
-    return produced(dst, rec, c)
-
-
-def affine_select_tile(pred: Any, on_true: View, on_false: Any, dtype: Optional[str] = None,
-                       clip: Clip = None) -> View:
-    if isinstance(pred, index.Mask) and len(pred.preds) == 1 and not pred.disjunction:
-        pred = pred.preds[0]
-    if not isinstance(on_true, View):
-        raise NkiTypeError("on_true_tile must be a tile")
-    shape = result_shape(on_true)
-    dst = temp(shape, dtype or on_true.st.dtype)
-    c = fit_clip(clip, shape)
-    if c is False:
-        return nothing(dst)
-    if isinstance(pred, (bool, np.bool_)):
-        # A predicate of loop indices only: the whole tile is selected, or the whole is filled.
-        rec = ops.tensor_copy(clipped(dst, c, shape), clipped(on_true, c, shape)) if pred else \
-            ops.memset(clipped(dst, c, shape), on_false)
-        return produced(dst, rec, c)
-    if not isinstance(pred, index.Predicate):
-        raise NkiValueError("nisa.affine_select takes one comparison of an affine expression of nl.arange indices "
-                            "(not masks joined by '&' or '|')")
-    pattern, cm, off = _clipped_pattern(pred.expr, tuple(shape), c)
-    rec = ops.affine_select(clipped(dst, c, shape), clipped(on_true, c, shape), pattern, cm, off, pred.cmp, on_false)
-    return produced(dst, rec, c)
-
-
 def partition_broadcast(x: View, shape: Sequence[int]) -> View:
     """A ``[1, ...]`` tile copied to every one of ``shape[0]`` partitions: a K = 1 matmul of a
     row of ones against it (exact: each product is 1 * x), 512 columns per PSUM bank; an
@@ -640,56 +581,3 @@ def fp32_scalar(s: Any) -> Any:
     if isinstance(s, View) and s.st.dtype != "fp32":
         return copy_tile(s, "fp32")
     return s
-
-
-def scalar_tensor_tensor(dst: View, data: View, op0: str, s0: Any, reverse0: bool, op1: str, data1: View,
-                         reverse1: bool, engine: Optional[str] = None) -> ops.Rec:
-    """``(data op0 s0) op1 data1`` (``data1 op1 (...)`` with ``reverse1``): the engine keeps the
-    first result in fp32, so ntile writes it to an fp32 tile and combines it with ``data1`` in a
-    second instruction (the same values; the model counts two passes over the tile)."""
-    if not isinstance(data, View) or not isinstance(data1, View):
-        raise NkiTypeError("scalar_tensor_tensor needs tiles as data and operand1")
-    mid = temp(dst.tile_counts(), "fp32")
-    ops.tensor_scalar(mid, data, op0, fp32_scalar(s0), reverse0, engine=engine)
-    a, b = (data1, mid) if reverse1 else (mid, data1)
-    return ops.tensor_tensor(dst, a, b, op1, engine)
-
-
-def scalar_then_reduce(dst: View, data: View, op0: str, s0: Any, reverse0: bool, reduce_alu: str,
-                       reduce_res: View, negate: bool = False) -> None:
-    """``dst = data op0 s0`` and ``reduce_res = reduce(dst)`` along the free dims, as the engine
-    computes it: the reduction reads the fp32 results (through an fp32 tile when ``dst`` is
-    narrower), so two or three records stand for the one instruction."""
-    mid = dst if dst.st.dtype == "fp32" else temp(dst.tile_counts(), "fp32")
-    ops.tensor_scalar(mid, data, op0, s0, reverse0)
-    n = len(mid.tile_counts())
-    keep = len(reduce_res.tile_counts()) == n
-    ops.tensor_reduce(reduce_res, mid, reduce_alu, list(range(1, n)), negate, keep)
-    if mid is not dst:
-        ops.tensor_copy(dst, mid)
-
-
-_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
-
-
-def dma_transpose_view(src: View, axes: Any) -> View:
-    """``src`` with its dims permuted by ``axes`` (the NKI defaults by rank when None): a DMA
-    reading it transposes as it copies. Only HBM sources: an on-chip view keeps its partition
-    dim first."""
-    if not isinstance(src, View):
-        raise NkiTypeError("dma_transpose needs a tensor")
-    n = len(src.dims)
-    order = tuple(axes) if axes is not None else _TRANSPOSE_AXES.get(n)
-    if order is None or sorted(order) != list(range(n)):
-        raise NkiValueError(f"dma_transpose: no transpose axes {axes} for a {n}-D tensor")
-    if src.st.on_chip:
-        raise unsupported("dma_transpose of an on-chip tile other than 2-D")
-    return src._new(src.off, tuple(src.dims[a] for a in order), -1)
-
-
-def dma_transpose_tile(src: View, axes: Any, dtype: Optional[str] = None) -> View:
-    """``src`` transposed into a new SBUF tile: read transposed by the DMA from HBM; a 2-D
-    on-chip tile goes through the Tensor Engine (the same values, bit for bit)."""
-    if isinstance(src, View) and src.st.on_chip and len(src.tile_counts()) == 2 and axes in (None, (1, 0), [1, 0]):
-        return copy_tile(transpose_tile(src), dtype)
-    return load(dma_transpose_view(src, axes), dtype)

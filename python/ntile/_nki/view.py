@@ -135,6 +135,10 @@ class View:
         return self.off == 0 and self.dims == self.st.whole_dims
 
     def __bool__(self) -> bool:
+        if not self.st.on_chip:
+            # An HBM tensor (a kernel argument) is an object, as `if imm1:` for an optional one
+            # tests; its values are not involved.
+            return True
         raise NkiTypeError(
             "control flow on a tile value: a tile's values are not known while the kernel is traced "
             "(use nl.where / nisa.affine_select, or a mask, instead of `if`/`while`/`and`/`or` on a tile)")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .._nki import lang, ops, values
+from .._nki import isa_ops, lang, ops, values
 from .._nki.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, nc_version_of, oob_mode, reduce_cmd
 from .._nki.errors import NkiValueError, unsupported
 from .._nki.trace import current
@@ -83,12 +83,15 @@ def dma_transpose(dst: Any, src: Any, axes: Any = None, priority: Any = None, dg
     """``dst = src`` transposed by ``axes``, by the DMA that copies it from HBM (a 2-D on-chip
     source goes through the Tensor Engine)."""
     if src.st.on_chip:
-        dst[...] = values.dma_transpose_tile(src, axes)
+        dst[...] = isa_ops.dma_transpose_tile(src, axes)
         return NkiInstruction()
-    return NkiInstruction(ops.dma_copy(dst, values.dma_transpose_view(src, axes)))
+    return NkiInstruction(ops.dma_copy(dst, isa_ops.dma_transpose_view(src, axes)))
 
 
 def nc_transpose(dst: Any, data: Any, engine: Any = engine.unknown, name: Any = None) -> NkiInstruction:
+    if ops.engine_name(engine) == "dve":
+        # Up to 32 x 32 on VectorE: the same values through the PE and a copy (values.transpose_tile).
+        return NkiInstruction(values.copy_into(dst, values.transpose_tile(data, "dve")))
     return NkiInstruction(ops.transpose(dst, data, ops.engine_name(engine)))
 
 
@@ -107,24 +110,10 @@ def tensor_scalar_cumulative(dst: Any, src: Any, op0: Any, op1: Any, imm0: Any, 
                              reduce_cmd: Any = reduce_cmd.reset_reduce, reverse0: bool = False,
                              name: Any = None) -> NkiInstruction:
     """Along each partition, ``reg = op1(op0(src[i], imm0), reg)`` and ``dst[i] = reg``, on
-    VectorE. The register starts at ``op1``'s identity (``reset_reduce``; ``idle`` too) or at
-    ``imm1`` (``load_reduce``, a number or a ``[P, 1]`` fp32 column)."""
-    cmd = reduce_cmd_of(reduce_cmd)
-    o0, o1 = ops.alu_name(op0, "op0"), ops.alu_name(op1, "op1")
-    if cmd in (reduce_cmd.idle, reduce_cmd.reset_reduce):
-        if o1 not in ops.CUMULATIVE_START:
-            raise unsupported(f"nisa.tensor_scalar_cumulative with op1={o1} (add, subtract, multiply, maximum or "
-                              "minimum)")
-        initial = ops.CUMULATIVE_START[o1]
-    elif cmd == reduce_cmd.load_reduce:
-        if imm1 is None:
-            raise NkiValueError("nisa.tensor_scalar_cumulative with reduce_cmd=load_reduce needs imm1, the "
-                                "register's starting value")
-        initial = imm1
-    else:
-        raise unsupported(f"nisa.tensor_scalar_cumulative with reduce_cmd={cmd.name} (continuing a register kept "
-                          "from an earlier instruction; start this one from imm1 with reduce_cmd.load_reduce)")
-    return NkiInstruction(ops.tensor_scalar_cumulative(dst, src, o0, imm0, reverse0, o1, initial))
+    VectorE, the register from ``op1``'s identity, ``imm1`` (``load_reduce``) or the previous
+    cumulative's (``reduce``)."""
+    return NkiInstruction(isa_ops.cumulative(dst, src, ops.alu_name(op0, "op0"), ops.alu_name(op1, "op1"), imm0,
+                                             imm1, reduce_cmd, reverse0))
 
 
 def tensor_copy_predicated(dst: Any, src: Any, predicate: Any, reverse_pred: bool = False,
@@ -153,7 +142,7 @@ def scalar_tensor_tensor(dst: Any, data: Any, op0: Any, operand0: Any, op1: Any,
                          reverse0: bool = False, reverse1: bool = False, engine: Any = engine.unknown,
                          name: Any = None) -> NkiInstruction:
     """``dst = (data op0 operand0) op1 operand1`` (a number or ``[P, 1]`` column, then a tile)."""
-    return NkiInstruction(values.scalar_tensor_tensor(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
+    return NkiInstruction(isa_ops.scalar_tensor_tensor(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
                                                       ops.alu_name(op1, "op1"), operand1, reverse1,
                                                       ops.engine_name(engine)))
 
@@ -196,7 +185,7 @@ def tensor_scalar_reduce(dst: Any, data: Any, op0: Any, operand0: Any, reduce_op
     cmd = reduce_cmd_of(reduce_cmd)
     if cmd != reduce_cmd.reset_reduce or reduce_init is not None or reduce_res is None:
         raise unsupported("nisa.tensor_scalar_reduce other than reset_reduce into reduce_res")
-    values.scalar_then_reduce(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
+    isa_ops.scalar_then_reduce(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
                               ops.alu_name(reduce_op, "reduce_op"), reduce_res, reduce_res_negate)
     return NkiInstruction()
 

@@ -20,6 +20,7 @@ pub(crate) const FILES: &[(&str, &str)] = &[
     ("ntile/_nki/hook.py", include_str!("../../../../python/ntile/_nki/hook.py")),
     ("ntile/_nki/index.py", include_str!("../../../../python/ntile/_nki/index.py")),
     ("ntile/_nki/indirect.py", include_str!("../../../../python/ntile/_nki/indirect.py")),
+    ("ntile/_nki/isa_ops.py", include_str!("../../../../python/ntile/_nki/isa_ops.py")),
     ("ntile/_nki/lang.py", include_str!("../../../../python/ntile/_nki/lang.py")),
     ("ntile/_nki/loops.py", include_str!("../../../../python/ntile/_nki/loops.py")),
     ("ntile/_nki/ops.py", include_str!("../../../../python/ntile/_nki/ops.py")),

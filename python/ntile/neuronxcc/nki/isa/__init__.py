@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ...._nki import lang, ops, values
+from ...._nki import isa_ops, lang, ops, values
 from ...._nki.enums import dge_mode, dma_engine, engine, matmul_perf_mode, nc_version, nc_version_of, oob_mode, reduce_cmd
 from ...._nki.errors import NkiTypeError, unsupported
 from ...._nki.indirect import Indirect
@@ -179,7 +179,7 @@ def scalar_tensor_tensor(*, data: Any, op0: Any, operand0: Any, op1: Any, operan
         return nothing(dst)
     s0 = operand0.clip([c[0]], space[:1]) if c and isinstance(operand0, View) else operand0
     d1 = clipped(operand1, c, space) if isinstance(operand1, View) else operand1
-    rec = values.scalar_tensor_tensor(clipped(dst, c, space), clipped(data, c, space), ops.alu_name(op0, "op0"), s0,
+    rec = isa_ops.scalar_tensor_tensor(clipped(dst, c, space), clipped(data, c, space), ops.alu_name(op0, "op0"), s0,
                                       reverse0, ops.alu_name(op1, "op1"), d1, reverse1, ops.engine_name(engine))
     return produced(dst, rec, c)
 
@@ -215,7 +215,7 @@ def tensor_scalar_reduce(*, data: Any, op0: Any, operand0: Any, reduce_op: Any, 
     dst = temp(data.tile_counts(), _dtype(dtype, data))
     if not _whole(mask, data, "nisa.tensor_scalar_reduce"):
         return dst
-    values.scalar_then_reduce(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
+    isa_ops.scalar_then_reduce(dst, data, ops.alu_name(op0, "op0"), operand0, reverse0,
                               ops.alu_name(reduce_op, "reduce_op"), reduce_res)
     return dst
 
@@ -224,7 +224,7 @@ def dma_transpose(src: Any, *, axes: Any = None, mask: Any = None, dtype: Any = 
     """``src`` (HBM) transposed into a new SBUF tile by the DMA that loads it."""
     if mask is not None and isinstance(src, View) and not _whole(mask, src, "nisa.dma_transpose"):
         return values.nothing(temp(src.tile_counts()[::-1], lang.dt(dtype) or src.st.dtype))
-    return values.dma_transpose_tile(src, axes, lang.dt(dtype))
+    return isa_ops.dma_transpose_tile(src, axes, lang.dt(dtype))
 
 
 def reciprocal(data: Any, *, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
@@ -236,12 +236,12 @@ def affine_select(pred: Any, on_true_tile: Any, on_false_value: Any, *, mask: An
     """``pred ? on_true_tile : on_false_value`` with ``pred`` one comparison of an affine
     expression of ``nl.arange`` indices (a causal mask is ``iy <= ix``)."""
     # GpSimd cannot read PSUM: a PSUM tile (a matmul's scores) is copied to SBUF first.
-    return values.affine_select_tile(pred, values.in_sbuf(on_true_tile), on_false_value, lang.dt(dtype),
+    return isa_ops.affine_select_tile(pred, values.in_sbuf(on_true_tile), on_false_value, lang.dt(dtype),
                                      lang.clip(mask))
 
 
 def iota(expr: Any, dtype: Any, *, mask: Any = None, **kwargs: Any) -> View:
-    return values.iota_tile(expr, lang.dt(dtype) or "int32", lang.clip(mask))
+    return isa_ops.iota_tile(expr, lang.dt(dtype) or "int32", lang.clip(mask))
 
 
 def bn_stats(data: Any, *, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
@@ -286,7 +286,18 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None, oo
     ops.dma_copy(clipped(dst, c, space), clipped(src, c, space))
 
 
-for _name in ("tensor_partition_reduce", "tensor_scalar_cumulative",
+def tensor_scalar_cumulative(*, dst: Any, src: Any, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
+                             reduce_cmd: Any = reduce_cmd.reset_reduce, reverse0: bool = False, mask: Any = None,
+                             **kwargs: Any) -> None:
+    """In place: along each partition ``reg = op1(op0(src[i], imm0), reg)`` and ``dst[i] =
+    reg`` on VectorE (the register from ``op1``'s identity, ``imm1`` or the previous one's)."""
+    if mask is not None and not _whole(mask, dst, "nisa.tensor_scalar_cumulative"):
+        return
+    isa_ops.cumulative(dst, src, ops.alu_name(op0, "op0"), ops.alu_name(op1, "op1"), imm0, imm1, reduce_cmd,
+                       reverse0)
+
+
+for _name in ("tensor_partition_reduce",
               "local_gather", "dropout", "max8", "sequence_bounds",
               "range_select", "select_reduce", "nc_find_index8",
               "nc_match_replace8", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):

@@ -1,0 +1,285 @@
+"""ntile's own kernels for the engine instructions and access forms public kernels use beyond
+matmuls and normalizations: partition shuffles, running reductions, rows picked by a tile of
+indices (gather, scatter, scatter-add), narrow and unsigned integer tiles, and the legacy
+forms of grids, masks and arguments; on ntile's simulator and on the numpy trace interpreter."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conftest import load_example
+
+
+def f64(x):
+    return np.asarray(x, dtype=np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_a_partition_broadcast_by_stream_shuffle(nki_hook, nki_runner, rng, dtype):
+    mod = load_example("shuffle", "current")
+    x = rng.standard_normal((256, 96)).astype(dtype)
+    g = rng.standard_normal((1, 96)).astype(dtype)
+    out = mod.scale_rows(x, g)
+    assert out.dtype == dtype
+    # One multiply in fp32, rounded once to the tile's dtype.
+    want = (f64(x).astype(np.float32) * f64(g).astype(np.float32)).astype(dtype)
+    np.testing.assert_array_equal(f64(out), f64(want))
+
+
+def test_stream_shuffle_swaps_partition_pairs_bit_for_bit(nki_hook, nki_runner, rng):
+    mod = load_example("shuffle", "current")
+    x = rng.standard_normal((384, 40)).astype(np.float32)
+    np.testing.assert_array_equal(mod.swap_pairs(x), x[np.arange(384) ^ 1])
+
+
+def test_stream_shuffle_keeps_the_partitions_its_mask_marks_255(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def reverse_odd(a, b):
+        out = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        ta = lnl.load(a)
+        tb = lnl.load(b)
+        # Odd partitions of each quadrant take a's mirrored partition; even ones keep b.
+        lisa.nc_stream_shuffle(src=ta, dst=tb, shuffle_mask=[31 - i if i % 2 else 255 for i in range(32)])
+        lnl.store(out, tb)
+        return out
+
+    a, b = (rng.standard_normal((64, 16)).astype(np.float32) for _ in range(2))
+    want = b.copy()
+    for j in range(64):
+        if j % 2:
+            want[j] = a[(j // 32) * 32 + 31 - j % 32]
+    np.testing.assert_array_equal(reverse_odd(a, b), want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_prefix_sums_chain_chunks_through_load_reduce(nki_hook, nki_runner, rng, dtype):
+    mod = load_example("scan", "current")
+    x = rng.standard_normal((200, 1100)).astype(dtype)
+    out = mod.cumsum(x)
+    assert out.dtype == np.float32
+    # Left to right in fp32, the register carried across the chunks of 512 unrounded.
+    np.testing.assert_array_equal(out, np.cumsum(f64(x).astype(np.float32), axis=1, dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_a_running_maximum_of_rows_scaled_by_a_column(nki_hook, nki_runner, rng, dtype):
+    mod = load_example("scan", "current")
+    x = rng.standard_normal((130, 96)).astype(dtype)
+    g = rng.standard_normal((130, 1)).astype(np.float32)
+    out = mod.running_peak(x, g)
+    assert out.dtype == dtype
+    want = np.maximum.accumulate(f64(x).astype(np.float32) * g, axis=1).astype(dtype)
+    np.testing.assert_array_equal(f64(out), f64(want))
+
+
+def test_cumulative_operators_and_the_reversed_operand(nki_hook, nki_runner, rng):
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((3,) + tuple(x.shape), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        r = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        # reg = (2 - x) * reg from 1: a running product of (2 - x[i]).
+        nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.subtract, op1=nl.multiply, imm0=2.0, reverse0=True)
+        nisa.dma_copy(dst=out[0], src=r)
+        # reg = min(x + 0.5, reg) from +inf.
+        nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.add, op1=nl.minimum, imm0=0.5)
+        nisa.dma_copy(dst=out[1], src=r)
+        # reg = x - reg from 3 (op1(x, reg), as the ISA writes it).
+        nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.multiply, op1=nl.subtract, imm0=1.0, imm1=3.0,
+                                      reduce_cmd=nisa.reduce_cmd.load_reduce)
+        nisa.dma_copy(dst=out[2], src=r)
+        return out
+
+    x = rng.uniform(0.5, 1.5, (64, 20)).astype(np.float32)
+    out = k(x)
+    np.testing.assert_array_equal(out[0], np.multiply.accumulate(np.float32(2) - x, axis=1, dtype=np.float32))
+    np.testing.assert_array_equal(out[1], np.minimum.accumulate(x + np.float32(0.5), axis=1))
+    want = np.empty_like(x)
+    reg = np.full(64, 3.0, np.float32)
+    for i in range(20):
+        reg = x[:, i] - reg
+        want[:, i] = reg
+    np.testing.assert_array_equal(out[2], want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_an_embedding_lookup_gathers_the_rows_its_ids_name(nki_hook, nki_runner, rng, dtype):
+    mod = load_example("embedding", "legacy")
+    table = rng.standard_normal((1000, 96)).astype(dtype)
+    ids = rng.integers(0, 1000, (256, 1)).astype(np.int32)
+    ids[:3, 0] = [0, 999, 0]
+    out = mod.embed(table, ids)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out, table[ids[:, 0]])
+
+
+def test_a_store_through_ids_replaces_the_rows_in_index_order(nki_hook, nki_runner, rng):
+    mod = load_example("embedding", "legacy")
+    table = rng.standard_normal((256, 48)).astype(np.float32)
+    ids = np.array([[5], [200], [5], [0]], dtype=np.int32)
+    rows = rng.standard_normal((4, 48)).astype(np.float32)
+    out = mod.put_rows(table, ids, rows)
+    want = table.copy()
+    want[200], want[5], want[0] = rows[1], rows[2], rows[3]  # row 5 is named twice: the later wins
+    np.testing.assert_array_equal(out, want)
+
+
+def test_the_embedding_gradient_adds_every_row_a_repeated_id_names(nki_hook, nki_runner, rng):
+    mod = load_example("embedding", "legacy")
+    ids = rng.integers(0, 40, (384, 1)).astype(np.int32)  # every id many times over
+    dout = rng.standard_normal((384, 64)).astype(np.float32)
+    grad = mod.embed_backward(dout, ids, 256)
+    # One addition after the other in fp32, in token order.
+    want = np.zeros((256, 64), np.float32)
+    for t, v in enumerate(ids[:, 0]):
+        want[v] += dout[t]
+    np.testing.assert_array_equal(grad, want)
+    assert not grad[40:].any()
+
+
+def test_a_gather_in_the_current_api_casts_into_its_tile(nki_hook, nki_runner, rng):
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @nki.jit
+    def pick(data, idx):
+        out = nl.ndarray((idx.shape[0], data.shape[1]), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        it = nl.ndarray(idx.shape, dtype=idx.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=it, src=idx)
+        t = nl.ndarray((idx.shape[0], data.shape[1]), dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data[it, :])
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    data = rng.standard_normal((500, 200)).astype(np.float32)
+    idx = np.array([[7], [499], [7], [0]], dtype=np.int32)
+    np.testing.assert_array_equal(f64(pick(data, idx)), f64(data[idx[:, 0]].astype(ml_dtypes.bfloat16)))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.uint32])
+def test_narrow_and_unsigned_integer_tiles_keep_their_values(nki_hook, nki_runner, dtype):
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((3,) + tuple(x.shape), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.dma_copy(dst=out[0], src=t)  # bit for bit through SBUF
+        wide = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=wide, src=t)
+        back = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=back, data=wide, op0=nl.add, operand0=1.0)  # rounds and clamps on the way in
+        nisa.dma_copy(dst=out[1], src=back)
+        # A predicate of this dtype: nonzero elements select.
+        sel = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=sel, value=7)
+        nisa.tensor_copy_predicated(dst=sel, src=t, predicate=t)
+        nisa.dma_copy(dst=out[2], src=sel)
+        return out
+
+    info = np.iinfo(dtype)
+    x = np.array([[info.min, info.max, 0, 1, 2, 100, info.max - 1, 3]] * 4, dtype=dtype)
+    out = k(x)
+    assert out.dtype == dtype
+    np.testing.assert_array_equal(out[0], x)
+    np.testing.assert_array_equal(out[1], np.clip(x.astype(np.float64) + 1, info.min, info.max).astype(dtype))
+    np.testing.assert_array_equal(out[2], np.where(x != 0, x, 7).astype(dtype))
+
+
+def test_a_cumulative_continues_the_register_the_previous_one_left(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as nki
+    import ntile.neuronxcc.nki.isa as nisa
+    import ntile.neuronxcc.nki.language as nl
+
+    @nki.jit
+    def twice(x):
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        r = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.add, op1=nl.add, imm0=0.0)
+        # reduce_cmd.reduce: the register goes on from the first pass's last sum.
+        nisa.tensor_scalar_cumulative(dst=r, src=t, op0=nl.add, op1=nl.add, imm0=0.0,
+                                      reduce_cmd=nisa.reduce_cmd.reduce)
+        nl.store(out, value=r)
+        return out
+
+    x = rng.standard_normal((64, 40)).astype(np.float32)
+    first = np.cumsum(x, axis=1, dtype=np.float32)
+    want = np.cumsum(np.concatenate([x, x], axis=1), axis=1, dtype=np.float32)[:, 40:]
+    assert not np.array_equal(first, want)
+    np.testing.assert_array_equal(twice(x), want)
+
+
+def test_legacy_forms_public_kernels_use(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as nki
+    import ntile.neuronxcc.nki.isa as nisa
+    import ntile.neuronxcc.nki.language as nl
+
+    @nki.jit
+    def k(a, idx, bias=None):
+        # A grid of ones still numbers its axes; an optional HBM argument is tested with `if`.
+        assert nl.program_ndim() == 2 and nl.program_id(1) == 0
+        out = nl.ndarray((64, 128), dtype=a.dtype, buffer=nl.shared_hbm)
+        ix, iy = nl.mgrid[0:64, 0:128]
+        it = nl.load(idx)
+        # An mgrid column index beside a tile of row numbers.
+        rows = nl.ndarray((64, 128), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=rows[ix, iy], src=a[it, iy])
+        if bias:
+            rows = nl.add(rows, nl.load(bias))
+        # A mask joined with a Python condition of loop indices: kept, or nothing at all.
+        for j in nl.affine_range(2):
+            nl.store(out[ix, j * 64 + iy], value=rows[ix, j * 64 + iy], mask=(iy < 64) & (j == 0))
+        for j in nl.affine_range(2):
+            nl.store(out[ix, 64 + iy], value=rows[ix, 64 + iy], mask=(iy < 64) & (j == 1))
+        return out
+
+    a = rng.standard_normal((300, 128)).astype(np.float32)
+    idx = rng.integers(0, 300, (64, 1)).astype(np.int32)
+    bias = rng.standard_normal((64, 128)).astype(np.float32)
+    np.testing.assert_array_equal(k[1, 1](a, idx), a[idx[:, 0]])
+    np.testing.assert_array_equal(k[1, 1](a, idx, bias), a[idx[:, 0]] + bias)
+
+
+def test_a_vector_engine_transpose_of_a_small_tile(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @lnki.jit
+    def legacy(b):
+        out = lnl.ndarray((b.shape[1], b.shape[0]), dtype=b.dtype, buffer=lnl.shared_hbm)
+        lnl.store(out, value=lisa.nc_transpose(lnl.load(b), engine=lisa.vector_engine))
+        return out
+
+    @nki.jit
+    def current(b):
+        out = nl.ndarray((b.shape[1], b.shape[0]), dtype=b.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=b)
+        bt = nl.ndarray((b.shape[1], b.shape[0]), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.nc_transpose(dst=bt, data=t, engine=nisa.vector_engine)
+        nisa.dma_copy(dst=out, src=bt)
+        return out
+
+    b = rng.standard_normal((32, 5)).astype(np.float32)
+    np.testing.assert_array_equal(legacy(b), b.T)
+    np.testing.assert_array_equal(current(b), b.T)
+    with pytest.raises(ValueError, match="at most 32 x 32 elements, not 64 x 5"):
+        legacy(rng.standard_normal((64, 5)).astype(np.float32))
