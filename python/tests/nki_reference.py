@@ -293,6 +293,21 @@ class Reference:
             out[:, i] = reg
         self.write(rec["dst"], out.reshape(shape))
 
+    def op_tensor_partition_reduce(self, rec: Any) -> None:
+        src = self.raw(rec["src"])
+        x = src.reshape(src.shape[0], -1)
+        op = rec["alu"]
+        if op.startswith("bitwise"):
+            acc = x[0].copy()
+            for row in x[1:]:
+                acc = ALU[op](acc, row).astype(acc.dtype)
+            self.write(rec["dst"], acc, exact=True)
+            return
+        acc = x[0].astype(np.float32)
+        for row in x[1:]:  # partition 0 first, each step in fp32
+            acc = np.asarray(ALU[op](acc, row.astype(np.float32)), dtype=np.float32)
+        self.write(rec["dst"], acc)
+
     def op_stream_shuffle(self, rec: Any) -> None:
         src = self.raw(rec["src"])
         src = src.reshape(src.shape[0], -1)

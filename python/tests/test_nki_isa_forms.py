@@ -283,3 +283,42 @@ def test_a_vector_engine_transpose_of_a_small_tile(nki_hook, nki_runner, rng):
     np.testing.assert_array_equal(current(b), b.T)
     with pytest.raises(ValueError, match="at most 32 x 32 elements, not 64 x 5"):
         legacy(rng.standard_normal((64, 5)).astype(np.float32))
+
+
+@pytest.mark.parametrize("op", ["add", "maximum", "bitwise_or"])
+def test_a_reduction_across_partitions(nki_hook, nki_runner, rng, op):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    npop = {"add": np.add, "maximum": np.maximum, "bitwise_or": np.bitwise_or}[op]
+
+    @lnki.jit
+    def legacy(a):
+        out = lnl.ndarray((1,) + tuple(a.shape[1:]), dtype=a.dtype, buffer=lnl.shared_hbm)
+        lnl.store(out, value=lisa.tensor_partition_reduce(npop, lnl.load(a)))
+        return out
+
+    @nki.jit
+    def current(a):
+        out = nl.ndarray((1,) + tuple(a.shape[1:]), dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        r = nl.ndarray(out.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_partition_reduce(dst=r, op=getattr(nl, op), data=t)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+
+    if op == "bitwise_or":
+        a = rng.integers(0, 1 << 20, (128, 8, 4)).astype(np.int32)
+        want = np.bitwise_or.reduce(a, axis=0, keepdims=True)
+    else:
+        a = rng.standard_normal((100, 8, 4)).astype(np.float32)
+        want = a[:1].copy()
+        for p in range(1, 100):  # partition 0 first, in fp32
+            want = npop(want, a[p:p + 1]).astype(np.float32)
+    np.testing.assert_array_equal(legacy(a), want)
+    np.testing.assert_array_equal(current(a), want)

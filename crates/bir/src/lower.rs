@@ -395,7 +395,9 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
             | InstData::BnAggr(_) => {
                 out.push(one(Engine::Dve));
             }
-            InstData::AffineSelect(_) | InstData::Iota(_) => out.push(one(Engine::Pool)),
+            InstData::AffineSelect(_) | InstData::Iota(_) | InstData::TensorPartitionReduce(_) => {
+                out.push(one(Engine::Pool));
+            }
         }
         Ok(())
     }
@@ -537,6 +539,11 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                     src: c.src.try_map(ap)?,
                 });
             }
+            InstData::TensorPartitionReduce(r) => out.push(Op::TensorPartitionReduce {
+                op: r.op,
+                dst: self.hw_ap(id, engine, &r.dst)?,
+                src: self.hw_ap(id, engine, &r.src)?,
+            }),
             InstData::TensorReduce(r) => out.push(Op::TensorReduce {
                 op: r.op,
                 negate: r.negate,

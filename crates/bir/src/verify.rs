@@ -205,6 +205,7 @@ pub(crate) fn check_instructions(p: &Program) -> Vec<VerifyError> {
                 | Op::StreamShuffle { .. }
                 | Op::TensorScalarCumulative { .. }
                 | Op::TensorReduce { .. }
+                | Op::TensorPartitionReduce { .. }
                 | Op::AffineSelect { .. }
                 | Op::Iota { .. }
                 | Op::BnStats { .. }
@@ -300,6 +301,12 @@ fn check_compute(errors: &mut Errors, at: At, target: Target, op: &Op, same: imp
             if let Some(s) = src.tile() {
                 same(errors, dst, s);
             }
+        }
+        Op::TensorPartitionReduce { dst, src, .. } => {
+            if dst.num_partitions != 1 || dst.free_elems() != src.free_elems() {
+                errors.push(at, format!("one partition of the source's {} elements is expected", src.free_elems()));
+            }
+            sbuf(errors, &[dst, src]);
         }
         Op::TensorReduce { dst, src, .. } => {
             let (d, n) = (dst.free_elems(), src.free_elems());

@@ -94,6 +94,7 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
         | Record::TensorScalar { .. }
         | Record::TensorScalarCumulative { .. }
         | Record::TensorReduce { .. }
+        | Record::TensorPartitionReduce { .. }
         | Record::AffineSelect { .. }
         | Record::Iota { .. }
         | Record::BnStats { .. }
@@ -287,6 +288,7 @@ pub(crate) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
         | Record::TensorScalar { .. }
         | Record::TensorScalarCumulative { .. }
         | Record::TensorReduce { .. }
+        | Record::TensorPartitionReduce { .. }
         | Record::AffineSelect { .. }
         | Record::Iota { .. }
         | Record::BnStats { .. }
@@ -474,6 +476,7 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
         | Record::TensorScalar { .. }
         | Record::TensorScalarCumulative { .. }
         | Record::TensorReduce { .. }
+        | Record::TensorPartitionReduce { .. }
         | Record::AffineSelect { .. }
         | Record::Iota { .. }
         | Record::BnStats { .. }

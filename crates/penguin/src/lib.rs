@@ -59,10 +59,10 @@ pub use inst::{
     ComputeEngine, Dep, DepKind, DmaCopyData, DmaGatherData, DmaQueueHint, DmaScatterAddData, DmaScatterData,
     EngineAccumulationType, InstData, InstKind, IotaData, MatMultData, MatMultSparseData, MemsetData, OffloadedFmaData,
     OffloadedMemCastData, OffloadedMemCpyData, PerfMode, ScalarOperand, ShuffleMask, SparsityPattern,
-    StreamShuffleData, TensorCopyData, TensorCopyPredicatedData, TensorReduceData, TensorScalarCumulativeData,
-    TensorScalarData, TensorTensorData, TensorTensorScanData, TilePosition, TileSize, TransposeData, UnknownPerfMode,
-    UnknownSparsity, ValidRange, BN_STATS_FMAX, MAX_PATTERN_DIMS, SHUFFLE_KEEP, SHUFFLE_QUADRANT, SPARSE_GROUP_KEPT,
-    SPARSE_TAGS_PER_WORD,
+    StreamShuffleData, TensorCopyData, TensorCopyPredicatedData, TensorPartitionReduceData, TensorReduceData,
+    TensorScalarCumulativeData, TensorScalarData, TensorTensorData, TensorTensorScanData, TilePosition, TileSize,
+    TransposeData, UnknownPerfMode, UnknownSparsity, ValidRange, BN_STATS_FMAX, MAX_PATTERN_DIMS, SHUFFLE_KEEP,
+    SHUFFLE_QUADRANT, SPARSE_GROUP_KEPT, SPARSE_TAGS_PER_WORD,
 };
 pub use looped::{verify_looped, LoopedFunction, PirInst};
 pub use srcloc::{LocInterner, SourceLoc, SourceLocs};

@@ -19,6 +19,7 @@ mod decode_cache;
 mod deferred;
 mod execute;
 mod groups;
+mod partition;
 mod pe;
 mod schedule;
 

@@ -301,6 +301,14 @@ def stream_shuffle(dst: View, src: View, shuffle_mask: Any) -> Rec:
                   "shuffle_mask": mask})
 
 
+def tensor_partition_reduce(dst: View, src: View, alu: str) -> Rec:
+    """``dst[0, ...] = alu over the partitions of src`` on GpSimd (partition 0 first)."""
+    dst, src = _view(dst, "dst"), _view(src, "data")
+    s = src.rec()
+    return _emit({"op": "tensor_partition_reduce", "loc": current().loc(), "dst": dst.rec(True), "src": s,
+                  "alu": alu})
+
+
 def tensor_reduce(dst: View, src: View, alu: str, axes: Sequence[int], negate: bool = False,
                   keepdims: bool = False) -> Rec:
     dst, src = _view(dst, "dst"), _view(src, "data")

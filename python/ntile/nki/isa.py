@@ -106,6 +106,11 @@ def nc_stream_shuffle(dst: Any, src: Any, shuffle_mask: Any, name: Any = None) -
     return NkiInstruction(ops.stream_shuffle(dst, src, shuffle_mask))
 
 
+def tensor_partition_reduce(dst: Any, op: Any, data: Any, name: Any = None) -> NkiInstruction:
+    """``dst`` (one partition) = ``data`` reduced across its partitions by ``op``, on GpSimd."""
+    return NkiInstruction(ops.tensor_partition_reduce(dst, data, ops.alu_name(op)))
+
+
 def tensor_scalar_cumulative(dst: Any, src: Any, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
                              reduce_cmd: Any = reduce_cmd.reset_reduce, reverse0: bool = False,
                              name: Any = None) -> NkiInstruction:
@@ -223,7 +228,7 @@ def _pattern(pattern: Any) -> list:
         raise NkiValueError(f"a pattern is a list of [step, count] pairs, got {pattern!r}") from None
 
 
-for _name in ("nc_matmul_mx", "tensor_partition_reduce",
+for _name in ("nc_matmul_mx",
               "activate2", "local_gather", "nc_n_gather", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
               "exponential", "max8", "sequence_bounds",
               "core_barrier", "dma_compute", "quantize_mx", "range_select", "select_reduce", "sendrecv",

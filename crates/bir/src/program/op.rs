@@ -243,6 +243,15 @@ declare_ops! {
         /// Source.
         src: HwAp,
     }
+    /// `dst[0, i] = op over src[p, i]`, partition 0 first (fp32; bit patterns for bitvec).
+    TensorPartitionReduce = "tensor_partition_reduce", Pool, aps [dst: Write, src: Read], attrs [op] {
+        /// The reduction.
+        op: AluOp,
+        /// Destination, one partition.
+        dst: HwAp,
+        /// Source.
+        src: HwAp,
+    }
     /// Reduce each run of `src.free / dst.free` consecutive elements of a partition with `op`
     /// (left to right), optionally negated.
     TensorReduce = "tensor_reduce", Dve, aps [dst: Write, src: Read], attrs [op, negate] {
@@ -354,7 +363,7 @@ mod tests {
     #[test]
     fn every_kind_round_trips_through_its_text_parts() {
         let ops = Op::examples();
-        assert_eq!(ops.len(), 23);
+        assert_eq!(ops.len(), 24);
         let names: HashSet<&str> = ops.iter().map(Op::name).collect();
         assert_eq!(names.len(), ops.len(), "two kinds share a name");
         for op in &ops {

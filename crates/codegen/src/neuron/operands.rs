@@ -119,6 +119,11 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                 None => self.combine_in_place(&mut [&mut c.dst, &mut c.predicate])?,
             },
             InstData::AffineSelect(a) => self.combine_in_place(&mut [&mut a.dst, &mut a.src])?,
+            InstData::TensorPartitionReduce(r) => {
+                for t in [&mut r.dst, &mut r.src] {
+                    self.canonical_in_place(t)?;
+                }
+            }
             InstData::TensorReduce(r) => {
                 for t in [&mut r.dst, &mut r.src] {
                     self.canonical_in_place(t)?;

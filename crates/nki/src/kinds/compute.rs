@@ -9,8 +9,8 @@
 
 use penguin::{
     ActFunc, ActivationData, AffineDim, AffinePattern, AffineSelectData, AluClass, AluOp, BnAggrData, BnStatsData,
-    ComputeEngine, DType, InstData, InstTile, IotaData, Memory, ScalarOperand, TensorReduceData,
-    TensorScalarCumulativeData, TensorScalarData, BN_STATS_FMAX, MAX_PATTERN_DIMS,
+    ComputeEngine, DType, InstData, InstTile, IotaData, Memory, ScalarOperand, TensorPartitionReduceData,
+    TensorReduceData, TensorScalarCumulativeData, TensorScalarData, BN_STATS_FMAX, MAX_PATTERN_DIMS,
 };
 
 use super::{alu_op, buffer_name, engine, Choice, Memories, Operand, Role};
@@ -75,6 +75,7 @@ pub(super) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Vec<Operand<'a>>,
             ops
         }
         Record::TensorReduce { dst, src, .. }
+        | Record::TensorPartitionReduce { dst, src, .. }
         | Record::AffineSelect { dst, src, .. }
         | Record::BnStats { dst, src, .. }
         | Record::BnAggr { dst, src, .. } => vec![("dst", dst, Write), ("src", src, Read)],
@@ -96,7 +97,8 @@ pub(super) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
         buffer: buffer_name(mem[i]),
         rule,
     };
-    let sbuf_only = matches!(r, Record::AffineSelect { .. } | Record::Iota { .. });
+    let sbuf_only =
+        matches!(r, Record::AffineSelect { .. } | Record::Iota { .. } | Record::TensorPartitionReduce { .. });
     for (i, &m) in mem.iter().enumerate().take(res.len()) {
         if m == Memory::Hbm {
             return Err(wrong(i, "compute engines work on chip (use dma_copy)"));
@@ -144,6 +146,14 @@ pub(super) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
         | Record::TensorScalar { .. }
         | Record::TensorScalarCumulative { .. }
         | Record::AffineSelect { .. } => same(0, 1)?,
+        Record::TensorPartitionReduce { .. }
+            if res[0].partitions() != 1 || res[0].free_elems() != res[1].free_elems() =>
+        {
+            return Err(shapes(format!(
+                "dst {:?} is not one partition of src {:?}'s elements per partition",
+                res[0].shape, res[1].shape
+            )));
+        }
         Record::TensorReduce { axes, .. } => {
             let rank = res[1].shape.len();
             let mut sorted: Vec<usize> = axes.iter().map(|&a| a as usize).collect();
@@ -287,6 +297,25 @@ pub(super) fn inst(r: &Record, tiles: Vec<InstTile>, choice: Choice, loc: &str) 
                 operand0,
                 initial,
             }))
+        }
+        Record::TensorPartitionReduce { alu, .. } => {
+            let op = alu_op(*alu);
+            if !matches!(
+                op,
+                AluOp::Add
+                    | AluOp::Max
+                    | AluOp::Min
+                    | AluOp::Multiply
+                    | AluOp::BitwiseAnd
+                    | AluOp::BitwiseOr
+                    | AluOp::BitwiseXor
+            ) {
+                return Err(invalid(format!(
+                    "tensor_partition_reduce by `{alu}` (add, maximum, minimum, multiply, bitwise_and, bitwise_or, \
+                     bitwise_xor)"
+                )));
+            }
+            InstData::TensorPartitionReduce(TensorPartitionReduceData { op, dst, src: src()? })
         }
         Record::TensorReduce { alu, negate, .. } => {
             let op = alu_op(*alu);

@@ -229,6 +229,17 @@ pub enum Record {
         /// 32 source partitions (or 255).
         shuffle_mask: Vec<u32>,
     },
+    /// A reduction across partitions into one partition (`nki.isa.tensor_partition_reduce`).
+    TensorPartitionReduce {
+        /// Where.
+        loc: Loc,
+        /// Destination, one partition.
+        dst: View,
+        /// Source.
+        src: View,
+        /// The reduction.
+        alu: Alu,
+    },
     /// A reduction along free axes.
     TensorReduce {
         /// Where.
@@ -339,6 +350,7 @@ impl Record {
             | Record::StreamShuffle { loc, .. }
             | Record::TensorScalarCumulative { loc, .. }
             | Record::TensorReduce { loc, .. }
+            | Record::TensorPartitionReduce { loc, .. }
             | Record::AffineSelect { loc, .. }
             | Record::Iota { loc, .. }
             | Record::BnStats { loc, .. }
@@ -368,6 +380,7 @@ impl Record {
             Record::StreamShuffle { .. } => "stream_shuffle",
             Record::TensorScalarCumulative { .. } => "tensor_scalar_cumulative",
             Record::TensorReduce { .. } => "tensor_reduce",
+            Record::TensorPartitionReduce { .. } => "tensor_partition_reduce",
             Record::AffineSelect { .. } => "affine_select",
             Record::Iota { .. } => "iota",
             Record::BnStats { .. } => "bn_stats",

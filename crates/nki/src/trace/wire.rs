@@ -161,6 +161,7 @@ impl TryFrom<RawRecord> for Record {
             "stream_shuffle" => &["dst", "src", "shuffle_mask"],
             "tensor_scalar_cumulative" => &["dst", "src", "op0", "s0", "reverse0", "op1", "initial"],
             "tensor_reduce" => &["dst", "src", "alu", "axes", "negate", "keepdims"],
+            "tensor_partition_reduce" => &["dst", "src", "alu"],
             "affine_select" => &["dst", "src", "pattern", "channel_multiplier", "offset", "cmp", "value"],
             "iota" => &["dst", "pattern", "offset", "channel_multiplier"],
             "bn_stats" | "bn_aggr" => &["dst", "src"],
@@ -170,7 +171,7 @@ impl TryFrom<RawRecord> for Record {
             other => {
                 return Err(format!(
                     "unknown record kind `{other}` (expected dma_copy, dma_gather, dma_scatter, dma_scatter_add, matmul, transpose, tensor_copy, memset, \
-                     tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_copy_predicated, stream_shuffle, tensor_scalar_cumulative, tensor_reduce, affine_select, iota, bn_stats, \
+                     tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_copy_predicated, stream_shuffle, tensor_scalar_cumulative, tensor_reduce, tensor_partition_reduce, affine_select, iota, bn_stats, \
                      bn_aggr, loop_begin, iteration or loop_end)"
                 ))
             }
@@ -280,6 +281,9 @@ impl TryFrom<RawRecord> for Record {
                 reverse1: r.reverse1.unwrap_or(false),
                 engine: r.engine,
             },
+            "tensor_partition_reduce" => {
+                Record::TensorPartitionReduce { loc, dst: dst()?, src: src()?, alu: need(o, "alu", r.alu)? }
+            }
             "tensor_reduce" => Record::TensorReduce {
                 loc,
                 dst: dst()?,

@@ -136,6 +136,20 @@ pub struct TensorReduceData {
     pub src: InstTile,
 }
 
+/// `dst[0, i] = op-reduce of src[p, i] over its partitions p` on GpSimd
+/// (`nki.isa.tensor_partition_reduce`), partition 0 first; `dst` is one partition holding
+/// the source's elements per partition. Arithmetic operators run in fp32, bitvec operators on
+/// integer bit patterns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorPartitionReduceData {
+    /// The reduction operator.
+    pub op: AluOp,
+    /// Destination, one partition.
+    pub dst: InstTile,
+    /// Source.
+    pub src: InstTile,
+}
+
 /// `dst = (offset + channel_multiplier * p + pattern . i) cmp 0 ? src : value` on GpSimd
 /// (`nki.isa.affine_select`, the causal mask).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

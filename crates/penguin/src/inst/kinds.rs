@@ -7,8 +7,8 @@
 //! codegen's `process_new_neuroninst`, bir's lowering).
 
 use super::compute::{
-    ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorCopyPredicatedData, TensorReduceData,
-    TensorScalarCumulativeData, TensorScalarData, TensorTensorScanData,
+    ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorCopyPredicatedData,
+    TensorPartitionReduceData, TensorReduceData, TensorScalarCumulativeData, TensorScalarData, TensorTensorScanData,
 };
 use super::payload::{
     DmaCopyData, DmaGatherData, DmaScatterAddData, DmaScatterData, MatMultData, MatMultSparseData, MemsetData,
@@ -174,6 +174,12 @@ inst_kinds! {
     TensorReduce(TensorReduceData) = "tensor_reduce" {
         op: attr("op"),
         negate: attr("negate"),
+        dst: operand(Write),
+        src: operand(Read),
+    },
+    /// GpSimd reduction across partitions.
+    TensorPartitionReduce(TensorPartitionReduceData) = "tensor_partition_reduce" {
+        op: attr("op"),
         dst: operand(Write),
         src: operand(Read),
     },

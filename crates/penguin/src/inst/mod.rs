@@ -27,8 +27,9 @@ pub use alu::{
 };
 pub use attr::AttrError;
 pub use compute::{
-    ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorCopyPredicatedData, TensorReduceData,
-    TensorScalarCumulativeData, TensorScalarData, TensorTensorScanData, BN_STATS_FMAX,
+    ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorCopyPredicatedData,
+    TensorPartitionReduceData, TensorReduceData, TensorScalarCumulativeData, TensorScalarData, TensorTensorScanData,
+    BN_STATS_FMAX,
 };
 pub use kinds::{InstData, InstKind};
 pub use payload::{

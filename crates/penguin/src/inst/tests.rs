@@ -107,6 +107,7 @@ fn every_kind() -> Vec<InstData> {
         })),
         InstData::StreamShuffle(Box::new(StreamShuffleData { mask: ShuffleMask([3; 32]), dst: t(0), src: t(1) })),
         InstData::TensorReduce(TensorReduceData { op: AluOp::Max, negate: true, dst: t(0), src: t(1) }),
+        InstData::TensorPartitionReduce(TensorPartitionReduceData { op: AluOp::Add, dst: t(0), src: t(1) }),
         InstData::AffineSelect(AffineSelectData {
             cmp: AluOp::IsGe,
             offset: 7,
@@ -413,6 +414,7 @@ fn only_matmuls_accumulate_into_their_result() {
             | InstData::StreamShuffle(_)
             | InstData::TensorScalarCumulative(_)
             | InstData::TensorReduce(_)
+            | InstData::TensorPartitionReduce(_)
             | InstData::AffineSelect(_)
             | InstData::Iota(_)
             | InstData::BnStats(_)

@@ -373,6 +373,11 @@ pub(crate) mod props {
                             dst: a,
                             src: b,
                         })),
+                        InstKind::TensorPartitionReduce => InstData::TensorPartitionReduce(TensorPartitionReduceData {
+                            op: AluOp::ALL[op],
+                            dst: a,
+                            src: b,
+                        }),
                         InstKind::TensorReduce => InstData::TensorReduce(TensorReduceData {
                             op: AluOp::ALL[op],
                             negate: pattern % 2 == 1,

@@ -74,6 +74,18 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     );
                 }
             }
+            InstData::TensorPartitionReduce(r)
+                if r.dst.partitions() != 1 || r.dst.free_elems() != r.src.free_elems() =>
+            {
+                self.err(
+                    e,
+                    format!(
+                        "tensor_partition_reduce destination {:?} must be one partition of the source's {} elements per partition",
+                        r.dst.ap.shape(),
+                        r.src.free_elems()
+                    ),
+                );
+            }
             InstData::AffineSelect(a) => {
                 self.check_same(e, "affine_select", &a.dst, &a.src);
                 self.check_pattern(e, "affine_select", a.pattern.elems(), &a.dst);
@@ -212,6 +224,25 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     if r.negate {
                         self.err(e, "tensor_reduce negate applies to arithmetic operators only");
                     }
+                }
+            }
+            InstData::TensorPartitionReduce(r) => {
+                if !matches!(
+                    r.op,
+                    AluOp::Add
+                        | AluOp::Max
+                        | AluOp::Min
+                        | AluOp::Multiply
+                        | AluOp::BitwiseAnd
+                        | AluOp::BitwiseOr
+                        | AluOp::BitwiseXor
+                ) {
+                    self.err(
+                        e,
+                        format!("tensor_partition_reduce op `{}` is not add, maximum, minimum, multiply, bitwise_and, bitwise_or or bitwise_xor", r.op),
+                    );
+                } else if bitvec(r.op) {
+                    self.check_bitvec(e, "tensor_partition_reduce", r.op, &[&r.dst, &r.src]);
                 }
             }
             InstData::AffineSelect(a) if !a.cmp.is_comparison() => {
@@ -373,6 +404,7 @@ fn new_kind_dst(inst: &InstData) -> Option<&InstTile> {
         InstData::StreamShuffle(s) => Some(&s.dst),
         InstData::TensorScalarCumulative(t) => Some(&t.dst),
         InstData::TensorReduce(r) => Some(&r.dst),
+        InstData::TensorPartitionReduce(r) => Some(&r.dst),
         InstData::AffineSelect(a) => Some(&a.dst),
         InstData::Iota(i) => Some(&i.dst),
         InstData::BnStats(b) => Some(&b.dst),

@@ -107,6 +107,10 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 self.need(e, "tensor_reduce destination", &r.dst, &on_chip);
                 self.need(e, "tensor_reduce source", &r.src, &on_chip);
             }
+            InstData::TensorPartitionReduce(r) => {
+                self.need(e, "tensor_partition_reduce destination", &r.dst, &[Sbuf]);
+                self.need(e, "tensor_partition_reduce source", &r.src, &[Sbuf]);
+            }
             InstData::AffineSelect(a) => {
                 self.need(e, "affine_select destination", &a.dst, &[Sbuf]);
                 self.need(e, "affine_select source", &a.src, &[Sbuf]);
@@ -183,7 +187,7 @@ fn pool_engine(inst: &InstData) -> bool {
         InstData::Memset(m) => m.engine,
         InstData::TensorTensor(t) => t.engine,
         InstData::TensorScalar(t) => t.engine,
-        InstData::AffineSelect(_) | InstData::Iota(_) => ComputeEngine::Pool,
+        InstData::AffineSelect(_) | InstData::Iota(_) | InstData::TensorPartitionReduce(_) => ComputeEngine::Pool,
         _ => return false,
     };
     engine == ComputeEngine::Pool

@@ -214,6 +214,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             | InstData::StreamShuffle(_)
             | InstData::TensorScalarCumulative(_)
             | InstData::TensorReduce(_)
+            | InstData::TensorPartitionReduce(_)
             | InstData::AffineSelect(_)
             | InstData::Iota(_)
             | InstData::BnStats(_)

@@ -86,6 +86,10 @@ pub(super) fn compute_cycles(p: &HwProfile, engine: Engine, op: &Op) -> f64 {
             let half = dst.dtype == DType::Bf16 && src.dtype == DType::Bf16 && matches!(alu, AluOp::Add | AluOp::Max);
             ii(p, n(src) * if half { p.tensor_reduce_bf16_factor } else { 1.0 })
         }
+        // tensor_partition_reduce: no published figure; GpSimd's other per-element
+        // instructions (below) cost GPSIMD_START + N, and ntile charges the same, N the
+        // elements per partition (the combination across partitions pipelined).
+        Op::TensorPartitionReduce { src, .. } => p.pool_start_cycles + n(src),
         // affine_select and iota: GPSIMD_START + N.
         Op::AffineSelect { src, .. } => p.pool_start_cycles + n(src),
         Op::Iota { dst, .. } => p.pool_start_cycles + n(dst),

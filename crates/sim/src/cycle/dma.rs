@@ -188,6 +188,7 @@ pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
         | Op::StreamShuffle { .. }
         | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
+        | Op::TensorPartitionReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
         | Op::BnStats { .. }

@@ -158,6 +158,7 @@ impl PeState {
             | Op::StreamShuffle { .. }
             | Op::TensorScalarCumulative { .. }
             | Op::TensorReduce { .. }
+            | Op::TensorPartitionReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }
             | Op::BnStats { .. }
@@ -218,6 +219,7 @@ impl PeState {
             | Op::StreamShuffle { .. }
             | Op::TensorScalarCumulative { .. }
             | Op::TensorReduce { .. }
+            | Op::TensorPartitionReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }
             | Op::BnStats { .. }

@@ -36,7 +36,7 @@ fn affine_value(offset: i32, multiplier: i32, pattern: &AffinePattern, p: u32, k
 
 impl Machine {
     /// Every element of a read operand, decoded to fp32, after the PSUM and race checks.
-    fn read_f32(&mut self, cx: &mut Cx<'_>, ap: &HwAp) -> Result<(Walk, Vec<f32>), SimError> {
+    pub(super) fn read_f32(&mut self, cx: &mut Cx<'_>, ap: &HwAp) -> Result<(Walk, Vec<f32>), SimError> {
         let w = self.walk(cx.at, ap)?;
         self.check_closed(cx.at, &w)?;
         cx.record(&w, false);
@@ -51,7 +51,7 @@ impl Machine {
     }
 
     /// Every element of a read operand as its bit pattern.
-    fn read_bits(&mut self, cx: &mut Cx<'_>, ap: &HwAp) -> Result<(Walk, Vec<u32>), SimError> {
+    pub(super) fn read_bits(&mut self, cx: &mut Cx<'_>, ap: &HwAp) -> Result<(Walk, Vec<u32>), SimError> {
         let w = self.walk(cx.at, ap)?;
         self.check_closed(cx.at, &w)?;
         cx.record(&w, false);
@@ -76,7 +76,7 @@ impl Machine {
     }
 
     /// Write fp32 values (one per element, in enumeration order), rounded once (RNE).
-    fn write_f32(&mut self, cx: &mut Cx<'_>, w: &Walk, values: &[f32]) {
+    pub(super) fn write_f32(&mut self, cx: &mut Cx<'_>, w: &Walk, values: &[f32]) {
         cx.record(w, true);
         let mem = self.images.get_mut(w.memory);
         let mut at = 0;
@@ -88,7 +88,7 @@ impl Machine {
     }
 
     /// Write bit patterns (one per element, in enumeration order).
-    fn write_bits(&mut self, cx: &mut Cx<'_>, w: &Walk, values: &[u32]) {
+    pub(super) fn write_bits(&mut self, cx: &mut Cx<'_>, w: &Walk, values: &[u32]) {
         cx.record(w, true);
         let (size, dtype) = (w.elem_size(), w.dtype);
         let mem = self.images.get_mut(w.memory);

@@ -106,6 +106,10 @@ impl Machine {
                 on_chip(cx.at, op, &op_aps(op))?;
                 self.tensor_copy_predicated(cx, *reverse, dst, predicate, src)
             }
+            Op::TensorPartitionReduce { op: kind, dst, src } => {
+                on_chip(cx.at, op, &[dst, src])?;
+                self.tensor_partition_reduce(cx, *kind, dst, src)
+            }
             Op::TensorReduce { op: kind, negate, dst, src } => {
                 on_chip(cx.at, op, &[dst, src])?;
                 self.tensor_reduce(cx, *kind, *negate, dst, src)

@@ -555,3 +555,16 @@ fn a_cumulative_reduction_streams_its_source_once() {
     push(&mut p, Engine::Dve, cumulative(10), &[], None);
     assert_close(run(&p).total_ns, (1000.0 + 64.0) / 0.96);
 }
+
+#[test]
+fn a_partition_reduce_costs_gpsimds_start_and_one_pass() {
+    // GPSIMD_START + N (N elements per partition) on GpSimd at 1.2 GHz.
+    let mut p = program(Target::Trn2);
+    let reduce = Op::TensorPartitionReduce {
+        op: AluOp::Add,
+        dst: sbuf(DType::Fp32, 0, 1, 0, 300),
+        src: sbuf(DType::Fp32, 0, 128, 4096, 300),
+    };
+    push(&mut p, Engine::Pool, reduce, &[], None);
+    assert_close(run(&p).total_ns, (150.0 + 300.0) / 1.2);
+}

@@ -485,3 +485,46 @@ fn a_scatter_writes_the_named_rows_in_index_order_and_keeps_the_rest() {
     }
     assert_eq!(s.read_hbm_f32("table").unwrap(), want);
 }
+
+#[test]
+fn tensor_partition_reduce_folds_partitions_in_order() {
+    // 3 partitions of 4: add in fp32, partition 0 first, then bitwise_or of int32 bit patterns.
+    let mut b = Builder::new(Target::Trn2);
+    let x = b.tensor("x", &[3, 4], DType::Fp32, HbmRole::Input);
+    let out = b.tensor("out", &[2, 4], DType::Fp32, HbmRole::Output);
+    let (loaded, done) = (b.sem("loaded"), b.sem("done"));
+    load(&mut b, 0, x, (3, 4), DType::Fp32, 0, loaded);
+    load(&mut b, 1, x, (3, 4), DType::Int32, 64, loaded);
+    let reduce = |op, dtype, src_off, dst_off| Op::TensorPartitionReduce {
+        op,
+        dst: sbuf(dtype, 0, 1, dst_off, 4),
+        src: sbuf(dtype, 0, 3, src_off, 4),
+    };
+    b.push(Engine::Pool, reduce(AluOp::Add, DType::Fp32, 0, 128), &[(loaded, 2)], None);
+    b.push(Engine::Pool, reduce(AluOp::BitwiseOr, DType::Int32, 64, 192), &[], None);
+    b.push(
+        Engine::Pool,
+        Op::TensorCopy { dst: sbuf(DType::Fp32, 0, 1, 256, 4), src: sbuf(DType::Int32, 0, 1, 192, 4) },
+        &[],
+        Some(done),
+    );
+    b.push(Engine::Dma(2), dma(hbm(DType::Fp32, out, 1, 4, 4), sbuf(DType::Fp32, 0, 1, 128, 4)), &[(done, 1)], None);
+    b.push(
+        Engine::Dma(3),
+        dma(hbm(DType::Fp32, out + 16, 1, 4, 4), sbuf(DType::Fp32, 0, 1, 256, 4)),
+        &[(done, 1)],
+        None,
+    );
+    let mut s = Simulator::new(&b.program);
+    let xs: Vec<f32> = vec![1e8, 5.0, 12.0, -1.0, 1.0, 6.0, 3.0, -2.0, -1e8, 9.0, 33.0, 4.0];
+    s.write_hbm_f32("x", &xs).unwrap();
+    assert!(s.run().unwrap().races.is_empty());
+    let got = s.read_hbm_f32("out").unwrap();
+    for i in 0..4 {
+        assert_eq!(got[i], (xs[i] + xs[4 + i]) + xs[8 + i], "sum {i}");
+        let ints = [0, 4, 8].map(|r| xs[r + i] as i32);
+        assert_eq!(got[4 + i], (ints[0] | ints[1] | ints[2]) as f32, "or {i}");
+    }
+    // 1e8 + 1 is 1e8 in fp32: the order is partition 0, 1, 2.
+    assert_eq!(got[0], 0.0);
+}

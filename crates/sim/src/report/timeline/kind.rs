@@ -59,7 +59,9 @@ impl Kind {
             Op::Memset { .. } => Kind::Memset,
             Op::Activation { .. } => Kind::Activation,
             Op::TensorScalar { .. } | Op::TensorScalarCumulative { .. } => Kind::TensorScalar,
-            Op::TensorReduce { .. } | Op::BnStats { .. } | Op::BnAggr { .. } => Kind::Reduce,
+            Op::TensorReduce { .. } | Op::TensorPartitionReduce { .. } | Op::BnStats { .. } | Op::BnAggr { .. } => {
+                Kind::Reduce
+            }
             Op::AffineSelect { .. } | Op::Iota { .. } => Kind::Select,
             Op::DmaCopy { dst, src, .. } => {
                 if is_transposing(src) || is_transposing(dst) {

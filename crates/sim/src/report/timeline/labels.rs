@@ -261,6 +261,7 @@ pub(crate) fn accumulates(op: &Op) -> bool {
         | Op::StreamShuffle { .. }
         | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
+        | Op::TensorPartitionReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
         | Op::BnStats { .. }
@@ -290,6 +291,7 @@ fn cell(op: &Op) -> Option<(u32, u32)> {
         | Op::StreamShuffle { .. }
         | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
+        | Op::TensorPartitionReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
         | Op::BnStats { .. }
@@ -412,6 +414,7 @@ fn label_one(
         | Op::StreamShuffle { .. }
         | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
+        | Op::TensorPartitionReduce { .. }
         | Op::AffineSelect { .. }
         | Op::Iota { .. }
         | Op::BnStats { .. }
@@ -455,6 +458,7 @@ fn label_one(
             | Op::StreamShuffle { .. }
             | Op::TensorScalarCumulative { .. }
             | Op::TensorReduce { .. }
+            | Op::TensorPartitionReduce { .. }
             | Op::AffineSelect { .. }
             | Op::Iota { .. }
             | Op::BnStats { .. }

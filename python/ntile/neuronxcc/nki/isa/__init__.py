@@ -297,8 +297,17 @@ def tensor_scalar_cumulative(*, dst: Any, src: Any, op0: Any, op1: Any, imm0: An
                        reverse0)
 
 
-for _name in ("tensor_partition_reduce",
-              "local_gather", "dropout", "max8", "sequence_bounds",
+def tensor_partition_reduce(op: Any, data: Any, *, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
+    """``data`` reduced across its partitions by ``op`` into a new one-partition tile, on GpSimd."""
+    if not isinstance(data, View):
+        raise NkiTypeError("nisa.tensor_partition_reduce needs a tile as data")
+    dst = temp((1,) + tuple(data.tile_counts()[1:]), lang.dt(dtype) or data.st.dtype)
+    if not _whole(mask, data, "nisa.tensor_partition_reduce"):
+        return nothing(dst)
+    return produced(dst, ops.tensor_partition_reduce(dst, values.in_sbuf(data), ops.alu_name(op)), None)
+
+
+for _name in ("local_gather", "dropout", "max8", "sequence_bounds",
               "range_select", "select_reduce", "nc_find_index8",
               "nc_match_replace8", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.isa.{_name}")
