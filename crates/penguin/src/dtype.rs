@@ -384,7 +384,7 @@ impl fmt::Display for DType {
 
 /// The error for an unknown dtype name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown dtype `{0}` (expected one of fp32, bf16, fp16, fp8e4m3, fp8e4m3fn, fp8e5m2, uint8, int16, int32)")]
+#[error("unknown dtype `{0}` (expected one of fp32, bf16, fp16, fp8e4m3, fp8e4m3fn, fp8e5m2, uint8, int16, int32, int8, uint16, uint32)")]
 pub struct UnknownDType(pub String);
 
 impl FromStr for DType {
