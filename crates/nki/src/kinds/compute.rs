@@ -300,16 +300,7 @@ pub(super) fn inst(r: &Record, tiles: Vec<InstTile>, choice: Choice, loc: &str) 
         }
         Record::TensorPartitionReduce { alu, .. } => {
             let op = alu_op(*alu);
-            if !matches!(
-                op,
-                AluOp::Add
-                    | AluOp::Max
-                    | AluOp::Min
-                    | AluOp::Multiply
-                    | AluOp::BitwiseAnd
-                    | AluOp::BitwiseOr
-                    | AluOp::BitwiseXor
-            ) {
+            if !penguin::PARTITION_REDUCE_OPS.contains(&op) {
                 return Err(invalid(format!(
                     "tensor_partition_reduce by `{alu}` (add, maximum, minimum, multiply, bitwise_and, bitwise_or, \
                      bitwise_xor)"

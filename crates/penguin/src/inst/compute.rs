@@ -136,6 +136,10 @@ pub struct TensorReduceData {
     pub src: InstTile,
 }
 
+/// The operators `tensor_partition_reduce` takes.
+pub const PARTITION_REDUCE_OPS: [AluOp; 7] =
+    [AluOp::Add, AluOp::Max, AluOp::Min, AluOp::Multiply, AluOp::BitwiseAnd, AluOp::BitwiseOr, AluOp::BitwiseXor];
+
 /// `dst[0, i] = op-reduce of src[p, i] over its partitions p` on GpSimd
 /// (`nki.isa.tensor_partition_reduce`), partition 0 first; `dst` is one partition holding
 /// the source's elements per partition. Arithmetic operators run in fp32, bitvec operators on

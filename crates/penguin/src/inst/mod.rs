@@ -29,7 +29,7 @@ pub use attr::AttrError;
 pub use compute::{
     ActivationData, AffineSelectData, BnAggrData, BnStatsData, IotaData, TensorCopyPredicatedData,
     TensorPartitionReduceData, TensorReduceData, TensorScalarCumulativeData, TensorScalarData, TensorTensorScanData,
-    BN_STATS_FMAX,
+    BN_STATS_FMAX, PARTITION_REDUCE_OPS,
 };
 pub use kinds::{InstData, InstKind};
 pub use payload::{

@@ -227,16 +227,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 }
             }
             InstData::TensorPartitionReduce(r) => {
-                if !matches!(
-                    r.op,
-                    AluOp::Add
-                        | AluOp::Max
-                        | AluOp::Min
-                        | AluOp::Multiply
-                        | AluOp::BitwiseAnd
-                        | AluOp::BitwiseOr
-                        | AluOp::BitwiseXor
-                ) {
+                if !crate::inst::PARTITION_REDUCE_OPS.contains(&r.op) {
                     self.err(
                         e,
                         format!("tensor_partition_reduce op `{}` is not add, maximum, minimum, multiply, bitwise_and, bitwise_or or bitwise_xor", r.op),
