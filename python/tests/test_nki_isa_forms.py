@@ -322,3 +322,45 @@ def test_a_reduction_across_partitions(nki_hook, nki_runner, rng, op):
             want = npop(want, a[p:p + 1]).astype(np.float32)
     np.testing.assert_array_equal(legacy(a), want)
     np.testing.assert_array_equal(current(a), want)
+
+
+def test_static_cast_converts_by_value_on_the_host_and_in_a_kernel(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.language as lnl
+
+    x = rng.standard_normal((64, 48)).astype(np.float32)
+    # Test code preparing inputs outside any kernel: a numpy array of the dtype.
+    h = lnl.static_cast(x, lnl.bfloat16)
+    assert h.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(f64(h), f64(x.astype(ml_dtypes.bfloat16)))
+
+    @lnki.jit
+    def k(a):
+        out = lnl.ndarray(a.shape, dtype=lnl.bfloat16, buffer=lnl.shared_hbm)
+        lnl.store(out, value=lnl.static_cast(lnl.load(a), lnl.bfloat16))
+        return out
+
+    np.testing.assert_array_equal(f64(k(x)), f64(h))
+
+
+def test_a_benchmark_takes_a_launch_grid(nki_hook):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.language as lnl
+    from ntile.nki.typing import tensor
+
+    def add(a, b):
+        out = lnl.ndarray(a.shape, dtype=a.dtype, buffer=lnl.shared_hbm)
+        i = lnl.program_id(0)
+        lnl.store(out[i * 128:(i + 1) * 128, :], value=lnl.add(lnl.load(a[i * 128:(i + 1) * 128, :]),
+                                                               lnl.load(b[i * 128:(i + 1) * 128, :])))
+        return out
+
+    bench = lnki.benchmark(warmup=5, iters=20)(add)
+    spec = tensor[[512, 256], lnl.float32]
+    one, four = bench[1], bench[4]
+    one(spec, spec)
+    four(spec, spec)
+    t1 = one.benchmark_result.nc_latency.get_latency_percentile(50)
+    t4 = four.benchmark_result.nc_latency.get_latency_percentile(50)
+    # Four programs move four times the data: more modeled time, and the grid was not dropped.
+    assert t4 > t1 > 0

@@ -435,6 +435,11 @@ class Benchmarked:
         self.benchmark_result: Optional[BenchmarkResult] = None
         self.__name__ = getattr(self.func, "__name__", "kernel")
 
+    def __getitem__(self, grid: Any) -> "Benchmarked":
+        """``bench[grid]``: the same benchmark of an SPMD launch (see ``Kernel.__getitem__``)."""
+        launched = Kernel(self.func, self.api)[grid]
+        return Benchmarked(launched, self.api, self.target, self.save_neff_name, self.save_trace_name)
+
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         traced = trace_kernel(self.func, args, kwargs, self.api, self.target, self.grid)
         handle = execute(traced, simulate=False)

@@ -42,6 +42,7 @@ from ...._nki.lang import (  # noqa: F401 (re-exported NKI names)
 from ...._nki.lang import all, max, min, sum  # noqa: F401,A004 (NKI's names)
 from ...._nki.spmd import nc, spmd_dim  # noqa: F401 (NKI's names)
 from ...._nki.tensors import Tensor
+from ...._nki.trace import active
 
 
 class _DType:
@@ -263,8 +264,22 @@ def finfo(dtype: Any) -> Any:
     return np.finfo(dtypes.numpy_dtype(name or "fp32"))
 
 
+def static_cast(data: Any, dtype: Any, **kwargs: Any) -> Any:
+    """``data`` converted to ``dtype`` by value (round to nearest even): a tile in a kernel is
+    copied into a new tile of that dtype; a numpy array on the host (test code preparing inputs,
+    outside any kernel) comes back as a numpy array of it."""
+    name = lang.dt(dtype)
+    if name is None:
+        raise lang.NkiValueError(f"nl.static_cast needs a dtype, got {dtype!r}")
+    if isinstance(data, values.View):
+        return lang.copy(data, name)
+    if active() is not None:
+        raise lang.NkiTypeError(f"nl.static_cast in a kernel takes a tile, got {type(data).__name__}")
+    return np.asarray(data).astype(dtypes.numpy_dtype(name))
+
+
 for _name in ("dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "atomic_rmw",
-              "all_reduce", "static_cast", "invert", "logical_not", "fmod", "mod",
+              "all_reduce", "invert", "logical_not", "fmod", "mod",
               "var", "gemm_grid", "gemm_stationary_grid"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.language.{_name}")
 del _name
