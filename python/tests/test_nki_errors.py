@@ -438,3 +438,51 @@ def test_a_gather_index_outside_the_table_stops_the_run():
 
     with pytest.raises(ValueError, match="index entry 2 is 128, outside the 128 rows of the table"):
         k(np.zeros((128, 64), np.float32), np.array([[0], [1], [128], [2]], np.int32))
+
+
+def test_the_new_instructions_refuse_what_they_cannot_do_by_name():
+    @cnki.jit
+    def divide_across(x):
+        t = cnl.ndarray((128, 64), dtype=cnl.float32, buffer=cnl.sbuf)
+        cisa.dma_copy(dst=t, src=x)
+        r = cnl.ndarray((1, 64), dtype=cnl.float32, buffer=cnl.sbuf)
+        cisa.tensor_partition_reduce(dst=r, op=cnl.divide, data=t)
+
+    with pytest.raises(ValueError, match="tensor_partition_reduce by `divide`"):
+        cnki.simulate(divide_across)(np.zeros((128, 64), np.float32))
+
+    @cnki.jit
+    def two_rows(x):
+        t = cnl.ndarray((128, 64), dtype=cnl.float32, buffer=cnl.sbuf)
+        cisa.dma_copy(dst=t, src=x)
+        r = cnl.ndarray((2, 64), dtype=cnl.float32, buffer=cnl.sbuf)
+        cisa.tensor_partition_reduce(dst=r, op=cnl.add, data=t)
+
+    with pytest.raises(ValueError, match=r"is not one partition of src \[128, 64\]"):
+        cnki.simulate(two_rows)(np.zeros((128, 64), np.float32))
+
+    @cnki.jit
+    def compare_first(x):
+        t = cnl.ndarray((128, 64), dtype=cnl.float32, buffer=cnl.sbuf)
+        cisa.dma_copy(dst=t, src=x)
+        cisa.tensor_scalar_cumulative(dst=t, src=t, op0=cnl.greater, op1=cnl.add, imm0=0.0)
+
+    with pytest.raises(ValueError, match="op0 `greater` in tensor_scalar_cumulative"):
+        cnki.simulate(compare_first)(np.zeros((128, 64), np.float32))
+
+    @lnki.jit
+    def into_psum(x, idx):
+        it = lnl.load(idx)
+        p = lnl.ndarray((4, 64), dtype=lnl.float32, buffer=lnl.psum)
+        lisa.dma_copy(dst=p, src=x[it, :])
+
+    raises_at(ValueError, into_psum, "lisa.dma_copy(dst=p", "a gather (rows named by a tile of indices) writes an SBUF tile",
+              X, tensor[[4, 1], lnl.int32])
+
+    @lnki.jit
+    def wrong_rows(x, idx):
+        it = lnl.load(idx)
+        lnl.store(x[it, :], value=lnl.load(x[0:3, :]))
+
+    raises_at(ValueError, wrong_rows, "lnl.store(x[it, :]", "a scatter of a tile of shape [3, 64] into [4, 64] rows",
+              X, tensor[[4, 1], lnl.int32])

@@ -169,15 +169,8 @@ def cumulative(dst: Any, src: Any, op0: str, op1: str, imm0: Any, imm1: Any, cmd
     T.vector_register = None
     if isinstance(dst, View) and dst.st.dtype == "fp32":
         counts = dst.tile_counts()
-        flat = dst.conform((counts[0], _prod(counts[1:])))
+        flat = dst.conform((counts[0], dst.nelem // counts[0]))
         if flat is not None:
             col = flat.index((slice(None), slice(flat.counts[1] - 1, flat.counts[1])))
             T.vector_register = (col, col.st.refs)
     return rec
-
-
-def _prod(xs: Any) -> int:
-    p = 1
-    for x in xs:
-        p *= int(x)
-    return p
