@@ -29,6 +29,17 @@ FLOATS = {"fp32", "bf16", "fp16", "fp8e4m3", "fp8e4m3fn", "fp8e5m2", "tf32"}
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
+
+def _quiet(f, a, b):
+    """``f(a, b)`` without numpy's warning for the NaN of a remainder by zero."""
+    with np.errstate(invalid="ignore"):
+        return f(a, b)
+
+
+def _sig(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
 ACT = {
     "copy": lambda x: x,
     "exp": np.exp,
@@ -48,6 +59,18 @@ ACT = {
     "sign": np.sign,
     "erf": _erf,
     "sin": np.sin,
+    "gelu_dx": lambda x: 0.5 * (1.0 + _erf(x / math.sqrt(2.0))) + x * np.exp(-x * x / 2.0) / math.sqrt(2.0 * math.pi),
+    "gelu_apprx_sigmoid": lambda x: x / (1.0 + np.exp(-1.702 * x)),
+    "gelu_apprx_sigmoid_dx": lambda x: _sig(1.702 * x) * (1.0 + 1.702 * x * (1.0 - _sig(1.702 * x))),
+    "silu_dx": lambda x: _sig(x) * (1.0 + x * (1.0 - _sig(x))),
+    "mish": lambda x: x * np.tanh(np.log1p(np.exp(x))),
+    "erf_dx": lambda x: 2.0 / math.sqrt(math.pi) * np.exp(-x * x),
+    "arctan": np.arctan,
+    "cos": np.cos,
+    "tan": np.tan,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
 }
 
 
@@ -66,6 +89,11 @@ ALU = {
     "bitwise_and": _bits(np.bitwise_and), "bitwise_or": _bits(np.bitwise_or), "bitwise_xor": _bits(np.bitwise_xor),
     "logical_and": lambda a, b: np.logical_and(a, b).astype(np.float64),
     "logical_or": lambda a, b: np.logical_or(a, b).astype(np.float64),
+    "logical_xor": lambda a, b: np.logical_xor(a, b).astype(np.float64),
+    "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
+    "abs_min": lambda a, b: np.minimum(np.abs(a), np.abs(b)),
+    "mod": lambda a, b: _quiet(np.mod, np.float32(a), np.float32(b)).astype(np.float64),
+    "fmod": lambda a, b: _quiet(np.fmod, a, b),
 }
 REDUCE = {"add": np.sum, "maximum": np.max, "minimum": np.min, "multiply": np.prod}
 

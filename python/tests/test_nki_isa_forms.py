@@ -364,3 +364,156 @@ def test_a_benchmark_takes_a_launch_grid(nki_hook):
     t4 = four.benchmark_result.nc_latency.get_latency_percentile(50)
     # Four programs move four times the data: more modeled time, and the grid was not dropped.
     assert t4 > t1 > 0
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+# The functions added to the Scalar Engine's table beyond the first eighteen, with numpy float64
+# definitions written from the docs' descriptions (the sigmoid gelu is x * sigmoid(1.702 x)).
+NEW_FUNCTIONS = {
+    "gelu_dx": lambda x: 0.5 * (1.0 + np.vectorize(__import__("math").erf)(x / np.sqrt(2.0)))
+    + x * np.exp(-x * x / 2.0) / np.sqrt(2.0 * np.pi),
+    "gelu_apprx_sigmoid": lambda x: x * _sigmoid(1.702 * x),
+    "gelu_apprx_sigmoid_dx": lambda x: _sigmoid(1.702 * x) + 1.702 * x * _sigmoid(1.702 * x) * _sigmoid(-1.702 * x),
+    "silu_dx": lambda x: _sigmoid(x) * (1.0 + x * (1.0 - _sigmoid(x))),
+    "mish": lambda x: x * np.tanh(np.log1p(np.exp(x))),
+    "erf_dx": lambda x: 2.0 / np.sqrt(np.pi) * np.exp(-x * x),
+    "arctan": np.arctan,
+    "cos": np.cos,
+    "tan": np.tan,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEW_FUNCTIONS))
+def test_each_new_activation_function_in_both_apis_matches_numpy(nki_hook, nki_runner, rng, name):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.language as lnl
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @lnki.jit
+    def legacy(x):
+        out = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(out, getattr(lnl, name)(lnl.load(x)))
+        return out
+
+    @nki.jit
+    def current(x):
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        y = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=y, op=getattr(nl, name), data=t)
+        nisa.dma_copy(dst=out, src=y)
+        return out
+
+    # arctan is valid on [-pi/2, pi/2]; the others on every number. Whole and half numbers
+    # and their neighbours test the roundings.
+    hi = 1.5 if name == "arctan" else 4.0
+    x = rng.uniform(-hi, hi, (128, 64)).astype(np.float32)
+    x[:, :8] = np.array([-1.5, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 1.5], dtype=np.float32)
+    x[:, 8] = np.nextafter(np.float32(1.0), np.float32(0.0))
+    want = NEW_FUNCTIONS[name](f64(x))
+    for run in (legacy, current):
+        got = run(x)
+        if name in ("floor", "ceil", "trunc"):
+            np.testing.assert_array_equal(got, want.astype(np.float32))
+        else:
+            # One rounding of the float64 value (a few ulps of fp32 where numpy's order differs).
+            np.testing.assert_allclose(got, want, rtol=4e-7, atol=1e-7)
+
+
+def test_arctan_outside_its_valid_range_stops_the_simulation(nki_hook):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def k(x):
+        out = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(out, lnl.arctan(lnl.load(x)))
+        return out
+
+    with pytest.raises(ValueError, match=r"arctan input 2 .* outside its valid range \[-pi/2, pi/2\]"):
+        k(np.full((4, 4), 2.0, dtype=np.float32))
+
+
+@pytest.mark.parametrize("name,ref", [
+    ("mod", np.mod), ("fmod", np.fmod), ("abs_max", lambda a, b: np.maximum(np.abs(a), np.abs(b))),
+    ("abs_min", lambda a, b: np.minimum(np.abs(a), np.abs(b))),
+    ("logical_and", lambda a, b: np.logical_and(a, b)), ("logical_or", lambda a, b: np.logical_or(a, b)),
+    ("logical_xor", lambda a, b: np.logical_xor(a, b))])
+def test_remainders_logical_and_absolute_operators_of_two_tiles(nki_hook, nki_runner, rng, name, ref):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def k(a, b):
+        out = lnl.ndarray(a.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(out, getattr(lnl, name)(lnl.load(a), lnl.load(b), dtype=lnl.float32))
+        return out
+
+    a = np.round(rng.uniform(-9, 9, (64, 48)), 1).astype(np.float32)
+    b = np.round(rng.uniform(-4, 4, (64, 48)), 1).astype(np.float32)
+    a[:, 0], b[:, 1] = 0.0, 0.0
+    b[:, 0] = 0.0
+    with np.errstate(invalid="ignore"):
+        want = ref(a, b).astype(np.float32)
+        got = k(a, b)
+    ok = (got == want) | (np.isnan(got) & np.isnan(want))
+    assert ok.all(), (a[~ok][:3], b[~ok][:3], got[~ok][:3], want[~ok][:3])
+
+
+def test_a_masked_gather_of_rows_picked_by_computed_indices(nki_hook, nki_runner, rng):
+    """Nearest-neighbour doubling of the rows of each image: output row r takes input row
+    floor(r / 2), the row numbers computed in the kernel (an integer tile divided by 2 is a
+    float quotient, floored back to int32); the last tile's rows past the end are masked."""
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def double_rows(x):
+        batch, rows, cols = x.shape
+        out = lnl.ndarray((batch, 2 * rows, cols), dtype=x.dtype, buffer=lnl.shared_hbm)
+        for b in lnl.affine_range(batch):
+            for t in lnl.affine_range((2 * rows + 127) // 128):
+                i_p = lnl.arange(128)[:, None]
+                i_f = lnl.arange(cols)[None, :]
+                pos = t * 128 + i_p
+                src = lnl.floor(lisa.iota(pos, dtype=lnl.int32) / 2, dtype=lnl.int32)
+                keep = pos < 2 * rows
+                tile = lnl.load(x[b, src, i_f], mask=keep)
+                lnl.store(out[b, pos, i_f], value=tile, mask=keep)
+        return out
+
+    x = rng.standard_normal((2, 100, 24)).astype(np.float32)
+    np.testing.assert_array_equal(double_rows(x), np.repeat(x, 2, axis=1))
+
+
+def test_a_masked_scatter_writes_only_the_rows_its_mask_keeps(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def put_rows(table, ids, rows):
+        out = lnl.ndarray(table.shape, dtype=table.dtype, buffer=lnl.shared_hbm)
+        lnl.store(out, lnl.load(table))
+        idx = lnl.load(ids)
+        i_p = lnl.arange(ids.shape[0])[:, None]
+        i_f = lnl.arange(table.shape[1])[None, :]
+        # Only the first five rows and the first 8 columns are written.
+        lnl.store(out[idx[i_p, 0], i_f], value=lnl.load(rows), mask=(i_p < 5) & (i_f < 8))
+        return out
+
+    table = rng.standard_normal((40, 16)).astype(np.float32)
+    ids = np.array([[3], [17], [0], [39], [8], [9], [10], [11]], dtype=np.int32)
+    rows = rng.standard_normal((8, 16)).astype(np.float32)
+    want = table.copy()
+    want[ids[:5, 0], :8] = rows[:5, :8]
+    np.testing.assert_array_equal(put_rows(table, ids, rows), want)

@@ -34,6 +34,20 @@ fn nan_min(a: f32, b: f32) -> f32 {
     }
 }
 
+/// `a mod b` with the sign of `b`, as numpy's `mod` computes it in fp32: the exact remainder
+/// `fmod(a, b)`, plus `b` (one fp32 rounding) when its sign differs from `b`'s; a zero
+/// remainder takes `b`'s sign.
+fn floor_mod(a: f32, b: f32) -> f32 {
+    let r = a % b;
+    if r == 0.0 {
+        0f32.copysign(b)
+    } else if (r < 0.0) != (b < 0.0) {
+        r + b
+    } else {
+        r
+    }
+}
+
 fn flag(b: bool) -> f32 {
     if b {
         1.0
@@ -53,6 +67,14 @@ pub(crate) fn binary(op: AluOp, a: f32, b: f32) -> f32 {
         AluOp::Min => nan_min(a, b),
         AluOp::Divide => a / b,
         AluOp::Pow => libm::pow(f64::from(a), f64::from(b)) as f32,
+        AluOp::Mod => floor_mod(a, b),
+        // The remainder of a / b is exact in fp32 (C's fmod; Rust's `%`).
+        AluOp::Fmod => a % b,
+        AluOp::LogicalAnd => flag(a != 0.0 && b != 0.0),
+        AluOp::LogicalOr => flag(a != 0.0 || b != 0.0),
+        AluOp::LogicalXor => flag((a != 0.0) != (b != 0.0)),
+        AluOp::AbsMax => nan_max(a.abs(), b.abs()),
+        AluOp::AbsMin => nan_min(a.abs(), b.abs()),
         AluOp::IsEqual => flag(a == b),
         AluOp::NotEqual => flag(a != b),
         AluOp::IsGt => flag(a > b),
@@ -129,19 +151,53 @@ pub(crate) fn activate(func: ActFunc, x: f32) -> f32 {
             times_gate(v, sigmoid(2.0 * u))
         }
         ActFunc::Silu => times_gate(v, sigmoid(v)),
-        ActFunc::Softplus => {
-            if v > 0.0 {
-                v + libm::log1p(libm::exp(-v))
-            } else {
-                libm::log1p(libm::exp(v))
-            }
-        }
+        ActFunc::Softplus => softplus(v),
         ActFunc::Sqrt => libm::sqrt(v),
         ActFunc::Rsqrt => 1.0 / libm::sqrt(v),
         ActFunc::Erf => libm::erf(v),
         ActFunc::Sin => libm::sin(v),
+        ActFunc::GeluDx => {
+            let density = libm::exp(-0.5 * v * v) / (2.0 * std::f64::consts::PI).sqrt();
+            0.5 * libm::erfc(-v / std::f64::consts::SQRT_2) + vanishing(v, density)
+        }
+        ActFunc::GeluApprxSigmoid => times_gate(v, sigmoid(GELU_SIGMOID_SLOPE * v)),
+        ActFunc::GeluApprxSigmoidDx => {
+            let t = GELU_SIGMOID_SLOPE * v;
+            sigmoid(t) + vanishing(t, sigmoid(t) * sigmoid(-t))
+        }
+        ActFunc::SiluDx => sigmoid(v) + vanishing(v, sigmoid(v) * sigmoid(-v)),
+        ActFunc::Mish => times_gate(v, libm::tanh(softplus(v))),
+        ActFunc::ErfDx => std::f64::consts::FRAC_2_SQRT_PI * libm::exp(-v * v),
+        ActFunc::Arctan => libm::atan(v),
+        ActFunc::Cos => libm::cos(v),
+        ActFunc::Tan => libm::tan(v),
+        ActFunc::Floor => return x.floor(),
+        ActFunc::Ceil => return x.ceil(),
+        ActFunc::Trunc => return x.trunc(),
     };
     y as f32
+}
+
+/// The slope of the sigmoid approximation of gelu, `x * sigmoid(1.702 x)`.
+const GELU_SIGMOID_SLOPE: f64 = 1.702;
+
+/// `ln(1 + e^x)` in f64, without overflow for large `x`.
+fn softplus(x: f64) -> f64 {
+    if x > 0.0 {
+        x + libm::log1p(libm::exp(-x))
+    } else {
+        libm::log1p(libm::exp(x))
+    }
+}
+
+/// `x * f` of a factor `f` that vanishes faster than `x` grows: its limit 0 at infinite `x`
+/// (not the NaN of `inf * 0`).
+fn vanishing(x: f64, f: f64) -> f64 {
+    if x.is_infinite() {
+        0.0
+    } else {
+        x * f
+    }
 }
 
 /// `x * gate` of a gate that goes to 0 as `x` goes to -inf: its limit -0 there (not the NaN

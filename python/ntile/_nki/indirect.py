@@ -42,6 +42,18 @@ class Indirect:
     def __getitem__(self, key: Any) -> Any:
         raise unsupported("indexing a view already indexed by a tile")
 
+    def clip(self, clip: Any) -> "Indirect":
+        """The rows of the index tile and the columns a mask's ranges keep (``clip`` over
+        ``[K] + the row's shape``, as ``values.fit_clip`` gives it; None keeps all)."""
+        if not clip:
+            return self
+        rows, index = self.rows, self.index
+        if clip[0] is not None:
+            index = index.clip([clip[0]] + [None] * (len(index.tile_counts()) - 1), index.tile_counts())
+        if any(r is not None for r in clip[1:]):
+            rows = rows.clip([None] + list(clip[1:]), rows.counts)
+        return Indirect(rows, index)
+
     def __repr__(self) -> str:
         return f"<indirect rows of {self.st.name} by {self.index.st.name} {list(self.counts)}>"
 

@@ -22,11 +22,11 @@ Rec = Dict[str, Any]
 # ALU operators of the format (NKI's names) and what else kernels pass for them.
 ALU = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal", "not_equal",
        "greater", "greater_equal", "less", "less_equal", "bitwise_and", "bitwise_or", "bitwise_xor",
-       "left_shift", "right_shift", "abs", "square", "relu", "rsqrt", "reciprocal")
-# NKI operators the format (and ntile's engines) does not have: refused by name.
-ALU_UNSUPPORTED = ("logical_and", "logical_or", "logical_xor", "abs_max", "abs_min")
+       "left_shift", "right_shift", "abs", "square", "relu", "rsqrt", "reciprocal", "mod", "fmod", "logical_and",
+       "logical_or", "logical_xor", "abs_max", "abs_min")
 ACT = ("copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "silu", "softplus",
-       "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "erf", "sin")
+       "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "erf", "sin", "gelu_dx", "gelu_apprx_sigmoid",
+       "gelu_apprx_sigmoid_dx", "silu_dx", "mish", "erf_dx", "arctan", "cos", "tan", "floor", "ceil", "trunc")
 ENGINES = {"act", "dve", "pool", "pe", "sp"}
 
 
@@ -37,7 +37,7 @@ def _numpy_ops() -> Dict[int, str]:
              (np.greater, "greater"), (np.greater_equal, "greater_equal"), (np.less, "less"),
              (np.less_equal, "less_equal"), (np.bitwise_and, "bitwise_and"), (np.bitwise_or, "bitwise_or"),
              (np.bitwise_xor, "bitwise_xor"), (np.logical_and, "logical_and"), (np.logical_or, "logical_or"),
-             (np.logical_xor, "logical_xor"), (np.left_shift, "left_shift"), (np.right_shift, "right_shift"),
+             (np.logical_xor, "logical_xor"), (np.mod, "mod"), (np.fmod, "fmod"), (np.left_shift, "left_shift"), (np.right_shift, "right_shift"),
              (np.max, "maximum"), (np.amax, "maximum"), (np.min, "minimum"), (np.amin, "minimum"),
              (np.sum, "add"), (np.prod, "multiply")]
     return {id(f): n for f, n in pairs}
@@ -46,7 +46,8 @@ def _numpy_ops() -> Dict[int, str]:
 def _numpy_acts() -> Dict[int, str]:
     pairs = [(np.exp, "exp"), (np.log, "log"), (np.tanh, "tanh"), (np.sqrt, "sqrt"), (np.reciprocal, "reciprocal"),
              (np.abs, "abs"), (np.absolute, "abs"), (np.sign, "sign"), (np.sin, "sin"), (np.square, "square"),
-             (np.copy, "copy"), (np.arctan, "arctan"), (np.cos, "cos"), (np.tan, "tan")]
+             (np.copy, "copy"), (np.arctan, "arctan"), (np.cos, "cos"), (np.tan, "tan"), (np.floor, "floor"),
+             (np.ceil, "ceil"), (np.trunc, "trunc")]
     return {id(f): n for f, n in pairs}
 
 

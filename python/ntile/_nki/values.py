@@ -273,6 +273,10 @@ def elementwise(alu: str, x: Any, y: Any, dtype: Optional[str] = None, clip: Cli
         dtype = dtypes.promote(a, b) if a and b else (a or b)
         if alu in ("equal", "not_equal", "greater", "greater_equal", "less", "less_equal") and current().api == "legacy":
             dtype = "uint8"
+        elif alu == "divide" and dtype not in dtypes.FLOATS:
+            # True division, as Python's `/` and numpy's: integers give a float quotient (which
+            # kernels then floor), not one rounded back to an integer.
+            dtype = "fp32"
     dst = into if into is not None else temp(shape, dtype)
     space = dst.tile_counts()
     clip = fit_clip(clip, space)
@@ -403,11 +407,14 @@ def transpose_tile(x: View, engine: Optional[str] = None, dtype: Optional[str] =
 
 def load(src: View, dtype: Optional[str] = None, clip: Clip = None) -> View:
     if isinstance(src, Indirect):
-        # Rows named by a tile of indices: a gather into a new tile.
-        if clip is not None:
-            raise unsupported("nl.load of rows named by a tile of indices with a mask")
-        dst = temp(src.counts if len(src.counts) >= 2 else (src.counts[0], 1), dtype or src.st.dtype)
-        return produced(dst, ops.dma_copy(dst, src), None)
+        # Rows named by a tile of indices: a gather into a new tile (a mask keeps some of the
+        # index tile's rows and some columns: only those are gathered).
+        shape = src.counts if len(src.counts) >= 2 else (src.counts[0], 1)
+        dst = temp(shape, dtype or src.st.dtype)
+        clip = fit_clip(clip, shape)
+        if clip is False:
+            return nothing(dst)
+        return produced(dst, ops.dma_copy(clipped(dst, clip, shape), src.clip(clip)), clip)
     if not isinstance(src, View):
         raise NkiTypeError(f"nl.load needs a tensor, got {type(src).__name__}")
     if src.st.on_chip:
@@ -433,11 +440,17 @@ def in_sbuf(x: Any) -> Any:
 
 def store(dst: View, value: Any, clip: Clip = None) -> None:
     if isinstance(dst, Indirect):
-        # Rows named by a tile of indices: a scatter of the tile.
-        if clip is not None:
-            raise unsupported("nl.store into rows named by a tile of indices with a mask")
-        if not is_nothing(value):
-            ops.dma_copy(dst, in_sbuf(value))
+        # Rows named by a tile of indices: a scatter of the tile (of the rows and columns a mask
+        # keeps).
+        if is_nothing(value):
+            return
+        if not isinstance(value, View):
+            raise NkiTypeError(f"nl.store stores a tile, got {type(value).__name__}")
+        space = value.tile_counts()
+        clip = fit_clip(clip, space)
+        if clip is False:
+            return
+        ops.dma_copy(dst.clip(clip), clipped(in_sbuf(value), clip, space))
         return
     if not isinstance(dst, View) or dst.st.on_chip:
         raise NkiValueError("nl.store writes an HBM tensor")

@@ -91,6 +91,12 @@ def reshape_dims(dims: Dims, shape: Sequence[int]) -> Optional[Dims]:
     return tuple((strides[i], new[i]) for i in range(len(new)))
 
 
+def _is_scalar_index(it: Any) -> bool:
+    """Whether ``it`` indexes one element of its dimension: an integer, or an affine
+    expression without axes."""
+    return type(it) is int or isinstance(it, ix.Affine) and not it.terms and not it.shape
+
+
 class View:
     """A strided view of a storage (the base of both APIs' tensor classes)."""
 
@@ -216,6 +222,11 @@ class View:
                     from .indirect import index_by_tile  # noqa: PLC0415
 
                     return index_by_tile(self, items)
+                lead = items[: next(k for k, x in enumerate(items) if x is it)]
+                if not self.st.on_chip and all(_is_scalar_index(x) for x in lead):
+                    # ``t[b, idx, ...]``: the leading numbers pick a sub-tensor, whose rows the
+                    # tile indexes.
+                    return self.index(tuple(lead)).index(tuple(items[len(lead):]))
                 raise NkiUnsupportedError(
                     "indexing a tensor with a tile (dynamic, data-dependent indexing) is not supported by ntile "
                     "beyond the rows of an HBM tensor (table[idx_tile, ...])")

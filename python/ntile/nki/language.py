@@ -201,6 +201,6 @@ def shared_identity_matrix(n: Any, dtype: Any = uint8, dst: Any = None) -> NkiTe
 
 
 for _name in ("dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "fori_loop", "while_loop",
-              "dynamic_range", "invert", "logical_not", "fmod", "mod", "var"):
+              "dynamic_range", "invert", "logical_not", "var"):
     globals()[_name] = lang.refused(f"nki.language.{_name}")
 del _name

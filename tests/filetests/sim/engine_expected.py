@@ -36,6 +36,9 @@ def act(name, x):
     sig = lambda t: 1.0 / (1.0 + np.exp(-t))
     # x * gate(x) with the gate going to 0 at -inf: the limit -0 there, not -inf * 0.
     gate = lambda t, g: np.where(t == -np.inf, -0.0, t * g)
+    # t * f with f vanishing faster than t grows: 0 at infinite t, not inf * 0.
+    vanishing = lambda t, f: np.where(np.isinf(t), 0.0, t * f)
+    softplus = lambda t: np.where(t > 0, t + np.log1p(np.exp(-np.abs(t))), np.log1p(np.exp(np.minimum(t, 0))))
     table = {
         "copy": lambda: v,
         "exp": lambda: np.exp(v),
@@ -46,7 +49,7 @@ def act(name, x):
         "gelu": lambda: gate(v, 0.5 * erfc(-v / math.sqrt(2.0))),
         "gelu_apprx_tanh": lambda: gate(v, sig(2.0 * math.sqrt(2.0 / math.pi) * (v + 0.044715 * v**3))),
         "silu": lambda: gate(v, sig(v)),
-        "softplus": lambda: np.where(v > 0, v + np.log1p(np.exp(-np.abs(v))), np.log1p(np.exp(np.minimum(v, 0)))),
+        "softplus": lambda: softplus(v),
         "square": lambda: v * v,
         "sqrt": lambda: np.sqrt(v),
         "rsqrt": lambda: 1.0 / np.sqrt(v),
@@ -55,6 +58,18 @@ def act(name, x):
         "sign": lambda: np.where(v == 0, v, np.sign(v)),
         "erf": lambda: erf(v),
         "sin": lambda: np.sin(v),
+        "gelu_dx": lambda: 0.5 * erfc(-v / math.sqrt(2.0)) + vanishing(v, np.exp(-0.5 * v * v) / math.sqrt(2.0 * math.pi)),
+        "gelu_apprx_sigmoid": lambda: gate(v, sig(1.702 * v)),
+        "gelu_apprx_sigmoid_dx": lambda: sig(1.702 * v) + vanishing(1.702 * v, sig(1.702 * v) * sig(-1.702 * v)),
+        "silu_dx": lambda: sig(v) + vanishing(v, sig(v) * sig(-v)),
+        "mish": lambda: gate(v, np.tanh(softplus(v))),
+        "erf_dx": lambda: 2.0 / math.sqrt(math.pi) * np.exp(-v * v),
+        "arctan": lambda: np.arctan(v),
+        "cos": lambda: np.cos(v),
+        "tan": lambda: np.tan(v),
+        "floor": lambda: np.floor(v),
+        "ceil": lambda: np.ceil(v),
+        "trunc": lambda: np.trunc(v),
     }
     return f32(table[name]())
 

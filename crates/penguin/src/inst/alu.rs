@@ -78,6 +78,21 @@ alu_ops! {
     Divide = "divide", Arithmetic, false;
     /// `a ** b`.
     Pow = "power", Arithmetic, false;
+    /// `a mod b` with the sign of `b` (Python's `%`, numpy's `mod`; `nl.mod`, beyond the ISA's
+    /// table as `divide` is).
+    Mod = "mod", Arithmetic, false;
+    /// `a mod b` with the sign of `a` (C's `fmod`; `nl.fmod`, beyond the table).
+    Fmod = "fmod", Arithmetic, false;
+    /// `1` when both are nonzero, else `0` (NaN counts as nonzero).
+    LogicalAnd = "logical_and", Arithmetic, true;
+    /// `1` when either is nonzero, else `0`.
+    LogicalOr = "logical_or", Arithmetic, true;
+    /// `1` when exactly one is nonzero, else `0`.
+    LogicalXor = "logical_xor", Arithmetic, true;
+    /// `max(|a|, |b|)` (NaN if either is NaN).
+    AbsMax = "abs_max", Arithmetic, false;
+    /// `min(|a|, |b|)` (NaN if either is NaN).
+    AbsMin = "abs_min", Arithmetic, false;
     /// `a == b`.
     IsEqual = "equal", Compare, false;
     /// `a != b`.
@@ -209,6 +224,30 @@ act_funcs! {
     Erf = "erf", None;
     /// `sin x`, valid on `[-pi, pi]` (the engine does no range reduction).
     Sin = "sin", Some(ValidRange::PI);
+    /// `d/dx gelu = Phi(x) + x phi(x)` (`phi` the standard normal density).
+    GeluDx = "gelu_dx", None;
+    /// `x * sigmoid(1.702 x)`.
+    GeluApprxSigmoid = "gelu_apprx_sigmoid", None;
+    /// `d/dx (x * sigmoid(1.702 x)) = s + 1.702 x s (1 - s)`, `s = sigmoid(1.702 x)`.
+    GeluApprxSigmoidDx = "gelu_apprx_sigmoid_dx", None;
+    /// `d/dx silu = s + x s (1 - s)`, `s = sigmoid(x)`.
+    SiluDx = "silu_dx", None;
+    /// `x * tanh(softplus(x))`.
+    Mish = "mish", None;
+    /// `2 / sqrt(pi) * e^(-x^2)`.
+    ErfDx = "erf_dx", None;
+    /// `arctan x`, valid on `[-pi/2, pi/2]`.
+    Arctan = "arctan", Some(ValidRange::HALF_PI);
+    /// `cos x` (`nl.cos`; not in the ISA's table, run on the Scalar Engine as the others).
+    Cos = "cos", None;
+    /// `tan x` (`nl.tan`; not in the ISA's table).
+    Tan = "tan", None;
+    /// The largest integer `<= x` (`nl.floor`; not in the ISA's table).
+    Floor = "floor", None;
+    /// The smallest integer `>= x` (`nl.ceil`; not in the ISA's table).
+    Ceil = "ceil", None;
+    /// `x` rounded toward zero (`nl.trunc`; not in the ISA's table).
+    Trunc = "trunc", None;
 }
 
 impl ActFunc {
@@ -244,6 +283,14 @@ pub struct ValidRange {
 impl ValidRange {
     /// `[-pi, pi]` (sin).
     pub const PI: ValidRange = ValidRange { lo: i32::MIN, hi: 0, both_signs: true };
+    /// `[-pi/2, pi/2]` (arctan).
+    pub const HALF_PI: ValidRange = ValidRange { lo: i32::MIN, hi: -1, both_signs: true };
+
+    /// For a range around 0 given in multiples of pi ([`Self::PI`], [`Self::HALF_PI`]), its
+    /// bound `pi * 2^hi`.
+    pub fn pi_bound(self) -> Option<f64> {
+        (self.lo == i32::MIN).then(|| std::f64::consts::PI * 2f64.powi(self.hi))
+    }
 
     const fn between(lo: i32, hi: i32) -> Self {
         ValidRange { lo, hi, both_signs: false }
@@ -254,8 +301,8 @@ impl ValidRange {
         if x.is_nan() {
             return true;
         }
-        if self == Self::PI {
-            return x.abs() <= std::f64::consts::PI;
+        if let Some(bound) = self.pi_bound() {
+            return x.abs() <= bound;
         }
         let m = if self.both_signs { x.abs() } else { x };
         m >= 2f64.powi(self.lo) && m <= 2f64.powi(self.hi)
@@ -266,6 +313,9 @@ impl fmt::Display for ValidRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if *self == Self::PI {
             return f.write_str("[-pi, pi]");
+        }
+        if *self == Self::HALF_PI {
+            return f.write_str("[-pi/2, pi/2]");
         }
         let sign = if self.both_signs { "+-" } else { "" };
         write!(f, "{sign}[2^{}, 2^{}]", self.lo, self.hi)

@@ -184,10 +184,12 @@ fn run_on(
 /// Dense samples and the edge values of a function's domain, as fp32.
 fn domain(func: ActFunc) -> Vec<f32> {
     let mut v: Vec<f32> = match func.valid_range() {
-        Some(r) if r == penguin::ValidRange::PI => {
-            // fp32's pi is above pi: the largest fp32 below it bounds the valid samples.
-            let pi = f32::from_bits(std::f32::consts::PI.to_bits() - 1);
-            (0..4096).map(|i| -pi + 2.0 * pi * i as f32 / 4095.0).filter(|x| r.contains(f64::from(*x))).collect()
+        Some(r) if r.pi_bound().is_some() => {
+            // The fp32 bound rounds above the true one: the largest fp32 below it bounds the
+            // valid samples.
+            let bound = r.pi_bound().unwrap() as f32;
+            let b = f32::from_bits(bound.to_bits() - 1);
+            (0..4096).map(|i| -b + 2.0 * b * i as f32 / 4095.0).filter(|x| r.contains(f64::from(*x))).collect()
         }
         Some(r) => {
             // Log-uniform over [2^lo, 2^hi] (both signs where valid), the ends included.
@@ -293,7 +295,13 @@ if bad:
 
 #[test]
 fn an_input_outside_the_documented_range_stops_the_run() {
-    for (func, bad) in [(ActFunc::Sqrt, 0.0), (ActFunc::Log, -1.0), (ActFunc::Sin, 4.0), (ActFunc::Reciprocal, 1e-20)] {
+    for (func, bad) in [
+        (ActFunc::Sqrt, 0.0),
+        (ActFunc::Log, -1.0),
+        (ActFunc::Sin, 4.0),
+        (ActFunc::Reciprocal, 1e-20),
+        (ActFunc::Arctan, 1.6),
+    ] {
         let x: Vec<f32> = (0..8).map(|i| if i == 5 { bad } else { 1.0 }).collect();
         let e = run_on(Engine::Act, 1, &x, 8, 8, |dst, src| Op::Activation {
             func,
@@ -517,4 +525,61 @@ fn the_softmax_and_rmsnorm_examples_match_f64() {
             assert!((got - want).abs() <= 1e-6, "softmax[{p}, {f}] = {got}, f64 {want}");
         }
     }
+}
+
+/// The operators beyond the first ones (mod, fmod, the logical ones, abs_max, abs_min) as
+/// tensor_scalar's op0 against numpy's float32 operators, bit for bit (each is exact in fp32,
+/// or one fp32 rounding as numpy's own), over values with signs, zeros, halves and NaN.
+#[test]
+fn the_remainder_logical_and_absolute_operators_match_numpy() {
+    let mut x: Vec<f32> = vec![7.0, -7.0, 6.0, -6.0, 0.5, -0.5, 0.0, -0.0, 2.75, -2.75, 1e-30, -1e-30, 1e6, f32::NAN];
+    x.extend((0..114).map(|i| (i as f32 - 57.0) * 0.37));
+    let ops =
+        [AluOp::Mod, AluOp::Fmod, AluOp::LogicalAnd, AluOp::LogicalOr, AluOp::LogicalXor, AluOp::AbsMax, AluOp::AbsMin];
+    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits().to_string()).collect::<Vec<_>>().join(",");
+    let mut args = vec![bits(&x)];
+    for op in ops {
+        for c in [3.0f32, -2.5, 0.0] {
+            let y = run_on(Engine::Dve, 1, &x, x.len() as u32, x.len() as u32, |dst, src| Op::TensorScalar {
+                op0: op,
+                reverse0: false,
+                op1: None,
+                reverse1: false,
+                dst,
+                src,
+                operand0: ScalarOperand::Imm(f64::from(c)),
+                operand1: ScalarOperand::Imm(0.0),
+            })
+            .unwrap();
+            args.push(format!("{op}:{c}:{}", bits(&y)));
+        }
+    }
+    let script = r#"
+import sys
+import numpy as np
+np.seterr(all="ignore")
+f = lambda s: np.array([int(t) for t in s.split(",")], dtype=np.uint32).view(np.float32)
+x = f(sys.argv[1])
+ref = {
+    "mod": np.mod, "fmod": np.fmod,
+    "logical_and": lambda a, b: np.logical_and(a, b).astype(np.float32),
+    "logical_or": lambda a, b: np.logical_or(a, b).astype(np.float32),
+    "logical_xor": lambda a, b: np.logical_xor(a, b).astype(np.float32),
+    "abs_max": lambda a, b: np.maximum(np.abs(a), np.abs(b)),
+    "abs_min": lambda a, b: np.minimum(np.abs(a), np.abs(b)),
+}
+bad = []
+for arg in sys.argv[2:]:
+    name, c, ys = arg.split(":")
+    want = ref[name](x, np.float32(c)).astype(np.float32)
+    got = f(ys)
+    same = (got.view(np.uint32) == want.view(np.uint32)) | (np.isnan(got) & np.isnan(want))
+    for k in np.flatnonzero(~same)[:3]:
+        bad.append(f"{name}({x[k]!r}, {c}) = {got[k]!r}, numpy {want[k]!r}")
+print(len(sys.argv) - 2)
+if bad:
+    sys.exit("\n".join(bad))
+"#;
+    let out = python(script, &args);
+    assert_eq!(out.trim(), (ops.len() * 3).to_string());
 }

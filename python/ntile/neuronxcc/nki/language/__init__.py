@@ -279,7 +279,7 @@ def static_cast(data: Any, dtype: Any, **kwargs: Any) -> Any:
 
 
 for _name in ("dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "atomic_rmw",
-              "all_reduce", "invert", "logical_not", "fmod", "mod",
+              "all_reduce", "invert", "logical_not",
               "var", "gemm_grid", "gemm_stationary_grid"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.language.{_name}")
 del _name
