@@ -194,3 +194,17 @@ def test_a_two_core_kernel_inside_another_kernel_is_refused():
 
     with pytest.raises(NotImplementedError, match="launched on several NeuronCores called from inside another kernel"):
         outer(np.zeros((256, 64), np.float32), np.zeros((256, 64), np.float32))
+
+
+def test_a_legacy_grid_of_0_runs_the_kernel_once_as_program_0(rng):
+    # Public legacy kernels launch a one-program kernel as kernel[0].
+    @lnki.jit
+    def scaled(x):
+        out = lnl.ndarray(x.shape, dtype=x.dtype, buffer=lnl.shared_hbm)
+        lnl.store(out, lnl.multiply(lnl.load(x), float(lnl.program_id(0) + 3)))
+        return out
+
+    x = rng.standard_normal((64, 32)).astype(np.float32)
+    np.testing.assert_array_equal(scaled[0](x), x * np.float32(3))
+    with pytest.raises(ValueError, match="0 is not a positive integer"):
+        scaled[0, 2](x)

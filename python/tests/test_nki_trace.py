@@ -443,6 +443,43 @@ def test_legacy_mod_alloc_places_every_block():
     assert p["address"] == {"blocks": [[0, 2048], [0, 4096], [0, 2048]]}
 
 
+def test_an_address_computed_in_a_loop_body_is_the_first_iterations():
+    """NKI traces an affine_range body once, so `addr += size` there runs once: every
+    iteration's tensor of a site sits where the first iteration's does. A Python loop and a
+    static_range loop in the body are unrolled, as in NKI: their tensors take addresses of
+    their own."""
+    @lnki.jit
+    def k(x):
+        state = {"addr": 0}
+
+        def take(nbytes):
+            a = state["addr"]
+            state["addr"] += nbytes
+            return ncc.sbuf.mod_alloc(base_addr=a)
+
+        out = lnl.ndarray((4, 128, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        for i in lnl.affine_range(4):
+            tiles = []
+            for j in range(2):
+                t = lnl.ndarray((lnl.par_dim(128), 64), dtype=lnl.float32, buffer=take(256))
+                t[...] = lnl.load(x)
+                tiles.append(t)
+            for s in lnl.static_range(2):
+                u = lnl.ndarray((lnl.par_dim(128), 64), dtype=lnl.float32, buffer=take(256))
+                u[...] = lnl.add(tiles[s], float(s))
+                tiles[s] = u
+            lnl.store(out[i], lnl.add(tiles[0], tiles[1]))
+        return out
+
+    doc = trace(k, tensor[[128, 64], lnl.float32])
+    placed = [t["address"]["byte"] for t in doc["tensors"] if t.get("address")]
+    # Four tensors per iteration at 0, 256 (the Python loop) and 512, 768 (the static loop),
+    # in every iteration; unplaced, the second iteration's would start at 1024.
+    assert placed == [0, 256, 512, 768] * 4
+    x = np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32)
+    np.testing.assert_array_equal(k(x), np.broadcast_to(x + (x + np.float32(1)), (4, 128, 64)))
+
+
 def test_current_address_argument():
     @cnki.jit
     def k(x):

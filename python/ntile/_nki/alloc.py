@@ -114,7 +114,31 @@ def new_tensor(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any
         st.address = {"partition": as_int(p, "address partition"), "byte": as_int(b, "address byte")}
     elif place is not None:
         st.address = _placed(st, place)
+    if st.address is not None:
+        st.address = first_trace_address(T, site[0], st.address)
     return T.view_class.whole(st)
+
+
+def first_trace_address(T: Any, site: int, address: Dict[str, Any]) -> Dict[str, Any]:
+    """The address of a placed tensor as NKI gives it: NKI traces the body of an
+    ``affine_range`` or ``sequential_range`` loop once, so the Python code that computes an
+    address there (``addr += size`` in the body) runs once, and every iteration's tensor of a
+    site has the address of the first. ntile runs the body once per iteration: a site's visit
+    in a later iteration takes the address of the same visit (the same site, the same
+    iterations of static loops, the same count of earlier visits) where every other enclosing
+    loop was at its first iteration."""
+    if not T.loop_path:
+        return address
+    path = tuple((loc, kind, i) for loc, kind, i in T.loop_path)
+    first = tuple((loc, kind, i if kind == "static" else 0) for loc, kind, i in T.loop_path)
+    key = (site, path)
+    n = T.site_visits.get(key, 0)
+    T.site_visits[key] = n + 1
+    canonical = (site, first, n)
+    if path == first:
+        T.first_addresses[canonical] = address
+        return address
+    return T.first_addresses.get(canonical, address)
 
 
 def _placed(st: Any, place: Callable[..., Tuple[int, int]]) -> Dict[str, Any]:

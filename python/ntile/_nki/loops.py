@@ -49,12 +49,18 @@ class LoopRange:
 
 
 def _marked(T: Any, kind: str, r: range) -> Iterator[int]:
-    T.emit({"op": "loop_begin", "loc": T.loc(), "kind": kind, "trips": len(r)})
+    loc = T.loc()
+    T.emit({"op": "loop_begin", "loc": loc, "kind": kind, "trips": len(r)})
+    entry = [tuple(loc), kind, 0]
+    T.loop_path.append(entry)
     try:
         for i, v in enumerate(r):
+            entry[2] = i
             T.emit({"op": "iteration", "loc": T.loc(), "index": i})
             yield v
     finally:
+        if T.loop_path and T.loop_path[-1] is entry:
+            T.loop_path.pop()
         # A loop left by `break` or an exception still closes (CPython closes the generator as
         # soon as the loop drops it); a trace already finished is left alone.
         if T.open:

@@ -107,6 +107,10 @@ def parse(entries: Sequence[Any], api: str, kernel: str) -> Grid:
     after the other and only ``nl.nc`` / ``nl.spmd_dim`` place programs on cores."""
     if api != "legacy" and len(entries) == 1 and _is_size(entries[0]):
         entries = [nc(entries[0])]
+    if api == "legacy" and list(entries) == [0]:
+        # ``kernel[0]``, as public legacy kernels launch a one-program kernel: the grid of one
+        # program (``nl.program_id(0)`` is 0).
+        entries = [1]
     sizes: List[int] = []
     core_axis: Optional[int] = None
     cores = 1

@@ -136,6 +136,12 @@ class Trace:
         self.shared_seen: Dict[int, int] = {}
         # Where each physical core's records begin (a kernel launched on several cores).
         self.cores: List[int] = []
+        # The NKI loops being traced, outermost first: [loop location, kind, iteration]; and the
+        # addresses placed tensors took where every enclosing affine/sequential loop was at its
+        # first iteration (see `alloc.first_trace_address`).
+        self.loop_path: List[List[Any]] = []
+        self.first_addresses: Dict[Tuple[Any, ...], Any] = {}
+        self.site_visits: Dict[Tuple[Any, ...], int] = {}
 
     # --- locations -------------------------------------------------------------------------
 
