@@ -517,3 +517,48 @@ def test_a_masked_scatter_writes_only_the_rows_its_mask_keeps(nki_hook, nki_runn
     want = table.copy()
     want[ids[:5, 0], :8] = rows[:5, :8]
     np.testing.assert_array_equal(put_rows(table, ids, rows), want)
+
+
+@pytest.mark.parametrize("api", ["legacy", "current"])
+def test_var_all_logical_not_and_invert(nki_hook, nki_runner, rng, api):
+    if api == "legacy":
+        import ntile.neuronxcc.nki as knki
+        import ntile.neuronxcc.nki.language as knl
+    else:
+        import ntile.nki as knki
+        import ntile.nki.language as knl
+
+    @knki.jit
+    def k(x, y):
+        v = knl.ndarray((x.shape[0], 1), dtype=knl.float32, buffer=knl.shared_hbm)
+        a = knl.ndarray((x.shape[0], 1), dtype=knl.uint8, buffer=knl.shared_hbm)
+        n = knl.ndarray(y.shape, dtype=y.dtype, buffer=knl.shared_hbm)
+        z = knl.ndarray(x.shape, dtype=knl.uint8, buffer=knl.shared_hbm)
+        t = knl.load(x)
+        knl.store(v, knl.var(t, axis=1, keepdims=True))
+        knl.store(a, knl.all(t, axis=1, keepdims=True))
+        knl.store(n, knl.invert(knl.load(y)))
+        knl.store(z, knl.logical_not(t))
+        return v, a, n, z
+
+    x = rng.standard_normal((64, 40)).astype(np.float32)
+    x[3, 5], x[7, :] = 0.0, 0.0
+    y = rng.integers(-1000, 1000, (64, 8)).astype(np.int32)
+    v, a, n, z = k(x, y)
+    # fp32 mean and squared deviations summed in fp32: a few ulps of the float64 variance.
+    np.testing.assert_allclose(v[:, 0], f64(x).var(axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(a[:, 0], np.all(x != 0, axis=1))
+    np.testing.assert_array_equal(n, ~y)
+    np.testing.assert_array_equal(z, x == 0)
+
+
+def test_invert_of_a_float_tile_is_refused(nki_hook):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def k(x):
+        lnl.invert(lnl.load(x))
+
+    with pytest.raises(TypeError, match="nl.invert takes an integer tile"):
+        k(np.zeros((4, 4), np.float32))

@@ -102,8 +102,38 @@ sum = _reduction("sum", "add")  # noqa: A001 (NKI's name)
 max = _reduction("max", "maximum")  # noqa: A001
 min = _reduction("min", "minimum")  # noqa: A001
 prod = _reduction("prod", "multiply")
-all = _reduction("all", None)  # noqa: A001
-var = _reduction("var", None)
+
+
+def all(x: Any, axis: Any, dtype: Any = None, mask: Any = None, keepdims: bool = False,  # noqa: A001 (NKI's name)
+        **kwargs: Any) -> View:
+    """Whether every element along ``axis`` is nonzero (1 or 0): the minimum of ``x != 0``."""
+    c = clip(mask)
+    nonzero = values.elementwise("not_equal", x, 0.0, "fp32", c)
+    return values.reduce("minimum", nonzero, axis, dt(dtype) or "uint8", keepdims, c)
+
+
+def var(x: Any, axis: Any, dtype: Any = None, mask: Any = None, keepdims: bool = False, **kwargs: Any) -> View:
+    """The population variance along ``axis`` (numpy's ``var``, ``ddof=0``): the mean of the
+    squared deviations from the mean, in fp32."""
+    c = clip(mask)
+    centred = values.elementwise("subtract", x, mean(x, axis, "fp32", mask, keepdims=True), "fp32", c)
+    return mean(values.elementwise("multiply", centred, centred, "fp32", c), axis, dtype or x.st.dtype, mask,
+                keepdims)
+
+
+def logical_not(x: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
+    """1 where ``x`` is zero, else 0."""
+    return values.elementwise("equal", x, 0.0, dt(dtype) or "uint8", clip(mask))
+
+
+def invert(x: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
+    """The bitwise NOT of an integer tile (``x ^ all ones``)."""
+    if not isinstance(x, View) or x.st.dtype in dtypes.FLOATS:
+        raise NkiTypeError("nl.invert takes an integer tile")
+    ones = (1 << (8 * dtypes.itemsize(x.st.dtype))) - 1
+    if x.st.dtype.startswith("int"):
+        ones = -1
+    return values.elementwise("bitwise_xor", x, ones, dt(dtype) or x.st.dtype, clip(mask))
 
 
 def mean(x: Any, axis: Any, dtype: Any = None, mask: Any = None, keepdims: bool = False, **kwargs: Any) -> View:

@@ -22,6 +22,8 @@ from .._nki.lang import (  # noqa: F401 (re-exported NKI names)
     load_transpose2d,
     loop_reduce,
     matmul,
+    invert,
+    logical_not,
     mean,
     negative,
     no_reorder,
@@ -35,6 +37,7 @@ from .._nki.lang import (  # noqa: F401 (re-exported NKI names)
     store,
     tile_size,
     transpose,
+    var,
     where,
 )
 from .._nki.lang import all, max, min, sum  # noqa: F401,A004 (NKI's names)
@@ -201,6 +204,6 @@ def shared_identity_matrix(n: Any, dtype: Any = uint8, dst: Any = None) -> NkiTe
 
 
 for _name in ("dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "fori_loop", "while_loop",
-              "dynamic_range", "invert", "logical_not", "var"):
+              "dynamic_range"):
     globals()[_name] = lang.refused(f"nki.language.{_name}")
 del _name

@@ -25,6 +25,8 @@ from ...._nki.lang import (  # noqa: F401 (re-exported NKI names)
     load_transpose2d,
     loop_reduce,
     matmul,
+    invert,
+    logical_not,
     mean,
     negative,
     num_programs,
@@ -37,6 +39,7 @@ from ...._nki.lang import (  # noqa: F401 (re-exported NKI names)
     store,
     tile_size,
     transpose,
+    var,
     where,
 )
 from ...._nki.lang import all, max, min, sum  # noqa: F401,A004 (NKI's names)
@@ -279,7 +282,7 @@ def static_cast(data: Any, dtype: Any, **kwargs: Any) -> Any:
 
 
 for _name in ("dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "atomic_rmw",
-              "all_reduce", "invert", "logical_not",
-              "var", "gemm_grid", "gemm_stationary_grid"):
+              "all_reduce",
+              "gemm_grid", "gemm_stationary_grid"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.language.{_name}")
 del _name
