@@ -336,6 +336,34 @@ class Reference:
             acc = np.asarray(ALU[op](acc, row.astype(np.float32)), dtype=np.float32)
         self.write(rec["dst"], acc)
 
+    def op_top8(self, rec: Any) -> None:
+        src = self.read(rec["src"]).astype(np.float32)
+        x = src.reshape(src.shape[0], -1)
+        mode = rec["mode"]
+        if mode == "max8":
+            # NaN first, then the values from the largest (numpy's sort puts NaN last).
+            key = np.where(np.isnan(x), np.inf, x)
+            order = np.argsort(-key, axis=1, kind="stable")[:, :8]
+            self.write(rec["dst"], np.take_along_axis(x, order, axis=1))
+            return
+        vals = self.read(rec["vals"]).astype(np.float32).reshape(x.shape[0], 8)
+        out, pos = x.copy(), np.full((x.shape[0], 8), 0xFFFFFFFF, dtype=np.float64)
+        for p in range(x.shape[0]):
+            free = np.ones(x.shape[1], dtype=bool)
+            for i in (range(7, -1, -1) if mode == "match_replace8" else range(8)):
+                hits = np.flatnonzero(free & (x[p] == vals[p, i]))
+                if hits.size:
+                    free[hits[0]] = False
+                    pos[p, i] = hits[0]
+                    out[p, hits[0]] = _num(rec.get("value", 0.0))
+        sentinel = {"uint16": 0xFFFF, "uint32": 0xFFFFFFFF}
+        index_view = rec["dst"] if mode == "find_index8" else rec.get("idx")
+        if index_view is not None:
+            width = sentinel[self.tensors[index_view["t"]]["dtype"]]
+            self.write(index_view, np.minimum(pos, width))
+        if mode == "match_replace8":
+            self.write(rec["dst"], out.reshape(src.shape))
+
     def op_stream_shuffle(self, rec: Any) -> None:
         src = self.raw(rec["src"])
         src = src.reshape(src.shape[0], -1)

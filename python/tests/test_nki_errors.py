@@ -132,9 +132,10 @@ def test_an_unsupported_api_is_a_not_implemented_error_naming_it(api):
         @lnki.jit
         def k(x):
             t = lnl.load(x)
-            top = lisa.max8(src=t)
+            top = lisa.select_reduce(src=t)
 
-        e = raises_at(NotImplementedError, k, "top = lisa.max8", "neuronxcc.nki.isa.max8 is not supported by ntile")
+        e = raises_at(NotImplementedError, k, "top = lisa.select_reduce",
+                      "neuronxcc.nki.isa.select_reduce is not supported by ntile")
     else:
         @cnki.jit
         def k(x):

@@ -562,3 +562,107 @@ def test_invert_of_a_float_tile_is_refused(nki_hook):
 
     with pytest.raises(TypeError, match="nl.invert takes an integer tile"):
         k(np.zeros((4, 4), np.float32))
+
+
+def _top8_reference(x):
+    """The 8 largest of each row, descending, and each one's first position."""
+    order = np.argsort(-x, axis=1, kind="stable")[:, :8]
+    return np.take_along_axis(x, order, axis=1), order
+
+
+def test_max8_find_index8_and_match_replace8_in_the_legacy_api(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def top8(x):
+        n, m = x.shape
+        vals = lnl.ndarray((n, 8), dtype=x.dtype, buffer=lnl.shared_hbm)
+        where = lnl.ndarray((n, 8), dtype=lnl.uint32, buffer=lnl.shared_hbm)
+        rest = lnl.ndarray((n, m), dtype=x.dtype, buffer=lnl.shared_hbm)
+        idx = lnl.ndarray((n, 8), dtype=lnl.uint16, buffer=lnl.sbuf)
+        t = lnl.load(x)
+        best = lisa.max8(src=t)
+        lnl.store(vals, best)
+        lnl.store(where, lisa.nc_find_index8(data=t, vals=best))
+        # Knocking the 8 largest out leaves the next 8 for another max8 (a top-16).
+        lnl.store(rest, lisa.nc_match_replace8(data=t, vals=best, imm=float("-inf"), dst_idx=idx))
+        return vals, where, rest
+
+    x = rng.permutation(128 * 300).reshape(128, 300).astype(np.float32)
+    vals, where, rest = top8(x)
+    want_vals, want_pos = _top8_reference(x)
+    np.testing.assert_array_equal(vals, want_vals)
+    np.testing.assert_array_equal(where, want_pos.astype(np.uint32))
+    want_rest = x.copy()
+    np.put_along_axis(want_rest, want_pos, -np.inf, axis=1)
+    np.testing.assert_array_equal(rest, want_rest)
+
+
+def test_the_current_api_writes_indices_and_marks_absent_values(nki_hook, nki_runner, rng):
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @nki.jit
+    def k(x, v):
+        n = x.shape[0]
+        out = nl.ndarray((n, 8), dtype=nl.uint16, buffer=nl.shared_hbm)
+        rep = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        rep_idx = nl.ndarray((n, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        vals = nl.ndarray((n, 8), dtype=v.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.dma_copy(dst=vals, src=v)
+        found = nl.ndarray((n, 8), dtype=nl.uint16, buffer=nl.sbuf)
+        nisa.nc_find_index8(dst=found, data=t, vals=vals)
+        nisa.dma_copy(dst=out, src=found)
+        r = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        ri = nl.ndarray((n, 8), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.nc_match_replace8(dst=r, data=t, vals=vals, imm=0.5, dst_idx=ri)
+        nisa.dma_copy(dst=rep, src=r)
+        nisa.dma_copy(dst=rep_idx, src=ri)
+        return out, rep, rep_idx
+
+    # Rows with a repeated value (8 twice, then 5 once) and a value that is absent (99).
+    x = np.tile(np.array([1, 2, 3, 8, 8, 5, 6, 7, 8, 0], dtype=np.float32), (4, 2))
+    v = np.tile(np.array([8, 8, 3, 99, 5, 8, 1, 2], dtype=np.float32), (4, 1))
+    out, rep, rep_idx = k(x, v)
+    # find_index8 pairs a repeated value with its occurrences in order of the values;
+    # match_replace8 from the last value down (the ISA's documented tie-break).
+    np.testing.assert_array_equal(out[0], [3, 4, 2, 0xFFFF, 5, 8, 0, 1])
+    np.testing.assert_array_equal(rep_idx[0], [8, 4, 2, 0xFFFFFFFF, 5, 3, 0, 1])
+    want = x.copy()
+    want[:, [8, 4, 2, 5, 3, 0, 1]] = 0.5
+    np.testing.assert_array_equal(rep, want)
+
+
+def test_top8_shapes_are_checked_at_the_kernel_line(nki_hook):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def short(x):
+        lisa.max8(src=lnl.load(x))
+
+    with pytest.raises(ValueError, match="nisa.max8 reads 8 to 16384 elements per partition, not 4"):
+        short(np.zeros((16, 4), np.float32))
+
+    @lnki.jit
+    def wrong_vals(x):
+        t = lnl.load(x)
+        lisa.nc_find_index8(data=t, vals=t)
+
+    with pytest.raises(ValueError, match=r"vals must be \[16, 8\]"):
+        wrong_vals(np.zeros((16, 32), np.float32))
+
+
+def test_the_top_k_example_finds_the_k_largest_and_their_columns(nki_hook, nki_runner, rng):
+    mod = load_example("topk", "current")
+    x = rng.standard_normal((256, 1000)).astype(np.float32)
+    values, indices = mod.top_k(x, 24)
+    order = np.argsort(-x, axis=1, kind="stable")[:, :24]
+    np.testing.assert_array_equal(indices, order.astype(np.uint32))
+    np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=1))

@@ -389,6 +389,7 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
             InstData::TensorTensorScan(_)
             | InstData::TensorCopyPredicated(_)
             | InstData::StreamShuffle(_)
+            | InstData::Top8(_)
             | InstData::TensorScalarCumulative(_)
             | InstData::TensorReduce(_)
             | InstData::BnStats(_)
@@ -524,6 +525,17 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                     src: ap(&t.src)?,
                     operand0: t.operand0.try_map(ap)?,
                     initial: t.initial.try_map(ap)?,
+                });
+            }
+            InstData::Top8(t) => {
+                let ap = |x: &InstTile| self.hw_ap(id, engine, x);
+                out.push(Op::Top8 {
+                    mode: t.mode,
+                    value: t.value,
+                    dst: ap(&t.dst)?,
+                    src: ap(&t.src)?,
+                    vals: t.vals.as_ref().map(ap).transpose()?,
+                    idx: t.idx.as_ref().map(ap).transpose()?,
                 });
             }
             InstData::StreamShuffle(s) => {

@@ -203,6 +203,7 @@ pub(crate) fn check_instructions(p: &Program) -> Vec<VerifyError> {
                 | Op::TensorTensorScan { .. }
                 | Op::TensorCopyPredicated { .. }
                 | Op::StreamShuffle { .. }
+                | Op::Top8 { .. }
                 | Op::TensorScalarCumulative { .. }
                 | Op::TensorReduce { .. }
                 | Op::TensorPartitionReduce { .. }
@@ -344,6 +345,25 @@ fn check_compute(errors: &mut Errors, at: At, target: Target, op: &Op, same: imp
                 errors.push(at, format!("source has {} elements per partition, not a multiple of 3", src.free_elems()));
             }
             per_partition(errors, "destination", dst, 2, src);
+        }
+        Op::Top8 { mode, dst, src, vals, idx, .. } => {
+            let (lo, hi) = penguin::TOP8_SRC_ELEMS;
+            if !(lo..=hi).contains(&src.free_elems()) {
+                errors.push(at, format!("{mode} reads {lo} to {hi} elements per partition, not {}", src.free_elems()));
+            }
+            if *mode == penguin::Top8Mode::MatchReplace8 {
+                same(errors, dst, src);
+            } else {
+                per_partition(errors, "destination", dst, penguin::TOP8_VALUES, src);
+            }
+            for (what, t) in [("values", vals), ("indices", idx)] {
+                if let Some(t) = t {
+                    per_partition(errors, what, t, penguin::TOP8_VALUES, src);
+                }
+            }
+            if *mode != penguin::Top8Mode::Max8 && vals.is_none() {
+                errors.push(at, format!("{mode} needs its values (vals=)"));
+            }
         }
         _ => {}
     }

@@ -12,7 +12,7 @@ use penguin::{
 };
 
 use crate::error::NkiError;
-use crate::trace::{Alu, EngineName, Record, Scalar, View};
+use crate::trace::{Alu, EngineName, Record, Scalar, Top8Name, View};
 use crate::view::Resolved;
 
 mod compute;
@@ -83,6 +83,16 @@ pub(crate) fn operands<'a>(r: &'a Record, loc: &str) -> Result<Option<Vec<Operan
             ops
         }
         Record::StreamShuffle { dst, src, .. } => vec![("dst", dst, Update), ("src", src, Read)],
+        Record::Top8 { dst, src, vals, idx, .. } => {
+            let mut ops = vec![("dst", dst, Write), ("src", src, Read)];
+            if let Some(v) = vals {
+                ops.push(("vals", v, Read));
+            }
+            if let Some(i) = idx {
+                ops.push(("idx", i, Write));
+            }
+            ops
+        }
         Record::TensorCopyPredicated { dst, pred, src, .. } => {
             let mut ops = vec![("dst", dst, Update), ("pred", pred, Read)];
             if let Scalar::View(v) = src {
@@ -262,6 +272,19 @@ pub(crate) fn check(r: &Record, res: &[Resolved], mem: Memories<'_>, loc: &str) 
             }
             Ok(())
         }
+        Record::Top8 { mode, .. } => {
+            let op = match mode {
+                Top8Name::Max8 => "max8",
+                Top8Name::FindIndex8 => "nc_find_index8",
+                Top8Name::MatchReplace8 => "nc_match_replace8",
+            };
+            for (i, name) in ["dst", "src", "vals", "idx"].into_iter().enumerate().take(res.len()) {
+                if mem[i] == Memory::Hbm {
+                    return Err(wrong(op, name, mem[i], "compute engines work on chip"));
+                }
+            }
+            Ok(())
+        }
         Record::StreamShuffle { .. } => {
             for (i, name) in [(0, "dst"), (1, "src")] {
                 if mem[i] == Memory::Hbm {
@@ -416,6 +439,17 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
                 data1,
                 initial,
             }))
+        }
+        Record::Top8 { mode, vals, idx, value, .. } => {
+            let (dst, src) = (take()?, take()?);
+            let vals = if vals.is_some() { Some(take()?) } else { None };
+            let idx = if idx.is_some() { Some(take()?) } else { None };
+            let mode = match mode {
+                Top8Name::Max8 => penguin::Top8Mode::Max8,
+                Top8Name::FindIndex8 => penguin::Top8Mode::FindIndex8,
+                Top8Name::MatchReplace8 => penguin::Top8Mode::MatchReplace8,
+            };
+            InstData::Top8(Box::new(penguin::Top8Data { mode, value: value.map_or(0.0, |v| v.0), dst, src, vals, idx }))
         }
         Record::StreamShuffle { shuffle_mask, .. } => {
             let (dst, src) = (take()?, take()?);

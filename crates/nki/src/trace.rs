@@ -401,6 +401,15 @@ names! {
 }
 
 names! {
+    /// What a `top8` record computes (`nki.isa.max8`, `nc_find_index8`, `nc_match_replace8`).
+    Top8Name {
+        Max8 = "max8",
+        FindIndex8 = "find_index8",
+        MatchReplace8 = "match_replace8",
+    }
+}
+
+names! {
     /// A comparison of `affine_select`.
     Cmp {
         Equal = "equal",

@@ -61,8 +61,9 @@ pub use inst::{
     OffloadedMemCastData, OffloadedMemCpyData, PerfMode, ScalarOperand, ShuffleMask, SparsityPattern,
     StreamShuffleData, TensorCopyData, TensorCopyPredicatedData, TensorPartitionReduceData, TensorReduceData,
     TensorScalarCumulativeData, TensorScalarData, TensorTensorData, TensorTensorScanData, TilePosition, TileSize,
-    TransposeData, UnknownPerfMode, UnknownSparsity, ValidRange, BN_STATS_FMAX, MAX_PATTERN_DIMS, PARTITION_REDUCE_OPS,
-    SHUFFLE_KEEP, SHUFFLE_QUADRANT, SPARSE_GROUP_KEPT, SPARSE_TAGS_PER_WORD,
+    Top8Data, Top8Mode, TransposeData, UnknownPerfMode, UnknownSparsity, UnknownTop8Mode, ValidRange, BN_STATS_FMAX,
+    MAX_PATTERN_DIMS, PARTITION_REDUCE_OPS, SHUFFLE_KEEP, SHUFFLE_QUADRANT, SPARSE_GROUP_KEPT, SPARSE_TAGS_PER_WORD,
+    TOP8_SRC_ELEMS, TOP8_VALUES,
 };
 pub use looped::{verify_looped, LoopedFunction, PirInst};
 pub use srcloc::{LocInterner, SourceLoc, SourceLocs};

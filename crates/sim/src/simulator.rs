@@ -22,6 +22,7 @@ mod groups;
 mod partition;
 mod pe;
 mod schedule;
+mod top8;
 
 use decode_cache::DecodeCache;
 use deferred::{write_product, Deferred, JobQueue};

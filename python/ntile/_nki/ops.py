@@ -302,6 +302,61 @@ def stream_shuffle(dst: View, src: View, shuffle_mask: Any) -> Rec:
                   "shuffle_mask": mask})
 
 
+TOP8_NAMES = {"max8": "nisa.max8", "find_index8": "nisa.nc_find_index8", "match_replace8": "nisa.nc_match_replace8"}
+
+
+def top8(mode: str, dst: View, src: View, vals: Optional[View] = None, idx: Optional[View] = None,
+         value: float = 0.0) -> Rec:
+    """VectorE's eight-value searches over each partition of ``src`` (its elements in row-major
+    order): ``max8`` (the 8 largest, descending, into ``[P, 8]``), ``find_index8`` (the positions
+    of ``vals``' values, uint16/uint32, all ones where absent) and ``match_replace8`` (``src``
+    with those values replaced by ``value``; their positions into ``idx`` when given)."""
+    what = TOP8_NAMES[mode]
+    dst, src = _view(dst, "dst"), _view(src, "data")
+    counts = src.tile_counts()
+    parts, per = counts[0], 1
+    for n in counts[1:]:
+        per *= n
+    if not 8 <= per <= 16384:
+        raise NkiValueError(f"{what} reads 8 to 16384 elements per partition, not {per}")
+
+    def eight(t: View, role: str) -> None:
+        c = t.tile_counts()
+        n = 1
+        for k in c[1:]:
+            n *= k
+        if c[0] != parts or n != 8:
+            raise NkiValueError(f"{what}: {role} must be [{parts}, 8] (8 per partition of the data), not {list(c)}")
+
+    def index(t: View, role: str) -> None:
+        eight(t, role)
+        if t.st.dtype not in ("uint16", "uint32"):
+            raise NkiTypeError(f"{what}: {role} holds uint16 or uint32 indices, not {t.st.dtype}")
+
+    rec: Dict[str, Any] = {"op": "top8", "loc": current().loc(), "mode": mode}
+    if mode == "max8":
+        eight(dst, "dst")
+    else:
+        if vals is None:
+            raise NkiTypeError(f"{what} needs vals (the 8 values per partition to find)")
+        eight(_view(vals, "vals"), "vals")
+        if mode == "find_index8":
+            index(dst, "dst")
+        elif dst.tile_counts() != counts and (dst.nelem != src.nelem or dst.tile_counts()[0] != parts):
+            raise NkiValueError(f"{what}: dst {list(dst.tile_counts())} is not the data's shape {list(counts)}")
+    if idx is not None:
+        index(_view(idx, "dst_idx"), "dst_idx")
+    rec["dst"] = dst.rec(True)
+    rec["src"] = src.rec()
+    if vals is not None:
+        rec["vals"] = vals.rec()
+    if idx is not None:
+        rec["idx"] = idx.rec(True)
+    if mode == "match_replace8":
+        rec["value"] = number(float(value))
+    return _emit(rec)
+
+
 def tensor_partition_reduce(dst: View, src: View, alu: str) -> Rec:
     """``dst[0, ...] = alu over the partitions of src`` on GpSimd (partition 0 first)."""
     dst, src = _view(dst, "dst"), _view(src, "data")

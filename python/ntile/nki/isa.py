@@ -106,6 +106,24 @@ def nc_stream_shuffle(dst: Any, src: Any, shuffle_mask: Any, name: Any = None) -
     return NkiInstruction(ops.stream_shuffle(dst, src, shuffle_mask))
 
 
+def max8(dst: Any, src: Any, name: Any = None) -> NkiInstruction:
+    """``dst`` (``[P, 8]``) = the 8 largest values of each partition of ``src``, descending, on
+    VectorE."""
+    return NkiInstruction(ops.top8("max8", dst, values.in_sbuf(src)))
+
+
+def nc_find_index8(dst: Any, data: Any, vals: Any, name: Any = None) -> NkiInstruction:
+    """``dst`` (``[P, 8]`` uint16 or uint32) = the position in each partition of ``data`` of each
+    of its 8 ``vals`` (all ones where absent), on VectorE."""
+    return NkiInstruction(ops.top8("find_index8", dst, values.in_sbuf(data), vals))
+
+
+def nc_match_replace8(dst: Any, data: Any, vals: Any, imm: Any, dst_idx: Any = None, name: Any = None) -> NkiInstruction:
+    """``dst`` = ``data`` with the first occurrence of each of its 8 ``vals`` replaced by ``imm``
+    (their positions into ``dst_idx`` when given), on VectorE."""
+    return NkiInstruction(ops.top8("match_replace8", dst, values.in_sbuf(data), vals, dst_idx, float(imm)))
+
+
 def tensor_partition_reduce(dst: Any, op: Any, data: Any, name: Any = None) -> NkiInstruction:
     """``dst`` (one partition) = ``data`` reduced across its partitions by ``op``, on GpSimd."""
     return NkiInstruction(ops.tensor_partition_reduce(dst, data, ops.alu_name(op)))
@@ -230,9 +248,9 @@ def _pattern(pattern: Any) -> list:
 
 for _name in ("nc_matmul_mx",
               "activate2", "local_gather", "nc_n_gather", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
-              "exponential", "max8", "sequence_bounds",
+              "exponential", "sequence_bounds",
               "core_barrier", "dma_compute", "quantize_mx", "range_select", "select_reduce", "sendrecv",
-              "register_alloc", "register_move", "register_load", "register_store", "nc_find_index8",
-              "nc_match_replace8", "nonzero_with_count", "topk"):
+              "register_alloc", "register_move", "register_load", "register_store",
+              "nonzero_with_count", "topk"):
     globals()[_name] = lang.refused(f"nki.isa.{_name}")
 del _name

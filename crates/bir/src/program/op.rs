@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use penguin::{
     ActFunc, AffinePattern, AluOp, CastMode, EngineAccumulationType, Memory, PerfMode, ScalarOperand, ShuffleMask,
-    SparsityPattern, TilePosition, TileSize,
+    SparsityPattern, TilePosition, TileSize, Top8Mode,
 };
 
 use super::ap::HwAp;
@@ -233,6 +233,25 @@ declare_ops! {
         /// The register's value before the first element.
         initial: ScalarOperand<HwAp>,
     }
+    /// Eight values per partition of `src` (read as fp32, row-major): `max8` writes the 8
+    /// largest to `dst` in descending order; `find_index8` the positions of `vals`' values
+    /// (all ones where absent); `match_replace8` `src` with them replaced by `value` into
+    /// `dst`, and their positions into `idx` when given (see `penguin::Top8Data`).
+    Top8 = "top8", Dve, aps [dst: Write, src: Read, vals: Read, idx: Write], attrs [mode, value] {
+        /// What it computes.
+        mode: Top8Mode,
+        /// The replacement value (match_replace8).
+        #[serde(with = "penguin::json_f64")]
+        value: f64,
+        /// Destination.
+        dst: HwAp,
+        /// The elements searched.
+        src: HwAp,
+        /// The `[P, 8]` values to find.
+        vals: Option<HwAp>,
+        /// The `[P, 8]` positions of match_replace8's values.
+        idx: Option<HwAp>,
+    }
     /// In each quadrant `q` of `dst`'s partitions, partition `q * 32 + i` takes `src`'s
     /// partition `q * 32 + mask[i]` (255: keeps its values), bit for bit.
     StreamShuffle = "stream_shuffle", Dve, aps [dst: Update, src: Read], attrs [mask] {
@@ -363,7 +382,7 @@ mod tests {
     #[test]
     fn every_kind_round_trips_through_its_text_parts() {
         let ops = Op::examples();
-        assert_eq!(ops.len(), 24);
+        assert_eq!(ops.len(), 25);
         let names: HashSet<&str> = ops.iter().map(Op::name).collect();
         assert_eq!(names.len(), ops.len(), "two kinds share a name");
         for op in &ops {

@@ -109,6 +109,13 @@ impl<B: IrBuilder> NeuronCodegen<B> {
                     self.canonical_in_place(c)?;
                 }
             }
+            InstData::Top8(t) => {
+                // Each tile on its own: the positions found count elements in the source's
+                // own row-major order.
+                for x in [Some(&mut t.dst), Some(&mut t.src), t.vals.as_mut(), t.idx.as_mut()].into_iter().flatten() {
+                    self.canonical_in_place(x)?;
+                }
+            }
             InstData::StreamShuffle(s) => {
                 for t in [&mut s.dst, &mut s.src] {
                     self.canonical_in_place(t)?;

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 use super::wire::{serialize_accumulate, RawRecord};
 
 use super::{
-    Accumulate, ActivationFunc, Alu, Cmp, EngineName, Imm, Loc, LoopKind, PatternDim, Reduce, Scalar, TracePerfMode,
-    View,
+    Accumulate, ActivationFunc, Alu, Cmp, EngineName, Imm, Loc, LoopKind, PatternDim, Reduce, Scalar, Top8Name,
+    TracePerfMode, View,
 };
 
 /// One record of the program, in order.
@@ -229,6 +229,24 @@ pub enum Record {
         /// 32 source partitions (or 255).
         shuffle_mask: Vec<u32>,
     },
+    /// Eight values per partition of `src` (`nki.isa.max8`, `nc_find_index8`,
+    /// `nc_match_replace8`, on DVE): see `penguin::Top8Data`.
+    Top8 {
+        /// Where.
+        loc: Loc,
+        /// What it computes.
+        mode: Top8Name,
+        /// Destination: `[P, 8]` values or indices, or the replaced source.
+        dst: View,
+        /// The elements searched.
+        src: View,
+        /// The `[P, 8]` values to find (find_index8, match_replace8).
+        vals: Option<View>,
+        /// match_replace8's `[P, 8]` positions, when asked for.
+        idx: Option<View>,
+        /// match_replace8's replacement value.
+        value: Option<Imm>,
+    },
     /// A reduction across partitions into one partition (`nki.isa.tensor_partition_reduce`).
     TensorPartitionReduce {
         /// Where.
@@ -348,6 +366,7 @@ impl Record {
             | Record::TensorTensorScan { loc, .. }
             | Record::TensorCopyPredicated { loc, .. }
             | Record::StreamShuffle { loc, .. }
+            | Record::Top8 { loc, .. }
             | Record::TensorScalarCumulative { loc, .. }
             | Record::TensorReduce { loc, .. }
             | Record::TensorPartitionReduce { loc, .. }
@@ -378,6 +397,7 @@ impl Record {
             Record::TensorTensorScan { .. } => "tensor_tensor_scan",
             Record::TensorCopyPredicated { .. } => "tensor_copy_predicated",
             Record::StreamShuffle { .. } => "stream_shuffle",
+            Record::Top8 { .. } => "top8",
             Record::TensorScalarCumulative { .. } => "tensor_scalar_cumulative",
             Record::TensorReduce { .. } => "tensor_reduce",
             Record::TensorPartitionReduce { .. } => "tensor_partition_reduce",

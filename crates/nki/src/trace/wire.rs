@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use super::raw::Record;
 use super::{
-    Accumulate, ActivationFunc, Alu, Cmp, EngineName, Imm, Loc, LoopKind, PatternDim, Reduce, Scalar, TracePerfMode,
-    View,
+    Accumulate, ActivationFunc, Alu, Cmp, EngineName, Imm, Loc, LoopKind, PatternDim, Reduce, Scalar, Top8Name,
+    TracePerfMode, View,
 };
 
 pub(super) fn serialize_accumulate<S: Serializer>(a: &Accumulate, s: S) -> Result<S::Ok, S::Error> {
@@ -74,6 +74,9 @@ pub(super) struct RawRecord {
     pred: Option<View>,
     reverse: Option<bool>,
     shuffle_mask: Option<Vec<u32>>,
+    mode: Option<Top8Name>,
+    vals: Option<View>,
+    idx: Option<View>,
     axes: Option<Vec<u32>>,
     negate: Option<bool>,
     keepdims: Option<bool>,
@@ -89,7 +92,7 @@ pub(super) struct RawRecord {
 impl RawRecord {
     /// The names of the fields that are present, besides `op`.
     fn present(&self) -> Vec<&'static str> {
-        let fields: [(&'static str, bool); 40] = [
+        let fields: [(&'static str, bool); 43] = [
             ("loc", self.loc.is_some()),
             ("dst", self.dst.is_some()),
             ("src", self.src.is_some()),
@@ -120,6 +123,9 @@ impl RawRecord {
             ("pred", self.pred.is_some()),
             ("reverse", self.reverse.is_some()),
             ("shuffle_mask", self.shuffle_mask.is_some()),
+            ("mode", self.mode.is_some()),
+            ("vals", self.vals.is_some()),
+            ("idx", self.idx.is_some()),
             ("axes", self.axes.is_some()),
             ("negate", self.negate.is_some()),
             ("keepdims", self.keepdims.is_some()),
@@ -159,6 +165,7 @@ impl TryFrom<RawRecord> for Record {
             "tensor_tensor_scan" => &["dst", "in0", "in1", "op0", "op1", "initial"],
             "tensor_copy_predicated" => &["dst", "pred", "src", "value", "reverse"],
             "stream_shuffle" => &["dst", "src", "shuffle_mask"],
+            "top8" => &["dst", "src", "mode", "vals", "idx", "value"],
             "tensor_scalar_cumulative" => &["dst", "src", "op0", "s0", "reverse0", "op1", "initial"],
             "tensor_reduce" => &["dst", "src", "alu", "axes", "negate", "keepdims"],
             "tensor_partition_reduce" => &["dst", "src", "alu"],
@@ -171,7 +178,7 @@ impl TryFrom<RawRecord> for Record {
             other => {
                 return Err(format!(
                     "unknown record kind `{other}` (expected dma_copy, dma_gather, dma_scatter, dma_scatter_add, matmul, transpose, tensor_copy, memset, \
-                     tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_copy_predicated, stream_shuffle, tensor_scalar_cumulative, tensor_reduce, tensor_partition_reduce, affine_select, iota, bn_stats, \
+                     tensor_tensor, activation, tensor_scalar, tensor_tensor_scan, tensor_copy_predicated, stream_shuffle, top8, tensor_scalar_cumulative, tensor_reduce, tensor_partition_reduce, affine_select, iota, bn_stats, \
                      bn_aggr, loop_begin, iteration or loop_end)"
                 ))
             }
@@ -262,6 +269,15 @@ impl TryFrom<RawRecord> for Record {
                 reverse0: r.reverse0.unwrap_or(false),
                 op1: need(o, "op1", r.op1)?,
                 initial: need(o, "initial", r.initial)?,
+            },
+            "top8" => Record::Top8 {
+                loc,
+                mode: need(o, "mode", r.mode)?,
+                dst: dst()?,
+                src: src()?,
+                vals: r.vals.clone(),
+                idx: r.idx.clone(),
+                value: r.value,
             },
             "stream_shuffle" => Record::StreamShuffle {
                 loc,

@@ -346,6 +346,16 @@ impl AttrValue for i32 {
     }
 }
 
+impl AttrValue for super::top8::Top8Mode {
+    fn print(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+
+    fn parse(key: &str, parts: &Parts<'_>) -> Result<Self, AttrError> {
+        parts.need(key)?.parse().map_err(|e: super::top8::UnknownTop8Mode| AttrError::at(key, e))
+    }
+}
+
 impl AttrValue for super::shuffle::ShuffleMask {
     fn print(&self) -> Option<String> {
         Some(self.to_string())

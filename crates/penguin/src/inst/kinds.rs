@@ -15,6 +15,7 @@ use super::payload::{
     OffloadedFmaData, OffloadedMemCastData, OffloadedMemCpyData, TensorCopyData, TensorTensorData, TransposeData,
 };
 use super::shuffle::StreamShuffleData;
+use super::top8::Top8Data;
 
 inst_kinds! {
     /// PE matmul into PSUM.
@@ -163,6 +164,15 @@ inst_kinds! {
         src: operand(Read),
         operand0: scalar(),
         initial: scalar(),
+    },
+    /// VectorE search for eight values per partition (max8, find_index8, match_replace8).
+    Top8(Top8Data) in Box = "top8" {
+        mode: attr("mode"),
+        value: attr("value"),
+        dst: operand(Write),
+        src: operand(Read),
+        vals: operand(Read),
+        idx: operand(Write),
     },
     /// VectorE cross-partition copy within each quadrant of 32 partitions.
     StreamShuffle(StreamShuffleData) in Box = "stream_shuffle" {

@@ -21,6 +21,7 @@ mod kinds;
 mod payload;
 mod pe;
 mod shuffle;
+mod top8;
 
 pub use alu::{
     ActFunc, AffineDim, AffinePattern, AluClass, AluOp, BadPattern, ScalarOperand, ValidRange, MAX_PATTERN_DIMS,
@@ -42,6 +43,7 @@ pub use pe::{
     parse_pe_attributes, pe_attributes, EngineAccumulationType, PerfMode, TilePosition, TileSize, UnknownPerfMode,
 };
 pub use shuffle::{BadShuffleMask, ShuffleMask, StreamShuffleData, SHUFFLE_KEEP, SHUFFLE_QUADRANT};
+pub use top8::{Top8Data, Top8Mode, UnknownTop8Mode, TOP8_SRC_ELEMS, TOP8_VALUES};
 
 /// What an instruction's operand does to its tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

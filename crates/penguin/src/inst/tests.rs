@@ -105,6 +105,14 @@ fn every_kind() -> Vec<InstData> {
             operand0: ScalarOperand::Tile(t(2)),
             initial: ScalarOperand::Imm(0.5),
         })),
+        InstData::Top8(Box::new(Top8Data {
+            mode: Top8Mode::MatchReplace8,
+            value: f64::NEG_INFINITY,
+            dst: t(0),
+            src: t(1),
+            vals: Some(t(2)),
+            idx: Some(t(3)),
+        })),
         InstData::StreamShuffle(Box::new(StreamShuffleData { mask: ShuffleMask([3; 32]), dst: t(0), src: t(1) })),
         InstData::TensorReduce(TensorReduceData { op: AluOp::Max, negate: true, dst: t(0), src: t(1) }),
         InstData::TensorPartitionReduce(TensorPartitionReduceData { op: AluOp::Add, dst: t(0), src: t(1) }),
@@ -250,6 +258,7 @@ fn sample_value(kind: InstKind, key: &str) -> Option<&'static str> {
         ("bias", "-1"),
         ("operand0", "2"),
         ("operand1", "4"),
+        ("mode", "match_replace8"),
     ];
     samples.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }
@@ -412,6 +421,7 @@ fn only_matmuls_accumulate_into_their_result() {
             | InstData::TensorTensorScan(_)
             | InstData::TensorCopyPredicated(_)
             | InstData::StreamShuffle(_)
+            | InstData::Top8(_)
             | InstData::TensorScalarCumulative(_)
             | InstData::TensorReduce(_)
             | InstData::TensorPartitionReduce(_)

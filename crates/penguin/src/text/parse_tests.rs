@@ -373,6 +373,14 @@ pub(crate) mod props {
                             dst: a,
                             src: b,
                         })),
+                        InstKind::Top8 => InstData::Top8(Box::new(Top8Data {
+                            mode: Top8Mode::ALL[op % 3],
+                            value,
+                            dst: a,
+                            src: b,
+                            vals: (op % 3 != 0).then_some(c),
+                            idx: (pattern % 2 == 0).then_some(d),
+                        })),
                         InstKind::TensorPartitionReduce => InstData::TensorPartitionReduce(TensorPartitionReduceData {
                             op: AluOp::ALL[op],
                             dst: a,

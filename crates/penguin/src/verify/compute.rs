@@ -7,7 +7,8 @@ use crate::entity::InstId;
 use crate::error::Entity;
 use crate::function::FunctionView;
 use crate::inst::{
-    AluClass, AluOp, ComputeEngine, InstData, ScalarOperand, StreamShuffleData, BN_STATS_FMAX, SHUFFLE_QUADRANT,
+    AluClass, AluOp, ComputeEngine, InstData, ScalarOperand, StreamShuffleData, Top8Data, Top8Mode, BN_STATS_FMAX,
+    SHUFFLE_QUADRANT, TOP8_SRC_ELEMS, TOP8_VALUES,
 };
 use crate::tile::InstTile;
 
@@ -50,6 +51,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                 self.check_column(e, "tensor_tensor_scan initial", &t.initial, &t.dst);
             }
             InstData::StreamShuffle(s) => self.check_shuffle(e, s),
+            InstData::Top8(t) => self.check_top8(e, t),
             InstData::TensorScalarCumulative(t) => {
                 self.check_same(e, "tensor_scalar_cumulative", &t.dst, &t.src);
                 self.check_column(e, "tensor_scalar_cumulative operand0", &t.operand0, &t.src);
@@ -311,6 +313,54 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
         }
     }
 
+    /// A search for eight values: a source of 8..=16384 elements per partition; `[P, 8]`
+    /// values (each mode's `vals`, max8's result), indices (uint16 or uint32) and, for
+    /// match_replace8, a destination of the source's shape.
+    fn check_top8(&mut self, e: Entity, t: &Top8Data) {
+        let mode = t.mode;
+        let (lo, hi) = TOP8_SRC_ELEMS;
+        let n = t.src.free_elems();
+        if n < lo || n > hi {
+            self.err(e, format!("{mode} reads {n} elements per partition (it takes {lo} to {hi})"));
+        }
+        let parts = t.src.partitions();
+        let eight = |tile: &InstTile| tile.partitions() == parts && tile.free_elems() == TOP8_VALUES;
+        let index = |tile: &InstTile| matches!(tile.dtype, DType::Uint16 | DType::Uint32);
+        let need_vals = mode != Top8Mode::Max8;
+        match (&t.vals, need_vals) {
+            (Some(v), true) if !eight(v) => {
+                self.err(e, format!("{mode} values must be [{parts}, 8], not {:?}", v.ap.shape()));
+            }
+            (None, true) => self.err(e, format!("{mode} needs its 8 values per partition (vals=)")),
+            (Some(_), false) => self.err(e, "max8 takes no vals"),
+            _ => {}
+        }
+        match mode {
+            Top8Mode::Max8 | Top8Mode::FindIndex8 if !eight(&t.dst) => {
+                self.err(e, format!("{mode} destination must be [{parts}, 8], not {:?}", t.dst.ap.shape()));
+            }
+            Top8Mode::FindIndex8 if !index(&t.dst) => {
+                self.err(e, format!("find_index8 writes uint16 or uint32 indices, not {}", t.dst.dtype));
+            }
+            Top8Mode::MatchReplace8 => self.check_same(e, "match_replace8", &t.dst, &t.src),
+            _ => {}
+        }
+        match (&t.idx, mode) {
+            (Some(i), Top8Mode::MatchReplace8) if !eight(i) || !index(i) => self.err(
+                e,
+                format!(
+                    "match_replace8 indices must be [{parts}, 8] uint16 or uint32, not {} {:?}",
+                    i.dtype,
+                    i.ap.shape()
+                ),
+            ),
+            (Some(_), Top8Mode::Max8 | Top8Mode::FindIndex8) => {
+                self.err(e, format!("{mode} writes no second index tile (idx=)"));
+            }
+            _ => {}
+        }
+    }
+
     /// A shuffle: one dtype and row length; every source partition its mask names exists.
     fn check_shuffle(&mut self, e: Entity, s: &StreamShuffleData) {
         if s.dst.free_elems() != s.src.free_elems() || s.dst.dtype != s.src.dtype {
@@ -393,6 +443,7 @@ fn new_kind_dst(inst: &InstData) -> Option<&InstTile> {
         InstData::TensorTensorScan(t) => Some(&t.dst),
         InstData::TensorCopyPredicated(c) => Some(&c.dst),
         InstData::StreamShuffle(s) => Some(&s.dst),
+        InstData::Top8(t) => Some(&t.dst),
         InstData::TensorScalarCumulative(t) => Some(&t.dst),
         InstData::TensorReduce(r) => Some(&r.dst),
         InstData::TensorPartitionReduce(r) => Some(&r.dst),

@@ -85,6 +85,16 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
                     self.need(e, "tensor_scalar_cumulative column", c, &on_chip);
                 }
             }
+            InstData::Top8(t) => {
+                let what = t.mode.name();
+                self.need(e, &format!("{what} destination"), &t.dst, &on_chip);
+                self.need(e, &format!("{what} source"), &t.src, &on_chip);
+                for (role, tile) in [("values", &t.vals), ("indices", &t.idx)] {
+                    if let Some(tile) = tile {
+                        self.need(e, &format!("{what} {role}"), tile, &on_chip);
+                    }
+                }
+            }
             InstData::StreamShuffle(s) => {
                 self.need(e, "stream_shuffle destination", &s.dst, &on_chip);
                 self.need(e, "stream_shuffle source", &s.src, &on_chip);

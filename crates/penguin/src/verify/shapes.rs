@@ -212,6 +212,7 @@ impl<F: FunctionView + ?Sized> Verifier<'_, F> {
             | InstData::TensorTensorScan(_)
             | InstData::TensorCopyPredicated(_)
             | InstData::StreamShuffle(_)
+            | InstData::Top8(_)
             | InstData::TensorScalarCumulative(_)
             | InstData::TensorReduce(_)
             | InstData::TensorPartitionReduce(_)

@@ -66,6 +66,9 @@ pub(super) fn compute_cycles(p: &HwProfile, engine: Engine, op: &Op) -> f64 {
         // nc_stream_shuffle: no published figure; VectorE streams the source once, as a
         // tensor_copy does: max(MIN_II, N).
         Op::StreamShuffle { src, .. } => ii(p, n(src)),
+        // max8, nc_find_index8, nc_match_replace8: no published figure; VectorE streams the
+        // source once (the 8 values it keeps or looks for stay in the ALU): max(MIN_II, N).
+        Op::Top8 { src, .. } => ii(p, n(src)),
         // activation: max(MIN_II, N), plus MIN_II to read the row sums out.
         Op::Activation { src, reduce, .. } => {
             ii(p, n(src)) + if reduce.is_some() { p.act_reduce_read_cycles } else { 0.0 }

@@ -186,6 +186,7 @@ pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
         | Op::StreamShuffle { .. }
+        | Op::Top8 { .. }
         | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
         | Op::TensorPartitionReduce { .. }

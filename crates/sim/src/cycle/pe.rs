@@ -156,6 +156,7 @@ impl PeState {
             | Op::TensorTensorScan { .. }
             | Op::TensorCopyPredicated { .. }
             | Op::StreamShuffle { .. }
+            | Op::Top8 { .. }
             | Op::TensorScalarCumulative { .. }
             | Op::TensorReduce { .. }
             | Op::TensorPartitionReduce { .. }
@@ -217,6 +218,7 @@ impl PeState {
             | Op::TensorTensorScan { .. }
             | Op::TensorCopyPredicated { .. }
             | Op::StreamShuffle { .. }
+            | Op::Top8 { .. }
             | Op::TensorScalarCumulative { .. }
             | Op::TensorReduce { .. }
             | Op::TensorPartitionReduce { .. }

@@ -106,6 +106,10 @@ impl Machine {
                 on_chip(cx.at, op, &op_aps(op))?;
                 self.tensor_copy_predicated(cx, *reverse, dst, predicate, src)
             }
+            Op::Top8 { mode, value, dst, src, vals, idx } => {
+                on_chip(cx.at, op, &op_aps(op))?;
+                self.top8(cx, (*mode, *value), dst, src, vals.as_ref(), idx.as_ref())
+            }
             Op::TensorPartitionReduce { op: kind, dst, src } => {
                 on_chip(cx.at, op, &[dst, src])?;
                 self.tensor_partition_reduce(cx, *kind, dst, src)

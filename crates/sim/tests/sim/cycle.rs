@@ -568,3 +568,21 @@ fn a_partition_reduce_costs_gpsimds_start_and_one_pass() {
     push(&mut p, Engine::Pool, reduce, &[], None);
     assert_close(run(&p).total_ns, (150.0 + 300.0) / 1.2);
 }
+
+#[test]
+fn a_top8_search_streams_its_source_once() {
+    // max(MIN_II, N) on VectorE (0.96 GHz): 2048 elements per partition, then the floor.
+    let mut p = program(Target::Trn2);
+    let top8 = |n: u32| Op::Top8 {
+        mode: penguin::Top8Mode::Max8,
+        value: 0.0,
+        dst: sbuf(DType::Fp32, 0, 128, 0, 8),
+        src: sbuf(DType::Fp32, 0, 128, 64, n),
+        vals: None,
+        idx: None,
+    };
+    push(&mut p, Engine::Dve, top8(2048), &[], None);
+    push(&mut p, Engine::Dve, top8(16), &[], None);
+    let r = run(&p);
+    assert_close(r.total_ns, (2048.0 + 64.0) / 0.96);
+}

@@ -528,3 +528,73 @@ fn tensor_partition_reduce_folds_partitions_in_order() {
     // 1e8 + 1 is 1e8 in fp32: the order is partition 0, 1, 2.
     assert_eq!(got[0], 0.0);
 }
+
+#[test]
+fn top8_finds_the_largest_their_places_and_replaces_them() {
+    // Two partitions of 12 values with a tie: max8 keeps them in descending order,
+    // find_index8 names the first occurrence of each (the tie's second value the next one),
+    // and match_replace8 writes -1 where they were and the positions into a uint16 tile.
+    let mut b = Builder::new(Target::Trn2);
+    let x = b.tensor("x", &[2, 12], DType::Fp32, HbmRole::Input);
+    let top = b.tensor("top", &[2, 8], DType::Fp32, HbmRole::Output);
+    let at = b.tensor("at", &[2, 8], DType::Uint32, HbmRole::Output);
+    let rest = b.tensor("rest", &[2, 12], DType::Fp32, HbmRole::Output);
+    let idx = b.tensor("idx", &[2, 8], DType::Uint16, HbmRole::Output);
+    let (loaded, done) = (b.sem("loaded"), b.sem("done"));
+    load(&mut b, 0, x, (2, 12), DType::Fp32, 0, loaded);
+    let vals = sbuf(DType::Fp32, 0, 2, 64, 8);
+    let top8 = |mode, dst: HwAp, vals: Option<HwAp>, idx: Option<HwAp>| Op::Top8 {
+        mode,
+        value: -1.0,
+        dst,
+        src: sbuf(DType::Fp32, 0, 2, 0, 12),
+        vals,
+        idx,
+    };
+    use penguin::Top8Mode::{FindIndex8, MatchReplace8, Max8};
+    b.push(Engine::Dve, top8(Max8, vals.clone(), None, None), &[(loaded, 1)], None);
+    b.push(Engine::Dve, top8(FindIndex8, sbuf(DType::Uint32, 0, 2, 128, 8), Some(vals.clone()), None), &[], None);
+    let replace = top8(
+        MatchReplace8,
+        sbuf(DType::Fp32, 0, 2, 192, 12),
+        Some(vals.clone()),
+        Some(sbuf(DType::Uint16, 0, 2, 256, 8)),
+    );
+    b.push(Engine::Dve, replace, &[], Some(done));
+    b.push(Engine::Dma(1), dma(hbm(DType::Fp32, top, 2, 8, 8), vals), &[(done, 1)], None);
+    b.push(Engine::Dma(2), dma(hbm(DType::Uint32, at, 2, 8, 8), sbuf(DType::Uint32, 0, 2, 128, 8)), &[(done, 1)], None);
+    b.push(
+        Engine::Dma(3),
+        dma(hbm(DType::Fp32, rest, 2, 12, 12), sbuf(DType::Fp32, 0, 2, 192, 12)),
+        &[(done, 1)],
+        None,
+    );
+    b.push(
+        Engine::Dma(4),
+        dma(hbm(DType::Uint16, idx, 2, 8, 8), sbuf(DType::Uint16, 0, 2, 256, 8)),
+        &[(done, 1)],
+        None,
+    );
+    let mut s = Simulator::new(&b.program);
+    let row0 = [3.0, 9.0, -2.0, 9.0, 0.5, 7.0, 1.0, 4.0, 8.0, -5.0, 6.0, 2.0];
+    let row1 = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0, 110.0, 120.0];
+    let xs: Vec<f32> = row0.iter().chain(&row1).copied().collect();
+    s.write_hbm_f32("x", &xs).unwrap();
+    assert!(s.run().unwrap().races.is_empty());
+    assert_eq!(
+        s.read_hbm_f32("top").unwrap(),
+        [9.0, 9.0, 8.0, 7.0, 6.0, 4.0, 3.0, 2.0, 120.0, 110.0, 100.0, 90.0, 80.0, 70.0, 60.0, 50.0]
+    );
+    assert_eq!(
+        s.read_hbm_f32("at").unwrap(),
+        [1.0, 3.0, 8.0, 5.0, 10.0, 7.0, 0.0, 11.0, 11.0, 10.0, 9.0, 8.0, 7.0, 6.0, 5.0, 4.0]
+    );
+    // match_replace8 takes the values from the last: the tie's first 9 pairs with slot 1.
+    assert_eq!(
+        s.read_hbm_f32("idx").unwrap(),
+        [3.0, 1.0, 8.0, 5.0, 10.0, 7.0, 0.0, 11.0, 11.0, 10.0, 9.0, 8.0, 7.0, 6.0, 5.0, 4.0]
+    );
+    let rest: Vec<f32> = s.read_hbm_f32("rest").unwrap();
+    assert_eq!(&rest[..12], &[-1.0, -1.0, -2.0, -1.0, 0.5, -1.0, 1.0, -1.0, -1.0, -5.0, -1.0, -1.0]);
+    assert_eq!(&rest[12..], &[10.0, 20.0, 30.0, 40.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0]);
+}

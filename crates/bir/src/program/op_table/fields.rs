@@ -324,6 +324,26 @@ impl Attr for i32 {
     }
 }
 
+impl Field for penguin::Top8Mode {
+    fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
+        parts
+            .required(field)?
+            .parse()
+            .map_err(|e: penguin::UnknownTop8Mode| FromPartsError::attribute(field, e.to_string()))
+    }
+
+    #[cfg(test)]
+    fn example() -> Self {
+        penguin::Top8Mode::MatchReplace8
+    }
+}
+
+impl Attr for penguin::Top8Mode {
+    fn value(&self) -> Option<String> {
+        Some(self.to_string())
+    }
+}
+
 impl Field for penguin::ShuffleMask {
     fn take(parts: &mut Parts<'_>, field: &'static str) -> Result<Self, FromPartsError> {
         parts

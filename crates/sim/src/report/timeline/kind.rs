@@ -59,9 +59,11 @@ impl Kind {
             Op::Memset { .. } => Kind::Memset,
             Op::Activation { .. } => Kind::Activation,
             Op::TensorScalar { .. } | Op::TensorScalarCumulative { .. } => Kind::TensorScalar,
-            Op::TensorReduce { .. } | Op::TensorPartitionReduce { .. } | Op::BnStats { .. } | Op::BnAggr { .. } => {
-                Kind::Reduce
-            }
+            Op::TensorReduce { .. }
+            | Op::TensorPartitionReduce { .. }
+            | Op::Top8 { .. }
+            | Op::BnStats { .. }
+            | Op::BnAggr { .. } => Kind::Reduce,
             Op::AffineSelect { .. } | Op::Iota { .. } => Kind::Select,
             Op::DmaCopy { dst, src, .. } => {
                 if is_transposing(src) || is_transposing(dst) {

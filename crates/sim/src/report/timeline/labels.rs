@@ -259,6 +259,7 @@ pub(crate) fn accumulates(op: &Op) -> bool {
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
         | Op::StreamShuffle { .. }
+        | Op::Top8 { .. }
         | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
         | Op::TensorPartitionReduce { .. }
@@ -289,6 +290,7 @@ fn cell(op: &Op) -> Option<(u32, u32)> {
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
         | Op::StreamShuffle { .. }
+        | Op::Top8 { .. }
         | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
         | Op::TensorPartitionReduce { .. }
@@ -412,6 +414,7 @@ fn label_one(
         | Op::TensorTensorScan { .. }
         | Op::TensorCopyPredicated { .. }
         | Op::StreamShuffle { .. }
+        | Op::Top8 { .. }
         | Op::TensorScalarCumulative { .. }
         | Op::TensorReduce { .. }
         | Op::TensorPartitionReduce { .. }
@@ -456,6 +459,7 @@ fn label_one(
             | Op::TensorTensorScan { .. }
             | Op::TensorCopyPredicated { .. }
             | Op::StreamShuffle { .. }
+            | Op::Top8 { .. }
             | Op::TensorScalarCumulative { .. }
             | Op::TensorReduce { .. }
             | Op::TensorPartitionReduce { .. }

@@ -307,8 +307,56 @@ def tensor_partition_reduce(op: Any, data: Any, *, mask: Any = None, dtype: Any 
     return produced(dst, ops.tensor_partition_reduce(dst, values.in_sbuf(data), ops.alu_name(op)), None)
 
 
-for _name in ("local_gather", "dropout", "max8", "sequence_bounds",
-              "range_select", "select_reduce", "nc_find_index8",
-              "nc_match_replace8", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):
+def _top8(mode: str, data: Any, shape: Any, dtype: str, mask: Any, vals: Any = None, dst_idx: Any = None,
+          imm: float = 0.0) -> View:
+    """A new tile of ``shape`` written by the ``mode`` search over ``data``; a mask keeps part of
+    ``data`` (and the partitions and, for match_replace8, the elements of the result it
+    writes)."""
+    if not isinstance(data, View):
+        raise NkiTypeError(f"{ops.TOP8_NAMES[mode]} needs a tile as data")
+    dst = temp(shape, dtype)
+    space = data.tile_counts()
+    c = fit_clip(lang.clip(mask), space)
+    if c is False:
+        return nothing(dst)
+    src = clipped(values.in_sbuf(data), c, space)
+    if not c:
+        out = dst
+    elif mode == "match_replace8":
+        out = clipped(dst, c, dst.tile_counts())
+    else:
+        out = clipped(dst, [c[0]] + [None] * (len(dst.tile_counts()) - 1), dst.tile_counts()) if c[0] else dst
+    if isinstance(vals, View) and c and c[0]:
+        vals = clipped(vals, [c[0]] + [None] * (len(vals.tile_counts()) - 1), vals.tile_counts())
+    return produced(dst, ops.top8(mode, out, src, vals, dst_idx, imm), None)
+
+
+def max8(*, src: Any, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
+    """The 8 largest values of each partition of ``src``, in descending order, on VectorE."""
+    if not isinstance(src, View):
+        raise NkiTypeError("nisa.max8 needs a tile as src")
+    return _top8("max8", src, (src.tile_counts()[0], 8), lang.dt(dtype) or src.st.dtype, mask)
+
+
+def nc_find_index8(*, data: Any, vals: Any, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
+    """The position in each partition of ``data`` of each of its 8 ``vals`` (uint32 unless
+    ``dtype`` says uint16; all ones where a value is absent), on VectorE."""
+    if not isinstance(data, View):
+        raise NkiTypeError("nisa.nc_find_index8 needs a tile as data")
+    return _top8("find_index8", data, (data.tile_counts()[0], 8), lang.dt(dtype) or "uint32", mask, vals)
+
+
+def nc_match_replace8(*, data: Any, vals: Any, imm: Any, dst_idx: Any = None, mask: Any = None, dtype: Any = None,
+                      **kwargs: Any) -> View:
+    """``data`` with the first occurrence of each of its 8 ``vals`` replaced by ``imm`` (their
+    positions into ``dst_idx`` when given), on VectorE."""
+    if not isinstance(data, View):
+        raise NkiTypeError("nisa.nc_match_replace8 needs a tile as data")
+    return _top8("match_replace8", data, data.tile_counts(), lang.dt(dtype) or data.st.dtype, mask, vals, dst_idx,
+                 float(imm))
+
+
+for _name in ("local_gather", "dropout", "sequence_bounds",
+              "range_select", "select_reduce", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.isa.{_name}")
 del _name
