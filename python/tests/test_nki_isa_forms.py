@@ -666,3 +666,64 @@ def test_the_top_k_example_finds_the_k_largest_and_their_columns(nki_hook, nki_r
     order = np.argsort(-x, axis=1, kind="stable")[:, :24]
     np.testing.assert_array_equal(indices, order.astype(np.uint32))
     np.testing.assert_array_equal(values, np.take_along_axis(x, order, axis=1))
+
+
+def test_rand_draws_uniform_values_the_same_each_trace(nki_hook, nki_runner):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def k():
+        out = lnl.ndarray((2, 128, 512), dtype=lnl.float32, buffer=lnl.shared_hbm)
+        lnl.store(out[0], lnl.rand((128, 512)))
+        lnl.store(out[1], lnl.rand((128, 512), dtype=lnl.float32))
+        return out
+
+    a, b = k(), k()
+    np.testing.assert_array_equal(a, b)
+    assert ((a >= 0) & (a < 1)).all()
+    assert not np.array_equal(a[0], a[1])
+    # 65536 uniform samples: the mean within 0.01 of 1/2, each tenth of [0, 1) near 10%.
+    assert abs(a[0].mean() - 0.5) < 0.01
+    assert (np.abs(np.histogram(a[0], bins=10, range=(0, 1))[0] / a[0].size - 0.1) < 0.01).all()
+
+
+@pytest.mark.parametrize("api", ["legacy", "current"])
+def test_dropout_zeroes_elements_at_the_rate_and_keeps_the_others_exactly(nki_hook, nki_runner, rng, api):
+    if api == "legacy":
+        import ntile.neuronxcc.nki as knki
+        import ntile.neuronxcc.nki.isa as kisa
+        import ntile.neuronxcc.nki.language as knl
+
+        def drop(t, p):
+            return kisa.dropout(t, prob=p)
+    else:
+        import ntile.nki as knki
+        import ntile.nki.isa as kisa
+        import ntile.nki.language as knl
+
+        def drop(t, p):
+            d = knl.ndarray(t.shape, dtype=t.dtype, buffer=knl.sbuf)
+            kisa.dropout(dst=d, data=t, prob=p)
+            return d
+
+    @knki.jit
+    def k(x, rates):
+        out = knl.ndarray((3,) + tuple(x.shape), dtype=x.dtype, buffer=knl.shared_hbm)
+        t = knl.load(x)
+        knl.store(out[0], drop(t, 0.0))
+        knl.store(out[1], drop(t, 0.25))
+        knl.store(out[2], drop(t, knl.load(rates)))
+        return out
+
+    x = (rng.standard_normal((128, 512)) + 5).astype(np.float32)
+    x[0, 0] = np.inf
+    rates = np.where(np.arange(128) < 64, 1.0, 0.5).astype(np.float32)[:, None]
+    none, quarter, per_row = k(x, rates)
+    np.testing.assert_array_equal(none, x)
+    for y in (quarter, per_row):
+        kept = y != 0
+        np.testing.assert_array_equal(y[kept], x[kept])
+    assert abs((quarter == 0).mean() - 0.25) < 0.01
+    assert (per_row[:64] == 0).all()
+    assert abs((per_row[64:] == 0).mean() - 0.5) < 0.01

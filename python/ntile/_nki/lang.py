@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterator, Optional
 
 import numpy as np
 
-from . import dtypes, loops, ops, values
+from . import alloc, dtypes, loops, ops, values
 from .errors import NkiTypeError, NkiValueError, unsupported
 from .index import DSlice
 from .trace import current
@@ -287,6 +287,38 @@ static_range = loops.static_range
 def where(condition: Any, x: Any, y: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
     """``x`` where ``condition`` is nonzero, else ``y`` (tiles or numbers), elementwise."""
     return values.where(condition, x, y, dt(dtype), clip(mask))
+
+
+# The seed of the values `nl.rand` draws (one generator per traced kernel, so a kernel traced
+# again draws the same values).
+RAND_SEED = 0x6E74696C
+
+
+def rand(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", **kwargs: Any) -> View:
+    """A tile of values uniform in [0, 1). ntile has no random-number engine: the values are
+    drawn when the kernel is traced (numpy, the same each time the kernel is traced) and
+    loaded from a constant the trace carries, so the model charges their DMA."""
+    T = current()
+    gen = getattr(T, "rand_generator", None)
+    if gen is None:
+        gen = T.rand_generator = np.random.default_rng(RAND_SEED)
+    dims = shapes_from(shape)
+    d = dt(dtype) or "fp32"
+    buf = alloc.buffer_name(buffer) if buffer is not None else "sbuf"
+    if buf not in ("sbuf", "hbm", "shared_hbm", "private_hbm"):
+        raise unsupported(f"nl.rand into {buf} (ntile draws into SBUF or HBM)")
+    const = shared_hbm_constant(gen.random(dims, dtype=np.float32), d, name or "rand")
+    return const if buf != "sbuf" else values.load(const, d)
+
+
+def dropout(x: Any, rate: Any, dtype: Any = None, mask: Any = None, **kwargs: Any) -> View:
+    """``x`` with each element replaced by 0 with probability ``rate`` (a number or a ``[P, 1]``
+    column of per-partition rates): kept where an ``nl.rand`` value is at least the rate, an
+    ``nl.where`` of the comparison (no rescaling of the kept elements, as the ISA describes)."""
+    if not isinstance(x, View):
+        raise NkiTypeError(f"dropout takes a tile, got {type(x).__name__}")
+    keep = values.elementwise("greater_equal", rand(x.tile_counts(), "fp32"), rate, "uint8")
+    return values.where(keep, x, 0.0, dt(dtype) or x.st.dtype, clip(mask))
 
 
 def loop_reduce(x: Any, op: Any, loop_indices: Any = None, *, dtype: Any = None, mask: Any = None,

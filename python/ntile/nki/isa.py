@@ -106,6 +106,14 @@ def nc_stream_shuffle(dst: Any, src: Any, shuffle_mask: Any, name: Any = None) -
     return NkiInstruction(ops.stream_shuffle(dst, src, shuffle_mask))
 
 
+def dropout(dst: Any, data: Any, prob: Any, name: Any = None) -> NkiInstruction:
+    """``dst`` = ``data`` with each element replaced by 0 with probability ``prob`` (a number or
+    a ``[P, 1]`` column), from ``nl.rand`` values (see ``nl.dropout``)."""
+    result = lang.dropout(data, prob)
+    values.assign(dst, result)
+    return NkiInstruction(None)
+
+
 def max8(dst: Any, src: Any, name: Any = None) -> NkiInstruction:
     """``dst`` (``[P, 8]``) = the 8 largest values of each partition of ``src``, descending, on
     VectorE."""
@@ -247,7 +255,7 @@ def _pattern(pattern: Any) -> list:
 
 
 for _name in ("nc_matmul_mx",
-              "activate2", "local_gather", "nc_n_gather", "rng", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
+              "activate2", "local_gather", "nc_n_gather", "rng", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
               "exponential", "sequence_bounds",
               "core_barrier", "dma_compute", "quantize_mx", "range_select", "select_reduce", "sendrecv",
               "register_alloc", "register_move", "register_load", "register_store",

@@ -16,6 +16,7 @@ from .._nki.lang import (  # noqa: F401 (re-exported NKI names)
     broadcast_to,
     copy,
     device_print,
+    dropout,
     ds,
     expand_dims,
     load,
@@ -31,6 +32,7 @@ from .._nki.lang import (  # noqa: F401 (re-exported NKI names)
     prod,
     program_id,
     program_ndim,
+    rand,
     sequential_range,
     softmax,
     static_range,
@@ -203,7 +205,7 @@ def shared_identity_matrix(n: Any, dtype: Any = uint8, dst: Any = None) -> NkiTe
     return tile
 
 
-for _name in ("dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "fori_loop", "while_loop",
+for _name in ("rms_norm", "gather_flattened", "random_seed", "fori_loop", "while_loop",
               "dynamic_range"):
     globals()[_name] = lang.refused(f"nki.language.{_name}")
 del _name

@@ -356,7 +356,13 @@ def nc_match_replace8(*, data: Any, vals: Any, imm: Any, dst_idx: Any = None, ma
                  float(imm))
 
 
-for _name in ("local_gather", "dropout", "sequence_bounds",
+def dropout(data: Any, prob: Any, *, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
+    """``data`` with each element replaced by 0 with probability ``prob`` (a number or a
+    ``[P, 1]`` column), from ``nl.rand`` values (see ``nl.dropout``)."""
+    return lang.dropout(data, prob, dtype, mask)
+
+
+for _name in ("local_gather", "sequence_bounds",
               "range_select", "select_reduce", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.isa.{_name}")
 del _name

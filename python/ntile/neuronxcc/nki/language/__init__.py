@@ -19,6 +19,7 @@ from ...._nki.lang import (  # noqa: F401 (re-exported NKI names)
     broadcast_to,
     copy,
     device_print,
+    dropout,
     ds,
     expand_dims,
     load,
@@ -33,6 +34,7 @@ from ...._nki.lang import (  # noqa: F401 (re-exported NKI names)
     prod,
     program_id,
     program_ndim,
+    rand,
     sequential_range,
     softmax,
     static_range,
@@ -281,7 +283,7 @@ def static_cast(data: Any, dtype: Any, **kwargs: Any) -> Any:
     return np.asarray(data).astype(dtypes.numpy_dtype(name))
 
 
-for _name in ("dropout", "rms_norm", "gather_flattened", "random_seed", "rand", "atomic_rmw",
+for _name in ("rms_norm", "gather_flattened", "random_seed", "atomic_rmw",
               "all_reduce",
               "gemm_grid", "gemm_stationary_grid"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.language.{_name}")
