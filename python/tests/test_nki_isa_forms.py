@@ -727,3 +727,89 @@ def test_dropout_zeroes_elements_at_the_rate_and_keeps_the_others_exactly(nki_ho
     assert abs((quarter == 0).mean() - 0.25) < 0.01
     assert (per_row[:64] == 0).all()
     assert abs((per_row[64:] == 0).mean() - 0.5) < 0.01
+
+
+@pytest.mark.parametrize("api", ["legacy", "current"])
+def test_select_reduce_selects_and_keeps_each_partitions_maximum(nki_hook, nki_runner, rng, api):
+    if api == "legacy":
+        import ntile.neuronxcc.nki as knki
+        import ntile.neuronxcc.nki.isa as kisa
+        import ntile.neuronxcc.nki.language as knl
+    else:
+        import ntile.nki as knki
+        import ntile.nki.isa as kisa
+        import ntile.nki.language as knl
+
+    @knki.jit
+    def k(x, p, fill):
+        out = knl.ndarray((2,) + tuple(x.shape), dtype=x.dtype, buffer=knl.shared_hbm)
+        peak = knl.ndarray((x.shape[0], 2), dtype=knl.float32, buffer=knl.shared_hbm)
+        t, pred, f = knl.load(x), knl.load(p), knl.load(fill)
+        d = knl.ndarray(x.shape, dtype=x.dtype, buffer=knl.sbuf)
+        r = knl.ndarray((x.shape[0], 1), dtype=knl.float32, buffer=knl.sbuf)
+        kisa.select_reduce(dst=d, predicate=pred, on_true=t, on_false=-7.5, reduce_res=r,
+                           reduce_cmd=kisa.reduce_cmd.reset_reduce, reduce_op=knl.maximum)
+        knl.store(out[0], d)
+        knl.store(peak[:, 0:1], r)
+        # Reversed predicate, a [P, 1] column where it is false, the registers continued.
+        e = knl.ndarray(x.shape, dtype=x.dtype, buffer=knl.sbuf)
+        kisa.select_reduce(dst=e, predicate=pred, on_true=t, on_false=f, reverse_pred=True, reduce_res=r,
+                           reduce_cmd=kisa.reduce_cmd.reduce)
+        knl.store(out[1], e)
+        knl.store(peak[:, 1:2], r)
+        return out, peak
+
+    x = rng.standard_normal((96, 40)).astype(np.float32)
+    p = (rng.random((96, 40)) < 0.3).astype(np.uint8)
+    p[5] = 0
+    fill = rng.standard_normal((96, 1)).astype(np.float32)
+    out, peak = k(x, p, fill)
+    first = np.where(p != 0, x, np.float32(-7.5))
+    second = np.where(p == 0, x, fill)
+    np.testing.assert_array_equal(out[0], first)
+    np.testing.assert_array_equal(out[1], second)
+    np.testing.assert_array_equal(peak[:, 0], first.max(axis=1))
+    np.testing.assert_array_equal(peak[:, 1], np.maximum(first.max(axis=1), second.max(axis=1)))
+
+
+def test_range_select_keeps_a_window_of_columns_per_partition(nki_hook, nki_runner, rng):
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @nki.jit
+    def k(x, lo, hi):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        peak = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        t, a, b = nl.load(x), nl.load(lo), nl.load(hi)
+        d = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.range_select(dst=d, on_true_tile=t, comp_op0=nl.greater_equal, comp_op1=nl.less, bound0=a, bound1=b,
+                          reduce_res=r, range_start=100, on_false_value=-1e30)
+        nl.store(out, d)
+        nl.store(peak, r)
+        return out, peak
+
+    x = rng.standard_normal((64, 80)).astype(np.float32)
+    lo = rng.integers(100, 140, (64, 1)).astype(np.float32)
+    hi = lo + rng.integers(1, 40, (64, 1)).astype(np.float32)
+    out, peak = k(x, lo, hi)
+    col = 100 + np.arange(80)[None, :]
+    want = np.where((col >= lo) & (col < hi), x, np.float32(-1e30))
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(peak[:, 0], want.max(axis=1))
+
+
+def test_continuing_registers_no_instruction_started_is_refused(nki_hook):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def k(x, p):
+        t = lnl.load(x)
+        d = lnl.ndarray(x.shape, dtype=x.dtype, buffer=lnl.sbuf)
+        lisa.select_reduce(dst=d, predicate=lnl.load(p), on_true=t, on_false=0.0, reduce_cmd=lisa.reduce_cmd.reduce)
+
+    with pytest.raises(ValueError, match="continues a reduction no earlier instruction"):
+        k(np.zeros((8, 8), np.float32), np.zeros((8, 8), np.uint8))

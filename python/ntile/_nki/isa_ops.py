@@ -174,3 +174,126 @@ def cumulative(dst: Any, src: Any, op0: str, op1: str, imm0: Any, imm1: Any, cmd
             col = flat.index((slice(None), slice(flat.counts[1] - 1, flat.counts[1])))
             T.vector_register = (col, col.st.refs)
     return rec
+
+
+def _reduce_max_into(reduce_res: Any, result: View, cmd: Any, reduce_op: Any, what: str) -> None:
+    """The Vector Engine's maximum registers, one per partition: ``reset_reduce`` (or ``reset``)
+    starts them at each partition's maximum of ``result``, ``reduce`` takes the maximum with
+    it, ``idle`` leaves them; ``reduce_res``, when given, receives them (with ``idle``, the
+    maximum of ``result`` alone). ntile keeps the registers in an fp32 ``[P, 1]`` SBUF tile of
+    the trace, so a chain across instructions costs a reduction and a maximum per step."""
+    from . import values  # noqa: PLC0415
+
+    code = int(cmd) if cmd is not None else 0
+    if code == 4:
+        raise unsupported(f"{what} with reduce_cmd=load_reduce (registers loaded from a tile)")
+    if reduce_res is None and code == 0:
+        return
+    if reduce_op is not None and ops.alu_name(reduce_op, "reduce_op") != "maximum":
+        raise NkiValueError(f"{what} reduces with maximum only, not {ops.alu_name(reduce_op, 'reduce_op')}")
+    axes = list(range(1, len(result.tile_counts())))
+    row_max = values.reduce("maximum", result, axes, "fp32", keepdims=True)
+    T = current()
+    regs = getattr(T, "dve_max_registers", None)
+    if code in (1, 3):
+        T.dve_max_registers = regs = row_max
+    elif code == 2:
+        if regs is None or regs.tile_counts()[0] != row_max.tile_counts()[0]:
+            raise NkiValueError(f"{what} with reduce_cmd=reduce continues a reduction no earlier instruction of "
+                                f"{row_max.tile_counts()[0]} partitions started (start it with reset_reduce)")
+        T.dve_max_registers = regs = values.elementwise("maximum", regs, row_max, "fp32")
+    else:
+        regs = row_max
+    # The registers are a tile of their own: assigning them copies (a redirect of the
+    # instruction that wrote them would leave them unwritten for the next `reduce`).
+    regs.st.pending = None
+    if reduce_res is not None:
+        values.assign(reduce_res, regs if regs.st.dtype == reduce_res.st.dtype else copy_tile(regs,
+                                                                                               reduce_res.st.dtype))
+
+
+def _column_or_number(v: Any, shape: Tuple[int, ...], what: str) -> Any:
+    """A number, or a ``[P, 1]`` column read across ``shape``."""
+    from . import values  # noqa: PLC0415
+
+    if not isinstance(v, View):
+        return v
+    c = v.tile_counts()
+    if c[0] != shape[0] or int(np.prod(c[1:])) != 1:
+        raise NkiValueError(f"{what} is a number or a [{shape[0]}, 1] column, not {list(c)}")
+    b = values._broadcast(v, shape)
+    if b is None:
+        raise NkiValueError(f"{what} cannot be read across {list(shape)}")
+    return b
+
+
+def select_reduce(dst: Any, predicate: Any, on_true: Any, on_false: Any, reduce_res: Any, cmd: Any, reduce_op: Any,
+                  reverse_pred: bool) -> View:
+    """``dst = where(predicate, on_true, on_false)`` (the predicate negated with ``reverse_pred``)
+    and, with ``reduce_res``, each partition's maximum of it: a fill of ``on_false``, a
+    predicated copy and a reduction (VectorE's one instruction, modeled as the three)."""
+    from . import values  # noqa: PLC0415
+
+    if not isinstance(on_true, View) or not isinstance(predicate, View):
+        raise NkiTypeError("nisa.select_reduce takes tiles as predicate and on_true")
+    shape = result_shape(on_true)
+    if predicate.st.dtype in ("fp32", "bf16", "fp16", "tf32"):
+        raise NkiTypeError(f"nisa.select_reduce's predicate is an integer tile, not {predicate.st.dtype}")
+    out = dst if isinstance(dst, View) else temp(shape, on_true.st.dtype)
+    fill = _column_or_number(on_false, shape, "nisa.select_reduce on_false")
+    if isinstance(fill, View):
+        ops.tensor_copy(out, fill)
+    else:
+        ops.memset(out, fill)
+    ops.tensor_copy_predicated(out, on_true, predicate, reverse=bool(reverse_pred))
+    _reduce_max_into(reduce_res, out, cmd, reduce_op, "nisa.select_reduce")
+    return out
+
+
+_RANGE_CMPS = ("equal", "less", "less_equal", "greater", "greater_equal")
+
+
+def range_select(dst: Any, on_true: Any, cmp0: Any, cmp1: Any, bound0: Any, bound1: Any, reduce_res: Any, cmd: Any,
+                 reduce_op: Any, range_start: Any, on_false: Any) -> View:
+    """``dst[p, i] = on_true[p, i]`` where ``(i + range_start) cmp0 bound0[p]`` and
+    ``(i + range_start) cmp1 bound1[p]``, else ``on_false`` (fp32's lowest by default), and with
+    ``reduce_res`` each partition's maximum: the free index from ``iota``, two comparisons, a
+    fill, a predicated copy and a reduction (VectorE's one instruction, modeled as those)."""
+    from . import values  # noqa: PLC0415
+
+    if not isinstance(on_true, View):
+        raise NkiTypeError("nisa.range_select takes a tile as on_true_tile")
+    shape = result_shape(on_true)
+    if len(shape) != 2:
+        raise unsupported(f"nisa.range_select of a {len(shape)}-dimensional tile (ntile takes [P, F])")
+    ops_ = []
+    for c in (cmp0, cmp1):
+        name = ops.alu_name(c, "comp_op")
+        if name not in _RANGE_CMPS:
+            raise NkiValueError(f"nisa.range_select compares with equal, less, less_equal, greater or greater_equal, "
+                                f"not {name}")
+        ops_.append(name)
+    start = int(range_start) if not isinstance(range_start, index.Affine) else None
+    if start is None:
+        if range_start.terms:
+            raise unsupported("nisa.range_select with a range_start that varies across the tile")
+        start = int(range_start.const)
+    free = index.Affine.axis(shape, 1, start)
+    idx = iota_tile(free, "fp32")
+    keep = None
+    for name, bound in zip(ops_, (bound0, bound1)):
+        if isinstance(bound, View):
+            _column_or_number(bound, shape, "nisa.range_select bound")
+            bound = fp32_scalar(bound)
+        t = values.elementwise(name, idx, bound, "uint8")
+        keep = t if keep is None else values.elementwise("bitwise_and", keep, t, "uint8")
+    fill = float(np.finfo(np.float32).min) if on_false is None or on_false is Ellipsis else on_false
+    fill = _column_or_number(fill, shape, "nisa.range_select on_false_value")
+    out = dst if isinstance(dst, View) else temp(shape, on_true.st.dtype)
+    if isinstance(fill, View):
+        ops.tensor_copy(out, fill)
+    else:
+        ops.memset(out, fill)
+    ops.tensor_copy_predicated(out, on_true, keep)
+    _reduce_max_into(reduce_res, out, cmd, reduce_op, "nisa.range_select")
+    return out

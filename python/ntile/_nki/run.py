@@ -189,7 +189,7 @@ def trace_kernel(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, 
     T.entry = sys._getframe(0)
     try:
         if grid is None:
-            ret = fn(*call_args, **call_kwargs)
+            ret = _stored_out(T, fn(*call_args, **call_kwargs))
         else:
             ret = _programs(T, fn, call_args, call_kwargs, grid)
     finally:
@@ -209,6 +209,25 @@ def trace_kernel(fn: Callable[..., Any], args: Sequence[Any], kwargs: Dict[str, 
                 in_place.append(in_arrays[id(st)])
     T.outputs = outs
     return Traced(T, inputs, returned, in_place)
+
+
+def _stored_out(T: Trace, ret: Any) -> Any:
+    """The returned value with each on-chip tile stored into a new HBM tensor of its shape (as
+    NKI's simulation returns a tile's values), by a DMA the model charges; HBM tensors as they
+    are."""
+    if isinstance(ret, View) and ret.st.on_chip:
+        from . import alloc, ops, values  # noqa: PLC0415
+
+        if ret.st.buffer == "psum":
+            ret = values.in_sbuf(ret)
+        out = alloc.new_tensor(ret.tile_counts(), ret.st.dtype, "shared_hbm", name=ret.st.name + "_out")
+        ops.dma_copy(out, ret)
+        return out
+    if isinstance(ret, (tuple, list)):
+        return type(ret)(_stored_out(T, r) for r in ret)
+    if isinstance(ret, dict):
+        return {k: _stored_out(T, v) for k, v in ret.items()}
+    return ret
 
 
 def _returned(T: Trace, ret: Any) -> Any:

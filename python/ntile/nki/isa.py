@@ -106,6 +106,26 @@ def nc_stream_shuffle(dst: Any, src: Any, shuffle_mask: Any, name: Any = None) -
     return NkiInstruction(ops.stream_shuffle(dst, src, shuffle_mask))
 
 
+def select_reduce(dst: Any, predicate: Any, on_true: Any, on_false: Any, reduce_res: Any = None,
+                  reduce_cmd: Any = reduce_cmd.idle, reduce_op: Any = None, reverse_pred: bool = False,
+                  name: Any = None) -> NkiInstruction:
+    """``dst = where(predicate, on_true, on_false)`` (negated with ``reverse_pred``), and each
+    partition's maximum into ``reduce_res`` when given, on VectorE."""
+    isa_ops.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_cmd, reduce_op, reverse_pred)
+    return NkiInstruction(None)
+
+
+def range_select(dst: Any, on_true_tile: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
+                 reduce_cmd: Any = reduce_cmd.reset_reduce, reduce_res: Any = None, reduce_op: Any = None,
+                 range_start: Any = 0, on_false_value: Any = None, name: Any = None) -> NkiInstruction:
+    """``dst = on_true_tile`` where its free index plus ``range_start`` passes both comparisons
+    with the ``[P, 1]`` bounds, else ``on_false_value`` (fp32's lowest); each partition's
+    maximum into ``reduce_res`` when given, on VectorE."""
+    isa_ops.range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_res, reduce_cmd, reduce_op,
+                         range_start, on_false_value)
+    return NkiInstruction(None)
+
+
 def dropout(dst: Any, data: Any, prob: Any, name: Any = None) -> NkiInstruction:
     """``dst`` = ``data`` with each element replaced by 0 with probability ``prob`` (a number or
     a ``[P, 1]`` column), from ``nl.rand`` values (see ``nl.dropout``)."""
@@ -257,7 +277,7 @@ def _pattern(pattern: Any) -> list:
 for _name in ("nc_matmul_mx",
               "activate2", "local_gather", "nc_n_gather", "rng", "set_rng_seed", "rand_set_state", "rand_get_state", "rand2",
               "exponential", "sequence_bounds",
-              "core_barrier", "dma_compute", "quantize_mx", "range_select", "select_reduce", "sendrecv",
+              "core_barrier", "dma_compute", "quantize_mx", "sendrecv",
               "register_alloc", "register_move", "register_load", "register_store",
               "nonzero_with_count", "topk"):
     globals()[_name] = lang.refused(f"nki.isa.{_name}")

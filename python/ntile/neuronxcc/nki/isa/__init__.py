@@ -356,13 +356,38 @@ def nc_match_replace8(*, data: Any, vals: Any, imm: Any, dst_idx: Any = None, ma
                  float(imm))
 
 
+def select_reduce(dst: Any, predicate: Any, on_true: Any, on_false: Any, reduce_res: Any = None,
+                  reduce_cmd: Any = reduce_cmd.idle, reduce_op: Any = None, reverse_pred: bool = False,
+                  mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
+    """``dst = where(predicate, on_true, on_false)`` (negated with ``reverse_pred``), and each
+    partition's maximum into ``reduce_res`` when given, on VectorE."""
+    if not _whole(mask, on_true, "nisa.select_reduce"):
+        return dst
+    return isa_ops.select_reduce(dst, predicate, on_true, on_false, reduce_res, reduce_cmd, reduce_op, reverse_pred)
+
+
+def range_select(*, on_true_tile: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
+                 reduce_cmd: Any = reduce_cmd.reset_reduce, reduce_res: Any = None, reduce_op: Any = None,
+                 range_start: Any = 0, on_false_value: Any = None, mask: Any = None, dtype: Any = None,
+                 **kwargs: Any) -> View:
+    """``on_true_tile`` where its free index plus ``range_start`` passes both comparisons with
+    the ``[P, 1]`` bounds, else ``on_false_value`` (fp32's lowest), into a new tile; each
+    partition's maximum into ``reduce_res`` when given, on VectorE."""
+    if not isinstance(on_true_tile, View):
+        raise NkiTypeError("nisa.range_select takes a tile as on_true_tile")
+    out = temp(on_true_tile.tile_counts(), lang.dt(dtype) or on_true_tile.st.dtype)
+    if not _whole(mask, on_true_tile, "nisa.range_select"):
+        return nothing(out)
+    return isa_ops.range_select(out, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_res, reduce_cmd,
+                                reduce_op, range_start, on_false_value)
+
+
 def dropout(data: Any, prob: Any, *, mask: Any = None, dtype: Any = None, **kwargs: Any) -> View:
     """``data`` with each element replaced by 0 with probability ``prob`` (a number or a
     ``[P, 1]`` column), from ``nl.rand`` values (see ``nl.dropout``)."""
     return lang.dropout(data, prob, dtype, mask)
 
 
-for _name in ("local_gather", "sequence_bounds",
-              "range_select", "select_reduce", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):
+for _name in ("local_gather", "sequence_bounds", "tensor_copy_dynamic_src", "tensor_copy_dynamic_dst", "builtin_custom_op"):
     globals()[_name] = lang.refused(f"neuronxcc.nki.isa.{_name}")
 del _name
