@@ -132,10 +132,10 @@ def test_an_unsupported_api_is_a_not_implemented_error_naming_it(api):
         @lnki.jit
         def k(x):
             t = lnl.load(x)
-            top = lisa.select_reduce(src=t)
+            top = lisa.sequence_bounds(segment_ids=t)
 
-        e = raises_at(NotImplementedError, k, "top = lisa.select_reduce",
-                      "neuronxcc.nki.isa.select_reduce is not supported by ntile")
+        e = raises_at(NotImplementedError, k, "top = lisa.sequence_bounds",
+                      "neuronxcc.nki.isa.sequence_bounds is not supported by ntile")
     else:
         @cnki.jit
         def k(x):
