@@ -211,31 +211,44 @@ class Reference:
         same = self.tensors[rec["src"]["t"]]["dtype"] == self.tensors[rec["dst"]["t"]]["dtype"]
         self.write(rec["dst"], src if same else src.astype(np.float32), exact=same)
 
-    def op_dma_gather(self, rec: Any) -> None:
+    def _rows(self, rec: Any, n_table: int) -> np.ndarray:
+        """The index entries; with ``skip`` the ones outside the table are -1 (left alone)."""
         rows = self.raw(rec["indices"]).reshape(-1).astype(np.int64)
-        table = self.raw(rec["table"])
-        if (rows < 0).any() or (rows >= table.shape[0]).any():
-            raise ValueError(f"gather index out of range of {table.shape[0]} rows: {rows.tolist()}")
-        picked = table[rows]
+        bad = (rows < 0) | (rows >= n_table)
+        if bad.any() and not rec.get("skip", False):
+            raise ValueError(f"index out of range of {n_table} rows: {rows.tolist()}")
+        return np.where(bad, -1, rows)
+
+    def op_dma_gather(self, rec: Any) -> None:
         same = self.tensors[rec["table"]["t"]]["dtype"] == self.tensors[rec["dst"]["t"]]["dtype"]
-        self.write(rec["dst"], picked if same else picked.astype(np.float32), exact=same)
+        # The same dtype moves bits; another converts through fp32 as the DMA does.
+        table = self.raw(rec["table"]) if same else self.read(rec["table"]).astype(np.float32)
+        rows = self._rows(rec, table.shape[0])
+        old = self.raw(rec["dst"]) if same else self.read(rec["dst"])
+        dst = old.copy().reshape((len(rows),) + table.shape[1:])
+        for k, r in enumerate(rows):
+            if r >= 0:
+                dst[k] = table[r]
+        self.write(rec["dst"], dst, exact=same)
 
     def op_dma_scatter(self, rec: Any) -> None:
-        rows = self.raw(rec["indices"]).reshape(-1).astype(np.int64)
         table = self.raw(rec["table"]).copy()
+        rows = self._rows(rec, table.shape[0])
         src = self.raw(rec["src"]).reshape((len(rows),) + table.shape[1:])
         same = self.tensors[rec["table"]["t"]]["dtype"] == self.tensors[rec["src"]["t"]]["dtype"]
         for k, r in enumerate(rows):  # in index order: a repeated row keeps the later source
-            table[r] = src[k] if same else src[k].astype(np.float32).astype(table.dtype)
+            if r >= 0:
+                table[r] = src[k] if same else src[k].astype(np.float32).astype(table.dtype)
         self.write(rec["table"], table, exact=True)
 
     def op_dma_scatter_add(self, rec: Any) -> None:
-        rows = self.raw(rec["indices"]).reshape(-1).astype(np.int64)
         table = self.read(rec["table"]).astype(np.float32)
+        rows = self._rows(rec, table.shape[0])
         src = self.read(rec["src"]).astype(np.float32).reshape((len(rows),) + table.shape[1:])
         # One index after the other: a repeated row adds each of its sources in turn.
         for k, r in enumerate(rows):
-            table[r] = (table[r] + src[k]).astype(NUMPY[self.tensors[rec["table"]["t"]]["dtype"]])
+            if r >= 0:
+                table[r] = (table[r] + src[k]).astype(NUMPY[self.tensors[rec["table"]["t"]]["dtype"]])
         self.write(rec["table"], table)
 
     def op_tensor_copy(self, rec: Any) -> None:

@@ -813,3 +813,68 @@ def test_continuing_registers_no_instruction_started_is_refused(nki_hook):
 
     with pytest.raises(ValueError, match="continues a reduction no earlier instruction"):
         k(np.zeros((8, 8), np.float32), np.zeros((8, 8), np.uint8))
+
+
+@pytest.mark.parametrize("api", ["legacy", "current"])
+def test_oob_mode_skip_leaves_the_rows_an_index_outside_the_table_names(nki_hook, nki_runner, rng, api):
+    if api == "legacy":
+        import ntile.neuronxcc.nki as knki
+        import ntile.neuronxcc.nki.isa as kisa
+        import ntile.neuronxcc.nki.language as knl
+    else:
+        import ntile.nki as knki
+        import ntile.nki.isa as kisa
+        import ntile.nki.language as knl
+
+    def copy(dst, src, **kw):
+        if api == "legacy":
+            kisa.dma_copy(dst=dst, src=src, oob_mode=kisa.oob_mode.skip, **kw)
+        else:
+            kisa.dma_copy(dst=dst, src=src, oob_mode=kisa.oob_mode.skip)
+
+    @knki.jit
+    def k(table, ids, rows):
+        n, d = table.shape
+        got = knl.ndarray((ids.shape[0], d), dtype=table.dtype, buffer=knl.shared_hbm)
+        put = knl.ndarray(table.shape, dtype=table.dtype, buffer=knl.shared_hbm)
+        idx = knl.ndarray(ids.shape, dtype=ids.dtype, buffer=knl.sbuf)
+        kisa.dma_copy(dst=idx, src=ids)
+        g = knl.ndarray((ids.shape[0], d), dtype=table.dtype, buffer=knl.sbuf)
+        g[...] = -1.0
+        copy(g, table[idx[:, 0:1], :] if api == "current" else table[idx, :])
+        kisa.dma_copy(dst=got, src=g)
+        t = knl.ndarray(table.shape, dtype=table.dtype, buffer=knl.sbuf)
+        kisa.dma_copy(dst=t, src=table)
+        kisa.dma_copy(dst=put, src=t)
+        r = knl.ndarray(rows.shape, dtype=rows.dtype, buffer=knl.sbuf)
+        kisa.dma_copy(dst=r, src=rows)
+        copy(put[idx[:, 0:1], :] if api == "current" else put[idx, :], r)
+        return got, put
+
+    table = rng.standard_normal((40, 16)).astype(np.float32)
+    ids = np.array([[3], [40], [0], [-1], [39], [1000], [7], [3]], dtype=np.int32)
+    rows = rng.standard_normal((8, 16)).astype(np.float32)
+    got, put = k(table, ids, rows)
+    ok = (ids[:, 0] >= 0) & (ids[:, 0] < 40)
+    want_got = np.full((8, 16), -1.0, np.float32)
+    want_got[ok] = table[ids[ok, 0]]
+    np.testing.assert_array_equal(got, want_got)
+    want_put = table.copy()
+    for k_, r in enumerate(ids[:, 0]):
+        if 0 <= r < 40:
+            want_put[r] = rows[k_]
+    np.testing.assert_array_equal(put, want_put)
+
+
+def test_oob_mode_skip_on_a_plain_copy_is_refused(nki_hook):
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    @nki.jit
+    def k(x):
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x, oob_mode=nisa.oob_mode.skip)
+
+    with pytest.raises(ValueError, match="oob_mode=skip applies to rows named by a tile of indices"):
+        k(np.zeros((4, 4), np.float32))

@@ -464,16 +464,19 @@ impl<'a, F: FunctionView + ?Sized> LowerCx<'a, F> {
                 dst: self.hw_ap(id, engine, &g.dst)?,
                 table: self.hw_ap(id, engine, &g.table)?,
                 index: self.hw_ap(id, engine, &g.index)?,
+                skip: g.skip,
             }),
             InstData::DmaScatter(sc) => out.push(Op::DmaScatter {
                 table: self.hw_ap(id, engine, &sc.table)?,
                 src: self.hw_ap(id, engine, &sc.src)?,
                 index: self.hw_ap(id, engine, &sc.index)?,
+                skip: sc.skip,
             }),
             InstData::DmaScatterAdd(sc) => out.push(Op::DmaScatterAdd {
                 table: self.hw_ap(id, engine, &sc.table)?,
                 src: self.hw_ap(id, engine, &sc.src)?,
                 index: self.hw_ap(id, engine, &sc.index)?,
+                skip: sc.skip,
             }),
             InstData::Activation(a) => {
                 if self.target == Target::Trn1 && !a.bias.is_imm(0.0) && a.bias.tile().is_none() {

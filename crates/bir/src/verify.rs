@@ -211,9 +211,9 @@ pub(crate) fn check_instructions(p: &Program) -> Vec<VerifyError> {
                 | Op::Iota { .. }
                 | Op::BnStats { .. }
                 | Op::BnAggr { .. } => check_compute(&mut errors, at, p.target, &inst.op, same),
-                Op::DmaGather { dst: rows, table, index }
-                | Op::DmaScatter { src: rows, table, index }
-                | Op::DmaScatterAdd { src: rows, table, index } => {
+                Op::DmaGather { dst: rows, table, index, .. }
+                | Op::DmaScatter { src: rows, table, index, .. }
+                | Op::DmaScatterAdd { src: rows, table, index, .. } => {
                     if index.dtype != DType::Int32 {
                         errors.push(at, format!("index must be int32, not {}", index.dtype));
                     }

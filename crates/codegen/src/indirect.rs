@@ -86,7 +86,7 @@ impl<B: IrBuilder> NeuronCodegen<B> {
             .ok_or_else(|| CodegenError::BadOperand(format!("index tensor {} does not exist", src.index)))?;
         let index = index_tile(src, index)?;
         let [dst, table] = [c[0].clone(), c[1].clone()];
-        self.process_new_neuroninst(InstData::DmaGather(DmaGatherData { dst, table, index }))
+        self.process_new_neuroninst(InstData::DmaGather(DmaGatherData { dst, table, index, skip: false }))
     }
 }
 

@@ -385,20 +385,20 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
             let (dst, src) = (take()?, take()?);
             InstData::DmaCopy(DmaCopyData { dst, src, cast: CastMode::Rne, queue: Some(DmaQueueHint(choice.queue)) })
         }
-        Record::DmaGather { .. } => {
+        Record::DmaGather { skip, .. } => {
             let (dst, table, index) = (take()?, take()?, take()?);
             int32_indices(&index, loc)?;
-            InstData::DmaGather(DmaGatherData { dst, table, index })
+            InstData::DmaGather(DmaGatherData { dst, table, index, skip: *skip })
         }
-        Record::DmaScatter { .. } => {
+        Record::DmaScatter { skip, .. } => {
             let (table, src, index) = (take()?, take()?, take()?);
             int32_indices(&index, loc)?;
-            InstData::DmaScatter(DmaScatterData { table, src, index })
+            InstData::DmaScatter(DmaScatterData { table, src, index, skip: *skip })
         }
-        Record::DmaScatterAdd { .. } => {
+        Record::DmaScatterAdd { skip, .. } => {
             let (table, src, index) = (take()?, take()?, take()?);
             int32_indices(&index, loc)?;
-            InstData::DmaScatterAdd(DmaScatterAddData { table, src, index })
+            InstData::DmaScatterAdd(DmaScatterAddData { table, src, index, skip: *skip })
         }
         Record::Transpose { .. } => InstData::Transpose(TransposeData { dst: take()?, src: take()? }),
         Record::TensorCopy { engine: named, .. } => {

@@ -130,14 +130,32 @@ def _emit(rec: Rec) -> Rec:
     return current().emit(rec)
 
 
-def dma_copy(dst: View, src: View, add: bool = False) -> Rec:
+def oob_skips(mode: Any) -> bool:
+    """Whether ``oob_mode`` (``nisa.oob_mode.error`` / ``skip``, or its value) skips an index
+    outside the table rather than stopping the run."""
+    name = getattr(mode, "name", None)
+    if name in ("error", "skip"):
+        return name == "skip"
+    if mode in (0, 1, None):
+        return mode == 1
+    raise NkiValueError(f"oob_mode is nisa.oob_mode.error or nisa.oob_mode.skip, not {mode!r}")
+
+
+def dma_copy(dst: View, src: View, add: bool = False, skip: bool = False) -> Rec:
     """``dst = src`` on a DMA queue; rows named by a tile of indices (``table[idx, ...]``) are
-    gathered as a source, and scatter-added into as a destination with ``add``."""
+    gathered as a source, and scatter-added into as a destination with ``add``; with ``skip``
+    an index outside the table leaves its row alone (``oob_mode=skip``)."""
     if isinstance(src, Indirect) or isinstance(dst, Indirect):
-        return _indirect_copy(dst, src, add)
+        rec = _indirect_copy(dst, src, add)
+        if skip:
+            rec["skip"] = True
+        return rec
     if add:
         raise unsupported("a DMA that adds into its destination (dst_rmw_op) other than into rows named by a tile "
                           "of indices")
+    if skip:
+        raise NkiValueError("oob_mode=skip applies to rows named by a tile of indices (table[idx, ...]); this DMA "
+                            "has none")
     dst, src = _view(dst, "dst"), _view(src, "src")
     if dst.nelem != src.nelem:
         raise NkiValueError(f"dma_copy: dst holds {dst.nelem} elements ({list(dst.counts)}), "

@@ -48,7 +48,7 @@ def get_nc_sub_version() -> int:
 
 def dma_copy(dst: Any, src: Any, priority: Any = None, oob_mode: Any = oob_mode.error, dge_mode: Any = dge_mode.unknown,
              engine: Any = engine.unknown, name: Any = None) -> NkiInstruction:
-    return NkiInstruction(ops.dma_copy(dst, src))
+    return NkiInstruction(ops.dma_copy(dst, src, skip=ops.oob_skips(oob_mode)))
 
 
 def tensor_copy(dst: Any, src: Any, engine: Any = engine.unknown, name: Any = None, dtype: Any = None) -> NkiInstruction:

@@ -155,7 +155,7 @@ mod tests {
         let big = ap(Memory::Hbm, 0, u32::MAX, 0, 0, vec![Dim::new(0, u32::MAX); 4]);
         let fma = Op::DmaFma { dst: big.clone(), src0: big.clone(), src1: big.clone() };
         assert_eq!(fma.hbm_bytes(), u64::MAX);
-        let gather = Op::DmaGather { dst: big.clone(), table: big.clone(), index: big };
+        let gather = Op::DmaGather { dst: big.clone(), table: big.clone(), index: big, skip: false };
         assert_eq!(gather.hbm_bytes(), u64::MAX);
     }
 }

@@ -92,31 +92,37 @@ declare_ops! {
         src1: HwAp,
     }
     /// DMA gather: `dst[i, :] = table[index[i], :]`; the table's partition count is the bound.
-    DmaGather = "dma_gather", Dma, aps [dst: Write, table: TableRead, index: Index], attrs [] {
+    DmaGather = "dma_gather", Dma, aps [dst: Write, table: TableRead, index: Index], attrs [skip] {
         /// Destination rows.
         dst: HwAp,
         /// The table (one partition per table row).
         table: HwAp,
         /// int32 row indices.
         index: HwAp,
+        /// An index outside the table skips its row instead of stopping the run.
+        skip: bool,
     }
     /// DMA scatter: `table[index[i], :] = src[i, :]`, in index order; other rows kept.
-    DmaScatter = "dma_scatter", Dma, aps [table: TableWrite, src: Read, index: Index], attrs [] {
+    DmaScatter = "dma_scatter", Dma, aps [table: TableWrite, src: Read, index: Index], attrs [skip] {
         /// The table.
         table: HwAp,
         /// Source rows.
         src: HwAp,
         /// int32 row indices.
         index: HwAp,
+        /// An index outside the table skips its row instead of stopping the run.
+        skip: bool,
     }
     /// DMA scatter-add: `table[index[i], :] += src[i, :]`.
-    DmaScatterAdd = "dma_scatter_add", Dma, aps [table: TableUpdate, src: Read, index: Index], attrs [] {
+    DmaScatterAdd = "dma_scatter_add", Dma, aps [table: TableUpdate, src: Read, index: Index], attrs [skip] {
         /// The table.
         table: HwAp,
         /// Source rows.
         src: HwAp,
         /// int32 row indices.
         index: HwAp,
+        /// An index outside the table skips its row instead of stopping the run.
+        skip: bool,
     }
     /// An on-chip copy with dtype conversion (ACT/DVE/POOL).
     TensorCopy = "tensor_copy", Compute, aps [dst: Write, src: Read], attrs [] {
@@ -493,12 +499,12 @@ mod tests {
         let fma = Op::DmaFma { dst: hbm(2, 8), src0: hbm(2, 8), src1: sbuf(2, 8) };
         assert_eq!(fma.hbm_bytes(), 2 * 64 + 64);
         // A 100-row table, 3 rows named: 3 rows of 8 fp32, the int32 index read too.
-        let gather = Op::DmaGather { dst: sbuf(3, 8), table: hbm(100, 8), index: hbm(1, 3) };
+        let gather = Op::DmaGather { dst: sbuf(3, 8), table: hbm(100, 8), index: hbm(1, 3), skip: false };
         assert_eq!(gather.hbm_bytes(), 3 * 32 + 12);
-        let scatter = Op::DmaScatterAdd { table: hbm(100, 8), src: sbuf(3, 8), index: sbuf(1, 3) };
+        let scatter = Op::DmaScatterAdd { table: hbm(100, 8), src: sbuf(3, 8), index: sbuf(1, 3), skip: false };
         assert_eq!(scatter.hbm_bytes(), 2 * 3 * 32);
         // A plain scatter writes the named rows once.
-        let plain = Op::DmaScatter { table: hbm(100, 8), src: sbuf(3, 8), index: sbuf(1, 3) };
+        let plain = Op::DmaScatter { table: hbm(100, 8), src: sbuf(3, 8), index: sbuf(1, 3), skip: false };
         assert_eq!(plain.hbm_bytes(), 3 * 32);
         let written: Vec<bool> = scatter.accesses().iter().map(|(_, w)| *w).collect();
         assert_eq!(written, [true, false, false]);

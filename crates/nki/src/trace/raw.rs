@@ -32,6 +32,9 @@ pub enum Record {
         table: View,
         /// A `[K, 1]` int32 SBUF tile of row numbers.
         indices: View,
+        /// An index outside the table skips its row (`oob_mode=skip`) instead of stopping.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        skip: bool,
     },
     /// DMA scatter: `table[indices[k], ...] = src[k, ...]` in index order
     /// (`nl.store(table[idx_tile, ...], value)`); rows no index names keep their values.
@@ -44,6 +47,9 @@ pub enum Record {
         src: View,
         /// A `[K, 1]` int32 SBUF tile of row numbers.
         indices: View,
+        /// An index outside the table skips its row (`oob_mode=skip`) instead of stopping.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        skip: bool,
     },
     /// DMA scatter-add: `table[indices[k], ...] += src[k, ...]` (`nisa.dma_copy` with
     /// `dst_rmw_op=np.add` into `table[idx_tile, ...]`).
@@ -56,6 +62,9 @@ pub enum Record {
         src: View,
         /// A `[K, 1]` int32 SBUF tile of row numbers.
         indices: View,
+        /// An index outside the table skips its row (`oob_mode=skip`) instead of stopping.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        skip: bool,
     },
     /// `dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]` into PSUM.
     Matmul {

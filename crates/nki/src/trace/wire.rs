@@ -77,6 +77,7 @@ pub(super) struct RawRecord {
     mode: Option<Top8Name>,
     vals: Option<View>,
     idx: Option<View>,
+    skip: Option<bool>,
     axes: Option<Vec<u32>>,
     negate: Option<bool>,
     keepdims: Option<bool>,
@@ -92,7 +93,7 @@ pub(super) struct RawRecord {
 impl RawRecord {
     /// The names of the fields that are present, besides `op`.
     fn present(&self) -> Vec<&'static str> {
-        let fields: [(&'static str, bool); 43] = [
+        let fields: [(&'static str, bool); 44] = [
             ("loc", self.loc.is_some()),
             ("dst", self.dst.is_some()),
             ("src", self.src.is_some()),
@@ -126,6 +127,7 @@ impl RawRecord {
             ("mode", self.mode.is_some()),
             ("vals", self.vals.is_some()),
             ("idx", self.idx.is_some()),
+            ("skip", self.skip.is_some()),
             ("axes", self.axes.is_some()),
             ("negate", self.negate.is_some()),
             ("keepdims", self.keepdims.is_some()),
@@ -154,8 +156,8 @@ impl TryFrom<RawRecord> for Record {
         // Fields a kind may have; anything else present is an error.
         let allowed: &[&str] = match op.as_str() {
             "dma_copy" => &["dst", "src"],
-            "dma_gather" => &["dst", "table", "indices"],
-            "dma_scatter" | "dma_scatter_add" => &["table", "src", "indices"],
+            "dma_gather" => &["dst", "table", "indices", "skip"],
+            "dma_scatter" | "dma_scatter_add" => &["table", "src", "indices", "skip"],
             "matmul" => &["dst", "stationary", "moving", "accumulate", "perf_mode", "tile_position", "tile_size"],
             "transpose" | "tensor_copy" => &["dst", "src", "engine"],
             "memset" => &["dst", "value", "engine"],
@@ -197,18 +199,21 @@ impl TryFrom<RawRecord> for Record {
                 dst: dst()?,
                 table: need(o, "table", r.table)?,
                 indices: need(o, "indices", r.indices)?,
+                skip: r.skip.unwrap_or(false),
             },
             "dma_scatter" => Record::DmaScatter {
                 loc,
                 table: need(o, "table", r.table)?,
                 src: src()?,
                 indices: need(o, "indices", r.indices)?,
+                skip: r.skip.unwrap_or(false),
             },
             "dma_scatter_add" => Record::DmaScatterAdd {
                 loc,
                 table: need(o, "table", r.table)?,
                 src: src()?,
                 indices: need(o, "indices", r.indices)?,
+                skip: r.skip.unwrap_or(false),
             },
             "matmul" => Record::Matmul {
                 loc,

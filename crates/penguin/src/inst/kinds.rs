@@ -105,18 +105,21 @@ inst_kinds! {
         dst: operand(Write),
         table: operand(Read),
         index: operand(Read),
+        skip: attr("skip"),
     },
     /// DMA scatter through an index tensor.
     DmaScatter(DmaScatterData) = "dma_scatter" {
         table: operand(ReadWrite),
         src: operand(Read),
         index: operand(Read),
+        skip: attr("skip"),
     },
     /// DMA scatter-add through an index tensor.
     DmaScatterAdd(DmaScatterAddData) = "dma_scatter_add" {
         table: operand(ReadWrite),
         src: operand(Read),
         index: operand(Read),
+        skip: attr("skip"),
     },
     /// ScalarE activation `dst = func(src * scale + bias)`, optionally summing each row.
     Activation(ActivationData) in Box = "activation" {

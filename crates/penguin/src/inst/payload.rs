@@ -321,6 +321,9 @@ pub struct DmaGatherData {
     pub table: InstTile,
     /// int32 row indices.
     pub index: InstTile,
+    /// An index outside the table skips its row (`oob_mode=skip`) instead of stopping the run.
+    #[serde(default)]
+    pub skip: bool,
 }
 
 /// A DMA scatter: `table[index[i], :] = src[i, :]` (an `IndirectMemrefTileND` write), one index
@@ -334,6 +337,9 @@ pub struct DmaScatterData {
     pub src: InstTile,
     /// int32 row indices.
     pub index: InstTile,
+    /// An index outside the table skips its row (`oob_mode=skip`) instead of stopping the run.
+    #[serde(default)]
+    pub skip: bool,
 }
 
 /// A DMA scatter-add: `table[index[i], :] += src[i, :]` (an `IndirectMemrefTileND` write).
@@ -345,6 +351,9 @@ pub struct DmaScatterAddData {
     pub src: InstTile,
     /// int32 row indices.
     pub index: InstTile,
+    /// An index outside the table skips its row (`oob_mode=skip`) instead of stopping the run.
+    #[serde(default)]
+    pub skip: bool,
 }
 
 impl InstData {

@@ -60,9 +60,9 @@ fn every_kind() -> Vec<InstData> {
             queue: Some(DmaQueueHint(2)),
         }),
         InstData::Transpose(TransposeData { dst: t(0), src: t(1) }),
-        InstData::DmaGather(DmaGatherData { dst: t(0), table: t(1), index: t(2) }),
-        InstData::DmaScatter(DmaScatterData { table: t(0), src: t(1), index: t(2) }),
-        InstData::DmaScatterAdd(DmaScatterAddData { table: t(0), src: t(1), index: t(2) }),
+        InstData::DmaGather(DmaGatherData { dst: t(0), table: t(1), index: t(2), skip: true }),
+        InstData::DmaScatter(DmaScatterData { table: t(0), src: t(1), index: t(2), skip: false }),
+        InstData::DmaScatterAdd(DmaScatterAddData { table: t(0), src: t(1), index: t(2), skip: true }),
         InstData::Activation(Box::new(ActivationData {
             func: ActFunc::GeluApprxTanh,
             dst: t(0),
@@ -259,6 +259,7 @@ fn sample_value(kind: InstKind, key: &str) -> Option<&'static str> {
         ("operand0", "2"),
         ("operand1", "4"),
         ("mode", "match_replace8"),
+        ("skip", "true"),
     ];
     samples.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
 }

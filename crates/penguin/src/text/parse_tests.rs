@@ -315,11 +315,18 @@ pub(crate) mod props {
                             InstData::OffloadedMemCast(OffloadedMemCastData { dst: a, src: b, cast, queue })
                         }
                         InstKind::Transpose => InstData::Transpose(TransposeData { dst: a, src: b }),
-                        InstKind::DmaGather => InstData::DmaGather(DmaGatherData { dst: a, table: b, index: c }),
-                        InstKind::DmaScatter => InstData::DmaScatter(DmaScatterData { table: a, src: b, index: c }),
-                        InstKind::DmaScatterAdd => {
-                            InstData::DmaScatterAdd(DmaScatterAddData { table: a, src: b, index: c })
+                        InstKind::DmaGather => {
+                            InstData::DmaGather(DmaGatherData { dst: a, table: b, index: c, skip: op % 2 == 0 })
                         }
+                        InstKind::DmaScatter => {
+                            InstData::DmaScatter(DmaScatterData { table: a, src: b, index: c, skip: op % 2 == 1 })
+                        }
+                        InstKind::DmaScatterAdd => InstData::DmaScatterAdd(DmaScatterAddData {
+                            table: a,
+                            src: b,
+                            index: c,
+                            skip: pattern % 2 == 0,
+                        }),
                         // The scalar operands take each form: an immediate (`value`, the
                         // default 0 included) or a column.
                         InstKind::Activation => InstData::Activation(Box::new(ActivationData {

@@ -142,7 +142,9 @@ pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
             [Some(dst), Some(src0), Some(src1)],
             true,
         ),
-        Op::DmaGather { dst, table, index } => (
+        // An `oob_mode=skip` entry outside the table moves nothing, but which are outside is
+        // data: the model charges every row, the most the transfer can move.
+        Op::DmaGather { dst, table, index, .. } => (
             sum(&[rows(index).saturating_mul(table.free_elems()), index.num_elems()]),
             sum(&[hbm(dst, bytes(dst)), hbm(table, table_bytes(table, index)), hbm(index, bytes(index))]),
             timed(dst, bytes(dst), hbm_run_bytes(dst), 1)
@@ -151,7 +153,7 @@ pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
             [Some(dst), Some(table), None],
             false,
         ),
-        Op::DmaScatter { table, src, index } => (
+        Op::DmaScatter { table, src, index, .. } => (
             sum(&[src.num_elems(), index.num_elems()]),
             sum(&[hbm(src, bytes(src)), hbm(table, table_bytes(table, index)), hbm(index, bytes(index))]),
             timed(src, bytes(src), hbm_run_bytes(src), 1)
@@ -160,7 +162,7 @@ pub(super) fn transfer(op: &Op, queue: u8, p: &HwProfile) -> Transfer {
             [Some(src), Some(table), None],
             false,
         ),
-        Op::DmaScatterAdd { table, src, index } => (
+        Op::DmaScatterAdd { table, src, index, .. } => (
             sum(&[src.num_elems(), index.num_elems(), rows(index).saturating_mul(table.free_elems())]),
             sum(&[
                 hbm(src, bytes(src)),

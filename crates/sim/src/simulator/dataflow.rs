@@ -147,7 +147,17 @@ impl Machine {
 
     /// Check the operands of a gather or scatter-add and read its indices: `rows` has one
     /// partition per index entry, each as long as a table row.
-    fn indices(&mut self, cx: &mut Cx<'_>, rows: &HwAp, table: &HwAp, index: &HwAp) -> Result<Vec<u32>, SimError> {
+    /// The row each index entry names, `None` for one outside the table when `skip` (an
+    /// indirect DMA with `oob_mode=skip` leaves that row alone); without `skip` such an entry
+    /// stops the run.
+    fn indices(
+        &mut self,
+        cx: &mut Cx<'_>,
+        rows: &HwAp,
+        table: &HwAp,
+        index: &HwAp,
+        skip: bool,
+    ) -> Result<Vec<Option<u32>>, SimError> {
         let at = cx.at;
         if index.dtype != DType::Int32 {
             return Err(SimError::BadOperand { at, detail: format!("indices must be int32, not {}", index.dtype) });
@@ -177,11 +187,11 @@ impl Machine {
                 let position = out.len() as u64;
                 let err =
                     || SimError::IndexOutOfRange { at, position, index: i64::from(i), rows: table.num_partitions };
-                let row = u32::try_from(i).map_err(|_| err())?;
-                if row >= table.num_partitions {
-                    return Err(err());
+                match u32::try_from(i).ok().filter(|&r| r < table.num_partitions) {
+                    Some(row) => out.push(Some(row)),
+                    None if skip => out.push(None),
+                    None => return Err(err()),
                 }
-                out.push(row);
             }
         }
         Ok(out)
@@ -198,36 +208,53 @@ impl Machine {
     }
 
     /// `dst[i, :] = table[index[i], :]`, converting to dst's dtype; returns the bytes written.
-    pub(super) fn gather(&mut self, cx: &mut Cx<'_>, dst: &HwAp, table: &HwAp, index: &HwAp) -> Result<u64, SimError> {
+    pub(super) fn gather(
+        &mut self,
+        cx: &mut Cx<'_>,
+        dst: &HwAp,
+        table: &HwAp,
+        index: &HwAp,
+        skip: bool,
+    ) -> Result<u64, SimError> {
         let at = cx.at;
-        let rows = self.indices(cx, dst, table, index)?;
+        let rows = self.indices(cx, dst, table, index, skip)?;
+        let moved = rows.iter().flatten().count() as u64;
         let (dw, tw) = (self.walk(at, dst)?, self.walk(at, table)?);
         self.check_closed(at, &tw)?;
         cx.record_race(&tw, false);
         cx.record(&dw, true);
         let row_bytes = tw.elems / u64::from(table.num_partitions.max(1)) * tw.elem_size() as u64;
-        cx.count_hbm(table.memory, row_bytes * rows.len() as u64, false);
-        for (i, &r) in (0u32..).zip(&rows) {
+        cx.count_hbm(table.memory, row_bytes * moved, false);
+        for (i, r) in (0u32..).zip(&rows) {
+            let Some(r) = *r else { continue };
             let (src, dst_row) = (self.row_walk(at, table, r)?, self.row_walk(at, dst, i)?);
             self.transfer(&src, &dst_row, CastMode::Rne);
         }
         self.close_written(&dw);
-        Ok(dw.elems * dw.elem_size() as u64)
+        Ok(dw.elems / u64::from(dst.num_partitions.max(1)) * dw.elem_size() as u64 * moved)
     }
 
     /// `table[index[i], :] = src[i, :]` (cast to the table's dtype), one index entry after the
     /// other (a repeated index keeps the later row); returns the bytes written.
-    pub(super) fn scatter(&mut self, cx: &mut Cx<'_>, table: &HwAp, src: &HwAp, index: &HwAp) -> Result<u64, SimError> {
+    pub(super) fn scatter(
+        &mut self,
+        cx: &mut Cx<'_>,
+        table: &HwAp,
+        src: &HwAp,
+        index: &HwAp,
+        skip: bool,
+    ) -> Result<u64, SimError> {
         let at = cx.at;
-        let rows = self.indices(cx, src, table, index)?;
+        let rows = self.indices(cx, src, table, index, skip)?;
         let (sw, tw) = (self.walk(at, src)?, self.walk(at, table)?);
         self.check_closed(at, &sw)?;
         cx.record(&sw, false);
         cx.record_race(&tw, true);
         let row_bytes = tw.elems / u64::from(table.num_partitions.max(1)) * tw.elem_size() as u64;
-        let moved = row_bytes * rows.len() as u64;
+        let moved = row_bytes * rows.iter().flatten().count() as u64;
         cx.count_hbm(table.memory, moved, true);
-        for (i, &r) in (0u32..).zip(&rows) {
+        for (i, r) in (0u32..).zip(&rows) {
+            let Some(r) = *r else { continue };
             let (trow, srow) = (self.row_walk(at, table, r)?, self.row_walk(at, src, i)?);
             self.transfer(&srow, &trow, CastMode::Rne);
         }
@@ -243,19 +270,21 @@ impl Machine {
         table: &HwAp,
         src: &HwAp,
         index: &HwAp,
+        skip: bool,
     ) -> Result<u64, SimError> {
         let at = cx.at;
-        let rows = self.indices(cx, src, table, index)?;
+        let rows = self.indices(cx, src, table, index, skip)?;
         let (sw, tw) = (self.walk(at, src)?, self.walk(at, table)?);
         self.check_closed(at, &sw)?;
         self.check_closed(at, &tw)?;
         cx.record(&sw, false);
         cx.record_race(&tw, true);
         let row_bytes = tw.elems / u64::from(table.num_partitions.max(1)) * tw.elem_size() as u64;
-        let moved = row_bytes * rows.len() as u64;
+        let moved = row_bytes * rows.iter().flatten().count() as u64;
         cx.count_hbm(table.memory, moved, false);
         cx.count_hbm(table.memory, moved, true);
-        for (i, &r) in (0u32..).zip(&rows) {
+        for (i, r) in (0u32..).zip(&rows) {
+            let Some(r) = *r else { continue };
             let (trow, srow) = (self.row_walk(at, table, r)?, self.row_walk(at, src, i)?);
             self.apply(Elementwise::Alu(AluOp::Add), &trow, &trow, &srow);
         }

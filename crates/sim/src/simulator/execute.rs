@@ -54,16 +54,16 @@ impl Machine {
                 cx.stats.dma_bytes += self.elementwise(cx, Elementwise::Fma, dst, src0, src1)?;
                 Ok(())
             }
-            Op::DmaGather { dst, table, index } => {
-                cx.stats.dma_bytes += self.gather(cx, dst, table, index)?;
+            Op::DmaGather { dst, table, index, skip } => {
+                cx.stats.dma_bytes += self.gather(cx, dst, table, index, *skip)?;
                 Ok(())
             }
-            Op::DmaScatter { table, src, index } => {
-                cx.stats.dma_bytes += self.scatter(cx, table, src, index)?;
+            Op::DmaScatter { table, src, index, skip } => {
+                cx.stats.dma_bytes += self.scatter(cx, table, src, index, *skip)?;
                 Ok(())
             }
-            Op::DmaScatterAdd { table, src, index } => {
-                cx.stats.dma_bytes += self.scatter_add(cx, table, src, index)?;
+            Op::DmaScatterAdd { table, src, index, skip } => {
+                cx.stats.dma_bytes += self.scatter_add(cx, table, src, index, *skip)?;
                 Ok(())
             }
             Op::TensorCopy { dst, src } => {

@@ -184,7 +184,7 @@ fn gather_runs_are_table_rows() {
     let mut p = program(Target::Trn2);
     let table = hbm(DType::Fp32, 0, 64, 1024, 1024);
     let index = sbuf(DType::Int32, 0, 8, 0, 1);
-    let op = Op::DmaGather { dst: sbuf(DType::Fp32, 0, 8, 0, 1024), table, index };
+    let op = Op::DmaGather { dst: sbuf(DType::Fp32, 0, 8, 0, 1024), table, index, skip: false };
     push(&mut p, Engine::Dma(0), op, &[], None);
     let r = run(&p);
     assert_eq!(r.hbm_bytes, 8 * 4096);

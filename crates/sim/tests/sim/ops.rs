@@ -108,12 +108,12 @@ fn gather_and_scatter_add_follow_the_indices() {
     let rows = sbuf(DType::Bf16, 0, 3, 64, 4);
     b.push(
         Engine::Dma(1),
-        Op::DmaGather { dst: rows.clone(), table: table_ap.clone(), index: index.clone() },
+        Op::DmaGather { dst: rows.clone(), table: table_ap.clone(), index: index.clone(), skip: false },
         &[(loaded, 1)],
         Some(gathered),
     );
     b.push(Engine::Dma(2), dma(hbm(DType::Fp32, out, 3, 4, 4), rows.clone()), &[(gathered, 1)], Some(stored));
-    b.push(Engine::Dma(3), Op::DmaScatterAdd { table: table_ap, src: rows, index }, &[(stored, 1)], None);
+    b.push(Engine::Dma(3), Op::DmaScatterAdd { table: table_ap, src: rows, index, skip: false }, &[(stored, 1)], None);
     let mut s = Simulator::new(&b.program);
     let t: Vec<f32> = (0..24).map(|i| i as f32 + 0.25).collect();
     s.write_hbm_f32("table", &t).unwrap();
@@ -465,8 +465,12 @@ fn a_scatter_writes_the_named_rows_in_index_order_and_keeps_the_rest() {
     let index = sbuf(DType::Int32, 0, 1, 0, 3);
     b.push(Engine::Dma(0), dma(index.clone(), hbm(DType::Int32, idx, 1, 3, 3)), &[], Some(loaded));
     load(&mut b, 1, src, (3, 4), DType::Fp32, 64, loaded);
-    let scatter =
-        Op::DmaScatter { table: hbm(DType::Bf16, table, 6, 4, 4), src: sbuf(DType::Fp32, 0, 3, 64, 4), index };
+    let scatter = Op::DmaScatter {
+        table: hbm(DType::Bf16, table, 6, 4, 4),
+        src: sbuf(DType::Fp32, 0, 3, 64, 4),
+        index,
+        skip: false,
+    };
     b.push(Engine::Dma(2), scatter, &[(loaded, 2)], None);
     let mut s = Simulator::new(&b.program);
     let t: Vec<f32> = (0..24).map(|i| i as f32).collect();
@@ -597,4 +601,40 @@ fn top8_finds_the_largest_their_places_and_replaces_them() {
     let rest: Vec<f32> = s.read_hbm_f32("rest").unwrap();
     assert_eq!(&rest[..12], &[-1.0, -1.0, -2.0, -1.0, 0.5, -1.0, 1.0, -1.0, -1.0, -5.0, -1.0, -1.0]);
     assert_eq!(&rest[12..], &[10.0, 20.0, 30.0, 40.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0]);
+}
+
+#[test]
+fn skipping_indirect_dmas_leave_the_rows_an_index_outside_the_table_names() {
+    // Indices [5, 9, -3] into a 6-row table: the gather writes row 0 only (rows 1 and 2 keep
+    // what was loaded there), and the scatter-add adds into table row 5 only.
+    let mut b = Builder::new(Target::Trn2);
+    let table = b.tensor("table", &[6, 4], DType::Fp32, HbmRole::Input);
+    let init = b.tensor("init", &[3, 4], DType::Fp32, HbmRole::Input);
+    let out = b.tensor("out", &[3, 4], DType::Fp32, HbmRole::Output);
+    let idx = b.tensor("idx", &[3], DType::Int32, HbmRole::Input);
+    let (loaded, gathered, stored) = (b.sem("loaded"), b.sem("gathered"), b.sem("stored"));
+    let index = sbuf(DType::Int32, 0, 1, 0, 3);
+    b.push(Engine::Dma(0), dma(index.clone(), hbm(DType::Int32, idx, 1, 3, 3)), &[], Some(loaded));
+    load(&mut b, 1, init, (3, 4), DType::Fp32, 64, loaded);
+    let (table_ap, rows) = (hbm(DType::Fp32, table, 6, 4, 4), sbuf(DType::Fp32, 0, 3, 64, 4));
+    let gather = Op::DmaGather { dst: rows.clone(), table: table_ap.clone(), index: index.clone(), skip: true };
+    b.push(Engine::Dma(2), gather, &[(loaded, 2)], Some(gathered));
+    b.push(Engine::Dma(3), dma(hbm(DType::Fp32, out, 3, 4, 4), rows.clone()), &[(gathered, 1)], Some(stored));
+    let add = Op::DmaScatterAdd { table: table_ap, src: rows, index, skip: true };
+    b.push(Engine::Dma(4), add, &[(stored, 1)], None);
+    let mut s = Simulator::new(&b.program);
+    let t: Vec<f32> = (0..24).map(|i| i as f32).collect();
+    let before: Vec<f32> = (0..12).map(|i| -1.0 - i as f32).collect();
+    s.write_hbm_f32("table", &t).unwrap();
+    s.write_hbm_f32("init", &before).unwrap();
+    s.write_hbm_tensor("idx", &[5i32, 9, -3].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>()).unwrap();
+    assert!(s.run().unwrap().races.is_empty());
+    let got = s.read_hbm_f32("out").unwrap();
+    assert_eq!(&got[..4], &t[20..24]);
+    assert_eq!(&got[4..], &before[4..]);
+    let mut want = t.clone();
+    for c in 0..4 {
+        want[20 + c] += t[20 + c];
+    }
+    assert_eq!(s.read_hbm_f32("table").unwrap(), want);
 }

@@ -71,9 +71,9 @@ fn op() -> impl Strategy<Value = Op> {
         }),
         (ap(), ap()).prop_map(|(dst, src)| Op::Transpose { dst, src }),
         (ap(), ap(), ap()).prop_map(|(dst, src0, src1)| Op::DmaFma { dst, src0, src1 }),
-        (ap(), ap(), ap()).prop_map(|(dst, table, index)| Op::DmaGather { dst, table, index }),
-        (ap(), ap(), ap()).prop_map(|(table, src, index)| Op::DmaScatterAdd { table, src, index }),
-        (ap(), ap(), ap()).prop_map(|(table, src, index)| Op::DmaScatter { table, src, index }),
+        (ap(), ap(), ap()).prop_map(|(dst, table, index)| Op::DmaGather { dst, table, index, skip: false }),
+        (ap(), ap(), ap()).prop_map(|(table, src, index)| Op::DmaScatterAdd { table, src, index, skip: true }),
+        (ap(), ap(), ap()).prop_map(|(table, src, index)| Op::DmaScatter { table, src, index, skip: false }),
         (ap(), ap(), ap(), prop::sample::select(vec![AluOp::Add, AluOp::Multiply, AluOp::Max]))
             .prop_map(|(dst, lhs, rhs, op)| Op::TensorTensor { op, dst, lhs, rhs }),
         (ap(), prop_oneof![Just(f64::NAN), Just(1e300), -3.0f64..3.0])

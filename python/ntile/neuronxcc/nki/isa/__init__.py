@@ -274,7 +274,7 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None, oo
         add = dst_rmw_op is not None and ops.alu_name(dst_rmw_op, "dst_rmw_op") == "add"
         if dst_rmw_op is not None and not add:
             raise unsupported("nisa.dma_copy with a dst_rmw_op other than add")
-        ops.dma_copy(dst, src, add)
+        ops.dma_copy(dst, src, add, ops.oob_skips(oob_mode))
         return
     if dst_rmw_op is not None:
         raise unsupported("nisa.dma_copy with dst_rmw_op (a read-modify-write DMA) other than adding into rows "
@@ -283,7 +283,7 @@ def dma_copy(*, dst: Any, src: Any, mask: Any = None, dst_rmw_op: Any = None, oo
     c = fit_clip(lang.clip(mask), space)
     if c is False:
         return
-    ops.dma_copy(clipped(dst, c, space), clipped(src, c, space))
+    ops.dma_copy(clipped(dst, c, space), clipped(src, c, space), skip=ops.oob_skips(oob_mode))
 
 
 def tensor_scalar_cumulative(*, dst: Any, src: Any, op0: Any, op1: Any, imm0: Any, imm1: Any = None,
