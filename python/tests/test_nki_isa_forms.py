@@ -878,3 +878,31 @@ def test_oob_mode_skip_on_a_plain_copy_is_refused(nki_hook):
 
     with pytest.raises(ValueError, match="oob_mode=skip applies to rows named by a tile of indices"):
         k(np.zeros((4, 4), np.float32))
+
+
+def test_a_mask_keeps_the_part_of_the_data_max8_and_match_replace8_search(nki_hook, nki_runner, rng):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+
+    @lnki.jit
+    def k(x):
+        n, m = x.shape
+        top = lnl.ndarray((n, 8), dtype=x.dtype, buffer=lnl.shared_hbm)
+        rep = lnl.ndarray((n, m // 2), dtype=x.dtype, buffer=lnl.shared_hbm)
+        ix, iy = lnl.mgrid[0:n, 0:m]
+        t = lnl.load(x)
+        best = lisa.max8(src=t[ix, iy], mask=(iy < m // 2))
+        lnl.store(top, best)
+        out = lisa.nc_match_replace8(data=t[ix, iy], vals=best, imm=0.0, mask=(iy < m // 2))
+        lnl.store(rep, out[:, 0:m // 2])
+        return top, rep
+
+    x = rng.permutation(16 * 64).reshape(16, 64).astype(np.float32) + 1
+    top, rep = k(x)
+    half = x[:, :32]
+    order = np.argsort(-half, axis=1, kind="stable")[:, :8]
+    np.testing.assert_array_equal(top, np.take_along_axis(half, order, axis=1))
+    want = half.copy()
+    np.put_along_axis(want, order, 0.0, axis=1)
+    np.testing.assert_array_equal(rep, want)
