@@ -906,3 +906,72 @@ def test_a_mask_keeps_the_part_of_the_data_max8_and_match_replace8_search(nki_ho
     want = half.copy()
     np.put_along_axis(want, order, 0.0, axis=1)
     np.testing.assert_array_equal(rep, want)
+
+
+def test_the_new_instructions_refuse_what_they_cannot_do_at_the_kernel_line(nki_hook):
+    import ntile.neuronxcc.nki as lnki
+    import ntile.neuronxcc.nki.isa as lisa
+    import ntile.neuronxcc.nki.language as lnl
+    import ntile.nki as nki
+    import ntile.nki.isa as nisa
+    import ntile.nki.language as nl
+
+    x = np.zeros((8, 16), np.float32)
+
+    @lnki.jit
+    def bad_compare(x):
+        t = lnl.load(x)
+        b = lnl.load(x[:, 0:1])
+        lisa.range_select(on_true_tile=t, comp_op0=lnl.add, comp_op1=lnl.less, bound0=b, bound1=b)
+
+    with pytest.raises(ValueError, match="range_select compares with equal, less"):
+        bad_compare(x)
+
+    @lnki.jit
+    def loaded_registers(x):
+        t = lnl.load(x)
+        d = lnl.ndarray(x.shape, dtype=x.dtype, buffer=lnl.sbuf)
+        p = lnl.ndarray(x.shape, dtype=lnl.uint8, buffer=lnl.sbuf)
+        p[...] = 1
+        lisa.select_reduce(dst=d, predicate=p, on_true=t, on_false=0.0, reduce_cmd=lisa.reduce_cmd.load_reduce)
+
+    with pytest.raises(NotImplementedError, match="reduce_cmd=load_reduce"):
+        loaded_registers(x)
+
+    @lnki.jit
+    def rand_in_psum(x):
+        lnl.rand((8, 16), buffer=lnl.psum)
+
+    with pytest.raises(NotImplementedError, match="nl.rand into psum"):
+        rand_in_psum(x)
+
+    @nki.jit
+    def float_indices(x):
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        v = nl.ndarray((8, 8), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.max8(dst=v, src=t)
+        i = nl.ndarray((8, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.nc_find_index8(dst=i, data=t, vals=v)
+
+    with pytest.raises(TypeError, match="nisa.nc_find_index8: dst holds uint16 or uint32 indices, not fp32"):
+        float_indices(x)
+
+    @nki.jit
+    def no_vals(x):
+        t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.nc_match_replace8(dst=t, data=t, vals=None, imm=0.0)
+
+    with pytest.raises(TypeError, match="nc_match_replace8 needs vals"):
+        no_vals(x)
+
+    @nki.jit
+    def bad_oob(x, ids):
+        idx = nl.ndarray(ids.shape, dtype=ids.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=ids)
+        t = nl.ndarray((4, 16), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[idx[:, 0:1], :], oob_mode=7)
+
+    with pytest.raises(ValueError, match="oob_mode is nisa.oob_mode.error or nisa.oob_mode.skip, not 7"):
+        bad_oob(x, np.zeros((4, 1), np.int32))

@@ -444,11 +444,8 @@ pub(crate) fn inst(r: &Record, mut tiles: Vec<InstTile>, choice: Choice, loc: &s
             let (dst, src) = (take()?, take()?);
             let vals = if vals.is_some() { Some(take()?) } else { None };
             let idx = if idx.is_some() { Some(take()?) } else { None };
-            let mode = match mode {
-                Top8Name::Max8 => penguin::Top8Mode::Max8,
-                Top8Name::FindIndex8 => penguin::Top8Mode::FindIndex8,
-                Top8Name::MatchReplace8 => penguin::Top8Mode::MatchReplace8,
-            };
+            // The trace's names are Penguin's.
+            let mode: penguin::Top8Mode = mode.name().parse().map_err(|_| bug())?;
             InstData::Top8(Box::new(penguin::Top8Data { mode, value: value.map_or(0.0, |v| v.0), dst, src, vals, idx }))
         }
         Record::StreamShuffle { shuffle_mask, .. } => {

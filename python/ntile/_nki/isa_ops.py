@@ -9,7 +9,7 @@ from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
-from . import index, ops
+from . import index, ops, values
 from .errors import NkiTypeError, NkiValueError, unsupported
 from .trace import current
 from .values import (Clip, clipped, copy_tile, fit_clip, fp32_scalar, load, nothing, produced, result_shape, temp,
@@ -182,8 +182,6 @@ def _reduce_max_into(reduce_res: Any, result: View, cmd: Any, reduce_op: Any, wh
     it, ``idle`` leaves them; ``reduce_res``, when given, receives them (with ``idle``, the
     maximum of ``result`` alone). ntile keeps the registers in an fp32 ``[P, 1]`` SBUF tile of
     the trace, so a chain across instructions costs a reduction and a maximum per step."""
-    from . import values  # noqa: PLC0415
-
     code = int(cmd) if cmd is not None else 0
     if code == 4:
         raise unsupported(f"{what} with reduce_cmd=load_reduce (registers loaded from a tile)")
@@ -194,7 +192,7 @@ def _reduce_max_into(reduce_res: Any, result: View, cmd: Any, reduce_op: Any, wh
     axes = list(range(1, len(result.tile_counts())))
     row_max = values.reduce("maximum", result, axes, "fp32", keepdims=True)
     T = current()
-    regs = getattr(T, "dve_max_registers", None)
+    regs = T.dve_max_registers
     if code in (1, 3):
         T.dve_max_registers = regs = row_max
     elif code == 2:
@@ -214,8 +212,6 @@ def _reduce_max_into(reduce_res: Any, result: View, cmd: Any, reduce_op: Any, wh
 
 def _column_or_number(v: Any, shape: Tuple[int, ...], what: str) -> Any:
     """A number, or a ``[P, 1]`` column read across ``shape``."""
-    from . import values  # noqa: PLC0415
-
     if not isinstance(v, View):
         return v
     c = v.tile_counts()
@@ -232,8 +228,6 @@ def select_reduce(dst: Any, predicate: Any, on_true: Any, on_false: Any, reduce_
     """``dst = where(predicate, on_true, on_false)`` (the predicate negated with ``reverse_pred``)
     and, with ``reduce_res``, each partition's maximum of it: a fill of ``on_false``, a
     predicated copy and a reduction (VectorE's one instruction, modeled as the three)."""
-    from . import values  # noqa: PLC0415
-
     if not isinstance(on_true, View) or not isinstance(predicate, View):
         raise NkiTypeError("nisa.select_reduce takes tiles as predicate and on_true")
     shape = result_shape(on_true)
@@ -259,8 +253,6 @@ def range_select(dst: Any, on_true: Any, cmp0: Any, cmp1: Any, bound0: Any, boun
     ``(i + range_start) cmp1 bound1[p]``, else ``on_false`` (fp32's lowest by default), and with
     ``reduce_res`` each partition's maximum: the free index from ``iota``, two comparisons, a
     fill, a predicated copy and a reduction (VectorE's one instruction, modeled as those)."""
-    from . import values  # noqa: PLC0415
-
     if not isinstance(on_true, View):
         raise NkiTypeError("nisa.range_select takes a tile as on_true_tile")
     shape = result_shape(on_true)

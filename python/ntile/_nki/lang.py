@@ -299,9 +299,9 @@ def rand(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", **kw
     drawn when the kernel is traced (numpy, the same each time the kernel is traced) and
     loaded from a constant the trace carries, so the model charges their DMA."""
     T = current()
-    gen = getattr(T, "rand_generator", None)
-    if gen is None:
-        gen = T.rand_generator = np.random.default_rng(RAND_SEED)
+    if T.rand_generator is None:
+        T.rand_generator = np.random.default_rng(RAND_SEED)
+    gen = T.rand_generator
     dims = shapes_from(shape)
     d = dt(dtype) or "fp32"
     buf = alloc.buffer_name(buffer) if buffer is not None else "sbuf"

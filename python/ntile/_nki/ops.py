@@ -332,18 +332,14 @@ def top8(mode: str, dst: View, src: View, vals: Optional[View] = None, idx: Opti
     what = TOP8_NAMES[mode]
     dst, src = _view(dst, "dst"), _view(src, "data")
     counts = src.tile_counts()
-    parts, per = counts[0], 1
-    for n in counts[1:]:
-        per *= n
+    parts = counts[0]
+    per = src.nelem // parts
     if not 8 <= per <= 16384:
         raise NkiValueError(f"{what} reads 8 to 16384 elements per partition, not {per}")
 
     def eight(t: View, role: str) -> None:
         c = t.tile_counts()
-        n = 1
-        for k in c[1:]:
-            n *= k
-        if c[0] != parts or n != 8:
+        if c[0] != parts or t.nelem != 8 * parts:
             raise NkiValueError(f"{what}: {role} must be [{parts}, 8] (8 per partition of the data), not {list(c)}")
 
     def index(t: View, role: str) -> None:

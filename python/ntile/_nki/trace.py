@@ -140,6 +140,10 @@ class Trace:
         # addresses placed tensors took where every enclosing affine/sequential loop was at its
         # first iteration (see `alloc.first_trace_address`).
         self.loop_path: List[List[Any]] = []
+        # The generator `nl.rand` draws from (made at its first call), and the Vector Engine's
+        # maximum registers of select_reduce / range_select (`isa_ops._reduce_max_into`).
+        self.rand_generator: Any = None
+        self.dve_max_registers: Any = None
         self.first_addresses: Dict[Tuple[Any, ...], Any] = {}
         self.site_visits: Dict[Tuple[Any, ...], int] = {}
 
